@@ -1,0 +1,408 @@
+//! Command line: flags, Vault's environment variables (flags win), validation into one
+//! clear message per bad input.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vblast",
+    version,
+    about = "Load generator for HashiCorp Vault and OpenBao: thread-per-core HTTP/1.1, honest latency.",
+    after_help = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-write --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment."
+)]
+pub struct Cli {
+    /// URL mode: send this request (like ab, wrk, oha), with no Vault setup.
+    pub url: Option<String>,
+
+    /// Vault operation: kv-read or kv-write.
+    #[arg(long)]
+    pub op: Option<String>,
+
+    /// Connections (concurrency).
+    #[arg(short = 'c', long = "concurrency", default_value_t = 10)]
+    pub connections: u64,
+
+    /// Total requests; with -z, whichever is reached first ends the run.
+    #[arg(short = 'n', long = "requests")]
+    pub requests: Option<u64>,
+
+    /// Run duration (e.g. 30s, 2m, 1h); default 10s when -n is not given.
+    #[arg(short = 'z', long = "duration", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Event-loop threads in total (default: one per available core).
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+
+    /// Open model: target rate in requests per second over the whole run.
+    #[arg(short = 'R', long, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// Load run first and left out of every statistic.
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+
+    /// KV engine version for a mount vblast creates (or expects with --mount).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub kv_version: u8,
+
+    /// Use this existing KV mount instead of creating a fresh one.
+    #[arg(long)]
+    pub mount: Option<String>,
+
+    /// Secrets seeded before the run.
+    #[arg(long, default_value_t = 1000)]
+    pub secrets: u64,
+
+    /// Size of each secret's value, in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub secret_size: usize,
+
+    /// Keep the mount vblast created (default: removed after the run).
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Use the target as it is: no mount, no seeding, no checks of the token.
+    #[arg(long)]
+    pub no_setup: bool,
+
+    /// URL mode: request method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// URL mode: request body.
+    #[arg(short = 'd', long = "data", conflicts_with = "post_file")]
+    pub data: Option<String>,
+
+    /// URL mode: request body from a file.
+    #[arg(short = 'p', long = "post-file")]
+    pub post_file: Option<PathBuf>,
+
+    /// Content-Type of the body (URL mode).
+    #[arg(short = 'T', long = "content-type")]
+    pub content_type: Option<String>,
+
+    /// A new connection per request (ab without -k); connect time is reported separately.
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Also save the JSON result to this file.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+
+    /// Print the latency percentiles and the HdrHistogram percentile spectrum.
+    #[arg(long)]
+    pub latency: bool,
+
+    /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
+    #[arg(long)]
+    pub hgrm: Option<PathBuf>,
+
+    /// Exit 0 even when requests failed.
+    #[arg(long)]
+    pub allow_errors: bool,
+
+    /// Vault address [env: VAULT_ADDR, default http://127.0.0.1:8200].
+    #[arg(long)]
+    pub address: Option<String>,
+
+    /// Vault token [env: VAULT_TOKEN].
+    #[arg(long)]
+    pub token: Option<String>,
+
+    /// Vault namespace [env: VAULT_NAMESPACE].
+    #[arg(long)]
+    pub namespace: Option<String>,
+
+    /// CA certificate file (PEM) [env: VAULT_CACERT].
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+
+    /// Directory of CA certificates (PEM) [env: VAULT_CAPATH].
+    #[arg(long)]
+    pub ca_path: Option<PathBuf>,
+
+    /// Skip TLS certificate verification [env: VAULT_SKIP_VERIFY].
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// Client certificate (PEM) for mutual TLS [env: VAULT_CLIENT_CERT].
+    #[arg(long)]
+    pub client_cert: Option<PathBuf>,
+
+    /// Client key (PEM) [env: VAULT_CLIENT_KEY].
+    #[arg(long)]
+    pub client_key: Option<PathBuf>,
+
+    /// Name to verify the server certificate against [env: VAULT_TLS_SERVER_NAME].
+    #[arg(long)]
+    pub tls_server_name: Option<String>,
+
+    /// Full TLS handshakes on every new connection (no session resumption).
+    #[arg(long)]
+    pub no_tls_resume: bool,
+
+    /// Do not pin event-loop threads to cores.
+    #[arg(long)]
+    pub no_pin: bool,
+
+    /// Internal: run as a worker process (plan on stdin, results on stdout).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+}
+
+/// Reads an environment variable, treating empty as unset.
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Vault's boolean convention for VAULT_SKIP_VERIFY.
+pub fn env_true(name: &str) -> bool {
+    matches!(
+        env(name).as_deref().map(str::to_ascii_lowercase).as_deref(),
+        Some("1" | "true" | "t" | "yes" | "y")
+    )
+}
+
+/// Parses "250ms", "30s", "2m", "1h", "1m30s" or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return secs_to_duration(secs, text);
+    }
+    let mut total = 0f64;
+    let mut num = String::new();
+    let mut chars = t.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_alphabetic() {
+                unit.push(n);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"))?;
+        num.clear();
+        let scale = match unit.as_str() {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "us" => 0.000_001,
+            _ => {
+                return Err(format!(
+                    "invalid duration unit '{unit}' in '{text}' (use ms, s, m or h)"
+                ));
+            }
+        };
+        total += v * scale;
+        any = true;
+    }
+    if !num.is_empty() || !any {
+        return Err(format!(
+            "invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"
+        ));
+    }
+    secs_to_duration(total, text)
+}
+
+fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration '{text}'"));
+    }
+    if secs > 366.0 * 86_400.0 {
+        return Err(format!("duration '{text}' is longer than a year"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Renders a duration the way users write it.
+pub fn show_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 || ms == 0 {
+        format!("{ms}ms")
+    } else if ms % 3_600_000 == 0 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}
+
+/// Highest -R accepted: far beyond what any one client machine can send.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+impl Cli {
+    /// Checks flag combinations that clap cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.connections == 0 {
+            return Err("-c must be at least 1".into());
+        }
+        if self.requests == Some(0) {
+            return Err("-n must be at least 1".into());
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return Err("-z must be longer than zero".into());
+        }
+        if self.threads == Some(0) {
+            return Err("-t must be at least 1".into());
+        }
+        if self.timeout.is_zero() {
+            return Err("--timeout must be longer than zero".into());
+        }
+        if let Some(r) = self.rate {
+            if !r.is_finite() || r <= 0.0 {
+                return Err(format!(
+                    "-R {r} is not a usable rate: give requests per second above 0"
+                ));
+            }
+            if r > MAX_RATE {
+                return Err(format!(
+                    "-R {r} is beyond what one client can send (at most {MAX_RATE:.0} requests per second)"
+                ));
+            }
+            if let Some(n) = self.requests {
+                if n < self.connections {
+                    return Err(format!(
+                        "-n {n} is smaller than -c {}: with -R, give at least one request per connection (or fewer connections)",
+                        self.connections
+                    ));
+                }
+            }
+        }
+        if let (Some(w), Some(d)) = (self.warmup, self.duration) {
+            if w >= d {
+                return Err(format!(
+                    "--warmup {} is not shorter than the run (-z {})",
+                    show_duration(w),
+                    show_duration(d)
+                ));
+            }
+        }
+        if self.url.is_some() && self.op.is_some() {
+            return Err("give either a URL or --op, not both".into());
+        }
+        if self.url.is_none() && self.op.is_none() {
+            return Err(
+                "nothing to do: give --op (kv-read, kv-write) or a URL (see vblast --help)".into(),
+            );
+        }
+        if self.secrets == 0 {
+            return Err("--secrets must be at least 1".into());
+        }
+        if self.secret_size > 16 * 1024 * 1024 {
+            return Err("--secret-size is larger than 16 MiB".into());
+        }
+        for h in &self.headers {
+            parse_header(h)?;
+        }
+        Ok(())
+    }
+
+    /// The run length: -z as given; 10 s when neither -n nor -z is.
+    pub fn run_duration(&self) -> Option<Duration> {
+        match (self.requests, self.duration) {
+            (None, None) => Some(Duration::from_secs(10)),
+            (_, d) => d,
+        }
+    }
+}
+
+/// Splits "Name: value".
+pub fn parse_header(h: &str) -> Result<(String, String), String> {
+    let (name, value) = h
+        .split_once(':')
+        .ok_or_else(|| format!("header '{h}' is not of the form 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("header name in '{h}' is not valid"));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(format!("header '{name}' has a line break in its value"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "abc", "10x", "-5", "5s3", "nan"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(show_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(show_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(show_duration(Duration::from_secs(120)), "2m");
+    }
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut v = vec!["vblast"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).unwrap()
+    }
+
+    #[test]
+    fn bad_combinations() {
+        assert!(cli(&["--op", "kv-read"]).validate().is_ok());
+        assert!(cli(&["-R", "0", "--op", "kv-read"]).validate().is_err());
+        assert!(cli(&["-R", "-5", "--op", "kv-read"]).validate().is_err());
+        assert!(cli(&["-R", "1e12", "--op", "kv-read"]).validate().is_err());
+        assert!(
+            cli(&["-R", "10", "-c", "100", "-n", "50", "--op", "kv-read"])
+                .validate()
+                .is_err()
+        );
+        assert!(
+            cli(&["--warmup", "10s", "-z", "5s", "--op", "kv-read"])
+                .validate()
+                .is_err()
+        );
+        assert!(cli(&[]).validate().is_err());
+        assert!(cli(&["--op", "kv-read", "http://x/"]).validate().is_err());
+        assert!(cli(&["-H", "novalue", "http://x/"]).validate().is_err());
+        assert!(cli(&["-c", "0", "--op", "kv-read"]).validate().is_err());
+    }
+}

@@ -1,0 +1,488 @@
+//! Incremental HTTP/1.1 response parser: status line and headers through httparse, bodies
+//! framed by Content-Length, chunked encoding or connection close. Bytes are consumed as
+//! they arrive from any number of reads; nothing is copied unless a response head is split
+//! across reads (then into a buffer the parser keeps for reuse).
+
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chunk {
+    /// Reading the hex size of a chunk.
+    Size,
+    /// Skipping a chunk extension up to the end of the size line.
+    Ext,
+    /// Expecting LF after CR on the size line.
+    SizeLf,
+    /// Inside chunk data.
+    Data,
+    /// Expecting CR after chunk data.
+    DataCr,
+    DataLf,
+    /// At the start of a trailer line (an empty one ends the body).
+    TrailerStart,
+    TrailerLine,
+    TrailerLf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Head,
+    Length,
+    Chunked(Chunk),
+    UntilClose,
+}
+
+/// Outcome of feeding bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// The response is not complete yet.
+    More,
+    /// The response is complete. `extra` is true when bytes followed it (which a client
+    /// that never pipelines cannot have asked for).
+    Done {
+        status: u16,
+        close: bool,
+        extra: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseError(pub &'static str);
+
+#[derive(Debug, Default)]
+pub struct ResponseParser {
+    state: Option<State>,
+    status: u16,
+    close: bool,
+    remaining: u64,
+    head: Vec<u8>,
+    /// Whether to keep the body (operations that read values from responses).
+    capture: bool,
+    body: Vec<u8>,
+    /// Bytes seen for the current response.
+    seen: u64,
+}
+
+impl ResponseParser {
+    pub fn new() -> ResponseParser {
+        ResponseParser::default()
+    }
+
+    /// Prepares for the next response. `head_request`: the request was HEAD (no body).
+    pub fn reset(&mut self, capture: bool) {
+        self.state = Some(State::Head);
+        self.status = 0;
+        self.close = false;
+        self.remaining = 0;
+        self.head.clear();
+        self.capture = capture;
+        self.body.clear();
+        self.seen = 0;
+    }
+
+    /// Bytes received so far for the current response.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// The captured body of the last response (when capturing).
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Feeds received bytes.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
+        self.seen += data.len() as u64;
+        let mut rest = data;
+        if self.state == Some(State::Head) {
+            let used = if self.head.is_empty() {
+                match self.parse_head(data)? {
+                    Some(n) => n,
+                    None => {
+                        self.head.extend_from_slice(data);
+                        return Ok(Progress::More);
+                    }
+                }
+            } else {
+                let before = self.head.len();
+                self.head.extend_from_slice(data);
+                let buf = std::mem::take(&mut self.head);
+                let parsed = self.parse_head(&buf);
+                self.head = buf;
+                match parsed? {
+                    Some(n) => n - before,
+                    None => {
+                        if self.head.len() > MAX_HEAD {
+                            return Err(ParseError("response head too large"));
+                        }
+                        return Ok(Progress::More);
+                    }
+                }
+            };
+            rest = &data[used..];
+            if self.state == Some(State::Head) {
+                // A 1xx interim response: parse the next head from what is left.
+                self.head.clear();
+                return self.feed_rest(rest);
+            }
+        }
+        self.body_bytes(rest)
+    }
+
+    fn feed_rest(&mut self, rest: &[u8]) -> Result<Progress, ParseError> {
+        self.seen -= rest.len() as u64;
+        if rest.is_empty() {
+            Ok(Progress::More)
+        } else {
+            self.feed(rest)
+        }
+    }
+
+    /// The server closed the connection: completes a body framed by close.
+    pub fn eof(&mut self) -> Option<Progress> {
+        match self.state {
+            Some(State::UntilClose) => {
+                self.state = None;
+                Some(Progress::Done {
+                    status: self.status,
+                    close: true,
+                    extra: false,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Parses a complete head at the start of `buf`; returns its length, or None if partial.
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                if buf.len() > MAX_HEAD {
+                    return Err(ParseError("response head too large"));
+                }
+                return Ok(None);
+            }
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(ParseError("too many response headers"));
+            }
+            Err(_) => return Err(ParseError("malformed HTTP response")),
+        };
+        let status = resp.code.unwrap_or(0);
+        if (100..200).contains(&status) && status != 101 {
+            // Interim response: the real one follows.
+            return Ok(Some(n));
+        }
+        let mut close = resp.version == Some(0);
+        let mut length = None;
+        let mut chunked = false;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .ok_or(ParseError("bad Content-Length"))?;
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = contains_token(h.value, b"chunked");
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if contains_token(h.value, b"close") {
+                    close = true;
+                } else if contains_token(h.value, b"keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        self.status = status;
+        self.close = close;
+        self.state = Some(if status == 204 || status == 304 {
+            self.remaining = 0;
+            State::Length
+        } else if chunked {
+            self.remaining = 0;
+            State::Chunked(Chunk::Size)
+        } else if let Some(len) = length {
+            self.remaining = len;
+            State::Length
+        } else {
+            self.close = true;
+            State::UntilClose
+        });
+        Ok(Some(n))
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.capture && self.body.len() < 1 << 20 {
+            self.body.extend_from_slice(bytes);
+        }
+    }
+
+    fn done(&mut self, extra: bool) -> Progress {
+        self.state = None;
+        Progress::Done {
+            status: self.status,
+            close: self.close,
+            extra,
+        }
+    }
+
+    fn body_bytes(&mut self, mut data: &[u8]) -> Result<Progress, ParseError> {
+        loop {
+            match self.state {
+                Some(State::Length) => {
+                    let take = (data.len() as u64).min(self.remaining) as usize;
+                    self.keep(&data[..take]);
+                    self.remaining -= take as u64;
+                    data = &data[take..];
+                    if self.remaining == 0 {
+                        return Ok(self.done(!data.is_empty()));
+                    }
+                    return Ok(Progress::More);
+                }
+                Some(State::UntilClose) => {
+                    self.keep(data);
+                    return Ok(Progress::More);
+                }
+                Some(State::Chunked(c)) => {
+                    let Some((&b, rest)) = data.split_first() else {
+                        return Ok(Progress::More);
+                    };
+                    let next = match c {
+                        Chunk::Data => {
+                            let take = (data.len() as u64).min(self.remaining) as usize;
+                            self.keep(&data[..take]);
+                            self.remaining -= take as u64;
+                            data = &data[take..];
+                            if self.remaining == 0 {
+                                self.state = Some(State::Chunked(Chunk::DataCr));
+                            }
+                            continue;
+                        }
+                        Chunk::Size => match b {
+                            b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                                let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                                if self.remaining > (1 << 56) {
+                                    return Err(ParseError("chunk size too large"));
+                                }
+                                self.remaining = self.remaining * 16 + d;
+                                Chunk::Size
+                            }
+                            b';' | b' ' | b'\t' => Chunk::Ext,
+                            b'\r' => Chunk::SizeLf,
+                            b'\n' => self.end_size_line(),
+                            _ => return Err(ParseError("malformed chunked body")),
+                        },
+                        Chunk::Ext => {
+                            if b == b'\n' {
+                                self.end_size_line()
+                            } else {
+                                Chunk::Ext
+                            }
+                        }
+                        Chunk::SizeLf => {
+                            if b != b'\n' {
+                                return Err(ParseError("malformed chunked body"));
+                            }
+                            self.end_size_line()
+                        }
+                        Chunk::DataCr => match b {
+                            b'\r' => Chunk::DataLf,
+                            b'\n' => Chunk::Size,
+                            _ => return Err(ParseError("malformed chunked body")),
+                        },
+                        Chunk::DataLf => {
+                            if b != b'\n' {
+                                return Err(ParseError("malformed chunked body"));
+                            }
+                            Chunk::Size
+                        }
+                        Chunk::TrailerStart => match b {
+                            b'\r' => Chunk::TrailerLf,
+                            b'\n' => {
+                                return Ok(self.done(!rest.is_empty()));
+                            }
+                            _ => Chunk::TrailerLine,
+                        },
+                        Chunk::TrailerLine => {
+                            if b == b'\n' {
+                                Chunk::TrailerStart
+                            } else {
+                                Chunk::TrailerLine
+                            }
+                        }
+                        Chunk::TrailerLf => {
+                            if b != b'\n' {
+                                return Err(ParseError("malformed chunked trailer"));
+                            }
+                            return Ok(self.done(!rest.is_empty()));
+                        }
+                    };
+                    self.state = Some(State::Chunked(next));
+                    data = rest;
+                }
+                Some(State::Head) | None => {
+                    return Err(ParseError("data after the response"));
+                }
+            }
+        }
+    }
+
+    fn end_size_line(&mut self) -> Chunk {
+        if self.remaining == 0 {
+            Chunk::TrailerStart
+        } else {
+            Chunk::Data
+        }
+    }
+}
+
+fn contains_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(p: &mut ResponseParser, data: &[u8], step: usize) -> Result<Progress, ParseError> {
+        p.reset(true);
+        let mut last = Progress::More;
+        for chunk in data.chunks(step.max(1)) {
+            last = p.feed(chunk)?;
+        }
+        Ok(last)
+    }
+
+    #[test]
+    fn content_length_in_any_split() {
+        let resp = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"bcd\"}";
+        for step in 1..resp.len() + 1 {
+            let mut p = ResponseParser::new();
+            let r = feed_all(&mut p, resp, step).unwrap();
+            assert_eq!(
+                r,
+                Progress::Done {
+                    status: 200,
+                    close: false,
+                    extra: false
+                },
+                "step {step}"
+            );
+            assert_eq!(p.body(), b"{\"a\":\"bcd\"}");
+        }
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        let resp = b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4;x=y\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        for step in 1..resp.len() + 1 {
+            let mut p = ResponseParser::new();
+            let r = feed_all(&mut p, resp, step).unwrap();
+            assert_eq!(
+                r,
+                Progress::Done {
+                    status: 404,
+                    close: true,
+                    extra: false
+                },
+                "step {step}"
+            );
+            assert_eq!(p.body(), b"Wikipedia in\r\n\r\nchunks.");
+        }
+    }
+
+    #[test]
+    fn close_delimited_and_no_body_statuses() {
+        let mut p = ResponseParser::new();
+        assert_eq!(
+            feed_all(&mut p, b"HTTP/1.0 200 OK\r\n\r\nhello", 3).unwrap(),
+            Progress::More
+        );
+        assert_eq!(
+            p.eof(),
+            Some(Progress::Done {
+                status: 200,
+                close: true,
+                extra: false
+            })
+        );
+        assert_eq!(p.body(), b"hello");
+        let r = feed_all(&mut p, b"HTTP/1.1 204 No Content\r\n\r\n", 100).unwrap();
+        assert_eq!(
+            r,
+            Progress::Done {
+                status: 204,
+                close: false,
+                extra: false
+            }
+        );
+        let r = feed_all(
+            &mut p,
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            7,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Progress::Done {
+                status: 200,
+                close: false,
+                extra: false
+            }
+        );
+    }
+
+    #[test]
+    fn garbage_and_extra_bytes() {
+        let mut p = ResponseParser::new();
+        assert!(feed_all(&mut p, b"hello there\r\n\r\n", 100).is_err());
+        let r = feed_all(
+            &mut p,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxy",
+            100,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Progress::Done {
+                status: 200,
+                close: false,
+                extra: true
+            }
+        );
+        assert!(
+            feed_all(
+                &mut p,
+                b"HTTP/1.1 200 OK\r\nContent-Length: zz\r\n\r\n",
+                100
+            )
+            .is_err()
+        );
+        assert!(
+            feed_all(
+                &mut p,
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                100
+            )
+            .is_err()
+        );
+        // An endless head is refused, not buffered forever.
+        p.reset(false);
+        let mut res = Ok(Progress::More);
+        let junk = [b'a'; 1024];
+        let _ = p.feed(b"HTTP/1.1 200 OK\r\nX: ");
+        for _ in 0..100 {
+            res = p.feed(&junk);
+            if res.is_err() {
+                break;
+            }
+        }
+        assert!(res.is_err());
+    }
+}

@@ -1,0 +1,388 @@
+//! One run from start to end: checks, Vault setup, the engine (in this process or spread
+//! over workers), cleanup, report, exit status.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::cli::{Cli, Format, env, env_true, parse_header};
+use crate::engine::{self, EnginePlan, LocalGate};
+use crate::procs::{self, Layout};
+use crate::report::{RunInfo, Summary};
+use crate::target::Target;
+use crate::template::{Piece, RequestSpec};
+use crate::tls::{self, TlsOptions};
+use crate::vault::client::Client;
+use crate::vault::kv;
+use crate::vault::setup::{self, KvPlan, KvSetup};
+use crate::workload::Operation;
+use rustls::pki_types::ServerName;
+
+/// Exit statuses.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED_REQUESTS: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+pub const OPERATIONS: &[&str] = &["kv-read", "kv-write"];
+
+/// Everything resolved from flags and environment before anything is sent.
+struct Resolved {
+    target: Target,
+    tls: Option<TlsOptions>,
+    /// The TLS configuration built from `tls`, for setup requests and checks.
+    tls_config: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    token: Option<String>,
+    namespace: Option<String>,
+    layout: Layout,
+}
+
+fn resolve(cli: &Cli) -> Result<Resolved, String> {
+    let addr = match &cli.url {
+        Some(u) => u.clone(),
+        None => cli
+            .address
+            .clone()
+            .or_else(|| env("VAULT_ADDR"))
+            .unwrap_or_else(|| "http://127.0.0.1:8200".into()),
+    };
+    let mut target = Target::parse(&addr)?;
+    if cli.url.is_none() {
+        target.path = "/".into();
+    }
+    let tls = if target.is_tls() {
+        let opts = TlsOptions {
+            ca_cert: cli
+                .ca_cert
+                .clone()
+                .or_else(|| env("VAULT_CACERT").map(Into::into)),
+            ca_path: cli
+                .ca_path
+                .clone()
+                .or_else(|| env("VAULT_CAPATH").map(Into::into)),
+            insecure: cli.insecure || env_true("VAULT_SKIP_VERIFY"),
+            client_cert: cli
+                .client_cert
+                .clone()
+                .or_else(|| env("VAULT_CLIENT_CERT").map(Into::into)),
+            client_key: cli
+                .client_key
+                .clone()
+                .or_else(|| env("VAULT_CLIENT_KEY").map(Into::into)),
+            server_name: cli
+                .tls_server_name
+                .clone()
+                .or_else(|| env("VAULT_TLS_SERVER_NAME")),
+            resume: !cli.no_tls_resume,
+        };
+        Some(opts)
+    } else {
+        None
+    };
+    // Bad files and names are reported now, before anything is sent.
+    let tls_config = match &tls {
+        Some(opts) => Some((
+            tls::client_config(opts)?,
+            tls::server_name(opts, &target.host)?,
+        )),
+        None => None,
+    };
+    let token = cli.token.clone().or_else(|| env("VAULT_TOKEN"));
+    let namespace = cli.namespace.clone().or_else(|| env("VAULT_NAMESPACE"));
+    let fd_limit = procs::raise_nofile();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let layout = Layout::plan(cli.connections, cli.threads.unwrap_or(cores), fd_limit)?;
+    Ok(Resolved {
+        target,
+        tls,
+        tls_config,
+        token,
+        namespace,
+        layout,
+    })
+}
+
+fn setup_client(r: &Resolved, timeout: Duration) -> Client {
+    let (config, name) = match &r.tls_config {
+        Some((c, n)) => (Some(c.clone()), Some(n.clone())),
+        None => (None, None),
+    };
+    Client::new(
+        &r.target,
+        config,
+        name,
+        r.token.clone(),
+        r.namespace.clone(),
+        timeout,
+    )
+}
+
+/// URL mode and --no-setup: the server must at least accept a connection (and a TLS
+/// handshake) before the run starts.
+fn check_reachable(r: &Resolved, timeout: Duration) -> Result<(), String> {
+    use std::net::TcpStream;
+    let addr = r.target.addr();
+    let base = r.target.base();
+    let tcp = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(10)))
+        .map_err(|e| format!("cannot connect to {base}: {}", short_io(&e)))?;
+    if let Some((config, name)) = &r.tls_config {
+        let _ = tcp.set_read_timeout(Some(timeout.min(Duration::from_secs(10))));
+        let _ = tcp.set_write_timeout(Some(timeout.min(Duration::from_secs(10))));
+        let mut conn = rustls::ClientConnection::new(config.clone(), name.clone())
+            .map_err(|e| format!("TLS setup failed: {e}"))?;
+        let mut tcp = tcp;
+        while conn.is_handshaking() {
+            if let Err(e) = conn.complete_io(&mut tcp) {
+                return Err(format!(
+                    "TLS handshake with {base} failed: {}",
+                    short_io(&e)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn short_io(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// The request of URL mode, like ab's: method, headers, optional body.
+fn url_operation(cli: &Cli, target: &Target) -> Result<Operation, String> {
+    let mut headers = Vec::new();
+    for h in &cli.headers {
+        headers.push(parse_header(h)?);
+    }
+    let body = match (&cli.data, &cli.post_file) {
+        (Some(d), _) => Some(d.clone().into_bytes()),
+        (None, Some(p)) => Some(
+            std::fs::read(p).map_err(|e| format!("cannot read body file {}: {e}", p.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let mut method = cli.method.to_ascii_uppercase();
+    if method == "GET" && body.is_some() && cli.method == "GET" {
+        // ab -p posts; an explicit body with the default method means POST.
+        method = "POST".into();
+    }
+    if !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(format!("method '{}' is not valid", cli.method));
+    }
+    if let Some(ct) = &cli.content_type {
+        headers.push(("Content-Type".into(), ct.clone()));
+    } else if body.is_some()
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    {
+        headers.push(("Content-Type".into(), "application/json".into()));
+    }
+    let mut op = Operation::new(
+        "url",
+        RequestSpec {
+            method,
+            path: vec![Piece::lit(&target.path)],
+            headers,
+            body: body.map(|b| vec![Piece::Lit(b)]),
+        },
+    );
+    op.weight = 1;
+    Ok(op)
+}
+
+/// Runs the command line; returns the exit status.
+pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
+    if let Err(e) = cli.validate() {
+        eprintln!("vblast: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    if let Some(op) = &cli.op {
+        if !OPERATIONS.contains(&op.as_str()) {
+            eprintln!(
+                "vblast: unknown operation '{op}': choose one of {}",
+                OPERATIONS.join(", ")
+            );
+            return EXIT_BAD_INPUT;
+        }
+    }
+    let r = match resolve(&cli) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vblast: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    // Checks and setup.
+    let mut kv_setup: Option<KvSetup> = None;
+    let ops = match &cli.op {
+        None => {
+            if let Err(e) = check_reachable(&r, cli.timeout) {
+                eprintln!("vblast: {e}");
+                return EXIT_BAD_INPUT;
+            }
+            match url_operation(&cli, &r.target) {
+                Ok(op) => vec![op],
+                Err(e) => {
+                    eprintln!("vblast: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
+        }
+        Some(op) => {
+            let setup = if cli.no_setup {
+                check_reachable(&r, cli.timeout).map(|()| KvSetup {
+                    mount: cli
+                        .mount
+                        .clone()
+                        .unwrap_or_else(|| "secret".into())
+                        .trim_matches('/')
+                        .to_string(),
+                    version: cli.kv_version,
+                    created: false,
+                    secrets: cli.secrets,
+                })
+            } else {
+                vault_setup(&cli, &r, op)
+            };
+            match setup {
+                Ok(s) => {
+                    let ops = match op.as_str() {
+                        "kv-write" => vec![kv::write(&s, cli.secret_size)],
+                        _ => vec![kv::read(&s)],
+                    };
+                    kv_setup = Some(s);
+                    ops
+                }
+                Err(e) => {
+                    eprintln!("vblast: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
+        }
+    };
+    let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let plan = EnginePlan {
+        target: r.target.clone(),
+        tls: r.tls.clone(),
+        token: r.token.clone(),
+        namespace: r.namespace.clone(),
+        ops,
+        connections: cli.connections,
+        requests: cli.requests,
+        duration: cli.run_duration(),
+        warmup: cli.warmup.unwrap_or_default(),
+        rate: cli.rate,
+        keepalive: !cli.no_keepalive,
+        timeout: cli.timeout,
+        threads_total: r.layout.threads,
+        thread_offset: 0,
+        threads_here: r.layout.threads,
+        pin: !cli.no_pin,
+    };
+    let result = if stop.load(Ordering::Relaxed) {
+        Err("interrupted before the run started".to_string())
+    } else if r.layout.processes == 1 {
+        engine::run(&plan, &stop, &LocalGate::new(plan.threads_here))
+    } else {
+        let plans: Vec<EnginePlan> = (0..r.layout.processes)
+            .map(|p| {
+                let (first, n) = r.layout.threads_of(p);
+                EnginePlan {
+                    thread_offset: first,
+                    threads_here: n,
+                    ..plan.clone()
+                }
+            })
+            .collect();
+        procs::run_workers(&plans, &stop)
+    };
+    let interrupted = stop.load(Ordering::Relaxed);
+    // Cleanup runs whatever happened to the run.
+    let mut code = EXIT_OK;
+    if let Some(s) = &kv_setup {
+        if s.created && !cli.keep {
+            match setup::cleanup_kv(&mut setup_client(&r, Duration::from_secs(30)), s) {
+                Ok(()) => {}
+                Err(e) => {
+                    eprintln!("vblast: {e}");
+                    code = EXIT_BAD_INPUT;
+                }
+            }
+        } else if s.created {
+            eprintln!("vblast: kept mount '{}' ({} secrets)", s.mount, s.secrets);
+        }
+    }
+    let stats = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vblast: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let info = RunInfo {
+        target: if cli.url.is_some() {
+            format!("{}{}", r.target.base(), r.target.path)
+        } else {
+            r.target.base()
+        },
+        operation: op_names.join(","),
+        connections: cli.connections,
+        threads: r.layout.threads,
+        processes: r.layout.processes,
+        model: if cli.rate.is_some() { "open" } else { "closed" }.into(),
+        target_rate: cli.rate,
+        keepalive: !cli.no_keepalive,
+        warmup_s: cli.warmup.unwrap_or_default().as_secs_f64(),
+        interrupted,
+    };
+    let summary = Summary::new(info, &stats, &op_names);
+    let json = summary.json();
+    match cli.format {
+        Format::Json => println!("{json}"),
+        Format::Text => {
+            print!("{}", summary.text());
+            if cli.latency {
+                print!("{}", summary.latency_text());
+            }
+        }
+    }
+    if let Some(path) = &cli.output {
+        if let Err(e) = std::fs::write(path, format!("{json}\n")) {
+            eprintln!("vblast: cannot write {}: {e}", path.display());
+            code = EXIT_BAD_INPUT;
+        }
+    }
+    if let Some(path) = &cli.hgrm {
+        if let Err(e) = std::fs::write(path, crate::report::spectrum(&summary.latency_hist)) {
+            eprintln!("vblast: cannot write {}: {e}", path.display());
+            code = EXIT_BAD_INPUT;
+        }
+    }
+    if interrupted {
+        return EXIT_INTERRUPTED;
+    }
+    if code == EXIT_OK && summary.failed > 0 && !cli.allow_errors {
+        code = EXIT_FAILED_REQUESTS;
+    }
+    if code == EXIT_OK && summary.requests == 0 && !cli.allow_errors {
+        eprintln!("vblast: no request completed");
+        code = EXIT_FAILED_REQUESTS;
+    }
+    code
+}
+
+/// Preflight and the KV fixture for a Vault operation.
+fn vault_setup(cli: &Cli, r: &Resolved, _op: &str) -> Result<KvSetup, String> {
+    let mut client = setup_client(r, cli.timeout);
+    setup::preflight(&mut client)?;
+    let plan = KvPlan {
+        mount: cli.mount.clone(),
+        version: cli.kv_version,
+        secrets: cli.secrets,
+        secret_size: cli.secret_size,
+        seed: true,
+    };
+    let make = || setup_client(r, cli.timeout);
+    setup::prepare_kv(&make, &plan)
+}

@@ -1,0 +1,421 @@
+//! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
+//! (also across worker processes, through their serialized form).
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{
+    Deserializer as HistReader, Serializer as _, V2DeflateSerializer,
+};
+use serde::{Deserialize, Serialize};
+
+/// Highest trackable value: one hour in microseconds.
+pub const MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds, 1 us to 1 h, 3 significant digits.
+#[derive(Clone, Debug)]
+pub struct Hist(pub Histogram<u64>);
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist(Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds"))
+    }
+}
+
+impl Hist {
+    /// Records one value, clamped into the trackable range.
+    #[inline]
+    pub fn record(&mut self, us: u64) {
+        let v = us.clamp(1, MAX_US);
+        // Cannot fail: the value is within bounds.
+        let _ = self.0.record(v);
+    }
+
+    pub fn add(&mut self, other: &Hist) {
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
+    pub fn to_base64(&self) -> String {
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.0, &mut buf)
+            .expect("serializing into memory");
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    pub fn from_base64(text: &str) -> Result<Hist, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        let mut out = Hist::default();
+        out.0
+            .add(&h)
+            .map_err(|e| format!("bad histogram range: {e:?}"))?;
+        Ok(out)
+    }
+}
+
+impl Serialize for Hist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_base64())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Hist::from_base64(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Per-operation results.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Requests that completed or failed (every request counted once).
+    pub requests: u64,
+    /// Requests answered with a success status.
+    pub ok: u64,
+    /// Corrected latency: completion minus intended start (= actual start in the closed model).
+    pub latency: Hist,
+    /// Service time: completion minus the moment the request's first byte was written.
+    pub service: Hist,
+}
+
+impl OpStats {
+    pub fn merge(&mut self, o: &OpStats) {
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.latency.add(&o.latency);
+        self.service.add(&o.service);
+    }
+}
+
+/// Failed requests, by kind.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Errors {
+    /// Could not open a connection (refused, unreachable, TLS handshake failed, connect timeout).
+    pub connect: u64,
+    /// The response was lost or malformed (reset, EOF mid-response, non-HTTP bytes).
+    pub read: u64,
+    /// The request could not be written.
+    pub write: u64,
+    /// No complete response within --timeout.
+    pub timeout: u64,
+    /// A response arrived with a status the operation does not count as success.
+    pub status: u64,
+}
+
+impl Errors {
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.status
+    }
+    pub fn merge(&mut self, o: &Errors) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.status += o.status;
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum ErrorKind {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Status,
+}
+
+/// One second of the run: counts and a compact latency histogram.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Second {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency: Hist,
+}
+
+/// Per-second timeline. Each closed second is kept as a compressed histogram, so memory
+/// grows by a few hundred bytes per second of run, whatever the request rate.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Closed seconds: (index, requests, ok, errors, base64 V2 histogram).
+    closed: Vec<(u64, u64, u64, u64, String)>,
+    current_index: u64,
+    current: Second,
+}
+
+/// Upper bound on timeline length (one day of seconds).
+pub const TIMELINE_MAX_SECONDS: u64 = 86_400;
+
+impl Timeline {
+    /// Records one finished request in second `sec` (seconds since the measured start).
+    #[inline]
+    pub fn record(&mut self, sec: u64, ok: bool, latency_us: Option<u64>) {
+        if sec != self.current_index {
+            self.roll(sec);
+        }
+        let c = &mut self.current;
+        c.requests += 1;
+        if ok {
+            c.ok += 1;
+        } else {
+            c.errors += 1;
+        }
+        if let Some(us) = latency_us {
+            c.latency.record(us);
+        }
+    }
+
+    fn roll(&mut self, sec: u64) {
+        if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
+            let c = std::mem::take(&mut self.current);
+            self.closed.push((
+                self.current_index,
+                c.requests,
+                c.ok,
+                c.errors,
+                c.latency.to_base64(),
+            ));
+            // Keep the histogram's allocation for the next second.
+            self.current.latency = c.latency;
+            self.current.latency.reset();
+        }
+        self.current_index = sec;
+    }
+
+    /// Seconds in order, each merged from every source.
+    pub fn seconds(&self) -> Vec<(u64, Second)> {
+        let mut out: Vec<(u64, Second)> = Vec::with_capacity(self.closed.len() + 1);
+        for (i, r, ok, e, h) in &self.closed {
+            out.push((
+                *i,
+                Second {
+                    requests: *r,
+                    ok: *ok,
+                    errors: *e,
+                    latency: Hist::from_base64(h).unwrap_or_default(),
+                },
+            ));
+        }
+        if self.current.requests > 0 {
+            out.push((self.current_index, self.current.clone()));
+        }
+        out
+    }
+
+    pub fn merge(&mut self, other: &Timeline) {
+        let mut map: BTreeMap<u64, Second> = self.seconds().into_iter().collect();
+        for (i, s) in other.seconds() {
+            let e = map.entry(i).or_default();
+            e.requests += s.requests;
+            e.ok += s.ok;
+            e.errors += s.errors;
+            e.latency.add(&s.latency);
+        }
+        self.closed = map
+            .into_iter()
+            .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
+            .collect();
+        self.current = Second::default();
+        self.current_index = u64::MAX;
+    }
+}
+
+impl Serialize for Timeline {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let rows: Vec<(u64, Second)> = self.seconds();
+        rows.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let rows: Vec<(u64, Second)> = Vec::deserialize(d)?;
+        Ok(Timeline {
+            closed: rows
+                .into_iter()
+                .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
+                .collect(),
+            current_index: u64::MAX,
+            current: Second::default(),
+        })
+    }
+}
+
+/// Everything one event-loop thread (or one worker process, or a whole run) measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub ops: Vec<OpStats>,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    pub errors: Errors,
+    /// Time to open a TCP connection.
+    pub connect: Hist,
+    /// TLS handshake time.
+    pub tls: Hist,
+    /// Time from the request's first byte written to the response's first byte read.
+    pub ttfb: Hist,
+    /// Open model: requests sent more than `LATE_US` after their intended start.
+    pub late: u64,
+    /// Open model: largest lag between intended and actual start, in microseconds.
+    pub max_lag_us: u64,
+    pub connections_opened: u64,
+    /// Keep-alive connections the server closed (re-opened transparently).
+    pub server_closes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Measured wall time of this source, seconds (merging takes the largest).
+    pub elapsed_s: f64,
+    pub timeline: Timeline,
+    /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
+    pub messages: BTreeMap<String, u64>,
+}
+
+/// Distinct failure messages kept.
+pub const MAX_MESSAGES: usize = 16;
+
+impl Stats {
+    pub fn new(op_count: usize) -> Stats {
+        Stats {
+            ops: vec![OpStats::default(); op_count],
+            ..Default::default()
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.ops.iter().map(|o| o.requests).sum()
+    }
+
+    pub fn ok(&self) -> u64 {
+        self.ops.iter().map(|o| o.ok).sum()
+    }
+
+    /// Adds another source's results to this one. Lossless: counts add, histograms add.
+    pub fn merge(&mut self, o: &Stats) {
+        if self.ops.len() < o.ops.len() {
+            self.ops.resize(o.ops.len(), OpStats::default());
+        }
+        for (a, b) in self.ops.iter_mut().zip(&o.ops) {
+            a.merge(b);
+        }
+        for (code, n) in &o.status {
+            *self.status.entry(*code).or_default() += n;
+        }
+        self.errors.merge(&o.errors);
+        self.connect.add(&o.connect);
+        self.tls.add(&o.tls);
+        self.ttfb.add(&o.ttfb);
+        self.late += o.late;
+        self.max_lag_us = self.max_lag_us.max(o.max_lag_us);
+        self.connections_opened += o.connections_opened;
+        self.server_closes += o.server_closes;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+        self.timeline.merge(&o.timeline);
+        for (m, n) in &o.messages {
+            self.note(m, *n);
+        }
+    }
+
+    /// Counts a failure message (no allocation when the message is already known).
+    pub fn note(&mut self, message: &str, n: u64) {
+        if let Some(c) = self.messages.get_mut(message) {
+            *c += n;
+        } else if self.messages.len() < MAX_MESSAGES {
+            self.messages.insert(message.to_string(), n);
+        }
+    }
+
+    /// Clears everything measured so far (end of warm-up).
+    pub fn reset(&mut self) {
+        let n = self.ops.len();
+        *self = Stats::new(n);
+    }
+
+    pub fn count_error(&mut self, kind: ErrorKind) {
+        let e = &mut self.errors;
+        match kind {
+            ErrorKind::Connect => e.connect += 1,
+            ErrorKind::Read => e.read += 1,
+            ErrorKind::Write => e.write += 1,
+            ErrorKind::Timeout => e.timeout += 1,
+            ErrorKind::Status => e.status += 1,
+        }
+    }
+}
+
+/// Lag past the intended start beyond which a request counts as late (open model).
+pub const LATE_US: u64 = 10_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_lossless() {
+        let mut a = Stats::new(2);
+        let mut b = Stats::new(2);
+        for v in 1..=1000u64 {
+            a.ops[0].latency.record(v);
+            b.ops[0].latency.record(v * 1000);
+        }
+        a.ops[0].requests = 1000;
+        b.ops[0].requests = 1000;
+        b.ops[1].ok = 3;
+        a.status.insert(200, 5);
+        b.status.insert(200, 7);
+        b.status.insert(503, 1);
+        a.timeline.record(0, true, Some(10));
+        b.timeline.record(0, false, Some(20));
+        b.timeline.record(3, true, Some(30));
+        // Through the wire format, as worker processes send it.
+        let wire = serde_json::to_string(&b).unwrap();
+        let b2: Stats = serde_json::from_str(&wire).unwrap();
+        a.merge(&b2);
+        assert_eq!(a.ops[0].requests, 2000);
+        assert_eq!(a.ops[0].latency.len(), 2000);
+        assert_eq!(a.ops[1].ok, 3);
+        assert_eq!(a.status[&200], 12);
+        assert_eq!(a.status[&503], 1);
+        let max = a.ops[0].latency.0.max();
+        assert!(a.ops[0].latency.0.equivalent(max, 1_000_000));
+        let secs = a.timeline.seconds();
+        assert_eq!(secs.len(), 2);
+        assert_eq!(secs[0].1.requests, 2);
+        assert_eq!(secs[0].1.errors, 1);
+        assert_eq!(secs[1].0, 3);
+    }
+
+    #[test]
+    fn timeline_rolls_seconds() {
+        let mut t = Timeline::default();
+        for s in 0..5u64 {
+            for _ in 0..10 {
+                t.record(s, true, Some(100 + s));
+            }
+        }
+        let secs = t.seconds();
+        assert_eq!(secs.len(), 5);
+        assert!(secs.iter().all(|(_, s)| s.requests == 10));
+    }
+}

@@ -1,0 +1,180 @@
+//! TLS client configuration following Vault's conventions (VAULT_CACERT, VAULT_CAPATH,
+//! VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT/KEY, VAULT_TLS_SERVER_NAME), built once per run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct TlsOptions {
+    pub ca_cert: Option<PathBuf>,
+    pub ca_path: Option<PathBuf>,
+    pub insecure: bool,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    pub server_name: Option<String>,
+    /// Session resumption on re-opened connections.
+    pub resume: bool,
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let data = std::fs::read(path)
+        .map_err(|e| format!("cannot read certificate file {}: {e}", path.display()))?;
+    let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut data.as_slice()).collect();
+    let certs =
+        certs.map_err(|e| format!("cannot parse PEM certificates in {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no PEM certificate found in {}", path.display()));
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    let data =
+        std::fs::read(path).map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    match rustls_pemfile::private_key(&mut data.as_slice()) {
+        Ok(Some(k)) => Ok(k),
+        Ok(None) => Err(format!(
+            "no PEM private key (RSA, EC or PKCS#8) found in {}",
+            path.display()
+        )),
+        Err(e) => Err(format!(
+            "cannot parse private key in {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+fn add_roots(store: &mut RootCertStore, path: &Path) -> Result<usize, String> {
+    let mut added = 0;
+    for cert in read_certs(path)? {
+        store
+            .add(cert)
+            .map_err(|e| format!("invalid CA certificate in {}: {e}", path.display()))?;
+        added += 1;
+    }
+    Ok(added)
+}
+
+/// Builds the one client configuration every connection of a run shares.
+pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup failed: {e}"))?;
+    let builder = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+    } else {
+        let mut roots = RootCertStore::empty();
+        if let Some(file) = &opts.ca_cert {
+            add_roots(&mut roots, file)?;
+        }
+        if let Some(dir) = &opts.ca_path {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| format!("cannot read CA directory {}: {e}", dir.display()))?;
+            for entry in entries.flatten() {
+                let p = entry.path();
+                if p.is_file() {
+                    add_roots(&mut roots, &p)?;
+                }
+            }
+            if roots.is_empty() {
+                return Err(format!("no CA certificate found in {}", dir.display()));
+            }
+        }
+        if opts.ca_cert.is_none() && opts.ca_path.is_none() {
+            let found = rustls_native_certs::load_native_certs();
+            for cert in found.certs {
+                let _ = roots.add(cert);
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match (&opts.client_cert, &opts.client_key) {
+        (Some(c), Some(k)) => {
+            let certs = read_certs(c)?;
+            let key = read_key(k)?;
+            builder.with_client_auth_cert(certs, key).map_err(|e| {
+                format!(
+                    "client certificate {} and key {} do not go together: {e}",
+                    c.display(),
+                    k.display()
+                )
+            })?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        (Some(_), None) => return Err("a client certificate needs its key (--client-key)".into()),
+        (None, Some(_)) => {
+            return Err("a client key needs its certificate (--client-cert)".into());
+        }
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if !opts.resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// The name the server's certificate must carry.
+pub fn server_name(opts: &TlsOptions, host: &str) -> Result<ServerName<'static>, String> {
+    let name = opts.server_name.as_deref().unwrap_or(host);
+    ServerName::try_from(name.to_string())
+        .map_err(|_| format!("'{name}' is not a valid TLS server name"))
+}
+
+/// `-k`: accepts any certificate, still checking handshake signatures.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,280 @@
+//! Byte streams to the server, plain TCP or TLS behind one interface, so the connection
+//! state machine never knows which it drives. Non-blocking; registered once with mio.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use rustls::ClientConnection;
+use rustls::pki_types::ServerName;
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Shared TLS settings for every connection of a thread.
+#[derive(Clone)]
+pub struct TlsConnector {
+    pub config: Arc<rustls::ClientConfig>,
+    pub name: ServerName<'static>,
+}
+
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+pub struct TlsStream {
+    tcp: TcpStream,
+    tls: ClientConnection,
+}
+
+/// What a handshake step achieved.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Handshake {
+    Done,
+    /// Waiting for the socket: try again on the next readiness event.
+    Pending,
+}
+
+/// Local ports handed out by the caller instead of the kernel. With tens of thousands of
+/// connections to one server, the kernel's search for a free ephemeral port costs time in
+/// proportion to the ports in use (quadratic over a run); a thread that owns a slice of the
+/// range and walks it costs nothing.
+#[derive(Clone, Debug)]
+pub struct PortSlice {
+    first: u16,
+    len: u16,
+    next: u16,
+}
+
+impl PortSlice {
+    /// Slice `part` of `parts` of the ephemeral port range `lo..=hi`.
+    pub fn new(lo: u16, hi: u16, part: usize, parts: usize) -> Option<PortSlice> {
+        let total = (hi as usize).checked_sub(lo as usize)? + 1;
+        let len = total / parts.max(1);
+        if len == 0 {
+            return None;
+        }
+        Some(PortSlice {
+            first: lo + (len * part) as u16,
+            len: len as u16,
+            next: 0,
+        })
+    }
+
+    fn take(&mut self) -> u16 {
+        let p = self.first + self.next;
+        self.next = (self.next + 1) % self.len;
+        p
+    }
+}
+
+fn is_port_clash(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EADDRINUSE) | Some(libc::EADDRNOTAVAIL)
+    )
+}
+
+/// Starts a non-blocking connect. The result shows on the first writable event.
+pub fn connect(
+    addr: SocketAddr,
+    tls: Option<&TlsConnector>,
+    ports: Option<&mut PortSlice>,
+) -> io::Result<Stream> {
+    let tcp = match ports {
+        None => start_connect(addr, None)?,
+        Some(ports) => {
+            let mut tries = 0;
+            loop {
+                match start_connect(addr, Some(ports.take())) {
+                    Err(e) if is_port_clash(&e) && tries < 64 => tries += 1,
+                    // Every port tried is taken (by other programs): let the kernel choose.
+                    Err(e) if is_port_clash(&e) => break start_connect(addr, None)?,
+                    other => break other?,
+                }
+            }
+        }
+    };
+    Ok(match tls {
+        None => Stream::Plain(tcp),
+        Some(c) => {
+            let tls = ClientConnection::new(c.config.clone(), c.name.clone())
+                .map_err(io::Error::other)?;
+            Stream::Tls(Box::new(TlsStream { tcp, tls }))
+        }
+    })
+}
+
+fn start_connect(addr: SocketAddr, local_port: Option<u16>) -> io::Result<TcpStream> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    socket.set_tcp_nodelay(true)?;
+    // Closing resets the connection instead of leaving it in TIME_WAIT: tens of thousands
+    // of connections closed by the client would otherwise hold the local ports for a
+    // minute and fail the next run.
+    socket.set_linger(Some(Duration::ZERO))?;
+    if let Some(port) = local_port {
+        socket.set_reuse_address(true)?;
+        let local: SocketAddr = if addr.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, port).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, port).into()
+        };
+        socket.bind(&local.into())?;
+    }
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(socket.into()))
+}
+
+impl Stream {
+    pub fn tcp(&mut self) -> &mut TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &mut t.tcp,
+        }
+    }
+
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Stream::Tls(_))
+    }
+
+    /// After a writable event on a connecting socket: Ok(true) once connected.
+    pub fn connected(&mut self) -> io::Result<bool> {
+        let tcp = self.tcp();
+        if let Some(e) = tcp.take_error()? {
+            return Err(e);
+        }
+        match tcp.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drives the TLS handshake as far as the socket allows (plain: nothing to do).
+    pub fn handshake(&mut self) -> io::Result<Handshake> {
+        let Stream::Tls(t) = self else {
+            return Ok(Handshake::Done);
+        };
+        loop {
+            while t.tls.wants_write() {
+                match t.tls.write_tls(&mut t.tcp) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return Ok(Handshake::Pending);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if !t.tls.is_handshaking() {
+                return Ok(Handshake::Done);
+            }
+            match t.tls.read_tls(&mut t.tcp) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "server closed the connection during the TLS handshake",
+                    ));
+                }
+                Ok(_) => {
+                    if let Err(e) = t.tls.process_new_packets() {
+                        // Send the alert, then report.
+                        let _ = t.tls.write_tls(&mut t.tcp);
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Handshake::Pending),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads response bytes. Returns (bytes, drained): `drained` is true when the socket has
+    /// no more data now, so the caller need not read again until the next event.
+    #[inline]
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        match self {
+            Stream::Plain(s) => {
+                let n = s.read(buf)?;
+                // A short read from a stream socket means its receive queue is empty
+                // (epoll(7)), so an edge-triggered reader may wait for the next edge.
+                Ok((n, n < buf.len() && n > 0))
+            }
+            Stream::Tls(t) => t.read(buf).map(|n| (n, false)),
+        }
+    }
+
+    /// Writes request bytes; may write fewer than given.
+    #[inline]
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+
+    /// Pushes out TLS records still buffered (plain: nothing). Ok(true) when all are out.
+    pub fn flush(&mut self) -> io::Result<bool> {
+        match self {
+            Stream::Plain(_) => Ok(true),
+            Stream::Tls(t) => t.flush_tls(),
+        }
+    }
+
+    /// True when a resumed TLS session was used for this connection.
+    pub fn resumed(&self) -> bool {
+        match self {
+            Stream::Plain(_) => false,
+            Stream::Tls(t) => {
+                matches!(t.tls.handshake_kind(), Some(rustls::HandshakeKind::Resumed))
+            }
+        }
+    }
+}
+
+impl TlsStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            match self.tls.read_tls(&mut self.tcp) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+            if let Err(e) = self.tls.process_new_packets() {
+                let _ = self.tls.write_tls(&mut self.tcp);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            // Session tickets or key updates may want to go out.
+            self.flush_tls()?;
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.tls.writer().write(buf)?;
+        self.flush_tls()?;
+        Ok(n)
+    }
+
+    fn flush_tls(&mut self) -> io::Result<bool> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,1019 @@
+//! A small blocking HTTP/1.1 keep-alive client for setup and cleanup calls
+//! (preflight, mounting, seeding, unmounting). Not used by the load engine.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+
+use crate::target::Target;
+
+/// Largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Largest response body accepted.
+const MAX_BODY: u64 = 256 * 1024 * 1024;
+/// Longest chunk-size or trailer line accepted in a chunked body.
+const MAX_LINE: usize = 8 * 1024;
+const READ_CHUNK: usize = 16 * 1024;
+
+/// One HTTP answer.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as JSON, if it is JSON.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// A one-line description of what went wrong: Vault's `errors` array joined with "; ",
+    /// or else a short prefix of the body.
+    pub fn error_text(&self) -> String {
+        if let Some(v) = self.json()
+            && let Some(errors) = v.get("errors").and_then(|e| e.as_array())
+        {
+            let parts: Vec<String> = errors
+                .iter()
+                .map(|e| match e.as_str() {
+                    Some(s) => one_line(s, 300),
+                    None => one_line(&e.to_string(), 300),
+                })
+                .filter(|s| !s.is_empty())
+                .collect();
+            if parts.is_empty() {
+                return "no error details".to_string();
+            }
+            return parts.join("; ");
+        }
+        if self.body.is_empty() {
+            return "empty response body".to_string();
+        }
+        one_line(&String::from_utf8_lossy(&self.body), 200)
+    }
+}
+
+/// Collapses whitespace and control characters to single spaces and caps the length.
+fn one_line(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() || c.is_control() {
+            space = !out.is_empty();
+            continue;
+        }
+        if count >= max_chars {
+            out.push_str("...");
+            break;
+        }
+        if space {
+            out.push(' ');
+            count += 1;
+            space = false;
+        }
+        out.push(c);
+        count += 1;
+    }
+    out
+}
+
+/// Formats a timeout the way people write them: "30s", "500ms", "1.5s".
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// Blocking keep-alive client: one connection, reused across calls.
+pub struct Client {
+    target: Target,
+    tls: Option<Arc<ClientConfig>>,
+    server_name: Option<ServerName<'static>>,
+    token: Option<String>,
+    namespace: Option<String>,
+    timeout: Duration,
+    conn: Option<Conn>,
+}
+
+/// Never prints the token.
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("target", &self.target.base())
+            .field("tls", &self.tls.is_some())
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("namespace", &self.namespace)
+            .field("timeout", &self.timeout)
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
+}
+
+/// Why a request/response exchange failed.
+#[derive(Debug)]
+enum ExchangeError {
+    /// Writing the request failed (on a reused connection: probably closed by the server).
+    Write(io::Error),
+    Read(ReadError),
+}
+
+impl Client {
+    pub fn new(
+        target: &Target,
+        tls: Option<Arc<ClientConfig>>,
+        server_name: Option<ServerName<'static>>,
+        token: Option<String>,
+        namespace: Option<String>,
+        timeout: Duration,
+    ) -> Client {
+        Client {
+            target: target.clone(),
+            tls,
+            server_name,
+            token: token.filter(|t| !t.is_empty()),
+            namespace: namespace.filter(|n| !n.is_empty()),
+            timeout,
+            conn: None,
+        }
+    }
+
+    /// Base URL of the server, for messages ("http://127.0.0.1:8200").
+    pub fn base(&self) -> String {
+        self.target.base()
+    }
+
+    /// Whether a token will be sent.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The namespace sent with requests, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// Sends one request and reads the whole answer. `path` starts with "/" ("/v1/sys/health").
+    /// A reused connection found closed before any answer byte is re-opened once and the
+    /// request resent.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Response, String> {
+        self.send(method, path, body, true)
+    }
+
+    /// Like `request`, but without the namespace header: for root-only endpoints such as
+    /// sys/health, which answer 400 "operation unavailable in namespaces" otherwise.
+    pub fn request_root(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Response, String> {
+        self.send(method, path, body, false)
+    }
+
+    fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        with_namespace: bool,
+    ) -> Result<Response, String> {
+        let req = self.build_request(method, path, body, with_namespace)?;
+        let head = method.eq_ignore_ascii_case("HEAD");
+        if let Some(mut conn) = self.conn.take() {
+            match exchange(&mut conn, &req, head) {
+                Ok((resp, keep)) => {
+                    if keep {
+                        self.conn = Some(conn);
+                    }
+                    return Ok(resp);
+                }
+                Err(ExchangeError::Write(e)) if !is_timeout(&e) => {}
+                Err(ExchangeError::Read(ReadError::ClosedEarly(_))) => {}
+                Err(e) => return Err(self.describe(e)),
+            }
+        }
+        let mut conn = self.connect()?;
+        match exchange(&mut conn, &req, head) {
+            Ok((resp, keep)) => {
+                if keep {
+                    self.conn = Some(conn);
+                }
+                Ok(resp)
+            }
+            Err(e) => Err(self.describe(e)),
+        }
+    }
+
+    fn build_request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        with_namespace: bool,
+    ) -> Result<Vec<u8>, String> {
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(format!("invalid HTTP method '{}'", one_line(method, 20)));
+        }
+        if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!(
+                "invalid request path '{}': it must start with '/' and contain no spaces or control characters",
+                one_line(path, 200)
+            ));
+        }
+        let bad_header = |v: &str| v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
+        if self.token.as_deref().is_some_and(bad_header) {
+            return Err("the token contains line breaks or NUL characters".to_string());
+        }
+        if self.namespace.as_deref().is_some_and(bad_header) {
+            return Err("the namespace contains line breaks or NUL characters".to_string());
+        }
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vblast/{}\r\nAccept: application/json\r\n",
+            self.target.host_header(),
+            env!("CARGO_PKG_VERSION"),
+        );
+        if let Some(t) = &self.token {
+            head.push_str("X-Vault-Token: ");
+            head.push_str(t);
+            head.push_str("\r\n");
+        }
+        if let Some(ns) = self.namespace.as_ref().filter(|_| with_namespace) {
+            head.push_str("X-Vault-Namespace: ");
+            head.push_str(ns);
+            head.push_str("\r\n");
+        }
+        match body {
+            Some(b) => {
+                head.push_str("Content-Type: application/json\r\n");
+                head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+            }
+            None => {
+                let m = method.to_ascii_uppercase();
+                if m == "POST" || m == "PUT" || m == "PATCH" {
+                    head.push_str("Content-Length: 0\r\n");
+                }
+            }
+        }
+        head.push_str("\r\n");
+        let mut req = head.into_bytes();
+        if let Some(b) = body {
+            req.extend_from_slice(b);
+        }
+        Ok(req)
+    }
+
+    fn host_port(&self) -> String {
+        if self.target.host.contains(':') {
+            format!("[{}]:{}", self.target.host, self.target.port)
+        } else {
+            format!("{}:{}", self.target.host, self.target.port)
+        }
+    }
+
+    fn timeout_opt(&self) -> Option<Duration> {
+        if self.timeout.is_zero() {
+            None
+        } else {
+            Some(self.timeout)
+        }
+    }
+
+    fn connect(&self) -> Result<Conn, String> {
+        let base = self.target.base();
+        let mut last: Option<io::Error> = None;
+        let mut sock = None;
+        for addr in &self.target.addrs {
+            let r = match self.timeout_opt() {
+                Some(t) => TcpStream::connect_timeout(addr, t),
+                None => TcpStream::connect(addr),
+            };
+            match r {
+                Ok(s) => {
+                    sock = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let sock = match (sock, last) {
+            (Some(s), _) => s,
+            (None, Some(e)) if is_timeout(&e) => {
+                return Err(format!(
+                    "timed out after {} connecting to {base}",
+                    fmt_duration(self.timeout)
+                ));
+            }
+            (None, Some(e)) => return Err(format!("cannot connect to {base}: {e}")),
+            (None, None) => return Err(format!("cannot connect to {base}: no address")),
+        };
+        let _ = sock.set_nodelay(true);
+        sock.set_read_timeout(self.timeout_opt())
+            .and_then(|_| sock.set_write_timeout(self.timeout_opt()))
+            .map_err(|e| format!("cannot set timeouts on the connection to {base}: {e}"))?;
+        if !self.target.is_tls() {
+            return Ok(Conn::Plain(sock));
+        }
+        let config = match &self.tls {
+            Some(c) => c.clone(),
+            None => crate::tls::client_config(&crate::tls::TlsOptions::default())?,
+        };
+        let name = match &self.server_name {
+            Some(n) => n.clone(),
+            None => ServerName::try_from(self.target.host.clone())
+                .map_err(|_| format!("'{}' is not a valid TLS server name", self.target.host))?,
+        };
+        let hp = self.host_port();
+        let mut tls = ClientConnection::new(config, name)
+            .map_err(|e| format!("TLS setup for {hp} failed: {e}"))?;
+        let mut sock = sock;
+        while tls.is_handshaking() {
+            if let Err(e) = tls.complete_io(&mut sock) {
+                if is_timeout(&e) {
+                    return Err(format!(
+                        "timed out after {} during the TLS handshake with {hp}",
+                        fmt_duration(self.timeout)
+                    ));
+                }
+                return Err(format!("TLS handshake with {hp} failed: {e}"));
+            }
+        }
+        Ok(Conn::Tls(Box::new(StreamOwned::new(tls, sock))))
+    }
+
+    fn describe(&self, e: ExchangeError) -> String {
+        let base = self.target.base();
+        let waited = fmt_duration(self.timeout);
+        match e {
+            ExchangeError::Write(e) if is_timeout(&e) => {
+                format!("timed out after {waited} sending a request to {base}")
+            }
+            ExchangeError::Write(e) => format!("sending a request to {base} failed: {e}"),
+            ExchangeError::Read(ReadError::Timeout) => {
+                format!("timed out after {waited} waiting for {base}")
+            }
+            ExchangeError::Read(ReadError::ClosedEarly(None)) => {
+                format!("server at {base} closed the connection without answering")
+            }
+            ExchangeError::Read(ReadError::ClosedEarly(Some(e))) => {
+                format!("server at {base} dropped the connection without answering: {e}")
+            }
+            ExchangeError::Read(ReadError::Truncated) => {
+                format!("server at {base} closed the connection in the middle of a response")
+            }
+            ExchangeError::Read(ReadError::Malformed(what)) => {
+                format!("server at {base} sent a malformed HTTP response ({what})")
+            }
+            ExchangeError::Read(ReadError::Io(e)) => {
+                format!("reading the response from {base} failed: {e}")
+            }
+        }
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn exchange(conn: &mut Conn, req: &[u8], head: bool) -> Result<(Response, bool), ExchangeError> {
+    conn.write_all(req)
+        .and_then(|_| conn.flush())
+        .map_err(ExchangeError::Write)?;
+    let parsed = read_response(conn, head).map_err(ExchangeError::Read)?;
+    Ok((
+        Response {
+            status: parsed.status,
+            body: parsed.body,
+        },
+        parsed.keep_alive,
+    ))
+}
+
+/// Why reading a response failed.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The peer closed or reset the connection before sending any byte.
+    ClosedEarly(Option<io::Error>),
+    /// The peer closed the connection part-way through the response.
+    Truncated,
+    Timeout,
+    Malformed(String),
+    Io(io::Error),
+}
+
+/// A complete response read off the wire.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// Whether the connection can carry another request.
+    pub keep_alive: bool,
+}
+
+struct Head {
+    len: usize,
+    status: u16,
+    http10: bool,
+    close: bool,
+    keep_alive_token: bool,
+    chunked: bool,
+    content_length: Option<u64>,
+}
+
+/// Reads buffered bytes from `inner`, tracking whether anything arrived at all.
+struct Buffered<'a, R: Read> {
+    inner: &'a mut R,
+    buf: Vec<u8>,
+    pos: usize,
+    total: usize,
+}
+
+impl<R: Read> Buffered<'_, R> {
+    fn available(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+    }
+
+    /// Reads more bytes; Ok(0) on end of stream.
+    fn fill(&mut self) -> Result<usize, ReadError> {
+        if self.pos > 0 && self.pos >= self.buf.len() / 2 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + READ_CHUNK, 0);
+        loop {
+            match self.inner.read(&mut self.buf[old..]) {
+                Ok(n) => {
+                    self.buf.truncate(old + n);
+                    self.total += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(old);
+                    return Err(match e.kind() {
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ReadError::Timeout,
+                        // TLS peers that close without close_notify.
+                        io::ErrorKind::UnexpectedEof => return Ok(0),
+                        io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::BrokenPipe
+                            if self.total == 0 =>
+                        {
+                            ReadError::ClosedEarly(Some(e))
+                        }
+                        _ => ReadError::Io(e),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Fills, turning end of stream into the right error.
+    fn fill_more(&mut self) -> Result<(), ReadError> {
+        if self.fill()? == 0 {
+            return Err(if self.total == 0 {
+                ReadError::ClosedEarly(None)
+            } else {
+                ReadError::Truncated
+            });
+        }
+        Ok(())
+    }
+
+    /// One line without its CRLF (or LF).
+    fn read_line(&mut self) -> Result<Vec<u8>, ReadError> {
+        loop {
+            if let Some(i) = self.available().iter().position(|&b| b == b'\n') {
+                let mut line = self.available()[..i].to_vec();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.consume(i + 1);
+                return Ok(line);
+            }
+            if self.available().len() > MAX_LINE {
+                return Err(ReadError::Malformed("overlong line in chunked body".into()));
+            }
+            self.fill_more()?;
+        }
+    }
+
+    /// Appends exactly `n` bytes to `out`.
+    fn read_exact_into(&mut self, mut n: u64, out: &mut Vec<u8>) -> Result<(), ReadError> {
+        while n > 0 {
+            if self.available().is_empty() {
+                self.fill_more()?;
+            }
+            let take = (self.available().len() as u64).min(n) as usize;
+            out.extend_from_slice(&self.available()[..take]);
+            self.consume(take);
+            n -= take as u64;
+        }
+        Ok(())
+    }
+}
+
+fn parse_head(data: &[u8]) -> Result<Option<Head>, ReadError> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(data) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(ReadError::Malformed(e.to_string())),
+    };
+    let status = resp
+        .code
+        .ok_or_else(|| ReadError::Malformed("no status code".into()))?;
+    let mut head = Head {
+        len,
+        status,
+        http10: resp.version == Some(0),
+        close: false,
+        keep_alive_token: false,
+        chunked: false,
+        content_length: None,
+    };
+    for h in resp.headers.iter() {
+        let value = String::from_utf8_lossy(h.value);
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| ReadError::Malformed("invalid Content-Length".into()))?;
+            if head.content_length.is_some_and(|old| old != n) {
+                return Err(ReadError::Malformed("conflicting Content-Length".into()));
+            }
+            head.content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            // The last coding decides whether the body is chunked.
+            if let Some(last) = value.split(',').map(str::trim).rfind(|s| !s.is_empty()) {
+                head.chunked = last.eq_ignore_ascii_case("chunked");
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                if token.eq_ignore_ascii_case("close") {
+                    head.close = true;
+                } else if token.eq_ignore_ascii_case("keep-alive") {
+                    head.keep_alive_token = true;
+                }
+            }
+        }
+    }
+    Ok(Some(head))
+}
+
+/// Reads one complete HTTP/1.x response from `r`. `head_request` says the request was HEAD
+/// (no body follows). Interim 1xx responses are skipped.
+pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Parsed, ReadError> {
+    let mut rd = Buffered {
+        inner: r,
+        buf: Vec::with_capacity(READ_CHUNK),
+        pos: 0,
+        total: 0,
+    };
+    let head = loop {
+        match parse_head(rd.available())? {
+            Some(h) if (100..200).contains(&h.status) => {
+                if h.status == 101 {
+                    return Err(ReadError::Malformed("unexpected protocol switch".into()));
+                }
+                rd.consume(h.len);
+            }
+            Some(h) => break h,
+            None => {
+                if rd.available().len() > MAX_HEAD {
+                    return Err(ReadError::Malformed("response head too large".into()));
+                }
+                rd.fill_more()?;
+            }
+        }
+    };
+    rd.consume(head.len);
+    let mut keep_alive = if head.http10 {
+        head.keep_alive_token && !head.close
+    } else {
+        !head.close
+    };
+    let mut body = Vec::new();
+    if head_request || head.status == 204 || head.status == 304 {
+        // No body.
+    } else if head.chunked {
+        loop {
+            let line = rd.read_line()?;
+            let line = String::from_utf8_lossy(&line);
+            let size_text = line.split(';').next().unwrap_or("").trim();
+            let size = u64::from_str_radix(size_text, 16)
+                .map_err(|_| ReadError::Malformed("invalid chunk size".into()))?;
+            if size == 0 {
+                // Trailers up to the empty line.
+                loop {
+                    if rd.read_line()?.is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            if body.len() as u64 + size > MAX_BODY {
+                return Err(ReadError::Malformed("response body too large".into()));
+            }
+            rd.read_exact_into(size, &mut body)?;
+            if !rd.read_line()?.is_empty() {
+                return Err(ReadError::Malformed("missing CRLF after a chunk".into()));
+            }
+        }
+    } else if let Some(n) = head.content_length {
+        if n > MAX_BODY {
+            return Err(ReadError::Malformed("response body too large".into()));
+        }
+        rd.read_exact_into(n, &mut body)?;
+    } else {
+        // Delimited by the end of the connection.
+        keep_alive = false;
+        loop {
+            body.extend_from_slice(rd.available());
+            let n = rd.available().len();
+            rd.consume(n);
+            if body.len() as u64 > MAX_BODY {
+                return Err(ReadError::Malformed("response body too large".into()));
+            }
+            if rd.fill()? == 0 {
+                break;
+            }
+        }
+    }
+    if !rd.available().is_empty() {
+        // Bytes beyond the response: do not trust the connection any further.
+        keep_alive = false;
+    }
+    Ok(Parsed {
+        status: head.status,
+        body,
+        keep_alive,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out at most `step` bytes per read, to exercise buffering.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn parse(data: &[u8], head: bool) -> Result<Parsed, ReadError> {
+        for step in [1, 3, 7, 4096] {
+            let mut t = Trickle { data, step };
+            let r = read_response(&mut t, head);
+            if step < 4096 {
+                // Same outcome whatever the read sizes.
+                let mut s = data;
+                let r2 = read_response(&mut s, head);
+                assert_eq!(format!("{r:?}"), format!("{r2:?}"));
+            } else {
+                return r;
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn content_length_body() {
+        let p = parse(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"bcd\"}",
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.status, 200);
+        assert_eq!(p.body, b"{\"a\":\"bcd\"}");
+        assert!(p.keep_alive);
+    }
+
+    #[test]
+    fn chunked_body_with_extensions_and_trailers() {
+        let data = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+            5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        let p = parse(data, false).unwrap();
+        assert_eq!(p.body, b"hello 0123456789");
+        assert!(p.keep_alive);
+    }
+
+    #[test]
+    fn chunked_body_truncated_or_bad() {
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+            false,
+        );
+        assert!(matches!(r, Err(ReadError::Truncated)), "{r:?}");
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            false,
+        );
+        assert!(matches!(r, Err(ReadError::Malformed(_))), "{r:?}");
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
+            false,
+        );
+        assert!(matches!(r, Err(ReadError::Malformed(_))), "{r:?}");
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffff\r\nab",
+            false,
+        );
+        assert!(matches!(r, Err(ReadError::Malformed(_))), "{r:?}");
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n0\r\n\r\n",
+            false,
+        );
+        assert!(matches!(r, Err(ReadError::Malformed(_))), "{r:?}");
+    }
+
+    #[test]
+    fn connection_close_and_eof_bodies() {
+        let p = parse(
+            b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 32\r\n\r\n{\"errors\":[\"permission denied\"]}",
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.status, 403);
+        assert!(!p.keep_alive);
+        let p = parse(b"HTTP/1.0 200 OK\r\n\r\nuntil the end", false).unwrap();
+        assert_eq!(p.body, b"until the end");
+        assert!(!p.keep_alive);
+        let p = parse(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        )
+        .unwrap();
+        assert!(p.keep_alive);
+    }
+
+    #[test]
+    fn no_body_cases_and_interim_responses() {
+        let p = parse(b"HTTP/1.1 204 No Content\r\n\r\n", false).unwrap();
+        assert_eq!(p.status, 204);
+        assert!(p.body.is_empty());
+        assert!(p.keep_alive);
+        let p = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", true).unwrap();
+        assert!(p.body.is_empty());
+        let p = parse(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        )
+        .unwrap();
+        assert_eq!((p.status, p.body.as_slice()), (200, &b"ok"[..]));
+    }
+
+    #[test]
+    fn early_close_and_garbage() {
+        assert!(matches!(
+            parse(b"", false),
+            Err(ReadError::ClosedEarly(None))
+        ));
+        assert!(matches!(
+            parse(b"HTTP/1.1 200 OK\r\nContent-Le", false),
+            Err(ReadError::Truncated)
+        ));
+        assert!(matches!(
+            parse(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", false),
+            Err(ReadError::Truncated)
+        ));
+        assert!(matches!(
+            parse(b"SSH-2.0-OpenSSH_9.6\r\n\r\n", false),
+            Err(ReadError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false),
+            Err(ReadError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+                false
+            ),
+            Err(ReadError::Malformed(_))
+        ));
+        // TLS bytes from an https server spoken to over http.
+        assert!(matches!(
+            parse(b"\x15\x03\x01\x00\x02\x02\x50", false),
+            Err(ReadError::Malformed(_))
+        ));
+        // Endless head.
+        let big = vec![b'a'; MAX_HEAD * 2];
+        let mut data = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        data.extend_from_slice(&big);
+        let mut s = data.as_slice();
+        assert!(matches!(
+            read_response(&mut s, false),
+            Err(ReadError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn never_panics_on_prefixes_and_mutations() {
+        let good = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        for end in 0..good.len() {
+            let mut s = &good[..end];
+            let _ = read_response(&mut s, false);
+        }
+        for i in 0..good.len() {
+            for b in [0u8, b'\n', b'\r', b':', b'0', b'f', 0xff] {
+                let mut d = good.to_vec();
+                d[i] = b;
+                let mut s = d.as_slice();
+                let _ = read_response(&mut s, false);
+            }
+        }
+    }
+
+    #[test]
+    fn error_text_forms() {
+        let r = Response {
+            status: 400,
+            body: br#"{"errors":["one","two\nlines"]}"#.to_vec(),
+        };
+        assert_eq!(r.error_text(), "one; two lines");
+        let r = Response {
+            status: 404,
+            body: br#"{"errors":[]}"#.to_vec(),
+        };
+        assert_eq!(r.error_text(), "no error details");
+        let r = Response {
+            status: 502,
+            body: b"<html>\n<b>Bad gateway</b></html>".to_vec(),
+        };
+        assert_eq!(r.error_text(), "<html> <b>Bad gateway</b></html>");
+        let r = Response {
+            status: 500,
+            body: vec![b'x'; 1000],
+        };
+        assert_eq!(r.error_text().len(), 203);
+        let r = Response {
+            status: 500,
+            body: vec![],
+        };
+        assert_eq!(r.error_text(), "empty response body");
+        assert!(r.json().is_none());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+    }
+
+    fn target() -> Target {
+        Target::parse("http://127.0.0.1:8200").unwrap()
+    }
+
+    #[test]
+    fn request_building_and_debug_hide_the_token() {
+        let c = Client::new(
+            &target(),
+            None,
+            None,
+            Some("s.secret-token".into()),
+            Some("ns1".into()),
+            Duration::from_secs(5),
+        );
+        let req = c.build_request("POST", "/v1/x", Some(b"{}"), true).unwrap();
+        let text = String::from_utf8(req).unwrap();
+        assert!(text.starts_with("POST /v1/x HTTP/1.1\r\nHost: 127.0.0.1:8200\r\n"));
+        assert!(text.contains("X-Vault-Token: s.secret-token\r\n"));
+        assert!(text.contains("X-Vault-Namespace: ns1\r\n"));
+        assert!(text.contains("Content-Type: application/json\r\nContent-Length: 2\r\n"));
+        assert!(text.ends_with("\r\n\r\n{}"));
+        let get = String::from_utf8(c.build_request("GET", "/v1/y", None, false).unwrap()).unwrap();
+        assert!(!get.contains("Content-Length"));
+        assert!(!get.contains("X-Vault-Namespace"));
+        assert!(!format!("{c:?}").contains("secret-token"));
+        assert!(c.build_request("GET", "/v1/a b", None, true).is_err());
+        assert!(c.build_request("GET", "v1/a", None, true).is_err());
+        assert!(c.build_request("G T", "/v1/a", None, true).is_err());
+        let bad = Client::new(
+            &target(),
+            None,
+            None,
+            Some("zq9\r\nX: y".into()),
+            None,
+            Duration::from_secs(5),
+        );
+        let e = bad.build_request("GET", "/v1/a", None, true).unwrap_err();
+        assert!(!e.contains("zq9"), "{e}");
+    }
+
+    #[test]
+    fn keep_alive_reuse_and_reconnect_against_a_local_server() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            // First connection answers two requests, then closes without answering the third.
+            let mut accepted = 0;
+            for stream in listener.incoming().take(2) {
+                let mut s = stream.unwrap();
+                accepted += 1;
+                let answers = if accepted == 1 { 2 } else { 1 };
+                let mut buf = [0u8; 4096];
+                for _ in 0..answers {
+                    let mut got = Vec::new();
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let n = s.read(&mut buf).unwrap();
+                        if n == 0 {
+                            return accepted;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+                        .unwrap();
+                }
+            }
+            accepted
+        });
+        let t = Target::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let mut c = Client::new(&t, None, None, None, None, Duration::from_secs(5));
+        for _ in 0..3 {
+            let r = c.request("GET", "/v1/sys/health", None).unwrap();
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+        }
+        drop(c);
+        assert_eq!(server.join().unwrap(), 2);
+    }
+
+    #[test]
+    fn connection_refused_names_the_address() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let t = Target::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let mut c = Client::new(&t, None, None, None, None, Duration::from_secs(2));
+        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        assert!(
+            e.starts_with(&format!("cannot connect to http://127.0.0.1:{port}: ")),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,3 @@
+pub mod client;
+pub mod kv;
+pub mod setup;

