@@ -252,11 +252,11 @@ fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
 /// Renders a duration the way users write it.
 pub fn show_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 || ms == 0 {
+    if !ms.is_multiple_of(1000) || ms == 0 {
         format!("{ms}ms")
-    } else if ms % 3_600_000 == 0 {
+    } else if ms.is_multiple_of(3_600_000) {
         format!("{}h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
     } else {
         format!("{}s", ms / 1000)
@@ -295,23 +295,23 @@ impl Cli {
                     "-R {r} is beyond what one client can send (at most {MAX_RATE:.0} requests per second)"
                 ));
             }
-            if let Some(n) = self.requests {
-                if n < self.connections {
-                    return Err(format!(
-                        "-n {n} is smaller than -c {}: with -R, give at least one request per connection (or fewer connections)",
-                        self.connections
-                    ));
-                }
-            }
-        }
-        if let (Some(w), Some(d)) = (self.warmup, self.duration) {
-            if w >= d {
+            if let Some(n) = self.requests
+                && n < self.connections
+            {
                 return Err(format!(
-                    "--warmup {} is not shorter than the run (-z {})",
-                    show_duration(w),
-                    show_duration(d)
+                    "-n {n} is smaller than -c {}: with -R, give at least one request per connection (or fewer connections)",
+                    self.connections
                 ));
             }
+        }
+        if let (Some(w), Some(d)) = (self.warmup, self.duration)
+            && w >= d
+        {
+            return Err(format!(
+                "--warmup {} is not shorter than the run (-z {})",
+                show_duration(w),
+                show_duration(d)
+            ));
         }
         if self.url.is_some() && self.op.is_some() {
             return Err("give either a URL or --op, not both".into());

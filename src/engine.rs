@@ -4,7 +4,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
@@ -344,10 +344,10 @@ impl<'p> Worker<'p> {
                 next_tick = now + TICK;
             }
             let mut wake = next_tick;
-            if !self.idle.is_empty() {
-                if let Some(t) = self.pacer.next_wakeup() {
-                    wake = wake.min(t);
-                }
+            if !self.idle.is_empty()
+                && let Some(t) = self.pacer.next_wakeup()
+            {
+                wake = wake.min(t);
             }
             let timeout = wake.saturating_duration_since(Instant::now());
             self.poll_once(&mut events, timeout)?;
@@ -608,10 +608,11 @@ impl<'p> Worker<'p> {
         let c = &mut self.conns[i];
         c.stream = None;
         c.failures += 1;
-        if c.req.is_none() && !self.pacer.is_open() {
-            if let Some(due) = self.pacer.take_due(now) {
-                self.claim(i, due, now);
-            }
+        if c.req.is_none()
+            && !self.pacer.is_open()
+            && let Some(due) = self.pacer.take_due(now)
+        {
+            self.claim(i, due, now);
         }
         if self.conns[i].req.is_some() {
             self.fail_request(i, ErrorKind::Connect, msg, now);
@@ -844,13 +845,13 @@ impl<'p> Worker<'p> {
                 }
                 Ok((n, drained)) => {
                     self.stats.bytes_received += n as u64;
-                    if let Some(r) = c.req.as_mut() {
-                        if !r.started {
-                            r.started = true;
-                            if r.measured && (c.served == 0 || !self.plan.keepalive) {
-                                let us = now.saturating_duration_since(r.sent).as_micros() as u64;
-                                self.stats.ttfb.record(us);
-                            }
+                    if let Some(r) = c.req.as_mut()
+                        && !r.started
+                    {
+                        r.started = true;
+                        if r.measured && (c.served == 0 || !self.plan.keepalive) {
+                            let us = now.saturating_duration_since(r.sent).as_micros() as u64;
+                            self.stats.ttfb.record(us);
                         }
                     }
                     match c.parser.feed(&self.buf[..n]) {
@@ -946,14 +947,12 @@ impl<'p> Worker<'p> {
             let c = &self.conns[i];
             match c.phase {
                 Phase::Busy => {
-                    if let Some(r) = c.req {
-                        if now.saturating_duration_since(r.sent) >= timeout {
-                            let msg = format!(
-                                "no response within {}",
-                                crate::cli::show_duration(timeout)
-                            );
-                            self.fail(i, ErrorKind::Timeout, &msg, now);
-                        }
+                    if let Some(r) = c.req
+                        && now.saturating_duration_since(r.sent) >= timeout
+                    {
+                        let msg =
+                            format!("no response within {}", crate::cli::show_duration(timeout));
+                        self.fail(i, ErrorKind::Timeout, &msg, now);
                     }
                 }
                 Phase::Connecting | Phase::Handshaking => {

@@ -82,12 +82,8 @@ impl ResponseParser {
         self.seen = 0;
     }
 
-    /// Bytes received so far for the current response.
-    pub fn seen(&self) -> u64 {
-        self.seen
-    }
-
     /// The captured body of the last response (when capturing).
+    #[cfg(test)]
     pub fn body(&self) -> &[u8] {
         &self.body
     }

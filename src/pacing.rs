@@ -113,16 +113,14 @@ impl Pacer {
             Some(t) => t,
             None => now,
         };
-        if let Some(d) = self.deadline {
-            if intended >= d || now >= d {
-                return None;
-            }
+        if let Some(d) = self.deadline
+            && (intended >= d || now >= d)
+        {
+            return None;
         }
         let measured = intended >= self.measure_from;
-        if measured {
-            if let Some(b) = self.budget.as_mut() {
-                *b -= 1;
-            }
+        if measured && let Some(b) = self.budget.as_mut() {
+            *b -= 1;
         }
         self.next += 1;
         Some(Due { intended, measured })
@@ -174,7 +172,7 @@ mod tests {
             let mut all: Vec<Instant> = Vec::new();
             for t in 0..threads {
                 let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, rate, t, threads);
-                all.extend(drain(&mut p, end));
+                all.extend(drain(&mut p, end - Duration::from_nanos(1)));
             }
             all.sort();
             let expect = (2.0 * rate).ceil() as usize;

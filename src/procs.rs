@@ -194,11 +194,11 @@ impl StartGate for ParentGate {
             let mut out = std::io::stdout();
             let _ = writeln!(out, "ready");
             let _ = out.flush();
-            if let Ok(mut guard) = self.stdin.lock() {
-                if let Some(input) = guard.as_mut() {
-                    let mut line = String::new();
-                    let _ = input.read_line(&mut line);
-                }
+            if let Ok(mut guard) = self.stdin.lock()
+                && let Some(input) = guard.as_mut()
+            {
+                let mut line = String::new();
+                let _ = input.read_line(&mut line);
             }
             let _ = self.origin.set(Instant::now());
         }

@@ -197,14 +197,14 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         eprintln!("vblast: {e}");
         return EXIT_BAD_INPUT;
     }
-    if let Some(op) = &cli.op {
-        if !OPERATIONS.contains(&op.as_str()) {
-            eprintln!(
-                "vblast: unknown operation '{op}': choose one of {}",
-                OPERATIONS.join(", ")
-            );
-            return EXIT_BAD_INPUT;
-        }
+    if let Some(op) = &cli.op
+        && !OPERATIONS.contains(&op.as_str())
+    {
+        eprintln!(
+            "vblast: unknown operation '{op}': choose one of {}",
+            OPERATIONS.join(", ")
+        );
+        return EXIT_BAD_INPUT;
     }
     let r = match resolve(&cli) {
         Ok(r) => r,
@@ -347,17 +347,17 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
             }
         }
     }
-    if let Some(path) = &cli.output {
-        if let Err(e) = std::fs::write(path, format!("{json}\n")) {
-            eprintln!("vblast: cannot write {}: {e}", path.display());
-            code = EXIT_BAD_INPUT;
-        }
+    if let Some(path) = &cli.output
+        && let Err(e) = std::fs::write(path, format!("{json}\n"))
+    {
+        eprintln!("vblast: cannot write {}: {e}", path.display());
+        code = EXIT_BAD_INPUT;
     }
-    if let Some(path) = &cli.hgrm {
-        if let Err(e) = std::fs::write(path, crate::report::spectrum(&summary.latency_hist)) {
-            eprintln!("vblast: cannot write {}: {e}", path.display());
-            code = EXIT_BAD_INPUT;
-        }
+    if let Some(path) = &cli.hgrm
+        && let Err(e) = std::fs::write(path, crate::report::spectrum(&summary.latency_hist))
+    {
+        eprintln!("vblast: cannot write {}: {e}", path.display());
+        code = EXIT_BAD_INPUT;
     }
     if interrupted {
         return EXIT_INTERRUPTED;

@@ -37,10 +37,6 @@ impl Hist {
         let _ = self.0.add(&other.0);
     }
 
-    pub fn len(&self) -> u64 {
-        self.0.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -123,9 +119,6 @@ pub struct Errors {
 }
 
 impl Errors {
-    pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.status
-    }
     pub fn merge(&mut self, o: &Errors) {
         self.connect += o.connect;
         self.read += o.read;
@@ -141,7 +134,6 @@ pub enum ErrorKind {
     Read,
     Write,
     Timeout,
-    Status,
 }
 
 /// One second of the run: counts and a compact latency histogram.
@@ -346,12 +338,6 @@ impl Stats {
         }
     }
 
-    /// Clears everything measured so far (end of warm-up).
-    pub fn reset(&mut self) {
-        let n = self.ops.len();
-        *self = Stats::new(n);
-    }
-
     pub fn count_error(&mut self, kind: ErrorKind) {
         let e = &mut self.errors;
         match kind {
@@ -359,7 +345,6 @@ impl Stats {
             ErrorKind::Read => e.read += 1,
             ErrorKind::Write => e.write += 1,
             ErrorKind::Timeout => e.timeout += 1,
-            ErrorKind::Status => e.status += 1,
         }
     }
 }
@@ -393,7 +378,7 @@ mod tests {
         let b2: Stats = serde_json::from_str(&wire).unwrap();
         a.merge(&b2);
         assert_eq!(a.ops[0].requests, 2000);
-        assert_eq!(a.ops[0].latency.len(), 2000);
+        assert_eq!(a.ops[0].latency.0.len(), 2000);
         assert_eq!(a.ops[1].ok, 3);
         assert_eq!(a.status[&200], 12);
         assert_eq!(a.status[&503], 1);

@@ -40,9 +40,9 @@ impl Target {
             None => return Err(format!("malformed URL '{text}': no host")),
         };
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(format!(
-                "malformed URL: credentials in the URL are not supported (use -H)"
-            ));
+            return Err(
+                "malformed URL: credentials in the URL are not supported (use -H)".to_string(),
+            );
         }
         let port = url
             .port_or_known_default()

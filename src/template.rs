@@ -124,15 +124,15 @@ impl Template {
         if !has_header(h, "host") {
             header("Host", &common.host);
         }
-        if let Some(t) = &common.token {
-            if !has_header(h, "x-vault-token") {
-                header("X-Vault-Token", t);
-            }
+        if let Some(t) = &common.token
+            && !has_header(h, "x-vault-token")
+        {
+            header("X-Vault-Token", t);
         }
-        if let Some(ns) = &common.namespace {
-            if !has_header(h, "x-vault-namespace") {
-                header("X-Vault-Namespace", ns);
-            }
+        if let Some(ns) = &common.namespace
+            && !has_header(h, "x-vault-namespace")
+        {
+            header("X-Vault-Namespace", ns);
         }
         if !has_header(h, "user-agent") {
             header("User-Agent", concat!("vblast/", env!("CARGO_PKG_VERSION")));
@@ -188,14 +188,6 @@ impl Template {
             }
         }
         &self.bytes
-    }
-
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
     }
 }
 

@@ -226,16 +226,6 @@ impl Stream {
             Stream::Tls(t) => t.flush_tls(),
         }
     }
-
-    /// True when a resumed TLS session was used for this connection.
-    pub fn resumed(&self) -> bool {
-        match self {
-            Stream::Plain(_) => false,
-            Stream::Tls(t) => {
-                matches!(t.tls.handshake_kind(), Some(rustls::HandshakeKind::Resumed))
-            }
-        }
-    }
 }
 
 impl TlsStream {
