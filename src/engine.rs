@@ -15,6 +15,7 @@ use crate::pacing::{Due, Pacer, share};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::target::Target;
 use crate::template::{Common, Rng, Template};
+use crate::timer::Timer;
 use crate::tls::TlsOptions;
 use crate::transport::{self, Handshake, PortSlice, Stream, TlsConnector};
 use crate::workload::{Operation, Picker};
@@ -184,6 +185,8 @@ struct Conn {
     parser: ResponseParser,
 }
 
+/// The pacing timer's token (connections use their index).
+const TIMER: Token = Token(usize::MAX);
 const READ_BUF: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(50);
 /// Keep-alive mode: how long to wait for all connections to open before starting the clock.
@@ -208,6 +211,8 @@ struct Worker<'p> {
     picker: Picker,
     rng: Rng,
     tls: Option<TlsConnector>,
+    /// Open model: wakes the loop when the next request is due.
+    timer: Option<Timer>,
     /// This thread's own slice of local ports.
     ports: Option<PortSlice>,
     stats: Stats,
@@ -235,6 +240,13 @@ impl<'p> Worker<'p> {
             // A connection with no request to send is never opened.
             mine = mine.min(share(n, plan.threads_total, global));
         }
+        let timer = match plan.rate {
+            Some(_) => Some(
+                Timer::new(poll.registry(), TIMER)
+                    .map_err(|e| format!("cannot create a timer: {e}"))?,
+            ),
+            None => None,
+        };
         let now = Instant::now();
         let conns = (0..mine)
             .map(|_| Conn {
@@ -262,6 +274,7 @@ impl<'p> Worker<'p> {
             picker: Picker::new(&plan.ops),
             templates,
             rng: Rng::seeded(global as u64),
+            timer,
             tls,
             ports: crate::procs::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
@@ -347,7 +360,10 @@ impl<'p> Worker<'p> {
             if !self.idle.is_empty()
                 && let Some(t) = self.pacer.next_wakeup()
             {
-                wake = wake.min(t);
+                match self.timer.as_mut() {
+                    Some(timer) => timer.wake_by(t, Instant::now()),
+                    None => wake = wake.min(t),
+                }
             }
             let timeout = wake.saturating_duration_since(Instant::now());
             self.poll_once(&mut events, timeout)?;
@@ -401,6 +417,7 @@ impl<'p> Worker<'p> {
         let s = &mut self.stats;
         s.connect.reset();
         s.tls.reset();
+        s.tls_resumed = 0;
         s.connections_opened = 0;
         s.server_closes = 0;
         s.bytes_sent = 0;
@@ -419,6 +436,12 @@ impl<'p> Worker<'p> {
         let now = Instant::now();
         for ev in events.iter() {
             let i = ev.token().0;
+            if ev.token() == TIMER {
+                if let Some(t) = self.timer.as_mut() {
+                    t.fired();
+                }
+                continue;
+            }
             if i >= self.conns.len() {
                 continue;
             }
@@ -723,6 +746,7 @@ impl<'p> Worker<'p> {
         };
         match stream.handshake() {
             Ok(Handshake::Done) => {
+                self.stats.tls_resumed += u64::from(stream.resumed());
                 let took = now
                     .saturating_duration_since(self.conns[i].connected_at)
                     .as_micros() as u64;

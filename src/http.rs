@@ -166,6 +166,11 @@ impl ResponseParser {
             Err(httparse::Error::TooManyHeaders) => {
                 return Err(ParseError("too many response headers"));
             }
+            Err(_) if buf.len() >= 2 && matches!(buf[0], 0x15 | 0x16) && buf[1] == 0x03 => {
+                return Err(ParseError(
+                    "the server answered with TLS bytes: it speaks https, use an https:// address",
+                ));
+            }
             Err(_) => return Err(ParseError("malformed HTTP response")),
         };
         let status = resp.code.unwrap_or(0);

@@ -10,6 +10,7 @@ mod run;
 mod stats;
 mod target;
 mod template;
+mod timer;
 mod tls;
 mod transport;
 mod vault;

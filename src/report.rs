@@ -117,6 +117,8 @@ pub struct Summary {
     pub late: u64,
     pub max_lag_ms: f64,
     pub connections_opened: u64,
+    /// TLS handshakes that resumed a session (of tls_ms.count handshakes).
+    pub tls_resumed: u64,
     pub server_closes: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -126,6 +128,36 @@ pub struct Summary {
     pub latency_hist: Hist,
     #[serde(skip)]
     pub service_hist: Hist,
+}
+
+/// One row per second from the first to the last, seconds in which nothing completed
+/// included (a stalled server shows as a gap of zeros, not as a missing row).
+fn timeline(stats: &Stats) -> Vec<SecondSummary> {
+    let seconds = stats.timeline.seconds();
+    let Some(last) = seconds.last().map(|(i, _)| *i) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<SecondSummary> = (0..=last)
+        .map(|second| SecondSummary {
+            second,
+            requests: 0,
+            ok: 0,
+            errors: 0,
+            p50_ms: 0.0,
+            p99_ms: 0.0,
+        })
+        .collect();
+    for (i, s) in seconds {
+        let row = &mut rows[i as usize];
+        row.requests = s.requests;
+        row.ok = s.ok;
+        row.errors = s.errors;
+        if !s.latency.is_empty() {
+            row.p50_ms = ms(s.latency.0.value_at_quantile(0.5));
+            row.p99_ms = ms(s.latency.0.value_at_quantile(0.99));
+        }
+    }
+    rows
 }
 
 fn per_s(n: u64, secs: f64) -> f64 {
@@ -197,31 +229,12 @@ impl Summary {
             late: stats.late,
             max_lag_ms: ms(stats.max_lag_us),
             connections_opened: stats.connections_opened,
+            tls_resumed: stats.tls_resumed,
             server_closes: stats.server_closes,
             bytes_sent: stats.bytes_sent,
             bytes_received: stats.bytes_received,
             ops,
-            timeline: stats
-                .timeline
-                .seconds()
-                .into_iter()
-                .map(|(i, s)| SecondSummary {
-                    second: i,
-                    requests: s.requests,
-                    ok: s.ok,
-                    errors: s.errors,
-                    p50_ms: if s.latency.is_empty() {
-                        0.0
-                    } else {
-                        ms(s.latency.0.value_at_quantile(0.5))
-                    },
-                    p99_ms: if s.latency.is_empty() {
-                        0.0
-                    } else {
-                        ms(s.latency.0.value_at_quantile(0.99))
-                    },
-                })
-                .collect(),
+            timeline: timeline(stats),
             run,
             latency_hist: latency,
             service_hist: service,
@@ -359,9 +372,10 @@ impl Summary {
             if self.tls_ms.count > 0 {
                 let _ = write!(
                     o,
-                    ", TLS handshake mean {} p99 {}",
+                    ", TLS handshake mean {} p99 {} ({} resumed)",
                     fmt_ms(self.tls_ms.mean),
-                    fmt_ms(self.tls_ms.p99)
+                    fmt_ms(self.tls_ms.p99),
+                    self.tls_resumed
                 );
             }
             if self.server_closes > 0 {

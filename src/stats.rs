@@ -271,6 +271,9 @@ pub struct Stats {
     /// Open model: largest lag between intended and actual start, in microseconds.
     pub max_lag_us: u64,
     pub connections_opened: u64,
+    /// TLS handshakes that resumed an earlier session (the rest were full handshakes).
+    #[serde(default)]
+    pub tls_resumed: u64,
     /// Keep-alive connections the server closed (re-opened transparently).
     pub server_closes: u64,
     pub bytes_sent: u64,
@@ -319,6 +322,7 @@ impl Stats {
         self.late += o.late;
         self.max_lag_us = self.max_lag_us.max(o.max_lag_us);
         self.connections_opened += o.connections_opened;
+        self.tls_resumed += o.tls_resumed;
         self.server_closes += o.server_closes;
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;

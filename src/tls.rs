@@ -178,3 +178,86 @@ impl ServerCertVerifier for NoVerify {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// The first bytes the server sent, kept to explain a failed handshake.
+struct Recording<'a, S> {
+    inner: &'a mut S,
+    first: Vec<u8>,
+}
+
+impl<S: std::io::Read> std::io::Read for Recording<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.first.len() < 8 {
+            let take = n.min(8 - self.first.len());
+            self.first.extend_from_slice(&buf[..take]);
+        }
+        Ok(n)
+    }
+}
+
+impl<S: std::io::Write> std::io::Write for Recording<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Completes a TLS handshake on a connected blocking socket (with its timeouts set), for
+/// checks before the run and for setup requests. The error names the server (`host_port`)
+/// and says what went wrong, including a server that answers in plain HTTP.
+pub fn blocking_handshake<S: std::io::Read + std::io::Write>(
+    conn: &mut rustls::ClientConnection,
+    sock: &mut S,
+    host_port: &str,
+) -> Result<(), String> {
+    let mut rec = Recording {
+        inner: sock,
+        first: Vec::new(),
+    };
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut rec) {
+            return Err(handshake_error(&e, &rec.first, host_port));
+        }
+    }
+    Ok(())
+}
+
+/// One clear message for a failed handshake.
+pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> String {
+    use std::io::ErrorKind;
+    if first.starts_with(b"HTTP/") || first.starts_with(b"<") {
+        return format!(
+            "{host_port} answered in plain HTTP, not TLS: use an http:// address (or check the port)"
+        );
+    }
+    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        return format!("TLS handshake with {host_port} timed out (no answer from the server)");
+    }
+    if e.kind() == ErrorKind::UnexpectedEof || first.is_empty() && e.kind() != ErrorKind::InvalidData
+    {
+        return format!(
+            "TLS handshake with {host_port} failed: the server closed the connection ({})",
+            short(e)
+        );
+    }
+    let text = short(e);
+    let hint = if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
+        " (trust the server's CA with --ca-cert/VAULT_CACERT or --ca-path/VAULT_CAPATH, or skip verification with -k)"
+    } else if text.contains("NotValidForName") || text.contains("not valid for name") {
+        " (connect by the certificate's name, or give it with --tls-server-name/VAULT_TLS_SERVER_NAME)"
+    } else if text.contains("CertificateRequired") || text.contains("certificate required") {
+        " (the server wants a client certificate: --client-cert/--client-key)"
+    } else {
+        ""
+    };
+    format!("TLS handshake with {host_port} failed: {text}{hint}")
+}
+
+fn short(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}

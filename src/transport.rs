@@ -143,6 +143,14 @@ impl Stream {
         matches!(self, Stream::Tls(_))
     }
 
+    /// Whether the finished TLS handshake resumed an earlier session (plain: false).
+    pub fn resumed(&self) -> bool {
+        match self {
+            Stream::Plain(_) => false,
+            Stream::Tls(t) => t.tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        }
+    }
+
     /// After a writable event on a connecting socket: Ok(true) once connected.
     pub fn connected(&mut self) -> io::Result<bool> {
         let tcp = self.tcp();

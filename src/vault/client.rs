@@ -371,17 +371,16 @@ impl Client {
         let mut tls = ClientConnection::new(config, name)
             .map_err(|e| format!("TLS setup for {hp} failed: {e}"))?;
         let mut sock = sock;
-        while tls.is_handshaking() {
-            if let Err(e) = tls.complete_io(&mut sock) {
-                if is_timeout(&e) {
-                    return Err(format!(
-                        "timed out after {} during the TLS handshake with {hp}",
-                        fmt_duration(self.timeout)
-                    ));
-                }
-                return Err(format!("TLS handshake with {hp} failed: {e}"));
+        crate::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
+            if e.contains(" timed out") {
+                format!(
+                    "timed out after {} during the TLS handshake with {hp}",
+                    fmt_duration(self.timeout)
+                )
+            } else {
+                e
             }
-        }
+        })?;
         Ok(Conn::Tls(Box::new(StreamOwned::new(tls, sock))))
     }
 
