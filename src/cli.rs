@@ -23,7 +23,7 @@ pub struct Cli {
     /// URL mode: send this request (like ab, wrk, oha), with no Vault setup.
     pub url: Option<String>,
 
-    /// Vault operation: kv-read or kv-write.
+    /// Vault operation: kv-read, kv-write or cert-login.
     #[arg(long)]
     pub op: Option<String>,
 
@@ -154,6 +154,11 @@ pub struct Cli {
     /// Client key (PEM) [env: VAULT_CLIENT_KEY].
     #[arg(long)]
     pub client_key: Option<PathBuf>,
+
+    /// cert-login: CA certificate (PEM) that issued the client certificate, registered as
+    /// the trusted role (default: the --client-cert file itself).
+    #[arg(long)]
+    pub client_ca: Option<PathBuf>,
 
     /// Name to verify the server certificate against [env: VAULT_TLS_SERVER_NAME].
     #[arg(long)]

@@ -10,6 +10,12 @@
 
 use std::time::{Duration, Instant};
 
+/// Open model with a deadline: requests whose intended start falls before the deadline but
+/// are still unsent when it passes (the thread fell behind) go out for up to this long
+/// after it, so a late-running schedule is not cut short; a stall longer than this at the
+/// very end of the run bounds the wind-down instead.
+pub const OVERDUE_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Clone, Debug)]
 pub struct Pacer {
     origin: Instant,
@@ -99,7 +105,10 @@ impl Pacer {
         }
         match self.deadline {
             None => false,
-            Some(d) => now >= d || self.intended(self.next).is_some_and(|t| t >= d),
+            Some(d) => match self.intended(self.next) {
+                Some(t) => t >= d || now >= d + OVERDUE_GRACE,
+                None => now >= d,
+            },
         }
     }
 
@@ -114,7 +123,7 @@ impl Pacer {
             None => now,
         };
         if let Some(d) = self.deadline
-            && (intended >= d || now >= d)
+            && (intended >= d || now >= d + OVERDUE_GRACE)
         {
             return None;
         }
@@ -220,6 +229,23 @@ mod tests {
         assert_eq!(rest.len(), 40);
         assert!(p.take_due(origin + Duration::from_secs(20)).is_none());
         assert!(p.finished(origin + Duration::from_secs(20)));
+    }
+
+    #[test]
+    fn requests_overdue_at_the_deadline_still_go_out() {
+        let origin = Instant::now();
+        let end = origin + Duration::from_secs(1);
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, 100.0, 0, 1);
+        // Behind by 50 ms at the deadline: the 5 overdue requests are not lost.
+        assert_eq!(drain(&mut p, origin + Duration::from_millis(945)).len(), 95);
+        let now = end + Duration::from_millis(5);
+        assert!(!p.finished(now));
+        assert_eq!(drain(&mut p, now).len(), 5);
+        assert!(p.finished(now));
+        // Past the grace, whatever is still unsent is given up.
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, 100.0, 0, 1);
+        assert!(p.finished(end + OVERDUE_GRACE));
+        assert!(p.take_due(end + OVERDUE_GRACE).is_none());
     }
 
     #[test]

@@ -81,7 +81,11 @@ impl Layout {
             ));
         }
         let processes = connections.div_ceil(per_process).max(1) as usize;
-        let threads = threads.max(processes);
+        // No more threads than connections: a thread without a connection would still
+        // get a share of -n (or of the -R schedule) that it can never send.
+        let threads = threads
+            .min(usize::try_from(connections).unwrap_or(usize::MAX))
+            .max(processes);
         // Connections are split evenly over all threads; check the busiest process.
         let busiest = (0..processes)
             .map(|p| {

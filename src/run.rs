@@ -12,6 +12,7 @@ use crate::report::{RunInfo, Summary};
 use crate::target::Target;
 use crate::template::{Piece, RequestSpec};
 use crate::tls::{self, TlsOptions};
+use crate::vault::cert;
 use crate::vault::client::Client;
 use crate::vault::kv;
 use crate::vault::setup::{self, KvPlan, KvSetup};
@@ -24,7 +25,7 @@ pub const EXIT_FAILED_REQUESTS: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
 pub const EXIT_INTERRUPTED: i32 = 130;
 
-pub const OPERATIONS: &[&str] = &["kv-read", "kv-write"];
+pub const OPERATIONS: &[&str] = &["kv-read", "kv-write", "cert-login"];
 
 /// Everything resolved from flags and environment before anything is sent.
 struct Resolved {
@@ -89,6 +90,13 @@ fn resolve(cli: &Cli) -> Result<Resolved, String> {
     };
     let token = cli.token.clone().or_else(|| env("VAULT_TOKEN"));
     let namespace = cli.namespace.clone().or_else(|| env("VAULT_NAMESPACE"));
+    // Both go into request headers verbatim.
+    if token.as_deref().is_some_and(has_control) {
+        return Err("the token holds control characters (check VAULT_TOKEN or --token)".into());
+    }
+    if namespace.as_deref().is_some_and(has_control) {
+        return Err("the namespace holds control characters".into());
+    }
     let mut fd_limit = procs::raise_nofile();
     // For tests and experiments: pretend a process may hold fewer descriptors, so that
     // small runs are spread over worker processes too.
@@ -105,6 +113,10 @@ fn resolve(cli: &Cli) -> Result<Resolved, String> {
         namespace,
         layout,
     })
+}
+
+fn has_control(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_control())
 }
 
 fn setup_client(r: &Resolved, timeout: Duration) -> Client {
@@ -214,6 +226,7 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
     };
     // Checks and setup.
     let mut kv_setup: Option<KvSetup> = None;
+    let mut cert_setup: Option<cert::CertSetup> = None;
     let ops = match &cli.op {
         None => {
             if let Err(e) = check_reachable(&r, cli.timeout) {
@@ -228,6 +241,17 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
                 }
             }
         }
+        Some(op) if op == "cert-login" => match cert_login_setup(&cli, &r) {
+            Ok(s) => {
+                let ops = vec![cert::login(&s)];
+                cert_setup = Some(s);
+                ops
+            }
+            Err(e) => {
+                eprintln!("vblast: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        },
         Some(op) => {
             let setup = if cli.no_setup {
                 check_reachable(&r, cli.timeout).map(|()| KvSetup {
@@ -299,6 +323,14 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
     let interrupted = stop.load(Ordering::Relaxed);
     // Cleanup runs whatever happened to the run.
     let mut code = EXIT_OK;
+    if let Some(s) = cert_setup.as_ref().filter(|s| s.created) {
+        if cli.keep {
+            eprintln!("vblast: kept cert auth path '{}'", s.path);
+        } else if let Err(e) = cert::cleanup(&mut setup_client(&r, Duration::from_secs(30)), s) {
+            eprintln!("vblast: {e}");
+            code = EXIT_BAD_INPUT;
+        }
+    }
     if let Some(s) = &kv_setup {
         if s.created && !cli.keep {
             match setup::cleanup_kv(&mut setup_client(&r, Duration::from_secs(30)), s) {
@@ -337,15 +369,13 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
     };
     let summary = Summary::new(info, &stats, &op_names);
     let json = summary.json();
-    match cli.format {
-        Format::Json => println!("{json}"),
-        Format::Text => {
-            print!("{}", summary.text());
-            if cli.latency {
-                print!("{}", summary.latency_text());
-            }
-        }
-    }
+    let report = match cli.format {
+        Format::Json => format!("{json}\n"),
+        Format::Text if cli.latency => summary.text() + &summary.latency_text(),
+        Format::Text => summary.text(),
+    };
+    // A closed pipe (`vblast ... | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report.as_bytes());
     if let Some(path) = &cli.output
         && let Err(e) = std::fs::write(path, format!("{json}\n"))
     {
@@ -369,6 +399,32 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         code = EXIT_FAILED_REQUESTS;
     }
     code
+}
+
+/// cert-login: needs https and a client certificate; enables cert auth at a fresh path
+/// trusting the client certificate's CA (`--no-setup`: the existing path --mount, default
+/// "cert").
+fn cert_login_setup(cli: &Cli, r: &Resolved) -> Result<cert::CertSetup, String> {
+    let Some(opts) = r.tls.as_ref() else {
+        return Err(format!(
+            "cert-login needs an https:// address (mutual TLS), not {}",
+            r.target.base()
+        ));
+    };
+    let Some(client_cert) = opts.client_cert.as_ref() else {
+        return Err(
+            "cert-login needs a client certificate and key: --client-cert/--client-key or VAULT_CLIENT_CERT/VAULT_CLIENT_KEY"
+                .into(),
+        );
+    };
+    if cli.no_setup {
+        check_reachable(r, cli.timeout)?;
+        return Ok(cert::existing(cli.mount.as_deref().unwrap_or("cert")));
+    }
+    let ca_pem = cert::read_ca_pem(cli.client_ca.as_ref().unwrap_or(client_cert))?;
+    let mut client = setup_client(r, cli.timeout);
+    setup::preflight(&mut client)?;
+    cert::prepare(&mut client, &ca_pem)
 }
 
 /// Preflight and the KV fixture for a Vault operation.

@@ -25,8 +25,13 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let data = std::fs::read(path)
-        .map_err(|e| format!("cannot read certificate file {}: {e}", path.display()))?;
+    let data = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read certificate file {}: {}",
+            path.display(),
+            short(&e)
+        )
+    })?;
     let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut data.as_slice()).collect();
     let certs =
         certs.map_err(|e| format!("cannot parse PEM certificates in {}: {e}", path.display()))?;
@@ -37,8 +42,8 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let data =
-        std::fs::read(path).map_err(|e| format!("cannot read key file {}: {e}", path.display()))?;
+    let data = std::fs::read(path)
+        .map_err(|e| format!("cannot read key file {}: {}", path.display(), short(&e)))?;
     match rustls_pemfile::private_key(&mut data.as_slice()) {
         Ok(Some(k)) => Ok(k),
         Ok(None) => Err(format!(
@@ -78,8 +83,9 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
             add_roots(&mut roots, file)?;
         }
         if let Some(dir) = &opts.ca_path {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|e| format!("cannot read CA directory {}: {e}", dir.display()))?;
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                format!("cannot read CA directory {}: {}", dir.display(), short(&e))
+            })?;
             for entry in entries.flatten() {
                 let p = entry.path();
                 if p.is_file() {
@@ -237,7 +243,8 @@ pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> Str
     if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
         return format!("TLS handshake with {host_port} timed out (no answer from the server)");
     }
-    if e.kind() == ErrorKind::UnexpectedEof || first.is_empty() && e.kind() != ErrorKind::InvalidData
+    if e.kind() == ErrorKind::UnexpectedEof
+        || first.is_empty() && e.kind() != ErrorKind::InvalidData
     {
         return format!(
             "TLS handshake with {host_port} failed: the server closed the connection ({})",

@@ -1,3 +1,4 @@
+pub mod cert;
 pub mod client;
 pub mod kv;
 pub mod setup;

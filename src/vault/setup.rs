@@ -410,7 +410,9 @@ pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
     if !setup.created {
         return Ok(());
     }
-    let r = client.request("DELETE", &format!("/v1/sys/mounts/{}", setup.mount), None)?;
+    let r = client
+        .request("DELETE", &format!("/v1/sys/mounts/{}", setup.mount), None)
+        .map_err(|e| format!("cannot remove mount '{}': {e}", setup.mount))?;
     if (200..300).contains(&r.status) {
         Ok(())
     } else {

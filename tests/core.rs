@@ -1,0 +1,889 @@
+//! Integration tests of vblast's core behaviour: the binary against a real
+//! OpenBao dev server and a real nginx, checking its reports (text and JSON),
+//! exit codes, and the state it leaves on the server.
+
+mod common;
+
+use common::{Nginx, OpenBao};
+use serde_json::Value;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Watchdog for every vblast run: a run still going after this fails the test.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
+/// A finished vblast run.
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    fn show(&self) -> String {
+        format!(
+            "exit {:?} after {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    fn assert_code(&self, code: i32) {
+        assert_eq!(self.code, Some(code), "{}", self.show());
+        assert!(!self.stderr.contains("panicked"), "{}", self.show());
+    }
+}
+
+/// A vblast process running in the background with its output captured.
+struct Running {
+    child: Child,
+    started: Instant,
+    stdout: JoinHandle<String>,
+    stderr: JoinHandle<String>,
+}
+
+fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+fn spawn(mut cmd: Command) -> Running {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let stdout = reader(child.stdout.take().unwrap());
+    let stderr = reader(child.stderr.take().unwrap());
+    Running {
+        child,
+        started: Instant::now(),
+        stdout,
+        stderr,
+    }
+}
+
+impl Running {
+    /// Wait for the run to end; kill it and fail the test after `limit`.
+    fn finish(mut self, limit: Duration) -> Out {
+        let deadline = self.started + limit;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait vblast") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stdout = self.stdout.join().unwrap_or_default();
+                let stderr = self.stderr.join().unwrap_or_default();
+                panic!(
+                    "vblast still running after {limit:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let elapsed = self.started.elapsed();
+        Out {
+            code: status.code(),
+            stdout: self.stdout.join().unwrap(),
+            stderr: self.stderr.join().unwrap(),
+            elapsed,
+        }
+    }
+}
+
+fn run(cmd: Command) -> Out {
+    spawn(cmd).finish(WATCHDOG)
+}
+
+/// `vblast` pointed at `bao` through the environment, with `args`.
+fn vault_cmd(bao: &OpenBao, args: &[&str]) -> Command {
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", &bao.token)
+        .args(args);
+    cmd
+}
+
+fn url_cmd(args: &[&str]) -> Command {
+    let mut cmd = common::vblast();
+    cmd.args(args);
+    cmd
+}
+
+/// All mounts on the server: (path without trailing slash, JSON description).
+fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
+    let (status, body) = bao.api("GET", "/v1/sys/mounts", None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]
+        .as_object()
+        .expect("sys/mounts data")
+        .iter()
+        .map(|(k, d)| (k.trim_end_matches('/').to_string(), d.clone()))
+        .collect()
+}
+
+fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
+    mounts(bao)
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("vblast-"))
+        .collect()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// Exact status-code map of a JSON report.
+fn status_map(j: &Value) -> Vec<(String, u64)> {
+    let mut m: Vec<(String, u64)> = j["status"]
+        .as_object()
+        .expect("status object")
+        .iter()
+        .map(|(k, v)| (k.clone(), u(v)))
+        .collect();
+    m.sort();
+    m
+}
+
+fn st(code: &str, n: u64) -> Vec<(String, u64)> {
+    vec![(code.to_string(), n)]
+}
+
+fn assert_latency_keys(v: &Value, what: &str) {
+    for k in ["mean", "p50", "p90", "p95", "p99", "p999", "max"] {
+        assert!(v[k].is_number(), "{what}.{k} missing in {v}");
+    }
+}
+
+/// Every error counter is zero.
+fn assert_no_errors(j: &Value) {
+    for k in ["connect", "read", "write", "timeout", "status"] {
+        assert_eq!(u(&j["errors"][k]), 0, "errors.{k}: {j:#}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Vault mode
+// ---------------------------------------------------------------------------
+
+#[test]
+fn kv_read_v2_json_report_and_cleanup() {
+    let bao = OpenBao::start();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c", "8", "-n", "500", "--op", "kv-read", "--format", "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 500, "{j:#}");
+    assert_eq!(u(&j["ok"]), 500, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 500));
+    assert_no_errors(&j);
+
+    // Documented keys.
+    assert!(j["duration_s"].as_f64().unwrap() > 0.0, "{j:#}");
+    assert!(j["rps"].as_f64().unwrap() > 0.0, "{j:#}");
+    assert_latency_keys(&j["latency_ms"], "latency_ms");
+    assert_eq!(u(&j["latency_ms"]["count"]), 500);
+    let ops = j["ops"].as_array().expect("ops list");
+    assert_eq!(ops.len(), 1, "{j:#}");
+    let op = &ops[0];
+    assert_eq!(op["name"], "kv-read");
+    assert_eq!(u(&op["requests"]), 500);
+    assert_eq!(u(&op["ok"]), 500);
+    assert!(op["rps"].is_number(), "{op}");
+    assert_latency_keys(&op["latency_ms"], "ops[0].latency_ms");
+    assert_eq!(j["run"]["operation"], "kv-read");
+    assert_eq!(u(&j["run"]["connections"]), 8);
+
+    // The mount vblast created is gone.
+    assert!(
+        vblast_mounts(&bao).is_empty(),
+        "mount left behind: {:?}\n{}",
+        vblast_mounts(&bao),
+        out.show()
+    );
+    assert!(mounts(&bao).iter().any(|(k, _)| k == "secret"));
+}
+
+/// kv-write with --keep: the mount stays with the right type and version, and
+/// the seeded secrets have values of the requested size.
+fn kv_write_keep(version: u8) {
+    let bao = OpenBao::start();
+    let v = version.to_string();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "kv-write",
+            "--kv-version",
+            &v,
+            "--keep",
+            "--secrets",
+            "50",
+            "--secret-size",
+            "256",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 200, "{j:#}");
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_no_errors(&j);
+
+    let kept: Vec<(String, Value)> = mounts(&bao)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("vblast-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "expected one kept mount: {kept:?}");
+    let (name, desc) = &kept[0];
+    assert_eq!(desc["type"], "kv", "{desc}");
+    let got_version = desc["options"]["version"].as_str().unwrap_or("1");
+    assert_eq!(got_version, v, "{desc}");
+    assert!(out.stderr.contains(name.as_str()), "{}", out.show());
+
+    let path = if version == 2 {
+        format!("/v1/{name}/data/s07")
+    } else {
+        format!("/v1/{name}/s07")
+    };
+    let (status, body) = bao.api("GET", &path, None);
+    assert_eq!(status, 200, "{path}: {body}");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    let data = if version == 2 {
+        &r["data"]["data"]
+    } else {
+        &r["data"]
+    };
+    let value = data["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no value in {body}"));
+    assert_eq!(value.len(), 256, "{body}");
+    // s49 exists, s50 does not.
+    let p49 = path.replace("s07", "s49");
+    assert_eq!(bao.api("GET", &p49, None).0, 200);
+    let p50 = path.replace("s07", "s50");
+    assert_eq!(bao.api("GET", &p50, None).0, 404);
+
+    let (status, body) = bao.api("DELETE", &format!("/v1/sys/mounts/{name}"), None);
+    assert!(status == 204 || status == 200, "{status} {body}");
+    assert!(vblast_mounts(&bao).is_empty());
+}
+
+#[test]
+fn kv_write_v1_keep() {
+    kv_write_keep(1);
+}
+
+#[test]
+fn kv_write_v2_keep() {
+    kv_write_keep(2);
+}
+
+#[test]
+fn existing_mount() {
+    let bao = OpenBao::start();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--mount",
+            "secret",
+            "--op",
+            "kv-read",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 200));
+    let m = mounts(&bao);
+    let secret = m.iter().find(|(k, _)| k == "secret");
+    assert!(secret.is_some(), "secret/ was removed: {m:?}");
+    assert_eq!(secret.unwrap().1["options"]["version"], "2");
+    assert!(vblast_mounts(&bao).is_empty());
+
+    let out = run(vault_cmd(
+        &bao,
+        &["--mount", "nope", "--op", "kv-read", "-n", "10"],
+    ));
+    out.assert_code(2);
+    assert!(out.stderr.starts_with("vblast: "), "{}", out.show());
+    assert!(out.stderr.contains("'nope'"), "{}", out.show());
+
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--mount",
+            "secret",
+            "--kv-version",
+            "1",
+            "--op",
+            "kv-read",
+            "-n",
+            "10",
+        ],
+    ));
+    out.assert_code(2);
+    assert!(out.stderr.starts_with("vblast: "), "{}", out.show());
+    assert!(
+        out.stderr.contains("secret") && out.stderr.contains("version 2"),
+        "{}",
+        out.show()
+    );
+    assert!(mounts(&bao).iter().any(|(k, _)| k == "secret"));
+}
+
+#[test]
+fn duration_runs_and_whichever_first() {
+    let bao = OpenBao::start();
+    // -z alone ends by itself.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-z",
+            "2s",
+            "-c",
+            "4",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert!(u(&j["requests"]) > 0, "{j:#}");
+    assert_eq!(u(&j["requests"]), u(&j["ok"]), "{j:#}");
+    let d = j["duration_s"].as_f64().unwrap();
+    assert!((1.5..10.0).contains(&d), "duration_s {d}");
+    assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+
+    // -n reached long before -z: the run stops at -n requests.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-z",
+            "30s",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 300, "{j:#}");
+    assert!(j["duration_s"].as_f64().unwrap() < 25.0, "{j:#}");
+
+    // -z reached long before -n: the run stops at the deadline.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-z",
+            "1s",
+            "-n",
+            "100000000",
+            "-c",
+            "2",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    let n = u(&j["requests"]);
+    assert!(n > 0 && n < 100_000_000, "{j:#}");
+    assert!(j["duration_s"].as_f64().unwrap() < 10.0, "{j:#}");
+    assert!(vblast_mounts(&bao).is_empty());
+}
+
+#[test]
+fn no_keepalive_connection_per_request() {
+    let bao = OpenBao::start();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--no-keepalive",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 200, "{j:#}");
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_eq!(u(&j["connections_opened"]), 200, "{j:#}");
+    assert_eq!(u(&j["connect_ms"]["count"]), 200, "{j:#}");
+    assert_eq!(j["run"]["keepalive"], false);
+    assert_no_errors(&j);
+}
+
+#[test]
+fn output_file_and_text_report() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let f1 = dir.path().join("r1.json");
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "100",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "--format",
+            "json",
+            "-o",
+            f1.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&f1).unwrap()).unwrap();
+    assert_eq!(saved, out.json(), "-o file differs from stdout");
+
+    // Default text format on stdout; -o still saves JSON.
+    let f2 = dir.path().join("r2.json");
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "100",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "20",
+            "-o",
+            f2.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    let header = out
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("op"))
+        .unwrap_or_else(|| panic!("no header row:\n{}", out.show()));
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "op",
+            "count",
+            "rate",
+            "throughput",
+            "mean",
+            "95th%",
+            "99th%",
+            "successRatio"
+        ],
+        "{header}"
+    );
+    let total = out
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("total"))
+        .unwrap_or_else(|| panic!("no total row:\n{}", out.show()));
+    let tcols: Vec<&str> = total.split_whitespace().collect();
+    assert_eq!(tcols.len(), cols.len(), "{total}");
+    assert_eq!(tcols[1], "100", "{total}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some("kv-read")),
+        "{}",
+        out.show()
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&f2).unwrap()).unwrap();
+    assert_eq!(u(&saved["requests"]), 100);
+    assert_eq!(u(&saved["ok"]), 100);
+}
+
+#[test]
+fn token_never_printed() {
+    // OpenBao refuses custom ids with the "s." prefix.
+    const SECRET: &str = "distinctivetoken123";
+    let bao = OpenBao::start();
+    let (status, body) = bao.api(
+        "POST",
+        "/v1/auth/token/create",
+        Some(&format!(r#"{{"id":"{SECRET}","policies":["root"]}}"#)),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(SECRET), "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let hgrm = dir.path().join("r.hgrm");
+    for format in ["text", "json"] {
+        let mut cmd = common::vblast();
+        cmd.env("VAULT_ADDR", &bao.addr)
+            .env("VAULT_TOKEN", SECRET)
+            .args([
+                "-c",
+                "2",
+                "-n",
+                "50",
+                "--op",
+                "kv-write",
+                "--secrets",
+                "10",
+                "--latency",
+                "--format",
+                format,
+                "-o",
+                file.to_str().unwrap(),
+                "--hgrm",
+                hgrm.to_str().unwrap(),
+            ]);
+        let out = run(cmd);
+        out.assert_code(0);
+        let saved = std::fs::read_to_string(&file).unwrap();
+        let spectrum = std::fs::read_to_string(&hgrm).unwrap();
+        for (what, text) in [
+            ("stdout", &out.stdout),
+            ("stderr", &out.stderr),
+            ("-o file", &saved),
+            ("--hgrm file", &spectrum),
+        ] {
+            assert!(!text.contains(SECRET), "token in {what}:\n{text}");
+            assert!(
+                !text.contains("distinctivetoken"),
+                "token in {what}:\n{text}"
+            );
+        }
+        let j: Value = serde_json::from_str(&saved).unwrap();
+        assert_eq!(u(&j["ok"]), 50, "{j:#}");
+    }
+
+    // A rejected token is not echoed either.
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", "s.anotherdistinctivebad999")
+        .args(["-n", "5", "--op", "kv-read"]);
+    let out = run(cmd);
+    out.assert_code(2);
+    assert!(
+        !out.stderr.contains("anotherdistinctivebad"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        !out.stdout.contains("anotherdistinctivebad"),
+        "{}",
+        out.show()
+    );
+}
+
+/// The headline: 20000 connections, 20000 requests, one OpenBao dev server.
+#[test]
+fn headline_20000_connections() {
+    let bao = OpenBao::start();
+    let out = spawn(vault_cmd(
+        &bao,
+        &[
+            "-c", "20000", "-n", "20000", "--op", "kv-read", "--format", "json",
+        ],
+    ))
+    .finish(Duration::from_secs(120));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 20000, "{}", out.stderr);
+    assert_eq!(u(&j["ok"]), 20000, "{}", out.stderr);
+    assert_eq!(status_map(&j), st("200", 20000));
+    assert_eq!(u(&j["run"]["processes"]), 2, "{:#}", j["run"]);
+    assert_eq!(u(&j["run"]["connections"]), 20000);
+    assert_eq!(u(&j["latency_ms"]["count"]), 20000);
+    assert!(vblast_mounts(&bao).is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// URL mode (nginx)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn url_mode_basic_get() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let out = run(url_cmd(&["-c", "4", "-n", "200", "--format", "json", &url]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 200, "{j:#}");
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 200));
+    assert_no_errors(&j);
+    assert!(u(&j["connections_opened"]) <= 4, "{j:#}");
+    // Text report of URL mode too.
+    let out = run(url_cmd(&["-c", "2", "-n", "20", &url]));
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some("total")),
+        "{}",
+        out.show()
+    );
+}
+
+#[test]
+fn url_mode_headers_method_body() {
+    // /check demands the header; /post demands POST with a 7-byte JSON body.
+    let ng = Nginx::with_extra(
+        r#"
+    location = /check {
+        if ($http_x_vault_token != "x") { return 403 '{"errors":["no token"]}'; }
+        return 200 '{}';
+    }
+    location = /post {
+        if ($request_method != POST) { return 405 '{"errors":["method"]}'; }
+        if ($http_content_length != 7) { return 400 '{"errors":["length"]}'; }
+        if ($http_content_type !~ "json") { return 415 '{"errors":["type"]}'; }
+        return 200 '{}';
+    }
+"#,
+    );
+    let check = format!("{}/check", ng.addr);
+    let post = format!("{}/post", ng.addr);
+
+    // Sanity of the nginx rules, then vblast.
+    assert_eq!(ng.get("/check").status, 403);
+    let out = run(url_cmd(&[
+        "-c", "2", "-n", "50", "--format", "json", &check,
+    ]));
+    out.assert_code(1);
+    assert_eq!(status_map(&out.json()), st("403", 50));
+
+    let out = run(url_cmd(&[
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "-H",
+        "X-Vault-Token: x",
+        "--format",
+        "json",
+        &check,
+    ]));
+    out.assert_code(0);
+    assert_eq!(status_map(&out.json()), st("200", 50));
+
+    let out = run(url_cmd(&[
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "-m",
+        "POST",
+        "-d",
+        r#"{"a":1}"#,
+        "-T",
+        "application/json",
+        "--format",
+        "json",
+        &post,
+    ]));
+    out.assert_code(0);
+    assert_eq!(status_map(&out.json()), st("200", 50));
+
+    // Body from a file.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, r#"{"b":2}"#).unwrap();
+    let out = run(url_cmd(&[
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-m",
+        "POST",
+        "-p",
+        body.to_str().unwrap(),
+        "-T",
+        "application/json",
+        "--format",
+        "json",
+        &post,
+    ]));
+    out.assert_code(0);
+    assert_eq!(status_map(&out.json()), st("200", 20));
+
+    // GET to /post is refused by the server: counted, not followed.
+    let out = run(url_cmd(&["-c", "1", "-n", "10", "--format", "json", &post]));
+    out.assert_code(1);
+    assert_eq!(status_map(&out.json()), st("405", 10));
+}
+
+/// Fewer connections than threads: every request still goes out (regression:
+/// `-c 1 -n 2` on two threads used to hang, the second thread owning a request
+/// but no connection).
+#[test]
+fn url_mode_fewer_connections_than_threads() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    for args in [
+        &["-c", "1", "-n", "10"][..],
+        &["-c", "1", "-n", "7", "-t", "4"][..],
+        &["-c", "3", "-n", "11", "-t", "8"][..],
+    ] {
+        let mut cmd = url_cmd(args);
+        cmd.args(["--format", "json", &url]);
+        let out = spawn(cmd).finish(Duration::from_secs(20));
+        out.assert_code(0);
+        let j = out.json();
+        let n: u64 = args[3].parse().unwrap();
+        assert_eq!(u(&j["requests"]), n, "{args:?}: {j:#}");
+        assert_eq!(u(&j["ok"]), n, "{args:?}: {j:#}");
+    }
+    // Open model with one connection.
+    let out = spawn(url_cmd(&[
+        "-c", "1", "-R", "40", "-z", "1s", "--format", "json", &url,
+    ]))
+    .finish(Duration::from_secs(20));
+    out.assert_code(0);
+    let j = out.json();
+    assert!(u(&j["requests"]) > 0, "{j:#}");
+    assert_eq!(u(&j["requests"]), u(&j["ok"]), "{j:#}");
+}
+
+#[test]
+fn url_mode_status_codes() {
+    let ng = Nginx::start();
+    for code in ["429", "503", "307"] {
+        let url = format!("{}/status/{code}", ng.addr);
+        let out = run(url_cmd(&["-c", "4", "-n", "100", "--format", "json", &url]));
+        out.assert_code(1);
+        let j = out.json();
+        assert_eq!(u(&j["requests"]), 100, "{code}: {j:#}");
+        assert_eq!(u(&j["ok"]), 0, "{code}: {j:#}");
+        assert_eq!(u(&j["errors"]["status"]), 100, "{code}: {j:#}");
+        for k in ["connect", "read", "write", "timeout"] {
+            assert_eq!(u(&j["errors"][k]), 0, "{code}: errors.{k}: {j:#}");
+        }
+        assert_eq!(status_map(&j), st(code, 100), "{code}");
+
+        let out = run(url_cmd(&[
+            "-c",
+            "4",
+            "-n",
+            "100",
+            "--allow-errors",
+            "--format",
+            "json",
+            &url,
+        ]));
+        out.assert_code(0);
+        assert_eq!(status_map(&out.json()), st(code, 100), "{code}");
+    }
+    // Text report shows the status codes and the non-2xx count.
+    let url = format!("{}/status/429", ng.addr);
+    let out = run(url_cmd(&["-c", "2", "-n", "10", &url]));
+    out.assert_code(1);
+    assert!(out.stdout.contains("429"), "{}", out.show());
+}
+
+#[test]
+fn url_mode_chunked_and_close() {
+    let ng = Nginx::start();
+    let r = ng.get("/chunked");
+    assert!(r.chunked, "nginx did not chunk /chunked");
+    let url = format!("{}/chunked", ng.addr);
+    let out = run(url_cmd(&["-c", "4", "-n", "300", "--format", "json", &url]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["ok"]), 300, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 300));
+    assert_no_errors(&j);
+    // Keep-alive survived the chunked bodies.
+    assert!(u(&j["connections_opened"]) <= 4, "{j:#}");
+
+    let url = format!("{}/close", ng.addr);
+    let out = run(url_cmd(&["-c", "4", "-n", "200", "--format", "json", &url]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 200, "{j:#}");
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 200));
+    assert_no_errors(&j);
+    assert!(u(&j["server_closes"]) > 0, "{j:#}");
+    // Every response closed the connection, so vblast reconnected.
+    assert!(u(&j["connections_opened"]) >= 196, "{j:#}");
+}
+
+#[test]
+fn multi_process_merge_is_lossless() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let mut cmd = url_cmd(&["-c", "300", "-n", "3000", "--format", "json", &url]);
+    cmd.env("VBLAST_PROCESS_FDS", "150");
+    let out = run(cmd);
+    out.assert_code(0);
+    let j = out.json();
+    assert!(u(&j["run"]["processes"]) >= 2, "{:#}", j["run"]);
+    assert_eq!(u(&j["run"]["connections"]), 300);
+    assert_eq!(u(&j["requests"]), 3000, "{j:#}");
+    assert_eq!(u(&j["ok"]), 3000, "{j:#}");
+    assert_eq!(u(&j["latency_ms"]["count"]), 3000, "{j:#}");
+    assert_eq!(status_map(&j), st("200", 3000));
+    assert_eq!(u(&j["ops"][0]["requests"]), 3000);
+    assert_eq!(u(&j["connections_opened"]), 300, "{j:#}");
+    let timeline_total: u64 = j["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(&s["requests"]))
+        .sum();
+    assert_eq!(timeline_total, 3000, "{:#}", j["timeline"]);
+}

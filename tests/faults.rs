@@ -1,0 +1,467 @@
+//! Fault tests: bad input, unreachable / rejecting / sealed / stalled / dying
+//! servers, protocol garbage and Ctrl-C. Each must end in one clear
+//! `vblast: ` message or a report with the failures counted, a non-zero exit
+//! code, no panic, and no hang (every run has a watchdog).
+
+mod common;
+
+use common::{OpenBao, RawServer};
+use serde_json::Value;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Watchdog for every vblast run: a run still going after this fails the test.
+const WATCHDOG: Duration = Duration::from_secs(60);
+
+/// A finished vblast run.
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    fn show(&self) -> String {
+        format!(
+            "exit {:?} after {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    fn assert_code(&self, code: i32) {
+        assert_eq!(self.code, Some(code), "{}", self.show());
+        assert!(!self.stderr.contains("panicked"), "{}", self.show());
+    }
+}
+
+/// A vblast process running in the background with its output captured.
+struct Running {
+    child: Child,
+    started: Instant,
+    stdout: JoinHandle<String>,
+    stderr: JoinHandle<String>,
+}
+
+fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+fn spawn(mut cmd: Command) -> Running {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let stdout = reader(child.stdout.take().unwrap());
+    let stderr = reader(child.stderr.take().unwrap());
+    Running {
+        child,
+        started: Instant::now(),
+        stdout,
+        stderr,
+    }
+}
+
+impl Running {
+    /// Wait for the run to end; kill it and fail the test after `limit`.
+    fn finish(mut self, limit: Duration) -> Out {
+        let deadline = self.started + limit;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait vblast") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stdout = self.stdout.join().unwrap_or_default();
+                let stderr = self.stderr.join().unwrap_or_default();
+                panic!(
+                    "vblast still running after {limit:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let elapsed = self.started.elapsed();
+        Out {
+            code: status.code(),
+            stdout: self.stdout.join().unwrap(),
+            stderr: self.stderr.join().unwrap(),
+            elapsed,
+        }
+    }
+}
+
+fn run(cmd: Command) -> Out {
+    spawn(cmd).finish(WATCHDOG)
+}
+
+/// `vblast` pointed at `bao` through the environment, with `args`.
+fn vault_cmd(bao: &OpenBao, args: &[&str]) -> Command {
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", &bao.token)
+        .args(args);
+    cmd
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
+    let (status, body) = bao.api("GET", "/v1/sys/mounts", None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]
+        .as_object()
+        .expect("sys/mounts data")
+        .keys()
+        .filter(|k| k.starts_with("vblast-"))
+        .cloned()
+        .collect()
+}
+
+/// A run that must fail before any load with exactly one `vblast: ` line
+/// on stderr, nothing on stdout, and exit code `code`.
+fn assert_one_message(out: &Out, code: i32) {
+    out.assert_code(code);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "expected one message:\n{}", out.show());
+    assert!(lines[0].starts_with("vblast: "), "{}", out.show());
+    assert!(out.stdout.trim().is_empty(), "{}", out.show());
+}
+
+/// An address nothing listens on.
+fn dead_addr() -> String {
+    format!("http://127.0.0.1:{}", common::free_port())
+}
+
+// ---------------------------------------------------------------------------
+
+#[test]
+fn bad_input_exits_2() {
+    let dead = dead_addr();
+    let url = format!("{dead}/v1/secret/data/foo");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--op", "nope"], "nope"),
+        (vec!["htp:/x"], "htp"),
+        (vec!["http://"], "http://"),
+        (vec!["-c", "0", "--op", "kv-read"], "-c"),
+        (vec!["-R", "0", "--op", "kv-read"], "-R"),
+        (vec!["-R", "-5", "--op", "kv-read"], "-R"),
+        (
+            vec!["--warmup", "10s", "-z", "5s", "--op", "kv-read"],
+            "--warmup",
+        ),
+        (vec!["-H", "novalue", &url], "novalue"),
+        (vec![], "nothing to do"),
+        (vec!["--op", "kv-read", &url], "not both"),
+    ];
+    for (args, needle) in cases {
+        let mut cmd = common::vblast();
+        cmd.env("VAULT_ADDR", &dead)
+            .env("VAULT_TOKEN", "root")
+            .args(&args);
+        let out = run(cmd);
+        assert_one_message(&out, 2);
+        assert!(
+            out.stderr.contains(needle),
+            "{args:?}: message should mention {needle:?}:\n{}",
+            out.show()
+        );
+    }
+    // clap's own errors exit 2 too.
+    for args in [&["-c", "abc", "--op", "kv-read"][..], &["--bogus"][..]] {
+        let mut cmd = common::vblast();
+        cmd.args(args);
+        let out = run(cmd);
+        out.assert_code(2);
+        assert!(out.stderr.contains("error"), "{}", out.show());
+    }
+}
+
+#[test]
+fn unreachable_server_exits_2() {
+    let dead = dead_addr();
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &dead)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "10"]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(out.stderr.contains("Connection refused"), "{}", out.show());
+    assert!(out.stderr.contains(&dead), "{}", out.show());
+
+    let mut cmd = common::vblast();
+    cmd.args(["-n", "10", &format!("{dead}/v1/secret/data/foo")]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(out.stderr.contains("Connection refused"), "{}", out.show());
+}
+
+#[test]
+fn wrong_token() {
+    let bao = OpenBao::start();
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", "wrong-token")
+        .args(["--op", "kv-read", "-n", "10"]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(out.stderr.contains("token"), "{}", out.show());
+    assert!(out.stderr.contains("rejected"), "{}", out.show());
+    assert!(out.stderr.contains("403"), "{}", out.show());
+
+    // --token wins over the environment.
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--token", "wrong-token", "--op", "kv-read", "-n", "10"]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(out.stderr.contains("rejected"), "{}", out.show());
+
+    // URL mode: the 403s are counted as non-2xx errors.
+    let mut cmd = common::vblast();
+    cmd.args([
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-H",
+        "X-Vault-Token: wrong-token",
+        "--format",
+        "json",
+        &format!("{}/v1/secret/data/foo", bao.addr),
+    ]);
+    let out = run(cmd);
+    out.assert_code(1);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 20, "{j:#}");
+    assert_eq!(u(&j["ok"]), 0, "{j:#}");
+    assert_eq!(u(&j["errors"]["status"]), 20, "{j:#}");
+    assert_eq!(u(&j["status"]["403"]), 20, "{j:#}");
+    assert!(vblast_mounts(&bao).is_empty());
+}
+
+#[test]
+fn sealed_server() {
+    let bao = OpenBao::start();
+    let (status, body) = bao.api("PUT", "/v1/sys/seal", None);
+    assert!(status == 204 || status == 200, "seal: {status} {body}");
+    let out = run(vault_cmd(&bao, &["--op", "kv-read", "-n", "10"]));
+    assert_one_message(&out, 2);
+    assert!(out.stderr.contains("sealed"), "{}", out.show());
+}
+
+#[test]
+fn garbage_response() {
+    let srv = RawServer::garbage();
+    let mut cmd = common::vblast();
+    cmd.args([
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--timeout",
+        "5s",
+        "--format",
+        "json",
+        &format!("{}/v1/secret/data/foo", srv.addr),
+    ]);
+    let out = run(cmd);
+    out.assert_code(1);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 10, "{j:#}");
+    assert_eq!(u(&j["ok"]), 0, "{j:#}");
+    assert_eq!(u(&j["errors"]["read"]), 10, "{j:#}");
+    assert!(
+        j["status"].as_object().unwrap().is_empty(),
+        "no status for a non-HTTP reply: {j:#}"
+    );
+    let msgs = j["error_messages"].to_string();
+    assert!(msgs.contains("bad response"), "{j:#}");
+    assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+}
+
+#[test]
+fn close_mid_response() {
+    let srv = RawServer::close_mid_response();
+    let mut cmd = common::vblast();
+    cmd.args([
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--timeout",
+        "5s",
+        "--format",
+        "json",
+        &format!("{}/v1/secret/data/foo", srv.addr),
+    ]);
+    let out = run(cmd);
+    out.assert_code(1);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 10, "{j:#}");
+    assert_eq!(u(&j["ok"]), 0, "{j:#}");
+    assert_eq!(u(&j["errors"]["read"]), 10, "{j:#}");
+    assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+    // The text report lists the error.
+    let mut cmd = common::vblast();
+    cmd.args(["-c", "1", "-n", "3", &format!("{}/x", srv.addr)]);
+    let out = run(cmd);
+    out.assert_code(1);
+    assert!(out.stdout.contains("read 3"), "{}", out.show());
+}
+
+#[test]
+fn silent_server_times_out() {
+    let srv = RawServer::silent();
+    let mut cmd = common::vblast();
+    cmd.args([
+        "--timeout",
+        "1s",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--format",
+        "json",
+        &format!("{}/v1/secret/data/foo", srv.addr),
+    ]);
+    let out = spawn(cmd).finish(Duration::from_secs(30));
+    out.assert_code(1);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 5, "{j:#}");
+    assert_eq!(u(&j["ok"]), 0, "{j:#}");
+    assert_eq!(u(&j["errors"]["timeout"]), 5, "{j:#}");
+    assert!(out.elapsed < Duration::from_secs(20), "{}", out.show());
+    assert!(srv.connections() >= 1);
+}
+
+#[test]
+fn server_killed_mid_run() {
+    let mut bao = OpenBao::start();
+    let running = spawn(vault_cmd(
+        &bao,
+        &[
+            "-z",
+            "6s",
+            "--op",
+            "kv-read",
+            "-c",
+            "16",
+            "--secrets",
+            "50",
+            "--timeout",
+            "2s",
+            "--allow-errors",
+            "--format",
+            "json",
+        ],
+    ));
+    // Let the run get going (setup + some load), then kill the server.
+    thread::sleep(Duration::from_millis(2500));
+    bao.kill();
+    let out = running.finish(Duration::from_secs(30));
+    assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    assert!(out.code.is_some(), "killed by a signal: {}", out.show());
+    let j = out.json();
+    assert!(u(&j["ok"]) > 0, "{j:#}");
+    let errs = u(&j["errors"]["connect"]) + u(&j["errors"]["read"]);
+    assert!(errs > 0, "{j:#}");
+    assert!(u(&j["requests"]) > u(&j["ok"]), "{j:#}");
+    // The mount could not be removed: say so, naming it.
+    assert!(out.stderr.contains("vblast: "), "{}", out.show());
+    assert!(out.stderr.contains("vblast-"), "{}", out.show());
+}
+
+#[test]
+fn ctrl_c_prints_report_and_cleans_up() {
+    let bao = OpenBao::start();
+    let running = spawn(vault_cmd(
+        &bao,
+        &["-z", "30s", "--op", "kv-read", "-c", "8", "--secrets", "50"],
+    ));
+    // Wait until the run is under way (its mount exists), then a bit more.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while vblast_mounts(&bao).is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_secs(2));
+    let pid = running.child.id();
+    // SAFETY: kill(2) on the child we spawned and have not reaped.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGINT);
+    }
+    let sent = Instant::now();
+    let out = running.finish(Duration::from_secs(60));
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "took {:?} after SIGINT",
+        sent.elapsed()
+    );
+    out.assert_code(130);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some("total")),
+        "{}",
+        out.show()
+    );
+    assert!(vblast_mounts(&bao).is_empty(), "{:?}", vblast_mounts(&bao));
+}
+
+#[test]
+fn stalled_server() {
+    let bao = OpenBao::start();
+    bao.stop_signal();
+    let out = spawn(vault_cmd(
+        &bao,
+        &[
+            "--timeout",
+            "1s",
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--no-setup",
+            "--mount",
+            "secret",
+            "--op",
+            "kv-read",
+            "--format",
+            "json",
+        ],
+    ))
+    .finish(Duration::from_secs(30));
+    bao.cont_signal();
+    // Connecting works (the kernel accepts for the stopped process); every
+    // request then times out and is counted.
+    out.assert_code(1);
+    assert!(out.elapsed < Duration::from_secs(15), "{}", out.show());
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 4, "{j:#}");
+    assert_eq!(u(&j["ok"]), 0, "{j:#}");
+    assert_eq!(u(&j["errors"]["timeout"]), 4, "{j:#}");
+    // The server is fine afterwards.
+    assert_eq!(bao.api("GET", "/v1/sys/health", None).0, 200);
+}

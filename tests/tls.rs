@@ -1,0 +1,605 @@
+//! TLS end to end against real servers (OpenBao -dev-tls, nginx with generated
+//! certificates): verification settings and their environment variables, session
+//! resumption, clear errors for bad TLS input, and the cert-login operation over mutual TLS.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{Nginx, OpenBao, RawServer, gen_tls_files, vblast};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+};
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "bad JSON ({e}); code {}\nstdout:\n{}\nstderr:\n{}",
+                self.code, self.stdout, self.stderr
+            )
+        })
+    }
+
+    fn show(&self) -> String {
+        format!(
+            "exit {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = vblast();
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run vblast");
+    let r = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into(),
+        stderr: String::from_utf8_lossy(&stderr).into(),
+    };
+    if std::env::var_os("VBLAST_TEST_SHOW").is_some() {
+        eprintln!("vblast {args:?}\n{}\n", r.show());
+    }
+    r
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A successful run: exit 0, every request 200.
+fn all_ok(r: &Run, requests: u64) -> Value {
+    assert_eq!(r.code, 0, "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["requests"], requests, "{}", r.show());
+    assert_eq!(j["ok"], requests, "{}", r.show());
+    assert_eq!(j["status"]["200"], requests, "{}", r.show());
+    j
+}
+
+/// A run refused before it started: exit 2, one message mentioning every `needle`.
+fn refused(r: &Run, needles: &[&str]) {
+    assert_eq!(r.code, 2, "{}", r.show());
+    assert!(r.stdout.is_empty(), "report printed: {}", r.show());
+    for n in needles {
+        assert!(r.stderr.contains(n), "missing '{n}': {}", r.show());
+    }
+    assert!(!r.stderr.contains("panicked"), "{}", r.show());
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.show());
+}
+
+fn count(j: &Value, key: &str) -> u64 {
+    j[key]["count"].as_u64().unwrap_or(0)
+}
+
+/// A CA, and under it a leaf for the given names (or a client certificate when empty).
+struct Pki {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn make_pki(dir: &Path, tag: &str, names: &[&str], expired: bool) -> Pki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, format!("vblast {tag} CA"));
+    ca_params.distinguished_name = dn;
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, &ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, format!("vblast {tag}"));
+    params.distinguished_name = dn;
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    let leaf = params.signed_by(&key, &issuer).unwrap();
+    let pki = Pki {
+        ca: dir.join(format!("{tag}-ca.pem")),
+        cert: dir.join(format!("{tag}-cert.pem")),
+        key: dir.join(format!("{tag}-key.pem")),
+    };
+    fs::write(&pki.ca, ca.pem()).unwrap();
+    fs::write(&pki.cert, leaf.pem()).unwrap();
+    fs::write(&pki.key, key.serialize_pem()).unwrap();
+    pki
+}
+
+/// A self-signed client certificate and its key.
+fn self_signed(dir: &Path, tag: &str) -> (PathBuf, PathBuf) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, format!("vblast {tag}"));
+    params.distinguished_name = dn;
+    let cert = params.self_signed(&key).unwrap();
+    let (c, k) = (
+        dir.join(format!("{tag}-cert.pem")),
+        dir.join(format!("{tag}-key.pem")),
+    );
+    fs::write(&c, cert.pem()).unwrap();
+    fs::write(&k, key.serialize_pem()).unwrap();
+    (c, k)
+}
+
+#[test]
+fn openbao_kv_read_over_tls() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", p(&ca)),
+    ];
+    let base = [
+        "--op",
+        "kv-read",
+        "-c",
+        "8",
+        "-n",
+        "300",
+        "--secrets",
+        "20",
+        "--format",
+        "json",
+    ];
+    let j = all_ok(&run(&base, &env), 300);
+    assert!(count(&j, "tls_ms") >= 1, "{j}");
+    assert!(count(&j, "connect_ms") >= 1, "{j}");
+
+    let mut args = base.to_vec();
+    args.push("--no-keepalive");
+    let j = all_ok(&run(&args, &env), 300);
+    assert_eq!(count(&j, "tls_ms"), 300, "{j}");
+    assert_eq!(count(&j, "connect_ms"), 300, "{j}");
+    assert_eq!(count(&j, "ttfb_ms"), 300, "{j}");
+    // Go's TLS server issues tickets: later connections resume.
+    assert!(j["tls_resumed"].as_u64().unwrap() > 0, "{j}");
+
+    // Without the CA the setup client refuses the server, naming it.
+    let r = run(
+        &base,
+        &[("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "root")],
+    );
+    refused(
+        &r,
+        &[
+            &format!("127.0.0.1:{}", bao.port),
+            "invalid peer certificate",
+            "UnknownIssuer",
+        ],
+    );
+    // A plain http:// address for a TLS server: Go answers 400 and says why.
+    let plain = bao.addr.replace("https://", "http://");
+    let r = run(
+        &base,
+        &[("VAULT_ADDR", plain.as_str()), ("VAULT_TOKEN", "root")],
+    );
+    refused(&r, &["400", "HTTPS"]);
+}
+
+#[test]
+fn nginx_url_mode_verification_and_resumption() {
+    let (ng, files) = Nginx::start_tls_generated();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let ca = p(&files.ca_cert);
+    let common = ["-c", "8", "-n", "300", "--format", "json"];
+    let with = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut a = common.to_vec();
+        a.extend_from_slice(extra);
+        a.push(&url);
+        run(&a, env)
+    };
+
+    // Keep-alive: one handshake per connection, none resumed (nothing to resume from).
+    let j = all_ok(&with(&["--ca-cert", ca], &[]), 300);
+    let handshakes = count(&j, "tls_ms");
+    assert!((1..=8).contains(&handshakes), "{j}");
+    assert_eq!(j["connections_opened"], handshakes, "{j}");
+    assert!(count(&j, "connect_ms") >= 1, "{j}");
+
+    // Connection per request: every request a handshake, and after the first ones
+    // (which bring the session tickets) they resume.
+    let j = all_ok(&with(&["--ca-cert", ca, "--no-keepalive"], &[]), 300);
+    assert_eq!(count(&j, "tls_ms"), 300, "{j}");
+    let resumed = j["tls_resumed"].as_u64().unwrap();
+    assert!(
+        resumed >= 150,
+        "only {resumed} of 300 handshakes resumed: {j}"
+    );
+
+    // --no-tls-resume: full handshakes only.
+    let r = with(&["--ca-cert", ca, "--no-keepalive", "--no-tls-resume"], &[]);
+    let j = all_ok(&r, 300);
+    assert_eq!(count(&j, "tls_ms"), 300, "{j}");
+    assert_eq!(j["tls_resumed"], 0, "{j}");
+    let r = with(&["--ca-cert", ca, "--no-tls-resume"], &[]);
+    all_ok(&r, 300);
+
+    // Spread over worker processes: each verifies with the same CA, resumes on its own,
+    // and the counts merge.
+    let r = run(
+        &[
+            "-c",
+            "40",
+            "-n",
+            "400",
+            "--no-keepalive",
+            "--format",
+            "json",
+            "--ca-cert",
+            ca,
+            &url,
+        ],
+        &[("VBLAST_PROCESS_FDS", "120")],
+    );
+    let j = all_ok(&r, 400);
+    assert!(j["run"]["processes"].as_u64().unwrap() >= 2, "{j}");
+    assert_eq!(count(&j, "tls_ms"), 400, "{j}");
+    assert!(j["tls_resumed"].as_u64().unwrap() >= 200, "{j}");
+
+    // --ca-path: a directory of CA files.
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(&files.ca_cert, dir.path().join("ca.pem")).unwrap();
+    let other = make_pki(dir.path(), "other", &["127.0.0.1"], false);
+    fs::remove_file(&other.cert).unwrap();
+    fs::remove_file(&other.key).unwrap();
+    all_ok(&with(&["--ca-path", p(dir.path())], &[]), 300);
+    all_ok(&with(&[], &[("VAULT_CAPATH", p(dir.path()))]), 300);
+
+    // The environment's CA, and flags over the environment.
+    all_ok(&with(&[], &[("VAULT_CACERT", ca)]), 300);
+    let r = with(&["--ca-cert", ca], &[("VAULT_CACERT", p(&other.ca))]);
+    all_ok(&r, 300);
+    let r = with(&[], &[("VAULT_CACERT", p(&other.ca))]);
+    refused(&r, &["UnknownIssuer"]);
+    let r = with(&["--ca-cert", p(&other.ca)], &[("VAULT_CACERT", ca)]);
+    refused(&r, &["UnknownIssuer"]);
+
+    // Server name: --tls-server-name must match the certificate (and wins over the env).
+    let r = with(&["--ca-cert", ca, "--tls-server-name", "localhost"], &[]);
+    all_ok(&r, 300);
+    let r = with(
+        &["--ca-cert", ca, "--tls-server-name", "wrong.example"],
+        &[],
+    );
+    refused(
+        &r,
+        &[
+            &format!("TLS handshake with 127.0.0.1:{} failed", ng.port),
+            "not valid for name \"wrong.example\"",
+        ],
+    );
+    let r = with(
+        &["--ca-cert", ca, "--tls-server-name", "localhost"],
+        &[("VAULT_TLS_SERVER_NAME", "wrong.example")],
+    );
+    all_ok(&r, 300);
+}
+
+#[test]
+fn skip_verify_against_an_untrusted_certificate() {
+    let (ng, _files) = Nginx::start_tls_generated();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let args = ["-c", "4", "-n", "100", "--format", "json", url.as_str()];
+    // No CA given: the system roots do not know the test CA.
+    let r = run(&args, &[]);
+    refused(
+        &r,
+        &[
+            &format!("TLS handshake with 127.0.0.1:{} failed", ng.port),
+            "invalid peer certificate: UnknownIssuer",
+            "--ca-cert",
+        ],
+    );
+    let mut k = vec!["-k"];
+    k.extend_from_slice(&args);
+    all_ok(&run(&k, &[]), 100);
+    let mut k = vec!["--insecure", "--no-keepalive"];
+    k.extend_from_slice(&args);
+    let j = all_ok(&run(&k, &[]), 100);
+    assert_eq!(count(&j, "tls_ms"), 100, "{j}");
+    all_ok(&run(&args, &[("VAULT_SKIP_VERIFY", "true")]), 100);
+    all_ok(&run(&args, &[("VAULT_SKIP_VERIFY", "1")]), 100);
+    // Anything else leaves verification on.
+    let r = run(&args, &[("VAULT_SKIP_VERIFY", "false")]);
+    refused(&r, &["UnknownIssuer"]);
+    let r = run(&args, &[("VAULT_SKIP_VERIFY", "no")]);
+    refused(&r, &["UnknownIssuer"]);
+}
+
+#[test]
+fn bad_tls_input_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // An expired server certificate.
+    let expired = make_pki(dir.path(), "expired", &["127.0.0.1", "localhost"], true);
+    let ng = Nginx::start_tls(&expired.cert, &expired.key);
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let r = run(&["-n", "10", "--ca-cert", p(&expired.ca), &url], &[]);
+    refused(
+        &r,
+        &[
+            &format!("TLS handshake with 127.0.0.1:{} failed", ng.port),
+            "expired",
+        ],
+    );
+    // -k still connects (that is what it is for).
+    let r = run(&["-n", "10", "-k", "--format", "json", &url], &[]);
+    all_ok(&r, 10);
+    drop(ng);
+
+    let (ng, files) = Nginx::start_tls_generated();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+
+    // Missing and unreadable CA files, empty CA directory.
+    let missing = dir.path().join("nope.pem");
+    let r = run(&["-n", "10", "--ca-cert", p(&missing), &url], &[]);
+    refused(&r, &["cannot read certificate file", p(&missing)]);
+    let r = run(&["-n", "10", &url], &[("VAULT_CACERT", p(&missing))]);
+    refused(&r, &[p(&missing)]);
+    let junk = dir.path().join("junk.pem");
+    fs::write(&junk, "not a certificate\n").unwrap();
+    let r = run(&["-n", "10", "--ca-cert", p(&junk), &url], &[]);
+    refused(&r, &["no PEM certificate found", p(&junk)]);
+    let empty = dir.path().join("empty-dir");
+    fs::create_dir(&empty).unwrap();
+    let r = run(&["-n", "10", "--ca-path", p(&empty), &url], &[]);
+    refused(&r, &["no CA certificate found", p(&empty)]);
+    let r = run(&["-n", "10", "--ca-path", p(&missing), &url], &[]);
+    refused(&r, &["cannot read CA directory", p(&missing)]);
+
+    // Client certificate problems.
+    let client = make_pki(dir.path(), "client", &[], false);
+    let other = make_pki(dir.path(), "other", &[], false);
+    let ca = p(&files.ca_cert);
+    let r = run(
+        &[
+            "-n",
+            "10",
+            "--ca-cert",
+            ca,
+            "--client-cert",
+            p(&client.cert),
+            "--client-key",
+            p(&other.key),
+            &url,
+        ],
+        &[],
+    );
+    refused(&r, &[p(&client.cert), p(&other.key), "do not go together"]);
+    let r = run(
+        &[
+            "-n",
+            "10",
+            "--ca-cert",
+            ca,
+            "--client-cert",
+            p(&client.cert),
+            &url,
+        ],
+        &[],
+    );
+    refused(&r, &["--client-key"]);
+    let r = run(
+        &[
+            "-n",
+            "10",
+            "--ca-cert",
+            ca,
+            "--client-key",
+            p(&missing),
+            &url,
+        ],
+        &[("VAULT_CLIENT_CERT", p(&client.cert))],
+    );
+    refused(&r, &["cannot read key file", p(&missing)]);
+    // A matching pair is accepted (nginx does not ask for it).
+    let r = run(
+        &["-n", "10", "--ca-cert", ca, "--format", "json", &url],
+        &[
+            ("VAULT_CLIENT_CERT", p(&client.cert)),
+            ("VAULT_CLIENT_KEY", p(&client.key)),
+        ],
+    );
+    all_ok(&r, 10);
+
+    // A plain-HTTP server at an https:// address.
+    let plain = Nginx::start();
+    let url = format!("https://127.0.0.1:{}/v1/secret/data/foo", plain.port);
+    let r = run(&["-n", "10", "-k", &url], &[]);
+    refused(
+        &r,
+        &[
+            &format!("127.0.0.1:{}", plain.port),
+            "plain HTTP",
+            "http://",
+        ],
+    );
+    let r = run(
+        &["-n", "10", "-k", "--no-setup", "--op", "kv-read"],
+        &[("VAULT_ADDR", &format!("https://127.0.0.1:{}", plain.port))],
+    );
+    refused(&r, &["plain HTTP"]);
+}
+
+#[test]
+fn tls_server_at_an_http_address() {
+    // nginx answers plain HTTP on its TLS port with 400 (counted, run fails, no hang).
+    let (ng, _files) = Nginx::start_tls_generated();
+    let url = format!("http://127.0.0.1:{}/v1/secret/data/foo", ng.port);
+    let r = run(&["-n", "20", "-c", "2", "--format", "json", &url], &[]);
+    assert_eq!(r.code, 1, "{}", r.show());
+    assert_eq!(r.json()["status"]["400"], 20, "{}", r.show());
+    // A TLS server that answers with an alert record: read errors with a clear message.
+    let raw = RawServer::reply(vec![0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46]);
+    let url = format!("{}/v1/secret/data/foo", raw.addr);
+    let r = run(&["-n", "5", "-c", "1", "--format", "json", &url], &[]);
+    assert_eq!(r.code, 1, "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["errors"]["read"], 5, "{j}");
+    let msgs = j["error_messages"].to_string();
+    assert!(
+        msgs.contains("TLS bytes") && msgs.contains("https://"),
+        "{j}"
+    );
+}
+
+#[test]
+fn cert_login_over_mutual_tls() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let client = make_pki(dir.path(), "client", &[], false);
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", p(&ca)),
+    ];
+    let auth_paths = || {
+        let (status, body) = bao.api("GET", "/v1/sys/auth", None);
+        assert_eq!(status, 200, "{body}");
+        body.matches("vblast-cert-").count()
+    };
+
+    // Client certificate issued by a CA given with --client-ca.
+    let r = run(
+        &[
+            "--op",
+            "cert-login",
+            "-c",
+            "4",
+            "-n",
+            "100",
+            "--format",
+            "json",
+            "--client-cert",
+            p(&client.cert),
+            "--client-key",
+            p(&client.key),
+            "--client-ca",
+            p(&client.ca),
+        ],
+        &env,
+    );
+    let j = all_ok(&r, 100);
+    assert_eq!(j["run"]["operation"], "cert-login", "{j}");
+    assert_eq!(auth_paths(), 0, "auth path left behind");
+
+    // A self-signed client certificate trusts itself (no --client-ca), from the env,
+    // with a connection per login.
+    let (cert, key) = self_signed(dir.path(), "selfsigned");
+    let mut env2 = env.to_vec();
+    env2.push(("VAULT_CLIENT_CERT", p(&cert)));
+    env2.push(("VAULT_CLIENT_KEY", p(&key)));
+    let r = run(
+        &[
+            "--op",
+            "cert-login",
+            "-c",
+            "2",
+            "-n",
+            "20",
+            "--no-keepalive",
+            "--format",
+            "json",
+        ],
+        &env2,
+    );
+    all_ok(&r, 20);
+    assert_eq!(auth_paths(), 0, "auth path left behind");
+
+    // A certificate the role does not trust: logins fail (counted), cleanup still runs.
+    let stranger = make_pki(dir.path(), "stranger", &[], false);
+    let r = run(
+        &[
+            "--op",
+            "cert-login",
+            "-c",
+            "1",
+            "-n",
+            "5",
+            "--format",
+            "json",
+            "--client-cert",
+            p(&stranger.cert),
+            "--client-key",
+            p(&stranger.key),
+            "--client-ca",
+            p(&client.ca),
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 1, "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["ok"], 0, "{j}");
+    assert_eq!(j["errors"]["status"], 5, "{j}");
+    assert_eq!(auth_paths(), 0, "auth path left behind");
+
+    // Bad input: no client certificate; an http:// address.
+    let r = run(&["--op", "cert-login", "-n", "5"], &env);
+    refused(&r, &["cert-login needs a client certificate"]);
+    let plain = bao.addr.replace("https://", "http://");
+    let r = run(
+        &["--op", "cert-login", "-n", "5"],
+        &[("VAULT_ADDR", plain.as_str()), ("VAULT_TOKEN", "root")],
+    );
+    refused(&r, &["cert-login needs an https:// address"]);
+    let r = run(
+        &[
+            "--op",
+            "cert-login",
+            "-n",
+            "5",
+            "--client-ca",
+            p(&dir.path().join("none.pem")),
+        ],
+        &env2,
+    );
+    refused(&r, &["cannot read client CA file", "none.pem"]);
+    assert_eq!(auth_paths(), 0);
+}
+
+#[test]
+fn gen_tls_files_round_trip() {
+    // The harness's generated files work with --ca-cert against start_tls().
+    let dir = tempfile::tempdir().unwrap();
+    let files = gen_tls_files(dir.path());
+    let ng = Nginx::start_tls(&files.cert, &files.key);
+    let url = format!("{}/v1/x", ng.addr);
+    let r = run(
+        &[
+            "-n",
+            "5",
+            "--ca-cert",
+            p(&files.ca_cert),
+            "--format",
+            "json",
+            &url,
+        ],
+        &[],
+    );
+    all_ok(&r, 5);
+}

@@ -1,0 +1,157 @@
+# Shared helpers for tools/bench/*.sh (sourced, not run).
+# Everything started here is recorded by pid and stopped on EXIT; load only ever goes
+# to 127.0.0.1; every command runs under `timeout`.
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VBLAST="$ROOT/target/release/vblast"
+BENCH_TMP="$(mktemp -d "${TMPDIR:-/tmp}/vblast-bench.XXXXXX")"
+BENCH_PIDS=()
+
+# Progress and the commands run go to fd 9, a copy of the original stdout, so they stay
+# in order with the summary and survive $(...) captures and per-command redirections.
+exec 9>&1
+log() { printf '%s\n' "$*" >&9; }
+die() { log "error: $*"; exit 1; }
+
+bench_cleanup() {
+    local p
+    for p in "${BENCH_PIDS[@]+"${BENCH_PIDS[@]}"}"; do
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in "${BENCH_PIDS[@]+"${BENCH_PIDS[@]}"}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$BENCH_TMP"
+}
+trap bench_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Prints the command (as it will run) then runs it.
+show() { printf '+ %s\n' "$*" >&9; }
+
+# Builds, then copies the binary into the temp dir so a concurrent rebuild of the tree
+# cannot swap it mid-run. If the build fails (the tree is shared) and an older binary
+# exists, goes on with that one and says so (BUILD_NOTE ends up in the summary).
+BUILD_NOTE=""
+build() {
+    show "cargo build --release"
+    if ! (cd "$ROOT" && timeout 900 cargo build --release 2>&1 | tail -n 3 >&9); then
+        [ -x "$VBLAST" ] || die "cargo build --release failed and there is no $VBLAST"
+        BUILD_NOTE="WARNING: cargo build --release failed; measured the existing binary built $(date -r "$VBLAST" '+%F %T')"
+        log "$BUILD_NOTE"
+    fi
+    cp "$VBLAST" "$BENCH_TMP/vblast"
+    VBLAST="$BENCH_TMP/vblast"
+}
+
+need() {
+    local t
+    for t in "$@"; do
+        command -v "$t" >/dev/null 2>&1 || die "$t not found (run tools/deps.sh)"
+    done
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() { # port timeout_s
+    local port="$1" deadline=$((SECONDS + ${2:-30}))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.05
+    done
+}
+
+# The ~148-byte kv-v2 read body the test harness's nginx serves.
+KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"value":"bar"},"metadata":{"version":1}},"lease_duration":0,"renewable":false}'
+
+# start_nginx CPU: nginx (1 worker) pinned to core CPU; sets NGINX_PORT, NGINX_URL.
+start_nginx() {
+    local cpu="$1" dir="$BENCH_TMP/nginx" user=""
+    need nginx
+    mkdir -p "$dir/logs" "$dir/tmp"
+    NGINX_PORT="$(free_port)"
+    [ "$(id -u)" -eq 0 ] && user="user root;"
+    cat >"$dir/nginx.conf" <<EOF
+$user
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $dir/logs/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout 75s;
+    default_type application/json;
+    server_tokens off;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        location /v1/ { return 200 '$KV_BODY'; }
+    }
+}
+EOF
+    show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'"
+    taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
+        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
+    BENCH_PIDS+=("$!")
+    wait_port "$NGINX_PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
+    NGINX_URL="http://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
+    local got
+    got="$(curl -s --max-time 5 "$NGINX_URL")"
+    [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
+}
+
+find_bao() {
+    if [ -n "${VBLAST_BAO:-}" ] && "$VBLAST_BAO" version >/dev/null 2>&1; then
+        BAO="$VBLAST_BAO"
+    else
+        BAO="$("$ROOT/tools/deps.sh" | tail -n1)"
+    fi
+}
+
+# start_bao: an OpenBao dev server (root token "root"); sets BAO_PORT, BAO_ADDR.
+start_bao() {
+    find_bao
+    local dir="$BENCH_TMP/bao"
+    mkdir -p "$dir/home"
+    BAO_PORT="$(free_port)"
+    BAO_ADDR="http://127.0.0.1:$BAO_PORT"
+    show "HOME=$dir/home $BAO server -dev -dev-root-token-id root -dev-listen-address 127.0.0.1:$BAO_PORT -dev-no-store-token"
+    HOME="$dir/home" "$BAO" server -dev -dev-root-token-id root \
+        -dev-listen-address "127.0.0.1:$BAO_PORT" -dev-no-store-token \
+        </dev/null >"$dir/log" 2>&1 &
+    BENCH_PIDS+=("$!")
+    local deadline=$((SECONDS + 30))
+    until curl -sf --max-time 2 "$BAO_ADDR/v1/sys/health" >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$deadline" ] || die "bao did not start: $(tail -n 20 "$dir/log")"
+        sleep 0.2
+    done
+}
+
+# median of the numbers on stdin (one per line).
+median() {
+    sort -g | awk '{a[NR]=$1} END { if (NR==0) {print "nan"; exit}
+        if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'
+}
+
+# ratio A B, 2 decimals (nan when B is 0 or empty).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0==0) print "nan"; else printf "%.2f\n", a/b }'; }
+
+# wrk latency field ("812.00us", "1.20ms", "2.00s") -> microseconds.
+to_us() {
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000;
+        else if (v ~ /m$/) print n*60000000; else if (v ~ /s$/) print n*1000000; else print n }'
+}
