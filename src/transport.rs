@@ -55,10 +55,12 @@ impl PortSlice {
         if len == 0 {
             return None;
         }
+        // Start at a varying place, so that runs side by side do not walk the same ports.
+        let start = (std::process::id() as usize).wrapping_mul(2_654_435_761) % len;
         Some(PortSlice {
             first: lo + (len * part) as u16,
             len: len as u16,
-            next: 0,
+            next: start as u16,
         })
     }
 

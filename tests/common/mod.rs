@@ -42,22 +42,44 @@ fn scrub_env(cmd: &mut Command) {
     }
 }
 
-/// A currently free TCP port on 127.0.0.1 (bind to port 0, read it, drop it).
+/// Servers in tests listen below the ephemeral range (32768-60999 here), where every
+/// client's outgoing connections take their local ports: a listener port picked from that
+/// range can be taken by a load run's connection a moment later.
+const LISTEN_PORTS: std::ops::Range<u16> = 10_000..32_000;
+
+fn random_listen_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    let span = (LISTEN_PORTS.end - LISTEN_PORTS.start) as u64;
+    LISTEN_PORTS.start + (h.finish() % span) as u16
+}
+
+/// A currently free TCP port on 127.0.0.1, outside the ephemeral range.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind 127.0.0.1:0")
-        .local_addr()
-        .unwrap()
-        .port()
+    for _ in 0..1000 {
+        let p = random_listen_port();
+        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
+    panic!("could not find a free port on 127.0.0.1 in {LISTEN_PORTS:?}");
 }
 
 /// A free port P such that P+1 is free too (the OpenBao dev server also
 /// binds its cluster listener on port+1).
 fn free_port_pair() -> u16 {
-    for _ in 0..200 {
-        let a = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let p = a.local_addr().unwrap().port();
-        if p < u16::MAX && TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+    for _ in 0..1000 {
+        let p = random_listen_port();
+        let Ok(_a) = TcpListener::bind(("127.0.0.1", p)) else {
+            continue;
+        };
+        if TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
             return p;
         }
     }
