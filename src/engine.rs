@@ -318,8 +318,11 @@ impl<'p> Worker<'p> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
-        } else if self.plan.rate.is_some() {
-            // The schedule starts once every connection is open, like wrk2.
+        } else if self.plan.rate.is_some() || self.plan.requests.is_none() {
+            // Runs measured over time (and the open model's schedule) start once every
+            // connection is open, like wrk2, so the measured window sees all of them at
+            // work. Runs of a given count (ab's -n) open connections as they go instead,
+            // each starting work as soon as it is open, and count the set-up in their time.
             self.preconnect(stop, &mut events)?;
         }
         let origin = gate.wait();
@@ -378,7 +381,7 @@ impl<'p> Worker<'p> {
         Ok(stats)
     }
 
-    /// Open model: opens every connection before the schedule starts.
+    /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
     fn preconnect(&mut self, stop: &AtomicBool, events: &mut Events) -> Result<(), String> {
         let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
         while !stop.load(Ordering::Relaxed) {

@@ -7,15 +7,11 @@
 mod common;
 
 use common::OpenBao;
+use common::run::{WATCHDOG, run, spawn, vault_cmd};
 use serde_json::Value;
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
-
-/// Watchdog for every vblast run: a run still going after this fails the test.
-const WATCHDOG: Duration = Duration::from_secs(60);
 
 /// Paced runs whose schedule-keeping is asserted do not overlap with each other (the
 /// machine has 2 cores); each test still has its own server.
@@ -66,126 +62,6 @@ fn assert_rate(j: &Value, rate: f64, strict_tol: f64) {
     }
 }
 
-/// A finished vblast run.
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                self.stdout, self.stderr
-            )
-        })
-    }
-
-    fn show(&self) -> String {
-        format!(
-            "exit {:?} after {:?}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.elapsed, self.stdout, self.stderr
-        )
-    }
-
-    fn assert_code(&self, code: i32) {
-        assert_eq!(self.code, Some(code), "{}", self.show());
-        assert!(!self.stderr.contains("panicked"), "{}", self.show());
-    }
-}
-
-/// A vblast process running in the background with its output captured.
-struct Running {
-    child: Child,
-    started: Instant,
-    stdout: Option<JoinHandle<String>>,
-    stderr: Option<JoinHandle<String>>,
-}
-
-fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
-    })
-}
-
-fn spawn(mut cmd: Command) -> Running {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn vblast");
-    let stdout = Some(reader(child.stdout.take().unwrap()));
-    let stderr = Some(reader(child.stderr.take().unwrap()));
-    Running {
-        child,
-        started: Instant::now(),
-        stdout,
-        stderr,
-    }
-}
-
-impl Running {
-    fn output(&mut self, stdout: bool) -> String {
-        let h = if stdout {
-            &mut self.stdout
-        } else {
-            &mut self.stderr
-        };
-        h.take().and_then(|h| h.join().ok()).unwrap_or_default()
-    }
-
-    /// Wait for the run to end; kill it and fail the test after `WATCHDOG`.
-    fn finish(mut self) -> Out {
-        let deadline = self.started + WATCHDOG;
-        let code = loop {
-            match self.child.try_wait().expect("wait vblast") {
-                Some(status) => break status.code(),
-                None if Instant::now() > deadline => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    let stdout = self.output(true);
-                    let stderr = self.output(false);
-                    panic!(
-                        "vblast still running after {WATCHDOG:?}; killed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-                    );
-                }
-                None => thread::sleep(Duration::from_millis(20)),
-            }
-        };
-        Out {
-            code,
-            elapsed: self.started.elapsed(),
-            stdout: self.output(true),
-            stderr: self.output(false),
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // Only reached with the child still running when a test panics mid-run.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// vblast in Vault mode against `bao`, with `args`.
-fn vault_cmd(bao: &OpenBao, args: &[&str]) -> Command {
-    let mut cmd = common::vblast();
-    cmd.env("VAULT_ADDR", &bao.addr)
-        .env("VAULT_TOKEN", &bao.token)
-        .args(args);
-    cmd
-}
-
-fn run(cmd: Command) -> Out {
-    spawn(cmd).finish()
-}
-
 fn f(v: &Value, path: &[&str]) -> f64 {
     let mut cur = v;
     for k in path {
@@ -234,7 +110,7 @@ fn server_stall_shows_in_corrected_latency_not_in_service_time() {
     let stopped = Instant::now();
     thread::sleep(Duration::from_secs(2).saturating_sub(stopped.elapsed()));
     bao.cont_signal();
-    let out = running.finish();
+    let out = running.finish(WATCHDOG);
     out.assert_code(0);
     let j = out.json();
     let p99 = f(&j, &["latency_ms", "p99"]);

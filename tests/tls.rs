@@ -6,67 +6,21 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use common::{Nginx, OpenBao, RawServer, gen_tls_files, vblast};
+use common::run::{Out, env_cmd, run, url_cmd};
+use common::{Nginx, OpenBao, RawServer, gen_tls_files};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
 };
 use serde_json::Value;
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "bad JSON ({e}); code {}\nstdout:\n{}\nstderr:\n{}",
-                self.code, self.stdout, self.stderr
-            )
-        })
-    }
-
-    fn show(&self) -> String {
-        format!(
-            "exit {}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = vblast();
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("run vblast");
-    let r = Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into(),
-        stderr: String::from_utf8_lossy(&stderr).into(),
-    };
-    if std::env::var_os("VBLAST_TEST_SHOW").is_some() {
-        eprintln!("vblast {args:?}\n{}\n", r.show());
-    }
-    r
-}
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
 /// A successful run: exit 0, every request 200.
-fn all_ok(r: &Run, requests: u64) -> Value {
-    assert_eq!(r.code, 0, "{}", r.show());
+fn all_ok(r: &Out, requests: u64) -> Value {
+    assert_eq!(r.code, Some(0), "{}", r.show());
     let j = r.json();
     assert_eq!(j["requests"], requests, "{}", r.show());
     assert_eq!(j["ok"], requests, "{}", r.show());
@@ -75,8 +29,8 @@ fn all_ok(r: &Run, requests: u64) -> Value {
 }
 
 /// A run refused before it started: exit 2, one message mentioning every `needle`.
-fn refused(r: &Run, needles: &[&str]) {
-    assert_eq!(r.code, 2, "{}", r.show());
+fn refused(r: &Out, needles: &[&str]) {
+    assert_eq!(r.code, Some(2), "{}", r.show());
     assert!(r.stdout.is_empty(), "report printed: {}", r.show());
     for n in needles {
         assert!(r.stderr.contains(n), "missing '{n}': {}", r.show());
@@ -165,13 +119,13 @@ fn openbao_kv_read_over_tls() {
         "--format",
         "json",
     ];
-    let j = all_ok(&run(&base, &env), 300);
+    let j = all_ok(&run(env_cmd(&base, &env)), 300);
     assert!(count(&j, "tls_ms") >= 1, "{j}");
     assert!(count(&j, "connect_ms") >= 1, "{j}");
 
     let mut args = base.to_vec();
     args.push("--no-keepalive");
-    let j = all_ok(&run(&args, &env), 300);
+    let j = all_ok(&run(env_cmd(&args, &env)), 300);
     assert_eq!(count(&j, "tls_ms"), 300, "{j}");
     assert_eq!(count(&j, "connect_ms"), 300, "{j}");
     assert_eq!(count(&j, "ttfb_ms"), 300, "{j}");
@@ -179,10 +133,10 @@ fn openbao_kv_read_over_tls() {
     assert!(j["tls_resumed"].as_u64().unwrap() > 0, "{j}");
 
     // Without the CA the setup client refuses the server, naming it.
-    let r = run(
+    let r = run(env_cmd(
         &base,
         &[("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "root")],
-    );
+    ));
     refused(
         &r,
         &[
@@ -193,10 +147,10 @@ fn openbao_kv_read_over_tls() {
     );
     // A plain http:// address for a TLS server: Go answers 400 and says why.
     let plain = bao.addr.replace("https://", "http://");
-    let r = run(
+    let r = run(env_cmd(
         &base,
         &[("VAULT_ADDR", plain.as_str()), ("VAULT_TOKEN", "root")],
-    );
+    ));
     refused(&r, &["400", "HTTPS"]);
 }
 
@@ -210,7 +164,7 @@ fn nginx_url_mode_verification_and_resumption() {
         let mut a = common.to_vec();
         a.extend_from_slice(extra);
         a.push(&url);
-        run(&a, env)
+        run(env_cmd(&a, env))
     };
 
     // Keep-alive: one handshake per connection, none resumed (nothing to resume from).
@@ -240,7 +194,7 @@ fn nginx_url_mode_verification_and_resumption() {
 
     // Spread over worker processes: each verifies with the same CA, resumes on its own,
     // and the counts merge.
-    let r = run(
+    let r = run(env_cmd(
         &[
             "-c",
             "40",
@@ -254,7 +208,7 @@ fn nginx_url_mode_verification_and_resumption() {
             &url,
         ],
         &[("VBLAST_PROCESS_FDS", "120")],
-    );
+    ));
     let j = all_ok(&r, 400);
     assert!(j["run"]["processes"].as_u64().unwrap() >= 2, "{j}");
     assert_eq!(count(&j, "tls_ms"), 400, "{j}");
@@ -305,7 +259,7 @@ fn skip_verify_against_an_untrusted_certificate() {
     let url = format!("{}/v1/secret/data/foo", ng.addr);
     let args = ["-c", "4", "-n", "100", "--format", "json", url.as_str()];
     // No CA given: the system roots do not know the test CA.
-    let r = run(&args, &[]);
+    let r = run(url_cmd(&args));
     refused(
         &r,
         &[
@@ -316,17 +270,17 @@ fn skip_verify_against_an_untrusted_certificate() {
     );
     let mut k = vec!["-k"];
     k.extend_from_slice(&args);
-    all_ok(&run(&k, &[]), 100);
+    all_ok(&run(url_cmd(&k)), 100);
     let mut k = vec!["--insecure", "--no-keepalive"];
     k.extend_from_slice(&args);
-    let j = all_ok(&run(&k, &[]), 100);
+    let j = all_ok(&run(url_cmd(&k)), 100);
     assert_eq!(count(&j, "tls_ms"), 100, "{j}");
-    all_ok(&run(&args, &[("VAULT_SKIP_VERIFY", "true")]), 100);
-    all_ok(&run(&args, &[("VAULT_SKIP_VERIFY", "1")]), 100);
+    all_ok(&run(env_cmd(&args, &[("VAULT_SKIP_VERIFY", "true")])), 100);
+    all_ok(&run(env_cmd(&args, &[("VAULT_SKIP_VERIFY", "1")])), 100);
     // Anything else leaves verification on.
-    let r = run(&args, &[("VAULT_SKIP_VERIFY", "false")]);
+    let r = run(env_cmd(&args, &[("VAULT_SKIP_VERIFY", "false")]));
     refused(&r, &["UnknownIssuer"]);
-    let r = run(&args, &[("VAULT_SKIP_VERIFY", "no")]);
+    let r = run(env_cmd(&args, &[("VAULT_SKIP_VERIFY", "no")]));
     refused(&r, &["UnknownIssuer"]);
 }
 
@@ -338,7 +292,7 @@ fn bad_tls_input_is_refused_before_the_run() {
     let expired = make_pki(dir.path(), "expired", &["127.0.0.1", "localhost"], true);
     let ng = Nginx::start_tls(&expired.cert, &expired.key);
     let url = format!("{}/v1/secret/data/foo", ng.addr);
-    let r = run(&["-n", "10", "--ca-cert", p(&expired.ca), &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "--ca-cert", p(&expired.ca), &url]));
     refused(
         &r,
         &[
@@ -347,7 +301,7 @@ fn bad_tls_input_is_refused_before_the_run() {
         ],
     );
     // -k still connects (that is what it is for).
-    let r = run(&["-n", "10", "-k", "--format", "json", &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "-k", "--format", "json", &url]));
     all_ok(&r, 10);
     drop(ng);
 
@@ -356,54 +310,51 @@ fn bad_tls_input_is_refused_before_the_run() {
 
     // Missing and unreadable CA files, empty CA directory.
     let missing = dir.path().join("nope.pem");
-    let r = run(&["-n", "10", "--ca-cert", p(&missing), &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "--ca-cert", p(&missing), &url]));
     refused(&r, &["cannot read certificate file", p(&missing)]);
-    let r = run(&["-n", "10", &url], &[("VAULT_CACERT", p(&missing))]);
+    let r = run(env_cmd(
+        &["-n", "10", &url],
+        &[("VAULT_CACERT", p(&missing))],
+    ));
     refused(&r, &[p(&missing)]);
     let junk = dir.path().join("junk.pem");
     fs::write(&junk, "not a certificate\n").unwrap();
-    let r = run(&["-n", "10", "--ca-cert", p(&junk), &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "--ca-cert", p(&junk), &url]));
     refused(&r, &["no PEM certificate found", p(&junk)]);
     let empty = dir.path().join("empty-dir");
     fs::create_dir(&empty).unwrap();
-    let r = run(&["-n", "10", "--ca-path", p(&empty), &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "--ca-path", p(&empty), &url]));
     refused(&r, &["no CA certificate found", p(&empty)]);
-    let r = run(&["-n", "10", "--ca-path", p(&missing), &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "--ca-path", p(&missing), &url]));
     refused(&r, &["cannot read CA directory", p(&missing)]);
 
     // Client certificate problems.
     let client = make_pki(dir.path(), "client", &[], false);
     let other = make_pki(dir.path(), "other", &[], false);
     let ca = p(&files.ca_cert);
-    let r = run(
-        &[
-            "-n",
-            "10",
-            "--ca-cert",
-            ca,
-            "--client-cert",
-            p(&client.cert),
-            "--client-key",
-            p(&other.key),
-            &url,
-        ],
-        &[],
-    );
+    let r = run(url_cmd(&[
+        "-n",
+        "10",
+        "--ca-cert",
+        ca,
+        "--client-cert",
+        p(&client.cert),
+        "--client-key",
+        p(&other.key),
+        &url,
+    ]));
     refused(&r, &[p(&client.cert), p(&other.key), "do not go together"]);
-    let r = run(
-        &[
-            "-n",
-            "10",
-            "--ca-cert",
-            ca,
-            "--client-cert",
-            p(&client.cert),
-            &url,
-        ],
-        &[],
-    );
+    let r = run(url_cmd(&[
+        "-n",
+        "10",
+        "--ca-cert",
+        ca,
+        "--client-cert",
+        p(&client.cert),
+        &url,
+    ]));
     refused(&r, &["--client-key"]);
-    let r = run(
+    let r = run(env_cmd(
         &[
             "-n",
             "10",
@@ -414,22 +365,22 @@ fn bad_tls_input_is_refused_before_the_run() {
             &url,
         ],
         &[("VAULT_CLIENT_CERT", p(&client.cert))],
-    );
+    ));
     refused(&r, &["cannot read key file", p(&missing)]);
     // A matching pair is accepted (nginx does not ask for it).
-    let r = run(
+    let r = run(env_cmd(
         &["-n", "10", "--ca-cert", ca, "--format", "json", &url],
         &[
             ("VAULT_CLIENT_CERT", p(&client.cert)),
             ("VAULT_CLIENT_KEY", p(&client.key)),
         ],
-    );
+    ));
     all_ok(&r, 10);
 
     // A plain-HTTP server at an https:// address.
     let plain = Nginx::start();
     let url = format!("https://127.0.0.1:{}/v1/secret/data/foo", plain.port);
-    let r = run(&["-n", "10", "-k", &url], &[]);
+    let r = run(url_cmd(&["-n", "10", "-k", &url]));
     refused(
         &r,
         &[
@@ -438,10 +389,10 @@ fn bad_tls_input_is_refused_before_the_run() {
             "http://",
         ],
     );
-    let r = run(
+    let r = run(env_cmd(
         &["-n", "10", "-k", "--no-setup", "--op", "kv-read"],
         &[("VAULT_ADDR", &format!("https://127.0.0.1:{}", plain.port))],
-    );
+    ));
     refused(&r, &["plain HTTP"]);
 }
 
@@ -450,14 +401,14 @@ fn tls_server_at_an_http_address() {
     // nginx answers plain HTTP on its TLS port with 400 (counted, run fails, no hang).
     let (ng, _files) = Nginx::start_tls_generated();
     let url = format!("http://127.0.0.1:{}/v1/secret/data/foo", ng.port);
-    let r = run(&["-n", "20", "-c", "2", "--format", "json", &url], &[]);
-    assert_eq!(r.code, 1, "{}", r.show());
+    let r = run(url_cmd(&["-n", "20", "-c", "2", "--format", "json", &url]));
+    assert_eq!(r.code, Some(1), "{}", r.show());
     assert_eq!(r.json()["status"]["400"], 20, "{}", r.show());
     // A TLS server that answers with an alert record: read errors with a clear message.
     let raw = RawServer::reply(vec![0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46]);
     let url = format!("{}/v1/secret/data/foo", raw.addr);
-    let r = run(&["-n", "5", "-c", "1", "--format", "json", &url], &[]);
-    assert_eq!(r.code, 1, "{}", r.show());
+    let r = run(url_cmd(&["-n", "5", "-c", "1", "--format", "json", &url]));
+    assert_eq!(r.code, Some(1), "{}", r.show());
     let j = r.json();
     assert_eq!(j["errors"]["read"], 5, "{j}");
     let msgs = j["error_messages"].to_string();
@@ -485,7 +436,7 @@ fn cert_login_over_mutual_tls() {
     };
 
     // Client certificate issued by a CA given with --client-ca.
-    let r = run(
+    let r = run(env_cmd(
         &[
             "--op",
             "cert-login",
@@ -503,7 +454,7 @@ fn cert_login_over_mutual_tls() {
             p(&client.ca),
         ],
         &env,
-    );
+    ));
     let j = all_ok(&r, 100);
     assert_eq!(j["run"]["operation"], "cert-login", "{j}");
     assert_eq!(auth_paths(), 0, "auth path left behind");
@@ -514,7 +465,7 @@ fn cert_login_over_mutual_tls() {
     let mut env2 = env.to_vec();
     env2.push(("VAULT_CLIENT_CERT", p(&cert)));
     env2.push(("VAULT_CLIENT_KEY", p(&key)));
-    let r = run(
+    let r = run(env_cmd(
         &[
             "--op",
             "cert-login",
@@ -527,13 +478,13 @@ fn cert_login_over_mutual_tls() {
             "json",
         ],
         &env2,
-    );
+    ));
     all_ok(&r, 20);
     assert_eq!(auth_paths(), 0, "auth path left behind");
 
     // A certificate the role does not trust: logins fail (counted), cleanup still runs.
     let stranger = make_pki(dir.path(), "stranger", &[], false);
-    let r = run(
+    let r = run(env_cmd(
         &[
             "--op",
             "cert-login",
@@ -551,23 +502,23 @@ fn cert_login_over_mutual_tls() {
             p(&client.ca),
         ],
         &env,
-    );
-    assert_eq!(r.code, 1, "{}", r.show());
+    ));
+    assert_eq!(r.code, Some(1), "{}", r.show());
     let j = r.json();
     assert_eq!(j["ok"], 0, "{j}");
     assert_eq!(j["errors"]["status"], 5, "{j}");
     assert_eq!(auth_paths(), 0, "auth path left behind");
 
     // Bad input: no client certificate; an http:// address.
-    let r = run(&["--op", "cert-login", "-n", "5"], &env);
+    let r = run(env_cmd(&["--op", "cert-login", "-n", "5"], &env));
     refused(&r, &["cert-login needs a client certificate"]);
     let plain = bao.addr.replace("https://", "http://");
-    let r = run(
+    let r = run(env_cmd(
         &["--op", "cert-login", "-n", "5"],
         &[("VAULT_ADDR", plain.as_str()), ("VAULT_TOKEN", "root")],
-    );
+    ));
     refused(&r, &["cert-login needs an https:// address"]);
-    let r = run(
+    let r = run(env_cmd(
         &[
             "--op",
             "cert-login",
@@ -577,7 +528,7 @@ fn cert_login_over_mutual_tls() {
             p(&dir.path().join("none.pem")),
         ],
         &env2,
-    );
+    ));
     refused(&r, &["cannot read client CA file", "none.pem"]);
     assert_eq!(auth_paths(), 0);
 }
@@ -589,17 +540,14 @@ fn gen_tls_files_round_trip() {
     let files = gen_tls_files(dir.path());
     let ng = Nginx::start_tls(&files.cert, &files.key);
     let url = format!("{}/v1/x", ng.addr);
-    let r = run(
-        &[
-            "-n",
-            "5",
-            "--ca-cert",
-            p(&files.ca_cert),
-            "--format",
-            "json",
-            &url,
-        ],
-        &[],
-    );
+    let r = run(url_cmd(&[
+        "-n",
+        "5",
+        "--ca-cert",
+        p(&files.ca_cert),
+        "--format",
+        "json",
+        &url,
+    ]));
     all_ok(&r, 5);
 }

@@ -6,6 +6,8 @@
 //! process started here is killed (by pid) when its handle is dropped.
 #![allow(dead_code)]
 
+pub mod run;
+
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

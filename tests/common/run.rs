@@ -1,0 +1,184 @@
+//! Running the vblast binary under test: commands for Vault and URL mode, and
+//! runs with stdout / stderr captured and a watchdog that kills a run that
+//! hangs and fails the test; the mounts a run leaves on the server.
+
+use super::{OpenBao, vblast};
+use serde_json::Value;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Watchdog for every vblast run: a run still going after this fails the test.
+pub const WATCHDOG: Duration = Duration::from_secs(60);
+
+/// A finished vblast run.
+pub struct Out {
+    /// The exit code; `None` when vblast was killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Out {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    pub fn show(&self) -> String {
+        format!(
+            "exit {:?} after {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+
+    /// Exit code `code`, and no panic on stderr.
+    pub fn assert_code(&self, code: i32) {
+        assert_eq!(self.code, Some(code), "{}", self.show());
+        assert!(!self.stderr.contains("panicked"), "{}", self.show());
+    }
+}
+
+/// A vblast process running in the background with its output captured.
+/// Dropped with the process still running (a test panicked mid-run), it kills it.
+pub struct Running {
+    pub child: Child,
+    started: Instant,
+    args: String,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+pub fn reader(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+fn joined(h: &mut Option<JoinHandle<String>>) -> String {
+    h.take().and_then(|h| h.join().ok()).unwrap_or_default()
+}
+
+/// Start `cmd` in the background with stdout and stderr captured.
+pub fn spawn(mut cmd: Command) -> Running {
+    let args = format!("{:?}", cmd.get_args().collect::<Vec<_>>());
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let stdout = Some(reader(child.stdout.take().unwrap()));
+    let stderr = Some(reader(child.stderr.take().unwrap()));
+    Running {
+        child,
+        started: Instant::now(),
+        args,
+        stdout,
+        stderr,
+    }
+}
+
+impl Running {
+    /// Wait for the run to end; kill it and fail the test after `limit`.
+    /// With `VBLAST_TEST_SHOW` set, the run's arguments and output go to stderr.
+    pub fn finish(mut self, limit: Duration) -> Out {
+        let deadline = self.started + limit;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait vblast") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stdout = joined(&mut self.stdout);
+                let stderr = joined(&mut self.stderr);
+                panic!(
+                    "vblast still running after {limit:?}; killed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let elapsed = self.started.elapsed();
+        let out = Out {
+            code: status.code(),
+            stdout: joined(&mut self.stdout),
+            stderr: joined(&mut self.stderr),
+            elapsed,
+        };
+        if std::env::var_os("VBLAST_TEST_SHOW").is_some() {
+            eprintln!("vblast {}\n{}\n", self.args, out.show());
+        }
+        out
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Only reached with the child still running when a test panics mid-run.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Run `cmd` to the end under the `WATCHDOG`.
+pub fn run(cmd: Command) -> Out {
+    spawn(cmd).finish(WATCHDOG)
+}
+
+/// `vblast` pointed at `bao` through the environment, with `args`.
+pub fn vault_cmd(bao: &OpenBao, args: &[&str]) -> Command {
+    let mut cmd = vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", &bao.token)
+        .args(args);
+    cmd
+}
+
+/// `vblast` with `args` (URL mode, or anything set up by the arguments alone).
+pub fn url_cmd(args: &[&str]) -> Command {
+    let mut cmd = vblast();
+    cmd.args(args);
+    cmd
+}
+
+/// `vblast` with `args` and the variables `env` added to its environment.
+pub fn env_cmd(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = url_cmd(args);
+    cmd.envs(env.iter().copied());
+    cmd
+}
+
+/// `v` as an unsigned integer; fails the test when it is not one.
+pub fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// All mounts on the server: (path without trailing slash, JSON description).
+pub fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
+    let (status, body) = bao.api("GET", "/v1/sys/mounts", None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]
+        .as_object()
+        .expect("sys/mounts data")
+        .iter()
+        .map(|(k, d)| (k.trim_end_matches('/').to_string(), d.clone()))
+        .collect()
+}
+
+/// The mounts a vblast run created (named `vblast-...`), without trailing slash.
+pub fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
+    mounts(bao)
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("vblast-"))
+        .collect()
+}
