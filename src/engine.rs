@@ -4,7 +4,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, OnceLock};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
@@ -87,7 +87,13 @@ impl StartGate for LocalGate {
 pub fn run(plan: &EnginePlan, stop: &AtomicBool, gate: &dyn StartGate) -> Result<Stats, String> {
     let tls = match (&plan.tls, plan.target.is_tls()) {
         (Some(opts), true) => Some(TlsConnector {
-            config: crate::tls::client_config(opts)?,
+            config: {
+                // The engine seals and opens records itself after the handshake
+                // (src/tlsio.rs), so rustls must hand over the traffic keys.
+                let mut config = (*crate::tls::client_config(opts)?).clone();
+                config.enable_secret_extraction = true;
+                Arc::new(config)
+            },
             name: crate::tls::server_name(opts, &plan.target.host)?,
         }),
         (None, true) => {

@@ -12,6 +12,7 @@ mod target;
 mod template;
 mod timer;
 mod tls;
+mod tlsio;
 mod transport;
 mod vault;
 mod workload;

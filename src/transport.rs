@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpStream;
-use rustls::ClientConnection;
 use rustls::pki_types::ServerName;
 use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::tlsio::TlsStream;
 
 /// Shared TLS settings for every connection of a thread.
 #[derive(Clone)]
@@ -21,11 +22,6 @@ pub struct TlsConnector {
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
-}
-
-pub struct TlsStream {
-    tcp: TcpStream,
-    tls: ClientConnection,
 }
 
 /// What a handshake step achieved.
@@ -100,11 +96,11 @@ pub fn connect(
     };
     Ok(match tls {
         None => Stream::Plain(tcp),
-        Some(c) => {
-            let tls = ClientConnection::new(c.config.clone(), c.name.clone())
-                .map_err(io::Error::other)?;
-            Stream::Tls(Box::new(TlsStream { tcp, tls }))
-        }
+        Some(c) => Stream::Tls(Box::new(TlsStream::new(
+            tcp,
+            c.config.clone(),
+            c.name.clone(),
+        )?)),
     })
 }
 
@@ -149,7 +145,7 @@ impl Stream {
     pub fn resumed(&self) -> bool {
         match self {
             Stream::Plain(_) => false,
-            Stream::Tls(t) => t.tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            Stream::Tls(t) => t.resumed(),
         }
     }
 
@@ -169,39 +165,13 @@ impl Stream {
 
     /// Drives the TLS handshake as far as the socket allows (plain: nothing to do).
     pub fn handshake(&mut self) -> io::Result<Handshake> {
-        let Stream::Tls(t) = self else {
-            return Ok(Handshake::Done);
-        };
-        loop {
-            while t.tls.wants_write() {
-                match t.tls.write_tls(&mut t.tcp) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        return Ok(Handshake::Pending);
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            if !t.tls.is_handshaking() {
-                return Ok(Handshake::Done);
-            }
-            match t.tls.read_tls(&mut t.tcp) {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "server closed the connection during the TLS handshake",
-                    ));
-                }
-                Ok(_) => {
-                    if let Err(e) = t.tls.process_new_packets() {
-                        // Send the alert, then report.
-                        let _ = t.tls.write_tls(&mut t.tcp);
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Handshake::Pending),
-                Err(e) => return Err(e),
-            }
+        match self {
+            Stream::Plain(_) => Ok(Handshake::Done),
+            Stream::Tls(t) => Ok(if t.handshake()? {
+                Handshake::Done
+            } else {
+                Handshake::Pending
+            }),
         }
     }
 
@@ -216,7 +186,7 @@ impl Stream {
                 // (epoll(7)), so an edge-triggered reader may wait for the next edge.
                 Ok((n, n < buf.len() && n > 0))
             }
-            Stream::Tls(t) => t.read(buf).map(|n| (n, false)),
+            Stream::Tls(t) => t.read(buf),
         }
     }
 
@@ -233,48 +203,7 @@ impl Stream {
     pub fn flush(&mut self) -> io::Result<bool> {
         match self {
             Stream::Plain(_) => Ok(true),
-            Stream::Tls(t) => t.flush_tls(),
+            Stream::Tls(t) => t.flush(),
         }
-    }
-}
-
-impl TlsStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match self.tls.reader().read(buf) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                Err(e) => return Err(e),
-            }
-            match self.tls.read_tls(&mut self.tcp) {
-                Ok(0) => return Ok(0),
-                Ok(_) => {}
-                Err(e) => return Err(e),
-            }
-            if let Err(e) = self.tls.process_new_packets() {
-                let _ = self.tls.write_tls(&mut self.tcp);
-                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
-            }
-            // Session tickets or key updates may want to go out.
-            self.flush_tls()?;
-        }
-    }
-
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.tls.writer().write(buf)?;
-        self.flush_tls()?;
-        Ok(n)
-    }
-
-    fn flush_tls(&mut self) -> io::Result<bool> {
-        while self.tls.wants_write() {
-            match self.tls.write_tls(&mut self.tcp) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(true)
     }
 }

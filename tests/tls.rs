@@ -132,6 +132,42 @@ fn openbao_kv_read_over_tls() {
     // Go's TLS server issues tickets: later connections resume.
     assert!(j["tls_resumed"].as_u64().unwrap() > 0, "{j}");
 
+    // Bodies larger than one TLS record (16 KiB) in both directions: 40 KB writes are
+    // sealed as several records, 100 KB reads (chunked by the server) arrive as many,
+    // split across reads.
+    let big_write = [
+        "--op",
+        "kv-write",
+        "-c",
+        "4",
+        "-n",
+        "200",
+        "--secrets",
+        "10",
+        "--secret-size",
+        "40000",
+        "--format",
+        "json",
+    ];
+    let j = all_ok(&run(env_cmd(&big_write, &env)), 200);
+    assert!(j["bytes_sent"].as_u64().unwrap() > 200 * 40_000, "{j}");
+    let big_read = [
+        "--op",
+        "kv-read",
+        "-c",
+        "4",
+        "-n",
+        "200",
+        "--secrets",
+        "10",
+        "--secret-size",
+        "100000",
+        "--format",
+        "json",
+    ];
+    let j = all_ok(&run(env_cmd(&big_read, &env)), 200);
+    assert!(j["bytes_received"].as_u64().unwrap() > 200 * 100_000, "{j}");
+
     // Without the CA the setup client refuses the server, naming it.
     let r = run(env_cmd(
         &base,
