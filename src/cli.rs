@@ -119,6 +119,10 @@ pub struct Cli {
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
 
+    /// No live progress line on stderr (shown only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
     /// Exit 0 even when requests failed.
     #[arg(long)]
     pub allow_errors: bool,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, BytesMut};
 use mio::{Events, Interest, Poll, Token};
 use serde::{Deserialize, Serialize};
 
@@ -84,7 +85,22 @@ impl StartGate for LocalGate {
 }
 
 /// Runs this process's share of the plan and returns the merged results.
-pub fn run(plan: &EnginePlan, stop: &AtomicBool, gate: &dyn StartGate) -> Result<Stats, String> {
+/// A thread's running totals, sent about once a second for a live progress display.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub requests: u64,
+    pub ok: u64,
+}
+
+/// Called with every thread's latest totals whenever one of them reports.
+pub type ProgressFn<'a> = &'a (dyn Fn(&[Totals]) + Sync);
+
+pub fn run(
+    plan: &EnginePlan,
+    stop: &AtomicBool,
+    gate: &dyn StartGate,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Stats, String> {
     let tls = match (&plan.tls, plan.target.is_tls()) {
         (Some(opts), true) => Some(TlsConnector {
             config: {
@@ -112,9 +128,12 @@ pub fn run(plan: &EnginePlan, stop: &AtomicBool, gate: &dyn StartGate) -> Result
     } else {
         Vec::new()
     };
+    // Threads report progress over a bounded channel they never block on.
+    let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
     let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..plan.threads_here)
             .map(|local| {
+                let report = progress.map(|_| report.clone());
                 let global = plan.thread_offset + local;
                 let templates = templates.clone();
                 let tls = tls.clone();
@@ -127,10 +146,21 @@ pub fn run(plan: &EnginePlan, stop: &AtomicBool, gate: &dyn StartGate) -> Result
                     if let Some(c) = core {
                         core_affinity::set_for_current(c);
                     }
-                    Worker::new(plan, global, templates, tls)?.run(stop, gate)
+                    let mut worker = Worker::new(plan, global, templates, tls)?;
+                    worker.report = report.map(|r| (local, r));
+                    worker.run(stop, gate)
                 })
             })
             .collect();
+        drop(report);
+        if let Some(show) = progress {
+            // Ends when every thread has finished and dropped its sender.
+            let mut latest = vec![Totals::default(); plan.threads_here];
+            for (thread, p) in reports.iter() {
+                latest[thread] = p;
+                show(&latest);
+            }
+        }
         handles
             .into_iter()
             .map(|h| {
@@ -187,7 +217,7 @@ struct Conn {
     /// Has carried a request (of this run).
     started: bool,
     /// Unwritten request bytes after a short write.
-    pending: Vec<u8>,
+    pending: BytesMut,
     parser: ResponseParser,
 }
 
@@ -219,6 +249,8 @@ struct Worker<'p> {
     tls: Option<TlsConnector>,
     /// Open model: wakes the loop when the next request is due.
     timer: Option<Timer>,
+    /// Where to send this thread's progress (its local index and the channel).
+    report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
     /// This thread's own slice of local ports.
     ports: Option<PortSlice>,
     stats: Stats,
@@ -264,7 +296,7 @@ impl<'p> Worker<'p> {
                 served: 0,
                 failures: 0,
                 started: false,
-                pending: Vec::new(),
+                pending: BytesMut::new(),
                 parser: ResponseParser::new(),
             })
             .collect();
@@ -281,6 +313,7 @@ impl<'p> Worker<'p> {
             templates,
             rng: Rng::seeded(global as u64),
             timer,
+            report: None,
             tls,
             ports: crate::procs::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
@@ -337,6 +370,7 @@ impl<'p> Worker<'p> {
         let mut warm = self.plan.warmup > Duration::ZERO;
         let mut winding_down = false;
         let mut next_tick = origin + TICK;
+        let mut next_report = origin + Duration::from_secs(1);
         let end;
         loop {
             let now = Instant::now();
@@ -364,6 +398,10 @@ impl<'p> Worker<'p> {
             if now >= next_tick {
                 self.tick(now);
                 next_tick = now + TICK;
+                if now >= next_report {
+                    self.send_progress();
+                    next_report = now + Duration::from_secs(1);
+                }
             }
             let mut wake = next_tick;
             if !self.idle.is_empty()
@@ -385,6 +423,17 @@ impl<'p> Worker<'p> {
         }
         stats.elapsed_s = end.saturating_duration_since(measure_from).as_secs_f64();
         Ok(stats)
+    }
+
+    fn send_progress(&self) {
+        if let Some((thread, tx)) = &self.report {
+            let p = Totals {
+                requests: self.stats.requests(),
+                ok: self.stats.ok(),
+            };
+            // A full channel means the display is behind: skip this report.
+            let _ = tx.try_send((*thread, p));
+        }
     }
 
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
@@ -577,7 +626,7 @@ impl<'p> Worker<'p> {
         {
             Ok(n) => {
                 self.stats.bytes_sent += n as u64;
-                c.pending.drain(..n);
+                c.pending.advance(n);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => self.write_failed(i, &e, now),

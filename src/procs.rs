@@ -232,7 +232,7 @@ pub fn worker_main(stop: &AtomicBool) -> i32 {
         origin: OnceLock::new(),
         stdin: Mutex::new(Some(input)),
     };
-    match crate::engine::run(&plan, stop, &gate) {
+    match crate::engine::run(&plan, stop, &gate, None) {
         Ok(stats) => match serde_json::to_string(&stats) {
             Ok(text) => {
                 println!("{text}");

@@ -306,7 +306,16 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
     let result = if stop.load(Ordering::Relaxed) {
         Err("interrupted before the run started".to_string())
     } else if r.layout.processes == 1 {
-        engine::run(&plan, &stop, &LocalGate::new(plan.threads_here))
+        let live = Live::new(cli.quiet);
+        let show = |p: &[engine::Totals]| live.show(p);
+        let result = engine::run(
+            &plan,
+            &stop,
+            &LocalGate::new(plan.threads_here),
+            live.enabled().then_some(&show as engine::ProgressFn<'_>),
+        );
+        live.clear();
+        result
     } else {
         let plans: Vec<EnginePlan> = (0..r.layout.processes)
             .map(|p| {
@@ -425,6 +434,55 @@ fn cert_login_setup(cli: &Cli, r: &Resolved) -> Result<cert::CertSetup, String> 
     let mut client = setup_client(r, cli.timeout);
     setup::preflight(&mut client)?;
     cert::prepare(&mut client, &ca_pem)
+}
+
+/// The live progress line on stderr, when stderr is a terminal (not with --quiet).
+struct Live {
+    enabled: bool,
+    start: std::time::Instant,
+    last: std::sync::Mutex<(std::time::Instant, u64)>,
+}
+
+impl Live {
+    fn new(quiet: bool) -> Live {
+        use std::io::IsTerminal;
+        let now = std::time::Instant::now();
+        Live {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            start: now,
+            last: std::sync::Mutex::new((now, 0)),
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn show(&self, threads: &[engine::Totals]) {
+        let requests: u64 = threads.iter().map(|p| p.requests).sum();
+        let ok: u64 = threads.iter().map(|p| p.ok).sum();
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(last.0).as_secs_f64();
+        if dt < 0.9 {
+            return;
+        }
+        let rate = (requests.saturating_sub(last.1)) as f64 / dt;
+        *last = (now, requests);
+        eprint!(
+            "\r\x1b[2K  {:>5.0}s  {requests} requests  {rate:.0} req/s  {} failed",
+            now.duration_since(self.start).as_secs_f64(),
+            requests - ok
+        );
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[2K");
+        }
+    }
 }
 
 /// Preflight and the KV fixture for a Vault operation.
