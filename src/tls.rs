@@ -20,8 +20,16 @@ pub struct TlsOptions {
     pub resume: bool,
 }
 
+/// ring's provider with AES-128-GCM first: TLS 1.3's mandatory suite, and with SHA-256
+/// (which CPUs accelerate) instead of SHA-384 for the handshake's hashing, the cheapest
+/// secure choice for a client that opens thousands of connections. The server still picks.
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites.sort_by_key(|s| {
+        let name = format!("{:?}", s.suite());
+        (!name.contains("AES_128_GCM"), !name.starts_with("TLS13"))
+    });
+    Arc::new(p)
 }
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -152,32 +160,25 @@ impl ServerCertVerifier for NoVerify {
         Ok(ServerCertVerified::assertion())
     }
 
+    // The handshake signature proves that the server holds the key of the certificate it
+    // showed; with that certificate unverified, the proof is worth nothing, so -k does not
+    // spend a signature verification per handshake on it (as ab and h2load do not).
     fn verify_tls12_signature(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn verify_tls13_signature(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
