@@ -70,13 +70,16 @@ wait_port() { # port timeout_s
 # The ~148-byte kv-v2 read body the test harness's nginx serves.
 KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"value":"bar"},"metadata":{"version":1}},"lease_duration":0,"renewable":false}'
 
-# start_nginx CPU: nginx (1 worker) pinned to core CPU; sets NGINX_PORT, NGINX_URL.
+# start_nginx CPU [TLS_DIRECTIVES]: nginx (1 worker) pinned to core CPU; sets NGINX_PORT,
+# NGINX_URL. With TLS_DIRECTIVES (ssl_certificate ... inside the server block) it listens
+# with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
 start_nginx() {
-    local cpu="$1" dir="$BENCH_TMP/nginx" user=""
+    local cpu="$1" tls="${2:-}" dir="$BENCH_TMP/nginx" user="" ssl="" scheme=http
     need nginx
     mkdir -p "$dir/logs" "$dir/tmp"
     NGINX_PORT="$(free_port)"
     [ "$(id -u)" -eq 0 ] && user="user root;"
+    if [ -n "$tls" ]; then ssl=" ssl"; scheme=https; dir="$BENCH_TMP/nginx-tls"; mkdir -p "$dir/logs" "$dir/tmp"; fi
     cat >"$dir/nginx.conf" <<EOF
 $user
 worker_processes 1;
@@ -96,7 +99,8 @@ http {
     default_type application/json;
     server_tokens off;
     server {
-        listen 127.0.0.1:$NGINX_PORT;
+        listen 127.0.0.1:$NGINX_PORT$ssl;
+        $tls
         location /v1/ { return 200 '$KV_BODY'; }
     }
 }
@@ -106,9 +110,9 @@ EOF
         -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
     BENCH_PIDS+=("$!")
     wait_port "$NGINX_PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
-    NGINX_URL="http://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
+    NGINX_URL="$scheme://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
     local got
-    got="$(curl -s --max-time 5 "$NGINX_URL")"
+    got="$(curl -s --max-time 5 ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL")"
     [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
 }
 

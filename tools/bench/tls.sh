@@ -21,53 +21,18 @@ LIMIT=$(( ${DURATION%s} + 120 ))
 need nginx wrk ab h2load openssl taskset curl jq /usr/bin/time
 build
 
-# nginx with TLS on core 0; sets TLS_URL.
+# nginx with TLS on core 0; sets TLS_URL and TLS_CA.
 start_nginx_tls() {
-    local dir="$BENCH_TMP/nginx-tls" user="" port
-    mkdir -p "$dir/logs" "$dir/tmp"
+    local dir="$BENCH_TMP/tls-cert"
+    mkdir -p "$dir"
     show "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 ..."
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
         -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || die "openssl req failed"
-    port="$(free_port)"
-    [ "$(id -u)" -eq 0 ] && user="user root;"
-    cat >"$dir/nginx.conf" <<EOF
-$user
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid $dir/logs/nginx.pid;
-error_log $dir/logs/error.log warn;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 75s;
-    default_type application/json;
-    server_tokens off;
-    server {
-        listen 127.0.0.1:$port ssl;
-        ssl_certificate $dir/cert.pem;
-        ssl_certificate_key $dir/key.pem;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        location /v1/ { return 200 '$KV_BODY'; }
-    }
-}
-EOF
-    show "taskset -c 0 nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'   (listen $port ssl)"
-    taskset -c 0 nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
-        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
-    BENCH_PIDS+=("$!")
-    wait_port "$port" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
-    TLS_URL="https://127.0.0.1:$port/v1/secret/data/foo"
-    TLS_CA="$dir/cert.pem"
-    local got
-    got="$(curl -s --max-time 5 --cacert "$TLS_CA" "$TLS_URL")"
-    [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
+    NGINX_CA="$dir/cert.pem"
+    start_nginx 0 "ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; ssl_protocols TLSv1.2 TLSv1.3;"
+    TLS_URL="$NGINX_URL"
+    TLS_CA="$NGINX_CA"
 }
 
 start_nginx_tls
