@@ -471,6 +471,16 @@ impl Nginx {
         Self::start_with(" ssl", &snippet, Some(cert_pem.to_path_buf()))
     }
 
+    /// TLS nginx with extra server directives (e.g. `ssl_protocols TLSv1.2;`).
+    pub fn start_tls_with(cert_pem: &Path, key_pem: &Path, directives: &str) -> Nginx {
+        let snippet = format!(
+            "ssl_certificate {};\n    ssl_certificate_key {};\n    {directives}\n",
+            cert_pem.display(),
+            key_pem.display()
+        );
+        Self::start_with(" ssl", &snippet, Some(cert_pem.to_path_buf()))
+    }
+
     /// TLS nginx with a freshly generated CA + leaf (see [`gen_tls_files`]);
     /// `ca_cert` is the generated CA. Returns the files too.
     pub fn start_tls_generated() -> (Nginx, TlsFiles) {

@@ -1,0 +1,180 @@
+//! The load engine: one mio event loop per thread, pinned to a core, owning its
+//! connections outright. Threads share nothing on the hot path; each returns its `Stats`,
+//! merged at the end.
+//!
+//! This module holds the plan, the start gate and `run`, which spawns the event-loop
+//! threads, relays their progress and merges their results; `worker` is one thread's
+//! event loop and `conn` the per-connection state machine it drives.
+
+mod conn;
+mod worker;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Stats;
+use crate::target::Target;
+use crate::template::{Common, Template};
+use crate::tls::TlsOptions;
+use crate::transport::TlsConnector;
+use crate::workload::Operation;
+
+use worker::Worker;
+
+/// Everything an engine (one process's share of a run) needs. Serializable so that worker
+/// processes receive exactly what an in-process engine would.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct EnginePlan {
+    pub target: Target,
+    pub tls: Option<TlsOptions>,
+    pub token: Option<String>,
+    pub namespace: Option<String>,
+    pub ops: Vec<Operation>,
+    /// Totals over the whole run (all processes).
+    pub connections: u64,
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    pub rate: Option<f64>,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    /// Event-loop threads over all processes, this process's first one, and how many it runs.
+    pub threads_total: usize,
+    pub thread_offset: usize,
+    pub threads_here: usize,
+    pub pin: bool,
+}
+
+impl EnginePlan {
+    fn common(&self) -> Common {
+        Common {
+            host: self.target.host_header(),
+            token: self.token.clone(),
+            namespace: self.namespace.clone(),
+            close: !self.keepalive,
+        }
+    }
+}
+
+/// How the start of the measured run is agreed between threads (and processes).
+pub trait StartGate: Sync {
+    /// Called by each thread once its connections are open; returns the common origin.
+    fn wait(&self) -> Instant;
+}
+
+/// In one process: a barrier, then the first thread through sets the origin.
+pub struct LocalGate {
+    barrier: Barrier,
+    origin: OnceLock<Instant>,
+}
+
+impl LocalGate {
+    pub fn new(threads: usize) -> LocalGate {
+        LocalGate {
+            barrier: Barrier::new(threads),
+            origin: OnceLock::new(),
+        }
+    }
+}
+
+impl StartGate for LocalGate {
+    fn wait(&self) -> Instant {
+        self.barrier.wait();
+        *self.origin.get_or_init(Instant::now)
+    }
+}
+
+/// A thread's running totals, sent about once a second for a live progress display.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub requests: u64,
+    pub ok: u64,
+}
+
+/// Called with every thread's latest totals whenever one of them reports.
+pub type ProgressFn<'a> = &'a (dyn Fn(&[Totals]) + Sync);
+
+/// Runs this process's share of the plan and returns the merged results.
+pub fn run(
+    plan: &EnginePlan,
+    stop: &AtomicBool,
+    gate: &dyn StartGate,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Stats, String> {
+    let tls = match (&plan.tls, plan.target.is_tls()) {
+        (Some(opts), true) => Some(TlsConnector {
+            config: {
+                // The engine seals and opens records itself after the handshake
+                // (src/tlsio.rs), so rustls must hand over the traffic keys.
+                let mut config = (*crate::tls::client_config(opts)?).clone();
+                config.enable_secret_extraction = true;
+                Arc::new(config)
+            },
+            name: crate::tls::server_name(opts, &plan.target.host)?,
+        }),
+        (None, true) => {
+            return Err("https target without TLS settings".into());
+        }
+        _ => None,
+    };
+    let common = plan.common();
+    let templates: Vec<Template> = plan
+        .ops
+        .iter()
+        .map(|o| Template::build(&o.request, &common))
+        .collect();
+    let cores = if plan.pin {
+        core_affinity::get_core_ids().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    // Threads report progress over a bounded channel they never block on.
+    let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
+    let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..plan.threads_here)
+            .map(|local| {
+                let report = progress.map(|_| report.clone());
+                let global = plan.thread_offset + local;
+                let templates = templates.clone();
+                let tls = tls.clone();
+                let core = if cores.is_empty() {
+                    None
+                } else {
+                    Some(cores[global % cores.len()])
+                };
+                s.spawn(move || {
+                    if let Some(c) = core {
+                        core_affinity::set_for_current(c);
+                    }
+                    let mut worker = Worker::new(plan, global, templates, tls)?;
+                    worker.report = report.map(|r| (local, r));
+                    worker.run(stop, gate)
+                })
+            })
+            .collect();
+        drop(report);
+        if let Some(show) = progress {
+            // Ends when every thread has finished and dropped its sender.
+            let mut latest = vec![Totals::default(); plan.threads_here];
+            for (thread, p) in reports.iter() {
+                latest[thread] = p;
+                show(&latest);
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("an event-loop thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut total = Stats::new(plan.ops.len());
+    for r in results {
+        total.merge(&r?);
+    }
+    Ok(total)
+}

@@ -1,0 +1,366 @@
+//! One event-loop thread: the `Worker` that owns a share of the connections, its pacer
+//! and its statistics, and the loop that drives them: opening connections, waiting for
+//! the common start, handing due requests to free connections, polling for events,
+//! periodic timeout checks and progress reports, until the schedule is done or the run
+//! is stopped.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use mio::{Events, Poll, Token};
+
+use super::conn::{Conn, Phase};
+use super::{EnginePlan, StartGate, Totals};
+use crate::http::ResponseParser;
+use crate::pacing::{Pacer, share};
+use crate::stats::{ErrorKind, Stats};
+use crate::template::{Rng, Template};
+use crate::timer::Timer;
+use crate::transport::{PortSlice, TlsConnector};
+use crate::workload::Picker;
+
+/// The pacing timer's token (connections use their index).
+const TIMER: Token = Token(usize::MAX);
+const READ_BUF: usize = 64 * 1024;
+const TICK: Duration = Duration::from_millis(50);
+/// Keep-alive mode: how long to wait for all connections to open before starting the clock.
+const PRECONNECT_MAX: Duration = Duration::from_secs(10);
+/// Keep-alive: connects in flight at once per thread while opening connections.
+const CONNECT_WINDOW: usize = 256;
+
+pub(super) struct Worker<'p> {
+    pub(super) plan: &'p EnginePlan,
+    pub(super) global: usize,
+    pub(super) poll: Poll,
+    pub(super) conns: Vec<Conn>,
+    /// Connections (or connection-per-request slots) free for a request.
+    pub(super) idle: Vec<usize>,
+    /// Connections holding a claimed request.
+    pub(super) busy: usize,
+    /// Keep-alive: connections below this index have been opened once.
+    pub(super) next_open: usize,
+    /// Connections that have not carried a request yet.
+    pub(super) unstarted: usize,
+    pub(super) templates: Vec<Template>,
+    pub(super) picker: Picker,
+    pub(super) rng: Rng,
+    pub(super) tls: Option<TlsConnector>,
+    /// Open model: wakes the loop when the next request is due.
+    pub(super) timer: Option<Timer>,
+    /// Where to send this thread's progress (its local index and the channel).
+    pub(super) report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
+    /// This thread's own slice of local ports.
+    pub(super) ports: Option<PortSlice>,
+    pub(super) stats: Stats,
+    pub(super) status: Box<[u64; 1000]>,
+    pub(super) pacer: Pacer,
+    pub(super) buf: Box<[u8]>,
+}
+
+impl<'p> Worker<'p> {
+    pub(super) fn new(
+        plan: &'p EnginePlan,
+        global: usize,
+        templates: Vec<Template>,
+        tls: Option<TlsConnector>,
+    ) -> Result<Worker<'p>, String> {
+        let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
+        let mut mine = share(plan.connections, plan.threads_total, global);
+        if let Some(n) = plan.requests {
+            // A connection with no request to send is never opened.
+            mine = mine.min(share(n, plan.threads_total, global));
+        }
+        let timer = match plan.rate {
+            Some(_) => Some(
+                Timer::new(poll.registry(), TIMER)
+                    .map_err(|e| format!("cannot create a timer: {e}"))?,
+            ),
+            None => None,
+        };
+        let now = Instant::now();
+        let conns = (0..mine)
+            .map(|_| Conn {
+                stream: None,
+                phase: Phase::Unopened,
+                req: None,
+                since: now,
+                connected_at: now,
+                served: 0,
+                failures: 0,
+                started: false,
+                pending: BytesMut::new(),
+                parser: ResponseParser::new(),
+            })
+            .collect();
+        Ok(Worker {
+            plan,
+            global,
+            poll,
+            conns,
+            idle: Vec::with_capacity(mine as usize),
+            busy: 0,
+            next_open: 0,
+            unstarted: mine as usize,
+            picker: Picker::new(&plan.ops),
+            templates,
+            rng: Rng::seeded(global as u64),
+            timer,
+            report: None,
+            tls,
+            ports: crate::procs::ephemeral_ports().and_then(|(lo, hi)| {
+                PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
+            }),
+            stats: Stats::new(plan.ops.len()),
+            status: Box::new([0; 1000]),
+            // Hands out nothing (and is never finished) until the real schedule is set.
+            pacer: Pacer::open(
+                now + Duration::from_secs(86_400 * 365),
+                Duration::ZERO,
+                None,
+                None,
+                1.0,
+                0,
+                1,
+            ),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+        })
+    }
+
+    fn make_pacer(&self, origin: Instant) -> Pacer {
+        let p = self.plan;
+        let budget = p.requests.map(|n| share(n, p.threads_total, self.global));
+        let deadline = p.duration.map(|d| origin + p.warmup + d);
+        match p.rate {
+            Some(rate) => Pacer::open(
+                origin,
+                p.warmup,
+                deadline,
+                budget,
+                rate,
+                self.global,
+                p.threads_total,
+            ),
+            None => Pacer::closed(origin, p.warmup, deadline, budget),
+        }
+    }
+
+    pub(super) fn run(mut self, stop: &AtomicBool, gate: &dyn StartGate) -> Result<Stats, String> {
+        let mut events = Events::with_capacity(1024);
+        if !self.plan.keepalive {
+            self.idle.extend((0..self.conns.len()).rev());
+            self.next_open = self.conns.len();
+        } else if self.plan.rate.is_some() || self.plan.requests.is_none() {
+            // Runs measured over time (and the open model's schedule) start once every
+            // connection is open, like wrk2, so the measured window sees all of them at
+            // work. Runs of a given count (ab's -n) open connections as they go instead,
+            // each starting work as soon as it is open, and count the set-up in their time.
+            self.preconnect(stop, &mut events)?;
+        }
+        let origin = gate.wait();
+        self.pacer = self.make_pacer(origin);
+        let measure_from = self.pacer.measure_from();
+        let mut warm = self.plan.warmup > Duration::ZERO;
+        let mut winding_down = false;
+        let mut next_tick = origin + TICK;
+        let mut next_report = origin + Duration::from_secs(1);
+        let end;
+        loop {
+            let now = Instant::now();
+            if stop.load(Ordering::Relaxed) {
+                end = now;
+                break;
+            }
+            if warm && now >= measure_from {
+                warm = false;
+                self.forget_warmup();
+            }
+            self.open_more(now);
+            self.dispatch(now);
+            if self.pacer.finished(now) {
+                if !winding_down {
+                    // No more work: free connections close now, busy ones as they finish.
+                    winding_down = true;
+                    self.close_idle();
+                }
+                if self.busy == 0 {
+                    end = now;
+                    break;
+                }
+            }
+            if now >= next_tick {
+                self.tick(now);
+                next_tick = now + TICK;
+                if now >= next_report {
+                    self.send_progress();
+                    next_report = now + Duration::from_secs(1);
+                }
+            }
+            let mut wake = next_tick;
+            if !self.idle.is_empty()
+                && let Some(t) = self.pacer.next_wakeup()
+            {
+                match self.timer.as_mut() {
+                    Some(timer) => timer.wake_by(t, Instant::now()),
+                    None => wake = wake.min(t),
+                }
+            }
+            let timeout = wake.saturating_duration_since(Instant::now());
+            self.poll_once(&mut events, timeout)?;
+        }
+        let mut stats = self.stats;
+        for (code, &n) in self.status.iter().enumerate() {
+            if n > 0 {
+                *stats.status.entry(code as u16).or_default() += n;
+            }
+        }
+        stats.elapsed_s = end.saturating_duration_since(measure_from).as_secs_f64();
+        Ok(stats)
+    }
+
+    fn send_progress(&self) {
+        if let Some((thread, tx)) = &self.report {
+            let p = Totals {
+                requests: self.stats.requests(),
+                ok: self.stats.ok(),
+            };
+            // A full channel means the display is behind: skip this report.
+            let _ = tx.try_send((*thread, p));
+        }
+    }
+
+    /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
+    fn preconnect(&mut self, stop: &AtomicBool, events: &mut Events) -> Result<(), String> {
+        let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            let opening = self.open_more(now);
+            if (opening == 0 && self.next_open == self.conns.len()) || now >= until {
+                break;
+            }
+            self.poll_once(events, TICK)?;
+        }
+        Ok(())
+    }
+
+    /// Keep-alive: opens connections not opened yet, keeping at most `CONNECT_WINDOW`
+    /// connects in flight so that the server's accept queue does not overflow (a dropped
+    /// SYN costs a one-second retransmit). Returns the connects in flight.
+    fn open_more(&mut self, now: Instant) -> usize {
+        if self.next_open == self.conns.len() {
+            return 0;
+        }
+        let mut opening = self
+            .conns
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Handshaking))
+            .count();
+        while self.next_open < self.conns.len() && opening < CONNECT_WINDOW {
+            self.open(self.next_open, now);
+            self.next_open += 1;
+            opening += 1;
+        }
+        opening
+    }
+
+    /// End of warm-up: connection figures gathered so far are left out as well.
+    fn forget_warmup(&mut self) {
+        let s = &mut self.stats;
+        s.connect.reset();
+        s.tls.reset();
+        s.tls_resumed = 0;
+        s.connections_opened = 0;
+        s.server_closes = 0;
+        s.bytes_sent = 0;
+        s.bytes_received = 0;
+    }
+
+    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<(), String> {
+        match self.poll.poll(events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(format!("event loop failed: {e}")),
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        for ev in events.iter() {
+            let i = ev.token().0;
+            if ev.token() == TIMER {
+                if let Some(t) = self.timer.as_mut() {
+                    t.fired();
+                }
+                continue;
+            }
+            if i >= self.conns.len() {
+                continue;
+            }
+            self.on_event(
+                i,
+                ev.is_readable() || ev.is_error() || ev.is_read_closed(),
+                ev.is_writable() || ev.is_error(),
+                ev.is_read_closed(),
+                now,
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts due requests on free connections (or connection-per-request slots).
+    fn dispatch(&mut self, now: Instant) {
+        while let Some(&i) = self.idle.last() {
+            let Some(due) = self.pacer.take_due(now) else {
+                break;
+            };
+            self.idle.pop();
+            if self.plan.keepalive {
+                self.send(i, due, now);
+            } else {
+                // The request's clock starts with its connection.
+                self.claim(i, due, now);
+                self.open(i, now);
+            }
+        }
+    }
+
+    /// Periodic checks: request and connect timeouts, connections due to retry.
+    fn tick(&mut self, now: Instant) {
+        let timeout = self.plan.timeout;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.phase {
+                Phase::Busy => {
+                    if let Some(r) = c.req
+                        && now.saturating_duration_since(r.sent) >= timeout
+                    {
+                        let msg =
+                            format!("no response within {}", crate::cli::show_duration(timeout));
+                        self.fail(i, ErrorKind::Timeout, &msg, now);
+                    }
+                }
+                Phase::Connecting | Phase::Handshaking => {
+                    if now.saturating_duration_since(c.since) >= timeout {
+                        let msg = if c.phase == Phase::Connecting {
+                            "connect timed out"
+                        } else {
+                            "TLS handshake timed out"
+                        };
+                        self.connect_failure(i, msg, now);
+                    }
+                }
+                Phase::Backoff => {
+                    if now >= c.since {
+                        if self.pacer.finished(now) {
+                            self.close(i);
+                        } else {
+                            self.open(i, now);
+                        }
+                    }
+                }
+                Phase::Idle | Phase::Unopened => {}
+            }
+        }
+    }
+}
