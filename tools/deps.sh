@@ -15,7 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 fi
 
-APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client)
+APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {
