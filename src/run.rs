@@ -9,6 +9,7 @@ use crate::cli::{Cli, Format, env, env_true, parse_header};
 use crate::engine::{self, EnginePlan, LocalGate};
 use crate::procs::{self, Layout};
 use crate::report::{RunInfo, Summary};
+use crate::stats::Stats;
 use crate::target::Target;
 use crate::template::{Piece, RequestSpec};
 use crate::tls::{self, TlsOptions};
@@ -202,86 +203,172 @@ fn url_operation(cli: &Cli, target: &Target) -> Result<Operation, String> {
     Ok(op)
 }
 
-/// Runs the command line; returns the exit status.
-pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
-    if let Err(e) = cli.validate() {
-        eprintln!("vblast: {e}");
-        return EXIT_BAD_INPUT;
-    }
-    if let Some(op) = &cli.op
-        && !OPERATIONS.contains(&op.as_str())
-    {
-        eprintln!(
-            "vblast: unknown operation '{op}': choose one of {}",
-            OPERATIONS.join(", ")
-        );
-        return EXIT_BAD_INPUT;
-    }
-    let r = match resolve(&cli) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("vblast: {e}");
-            return EXIT_BAD_INPUT;
+/// What an operation set up on the server, removed after the run unless --keep.
+enum Fixture {
+    Kv(KvSetup),
+    Cert(cert::CertSetup),
+}
+
+impl Fixture {
+    fn created(&self) -> bool {
+        match self {
+            Fixture::Kv(s) => s.created,
+            Fixture::Cert(s) => s.created,
         }
-    };
-    // Checks and setup.
-    let mut kv_setup: Option<KvSetup> = None;
-    let mut cert_setup: Option<cert::CertSetup> = None;
-    let ops = match &cli.op {
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Fixture::Kv(s) => format!("mount '{}' ({} secrets)", s.mount, s.secrets),
+            Fixture::Cert(s) => format!("cert auth path '{}'", s.path),
+        }
+    }
+
+    fn remove(&self, client: &mut Client) -> Result<(), String> {
+        match self {
+            Fixture::Kv(s) => setup::cleanup_kv(client, s),
+            Fixture::Cert(s) => cert::cleanup(client, s),
+        }
+    }
+}
+
+/// The operations of the run, after the checks and the set-up they need.
+fn prepare(cli: &Cli, r: &Resolved) -> Result<(Vec<Operation>, Option<Fixture>), String> {
+    match cli.op.as_deref() {
         None => {
-            if let Err(e) = check_reachable(&r, cli.timeout) {
-                eprintln!("vblast: {e}");
-                return EXIT_BAD_INPUT;
-            }
-            match url_operation(&cli, &r.target) {
-                Ok(op) => vec![op],
-                Err(e) => {
-                    eprintln!("vblast: {e}");
-                    return EXIT_BAD_INPUT;
-                }
-            }
+            check_reachable(r, cli.timeout)?;
+            Ok((vec![url_operation(cli, &r.target)?], None))
         }
-        Some(op) if op == "cert-login" => match cert_login_setup(&cli, &r) {
-            Ok(s) => {
-                let ops = vec![cert::login(&s)];
-                cert_setup = Some(s);
-                ops
-            }
-            Err(e) => {
-                eprintln!("vblast: {e}");
-                return EXIT_BAD_INPUT;
-            }
-        },
+        Some("cert-login") => {
+            let s = cert_login_setup(cli, r)?;
+            Ok((vec![cert::login(&s)], Some(Fixture::Cert(s))))
+        }
         Some(op) => {
-            let setup = if cli.no_setup {
-                check_reachable(&r, cli.timeout).map(|()| KvSetup {
+            let s = if cli.no_setup {
+                check_reachable(r, cli.timeout)?;
+                KvSetup {
                     mount: cli
                         .mount
-                        .clone()
-                        .unwrap_or_else(|| "secret".into())
+                        .as_deref()
+                        .unwrap_or("secret")
                         .trim_matches('/')
                         .to_string(),
                     version: cli.kv_version,
                     created: false,
                     secrets: cli.secrets,
-                })
+                }
             } else {
-                vault_setup(&cli, &r, op)
+                vault_setup(cli, r)?
             };
-            match setup {
-                Ok(s) => {
-                    let ops = match op.as_str() {
-                        "kv-write" => vec![kv::write(&s, cli.secret_size)],
-                        _ => vec![kv::read(&s)],
-                    };
-                    kv_setup = Some(s);
-                    ops
-                }
-                Err(e) => {
-                    eprintln!("vblast: {e}");
-                    return EXIT_BAD_INPUT;
-                }
+            let ops = match op {
+                "kv-write" => vec![kv::write(&s, cli.secret_size)],
+                _ => vec![kv::read(&s)],
+            };
+            Ok((ops, Some(Fixture::Kv(s))))
+        }
+    }
+}
+
+/// Runs the engine in this process, or spread over worker processes.
+fn run_engine(
+    cli: &Cli,
+    r: &Resolved,
+    plan: &EnginePlan,
+    stop: &AtomicBool,
+) -> Result<Stats, String> {
+    if stop.load(Ordering::Relaxed) {
+        return Err("interrupted before the run started".to_string());
+    }
+    if r.layout.processes == 1 {
+        let live = Live::new(cli.quiet);
+        let show = |p: &[engine::Totals]| live.show(p);
+        let result = engine::run(
+            plan,
+            stop,
+            &LocalGate::new(plan.threads_here),
+            live.enabled().then_some(&show as engine::ProgressFn<'_>),
+        );
+        live.clear();
+        return result;
+    }
+    let plans: Vec<EnginePlan> = (0..r.layout.processes)
+        .map(|p| {
+            let (first, n) = r.layout.threads_of(p);
+            EnginePlan {
+                thread_offset: first,
+                threads_here: n,
+                ..plan.clone()
             }
+        })
+        .collect();
+    procs::run_workers(&plans, stop)
+}
+
+/// Removes what the run set up (whatever happened to the run); false if that failed.
+fn clean_up(cli: &Cli, r: &Resolved, fixture: Option<&Fixture>) -> bool {
+    let Some(f) = fixture.filter(|f| f.created()) else {
+        return true;
+    };
+    if cli.keep {
+        eprintln!("vblast: kept {}", f.describe());
+        return true;
+    }
+    match f.remove(&mut setup_client(r, Duration::from_secs(30))) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("vblast: {e}");
+            false
+        }
+    }
+}
+
+/// Prints the report and saves the files asked for; false if a file could not be written.
+fn report(cli: &Cli, summary: &Summary) -> bool {
+    let json = summary.json();
+    let text = match cli.format {
+        Format::Json => format!("{json}\n"),
+        Format::Text if cli.latency => summary.text() + &summary.latency_text(),
+        Format::Text => summary.text(),
+    };
+    // A closed pipe (`vblast ... | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    let mut ok = true;
+    let files = [
+        (cli.output.as_ref(), format!("{json}\n")),
+        (
+            cli.hgrm.as_ref(),
+            crate::report::spectrum(&summary.latency_hist),
+        ),
+    ];
+    for (path, content) in files {
+        if let Some(path) = path
+            && let Err(e) = std::fs::write(path, content)
+        {
+            eprintln!("vblast: cannot write {}: {e}", path.display());
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// Runs the command line; returns the exit status.
+pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
+    let prepared = cli
+        .validate()
+        .and_then(|()| match &cli.op {
+            Some(op) if !OPERATIONS.contains(&op.as_str()) => Err(format!(
+                "unknown operation '{op}': choose one of {}",
+                OPERATIONS.join(", ")
+            )),
+            _ => Ok(()),
+        })
+        .and_then(|()| resolve(&cli))
+        .and_then(|r| prepare(&cli, &r).map(|p| (r, p)));
+    let (r, (ops, fixture)) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("vblast: {e}");
+            return EXIT_BAD_INPUT;
         }
     };
     let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
@@ -303,56 +390,13 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         threads_here: r.layout.threads,
         pin: !cli.no_pin,
     };
-    let result = if stop.load(Ordering::Relaxed) {
-        Err("interrupted before the run started".to_string())
-    } else if r.layout.processes == 1 {
-        let live = Live::new(cli.quiet);
-        let show = |p: &[engine::Totals]| live.show(p);
-        let result = engine::run(
-            &plan,
-            &stop,
-            &LocalGate::new(plan.threads_here),
-            live.enabled().then_some(&show as engine::ProgressFn<'_>),
-        );
-        live.clear();
-        result
-    } else {
-        let plans: Vec<EnginePlan> = (0..r.layout.processes)
-            .map(|p| {
-                let (first, n) = r.layout.threads_of(p);
-                EnginePlan {
-                    thread_offset: first,
-                    threads_here: n,
-                    ..plan.clone()
-                }
-            })
-            .collect();
-        procs::run_workers(&plans, &stop)
-    };
+    let result = run_engine(&cli, &r, &plan, &stop);
     let interrupted = stop.load(Ordering::Relaxed);
-    // Cleanup runs whatever happened to the run.
-    let mut code = EXIT_OK;
-    if let Some(s) = cert_setup.as_ref().filter(|s| s.created) {
-        if cli.keep {
-            eprintln!("vblast: kept cert auth path '{}'", s.path);
-        } else if let Err(e) = cert::cleanup(&mut setup_client(&r, Duration::from_secs(30)), s) {
-            eprintln!("vblast: {e}");
-            code = EXIT_BAD_INPUT;
-        }
-    }
-    if let Some(s) = &kv_setup {
-        if s.created && !cli.keep {
-            match setup::cleanup_kv(&mut setup_client(&r, Duration::from_secs(30)), s) {
-                Ok(()) => {}
-                Err(e) => {
-                    eprintln!("vblast: {e}");
-                    code = EXIT_BAD_INPUT;
-                }
-            }
-        } else if s.created {
-            eprintln!("vblast: kept mount '{}' ({} secrets)", s.mount, s.secrets);
-        }
-    }
+    let mut code = if clean_up(&cli, &r, fixture.as_ref()) {
+        EXIT_OK
+    } else {
+        EXIT_BAD_INPUT
+    };
     let stats = match result {
         Ok(s) => s,
         Err(e) => {
@@ -377,24 +421,7 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         interrupted,
     };
     let summary = Summary::new(info, &stats, &op_names);
-    let json = summary.json();
-    let report = match cli.format {
-        Format::Json => format!("{json}\n"),
-        Format::Text if cli.latency => summary.text() + &summary.latency_text(),
-        Format::Text => summary.text(),
-    };
-    // A closed pipe (`vblast ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report.as_bytes());
-    if let Some(path) = &cli.output
-        && let Err(e) = std::fs::write(path, format!("{json}\n"))
-    {
-        eprintln!("vblast: cannot write {}: {e}", path.display());
-        code = EXIT_BAD_INPUT;
-    }
-    if let Some(path) = &cli.hgrm
-        && let Err(e) = std::fs::write(path, crate::report::spectrum(&summary.latency_hist))
-    {
-        eprintln!("vblast: cannot write {}: {e}", path.display());
+    if !report(&cli, &summary) {
         code = EXIT_BAD_INPUT;
     }
     if interrupted {
@@ -486,7 +513,7 @@ impl Live {
 }
 
 /// Preflight and the KV fixture for a Vault operation.
-fn vault_setup(cli: &Cli, r: &Resolved, _op: &str) -> Result<KvSetup, String> {
+fn vault_setup(cli: &Cli, r: &Resolved) -> Result<KvSetup, String> {
     let mut client = setup_client(r, cli.timeout);
     setup::preflight(&mut client)?;
     let plan = KvPlan {
