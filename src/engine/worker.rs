@@ -166,8 +166,9 @@ impl<'p> Worker<'p> {
         let mut next_tick = origin + TICK;
         let mut next_report = origin + Duration::from_secs(1);
         let end;
+        // One clock read per wake-up, shared by everything the loop does until the next.
+        let mut now = Instant::now();
         loop {
-            let now = Instant::now();
             if stop.load(Ordering::Relaxed) {
                 end = now;
                 break;
@@ -206,8 +207,8 @@ impl<'p> Worker<'p> {
                     None => wake = wake.min(t),
                 }
             }
-            let timeout = wake.saturating_duration_since(Instant::now());
-            self.poll_once(&mut events, timeout)?;
+            let timeout = wake.saturating_duration_since(now);
+            now = self.poll_once(&mut events, timeout)?;
         }
         let mut stats = self.stats;
         for (code, &n) in self.status.iter().enumerate() {
@@ -276,14 +277,12 @@ impl<'p> Worker<'p> {
         s.bytes_received = 0;
     }
 
-    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<(), String> {
+    /// Waits for events (at most `timeout`) and handles them; returns the time it woke.
+    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<Instant, String> {
         match self.poll.poll(events, Some(timeout)) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(format!("event loop failed: {e}")),
-        }
-        if events.is_empty() {
-            return Ok(());
         }
         let now = Instant::now();
         for ev in events.iter() {
@@ -305,7 +304,7 @@ impl<'p> Worker<'p> {
                 now,
             );
         }
-        Ok(())
+        Ok(now)
     }
 
     /// Starts due requests on free connections (or connection-per-request slots).
