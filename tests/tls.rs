@@ -98,6 +98,64 @@ fn self_signed(dir: &Path, tag: &str) -> (PathBuf, PathBuf) {
     (c, k)
 }
 
+/// A self-signed client certificate and key from the openssl command (rcgen cannot make
+/// RSA keys with ring).
+fn openssl_self_signed(
+    dir: &Path,
+    tag: &str,
+    newkey: &str,
+    traditional: bool,
+) -> (PathBuf, PathBuf) {
+    let (c, k) = (
+        dir.join(format!("{tag}-cert.pem")),
+        dir.join(format!("{tag}-key.pem")),
+    );
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args(["req", "-x509", "-newkey", newkey]);
+    if newkey == "ec" {
+        cmd.args(["-pkeyopt", "ec_paramgen_curve:prime256v1"]);
+    }
+    cmd.args([
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        &format!("/CN=vblast-{tag}"),
+    ])
+    .arg("-keyout")
+    .arg(&k)
+    .arg("-out")
+    .arg(&c);
+    let out = cmd
+        .output()
+        .expect("run openssl (tools/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "openssl req: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if traditional {
+        let out = std::process::Command::new("openssl")
+            .args(["rsa", "-traditional", "-in"])
+            .arg(&k)
+            .arg("-out")
+            .arg(&k)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl rsa: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            fs::read_to_string(&k)
+                .unwrap()
+                .contains("BEGIN RSA PRIVATE KEY")
+        );
+    }
+    (c, k)
+}
+
 #[test]
 fn openbao_kv_read_over_tls() {
     let bao = OpenBao::start_tls();
@@ -516,6 +574,36 @@ fn cert_login_over_mutual_tls() {
         &env2,
     ));
     all_ok(&r, 20);
+    assert_eq!(auth_paths(), 0, "auth path left behind");
+
+    // Client keys of every kind Vault users hold: Ed25519, RSA (PKCS#8 and the traditional
+    // PKCS#1 "RSA PRIVATE KEY" form) and ECDSA, made by the openssl command.
+    for (tag, newkey, traditional) in [
+        ("ed25519", "ed25519", false),
+        ("rsa", "rsa:2048", false),
+        ("rsa1", "rsa:2048", true),
+        ("ecdsa", "ec", false),
+    ] {
+        let (cert, key) = openssl_self_signed(dir.path(), tag, newkey, traditional);
+        let r = run(env_cmd(
+            &[
+                "--op",
+                "cert-login",
+                "-c",
+                "2",
+                "-n",
+                "10",
+                "--client-cert",
+                p(&cert),
+                "--client-key",
+                p(&key),
+                "--format",
+                "json",
+            ],
+            &env,
+        ));
+        all_ok(&r, 10);
+    }
     assert_eq!(auth_paths(), 0, "auth path left behind");
 
     // A certificate the role does not trust: logins fail (counted), cleanup still runs.
