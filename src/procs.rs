@@ -223,7 +223,13 @@ pub fn worker_main(stop: &AtomicBool) -> i32 {
     let plan: EnginePlan = match serde_json::from_str(line.trim()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("vblast worker: bad plan: {e}");
+            // Not the error's text: it may quote a value of the plan, which holds the token.
+            eprintln!(
+                "vblast worker: bad plan ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            );
             return 2;
         }
     };
