@@ -509,12 +509,12 @@ pub fn spectrum(h: &Hist) -> String {
         return o;
     }
     let total = h.len();
+    // TotalCount: values recorded up to this row's value, as HdrHistogram prints it.
+    let mut cum = 0u64;
     for v in h.iter_quantiles(5) {
         let value = v.value_iterated_to();
         let q = v.quantile_iterated_to();
-        let count = v.count_since_last_iteration();
-        let _ = count;
-        let cum = (q * total as f64).round() as u64;
+        cum += v.count_since_last_iteration();
         if q < 1.0 {
             let _ = writeln!(
                 o,
