@@ -138,7 +138,7 @@ fn main() {
     );
     let mut p = ResponseParser::new();
     let check = |p: &mut ResponseParser, data: &[u8]| {
-        p.reset(false);
+        p.reset(false, false);
         matches!(
             p.feed(data),
             Ok(Progress::Done {
@@ -157,7 +157,7 @@ fn main() {
         report(
             &format!("parse {name} response, one read ({} B)", resp.len()),
             measure(samples, per_sample, || {
-                p.reset(false);
+                p.reset(false, false);
                 black_box(p.feed(black_box(resp)).ok());
             }),
         );
@@ -167,7 +167,7 @@ fn main() {
     report(
         &format!("parse nginx response, head split at {cut}"),
         measure(samples, per_sample, || {
-            p.reset(false);
+            p.reset(false, false);
             black_box(p.feed(black_box(&nginx[..cut])).ok());
             black_box(p.feed(black_box(&nginx[cut..])).ok());
         }),
@@ -175,7 +175,7 @@ fn main() {
     report(
         "parse nginx response, capturing the body",
         measure(samples, per_sample, || {
-            p.reset(true);
+            p.reset(true, false);
             black_box(p.feed(black_box(&nginx)).ok());
         }),
     );

@@ -4,7 +4,9 @@
 //! across reads (then into a buffer the parser keeps for reuse).
 
 /// Largest response head accepted.
-const MAX_HEAD: usize = 64 * 1024;
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Largest body kept when capturing (bodies that are only counted have no limit).
+const MAX_CAPTURE: u64 = 256 * 1024 * 1024;
 const MAX_HEADERS: usize = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +62,9 @@ pub struct ResponseParser {
     head: Vec<u8>,
     /// Whether to keep the body (operations that read values from responses).
     capture: bool,
+    /// The request was HEAD: whatever the headers say, no body follows.
+    no_body: bool,
     body: Vec<u8>,
-    /// Bytes seen for the current response.
-    seen: u64,
 }
 
 impl ResponseParser {
@@ -70,16 +72,17 @@ impl ResponseParser {
         ResponseParser::default()
     }
 
-    /// Prepares for the next response. `head_request`: the request was HEAD (no body).
-    pub fn reset(&mut self, capture: bool) {
+    /// Prepares for the next response: `capture` keeps its body, `no_body` says the request
+    /// was HEAD (no body follows, whatever Content-Length says).
+    pub fn reset(&mut self, capture: bool, no_body: bool) {
         self.state = Some(State::Head);
         self.status = 0;
         self.close = false;
         self.remaining = 0;
         self.head.clear();
         self.capture = capture;
+        self.no_body = no_body;
         self.body.clear();
-        self.seen = 0;
     }
 
     /// The captured body of the last response (when capturing).
@@ -88,9 +91,13 @@ impl ResponseParser {
         &self.body
     }
 
+    /// Hands the captured body over, leaving the parser empty.
+    pub fn take_body(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.body)
+    }
+
     /// Feeds received bytes.
     pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
-        self.seen += data.len() as u64;
         let mut rest = data;
         if self.state == Some(State::Head) {
             let used = if self.head.is_empty() {
@@ -121,19 +128,13 @@ impl ResponseParser {
             if self.state == Some(State::Head) {
                 // A 1xx interim response: parse the next head from what is left.
                 self.head.clear();
-                return self.feed_rest(rest);
+                if rest.is_empty() {
+                    return Ok(Progress::More);
+                }
+                return self.feed(rest);
             }
         }
         self.body_bytes(rest)
-    }
-
-    fn feed_rest(&mut self, rest: &[u8]) -> Result<Progress, ParseError> {
-        self.seen -= rest.len() as u64;
-        if rest.is_empty() {
-            Ok(Progress::More)
-        } else {
-            self.feed(rest)
-        }
     }
 
     /// The server closed the connection: completes a body framed by close.
@@ -166,7 +167,8 @@ impl ResponseParser {
             Err(httparse::Error::TooManyHeaders) => {
                 return Err(ParseError("too many response headers"));
             }
-            Err(_) if buf.len() >= 2 && matches!(buf[0], 0x15 | 0x16) && buf[1] == 0x03 => {
+            // An HTTP response never starts with a TLS alert or handshake record's first byte.
+            Err(_) if matches!(buf.first(), Some(0x15 | 0x16)) => {
                 return Err(ParseError(
                     "the server answered with TLS bytes: it speaks https, use an https:// address",
                 ));
@@ -187,6 +189,9 @@ impl ResponseParser {
                     .ok()
                     .and_then(|s| s.trim().parse::<u64>().ok())
                     .ok_or(ParseError("bad Content-Length"))?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(ParseError("conflicting Content-Length headers"));
+                }
                 length = Some(v);
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                 chunked = contains_token(h.value, b"chunked");
@@ -200,7 +205,10 @@ impl ResponseParser {
         }
         self.status = status;
         self.close = close;
-        self.state = Some(if status == 204 || status == 304 {
+        if self.capture && !chunked && length.is_some_and(|l| l > MAX_CAPTURE) {
+            return Err(ParseError("response body too large"));
+        }
+        self.state = Some(if self.no_body || status == 204 || status == 304 {
             self.remaining = 0;
             State::Length
         } else if chunked {
@@ -216,10 +224,14 @@ impl ResponseParser {
         Ok(Some(n))
     }
 
-    fn keep(&mut self, bytes: &[u8]) {
-        if self.capture && self.body.len() < 1 << 20 {
+    fn keep(&mut self, bytes: &[u8]) -> Result<(), ParseError> {
+        if self.capture {
+            if (self.body.len() + bytes.len()) as u64 > MAX_CAPTURE {
+                return Err(ParseError("response body too large"));
+            }
             self.body.extend_from_slice(bytes);
         }
+        Ok(())
     }
 
     fn done(&mut self, extra: bool) -> Progress {
@@ -236,7 +248,7 @@ impl ResponseParser {
             match self.state {
                 Some(State::Length) => {
                     let take = (data.len() as u64).min(self.remaining) as usize;
-                    self.keep(&data[..take]);
+                    self.keep(&data[..take])?;
                     self.remaining -= take as u64;
                     data = &data[take..];
                     if self.remaining == 0 {
@@ -245,7 +257,7 @@ impl ResponseParser {
                     return Ok(Progress::More);
                 }
                 Some(State::UntilClose) => {
-                    self.keep(data);
+                    self.keep(data)?;
                     return Ok(Progress::More);
                 }
                 Some(State::Chunked(c)) => {
@@ -255,7 +267,7 @@ impl ResponseParser {
                     let next = match c {
                         Chunk::Data => {
                             let take = (data.len() as u64).min(self.remaining) as usize;
-                            self.keep(&data[..take]);
+                            self.keep(&data[..take])?;
                             self.remaining -= take as u64;
                             data = &data[take..];
                             if self.remaining == 0 {
@@ -274,12 +286,12 @@ impl ResponseParser {
                             }
                             b';' | b' ' | b'\t' => Chunk::Ext,
                             b'\r' => Chunk::SizeLf,
-                            b'\n' => self.end_size_line(),
+                            b'\n' => self.end_size_line()?,
                             _ => return Err(ParseError("malformed chunked body")),
                         },
                         Chunk::Ext => {
                             if b == b'\n' {
-                                self.end_size_line()
+                                self.end_size_line()?
                             } else {
                                 Chunk::Ext
                             }
@@ -288,7 +300,7 @@ impl ResponseParser {
                             if b != b'\n' {
                                 return Err(ParseError("malformed chunked body"));
                             }
-                            self.end_size_line()
+                            self.end_size_line()?
                         }
                         Chunk::DataCr => match b {
                             b'\r' => Chunk::DataLf,
@@ -332,12 +344,14 @@ impl ResponseParser {
         }
     }
 
-    fn end_size_line(&mut self) -> Chunk {
+    fn end_size_line(&mut self) -> Result<Chunk, ParseError> {
         if self.remaining == 0 {
-            Chunk::TrailerStart
-        } else {
-            Chunk::Data
+            return Ok(Chunk::TrailerStart);
         }
+        if self.capture && self.body.len() as u64 + self.remaining > MAX_CAPTURE {
+            return Err(ParseError("response body too large"));
+        }
+        Ok(Chunk::Data)
     }
 }
 
@@ -352,7 +366,7 @@ mod tests {
     use super::*;
 
     fn feed_all(p: &mut ResponseParser, data: &[u8], step: usize) -> Result<Progress, ParseError> {
-        p.reset(true);
+        p.reset(true, false);
         let mut last = Progress::More;
         for chunk in data.chunks(step.max(1)) {
             last = p.feed(chunk)?;
@@ -474,7 +488,7 @@ mod tests {
             .is_err()
         );
         // An endless head is refused, not buffered forever.
-        p.reset(false);
+        p.reset(false, false);
         let mut res = Ok(Progress::More);
         let junk = [b'a'; 1024];
         let _ = p.feed(b"HTTP/1.1 200 OK\r\nX: ");

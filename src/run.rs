@@ -13,6 +13,7 @@ use crate::stats::Stats;
 use crate::target::Target;
 use crate::template::{Piece, RequestSpec};
 use crate::tls::{self, TlsOptions};
+use crate::transport::io_error_text;
 use crate::vault::cert;
 use crate::vault::client::Client;
 use crate::vault::kv;
@@ -142,7 +143,7 @@ fn check_reachable(r: &Resolved, timeout: Duration) -> Result<(), String> {
     let addr = r.target.addr();
     let base = r.target.base();
     let tcp = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(10)))
-        .map_err(|e| format!("cannot connect to {base}: {}", short_io(&e)))?;
+        .map_err(|e| format!("cannot connect to {base}: {}", io_error_text(&e)))?;
     if let Some((config, name)) = &r.tls_config {
         let _ = tcp.set_read_timeout(Some(timeout.min(Duration::from_secs(10))));
         let _ = tcp.set_write_timeout(Some(timeout.min(Duration::from_secs(10))));
@@ -153,11 +154,6 @@ fn check_reachable(r: &Resolved, timeout: Duration) -> Result<(), String> {
         tls::blocking_handshake(&mut conn, &mut tcp, host_port)?;
     }
     Ok(())
-}
-
-fn short_io(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
 }
 
 /// The request of URL mode, like ab's: method, headers, optional body.

@@ -73,6 +73,8 @@ pub struct Common {
 pub struct Template {
     bytes: Vec<u8>,
     slots: Vec<Slot>,
+    /// A HEAD request: its response has no body, whatever its headers say.
+    head: bool,
 }
 
 fn push_pieces(out: &mut Vec<u8>, slots: &mut Vec<Slot>, pieces: &[Piece]) {
@@ -159,7 +161,16 @@ impl Template {
             s.offset += base;
             s
         }));
-        Template { bytes: out, slots }
+        Template {
+            bytes: out,
+            slots,
+            head: spec.method.eq_ignore_ascii_case("HEAD"),
+        }
+    }
+
+    /// Whether the response to this request carries a body (not for HEAD).
+    pub fn response_has_body(&self) -> bool {
+        !self.head
     }
 
     /// Fills every slot with fresh values and returns the request bytes.

@@ -8,6 +8,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use crate::transport::io_error_text;
+
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TlsOptions {
     pub ca_cert: Option<PathBuf>,
@@ -37,7 +39,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
         format!(
             "cannot read certificate file {}: {}",
             path.display(),
-            short(&e)
+            io_error_text(&e)
         )
     })?;
     let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut data.as_slice()).collect();
@@ -50,8 +52,13 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let data = std::fs::read(path)
-        .map_err(|e| format!("cannot read key file {}: {}", path.display(), short(&e)))?;
+    let data = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read key file {}: {}",
+            path.display(),
+            io_error_text(&e)
+        )
+    })?;
     match rustls_pemfile::private_key(&mut data.as_slice()) {
         Ok(Some(k)) => Ok(k),
         Ok(None) => Err(format!(
@@ -92,7 +99,11 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
         }
         if let Some(dir) = &opts.ca_path {
             let entries = std::fs::read_dir(dir).map_err(|e| {
-                format!("cannot read CA directory {}: {}", dir.display(), short(&e))
+                format!(
+                    "cannot read CA directory {}: {}",
+                    dir.display(),
+                    io_error_text(&e)
+                )
             })?;
             for entry in entries.flatten() {
                 let p = entry.path();
@@ -144,7 +155,7 @@ pub fn server_name(opts: &TlsOptions, host: &str) -> Result<ServerName<'static>,
         .map_err(|_| format!("'{name}' is not a valid TLS server name"))
 }
 
-/// `-k`: accepts any certificate, still checking handshake signatures.
+/// `-k`: accepts any certificate, and so skips the handshake signature check too.
 #[derive(Debug)]
 struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
 
@@ -249,10 +260,10 @@ pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> Str
     {
         return format!(
             "TLS handshake with {host_port} failed: the server closed the connection ({})",
-            short(e)
+            io_error_text(e)
         );
     }
-    let text = short(e);
+    let text = io_error_text(e);
     let hint = if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
         " (trust the server's CA with --ca-cert/VAULT_CACERT or --ca-path/VAULT_CAPATH, or skip verification with -k)"
     } else if text.contains("NotValidForName") || text.contains("not valid for name") {
@@ -263,9 +274,4 @@ pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> Str
         ""
     };
     format!("TLS handshake with {host_port} failed: {text}{hint}")
-}
-
-fn short(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_string()
 }

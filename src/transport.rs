@@ -67,6 +67,15 @@ impl PortSlice {
     }
 }
 
+/// One line for an I/O error: its text without the "(os error N)" suffix.
+pub fn io_error_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.split_once(" (os error") {
+        Some((text, _)) => text.to_string(),
+        None => s,
+    }
+}
+
 fn is_port_clash(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),

@@ -539,6 +539,32 @@ fn url_mode_basic_get() {
     );
 }
 
+/// HEAD responses carry a Content-Length but no body: each must complete at once, on a
+/// connection that stays usable (it used to wait for the body until --timeout).
+#[test]
+fn url_mode_head_requests() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let out = run(url_cmd(&[
+        "-m",
+        "HEAD",
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "--timeout",
+        "5s",
+        "--format",
+        "json",
+        &url,
+    ]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["ok"]), 200, "{j:#}");
+    assert_no_errors(&j);
+    assert!(u(&j["connections_opened"]) <= 2, "{j:#}");
+}
+
 #[test]
 fn url_mode_headers_method_body() {
     // /check demands the header; /post demands POST with a 7-byte JSON body.

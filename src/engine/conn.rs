@@ -14,7 +14,7 @@ use super::worker::Worker;
 use crate::http::{Progress, ResponseParser};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
-use crate::transport::{self, Handshake, Stream};
+use crate::transport::{self, Handshake, Stream, io_error_text};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -61,12 +61,6 @@ pub(super) struct Conn {
     pub(super) parser: ResponseParser,
 }
 
-fn err_text(e: &io::Error) -> String {
-    let s = e.to_string();
-    // "Connection refused (os error 111)" -> "Connection refused"
-    s.split(" (os error").next().unwrap_or(&s).to_string()
-}
-
 impl Worker<'_> {
     pub(super) fn claim(&mut self, i: usize, due: Due, now: Instant) {
         let op = self.picker.pick(&mut self.rng);
@@ -104,9 +98,10 @@ impl Worker<'_> {
         let Some(req) = c.req.as_mut() else { return };
         req.sent = now;
         req.started = false;
-        c.parser.reset(false);
+        let template = &mut self.templates[req.op];
+        c.parser.reset(false, !template.response_has_body());
         c.phase = Phase::Busy;
-        let bytes = self.templates[req.op].render(&mut self.rng);
+        let bytes = template.render(&mut self.rng);
         let Some(stream) = c.stream.as_mut() else {
             return;
         };
@@ -139,7 +134,7 @@ impl Worker<'_> {
                 self.reopen(i, now);
             }
             _ => {
-                let msg = format!("write failed: {}", err_text(e));
+                let msg = format!("write failed: {}", io_error_text(e));
                 self.fail(i, ErrorKind::Write, &msg, now);
             }
         }
@@ -212,9 +207,9 @@ impl Worker<'_> {
 
     fn connect_failed(&mut self, i: usize, e: &io::Error, now: Instant) {
         let msg = if e.kind() == io::ErrorKind::InvalidData {
-            format!("TLS handshake failed: {}", err_text(e))
+            format!("TLS handshake failed: {}", io_error_text(e))
         } else {
-            format!("connect failed: {}", err_text(e))
+            format!("connect failed: {}", io_error_text(e))
         };
         self.connect_failure(i, &msg, now);
     }
@@ -505,9 +500,9 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let msg = if e.kind() == io::ErrorKind::InvalidData {
-                        format!("TLS error: {}", err_text(&e))
+                        format!("TLS error: {}", io_error_text(&e))
                     } else {
-                        format!("read failed: {}", err_text(&e))
+                        format!("read failed: {}", io_error_text(&e))
                     };
                     self.fail(i, ErrorKind::Read, &msg, now);
                     return;

@@ -33,9 +33,11 @@ pub fn random_auth_path() -> String {
 /// The PEM CERTIFICATE blocks of `path` (other blocks, such as a key, are left out).
 pub fn read_ca_pem(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        let e = e.to_string();
-        let e = e.split(" (os error").next().unwrap_or(&e).to_string();
-        format!("cannot read client CA file {}: {e}", path.display())
+        format!(
+            "cannot read client CA file {}: {}",
+            path.display(),
+            crate::transport::io_error_text(&e)
+        )
     })?;
     let mut out = String::new();
     let mut inside = false;

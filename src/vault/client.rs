@@ -9,14 +9,11 @@ use std::time::Duration;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
+#[cfg(test)]
+use crate::http::MAX_HEAD;
+use crate::http::{Progress, ResponseParser};
 use crate::target::Target;
 
-/// Largest response head (status line and headers) accepted.
-const MAX_HEAD: usize = 64 * 1024;
-/// Largest response body accepted.
-const MAX_BODY: u64 = 256 * 1024 * 1024;
-/// Longest chunk-size or trailer line accepted in a chunked body.
-const MAX_LINE: usize = 8 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
 
 /// One HTTP answer.
@@ -456,251 +453,60 @@ pub(crate) struct Parsed {
     pub keep_alive: bool,
 }
 
-struct Head {
-    len: usize,
-    status: u16,
-    http10: bool,
-    close: bool,
-    keep_alive_token: bool,
-    chunked: bool,
-    content_length: Option<u64>,
-}
-
-/// Reads buffered bytes from `inner`, tracking whether anything arrived at all.
-struct Buffered<'a, R: Read> {
-    inner: &'a mut R,
-    buf: Vec<u8>,
-    pos: usize,
-    total: usize,
-}
-
-impl<R: Read> Buffered<'_, R> {
-    fn available(&self) -> &[u8] {
-        &self.buf[self.pos..]
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
-    }
-
-    /// Reads more bytes; Ok(0) on end of stream.
-    fn fill(&mut self) -> Result<usize, ReadError> {
-        if self.pos > 0 && self.pos >= self.buf.len() / 2 {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-        let old = self.buf.len();
-        self.buf.resize(old + READ_CHUNK, 0);
-        loop {
-            match self.inner.read(&mut self.buf[old..]) {
-                Ok(n) => {
-                    self.buf.truncate(old + n);
-                    self.total += n;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(old);
-                    return Err(match e.kind() {
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ReadError::Timeout,
-                        // TLS peers that close without close_notify.
-                        io::ErrorKind::UnexpectedEof => return Ok(0),
-                        io::ErrorKind::ConnectionReset
-                        | io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::BrokenPipe
-                            if self.total == 0 =>
-                        {
-                            ReadError::ClosedEarly(Some(e))
-                        }
-                        _ => ReadError::Io(e),
-                    });
-                }
+/// Reads one complete HTTP/1.x response from `r` with the engine's parser (src/http.rs),
+/// keeping its body. `head_request` says the request was HEAD (no body follows). Interim 1xx
+/// responses are skipped.
+pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Parsed, ReadError> {
+    let mut parser = ResponseParser::new();
+    parser.reset(true, head_request);
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut total = 0usize;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // TLS peers that close without close_notify.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => {
+                return Err(match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ReadError::Timeout,
+                    io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::BrokenPipe
+                        if total == 0 =>
+                    {
+                        ReadError::ClosedEarly(Some(e))
+                    }
+                    _ => ReadError::Io(e),
+                });
             }
-        }
-    }
-
-    /// Fills, turning end of stream into the right error.
-    fn fill_more(&mut self) -> Result<(), ReadError> {
-        if self.fill()? == 0 {
-            return Err(if self.total == 0 {
-                ReadError::ClosedEarly(None)
-            } else {
-                ReadError::Truncated
+        };
+        let progress = if n == 0 {
+            match parser.eof() {
+                Some(done) => done,
+                None if total == 0 => return Err(ReadError::ClosedEarly(None)),
+                None => return Err(ReadError::Truncated),
+            }
+        } else {
+            total += n;
+            parser
+                .feed(&buf[..n])
+                .map_err(|e| ReadError::Malformed(e.0.to_string()))?
+        };
+        if let Progress::Done {
+            status,
+            close,
+            extra,
+        } = progress
+        {
+            return Ok(Parsed {
+                status,
+                body: parser.take_body(),
+                // Bytes beyond the response: do not trust the connection any further.
+                keep_alive: !close && !extra,
             });
         }
-        Ok(())
     }
-
-    /// One line without its CRLF (or LF).
-    fn read_line(&mut self) -> Result<Vec<u8>, ReadError> {
-        loop {
-            if let Some(i) = self.available().iter().position(|&b| b == b'\n') {
-                let mut line = self.available()[..i].to_vec();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                self.consume(i + 1);
-                return Ok(line);
-            }
-            if self.available().len() > MAX_LINE {
-                return Err(ReadError::Malformed("overlong line in chunked body".into()));
-            }
-            self.fill_more()?;
-        }
-    }
-
-    /// Appends exactly `n` bytes to `out`.
-    fn read_exact_into(&mut self, mut n: u64, out: &mut Vec<u8>) -> Result<(), ReadError> {
-        while n > 0 {
-            if self.available().is_empty() {
-                self.fill_more()?;
-            }
-            let take = (self.available().len() as u64).min(n) as usize;
-            out.extend_from_slice(&self.available()[..take]);
-            self.consume(take);
-            n -= take as u64;
-        }
-        Ok(())
-    }
-}
-
-fn parse_head(data: &[u8]) -> Result<Option<Head>, ReadError> {
-    let mut headers = [httparse::EMPTY_HEADER; 128];
-    let mut resp = httparse::Response::new(&mut headers);
-    let len = match resp.parse(data) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(ReadError::Malformed(e.to_string())),
-    };
-    let status = resp
-        .code
-        .ok_or_else(|| ReadError::Malformed("no status code".into()))?;
-    let mut head = Head {
-        len,
-        status,
-        http10: resp.version == Some(0),
-        close: false,
-        keep_alive_token: false,
-        chunked: false,
-        content_length: None,
-    };
-    for h in resp.headers.iter() {
-        let value = String::from_utf8_lossy(h.value);
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let n: u64 = value
-                .trim()
-                .parse()
-                .map_err(|_| ReadError::Malformed("invalid Content-Length".into()))?;
-            if head.content_length.is_some_and(|old| old != n) {
-                return Err(ReadError::Malformed("conflicting Content-Length".into()));
-            }
-            head.content_length = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            // The last coding decides whether the body is chunked.
-            if let Some(last) = value.split(',').map(str::trim).rfind(|s| !s.is_empty()) {
-                head.chunked = last.eq_ignore_ascii_case("chunked");
-            }
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
-                    head.close = true;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    head.keep_alive_token = true;
-                }
-            }
-        }
-    }
-    Ok(Some(head))
-}
-
-/// Reads one complete HTTP/1.x response from `r`. `head_request` says the request was HEAD
-/// (no body follows). Interim 1xx responses are skipped.
-pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Parsed, ReadError> {
-    let mut rd = Buffered {
-        inner: r,
-        buf: Vec::with_capacity(READ_CHUNK),
-        pos: 0,
-        total: 0,
-    };
-    let head = loop {
-        match parse_head(rd.available())? {
-            Some(h) if (100..200).contains(&h.status) => {
-                if h.status == 101 {
-                    return Err(ReadError::Malformed("unexpected protocol switch".into()));
-                }
-                rd.consume(h.len);
-            }
-            Some(h) => break h,
-            None => {
-                if rd.available().len() > MAX_HEAD {
-                    return Err(ReadError::Malformed("response head too large".into()));
-                }
-                rd.fill_more()?;
-            }
-        }
-    };
-    rd.consume(head.len);
-    let mut keep_alive = if head.http10 {
-        head.keep_alive_token && !head.close
-    } else {
-        !head.close
-    };
-    let mut body = Vec::new();
-    if head_request || head.status == 204 || head.status == 304 {
-        // No body.
-    } else if head.chunked {
-        loop {
-            let line = rd.read_line()?;
-            let line = String::from_utf8_lossy(&line);
-            let size_text = line.split(';').next().unwrap_or("").trim();
-            let size = u64::from_str_radix(size_text, 16)
-                .map_err(|_| ReadError::Malformed("invalid chunk size".into()))?;
-            if size == 0 {
-                // Trailers up to the empty line.
-                loop {
-                    if rd.read_line()?.is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            if body.len() as u64 + size > MAX_BODY {
-                return Err(ReadError::Malformed("response body too large".into()));
-            }
-            rd.read_exact_into(size, &mut body)?;
-            if !rd.read_line()?.is_empty() {
-                return Err(ReadError::Malformed("missing CRLF after a chunk".into()));
-            }
-        }
-    } else if let Some(n) = head.content_length {
-        if n > MAX_BODY {
-            return Err(ReadError::Malformed("response body too large".into()));
-        }
-        rd.read_exact_into(n, &mut body)?;
-    } else {
-        // Delimited by the end of the connection.
-        keep_alive = false;
-        loop {
-            body.extend_from_slice(rd.available());
-            let n = rd.available().len();
-            rd.consume(n);
-            if body.len() as u64 > MAX_BODY {
-                return Err(ReadError::Malformed("response body too large".into()));
-            }
-            if rd.fill()? == 0 {
-                break;
-            }
-        }
-    }
-    if !rd.available().is_empty() {
-        // Bytes beyond the response: do not trust the connection any further.
-        keep_alive = false;
-    }
-    Ok(Parsed {
-        status: head.status,
-        body,
-        keep_alive,
-    })
 }
 
 #[cfg(test)]
