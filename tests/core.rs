@@ -530,13 +530,7 @@ fn url_mode_basic_get() {
     // Text report of URL mode too.
     let out = run(url_cmd(&["-c", "2", "-n", "20", &url]));
     out.assert_code(0);
-    assert!(
-        out.stdout
-            .lines()
-            .any(|l| l.split_whitespace().next() == Some("total")),
-        "{}",
-        out.show()
-    );
+    out.assert_total_row();
 }
 
 /// HEAD responses carry a Content-Length but no body: each must complete at once, on a

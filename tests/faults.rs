@@ -295,13 +295,7 @@ fn ctrl_c_prints_report_and_cleans_up() {
         sent.elapsed()
     );
     out.assert_code(130);
-    assert!(
-        out.stdout
-            .lines()
-            .any(|l| l.split_whitespace().next() == Some("total")),
-        "{}",
-        out.show()
-    );
+    out.assert_total_row();
     assert!(vblast_mounts(&bao).is_empty(), "{:?}", vblast_mounts(&bao));
 }
 

@@ -22,6 +22,17 @@ pub struct Out {
 }
 
 impl Out {
+    /// The text report was printed: it has the terse table's `total` row.
+    pub fn assert_total_row(&self) {
+        assert!(
+            self.stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some("total")),
+            "{}",
+            self.show()
+        );
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
