@@ -197,6 +197,14 @@ impl TlsStream {
         Ok(true)
     }
 
+    /// True when every sealed record has been written to the socket.
+    pub fn all_sent(&self) -> bool {
+        match &self.phase {
+            Phase::Open(r) => r.out_sent == r.out.len(),
+            Phase::Handshake(_) | Phase::Broken => true,
+        }
+    }
+
     pub fn resumed(&self) -> bool {
         matches!(&self.phase, Phase::Open(r) if r.resumed)
     }

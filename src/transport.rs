@@ -158,6 +158,15 @@ impl Stream {
         }
     }
 
+    /// True when the stream holds no request bytes still to be written (plain streams
+    /// never hold any: the engine keeps a short write's remainder itself).
+    pub fn all_sent(&self) -> bool {
+        match self {
+            Stream::Plain(_) => true,
+            Stream::Tls(t) => t.all_sent(),
+        }
+    }
+
     /// After a writable event on a connecting socket: Ok(true) once connected.
     pub fn connected(&mut self) -> io::Result<bool> {
         let tcp = self.tcp();

@@ -334,3 +334,68 @@ fn stalled_server() {
     // The server is fine afterwards.
     assert_eq!(bao.api("GET", "/v1/sys/health", None).0, 200);
 }
+
+/// A server that answers before it has read the whole request (a 413 to a large upload,
+/// say) and keeps the connection open: the rest of that request must not reach it as the
+/// start of the next one, so vblast re-opens the connection instead of reusing it.
+#[test]
+fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = thread::spawn(move || {
+        let mut request_lines = Vec::new();
+        listener.set_nonblocking(false).unwrap();
+        // vblast's reachability check, then one connection per request.
+        for _ in 0..4 {
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+            // Read slowly at first, so that the client cannot have written everything.
+            thread::sleep(Duration::from_millis(200));
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let lines = got
+                .windows(b"POST /big HTTP/1.1".len())
+                .filter(|w| *w == b"POST /big HTTP/1.1")
+                .count();
+            if !got.is_empty() {
+                request_lines.push(lines);
+            }
+        }
+        request_lines
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
+    let url = format!("http://127.0.0.1:{port}/big");
+    let out = run(common::run::url_cmd(&[
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "-t",
+        "1",
+        "-p",
+        body.to_str().unwrap(),
+        "--allow-errors",
+        "--format",
+        "json",
+        &url,
+    ]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["status"]["413"]), 3, "{}", out.show());
+    let lines = server.join().unwrap();
+    assert!(
+        lines.iter().all(|&n| n == 1),
+        "request lines per connection: {lines:?}"
+    );
+}

@@ -551,6 +551,13 @@ impl Worker<'_> {
             self.reopen(i, now);
             return;
         }
+        let c = &self.conns[i];
+        if !c.pending.is_empty() || c.stream.as_ref().is_some_and(|s| !s.all_sent()) {
+            // The server answered before reading the whole request (a 413, say): the rest
+            // of it would reach the server as the start of the next one.
+            self.reopen(i, now);
+            return;
+        }
         self.free(i, now);
     }
 }
