@@ -272,6 +272,9 @@ pub fn show_duration(d: Duration) -> String {
     }
 }
 
+/// Most event-loop threads: one per core is the design; this bounds a typo.
+pub const MAX_THREADS: usize = 1024;
+
 /// Highest -R accepted: far beyond what any one client machine can send.
 pub const MAX_RATE: f64 = 10_000_000.0;
 
@@ -289,6 +292,12 @@ impl Cli {
         }
         if self.threads == Some(0) {
             return Err("-t must be at least 1".into());
+        }
+        if self.threads.is_some_and(|t| t > MAX_THREADS) {
+            return Err(format!(
+                "-t {} is more event-loop threads than vblast runs (at most {MAX_THREADS})",
+                self.threads.unwrap_or(0)
+            ));
         }
         if self.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
@@ -413,5 +422,6 @@ mod tests {
         assert!(cli(&["--op", "kv-read", "http://x/"]).validate().is_err());
         assert!(cli(&["-H", "novalue", "http://x/"]).validate().is_err());
         assert!(cli(&["-c", "0", "--op", "kv-read"]).validate().is_err());
+        assert!(cli(&["-t", "5000", "--op", "kv-read"]).validate().is_err());
     }
 }

@@ -156,6 +156,33 @@ fn check_reachable(r: &Resolved, timeout: Duration) -> Result<(), String> {
     Ok(())
 }
 
+/// Largest request body taken from a file (Vault refuses requests over 32 MiB).
+const MAX_BODY_FILE: u64 = 64 * 1024 * 1024;
+
+/// Reads `-p FILE`, refusing what is too large (or endless, like /dev/zero) to send.
+fn read_body_file(p: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        format!(
+            "cannot read body file {}: {}",
+            p.display(),
+            io_error_text(&e)
+        )
+    };
+    let mut body = Vec::new();
+    std::fs::File::open(p)
+        .and_then(|f| f.take(MAX_BODY_FILE + 1).read_to_end(&mut body))
+        .map_err(cannot)?;
+    if body.len() as u64 > MAX_BODY_FILE {
+        return Err(format!(
+            "body file {} is larger than {} MiB",
+            p.display(),
+            MAX_BODY_FILE >> 20
+        ));
+    }
+    Ok(body)
+}
+
 /// The request of URL mode, like ab's: method, headers, optional body.
 fn url_operation(cli: &Cli, target: &Target) -> Result<Operation, String> {
     let mut headers = Vec::new();
@@ -164,9 +191,7 @@ fn url_operation(cli: &Cli, target: &Target) -> Result<Operation, String> {
     }
     let body = match (&cli.data, &cli.post_file) {
         (Some(d), _) => Some(d.clone().into_bytes()),
-        (None, Some(p)) => Some(
-            std::fs::read(p).map_err(|e| format!("cannot read body file {}: {e}", p.display()))?,
-        ),
+        (None, Some(p)) => Some(read_body_file(p)?),
         (None, None) => None,
     };
     let mut method = cli.method.to_ascii_uppercase();
@@ -232,8 +257,10 @@ impl Fixture {
 fn prepare(cli: &Cli, r: &Resolved) -> Result<(Vec<Operation>, Option<Fixture>), String> {
     match cli.op.as_deref() {
         None => {
+            // The request first: a bad body file is reported whatever the server's state.
+            let op = url_operation(cli, &r.target)?;
             check_reachable(r, cli.timeout)?;
-            Ok((vec![url_operation(cli, &r.target)?], None))
+            Ok((vec![op], None))
         }
         Some("cert-login") => {
             let s = cert_login_setup(cli, r)?;

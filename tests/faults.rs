@@ -47,6 +47,9 @@ fn bad_input_exits_2() {
             "--warmup",
         ),
         (vec!["-H", "novalue", &url], "novalue"),
+        (vec!["-t", "5000", &url], "-t 5000"),
+        // An endless body file is refused, not read until memory runs out.
+        (vec!["-p", "/dev/zero", &url], "/dev/zero"),
         (vec![], "nothing to do"),
         (vec!["--op", "kv-read", &url], "not both"),
     ];

@@ -133,24 +133,24 @@ pub fn run(
     };
     // Threads report progress over a bounded channel they never block on.
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
+    // Every worker is built before any thread starts, so that a failure (no event loop, no
+    // timer) is one message, not a thread gone missing while the others wait at the gate.
+    let mut workers = Vec::with_capacity(plan.threads_here);
+    for local in 0..plan.threads_here {
+        let global = plan.thread_offset + local;
+        let mut worker = Worker::new(plan, global, templates.clone(), tls.clone())?;
+        worker.report = progress.map(|_| (local, report.clone()));
+        let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
+        workers.push((worker, core));
+    }
     let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..plan.threads_here)
-            .map(|local| {
-                let report = progress.map(|_| report.clone());
-                let global = plan.thread_offset + local;
-                let templates = templates.clone();
-                let tls = tls.clone();
-                let core = if cores.is_empty() {
-                    None
-                } else {
-                    Some(cores[global % cores.len()])
-                };
+        let handles: Vec<_> = workers
+            .into_iter()
+            .map(|(worker, core)| {
                 s.spawn(move || {
                     if let Some(c) = core {
                         core_affinity::set_for_current(c);
                     }
-                    let mut worker = Worker::new(plan, global, templates, tls)?;
-                    worker.report = report.map(|r| (local, r));
                     worker.run(stop, gate)
                 })
             })
