@@ -150,9 +150,8 @@ fn sealed_server() {
     assert!(out.stderr.contains("sealed"), "{}", out.show());
 }
 
-#[test]
-fn garbage_response() {
-    let srv = RawServer::garbage();
+/// Ten requests to a misbehaving raw server: each must fail as a read error, exit 1.
+fn ten_requests_all_read_errors(srv: &RawServer) -> (Out, serde_json::Value) {
     let mut cmd = common::vblast();
     cmd.args([
         "-c",
@@ -171,6 +170,13 @@ fn garbage_response() {
     assert_eq!(u(&j["requests"]), 10, "{j:#}");
     assert_eq!(u(&j["ok"]), 0, "{j:#}");
     assert_eq!(u(&j["errors"]["read"]), 10, "{j:#}");
+    (out, j)
+}
+
+#[test]
+fn garbage_response() {
+    let srv = RawServer::garbage();
+    let (out, j) = ten_requests_all_read_errors(&srv);
     assert!(
         j["status"].as_object().unwrap().is_empty(),
         "no status for a non-HTTP reply: {j:#}"
@@ -183,24 +189,7 @@ fn garbage_response() {
 #[test]
 fn close_mid_response() {
     let srv = RawServer::close_mid_response();
-    let mut cmd = common::vblast();
-    cmd.args([
-        "-c",
-        "2",
-        "-n",
-        "10",
-        "--timeout",
-        "5s",
-        "--format",
-        "json",
-        &format!("{}/v1/secret/data/foo", srv.addr),
-    ]);
-    let out = run(cmd);
-    out.assert_code(1);
-    let j = out.json();
-    assert_eq!(u(&j["requests"]), 10, "{j:#}");
-    assert_eq!(u(&j["ok"]), 0, "{j:#}");
-    assert_eq!(u(&j["errors"]["read"]), 10, "{j:#}");
+    let (out, _) = ten_requests_all_read_errors(&srv);
     assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
     // The text report lists the error.
     let mut cmd = common::vblast();
