@@ -46,7 +46,8 @@ fn bad_input_exits_2() {
             vec!["--warmup", "10s", "-z", "5s", "--op", "kv-read"],
             "--warmup",
         ),
-        (vec!["-H", "novalue", &url], "novalue"),
+        // A malformed header is named by its flag, never echoed: it may hold a token.
+        (vec!["-H", "X-Vault-Token hvs.SECRET", &url], "-H header"),
         (vec!["-t", "5000", &url], "-t 5000"),
         // An endless body file is refused, not read until memory runs out.
         (vec!["-p", "/dev/zero", &url], "/dev/zero"),
@@ -60,6 +61,7 @@ fn bad_input_exits_2() {
             .args(&args);
         let out = run(cmd);
         assert_one_message(&out, 2);
+        assert!(!out.stderr.contains("hvs.SECRET"), "{}", out.show());
         assert!(
             out.stderr.contains(needle),
             "{args:?}: message should mention {needle:?}:\n{}",

@@ -9,12 +9,12 @@
 mod conn;
 mod worker;
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::target::Target;
 use crate::template::{Common, Template};
@@ -100,7 +100,7 @@ pub type ProgressFn<'a> = &'a (dyn Fn(&[Totals]) + Sync);
 /// Runs this process's share of the plan and returns the merged results.
 pub fn run(
     plan: &EnginePlan,
-    stop: &AtomicBool,
+    stop: &Stop,
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Stats, String> {

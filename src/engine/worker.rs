@@ -5,7 +5,6 @@
 //! is stopped.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -15,6 +14,7 @@ use super::conn::{Conn, Phase};
 use super::{EnginePlan, StartGate, Totals};
 use crate::http::ResponseParser;
 use crate::pacing::{Pacer, share};
+use crate::signals::Stop;
 use crate::stats::{ErrorKind, Stats};
 use crate::template::{Rng, Template};
 use crate::timer::Timer;
@@ -109,7 +109,7 @@ impl<'p> Worker<'p> {
             timer,
             report: None,
             tls,
-            ports: crate::procs::ephemeral_ports().and_then(|(lo, hi)| {
+            ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
             }),
             stats: Stats::new(plan.ops.len()),
@@ -146,7 +146,7 @@ impl<'p> Worker<'p> {
         }
     }
 
-    pub(super) fn run(mut self, stop: &AtomicBool, gate: &dyn StartGate) -> Result<Stats, String> {
+    pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, String> {
         let mut events = Events::with_capacity(1024);
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
@@ -169,7 +169,7 @@ impl<'p> Worker<'p> {
         // One clock read per wake-up, shared by everything the loop does until the next.
         let mut now = Instant::now();
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.is_set() {
                 end = now;
                 break;
             }
@@ -232,9 +232,9 @@ impl<'p> Worker<'p> {
     }
 
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
-    fn preconnect(&mut self, stop: &AtomicBool, events: &mut Events) -> Result<(), String> {
+    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), String> {
         let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.is_set() {
             let now = Instant::now();
             let opening = self.open_more(now);
             if (opening == 0 && self.next_open == self.conns.len()) || now >= until {
@@ -334,8 +334,10 @@ impl<'p> Worker<'p> {
                     if let Some(r) = c.req
                         && now.saturating_duration_since(r.sent) >= timeout
                     {
-                        let msg =
-                            format!("no response within {}", crate::cli::show_duration(timeout));
+                        let msg = format!(
+                            "no response within {}",
+                            crate::units::show_duration(timeout)
+                        );
                         self.fail(i, ErrorKind::Timeout, &msg, now);
                     }
                 }

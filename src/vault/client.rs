@@ -174,6 +174,19 @@ impl Client {
         }
     }
 
+    /// A client with the same settings and a connection of its own.
+    pub fn clone_fresh(&self) -> Client {
+        Client {
+            target: self.target.clone(),
+            tls: self.tls.clone(),
+            server_name: self.server_name.clone(),
+            token: self.token.clone(),
+            namespace: self.namespace.clone(),
+            timeout: self.timeout,
+            conn: None,
+        }
+    }
+
     /// Base URL of the server, for messages ("http://127.0.0.1:8200").
     pub fn base(&self) -> String {
         self.target.base()
