@@ -7,15 +7,13 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use mio::{Events, Poll, Token};
 
 use super::conn::{Conn, Phase};
 use super::{EnginePlan, StartGate, Totals};
-use crate::http::ResponseParser;
 use crate::pacing::{Pacer, share};
 use crate::signals::Stop;
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::Stats;
 use crate::template::{Rng, Template};
 use crate::timer::Timer;
 use crate::transport::{PortSlice, TlsConnector};
@@ -80,20 +78,7 @@ impl<'p> Worker<'p> {
             None => None,
         };
         let now = Instant::now();
-        let conns = (0..mine)
-            .map(|_| Conn {
-                stream: None,
-                phase: Phase::Unopened,
-                req: None,
-                since: now,
-                connected_at: now,
-                served: 0,
-                failures: 0,
-                started: false,
-                pending: BytesMut::new(),
-                parser: ResponseParser::new(),
-            })
-            .collect();
+        let conns = (0..mine).map(|_| Conn::new(now)).collect();
         Ok(Worker {
             plan,
             global,
@@ -331,14 +316,8 @@ impl<'p> Worker<'p> {
             let c = &self.conns[i];
             match c.phase {
                 Phase::Busy => {
-                    if let Some(r) = c.req
-                        && now.saturating_duration_since(r.sent) >= timeout
-                    {
-                        let msg = format!(
-                            "no response within {}",
-                            crate::units::show_duration(timeout)
-                        );
-                        self.fail(i, ErrorKind::Timeout, &msg, now);
+                    if let Some(outcome) = c.timed_out(now, timeout) {
+                        self.settle(i, outcome, now);
                     }
                 }
                 Phase::Connecting | Phase::Handshaking => {
