@@ -430,11 +430,22 @@ impl Worker<'_> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
-            match stream.read(&mut self.buf) {
+            // TLS without close_notify: an end that cannot complete a close-delimited body.
+            let (read, clean) = match stream.read(&mut self.buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => (Ok((0, true)), false),
+                other => (other, true),
+            };
+            match read {
                 Ok((0, _)) => {
                     let done = c.parser.eof();
                     match done {
-                        Some(Progress::Done { status, .. }) => self.complete(i, status, true, now),
+                        Some(Progress::Done { status, .. }) if clean => {
+                            self.complete(i, status, true, now)
+                        }
+                        Some(_) => {
+                            let msg = "server closed the connection without TLS close_notify: the response may be truncated";
+                            self.fail(i, ErrorKind::Read, msg, now);
+                        }
                         _ => {
                             let started = c.req.is_some_and(|r| r.started);
                             let reused = c.served > 0;
