@@ -123,7 +123,7 @@ impl Session {
                 if let Err(e) = session.set_up(scenario.no_setup) {
                     // Whatever was created half-way goes now, before the error is shown.
                     session.close_reporting();
-                    return Err(e);
+                    return Err(stop.signal().map_or(e, Error::Stopped));
                 }
                 session.operations = session.fixtures.iter().map(|f| f.operation()).collect();
                 for (op, choice) in session.operations.iter_mut().zip(choices) {
@@ -135,7 +135,8 @@ impl Session {
     }
 
     fn set_up(&mut self, no_setup: bool) -> Result<(), Error> {
-        let proto = self.client(self.timeout);
+        // Setup requests end soon after a signal; cleanup's client has no such stop.
+        let proto = self.client(self.timeout).with_stop(self.stop.clone());
         let make = || proto.clone_fresh();
         let ctx = SetupCtx {
             make_client: &make,

@@ -6,6 +6,7 @@
 mod common;
 
 use common::run::{Out, run, spawn, u, vault_cmd, vblast_mounts};
+use common::servers::TrickleServer;
 use common::{OpenBao, RawServer};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -391,5 +392,29 @@ fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
     assert!(
         lines.iter().all(|&n| n == 1),
         "request lines per connection: {lines:?}"
+    );
+}
+
+/// Issue 8, defect 10: a server that trickles its answer one byte every 0.5 s (each read
+/// well inside `--timeout`) cannot hold setup past `--timeout`: the health check gives up
+/// with a timeout, not with whatever the server does once it stops trickling (30 s later).
+#[test]
+fn trickling_server_times_out_setup() {
+    let srv = TrickleServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            .to_vec(),
+        Duration::from_millis(500),
+    );
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &srv.addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "1", "--timeout", "2s"]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(
+        out.stderr
+            .contains(&format!("timed out after 2s waiting for {}", srv.addr)),
+        "{}",
+        out.show()
     );
 }

@@ -176,12 +176,21 @@ impl Conn {
             let Some(stream) = self.stream.as_mut() else {
                 return r;
             };
-            match stream.read(buf) {
+            // TLS without close_notify: an end that cannot complete a close-delimited body.
+            let (read, clean) = match stream.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => (Ok((0, true)), false),
+                other => (other, true),
+            };
+            match read {
                 Ok((0, _)) => {
                     r.outcome = match self.parser.eof() {
-                        Some(Progress::Done { status, .. }) => Outcome::Done {
+                        Some(Progress::Done { status, .. }) if clean => Outcome::Done {
                             status,
                             close: true,
+                        },
+                        Some(_) => Outcome::Failed {
+                            kind: ErrorKind::Read,
+                            msg: "server closed the connection without TLS close_notify: the response may be truncated".into(),
                         },
                         _ => self.closed_early(peer_closed),
                     };
