@@ -7,6 +7,7 @@ mod pacing;
 mod procs;
 mod report;
 mod run;
+mod schedule;
 mod stats;
 mod target;
 mod template;

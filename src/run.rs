@@ -9,6 +9,7 @@ use crate::cli::{Cli, Format, env, env_true, parse_header};
 use crate::engine::{self, EnginePlan, LocalGate};
 use crate::procs::{self, Layout};
 use crate::report::{RunInfo, Summary};
+use crate::schedule::Schedule;
 use crate::stats::Stats;
 use crate::target::Target;
 use crate::template::{Piece, RequestSpec};
@@ -376,8 +377,13 @@ fn report(cli: &Cli, summary: &Summary) -> bool {
 
 /// Runs the command line; returns the exit status.
 pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
+    let schedule = cli.rate.map(|rate| Schedule::Constant { rate });
     let prepared = cli
         .validate()
+        .and_then(|()| match &schedule {
+            Some(s) => s.validate().map_err(|e| format!("-R: {e}")),
+            None => Ok(()),
+        })
         .and_then(|()| match &cli.op {
             Some(op) if !OPERATIONS.contains(&op.as_str()) => Err(format!(
                 "unknown operation '{op}': choose one of {}",
@@ -405,7 +411,7 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         requests: cli.requests,
         duration: cli.run_duration(),
         warmup: cli.warmup.unwrap_or_default(),
-        rate: cli.rate,
+        schedule,
         keepalive: !cli.no_keepalive,
         timeout: cli.timeout,
         threads_total: r.layout.threads,
