@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 use crate::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
+use crate::schedule::Schedule;
 use crate::tls::TlsOptions;
 use crate::units::{parse_duration, show_duration};
 use crate::vault::ops::OpFlags;
@@ -103,9 +104,14 @@ pub struct RunArgs {
     #[arg(short = 't', long)]
     pub threads: Option<usize>,
 
-    /// Open model: target rate in requests per second over the whole run.
-    #[arg(short = 'R', long, allow_negative_numbers = true)]
-    pub rate: Option<f64>,
+    /// Open model: the total target rate, requests per second: 2000; a ramp 100..5000 (with
+    /// --ramp); or steps 100:10s,500:10s,1000:20s (the last rate is held after them).
+    #[arg(short = 'R', long, allow_hyphen_values = true)]
+    pub rate: Option<String>,
+
+    /// With -R FROM..TO: how long the rate takes to ramp from FROM to TO (then held).
+    #[arg(long, value_parser = parse_duration)]
+    pub ramp: Option<Duration>,
 
     /// Load run first and left out of every statistic.
     #[arg(long, value_parser = parse_duration)]
@@ -283,9 +289,6 @@ pub fn env_true(name: &str) -> bool {
 /// Most event-loop threads: one per core is the design; this bounds a typo.
 pub const MAX_THREADS: usize = 1024;
 
-/// Highest -R accepted: far beyond what any one client machine can send.
-pub const MAX_RATE: f64 = 10_000_000.0;
-
 impl RunArgs {
     /// The run these flags (and Vault's environment variables) describe, checked.
     pub fn scenario(&self) -> Result<Scenario, Error> {
@@ -363,7 +366,7 @@ impl RunArgs {
                 requests: self.requests,
                 duration: self.run_duration(),
                 warmup: self.warmup.unwrap_or_default(),
-                rate: self.rate,
+                schedule: self.schedule().map_err(Error::Input)?,
                 keepalive: !self.no_keepalive,
                 timeout: self.timeout,
                 threads: self.threads,
@@ -372,6 +375,20 @@ impl RunArgs {
             workload,
             keep: self.keep,
             no_setup: self.no_setup,
+        })
+    }
+
+    /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
+    pub fn schedule(&self) -> Result<Option<Schedule>, String> {
+        let Some(r) = &self.rate else {
+            return Ok(None);
+        };
+        Schedule::from_flags(r, self.ramp).map(Some).map_err(|e| {
+            if e.starts_with("-R") {
+                e
+            } else {
+                format!("-R {r}: {e}")
+            }
         })
     }
 
@@ -398,17 +415,11 @@ impl RunArgs {
         if self.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
-        if let Some(r) = self.rate {
-            if !r.is_finite() || r <= 0.0 {
-                return Err(format!(
-                    "-R {r} is not a usable rate: give requests per second above 0"
-                ));
-            }
-            if r > MAX_RATE {
-                return Err(format!(
-                    "-R {r} is beyond what one client can send (at most {MAX_RATE:.0} requests per second)"
-                ));
-            }
+        if self.ramp.is_some() && self.rate.is_none() {
+            return Err("--ramp goes with -R FROM..TO".into());
+        }
+        if self.rate.is_some() {
+            self.schedule()?;
             if let Some(n) = self.requests
                 && n < self.connections
             {

@@ -16,6 +16,7 @@ pub mod report;
 pub mod report_command;
 pub mod run;
 pub mod scenario;
+pub mod schedule;
 pub mod session;
 pub mod signals;
 pub mod stats;

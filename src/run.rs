@@ -53,13 +53,13 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         connections: scenario.load.connections,
         threads: step.layout.threads,
         processes: step.layout.processes,
-        model: if scenario.load.rate.is_some() {
+        model: if scenario.load.schedule.is_some() {
             "open"
         } else {
             "closed"
         }
         .into(),
-        target_rate: scenario.load.rate,
+        target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
         keepalive: scenario.load.keepalive,
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: interrupted.is_some(),

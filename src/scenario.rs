@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::Schedule;
 use crate::tls::TlsOptions;
 
 /// The token, kept out of every serialised form and of `Debug` output.
@@ -49,8 +50,8 @@ pub struct Load {
     pub requests: Option<u64>,
     pub duration: Option<Duration>,
     pub warmup: Duration,
-    /// Open model: the total target rate, requests per second.
-    pub rate: Option<f64>,
+    /// Open model: the schedule of the total target rate (None: closed model).
+    pub schedule: Option<Schedule>,
     pub keepalive: bool,
     pub timeout: Duration,
     /// Event-loop threads in total (None: one per core).
@@ -147,7 +148,7 @@ mod tests {
                 requests: Some(100),
                 duration: None,
                 warmup: Duration::ZERO,
-                rate: None,
+                schedule: None,
                 keepalive: true,
                 timeout: Duration::from_secs(30),
                 threads: None,

@@ -243,7 +243,7 @@ impl Session {
             requests: load.requests,
             duration: load.duration,
             warmup: load.warmup,
-            rate: load.rate,
+            schedule: load.schedule.clone(),
             keepalive: load.keepalive,
             timeout: load.timeout,
             threads_total: layout.threads,

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::target::Target;
@@ -38,7 +39,8 @@ pub struct EnginePlan {
     pub requests: Option<u64>,
     pub duration: Option<Duration>,
     pub warmup: Duration,
-    pub rate: Option<f64>,
+    /// Open model: the load schedule (None: closed model).
+    pub schedule: Option<Schedule>,
     pub keepalive: bool,
     pub timeout: Duration,
     /// Event-loop threads over all processes, this process's first one, and how many it runs.

@@ -12,6 +12,7 @@ use mio::{Events, Poll, Token};
 use super::conn::{Conn, Phase};
 use super::{EnginePlan, StartGate, Totals};
 use crate::pacing::{Pacer, share};
+use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::template::{Rng, Template};
@@ -70,7 +71,7 @@ impl<'p> Worker<'p> {
             // A connection with no request to send is never opened.
             mine = mine.min(share(n, plan.threads_total, global));
         }
-        let timer = match plan.rate {
+        let timer = match plan.schedule {
             Some(_) => Some(
                 Timer::new(poll.registry(), TIMER)
                     .map_err(|e| format!("cannot create a timer: {e}"))?,
@@ -105,7 +106,7 @@ impl<'p> Worker<'p> {
                 Duration::ZERO,
                 None,
                 None,
-                1.0,
+                &Schedule::Constant { rate: 1.0 },
                 0,
                 1,
             ),
@@ -117,13 +118,13 @@ impl<'p> Worker<'p> {
         let p = self.plan;
         let budget = p.requests.map(|n| share(n, p.threads_total, self.global));
         let deadline = p.duration.map(|d| origin + p.warmup + d);
-        match p.rate {
-            Some(rate) => Pacer::open(
+        match &p.schedule {
+            Some(schedule) => Pacer::open(
                 origin,
                 p.warmup,
                 deadline,
                 budget,
-                rate,
+                schedule,
                 self.global,
                 p.threads_total,
             ),
@@ -136,7 +137,7 @@ impl<'p> Worker<'p> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
-        } else if self.plan.rate.is_some() || self.plan.requests.is_none() {
+        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
@@ -201,6 +202,12 @@ impl<'p> Worker<'p> {
                 *stats.status.entry(code as u16).or_default() += n;
             }
         }
+        // Open model: the run lasts its scheduled window at least (rates are taken over
+        // it), unless it was stopped early.
+        let end = match self.pacer.window_end() {
+            Some(w) if !stop.is_set() => end.max(w),
+            _ => end,
+        };
         stats.elapsed_s = end.saturating_duration_since(measure_from).as_secs_f64();
         Ok(stats)
     }
