@@ -6,6 +6,7 @@ mod http;
 mod pacing;
 mod procs;
 mod report;
+mod results;
 mod run;
 mod schedule;
 mod stats;

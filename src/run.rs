@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::cli::{Cli, Format, env, env_true, parse_header};
 use crate::engine::{self, EnginePlan, LocalGate};
 use crate::procs::{self, Layout};
-use crate::report::{RunInfo, Summary};
+use crate::report::{self, Model, RunInfo, Summary};
+use crate::results::Results;
 use crate::schedule::Schedule;
 use crate::stats::Stats;
 use crate::target::Target;
@@ -346,28 +347,30 @@ fn clean_up(cli: &Cli, r: &Resolved, fixture: Option<&Fixture>) -> bool {
     }
 }
 
-/// Prints the report and saves the files asked for; false if a file could not be written.
-fn report(cli: &Cli, summary: &Summary) -> bool {
-    let json = summary.json();
-    let text = match cli.format {
-        Format::Json => format!("{json}\n"),
-        Format::Text if cli.latency => summary.text() + &summary.latency_text(),
-        Format::Text => summary.text(),
+/// Prints the report and saves the files asked for (`--output`: the results file, a
+/// superset of the JSON report); false if a file could not be written.
+fn report(cli: &Cli, summary: &Summary, results: &Results) -> bool {
+    let format = match cli.format {
+        Format::Json => report::Format::Json,
+        Format::Text => report::Format::Text {
+            latency: cli.latency,
+        },
     };
+    let mut text = Vec::new();
+    let _ = report::render(summary, format, &mut text);
     // A closed pipe (`vblast ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
     let mut ok = true;
-    let files = [
-        (cli.output.as_ref(), format!("{json}\n")),
-        (
-            cli.hgrm.as_ref(),
-            crate::report::spectrum(&summary.latency_hist),
-        ),
-    ];
-    for (path, content) in files {
-        if let Some(path) = path
-            && let Err(e) = std::fs::write(path, content)
-        {
+    if let Some(path) = &cli.output
+        && let Err(e) = results.write(path)
+    {
+        eprintln!("vblast: {e}");
+        ok = false;
+    }
+    if let Some(path) = &cli.hgrm {
+        let mut spectrum = Vec::new();
+        let _ = report::render(summary, report::Format::Hgrm, &mut spectrum);
+        if let Err(e) = std::fs::write(path, spectrum) {
             eprintln!("vblast: cannot write {}: {e}", path.display());
             ok = false;
         }
@@ -419,6 +422,7 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         threads_here: r.layout.threads,
         pin: !cli.no_pin,
     };
+    let started_at = std::time::SystemTime::now();
     let result = run_engine(&cli, &r, &plan, &stop);
     let interrupted = stop.load(Ordering::Relaxed);
     let mut code = if clean_up(&cli, &r, fixture.as_ref()) {
@@ -443,14 +447,20 @@ pub fn main(cli: Cli, stop: Arc<AtomicBool>) -> i32 {
         connections: cli.connections,
         threads: r.layout.threads,
         processes: r.layout.processes,
-        model: if cli.rate.is_some() { "open" } else { "closed" }.into(),
+        model: if cli.rate.is_some() {
+            Model::Open
+        } else {
+            Model::Closed
+        },
         target_rate: cli.rate,
         keepalive: !cli.no_keepalive,
         warmup_s: cli.warmup.unwrap_or_default().as_secs_f64(),
         interrupted,
     };
-    let summary = Summary::new(info, &stats, &op_names);
-    if !report(&cli, &summary) {
+    // The scenario (the run as data, redacted) is filled in once runs are described as one.
+    let results = Results::build(info, stats, op_names, serde_json::Value::Null, started_at);
+    let summary = results.summary();
+    if !report(&cli, &summary, &results) {
         code = EXIT_BAD_INPUT;
     }
     if interrupted {
