@@ -14,6 +14,7 @@ pub mod orchestrate;
 pub mod pacing;
 pub mod report;
 pub mod report_command;
+pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod schedule;

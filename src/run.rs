@@ -5,7 +5,8 @@ use crate::cli::{Format, RunArgs};
 use crate::engine;
 use crate::error::{Ending, Error};
 use crate::live::Live;
-use crate::report::{RunInfo, Summary};
+use crate::report::{self, Model, RunInfo, Summary};
+use crate::results::Results;
 use crate::scenario::Workload;
 use crate::session::Session;
 use crate::signals::Stop;
@@ -54,18 +55,24 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         threads: step.layout.threads,
         processes: step.layout.processes,
         model: if scenario.load.schedule.is_some() {
-            "open"
+            Model::Open
         } else {
-            "closed"
-        }
-        .into(),
+            Model::Closed
+        },
         target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
         keepalive: scenario.load.keepalive,
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: interrupted.is_some(),
     };
-    let summary = Summary::new(info, &step.outcome.stats, &session.op_names());
-    let written = report(cli, &summary);
+    let results = Results::build(
+        info,
+        step.outcome.stats,
+        session.op_names(),
+        scenario.redacted(),
+        step.started_at,
+    );
+    let summary = results.summary();
+    let written = report(cli, &summary, &results);
     if let Some(s) = interrupted {
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");
@@ -95,28 +102,29 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     Ending::Ok
 }
 
-/// Prints the report and saves the files asked for.
-fn report(cli: &RunArgs, summary: &Summary) -> Result<(), Error> {
-    let json = summary.json();
-    let text = match cli.format {
-        Format::Json => format!("{json}\n"),
-        Format::Text if cli.latency => summary.text() + &summary.latency_text(),
-        Format::Text => summary.text(),
+/// Prints the report and saves the files asked for (`--output`: the results file, a
+/// superset of the JSON report).
+fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Error> {
+    let format = match cli.format {
+        Format::Json => report::Format::Json,
+        Format::Text => report::Format::Text {
+            latency: cli.latency,
+        },
     };
+    let mut text = Vec::new();
+    let _ = report::render(summary, format, &mut text);
     // A closed pipe (`vblast ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
-    let files = [
-        (cli.output.as_ref(), format!("{json}\n")),
-        (
-            cli.hgrm.as_ref(),
-            crate::report::spectrum(&summary.latency_hist),
-        ),
-    ];
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
     let mut failures = Vec::new();
-    for (path, content) in files {
-        if let Some(path) = path
-            && let Err(e) = std::fs::write(path, content)
-        {
+    if let Some(path) = &cli.output
+        && let Err(e) = results.write(path)
+    {
+        failures.push(e);
+    }
+    if let Some(path) = &cli.hgrm {
+        let mut spectrum = Vec::new();
+        let _ = report::render(summary, report::Format::Hgrm, &mut spectrum);
+        if let Err(e) = std::fs::write(path, spectrum) {
             failures.push(format!("cannot write {}: {e}", path.display()));
         }
     }
