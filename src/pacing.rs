@@ -494,4 +494,21 @@ mod tests {
             }
         }
     }
+
+    /// Connections, requests and threads are split as evenly as possible: the parts add up
+    /// to the whole and no two differ by more than one.
+    #[test]
+    fn shares_differ_by_at_most_one() {
+        for total in [0u64, 1, 5, 7, 8, 99, 20_000, 20_001, 20_003] {
+            for parts in 1..9 {
+                let shares: Vec<u64> = (0..parts).map(|i| share(total, parts, i)).collect();
+                let (min, max) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+                assert!(
+                    max - min <= 1,
+                    "{total} over {parts}: {shares:?} differ by more than one"
+                );
+                assert_eq!(shares.iter().sum::<u64>(), total, "{total} over {parts}");
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::run::{Out, run, spawn, u, vault_cmd, vblast_mounts};
+use common::run::{Out, run, spawn, strict_timing, u, vault_cmd, vblast_mounts};
 use common::servers::TrickleServer;
 use common::{OpenBao, RawServer};
 use std::thread;
@@ -186,14 +186,18 @@ fn garbage_response() {
     );
     let msgs = j["error_messages"].to_string();
     assert!(msgs.contains("bad response"), "{j:#}");
-    assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+    if strict_timing() {
+        assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+    }
 }
 
 #[test]
 fn close_mid_response() {
     let srv = RawServer::close_mid_response();
     let (out, _) = ten_requests_all_read_errors(&srv);
-    assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+    if strict_timing() {
+        assert!(out.elapsed < Duration::from_secs(30), "{}", out.show());
+    }
     // The text report lists the error.
     let mut cmd = common::vblast();
     cmd.args(["-c", "1", "-n", "3", &format!("{}/x", srv.addr)]);
@@ -223,8 +227,14 @@ fn silent_server_times_out() {
     assert_eq!(u(&j["requests"]), 5, "{j:#}");
     assert_eq!(u(&j["ok"]), 0, "{j:#}");
     assert_eq!(u(&j["errors"]["timeout"]), 5, "{j:#}");
-    assert!(out.elapsed < Duration::from_secs(20), "{}", out.show());
-    assert!(srv.connections() >= 1);
+    // One connection, five requests one after the other, each given up after its 1 s: the
+    // timeout never fires early.
+    assert!(out.elapsed >= Duration::from_secs(5), "{}", out.show());
+    if strict_timing() {
+        assert!(out.elapsed < Duration::from_secs(20), "{}", out.show());
+    }
+    // The reachability check, then the first connection and one re-opened per timeout.
+    assert!(srv.connections() >= 2, "{} connections", srv.connections());
 }
 
 #[test]
@@ -252,16 +262,32 @@ fn server_killed_mid_run() {
     thread::sleep(Duration::from_millis(2500));
     bao.kill();
     let out = running.finish(Duration::from_secs(30));
-    assert!(!out.stderr.contains("panicked"), "{}", out.show());
-    assert!(out.code.is_some(), "killed by a signal: {}", out.show());
+    // The report is printed, but the mount could not be removed: a failed cleanup is exit 2
+    // whatever --allow-errors says.
+    out.assert_code(2);
     let j = out.json();
-    assert!(u(&j["ok"]) > 0, "{j:#}");
-    let errs = u(&j["errors"]["connect"]) + u(&j["errors"]["read"]);
-    assert!(errs > 0, "{j:#}");
-    assert!(u(&j["requests"]) > u(&j["ok"]), "{j:#}");
+    let (requests, ok, failed) = (u(&j["requests"]), u(&j["ok"]), u(&j["failed"]));
+    assert!(ok > 0, "{j:#}");
+    assert!(failed > 0, "{j:#}");
+    assert_eq!(requests, ok + failed, "{j:#}");
+    // Every failure is counted once, as a refused connect or a lost response (or, if the
+    // kill caught a request mid-way, its timeout); nothing answered with a status.
+    let e = &j["errors"];
+    assert!(u(&e["connect"]) + u(&e["read"]) > 0, "{j:#}");
+    let counted: u64 = ["connect", "read", "write", "timeout", "status"]
+        .iter()
+        .map(|k| u(&e[*k]))
+        .sum();
+    assert_eq!(counted, failed, "{j:#}");
+    assert_eq!(u(&e["status"]), 0, "{j:#}");
+    assert_eq!(u(&j["status"]["200"]), ok, "{j:#}");
     // The mount could not be removed: say so, naming it.
-    assert!(out.stderr.contains("vblast: "), "{}", out.show());
-    assert!(out.stderr.contains("vblast-"), "{}", out.show());
+    let msg = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("vblast: ") && l.contains("vblast-"))
+        .unwrap_or_else(|| panic!("no message naming the mount: {}", out.show()));
+    assert!(msg.contains("cannot remove mount 'vblast-"), "{msg}");
 }
 
 #[test]
@@ -284,13 +310,25 @@ fn ctrl_c_prints_report_and_cleans_up() {
     }
     let sent = Instant::now();
     let out = running.finish(Duration::from_secs(60));
-    assert!(
-        sent.elapsed() < Duration::from_secs(10),
-        "took {:?} after SIGINT",
-        sent.elapsed()
-    );
+    if strict_timing() {
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "took {:?} after SIGINT",
+            sent.elapsed()
+        );
+    }
     out.assert_code(130);
     out.assert_total_row();
+    // The run was cut short: a run left to its -z would report at least 30 s.
+    let duration: f64 = out
+        .line("Duration ")
+        .trim_start_matches("Duration ")
+        .split('s')
+        .next()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {}", out.show()));
+    assert!(duration < 30.0, "{}", out.show());
+    assert!(out.stdout.contains("Interrupted"), "{}", out.show());
     assert!(vblast_mounts(&bao).is_empty(), "{:?}", vblast_mounts(&bao));
 }
 
@@ -321,7 +359,9 @@ fn stalled_server() {
     // Connecting works (the kernel accepts for the stopped process); every
     // request then times out and is counted.
     out.assert_code(1);
-    assert!(out.elapsed < Duration::from_secs(15), "{}", out.show());
+    if strict_timing() {
+        assert!(out.elapsed < Duration::from_secs(15), "{}", out.show());
+    }
     let j = out.json();
     assert_eq!(u(&j["requests"]), 4, "{j:#}");
     assert_eq!(u(&j["ok"]), 0, "{j:#}");
@@ -340,10 +380,23 @@ fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
     let port = listener.local_addr().unwrap().port();
     let server = thread::spawn(move || {
         let mut request_lines = Vec::new();
-        listener.set_nonblocking(false).unwrap();
+        // Accepts poll against a deadline, so a client that opens fewer connections than
+        // expected ends this thread (and fails the count below) instead of hanging it.
+        listener.set_nonblocking(true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(40);
         // vblast's reachability check, then one connection per request.
-        for _ in 0..4 {
-            let (mut s, _) = listener.accept().unwrap();
+        let mut accepted = 0;
+        while accepted < 4 && Instant::now() < deadline {
+            let mut s = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                Err(e) => panic!("accept: {e}"),
+            };
+            accepted += 1;
+            s.set_nonblocking(false).unwrap();
             s.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
                 .unwrap();
             // Read slowly at first, so that the client cannot have written everything.
@@ -388,11 +441,9 @@ fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
     out.assert_code(0);
     let j = out.json();
     assert_eq!(u(&j["status"]["413"]), 3, "{}", out.show());
+    // Each of the three requests came on a connection of its own, which carried it alone.
     let lines = server.join().unwrap();
-    assert!(
-        lines.iter().all(|&n| n == 1),
-        "request lines per connection: {lines:?}"
-    );
+    assert_eq!(lines, [1, 1, 1], "request lines per connection");
 }
 
 /// Issue 8, defect 10: a server that trickles its answer one byte every 0.5 s (each read

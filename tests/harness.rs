@@ -167,18 +167,73 @@ fn raw_servers() {
     assert!(s.read(&mut buf).is_err());
 }
 
+/// The harness removes every `VAULT_*` and `BAO_*` variable from vblast's environment, so
+/// that no test runs against whatever server the machine's environment names. Checked in a
+/// copy of this test binary started with such variables planted (setting them in this
+/// process would race the tests running beside it).
 #[test]
 fn vblast_env_is_scrubbed() {
-    let cmd = common::vblast();
-    let removed: Vec<_> = cmd
-        .get_envs()
-        .filter(|(_, v)| v.is_none())
-        .map(|(k, _)| k.to_string_lossy().into_owned())
-        .collect();
-    for (k, _) in std::env::vars() {
-        if k.starts_with("VAULT_") {
-            assert!(removed.contains(&k), "{k} not removed");
+    const PROBE: &str = "VBLAST_TEST_SCRUB_PROBE";
+    const PLANTED: [(&str, &str); 4] = [
+        ("VAULT_ADDR", "http://127.0.0.1:1"),
+        ("VAULT_SKIP_VERIFY", "true"),
+        ("VAULT_TOKEN", "planted-token"),
+        ("BAO_ADDR", "http://127.0.0.1:1"),
+    ];
+    if std::env::var_os(PROBE).is_some() {
+        // The child: the variables are set here, and vblast's command removes them.
+        let cmd = common::vblast();
+        let removed: Vec<String> = cmd
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        for (k, v) in PLANTED {
+            assert_eq!(std::env::var(k).as_deref(), Ok(v), "{k} not planted");
+            assert!(
+                removed.iter().any(|r| r == k),
+                "{k} not removed: {removed:?}"
+            );
         }
+        assert!(!removed.iter().any(|r| r == PROBE), "{removed:?}");
+        // What a process started with those settings really sees.
+        let mut env = std::process::Command::new("env");
+        env.env_clear();
+        for (k, v) in std::env::vars_os() {
+            env.env(k, v);
+        }
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => env.env(k, v),
+                None => env.env_remove(k),
+            };
+        }
+        let seen = String::from_utf8(env.output().expect("run env").stdout).unwrap();
+        assert!(seen.contains(PROBE), "{seen}");
+        for line in seen.lines() {
+            assert!(
+                !line.starts_with("VAULT_") && !line.starts_with("BAO_"),
+                "{line} reached the child"
+            );
+        }
+        return;
     }
-    assert!(common::free_port() > 0);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "vblast_env_is_scrubbed", "--test-threads=1"])
+        .env(PROBE, "1")
+        .envs(PLANTED)
+        .output()
+        .expect("run this test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "probe failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "the probe did not run:\n{stdout}"
+    );
+
+    // free_port gives a port below the ephemeral range, free to bind.
+    let port = common::free_port();
+    assert!((10_000..32_000).contains(&port), "port {port}");
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::OpenBao;
-use common::run::{WATCHDOG, run, spawn, vault_cmd};
+use common::run::{WATCHDOG, assert_percentiles, run, spawn, strict_timing, vault_cmd};
 use serde_json::Value;
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
@@ -21,18 +21,15 @@ fn paced() -> MutexGuard<'static, ()> {
     PACED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `VBLAST_STRICT_TIMING=1`: also assert the tight timing figures (no request late, rate
-/// within 1-2%), which only hold on an otherwise idle machine. By default the timing
-/// checks are loose enough for a shared 2-core box, while the schedule facts (request
-/// counts, never ahead of the schedule) are always exact.
-fn strict_timing() -> bool {
-    std::env::var_os("VBLAST_STRICT_TIMING").is_some_and(|v| v != "0")
-}
+// Timing: by default these tests assert the schedule's facts (exact request counts) and
+// directions noise cannot break (never ahead of the schedule, corrected latency never below
+// service time, a 2 s stall seen as more than 1 s of corrected latency). The figures that
+// hold only on an idle machine (rate within 1-5% of -R, no request late, durations within a
+// window, the stall's p99 within 20% of what it implies) need `VBLAST_STRICT_TIMING=1`.
 
 /// Checks a paced run's rate: `requests` intended starts at `rate`/s (the last one at
-/// (requests-1)/rate). The run can never be faster than the schedule; it is slower only by
-/// the tail of the last responses (loose bound), or within `strict_tol` of the rate with
-/// `VBLAST_STRICT_TIMING`.
+/// (requests-1)/rate). The run can never be faster than the schedule; with
+/// `VBLAST_STRICT_TIMING` it must also be within `strict_tol` of the rate.
 fn assert_rate(j: &Value, rate: f64, strict_tol: f64) {
     let n = u(j, &["requests"]) as f64;
     let d = f(j, &["duration_s"]);
@@ -49,10 +46,6 @@ fn assert_rate(j: &Value, rate: f64, strict_tol: f64) {
     assert!(
         rps <= rate * 1.005,
         "rps {rps} above the target rate {rate}"
-    );
-    assert!(
-        rps >= rate * 0.85,
-        "rps {rps} far below the target rate {rate}"
     );
     if strict_timing() {
         assert!(
@@ -78,6 +71,22 @@ fn u(v: &Value, path: &[&str]) -> u64 {
     }
     cur.as_u64()
         .unwrap_or_else(|| panic!("{path:?} is not an integer in {v}"))
+}
+
+/// Open model: latency from the intended start is never less than service time from the
+/// actual send (a request is never sent before its intended start), so the corrected
+/// summary is at or above the uncorrected one at every percentile; both are consistent.
+fn assert_corrected_at_least_service(j: &Value) {
+    let n = u(j, &["latency_ms", "count"]);
+    assert_eq!(u(j, &["requests"]), n, "{j}");
+    assert_percentiles(&j["latency_ms"], n, "latency_ms");
+    assert_percentiles(&j["service_ms"], n, "service_ms");
+    for k in [
+        "min", "mean", "p50", "p75", "p90", "p95", "p99", "p999", "p9999", "max",
+    ] {
+        let (c, s) = (f(j, &["latency_ms", k]), f(j, &["service_ms", k]));
+        assert!(c >= s, "corrected {k} {c} ms below service {k} {s} ms: {j}");
+    }
 }
 
 fn assert_no_errors(j: &Value) {
@@ -128,39 +137,53 @@ fn server_stall_shows_in_corrected_latency_not_in_service_time() {
     assert_eq!(u(&j, &["requests"]), 20_000, "{j}");
     assert_eq!(u(&j, &["ok"]), 20_000, "{j}");
     assert_no_errors(&j);
+    assert_corrected_at_least_service(&j);
+    // What noise cannot undo: the ~2000 requests due during the 2 s stall waited up to ~1.9 s
+    // (noise only adds to it), so the worst 1% (200 requests) waited more than 1 s, and
+    // requests were sent late.
     assert!(
-        (1440.0..=2160.0).contains(&p99),
-        "corrected p99 {p99} ms is not within 20% of the 1800 ms the stall implies"
+        p99 >= 1000.0,
+        "corrected p99 {p99} ms does not show the 2 s stall"
     );
-    assert!(
-        svc99 < 500.0,
-        "service-time p99 {svc99} ms should barely see the stall"
-    );
-    assert!(svc99 < p99 / 3.0, "service p99 {svc99} vs corrected {p99}");
     assert!(late > 0, "late {late}");
     assert!(lag > 1000.0, "max_lag_ms {lag}");
+    if strict_timing() {
+        assert!(
+            (1440.0..=2160.0).contains(&p99),
+            "corrected p99 {p99} ms is not within 20% of the 1800 ms the stall implies"
+        );
+        assert!(
+            svc99 < 500.0,
+            "service-time p99 {svc99} ms should barely see the stall"
+        );
+        assert!(svc99 < p99 / 3.0, "service p99 {svc99} vs corrected {p99}");
+    }
     // The timeline shows the hole and the catch-up after it.
     let rows = j["timeline"].as_array().expect("timeline array");
     let reqs: Vec<u64> = rows.iter().map(|r| u(r, &["requests"])).collect();
     let total: u64 = reqs.iter().sum();
     assert_eq!(total, 20_000, "timeline rows add up to the run: {reqs:?}");
+    // The timeline counts by completion time: a 2 s stall holds a second in which (almost)
+    // nothing completed.
     let hole = reqs
         .iter()
         .position(|&n| n < 500)
         .unwrap_or_else(|| panic!("no stalled second in the timeline: {reqs:?}"));
-    assert!(
-        reqs[hole + 1..].iter().any(|&n| n > 1100),
-        "no catch-up second after the stall at second {hole}: {reqs:?}"
-    );
+    if strict_timing() {
+        assert!(
+            reqs[hole + 1..].iter().any(|&n| n > 1100),
+            "no catch-up second after the stall at second {hole}: {reqs:?}"
+        );
+    }
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(u(r, &["second"]), i as u64, "timeline row {i}: {r}");
     }
 }
 
-/// A steady run keeps the schedule: the exact number of requests, at the asked rate,
-/// (almost) none sent late. `--warmup 1s` keeps the fresh server's first hiccups out.
-/// Requests are late only when the server or this machine hiccups; on a shared, loaded
-/// 2-core box that happens, so `late == 0` is asserted only with `VBLAST_STRICT_TIMING`.
+/// A steady run keeps the schedule: the exact number of requests, never ahead of it, and
+/// (with `VBLAST_STRICT_TIMING`) at the asked rate with none sent late. `--warmup 1s` keeps
+/// the fresh server's first hiccups out. Requests are late only when the server or this
+/// machine hiccups; on a shared, loaded 2-core box that happens.
 #[test]
 fn steady_rate_keeps_the_schedule() {
     let bao = OpenBao::start();
@@ -185,9 +208,7 @@ fn steady_rate_keeps_the_schedule() {
         f(&j, &["rps"]),
         f(&j, &["service_ms", "max"])
     );
-    // A pacing bug (timer or schedule drift) makes most requests late; noise a few.
-    assert!(late * 4 < 3000, "{late} of 3000 requests late: {j}");
-    assert!(lag < 1000.0, "max_lag_ms {lag}: {j}");
+    assert_corrected_at_least_service(&j);
     if strict_timing() {
         assert_eq!(
             late, 0,
@@ -221,12 +242,21 @@ fn warmup_is_left_out_of_the_figures() {
     );
     assert_eq!(u(&j, &["ok"]), 1200, "{j}");
     assert_eq!(u(&j, &["latency_ms", "count"]), 1200, "{j}");
-    let d = f(&j, &["duration_s"]);
-    assert!((2.9..=3.6).contains(&d), "duration_s {d}");
+    assert_corrected_at_least_service(&j);
+    // assert_rate: the measured run is never shorter than its 1200 intended starts.
     assert_rate(&j, 400.0, 0.02);
     assert_eq!(f(&j, &["run", "warmup_s"]), 2.0, "{j}");
     let rows = j["timeline"].as_array().expect("timeline array");
-    assert!(rows.len() <= 4, "timeline covers the warm-up too: {rows:?}");
+    let total: u64 = rows.iter().map(|r| u(r, &["requests"])).sum();
+    assert_eq!(
+        total, 1200,
+        "the timeline counts warm-up requests: {rows:?}"
+    );
+    if strict_timing() {
+        let d = f(&j, &["duration_s"]);
+        assert!((2.9..=3.6).contains(&d), "duration_s {d}");
+        assert!(rows.len() <= 4, "timeline covers the warm-up too: {rows:?}");
+    }
     drop(_g);
 
     // Closed model.
@@ -243,10 +273,10 @@ fn warmup_is_left_out_of_the_figures() {
     assert_eq!(f(&j, &["run", "warmup_s"]), 1.0, "{j}");
     assert_eq!(j["run"]["model"], "closed", "{j}");
     let d = f(&j, &["duration_s"]);
-    assert!(
-        (1.9..=3.0).contains(&d),
-        "duration_s {d} (warm-up counted?)"
-    );
+    assert!(d >= 1.99, "duration_s {d} shorter than -z 2s");
+    if strict_timing() {
+        assert!(d <= 3.0, "duration_s {d} (warm-up counted?)");
+    }
 }
 
 /// Parses an HdrHistogram percentile spectrum (text layout); returns the data rows.
@@ -382,13 +412,29 @@ fn latency_spectrum_and_hgrm_file() {
         "TotalCount ends at the request count"
     );
     assert_footer(&file);
-    // The file is the corrected spectrum printed first by --latency.
-    let max_of = |s: &str| {
-        s.lines()
-            .find(|l| l.starts_with("#[Max"))
-            .map(str::to_owned)
+    // The file is the corrected spectrum printed first by --latency, row for row, footer
+    // included (and not the service-time one printed second).
+    let spectrum = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for l in s.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            out.push(l.to_string());
+            if l.starts_with("#[Buckets") {
+                break;
+            }
+        }
+        out
     };
-    assert_eq!(max_of(&file), max_of(blocks[0]), "{file}");
+    let printed = spectrum(blocks[0].split_once('\n').map(|x| x.1).unwrap_or_default());
+    assert_eq!(
+        spectrum(&file),
+        printed,
+        "--hgrm file:\n{file}\nprinted:\n{}",
+        blocks[0]
+    );
+    assert_eq!(
+        spectrum(&file).len(),
+        file.lines().filter(|l| !l.trim().is_empty()).count()
+    );
 }
 
 /// The report says where latency is measured from: the actual send in the closed model,
@@ -460,12 +506,12 @@ fn open_model_by_count_and_over_processes() {
     let j = out.json();
     assert_eq!(u(&j, &["requests"]), 500, "{j}");
     assert_eq!(u(&j, &["ok"]), 500, "{j}");
-    let d = f(&j, &["duration_s"]);
-    assert!(
-        (0.45..=0.8).contains(&d),
-        "duration_s {d} for 500 at 1000/s"
-    );
+    assert_corrected_at_least_service(&j);
     assert_rate(&j, 1000.0, 0.05);
+    if strict_timing() {
+        let d = f(&j, &["duration_s"]);
+        assert!(d <= 0.8, "duration_s {d} for 500 at 1000/s");
+    }
 
     let mut cmd = vault_cmd(
         &bao,
@@ -482,38 +528,46 @@ fn open_model_by_count_and_over_processes() {
     assert!(n.abs_diff(1800) <= 2, "requests {n}, want 1800: {j}");
     assert_eq!(u(&j, &["ok"]), n, "{j}");
     assert_no_errors(&j);
+    assert_corrected_at_least_service(&j);
     assert_rate(&j, 600.0, 0.02);
     assert_eq!(u(&j, &["connections_opened"]), 40, "{j}");
 }
 
-/// Unusable open-model settings are refused up front with exit 2.
+/// Unusable open-model settings are refused up front with exit 2, one message naming the
+/// flag, and not a single connection to the server (a listening one, which counts them).
 #[test]
 fn bad_open_model_input_is_refused() {
-    let cases: &[&[&str]] = &[
-        &["-R", "0"],
-        &["-R", "-1"],
-        &["-R", "1e12"],
-        &["--warmup", "10s", "-z", "5s"],
-        &["-R", "10", "-c", "100", "-n", "50"],
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["-R", "0"], &["-R 0 "]),
+        (&["-R", "-1"], &["-R -1 "]),
+        (&["-R", "1e12"], &["-R 1000000000000 "]),
+        (&["--warmup", "10s", "-z", "5s"], &["--warmup 10s", "-z 5s"]),
+        (&["-R", "10", "-c", "100", "-n", "50"], &["-n 50", "-c 100"]),
     ];
-    for args in cases {
+    let srv = common::RawServer::garbage();
+    for (args, needles) in cases {
         let mut cmd = common::vblast();
-        // Nothing listens there: validation must fail before any connection.
-        cmd.env(
-            "VAULT_ADDR",
-            format!("http://127.0.0.1:{}", common::free_port()),
-        )
-        .env("VAULT_TOKEN", "root")
-        .args(*args)
-        .args(["--op", "kv-read"]);
+        cmd.env("VAULT_ADDR", &srv.addr)
+            .env("VAULT_TOKEN", "root")
+            .args(*args)
+            .args(["--op", "kv-read"]);
         let out = run(cmd);
         out.assert_code(2);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.show());
         assert!(
             out.stderr.starts_with("vblast: "),
             "{args:?}: {}",
             out.show()
         );
+        for n in *needles {
+            assert!(
+                out.stderr.contains(n),
+                "{args:?}: no {n:?} in {}",
+                out.show()
+            );
+        }
         assert!(out.stdout.is_empty(), "{args:?}: {}", out.show());
+        assert_eq!(srv.connections(), 0, "{args:?} reached the server");
     }
 }
 

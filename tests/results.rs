@@ -13,7 +13,12 @@ fn shard_files_merge_into_one_report() {
     let url = format!("{}/v1/secret/data/foo", ng.addr);
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<String> = (0..2)
-        .map(|i| dir.path().join(format!("shard-{i}.json")).display().to_string())
+        .map(|i| {
+            dir.path()
+                .join(format!("shard-{i}.json"))
+                .display()
+                .to_string()
+        })
         .collect();
     let mut parts = Vec::new();
     for (n, f) in [(300, &files[0]), (500, &files[1])] {
@@ -33,7 +38,10 @@ fn shard_files_merge_into_one_report() {
         out.assert_code(0);
         parts.push(out.json());
         let saved = std::fs::read_to_string(f).unwrap();
-        assert!(!saved.contains("hvs.NEVERSAVED"), "the token was saved in {f}");
+        assert!(
+            !saved.contains("hvs.NEVERSAVED"),
+            "the token was saved in {f}"
+        );
     }
     let merged_file = dir.path().join("merged.json");
     let out = run(url_cmd(&[
@@ -57,7 +65,12 @@ fn shard_files_merge_into_one_report() {
         .fold(0.0, f64::max);
     assert_eq!(j["latency_ms"]["max"].as_f64().unwrap(), max, "{j:#}");
     // The merged file renders the same report again.
-    let again = run(url_cmd(&["report", merged_file.to_str().unwrap(), "--format", "json"]));
+    let again = run(url_cmd(&[
+        "report",
+        merged_file.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
     again.assert_code(0);
     assert_eq!(again.json()["latency_ms"], j["latency_ms"]);
     // Text rendering of a saved run.

@@ -346,6 +346,23 @@ fn nginx_url_mode_verification_and_resumption() {
         &[("VAULT_TLS_SERVER_NAME", "wrong.example")],
     );
     all_ok(&r, 300);
+    // VAULT_TLS_SERVER_NAME alone: used when no flag is given.
+    let r = with(
+        &["--ca-cert", ca],
+        &[("VAULT_TLS_SERVER_NAME", "wrong.example")],
+    );
+    refused(
+        &r,
+        &[
+            &format!("TLS handshake with 127.0.0.1:{} failed", ng.port),
+            "not valid for name \"wrong.example\"",
+        ],
+    );
+    let r = with(
+        &["--ca-cert", ca],
+        &[("VAULT_TLS_SERVER_NAME", "localhost")],
+    );
+    all_ok(&r, 300);
 }
 
 #[test]

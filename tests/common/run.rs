@@ -22,15 +22,37 @@ pub struct Out {
 }
 
 impl Out {
+    /// The columns of the text report's `total` row; fails the test when there is none.
+    pub fn total_row(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&"total"))
+            .unwrap_or_else(|| panic!("no total row:\n{}", self.show()))
+    }
+
     /// The text report was printed: it has the terse table's `total` row.
     pub fn assert_total_row(&self) {
-        assert!(
-            self.stdout
-                .lines()
-                .any(|l| l.split_whitespace().next() == Some("total")),
+        self.total_row();
+    }
+
+    /// The text report's `total` row counts exactly `n` requests.
+    pub fn assert_total_count(&self, n: u64) {
+        let cols = self.total_row();
+        assert_eq!(
+            cols.get(1),
+            Some(&n.to_string().as_str()),
             "{}",
             self.show()
         );
+    }
+
+    /// The text report's line that starts with `prefix`; fails the test when there is none.
+    pub fn line(&self, prefix: &str) -> &str {
+        self.stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line starting with {prefix:?}:\n{}", self.show()))
     }
 
     pub fn json(&self) -> Value {
@@ -164,6 +186,52 @@ pub fn env_cmd(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = url_cmd(args);
     cmd.envs(env.iter().copied());
     cmd
+}
+
+/// `VBLAST_STRICT_TIMING=1`: also assert exact timing figures (rates, lateness, upper
+/// bounds on durations), which only hold on an otherwise idle machine. Without it, tests
+/// assert only what noise cannot break: counts, and directions such as "never early".
+pub fn strict_timing() -> bool {
+    std::env::var_os("VBLAST_STRICT_TIMING").is_some_and(|v| v != "0")
+}
+
+/// A latency summary (`latency_ms`, `service_ms`, `connect_ms`, ...) of `count` samples
+/// whose figures are consistent: min <= p50 <= p75 <= ... <= p9999 <= max, and the mean
+/// between min and max.
+pub fn assert_percentiles(v: &Value, count: u64, what: &str) {
+    assert_eq!(v["count"].as_u64(), Some(count), "{what}.count: {v}");
+    let keys = [
+        "min", "p50", "p75", "p90", "p95", "p99", "p999", "p9999", "max",
+    ];
+    let vals: Vec<f64> = keys
+        .iter()
+        .map(|k| {
+            v[*k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{what}.{k} is not a number: {v}"))
+        })
+        .collect();
+    for (i, pair) in vals.windows(2).enumerate() {
+        assert!(
+            pair[0] <= pair[1],
+            "{what}: {} {} > {} {}: {v}",
+            keys[i],
+            pair[0],
+            keys[i + 1],
+            pair[1]
+        );
+    }
+    let mean = v["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}.mean is not a number: {v}"));
+    let (min, max) = (vals[0], vals[keys.len() - 1]);
+    assert!(
+        min <= mean && mean <= max,
+        "{what}: mean {mean} not in [{min}, {max}]: {v}"
+    );
+    if count > 0 {
+        assert!(max > 0.0, "{what}: {count} samples, max 0: {v}");
+    }
 }
 
 /// `v` as an unsigned integer; fails the test when it is not one.

@@ -763,6 +763,58 @@ mod tests {
         assert_eq!(name.len(), secret_name(999, 1000).len());
     }
 
+    /// Every rendered request names a secret the setup seeded (the prefix, then
+    /// `secret_name(i, count)` for i in 0..count), and together they reach every one of them.
+    #[test]
+    fn rendered_names_are_the_seeded_set() {
+        use std::collections::BTreeSet;
+        for version in [1u8, 2] {
+            for prefix in ["", "vblast-0f0f0f0f/"] {
+                for count in [1u64, 7, 10, 11, 100, 101, 1000, 1001] {
+                    let kv = KvSetup {
+                        mount: "vblast-ab12cd34".into(),
+                        version,
+                        created: prefix.is_empty(),
+                        prefix: prefix.into(),
+                        wrote_prefix: !prefix.is_empty(),
+                        secrets: count,
+                    };
+                    let seeded: BTreeSet<String> = (0..count)
+                        .map(|i| format!("{prefix}{}", secret_name(i, count)))
+                        .collect();
+                    let base = if version == 2 {
+                        "/v1/vblast-ab12cd34/data/"
+                    } else {
+                        "/v1/vblast-ab12cd34/"
+                    };
+                    for op in [read(&kv), write(&kv, 100)] {
+                        let mut t = Template::build(&op.request, &Common::default());
+                        let mut rng = Rng::new(count + u64::from(version));
+                        let mut seen = BTreeSet::new();
+                        for _ in 0..count * 30 {
+                            let text = String::from_utf8(t.render(&mut rng).to_vec()).unwrap();
+                            let path = text.split(' ').nth(1).unwrap();
+                            let name = path.strip_prefix(base).unwrap_or_else(|| {
+                                panic!("{} v{version}: path {path} not under {base}", op.name)
+                            });
+                            assert!(
+                                seeded.contains(name),
+                                "{} v{version} count {count}: {name} was never seeded",
+                                op.name
+                            );
+                            seen.insert(name.to_string());
+                        }
+                        assert_eq!(
+                            seen, seeded,
+                            "{} v{version} count {count}: not every seeded secret is read",
+                            op.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn write_bodies_have_the_asked_size() {
         for version in [1u8, 2] {
