@@ -384,7 +384,12 @@ impl RunArgs {
             return Ok(None);
         };
         Schedule::from_flags(r, self.ramp).map(Some).map_err(|e| {
-            if e.starts_with("-R") {
+            let rest = e.strip_prefix(&format!("-R {r}: ")).unwrap_or(&e);
+            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '-') && !rest.starts_with("-R")
+            {
+                // "0 is not a usable rate..." names the rate itself: "-R 0 is not ...".
+                format!("-R {rest}")
+            } else if e.starts_with("-R") {
                 e
             } else {
                 format!("-R {r}: {e}")
