@@ -87,6 +87,7 @@ fn main() {
         ],
         headers: vec![],
         body: None,
+        captured_headers: vec![],
     };
     let mut t = Template::build(&read, &common());
     let mut rng = Rng::new(42);
@@ -110,6 +111,7 @@ fn main() {
             Piece::Hex { width: 100 },
             Piece::lit(r#""}}"#),
         ]),
+        captured_headers: vec![],
     };
     let mut t = Template::build(&write, &common());
     report(

@@ -88,7 +88,6 @@ impl ResponseParser {
     }
 
     /// The captured body of the last response (when capturing).
-    #[cfg(test)]
     pub fn body(&self) -> &[u8] {
         &self.body
     }

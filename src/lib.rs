@@ -5,6 +5,7 @@
 //! by `report`; Vault operations live in a registry (`vault::ops`); `error` holds the one
 //! error type and the exit statuses.
 
+pub mod capture;
 pub mod cli;
 pub mod engine;
 pub mod error;

@@ -1,8 +1,13 @@
 //! Request templates: the bytes of a request built once per operation, with fixed-width
-//! slots that are patched in place for each request (a secret's index, random hex).
-//! The length never changes, so Content-Length is fixed at build time.
+//! slots that are patched in place for each request (a secret's index, random hex), so the
+//! length never changes and Content-Length is fixed at build time. Operations that send a
+//! value captured from an earlier response on the same connection (a login's token) have
+//! variable-length pieces: those requests are assembled per request into a buffer the
+//! template keeps, with Content-Length computed each time, still without an allocation.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::capture::Captures;
 
 /// A piece of a path or body: literal bytes or a slot.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -15,6 +20,10 @@ pub enum Piece {
     /// `width` random lowercase hex characters.
     Hex {
         width: usize,
+    },
+    /// The value captured into this connection's slot (variable length).
+    Captured {
+        slot: u8,
     },
 }
 
@@ -56,6 +65,10 @@ pub struct RequestSpec {
     /// Extra headers (name, value), after Host and the Vault headers.
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<Piece>>,
+    /// Headers whose value is a captured value: (name, slot). An `X-Vault-Token` here
+    /// replaces the run's token.
+    #[serde(default)]
+    pub captured_headers: Vec<(String, u8)>,
 }
 
 /// Connection-level facts every template of a run shares.
@@ -75,11 +88,36 @@ pub struct Template {
     slots: Vec<Slot>,
     /// A HEAD request: its response has no body, whatever its headers say.
     head: bool,
+    /// Where captured values go, in order of offset (empty: a fixed-length request).
+    inserts: Vec<Insert>,
+    /// Variable requests with a body: the digits of Content-Length in `bytes`, and the
+    /// body's length without its captured values.
+    length: Option<(usize, usize, usize)>,
+    /// Variable requests are assembled here.
+    #[serde(skip)]
+    out: Vec<u8>,
 }
 
-fn push_pieces(out: &mut Vec<u8>, slots: &mut Vec<Slot>, pieces: &[Piece]) {
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct Insert {
+    offset: usize,
+    slot: u8,
+    in_body: bool,
+}
+
+fn push_pieces(
+    out: &mut Vec<u8>,
+    slots: &mut Vec<Slot>,
+    inserts: &mut Vec<Insert>,
+    pieces: &[Piece],
+) {
     for p in pieces {
         match p {
+            Piece::Captured { slot } => inserts.push(Insert {
+                offset: out.len(),
+                slot: *slot,
+                in_body: false,
+            }),
             Piece::Lit(b) => out.extend_from_slice(b),
             Piece::Index { count } => {
                 let width = index_width(*count);
@@ -112,9 +150,10 @@ impl Template {
     pub fn build(spec: &RequestSpec, common: &Common) -> Template {
         let mut out = Vec::with_capacity(256);
         let mut slots = Vec::new();
+        let mut inserts = Vec::new();
         out.extend_from_slice(spec.method.as_bytes());
         out.push(b' ');
-        push_pieces(&mut out, &mut slots, &spec.path);
+        push_pieces(&mut out, &mut slots, &mut inserts, &spec.path);
         out.extend_from_slice(b" HTTP/1.1\r\n");
         let h = &spec.headers;
         let mut header = |name: &str, value: &str| {
@@ -126,8 +165,13 @@ impl Template {
         if !has_header(h, "host") {
             header("Host", &common.host);
         }
+        let captured_token = spec
+            .captured_headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("x-vault-token"));
         if let Some(t) = &common.token
             && !has_header(h, "x-vault-token")
+            && !captured_token
         {
             header("X-Vault-Token", t);
         }
@@ -145,14 +189,33 @@ impl Template {
         if common.close && !has_header(h, "connection") {
             header("Connection", "close");
         }
+        for (name, slot) in &spec.captured_headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            inserts.push(Insert {
+                offset: out.len(),
+                slot: *slot,
+                in_body: false,
+            });
+            out.extend_from_slice(b"\r\n");
+        }
         let mut body = Vec::new();
         let mut body_slots = Vec::new();
+        let mut body_inserts = Vec::new();
         if let Some(pieces) = &spec.body {
-            push_pieces(&mut body, &mut body_slots, pieces);
+            push_pieces(&mut body, &mut body_slots, &mut body_inserts, pieces);
         }
         let method_has_body = matches!(spec.method.as_str(), "POST" | "PUT" | "PATCH");
+        let mut length = None;
         if (spec.body.is_some() || method_has_body) && !has_header(h, "content-length") {
-            header("Content-Length", &body.len().to_string());
+            let digits = body.len().to_string();
+            out.extend_from_slice(b"Content-Length: ");
+            let at = out.len();
+            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(b"\r\n");
+            if !body_inserts.is_empty() {
+                length = Some((at, at + digits.len(), body.len()));
+            }
         }
         out.extend_from_slice(b"\r\n");
         let base = out.len();
@@ -161,11 +224,64 @@ impl Template {
             s.offset += base;
             s
         }));
+        inserts.extend(body_inserts.into_iter().map(|mut i| {
+            i.offset += base;
+            i.in_body = true;
+            i
+        }));
         Template {
+            out: Vec::with_capacity(if inserts.is_empty() {
+                0
+            } else {
+                out.len() + 512
+            }),
             bytes: out,
             slots,
             head: spec.method.eq_ignore_ascii_case("HEAD"),
+            inserts,
+            length,
         }
+    }
+
+    /// Whether this request carries captured values (and so has a variable length).
+    pub fn uses_captures(&self) -> bool {
+        !self.inserts.is_empty()
+    }
+
+    /// Fills every slot and inserts this connection's captured values (an empty slot
+    /// inserts nothing); returns the request bytes.
+    #[inline]
+    pub fn render_with(&mut self, rng: &mut Rng, captures: &Captures) -> &[u8] {
+        if self.inserts.is_empty() {
+            return self.render(rng);
+        }
+        self.render(rng);
+        let out = &mut self.out;
+        out.clear();
+        let mut pos = 0;
+        let mut length_done = self.length.is_none();
+        for ins in &self.inserts {
+            if !length_done
+                && let Some((start, end, fixed)) = self.length
+                && ins.offset >= end
+            {
+                out.extend_from_slice(&self.bytes[pos..start]);
+                let captured: usize = self
+                    .inserts
+                    .iter()
+                    .filter(|i| i.in_body)
+                    .map(|i| captures.get(i.slot).map_or(0, <[u8]>::len))
+                    .sum();
+                push_decimal(out, fixed + captured);
+                pos = end;
+                length_done = true;
+            }
+            out.extend_from_slice(&self.bytes[pos..ins.offset]);
+            out.extend_from_slice(captures.get(ins.slot).unwrap_or(&[]));
+            pos = ins.offset;
+        }
+        out.extend_from_slice(&self.bytes[pos..]);
+        &self.out
     }
 
     /// Whether the response to this request carries a body (not for HEAD).
@@ -200,6 +316,21 @@ impl Template {
         }
         &self.bytes
     }
+}
+
+/// Appends `v` in decimal without allocating.
+fn push_decimal(out: &mut Vec<u8>, mut v: usize) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(digits[..n].iter().rev());
 }
 
 /// xorshift64*: a small, fast generator for picking secrets and operations (not for secrets).
@@ -259,6 +390,7 @@ mod tests {
             path: vec![Piece::lit("/v1/kv/data/s"), Piece::Index { count: 1000 }],
             headers: vec![],
             body: None,
+            captured_headers: vec![],
         };
         let mut t = Template::build(&spec, &common());
         let mut rng = Rng::new(7);
@@ -287,6 +419,7 @@ mod tests {
                 Piece::Hex { width: 40 },
                 Piece::lit("\"}}"),
             ]),
+            captured_headers: vec![],
         };
         let mut c = common();
         c.close = true;
@@ -308,5 +441,87 @@ mod tests {
         assert_eq!(index_width(1001), 4);
         let mut r = Rng::new(3);
         assert!((0..10_000).all(|_| r.below(7) < 7));
+    }
+}
+
+#[cfg(test)]
+mod capture_tests {
+    use super::*;
+
+    fn spec() -> RequestSpec {
+        RequestSpec {
+            method: "POST".into(),
+            path: vec![Piece::lit("/v1/auth/token/lookup")],
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Some(vec![
+                Piece::lit("{\"token\":\""),
+                Piece::Captured { slot: 1 },
+                Piece::lit("\",\"n\":\""),
+                Piece::Index { count: 100 },
+                Piece::lit("\"}"),
+            ]),
+            captured_headers: vec![("X-Vault-Token".into(), 0)],
+        }
+    }
+
+    #[test]
+    fn captured_values_go_in_with_their_own_length() {
+        let common = Common {
+            host: "h:1".into(),
+            token: Some("root".into()),
+            namespace: None,
+            close: false,
+        };
+        let mut t = Template::build(&spec(), &common);
+        assert!(t.uses_captures());
+        let mut rng = Rng::new(3);
+        let mut caps = Captures::with_slots(2, 64);
+        let mut buffer = None;
+        for (token, other) in [
+            ("hvs.A", "x"),
+            ("hvs.LONGER-TOKEN-VALUE", ""),
+            ("t", "yyyyyyyyyyyy"),
+        ] {
+            caps.set(0, token.as_bytes());
+            caps.set(1, other.as_bytes());
+            let text = String::from_utf8(t.render_with(&mut rng, &caps).to_vec()).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            assert!(
+                head.contains(&format!("\r\nX-Vault-Token: {token}\r\n")),
+                "{head}"
+            );
+            assert!(
+                !head.contains("root"),
+                "the captured token replaces the run's: {head}"
+            );
+            assert!(
+                head.contains(&format!("Content-Length: {}", body.len())),
+                "{text}"
+            );
+            let v: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(v["token"], other);
+            // The same buffer every time: no allocation per request.
+            let ptr = t.out.as_ptr();
+            assert!(buffer.is_none_or(|p| p == ptr));
+            buffer = Some(ptr);
+        }
+        // An empty slot inserts nothing (the operation that fills it goes first).
+        caps.clear();
+        let text = String::from_utf8(t.render_with(&mut rng, &caps).to_vec()).unwrap();
+        assert!(text.contains("Content-Length: 21\r\n"), "{text}");
+    }
+
+    #[test]
+    fn fixed_templates_render_as_before() {
+        let mut s = spec();
+        s.captured_headers.clear();
+        s.body = Some(vec![Piece::lit("{}")]);
+        let mut t = Template::build(&s, &Common::default());
+        assert!(!t.uses_captures());
+        let a = t.render(&mut Rng::new(1)).to_vec();
+        let b = t
+            .render_with(&mut Rng::new(1), &Captures::default())
+            .to_vec();
+        assert_eq!(a, b);
     }
 }

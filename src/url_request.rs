@@ -66,6 +66,7 @@ pub fn operation(req: &UrlRequest, target: &Target) -> Result<Operation, String>
             path: vec![Piece::lit(&target.path)],
             headers,
             body: body.map(|b| vec![Piece::Lit(b)]),
+            captured_headers: vec![],
         },
     ))
 }

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::capture::Capture;
 use crate::template::RequestSpec;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -15,6 +16,14 @@ pub struct Operation {
     pub request: RequestSpec,
     /// Status ranges (inclusive) that count as success; the default is 200-299.
     pub success: Vec<(u16, u16)>,
+    /// After a success, keep this value of the response for this connection's next
+    /// requests (a success without it counts as a failed request).
+    #[serde(default)]
+    pub capture: Option<Capture>,
+    /// Sent only on connections whose slot holds a value: until then the operation that
+    /// captures it is sent instead (log in first, then use the token).
+    #[serde(default)]
+    pub needs: Option<u8>,
 }
 
 impl Operation {
@@ -24,6 +33,8 @@ impl Operation {
             weight: 1,
             request,
             success: vec![(200, 299)],
+            capture: None,
+            needs: None,
         }
     }
 
@@ -78,6 +89,7 @@ mod tests {
                 path: vec![Piece::lit("/")],
                 headers: vec![],
                 body: None,
+                captured_headers: vec![],
             },
         );
         o.weight = weight;

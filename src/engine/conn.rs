@@ -14,6 +14,7 @@ use super::worker::Worker;
 use crate::http::{Progress, ResponseParser};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
+use crate::template::Captures;
 use crate::transport::{self, Handshake, Stream, io_error_text};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +60,8 @@ pub(super) struct Conn {
     /// Unwritten request bytes after a short write.
     pub(super) pending: BytesMut,
     pub(super) parser: ResponseParser,
+    /// Values captured from this connection's responses (empty when no operation captures).
+    pub(super) captures: Captures,
 }
 
 /// What a step on one connection came to.
@@ -87,7 +90,7 @@ pub(super) struct Read {
 }
 
 impl Conn {
-    pub(super) fn new(now: Instant) -> Conn {
+    pub(super) fn new(now: Instant, captures: Captures) -> Conn {
         Conn {
             stream: None,
             phase: Phase::Unopened,
@@ -99,6 +102,7 @@ impl Conn {
             started: false,
             pending: BytesMut::new(),
             parser: ResponseParser::new(),
+            captures,
         }
     }
 
@@ -308,7 +312,13 @@ impl Worker<'_> {
     }
 
     pub(super) fn claim(&mut self, i: usize, due: Due, now: Instant) {
-        let op = self.picker.pick(&mut self.rng);
+        let mut op = self.picker.pick(&mut self.rng);
+        if let Some(slot) = self.plan.ops[op].needs
+            && self.conns[i].captures.get(slot).is_none()
+        {
+            // Nothing captured yet on this connection: the operation that captures it first.
+            op = self.producers[op];
+        }
         if due.measured {
             let lag = now.saturating_duration_since(due.intended).as_micros() as u64;
             if lag > LATE_US {
@@ -344,9 +354,12 @@ impl Worker<'_> {
         req.sent = now;
         req.started = false;
         let template = &mut self.templates[req.op];
-        c.parser.reset(false, !template.response_has_body());
+        c.parser.reset(
+            self.plan.ops[req.op].capture.is_some(),
+            !template.response_has_body(),
+        );
         c.phase = Phase::Busy;
-        let (n, outcome) = c.write(template.render(&mut self.rng));
+        let (n, outcome) = c.write(template.render_with(&mut self.rng, &c.captures));
         self.stats.bytes_sent += n;
         self.settle(i, outcome, now);
     }
@@ -644,7 +657,21 @@ impl Worker<'_> {
         };
         self.busy -= 1;
         c.served += 1;
-        let ok = self.plan.ops[req.op].is_success(status);
+        let op = &self.plan.ops[req.op];
+        let mut ok = op.is_success(status);
+        if ok && let Some(cap) = &op.capture {
+            match crate::capture::find_string(c.parser.body(), &cap.path) {
+                Some(v) => c.captures.set(cap.slot, v),
+                None => {
+                    ok = false;
+                    if req.measured {
+                        let msg = format!("response has no {}", cap.describe());
+                        self.stats.note(&msg, 1);
+                        self.stats.errors.read += 1;
+                    }
+                }
+            }
+        }
         if req.measured {
             if let Some(n) = self.status.get_mut(status as usize) {
                 *n += 1;
@@ -658,6 +685,8 @@ impl Worker<'_> {
             o.service.record(service);
             if ok {
                 o.ok += 1;
+            } else if op.is_success(status) {
+                // Counted above as a response without the value to capture.
             } else {
                 s.errors.status += 1;
             }
@@ -697,7 +726,7 @@ mod tests {
     fn pair(served: u32) -> (Conn, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let now = Instant::now();
-        let mut c = Conn::new(now);
+        let mut c = Conn::new(now, Captures::default());
         c.stream = Some(transport::connect(listener.local_addr().unwrap(), None, None).unwrap());
         let (peer, _) = listener.accept().unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -15,7 +15,7 @@ use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::template::{Rng, Template};
+use crate::template::{Captures, Rng, Template};
 use crate::timer::Timer;
 use crate::transport::{PortSlice, TlsConnector};
 use crate::workload::Picker;
@@ -28,6 +28,8 @@ const TICK: Duration = Duration::from_millis(50);
 const PRECONNECT_MAX: Duration = Duration::from_secs(10);
 /// Keep-alive: connects in flight at once per thread while opening connections.
 const CONNECT_WINDOW: usize = 256;
+/// Room kept per captured value (a Vault token is about 100 bytes).
+const CAPTURE_BYTES: usize = 256;
 
 pub(super) struct Worker<'p> {
     pub(super) plan: &'p EnginePlan,
@@ -55,6 +57,8 @@ pub(super) struct Worker<'p> {
     pub(super) stats: Stats,
     pub(super) status: Box<[u64; 1000]>,
     pub(super) pacer: Pacer,
+    /// Per operation: the operation that captures what it needs (itself if none).
+    pub(super) producers: Vec<usize>,
     pub(super) buf: Box<[u8]>,
 }
 
@@ -79,7 +83,31 @@ impl<'p> Worker<'p> {
             None => None,
         };
         let now = Instant::now();
-        let conns = (0..mine).map(|_| Conn::new(now)).collect();
+        // Slots for captured values, only when an operation captures one.
+        let slots = plan
+            .ops
+            .iter()
+            .filter_map(|o| o.capture.as_ref().map(|c| usize::from(c.slot) + 1))
+            .max()
+            .unwrap_or(0);
+        let conns = (0..mine)
+            .map(|_| Conn::new(now, Captures::with_slots(slots, CAPTURE_BYTES)))
+            .collect();
+        // For each operation, what to send instead while its slot is empty.
+        let producers = plan
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.needs
+                    .and_then(|slot| {
+                        plan.ops
+                            .iter()
+                            .position(|p| p.capture.as_ref().is_some_and(|c| c.slot == slot))
+                    })
+                    .unwrap_or(i)
+            })
+            .collect();
         Ok(Worker {
             plan,
             global,
@@ -100,6 +128,7 @@ impl<'p> Worker<'p> {
             }),
             stats: Stats::new(plan.ops.len()),
             status: Box::new([0; 1000]),
+            producers,
             // Hands out nothing (and is never finished) until the real schedule is set.
             pacer: Pacer::open(
                 now + Duration::from_secs(86_400 * 365),

@@ -266,6 +266,7 @@ pub fn login(setup: &CertSetup) -> Operation {
             path: vec![Piece::lit(format!("/v1/auth/{}/login", setup.path))],
             headers: vec![("Content-Type".into(), "application/json".into())],
             body: Some(vec![Piece::lit(body)]),
+            captured_headers: vec![],
         },
     )
 }

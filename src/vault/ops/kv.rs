@@ -240,6 +240,7 @@ pub fn read(kv: &KvSetup) -> Operation {
             path: secret_path(kv),
             headers: vec![],
             body: None,
+            captured_headers: vec![],
         },
     )
 }
@@ -265,6 +266,7 @@ pub fn write(kv: &KvSetup, size: usize) -> Operation {
                 Piece::lit(filler),
                 Piece::lit(close),
             ]),
+            captured_headers: vec![],
         },
     )
 }

@@ -1,0 +1,225 @@
+//! Values taken from responses for later requests on the same connection (a login's
+//! `auth.client_token`, used as the next requests' token): where in the body a value is
+//! found, and the per-connection slots that hold it. Neither allocates per request.
+
+use serde::{Deserialize, Serialize};
+
+/// What an operation keeps from a successful response.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Capture {
+    pub slot: u8,
+    /// JSON object keys from the top ("auth", "client_token"); the value is a string.
+    pub path: Vec<String>,
+}
+
+impl Capture {
+    /// "auth.client_token", for messages.
+    pub fn describe(&self) -> String {
+        self.path.join(".")
+    }
+}
+
+/// Values captured from responses on one connection, by slot. Each slot's buffer is kept
+/// for the connection's life, so storing a value of a similar length allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct Captures {
+    values: Vec<Vec<u8>>,
+}
+
+impl Captures {
+    /// Room for `slots` values of up to `typical` bytes each.
+    pub fn with_slots(slots: usize, typical: usize) -> Captures {
+        Captures {
+            values: (0..slots).map(|_| Vec::with_capacity(typical)).collect(),
+        }
+    }
+
+    pub fn get(&self, slot: u8) -> Option<&[u8]> {
+        self.values
+            .get(usize::from(slot))
+            .filter(|v| !v.is_empty())
+            .map(Vec::as_slice)
+    }
+
+    pub fn set(&mut self, slot: u8, value: &[u8]) {
+        if let Some(v) = self.values.get_mut(usize::from(slot)) {
+            v.clear();
+            v.extend_from_slice(value);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        for v in &mut self.values {
+            v.clear();
+        }
+    }
+}
+
+/// The string at `path` in a JSON body, as its raw bytes between the quotes (escapes are
+/// left as they are: Vault's tokens and ids have none). Scans without building a tree:
+/// each key is looked up, in order, inside the object that the previous key opened, at
+/// that object's own level (keys of nested objects and text inside strings never match).
+pub fn find_string<'a>(body: &'a [u8], path: &[String]) -> Option<&'a [u8]> {
+    let mut pos = skip_ws(body, 0);
+    for key in path {
+        if body.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos = find_key(body, pos + 1, key.as_bytes())?;
+    }
+    if body.get(pos) != Some(&b'"') {
+        return None;
+    }
+    let end = string_end(body, pos + 1)?;
+    Some(&body[pos + 1..end])
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// Index of the closing quote of the string whose content starts at `i`.
+fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Index just after the value `v` starting at `i` (any JSON value).
+fn value_end(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string_end(b, i + 1).map(|e| e + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => j = string_end(b, j + 1)?,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
+            {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
+/// In the object whose members start at `i`, the start of `key`'s value.
+fn find_key(b: &[u8], mut i: usize, key: &[u8]) -> Option<usize> {
+    loop {
+        i = skip_ws(b, i);
+        match *b.get(i)? {
+            b'}' => return None,
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let end = string_end(b, i + 1)?;
+        let name = &b[i + 1..end];
+        i = skip_ws(b, end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        if name == key {
+            return Some(i);
+        }
+        i = value_end(b, i)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: &str) -> Vec<String> {
+        p.split('.').map(String::from).collect()
+    }
+
+    const LOGIN: &[u8] = br#"{"request_id":"1","data":{"client_token":"decoy"},"note":"\"auth\": {\"client_token\": \"x\"}","auth":{"policies":["a","b"],"metadata":{"client_token":"nested"},"client_token":"hvs.REAL","accessor":"acc"}}"#;
+
+    #[test]
+    fn finds_the_value_at_its_path_only() {
+        assert_eq!(
+            find_string(LOGIN, &path("auth.client_token")),
+            Some(&b"hvs.REAL"[..])
+        );
+        assert_eq!(
+            find_string(LOGIN, &path("data.client_token")),
+            Some(&b"decoy"[..])
+        );
+        assert_eq!(
+            find_string(LOGIN, &path("auth.accessor")),
+            Some(&b"acc"[..])
+        );
+        assert_eq!(
+            find_string(LOGIN, &path("auth.metadata.client_token")),
+            Some(&b"nested"[..])
+        );
+        assert_eq!(
+            find_string(LOGIN, &path("auth.policies")),
+            None,
+            "not a string"
+        );
+        assert_eq!(find_string(LOGIN, &path("auth.missing")), None);
+        assert_eq!(
+            find_string(LOGIN, &path("client_token")),
+            None,
+            "not at the top"
+        );
+        for bad in [
+            &b""[..],
+            b"[]",
+            b"{",
+            br#"{"auth":{"client_token":"unterminated"#,
+            b"null",
+        ] {
+            assert_eq!(find_string(bad, &path("auth.client_token")), None);
+        }
+        assert_eq!(
+            find_string(b" { \"a\" : { \"b\" : \"v\" } } ", &path("a.b")),
+            Some(&b"v"[..])
+        );
+    }
+
+    #[test]
+    fn slots_keep_their_buffers() {
+        let mut c = Captures::with_slots(2, 16);
+        assert_eq!(c.get(0), None);
+        c.set(0, b"hvs.ONE");
+        assert_eq!(c.get(0), Some(&b"hvs.ONE"[..]));
+        let cap = c.values[0].capacity();
+        c.set(0, b"hvs.TWO");
+        assert_eq!(c.values[0].capacity(), cap);
+        c.set(9, b"nowhere");
+        assert_eq!(c.get(9), None);
+        c.clear();
+        assert_eq!(c.get(0), None);
+    }
+}
