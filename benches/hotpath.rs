@@ -5,21 +5,13 @@
 //! HOTPATH_SAMPLES = samples per benchmark, default 5). Prints ns per op (median and best
 //! of the samples); nothing is asserted.
 //!
-//! The crate is a binary without a lib target, so the two modules are compiled in here
-//! from their source files.
-
-#[allow(dead_code)]
-#[path = "../src/http.rs"]
-mod http;
-#[allow(dead_code)]
-#[path = "../src/template.rs"]
-mod template;
+//! Both come from the library, as the engine uses them.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use http::{Progress, ResponseParser};
-use template::{Common, Piece, RequestSpec, Rng, Template};
+use vblast::http::{Progress, ResponseParser};
+use vblast::template::{Common, Piece, RequestSpec, Rng, Template};
 
 /// The body the bench nginx serves (a kv-v2 read, ~148 bytes).
 const KV_BODY: &str = r#"{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"value":"bar"},"metadata":{"version":1}},"lease_duration":0,"renewable":false}"#;

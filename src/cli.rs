@@ -1,10 +1,18 @@
-//! Command line: flags, Vault's environment variables (flags win), validation into one
-//! clear message per bad input.
+//! Command line: subcommands (`run`, the default, and `report`), flags, Vault's
+//! environment variables (flags win), validation into one clear message per bad input,
+//! and the `Scenario` a run's flags describe.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::Error;
+use crate::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
+use crate::schedule::Schedule;
+use crate::tls::TlsOptions;
+use crate::units::{parse_duration, show_duration};
+use crate::vault::ops::OpFlags;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -12,20 +20,73 @@ pub enum Format {
     Json,
 }
 
+const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "vblast",
     version,
     about = "Load generator for HashiCorp Vault and OpenBao: thread-per-core HTTP/1.1, honest latency.",
-    after_help = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-write --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment."
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// `vblast [OPTIONS]` is `vblast run [OPTIONS]`.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Internal: run as a worker process (protocol on stdin and stdout).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a load test (the default when no command is given).
+    #[command(after_help = EXAMPLES)]
+    Run(Box<RunArgs>),
+    /// Render saved results files (--output); several files are merged into one report.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files written by `vblast ... --output FILE`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Print the latency percentiles and the HdrHistogram percentile spectrum.
+    #[arg(long)]
+    pub latency: bool,
+
+    /// Save the merged results to this file.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+
+    /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
+    #[arg(long)]
+    pub hgrm: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
     /// URL mode: send this request (like ab, wrk, oha), with no Vault setup.
     pub url: Option<String>,
 
-    /// Vault operation: kv-read, kv-write or cert-login.
+    /// Vault operation, or a weighted mix: kv-read, or kv-read:80,kv-write:20 (see --list-ops).
     #[arg(long)]
     pub op: Option<String>,
+
+    /// List the Vault operations with their options, then exit.
+    #[arg(long)]
+    pub list_ops: bool,
 
     /// Connections (concurrency).
     #[arg(short = 'c', long = "concurrency", default_value_t = 10)]
@@ -43,9 +104,14 @@ pub struct Cli {
     #[arg(short = 't', long)]
     pub threads: Option<usize>,
 
-    /// Open model: target rate in requests per second over the whole run.
-    #[arg(short = 'R', long, allow_negative_numbers = true)]
-    pub rate: Option<f64>,
+    /// Open model: the total target rate, requests per second: 2000; a ramp 100..5000 (with
+    /// --ramp); or steps 100:10s,500:10s,1000:20s (the last rate is held after them).
+    #[arg(short = 'R', long, allow_hyphen_values = true)]
+    pub rate: Option<String>,
+
+    /// With -R FROM..TO: how long the rate takes to ramp from FROM to TO (then held).
+    #[arg(long, value_parser = parse_duration)]
+    pub ramp: Option<Duration>,
 
     /// Load run first and left out of every statistic.
     #[arg(long, value_parser = parse_duration)]
@@ -131,9 +197,13 @@ pub struct Cli {
     #[arg(long)]
     pub address: Option<String>,
 
-    /// Vault token [env: VAULT_TOKEN].
+    /// Vault token [env: VAULT_TOKEN]. Visible in `ps`: prefer VAULT_TOKEN or --token-file.
     #[arg(long)]
     pub token: Option<String>,
+
+    /// Read the Vault token from this file ("-": standard input).
+    #[arg(long, conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
 
     /// Vault namespace [env: VAULT_NAMESPACE].
     #[arg(long)]
@@ -175,10 +245,32 @@ pub struct Cli {
     /// Do not pin event-loop threads to cores.
     #[arg(long)]
     pub no_pin: bool,
+}
 
-    /// Internal: run as a worker process (plan on stdin, results on stdout).
-    #[arg(long, hide = true)]
-    pub worker: bool,
+/// The token from a file, or from standard input for "-" (first line, trimmed).
+fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
+    use std::io::Read;
+    let mut text = String::new();
+    let read = if path.as_os_str() == "-" {
+        std::io::stdin().take(64 * 1024).read_to_string(&mut text)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(64 * 1024).read_to_string(&mut text))
+    };
+    read.map_err(|e| {
+        Error::Input(format!(
+            "cannot read the token file {}: {}",
+            path.display(),
+            crate::transport::io_error_text(&e)
+        ))
+    })?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        return Err(Error::Input(format!(
+            "the token file {} is empty",
+            path.display()
+        )));
+    }
+    Ok(token)
 }
 
 /// Reads an environment variable, treating empty as unset.
@@ -194,91 +286,112 @@ pub fn env_true(name: &str) -> bool {
     )
 }
 
-/// Parses "250ms", "30s", "2m", "1h", "1m30s" or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err("empty duration".into());
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return secs_to_duration(secs, text);
-    }
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = t.chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        while let Some(&n) = chars.peek() {
-            if n.is_ascii_alphabetic() {
-                unit.push(n);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"))?;
-        num.clear();
-        let scale = match unit.as_str() {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "us" => 0.000_001,
-            _ => {
-                return Err(format!(
-                    "invalid duration unit '{unit}' in '{text}' (use ms, s, m or h)"
-                ));
-            }
-        };
-        total += v * scale;
-        any = true;
-    }
-    if !num.is_empty() || !any {
-        return Err(format!(
-            "invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"
-        ));
-    }
-    secs_to_duration(total, text)
-}
-
-fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("invalid duration '{text}'"));
-    }
-    if secs > 366.0 * 86_400.0 {
-        return Err(format!("duration '{text}' is longer than a year"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// Renders a duration the way users write it.
-pub fn show_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) || ms == 0 {
-        format!("{ms}ms")
-    } else if ms.is_multiple_of(3_600_000) {
-        format!("{}h", ms / 3_600_000)
-    } else if ms.is_multiple_of(60_000) {
-        format!("{}m", ms / 60_000)
-    } else {
-        format!("{}s", ms / 1000)
-    }
-}
-
 /// Most event-loop threads: one per core is the design; this bounds a typo.
 pub const MAX_THREADS: usize = 1024;
 
-/// Highest -R accepted: far beyond what any one client machine can send.
-pub const MAX_RATE: f64 = 10_000_000.0;
+impl RunArgs {
+    /// The run these flags (and Vault's environment variables) describe, checked.
+    pub fn scenario(&self) -> Result<Scenario, Error> {
+        self.validate().map_err(Error::Input)?;
+        let address = match &self.url {
+            Some(u) => u.clone(),
+            None => self
+                .address
+                .clone()
+                .or_else(|| env("VAULT_ADDR"))
+                .unwrap_or_else(|| "http://127.0.0.1:8200".into()),
+        };
+        let tls = address.starts_with("https://").then(|| TlsOptions {
+            ca_cert: self
+                .ca_cert
+                .clone()
+                .or_else(|| env("VAULT_CACERT").map(Into::into)),
+            ca_path: self
+                .ca_path
+                .clone()
+                .or_else(|| env("VAULT_CAPATH").map(Into::into)),
+            insecure: self.insecure || env_true("VAULT_SKIP_VERIFY"),
+            client_cert: self
+                .client_cert
+                .clone()
+                .or_else(|| env("VAULT_CLIENT_CERT").map(Into::into)),
+            client_key: self
+                .client_key
+                .clone()
+                .or_else(|| env("VAULT_CLIENT_KEY").map(Into::into)),
+            server_name: self
+                .tls_server_name
+                .clone()
+                .or_else(|| env("VAULT_TLS_SERVER_NAME")),
+            resume: !self.no_tls_resume,
+        });
+        let token = match &self.token_file {
+            Some(path) => Some(read_token_file(path)?),
+            None => self.token.clone().or_else(|| env("VAULT_TOKEN")),
+        };
+        let workload = match &self.op {
+            Some(op) => {
+                let flags = OpFlags {
+                    kv_version: self.kv_version,
+                    mount: self.mount.clone(),
+                    secrets: self.secrets,
+                    secret_size: self.secret_size,
+                    client_ca: self.client_ca.clone(),
+                };
+                Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::Input)?)
+            }
+            None => Workload::Url(UrlRequest {
+                method: self.method.clone(),
+                headers: self
+                    .headers
+                    .iter()
+                    .map(|h| parse_header(h))
+                    .collect::<Result<_, _>>()
+                    .map_err(Error::Input)?,
+                body: match (&self.data, &self.post_file) {
+                    (Some(d), _) => Some(Body::Inline(d.clone())),
+                    (None, Some(p)) => Some(Body::File(p.clone())),
+                    (None, None) => None,
+                },
+                content_type: self.content_type.clone(),
+            }),
+        };
+        Ok(Scenario {
+            address,
+            token: Token(token),
+            namespace: self.namespace.clone().or_else(|| env("VAULT_NAMESPACE")),
+            tls,
+            load: Load {
+                connections: self.connections,
+                requests: self.requests,
+                duration: self.run_duration(),
+                warmup: self.warmup.unwrap_or_default(),
+                schedule: self.schedule().map_err(Error::Input)?,
+                keepalive: !self.no_keepalive,
+                timeout: self.timeout,
+                threads: self.threads,
+                pin: !self.no_pin,
+            },
+            workload,
+            keep: self.keep,
+            no_setup: self.no_setup,
+        })
+    }
 
-impl Cli {
+    /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
+    pub fn schedule(&self) -> Result<Option<Schedule>, String> {
+        let Some(r) = &self.rate else {
+            return Ok(None);
+        };
+        Schedule::from_flags(r, self.ramp).map(Some).map_err(|e| {
+            if e.starts_with("-R") {
+                e
+            } else {
+                format!("-R {r}: {e}")
+            }
+        })
+    }
+
     /// Checks flag combinations that clap cannot express.
     pub fn validate(&self) -> Result<(), String> {
         if self.connections == 0 {
@@ -302,17 +415,11 @@ impl Cli {
         if self.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
-        if let Some(r) = self.rate {
-            if !r.is_finite() || r <= 0.0 {
-                return Err(format!(
-                    "-R {r} is not a usable rate: give requests per second above 0"
-                ));
-            }
-            if r > MAX_RATE {
-                return Err(format!(
-                    "-R {r} is beyond what one client can send (at most {MAX_RATE:.0} requests per second)"
-                ));
-            }
+        if self.ramp.is_some() && self.rate.is_none() {
+            return Err("--ramp goes with -R FROM..TO".into());
+        }
+        if self.rate.is_some() {
+            self.schedule()?;
             if let Some(n) = self.requests
                 && n < self.connections
             {
@@ -336,7 +443,8 @@ impl Cli {
         }
         if self.url.is_none() && self.op.is_none() {
             return Err(
-                "nothing to do: give --op (kv-read, kv-write) or a URL (see vblast --help)".into(),
+                "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
+                    .into(),
             );
         }
         if self.secrets == 0 {
@@ -360,14 +468,18 @@ impl Cli {
     }
 }
 
-/// Splits "Name: value".
+/// Splits "Name: value". Messages never quote the header: it may hold a token.
 pub fn parse_header(h: &str) -> Result<(String, String), String> {
-    let (name, value) = h
-        .split_once(':')
-        .ok_or_else(|| format!("header '{h}' is not of the form 'Name: value'"))?;
+    let (name, value) = h.split_once(':').ok_or_else(|| {
+        "a -H header is not of the form 'Name: value' (it is not shown here: it may hold a secret)"
+            .to_string()
+    })?;
     let name = name.trim();
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!("header name in '{h}' is not valid"));
+        return Err(
+            "a -H header has no valid name before its ':' (it is not shown here: it may hold a secret)"
+                .to_string(),
+        );
     }
     let value = value.trim();
     if value.bytes().any(|b| b == b'\r' || b == b'\n') {
@@ -380,26 +492,10 @@ pub fn parse_header(h: &str) -> Result<(String, String), String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["", "abc", "10x", "-5", "5s3", "nan"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert_eq!(show_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(show_duration(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(show_duration(Duration::from_secs(120)), "2m");
-    }
-
-    fn cli(args: &[&str]) -> Cli {
+    fn cli(args: &[&str]) -> RunArgs {
         let mut v = vec!["vblast"];
         v.extend_from_slice(args);
-        Cli::try_parse_from(v).unwrap()
+        Cli::try_parse_from(v).unwrap().run
     }
 
     #[test]

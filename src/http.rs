@@ -11,6 +11,8 @@ const MAX_HEADERS: usize = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chunk {
+    /// At the start of a chunk-size line: at least one hex digit must follow.
+    SizeStart,
     /// Reading the hex size of a chunk.
     Size,
     /// Skipping a chunk extension up to the end of the size line.
@@ -182,19 +184,19 @@ impl ResponseParser {
         }
         let mut close = resp.version == Some(0);
         let mut length = None;
+        // Transfer-Encoding: present at all, and whether its last coding is chunked.
+        let mut encoded = false;
         let mut chunked = false;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .ok_or(ParseError("bad Content-Length"))?;
+                let v = content_length(h.value).ok_or(ParseError("bad Content-Length"))?;
                 if length.is_some_and(|l| l != v) {
                     return Err(ParseError("conflicting Content-Length headers"));
                 }
                 length = Some(v);
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = contains_token(h.value, b"chunked");
+                encoded = true;
+                chunked = last_token_is(h.value, b"chunked");
             } else if h.name.eq_ignore_ascii_case("connection") {
                 if contains_token(h.value, b"close") {
                     close = true;
@@ -202,6 +204,16 @@ impl ResponseParser {
                     close = false;
                 }
             }
+        }
+        // RFC 9112 6.1 and 6.3: both framings on one response (a sign of request smuggling
+        // or response splitting), or a transfer coding in HTTP/1.0, are faulty framing.
+        if encoded && length.is_some() {
+            return Err(ParseError(
+                "both Content-Length and Transfer-Encoding in one response",
+            ));
+        }
+        if encoded && resp.version == Some(0) {
+            return Err(ParseError("Transfer-Encoding in an HTTP/1.0 response"));
         }
         self.status = status;
         self.close = close;
@@ -213,7 +225,7 @@ impl ResponseParser {
             State::Length
         } else if chunked {
             self.remaining = 0;
-            State::Chunked(Chunk::Size)
+            State::Chunked(Chunk::SizeStart)
         } else if let Some(len) = length {
             self.remaining = len;
             State::Length
@@ -275,14 +287,19 @@ impl ResponseParser {
                             }
                             continue;
                         }
-                        Chunk::Size => match b {
+                        Chunk::SizeStart | Chunk::Size => match b {
                             b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                                let d = (b as char).to_digit(16).unwrap_or(0) as u64;
-                                if self.remaining > (1 << 56) {
-                                    return Err(ParseError("chunk size too large"));
-                                }
-                                self.remaining = self.remaining * 16 + d;
+                                let d = u64::from((b as char).to_digit(16).unwrap_or(0));
+                                self.remaining = self
+                                    .remaining
+                                    .checked_mul(16)
+                                    .map(|r| r + d)
+                                    .ok_or(ParseError("chunk size too large"))?;
                                 Chunk::Size
+                            }
+                            // A chunk-size line needs at least one hex digit (RFC 9112 7.1).
+                            _ if c == Chunk::SizeStart => {
+                                return Err(ParseError("empty chunk size"));
                             }
                             b';' | b' ' | b'\t' => Chunk::Ext,
                             b'\r' => Chunk::SizeLf,
@@ -304,14 +321,14 @@ impl ResponseParser {
                         }
                         Chunk::DataCr => match b {
                             b'\r' => Chunk::DataLf,
-                            b'\n' => Chunk::Size,
+                            b'\n' => Chunk::SizeStart,
                             _ => return Err(ParseError("malformed chunked body")),
                         },
                         Chunk::DataLf => {
                             if b != b'\n' {
                                 return Err(ParseError("malformed chunked body"));
                             }
-                            Chunk::Size
+                            Chunk::SizeStart
                         }
                         Chunk::TrailerStart => match b {
                             b'\r' => Chunk::TrailerLf,
@@ -353,6 +370,25 @@ impl ResponseParser {
         }
         Ok(Chunk::Data)
     }
+}
+
+/// A Content-Length value: one or more ASCII digits (RFC 9110 8.6), no sign, no list.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let v = value.trim_ascii();
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// Whether the last element of a comma-separated list is `token` (the final transfer
+/// coding decides the framing: RFC 9112 6.3).
+fn last_token_is(value: &[u8], token: &[u8]) -> bool {
+    value
+        .rsplit(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .find(|part| !part.is_empty())
+        .is_some_and(|part| part.eq_ignore_ascii_case(token))
 }
 
 fn contains_token(value: &[u8], token: &[u8]) -> bool {
@@ -499,5 +535,90 @@ mod tests {
             }
         }
         assert!(res.is_err());
+    }
+
+    fn err(data: &[u8]) -> &'static str {
+        let mut p = ResponseParser::new();
+        for step in [1, 2, 5, data.len()] {
+            let e = feed_all(&mut p, data, step).expect_err("a parse error");
+            let again = feed_all(&mut p, data, data.len()).expect_err("a parse error");
+            assert_eq!(e, again, "step {step}");
+        }
+        feed_all(&mut p, data, data.len()).unwrap_err().0
+    }
+
+    /// Issue 8, defect 13: lenient framing is an error, never a success.
+    #[test]
+    fn lenient_framing_is_refused() {
+        // An empty chunk-size line (no hex digit), at the first chunk and after one.
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for body in [
+            "\r\n\r\n",
+            "\n\n",
+            ";x=1\r\n\r\n",
+            " 5\r\nhello\r\n0\r\n\r\n",
+        ] {
+            let e = err(format!("{head}{body}").as_bytes());
+            assert_eq!(e, "empty chunk size", "{body:?}");
+        }
+        let e = err(format!("{head}2\r\nok\r\n\r\n0\r\n\r\n").as_bytes());
+        assert_eq!(e, "empty chunk size");
+        // A signed, listed or empty Content-Length.
+        for v in ["+2", "-2", "2, 2", "", "0x2", "2 2"] {
+            let e = err(format!("HTTP/1.1 200 OK\r\nContent-Length: {v}\r\n\r\nok").as_bytes());
+            assert_eq!(e, "bad Content-Length", "{v:?}");
+        }
+        // Both framings on one response, in either order (RFC 9112 6.3).
+        for r in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nok",
+        ] {
+            assert_eq!(
+                err(r.as_bytes()),
+                "both Content-Length and Transfer-Encoding in one response"
+            );
+        }
+        assert_eq!(
+            err(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+            "Transfer-Encoding in an HTTP/1.0 response"
+        );
+    }
+
+    /// The final transfer coding decides the framing: chunked last means chunked,
+    /// anything else means the body ends with the connection.
+    #[test]
+    fn final_transfer_coding_decides() {
+        let mut p = ResponseParser::new();
+        let done = |close| Progress::Done {
+            status: 200,
+            close,
+            extra: false,
+        };
+        for te in [
+            "gzip, chunked",
+            "Chunked",
+            "chunked ,",
+            "gzip\r\nTransfer-Encoding: chunked",
+        ] {
+            let r =
+                format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {te}\r\n\r\n2\r\nok\r\n0\r\n\r\n");
+            assert_eq!(feed_all(&mut p, r.as_bytes(), 3), Ok(done(false)), "{te:?}");
+            assert_eq!(p.body(), b"ok");
+        }
+        for te in [
+            "chunked, gzip",
+            "gzip",
+            "chunked\r\nTransfer-Encoding: gzip",
+        ] {
+            let r = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {te}\r\n\r\n2\r\nok\r\n");
+            assert_eq!(
+                feed_all(&mut p, r.as_bytes(), 3),
+                Ok(Progress::More),
+                "{te:?}"
+            );
+            assert_eq!(p.eof(), Some(done(true)));
+            assert_eq!(p.body(), b"2\r\nok\r\n");
+        }
     }
 }

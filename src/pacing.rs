@@ -1,14 +1,19 @@
 //! The one place that says when the next request should start, for the closed model
-//! (as soon as a connection is free) and the open model (a constant-rate schedule).
+//! (as soon as a connection is free) and the open model (a load `Schedule`: constant,
+//! ramp or steps; see `schedule.rs` for how request numbers map to times).
 //!
 //! Open model: the run's requests are numbered globally g = 0, 1, 2, ... and request g is
-//! intended to start at `origin + g / rate`. Event-loop thread j of N (across all worker
-//! processes) owns the requests g = k*N + j, so the union of all threads' schedules is the
-//! exact constant-rate schedule. Intended start times never move: when a thread falls
-//! behind (every connection busy, or the server stalled) its due requests go out as soon as
-//! a connection frees, each still measured from its own intended start.
+//! intended to start at `origin + schedule.offset_of(g)` (`origin + g / rate` for a
+//! constant rate). Event-loop thread j of N (across all worker processes) owns the
+//! requests g = k*N + j, so the union of all threads' schedules is exactly the schedule.
+//! Intended start times never move: when a thread falls behind (every connection busy, or
+//! the server stalled) its due requests go out as soon as a connection frees, each still
+//! measured from its own intended start. A request whose start the schedule cannot place
+//! (beyond what a `Duration` holds) is never due: the thread's schedule ends there.
 
 use std::time::{Duration, Instant};
+
+use crate::schedule::Schedule;
 
 /// Open model with a deadline: requests whose intended start falls before the deadline but
 /// are still unsent when it passes (the thread fell behind) go out for up to this long
@@ -25,10 +30,27 @@ pub struct Pacer {
     deadline: Option<Instant>,
     /// Measured requests this thread may still start (None: unbounded).
     budget: Option<u64>,
-    /// Open model: nanoseconds between this thread's requests and the offset of its first.
-    open: Option<(f64, f64)>,
+    /// Open model: the schedule, this thread's index and the number of threads.
+    open: Option<Open>,
     /// Index k of this thread's next request.
     next: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Open {
+    schedule: Schedule,
+    thread: u64,
+    threads: u64,
+}
+
+/// When this thread's k-th request starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// Closed model: whenever a connection is free.
+    Now,
+    At(Instant),
+    /// Beyond what the schedule can place: never.
+    Never,
 }
 
 /// What the pacer hands out: a request to start now, with its intended start.
@@ -57,23 +79,27 @@ impl Pacer {
         }
     }
 
-    /// Open model at `rate` requests per second in total, for thread `thread` of `threads`.
+    /// Open model on `schedule` (total rate over the whole run), for thread `thread` of
+    /// `threads`. The schedule's clock starts at `origin`, warm-up included.
     pub fn open(
         origin: Instant,
         warmup: Duration,
         deadline: Option<Instant>,
         budget: Option<u64>,
-        rate: f64,
+        schedule: &Schedule,
         thread: usize,
         threads: usize,
     ) -> Pacer {
-        let gap = 1e9 / rate;
         Pacer {
             origin,
             measure_from: origin + warmup,
             deadline,
             budget,
-            open: Some((gap * threads as f64, gap * thread as f64)),
+            open: Some(Open {
+                schedule: schedule.clone(),
+                thread: thread as u64,
+                threads: threads.max(1) as u64,
+            }),
             next: 0,
         }
     }
@@ -91,11 +117,28 @@ impl Pacer {
         self.measure_from
     }
 
-    /// Intended start of this thread's k-th request (open model).
+    /// Global number of this thread's k-th request (open model).
+    fn global(o: &Open, k: u64) -> Option<u64> {
+        k.checked_mul(o.threads)?.checked_add(o.thread)
+    }
+
+    fn slot(&self, k: u64) -> Slot {
+        let Some(o) = &self.open else {
+            return Slot::Now;
+        };
+        Pacer::global(o, k)
+            .and_then(|g| o.schedule.offset_of(g))
+            .and_then(|d| self.origin.checked_add(d))
+            .map_or(Slot::Never, Slot::At)
+    }
+
+    /// Intended start of this thread's k-th request (open model; None in the closed model
+    /// and beyond what the schedule can place).
     pub fn intended(&self, k: u64) -> Option<Instant> {
-        let (period, phase) = self.open?;
-        let ns = phase + period * k as f64;
-        Some(self.origin + Duration::from_nanos(ns as u64))
+        match self.slot(k) {
+            Slot::At(t) => Some(t),
+            Slot::Now | Slot::Never => None,
+        }
     }
 
     /// True when no request will ever be due again.
@@ -103,12 +146,11 @@ impl Pacer {
         if self.budget == Some(0) {
             return true;
         }
-        match self.deadline {
-            None => false,
-            Some(d) => match self.intended(self.next) {
-                Some(t) => t >= d || now >= d + OVERDUE_GRACE,
-                None => now >= d,
-            },
+        match (self.slot(self.next), self.deadline) {
+            (Slot::Never, _) => true,
+            (_, None) => false,
+            (Slot::At(t), Some(d)) => t >= d || now >= d + OVERDUE_GRACE,
+            (Slot::Now, Some(d)) => now >= d,
         }
     }
 
@@ -117,10 +159,11 @@ impl Pacer {
         if self.budget == Some(0) {
             return None;
         }
-        let intended = match self.intended(self.next) {
-            Some(t) if t > now => return None,
-            Some(t) => t,
-            None => now,
+        let intended = match self.slot(self.next) {
+            Slot::At(t) if t > now => return None,
+            Slot::At(t) => t,
+            Slot::Now => now,
+            Slot::Never => return None,
         };
         if let Some(d) = self.deadline
             && (intended >= d || now >= d + OVERDUE_GRACE)
@@ -146,6 +189,30 @@ impl Pacer {
             _ => Some(t),
         }
     }
+
+    /// Open model, once `finished`: where the schedule's window ends, so that rates are
+    /// taken over the window rather than over the time to the last completion alone
+    /// (at 5 req/s for 0.2 s that would be one request over its own service time). With a
+    /// deadline, the deadline; when the count ran out first, the intended start of the
+    /// request after this thread's last one (whose slot the last one filled), at most the
+    /// deadline. None in the closed model, and when the schedule did not run its course.
+    pub fn window_end(&self) -> Option<Instant> {
+        let o = self.open.as_ref()?;
+        if self.budget == Some(0) && self.next > 0 {
+            let after_last = Pacer::global(o, self.next - 1)
+                .and_then(|g| g.checked_add(1))
+                .and_then(|g| o.schedule.offset_of(g))
+                .and_then(|d| self.origin.checked_add(d));
+            return match (after_last, self.deadline) {
+                (Some(t), Some(d)) => Some(t.min(d)),
+                (t, d) => t.or(d),
+            };
+        }
+        match self.slot(self.next) {
+            Slot::At(t) if self.deadline.is_some_and(|d| t >= d) => self.deadline,
+            _ => None,
+        }
+    }
 }
 
 /// Splits `total` items over `parts` as evenly as possible; part `i` gets the result.
@@ -158,6 +225,10 @@ pub fn share(total: u64, parts: usize, i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn c(rate: f64) -> Schedule {
+        Schedule::Constant { rate }
+    }
 
     fn drain(p: &mut Pacer, until: Instant) -> Vec<Instant> {
         let mut out = Vec::new();
@@ -180,7 +251,15 @@ mod tests {
             let end = origin + Duration::from_secs(2);
             let mut all: Vec<Instant> = Vec::new();
             for t in 0..threads {
-                let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, rate, t, threads);
+                let mut p = Pacer::open(
+                    origin,
+                    Duration::ZERO,
+                    Some(end),
+                    None,
+                    &c(rate),
+                    t,
+                    threads,
+                );
                 all.extend(drain(&mut p, end - Duration::from_nanos(1)));
             }
             all.sort();
@@ -202,10 +281,133 @@ mod tests {
     }
 
     #[test]
+    fn union_of_threads_is_the_schedule_for_ramps_and_steps() {
+        let origin = Instant::now();
+        let d = |s: f64| Duration::from_secs_f64(s);
+        let schedules = [
+            Schedule::Ramp {
+                from: 0.0,
+                to: 3000.0,
+                over: d(1.5),
+            },
+            Schedule::Ramp {
+                from: 4000.0,
+                to: 50.0,
+                over: d(1.0),
+            },
+            Schedule::Steps(vec![(500.0, d(0.3)), (0.0, d(0.2)), (2500.0, d(0.7))]),
+            Schedule::Steps(vec![(7.5, d(0.5)), (900.0, d(0.5))]),
+        ];
+        for schedule in &schedules {
+            for threads in [1usize, 2, 3, 16] {
+                let end = origin + Duration::from_secs(2);
+                let mut all: Vec<(Instant, usize)> = Vec::new();
+                for t in 0..threads {
+                    let mut p = Pacer::open(
+                        origin,
+                        Duration::ZERO,
+                        Some(end),
+                        None,
+                        schedule,
+                        t,
+                        threads,
+                    );
+                    all.extend(drain(&mut p, end).into_iter().map(|i| (i, t)));
+                    assert!(p.finished(end), "{schedule}: thread {t} not finished");
+                }
+                all.sort();
+                // Exactly the schedule's requests before the deadline, each at its own
+                // offset, request g from thread g mod N.
+                let n = schedule.requests_before(Duration::from_secs(2));
+                assert_eq!(all.len() as u64, n, "{schedule}, {threads} threads");
+                for (g, (t, thread)) in all.iter().enumerate() {
+                    assert_eq!(
+                        Some(*t - origin),
+                        schedule.offset_of(g as u64),
+                        "{schedule}: g {g}"
+                    );
+                    assert_eq!(*thread, g % threads, "{schedule}: g {g}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn intended_starts_never_go_back() {
+        let origin = Instant::now();
+        let schedule = Schedule::Ramp {
+            from: 0.0,
+            to: 100_000.0,
+            over: Duration::from_secs(1),
+        };
+        let mut p = Pacer::open(origin, Duration::ZERO, None, Some(150_000), &schedule, 1, 3);
+        let all = drain(&mut p, origin + Duration::from_secs(10));
+        assert_eq!(all.len(), 150_000);
+        assert!(all.windows(2).all(|w| w[0] <= w[1]));
+        assert!(all.windows(2).any(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_rate_too_small_to_place_ends_the_schedule_instead_of_flooding() {
+        // -R 1e-300 once made the gap infinite and every request due at the origin.
+        let origin = Instant::now();
+        let tiny = c(1e-300);
+        let end = origin + Duration::from_secs(3);
+        let mut sent = 0;
+        for t in 0..4 {
+            let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &tiny, t, 4);
+            sent += drain(&mut p, end).len();
+            assert!(p.finished(origin), "thread {t}");
+            assert!(p.next_wakeup().is_none());
+        }
+        // Request 0 at the origin; request 1 would come after 1e300 s.
+        assert_eq!(sent, 1);
+    }
+
+    #[test]
+    fn window_ends_at_the_deadline_or_after_the_last_slot() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis;
+        // -R 5 -z 0.2s: one request (at 0); the window is the 0.2 s, not its service time.
+        let end = origin + ms(200);
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &c(5.0), 0, 1);
+        assert_eq!(drain(&mut p, origin + ms(1)).len(), 1);
+        assert!(p.finished(origin + ms(1)));
+        assert_eq!(p.window_end(), Some(end));
+        // -R 1000 -n 500 over 2 threads: the window is 500 slots of 1 ms.
+        let mut ends = Vec::new();
+        for t in 0..2 {
+            let mut p = Pacer::open(origin, Duration::ZERO, None, Some(250), &c(1000.0), t, 2);
+            drain(&mut p, origin + Duration::from_secs(1));
+            assert!(p.finished(origin + Duration::from_secs(1)));
+            ends.push(p.window_end().unwrap());
+        }
+        assert_eq!(ends.iter().max().copied(), Some(origin + ms(500)));
+        // Count and deadline: the deadline caps the window.
+        let mut p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(end),
+            Some(200),
+            &c(1000.0),
+            0,
+            1,
+        );
+        drain(&mut p, origin + Duration::from_secs(1));
+        assert_eq!(p.window_end(), Some(end));
+        // Not finished (stopped early): no window; closed model: none either.
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &c(1000.0), 0, 1);
+        drain(&mut p, origin + ms(50));
+        assert_eq!(p.window_end(), None);
+        let p = Pacer::closed(origin, Duration::ZERO, Some(end), None);
+        assert_eq!(p.window_end(), None);
+    }
+
+    #[test]
     fn processes_times_threads_split_the_schedule() {
         // 2 processes x 2 threads = 4 global threads; thread j's k-th request is g = 4k + j.
         let origin = Instant::now();
-        let p = Pacer::open(origin, Duration::ZERO, None, None, 100.0, 3, 4);
+        let p = Pacer::open(origin, Duration::ZERO, None, None, &c(100.0), 3, 4);
         assert_eq!(p.intended(0).unwrap() - origin, Duration::from_millis(30));
         assert_eq!(p.intended(2).unwrap() - origin, Duration::from_millis(110));
     }
@@ -213,7 +415,7 @@ mod tests {
     #[test]
     fn falling_behind_keeps_intended_times_and_loses_nothing() {
         let origin = Instant::now();
-        let mut p = Pacer::open(origin, Duration::ZERO, None, Some(100), 1000.0, 0, 1);
+        let mut p = Pacer::open(origin, Duration::ZERO, None, Some(100), &c(1000.0), 0, 1);
         // On time for 10 ms.
         let first = drain(&mut p, origin + Duration::from_micros(9_500));
         assert_eq!(first.len(), 10);
@@ -235,7 +437,7 @@ mod tests {
     fn requests_overdue_at_the_deadline_still_go_out() {
         let origin = Instant::now();
         let end = origin + Duration::from_secs(1);
-        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, 100.0, 0, 1);
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &c(100.0), 0, 1);
         // Behind by 50 ms at the deadline: the 5 overdue requests are not lost.
         assert_eq!(drain(&mut p, origin + Duration::from_millis(945)).len(), 95);
         let now = end + Duration::from_millis(5);
@@ -243,7 +445,7 @@ mod tests {
         assert_eq!(drain(&mut p, now).len(), 5);
         assert!(p.finished(now));
         // Past the grace, whatever is still unsent is given up.
-        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, 100.0, 0, 1);
+        let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &c(100.0), 0, 1);
         assert!(p.finished(end + OVERDUE_GRACE));
         assert!(p.take_due(end + OVERDUE_GRACE).is_none());
     }
@@ -256,7 +458,7 @@ mod tests {
             Duration::from_millis(100),
             None,
             Some(10),
-            1000.0,
+            &c(1000.0),
             0,
             1,
         );

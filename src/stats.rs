@@ -128,7 +128,7 @@ impl Errors {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     Connect,
     Read,

@@ -36,6 +36,9 @@ const HANDSHAKE: u8 = 22;
 const ALERT: u8 = 21;
 const NEW_SESSION_TICKET: u8 = 4;
 const KEY_UPDATE: u8 = 24;
+/// Largest post-handshake message accepted (a session ticket with its extensions); a
+/// message may span any number of records up to this size.
+const MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
 
 fn invalid(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
@@ -187,6 +190,7 @@ impl TlsStream {
             tx: Direction::new(secrets.tx.1, secrets.tx.0, tls13)?,
             rx: Direction::new(secrets.rx.1, secrets.rx.0, tls13)?,
             carry: Vec::new(),
+            handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
             closed: false,
@@ -219,9 +223,17 @@ impl TlsStream {
     }
 
     /// Encrypts all of `data`; what the socket does not take now stays queued (`flush`).
+    /// Fails once the server has sent close_notify: it will not answer on this connection
+    /// (even when it leaves TCP open, waiting for ours), so a request must not go out on it.
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match &mut self.phase {
             Phase::Open(r) => {
+                if r.closed {
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "the server closed the TLS connection (close_notify)",
+                    ));
+                }
                 r.seal(APPLICATION_DATA, data)?;
                 r.flush(&mut self.tcp)?;
                 Ok(data.len())
@@ -299,6 +311,8 @@ struct Records {
     rx: Direction,
     /// Bytes of an incomplete record, carried to the next read.
     carry: Vec<u8>,
+    /// The start of a post-handshake message split across records.
+    handshake: Vec<u8>,
     /// Sealed records not yet written, and how much of them was.
     out: Vec<u8>,
     out_sent: usize,
@@ -391,7 +405,12 @@ impl Records {
                 if have > 0 {
                     return Err(invalid("connection closed in the middle of a TLS record"));
                 }
-                return Ok((0, true));
+                // Without close_notify, the end of the stream is not authenticated: an
+                // attacker (or a crash) cutting a response short looks the same.
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection without TLS close_notify",
+                ));
             }
             let drained = n < space;
             have += n;
@@ -400,7 +419,9 @@ impl Records {
             self.flush(tcp)?;
             self.carry.extend_from_slice(&buf[used..have]);
             if plain > 0 || self.closed {
-                return Ok((plain, drained));
+                // After close_notify the caller must read once more to see the end of the
+                // stream (Ok(0)), even when the server leaves TCP open and no event follows.
+                return Ok((plain, drained && !self.closed));
             }
             if drained {
                 return Err(io::ErrorKind::WouldBlock.into());
@@ -433,6 +454,11 @@ impl Records {
             at = record.end;
             let (typ, range) = self.open(outer, &mut buf[record.clone()])?;
             let range = record.start + range.start..record.start + range.end;
+            if typ != HANDSHAKE && !self.handshake.is_empty() {
+                // RFC 8446 5.1: the fragments of a handshake message are not interleaved
+                // with other records.
+                return Err(invalid("a TLS handshake message was interrupted"));
+            }
             match typ {
                 APPLICATION_DATA => {
                     let n = range.len();
@@ -502,21 +528,51 @@ impl Records {
     }
 
     /// Post-handshake messages: TLS 1.3 session tickets are stored for resumption, key
-    /// updates renew the keys (and are answered when the server asks).
-    fn handshake_message(&mut self, mut msg: &[u8]) -> io::Result<()> {
+    /// updates renew the keys (and are answered when the server asks). A message may be
+    /// split over several records: its start is kept until the rest arrives.
+    fn handshake_message(&mut self, fragment: &[u8]) -> io::Result<()> {
         if !self.tls13 {
             // TLS 1.2 renegotiation requests are ignored, as the RFC allows.
             return Ok(());
         }
-        while msg.len() >= 4 {
-            let typ = msg[0];
-            let len = u32::from_be_bytes([0, msg[1], msg[2], msg[3]]) as usize;
-            let Some(payload) = msg.get(4..4 + len) else {
-                return Err(invalid("truncated TLS handshake message"));
+        let mut pending = std::mem::take(&mut self.handshake);
+        let whole = if pending.is_empty() {
+            fragment
+        } else {
+            pending.extend_from_slice(fragment);
+            &pending[..]
+        };
+        let used = self.handshake_messages(whole)?;
+        let rest = &whole[used..];
+        if !rest.is_empty() {
+            // Keeps the partial message; a key update cannot be followed by one (below), so
+            // the rest is still under the keys it was sent with.
+            let mut kept = Vec::with_capacity(rest.len());
+            kept.extend_from_slice(rest);
+            self.handshake = kept;
+        }
+        Ok(())
+    }
+
+    /// Handles the complete messages at the start of `msgs`; returns the bytes they took.
+    fn handshake_messages(&mut self, msgs: &[u8]) -> io::Result<usize> {
+        let mut at = 0;
+        while msgs.len() - at >= 4 {
+            let typ = msgs[at];
+            let len = u32::from_be_bytes([0, msgs[at + 1], msgs[at + 2], msgs[at + 3]]) as usize;
+            if len > MAX_HANDSHAKE_MESSAGE {
+                return Err(invalid("oversized TLS handshake message"));
+            }
+            let Some(payload) = msgs.get(at + 4..at + 4 + len) else {
+                break;
             };
-            msg = &msg[4 + len..];
+            at += 4 + len;
+            if typ == KEY_UPDATE && at < msgs.len() {
+                // RFC 8446 5.1: handshake messages must not span a key change.
+                return Err(invalid("TLS data after a key update in the same record"));
+            }
             let Some(kernel) = self.kernel.as_mut() else {
-                return Ok(());
+                continue;
             };
             match typ {
                 NEW_SESSION_TICKET => {
@@ -544,7 +600,7 @@ impl Records {
                 _ => {}
             }
         }
-        Ok(())
+        Ok(at)
     }
 }
 
@@ -570,6 +626,7 @@ mod tests {
             tx: dir(alg, &key, tls13),
             rx: dir(alg, &key, tls13),
             carry: Vec::new(),
+            handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
             closed: false,
@@ -634,6 +691,59 @@ mod tests {
         let (_, mut b) = pair(&aead::AES_128_GCM, true);
         let mut junk = b"HTTP/1.1 400 Bad Request\r\n".to_vec();
         assert!(b.open_records(&mut junk).is_err());
+    }
+
+    /// Issue 8, defect 7: a post-handshake message split over several records is put back
+    /// together (here a 60-byte ticket in 7-byte pieces, then data), not refused.
+    #[test]
+    fn handshake_messages_span_records() {
+        let (mut a, mut b) = pair(&aead::AES_128_GCM, true);
+        let mut ticket = vec![NEW_SESSION_TICKET, 0, 0, 56];
+        ticket.extend((0..56u8).map(|i| i.wrapping_mul(7)));
+        for piece in ticket.chunks(7) {
+            a.seal(HANDSHAKE, piece).unwrap();
+        }
+        a.seal(APPLICATION_DATA, b"HTTP/1.1 200 OK\r\n").unwrap();
+        let mut wire = a.out.clone();
+        let (plain, used) = b.open_records(&mut wire).unwrap();
+        assert_eq!(used, wire.len());
+        assert_eq!(&wire[..plain], b"HTTP/1.1 200 OK\r\n");
+        assert!(b.handshake.is_empty());
+        // Two messages in one record, the second split over the next one.
+        let (mut a, mut b) = pair(&aead::CHACHA20_POLY1305, true);
+        let mut two = ticket.clone();
+        two.extend_from_slice(&ticket[..10]);
+        a.seal(HANDSHAKE, &two).unwrap();
+        let mut wire = a.out.clone();
+        b.open_records(&mut wire).unwrap();
+        assert_eq!(b.handshake.len(), 10);
+        a.out.clear();
+        a.seal(HANDSHAKE, &ticket[10..]).unwrap();
+        let mut wire = a.out.clone();
+        b.open_records(&mut wire).unwrap();
+        assert!(b.handshake.is_empty());
+    }
+
+    #[test]
+    fn bad_post_handshake_sequences() {
+        // Data in the middle of a split message.
+        let (mut a, mut b) = pair(&aead::AES_128_GCM, true);
+        a.seal(HANDSHAKE, &[NEW_SESSION_TICKET, 0, 0, 9, 1])
+            .unwrap();
+        a.seal(APPLICATION_DATA, b"x").unwrap();
+        let e = b.open_records(&mut a.out.clone()).unwrap_err();
+        assert!(e.to_string().contains("interrupted"), "{e}");
+        // Anything after a key update in its record.
+        let (mut a, mut b) = pair(&aead::AES_128_GCM, true);
+        a.seal(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0, NEW_SESSION_TICKET])
+            .unwrap();
+        let e = b.open_records(&mut a.out.clone()).unwrap_err();
+        assert!(e.to_string().contains("key update"), "{e}");
+        // A message larger than any ticket, announced in its first bytes.
+        let (mut a, mut b) = pair(&aead::AES_128_GCM, true);
+        a.seal(HANDSHAKE, &[NEW_SESSION_TICKET, 1, 0, 1]).unwrap();
+        let e = b.open_records(&mut a.out.clone()).unwrap_err();
+        assert!(e.to_string().contains("oversized"), "{e}");
     }
 
     /// The per-key record limit: the record at the limit is refused, with a clear error,
@@ -806,6 +916,7 @@ mod tests {
                 tx: dir(),
                 rx: dir(),
                 carry: Vec::new(),
+                handshake: Vec::new(),
                 out: Vec::new(),
                 out_sent: 0,
                 closed: false,

@@ -6,6 +6,7 @@
 mod common;
 
 use common::run::{Out, run, spawn, strict_timing, u, vault_cmd, vblast_mounts};
+use common::servers::TrickleServer;
 use common::{OpenBao, RawServer};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -46,7 +47,8 @@ fn bad_input_exits_2() {
             vec!["--warmup", "10s", "-z", "5s", "--op", "kv-read"],
             "--warmup",
         ),
-        (vec!["-H", "novalue", &url], "novalue"),
+        // A malformed header is named by its flag, never echoed: it may hold a token.
+        (vec!["-H", "X-Vault-Token hvs.SECRET", &url], "-H header"),
         (vec!["-t", "5000", &url], "-t 5000"),
         // An endless body file is refused, not read until memory runs out.
         (vec!["-p", "/dev/zero", &url], "/dev/zero"),
@@ -60,6 +62,7 @@ fn bad_input_exits_2() {
             .args(&args);
         let out = run(cmd);
         assert_one_message(&out, 2);
+        assert!(!out.stderr.contains("hvs.SECRET"), "{}", out.show());
         assert!(
             out.stderr.contains(needle),
             "{args:?}: message should mention {needle:?}:\n{}",
@@ -441,4 +444,28 @@ fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
     // Each of the three requests came on a connection of its own, which carried it alone.
     let lines = server.join().unwrap();
     assert_eq!(lines, [1, 1, 1], "request lines per connection");
+}
+
+/// Issue 8, defect 10: a server that trickles its answer one byte every 0.5 s (each read
+/// well inside `--timeout`) cannot hold setup past `--timeout`: the health check gives up
+/// with a timeout, not with whatever the server does once it stops trickling (30 s later).
+#[test]
+fn trickling_server_times_out_setup() {
+    let srv = TrickleServer::start(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            .to_vec(),
+        Duration::from_millis(500),
+    );
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &srv.addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "1", "--timeout", "2s"]);
+    let out = run(cmd);
+    assert_one_message(&out, 2);
+    assert!(
+        out.stderr
+            .contains(&format!("timed out after 2s waiting for {}", srv.addr)),
+        "{}",
+        out.show()
+    );
 }

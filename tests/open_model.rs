@@ -570,3 +570,64 @@ fn bad_open_model_input_is_refused() {
         assert_eq!(srv.connections(), 0, "{args:?} reached the server");
     }
 }
+
+/// Issue 8 defect 9: a rate so small that the gap between requests overflows (it once
+/// became an unthrottled flood) is refused before anything is sent, with one message.
+#[test]
+fn unrepresentable_rates_are_refused() {
+    let bao = OpenBao::start();
+    for rate in ["1e-300", "1e-5"] {
+        let out = run(vault_cmd(
+            &bao,
+            &["-R", rate, "-c", "2", "-z", "2s", "--op", "kv-read"],
+        ));
+        out.assert_code(2);
+        assert!(
+            out.stderr.starts_with("vblast: ") && out.stderr.contains("below the lowest rate"),
+            "-R {rate}: {}",
+            out.show()
+        );
+        assert!(out.stdout.is_empty(), "-R {rate}: {}", out.show());
+    }
+}
+
+/// Issue 8 defect 12: at a low rate the run is its scheduled window, not the time to its
+/// last completion: `-R 5 -z 0.2s` sends one request (at the start) and reports 5 req/s,
+/// not one request over its own service time (it once said 1288 req/s).
+#[test]
+fn low_rate_rps_is_taken_over_the_scheduled_window() {
+    let bao = OpenBao::start();
+    let _g = paced();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-R", "5", "-c", "1", "-z", "0.2s", "--op", "kv-read", "--format", "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j, &["requests"]), 1, "{j}");
+    let d = f(&j, &["duration_s"]);
+    assert!(
+        d >= 0.2,
+        "duration_s {d} shorter than the 0.2 s window: {j}"
+    );
+    let rps = f(&j, &["rps"]);
+    assert!(rps <= 5.0, "rps {rps} above the target rate 5: {j}");
+    assert!(
+        (rps - 1.0 / d).abs() <= 1e-9 * rps,
+        "rps {rps} is not 1/{d}"
+    );
+    // Counted runs: the window is the requests' slots (500 of 2 ms), so never above -R.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-R", "500", "-c", "4", "-n", "50", "--op", "kv-read", "--format", "json",
+        ],
+    ));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j, &["requests"]), 50, "{j}");
+    assert!(f(&j, &["duration_s"]) >= 0.1, "{j}");
+    assert!(f(&j, &["rps"]) <= 500.0, "{j}");
+}

@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::run::{Out, env_cmd, run, url_cmd};
+use common::servers::{TlsMode, TlsServer};
 use common::{Nginx, OpenBao, RawServer, gen_tls_files};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
@@ -772,4 +773,107 @@ fn every_tls_version_and_cipher_carries_requests() {
             "{version} {cipher}: {j}"
         );
     }
+}
+
+/// A run of `n` requests on `c` connections against an in-process TLS server.
+fn tls_server_run(srv: &TlsServer, extra: &[&str]) -> Out {
+    let mut args = vec![
+        "--ca-cert",
+        p(&srv.ca_cert),
+        "--timeout",
+        "3s",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&srv.url);
+    run(url_cmd(&args))
+}
+
+/// Issue 8, defect 6: a close-delimited response followed by close_notify in the same
+/// segment, TCP left open (OpenSSL's two-way shutdown), completes at the close_notify
+/// instead of waiting for a TCP close that never comes.
+#[test]
+fn close_notify_ends_a_close_delimited_response() {
+    let srv = TlsServer::start(TlsMode::CloseDelimitedCloseNotify);
+    for mode in [&[][..], &["--no-keepalive"][..]] {
+        let mut args = vec!["-c", "2", "-n", "6"];
+        args.extend_from_slice(mode);
+        let j = all_ok(&tls_server_run(&srv, &args), 6);
+        assert_eq!(j["errors"]["timeout"], 0, "{j}");
+    }
+    assert_eq!(srv.responses(), 12);
+}
+
+/// Issue 8, defect 6: a keep-alive connection the server closed with close_notify (TCP
+/// left open) is not reused: each request goes out once, on a connection that answers it.
+#[test]
+fn close_notify_retires_a_keep_alive_connection() {
+    let srv = TlsServer::start(TlsMode::KeepAliveCloseNotify);
+    let j = all_ok(&tls_server_run(&srv, &["-c", "1", "-n", "5"]), 5);
+    assert_eq!(j["errors"]["timeout"], 0, "{j}");
+    assert_eq!(j["connections_opened"], 5, "{j}");
+    assert_eq!(srv.responses(), 5, "every request answered once: {j}");
+}
+
+/// Issue 8, defect 7: with tiny records (32 bytes), TLS 1.3 session tickets span several
+/// records; they are reassembled and stored (the connection-per-request run resumes), and
+/// key updates before every response work too. TLS 1.2 with tiny records as well.
+#[test]
+fn post_handshake_messages_split_across_records() {
+    for key_update in [false, true] {
+        let srv = TlsServer::start(TlsMode::Fragmented {
+            frag: 32,
+            key_update,
+        });
+        let j = all_ok(&tls_server_run(&srv, &["-c", "2", "-n", "40"]), 40);
+        assert_eq!(j["connections_opened"], 2, "{j}");
+        let j = all_ok(
+            &tls_server_run(&srv, &["-c", "2", "-n", "10", "--no-keepalive"]),
+            10,
+        );
+        assert!(
+            j["tls_resumed"].as_u64().unwrap() > 0,
+            "split session tickets were stored: {j}"
+        );
+    }
+    let srv = TlsServer::start_version(
+        TlsMode::Fragmented {
+            frag: 32,
+            key_update: false,
+        },
+        true,
+    );
+    all_ok(&tls_server_run(&srv, &["-c", "2", "-n", "20"]), 20);
+}
+
+/// Issue 8, defect 13: a close-delimited body ended by a TCP close without close_notify
+/// may have been cut short (a truncation attack looks the same): an error, not a success,
+/// in the engine and in the setup client.
+#[test]
+fn close_delimited_tls_body_without_close_notify_is_an_error() {
+    let srv = TlsServer::start(TlsMode::CloseDelimitedBareFin);
+    let r = tls_server_run(&srv, &["-c", "1", "-n", "3"]);
+    r.assert_code(1);
+    let j = r.json();
+    assert_eq!(j["requests"], 3, "{}", r.show());
+    assert_eq!(j["ok"], 0, "{}", r.show());
+    assert_eq!(j["errors"]["read"], 3, "{}", r.show());
+    assert!(
+        j["error_messages"].to_string().contains("close_notify"),
+        "{}",
+        r.show()
+    );
+    // The setup client: the health check's answer is refused the same way.
+    let base = srv.url.trim_end_matches("/v1/secret/data/foo");
+    let r = run(env_cmd(
+        &["--op", "kv-read", "-n", "1", "--timeout", "3s"],
+        &[
+            ("VAULT_ADDR", base),
+            ("VAULT_TOKEN", "root"),
+            ("VAULT_CACERT", p(&srv.ca_cert)),
+        ],
+    ));
+    r.assert_code(2);
+    assert!(r.stderr.contains("close_notify"), "{}", r.show());
 }

@@ -1,8 +1,8 @@
 //! One connection's state machine: its phase (connecting, TLS handshake, idle, busy,
-//! backing off), the request it carries, and every step the worker takes on a single
-//! connection: claiming and writing a request, opening and re-opening the socket,
-//! handling its readiness events, reading and completing the response, and counting
-//! its failures.
+//! backing off) and the request it carries. The connection's own steps (writing a request,
+//! reading a response, noticing a timeout) touch only the connection and return an
+//! `Outcome`; the worker (the one owner of statistics, the pacer and the idle list) acts
+//! on it in `settle` and the handlers below, as wrk's small handlers do.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -61,7 +61,252 @@ pub(super) struct Conn {
     pub(super) parser: ResponseParser,
 }
 
+/// What a step on one connection came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Nothing final yet: more response bytes to come, or a write to finish.
+    Pending,
+    /// The whole response is in; `close`: the connection cannot carry another request.
+    Done { status: u16, close: bool },
+    /// The request failed; the connection is finished with.
+    Failed { kind: ErrorKind, msg: String },
+    /// A reused keep-alive connection turned out closed before the request reached the
+    /// server: the request goes out once more on a fresh connection.
+    Resend,
+}
+
+/// What reading from a connection came to, with what the worker counts.
+#[derive(Debug)]
+pub(super) struct Read {
+    pub(super) outcome: Outcome,
+    pub(super) bytes: u64,
+    /// The first byte of this request's response arrived in this read.
+    pub(super) first_byte: bool,
+    /// The server sent bytes after the response that nobody asked for.
+    pub(super) extra: bool,
+}
+
+impl Conn {
+    pub(super) fn new(now: Instant) -> Conn {
+        Conn {
+            stream: None,
+            phase: Phase::Unopened,
+            req: None,
+            since: now,
+            connected_at: now,
+            served: 0,
+            failures: 0,
+            started: false,
+            pending: BytesMut::new(),
+            parser: ResponseParser::new(),
+        }
+    }
+
+    /// Writes a rendered request; returns the bytes written and the outcome.
+    pub(super) fn write(&mut self, bytes: &[u8]) -> (u64, Outcome) {
+        let Some(stream) = self.stream.as_mut() else {
+            return (0, Outcome::Pending);
+        };
+        match stream.write(bytes).and_then(|n| stream.flush().map(|_| n)) {
+            Ok(n) => {
+                if n < bytes.len() {
+                    self.pending.clear();
+                    self.pending.extend_from_slice(&bytes[n..]);
+                }
+                (n as u64, Outcome::Pending)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.pending.clear();
+                self.pending.extend_from_slice(bytes);
+                (0, Outcome::Pending)
+            }
+            Err(e) => (0, self.write_failed(&e)),
+        }
+    }
+
+    /// Continues a short write when the socket becomes writable again.
+    pub(super) fn continue_write(&mut self) -> (u64, Outcome) {
+        let Some(stream) = self.stream.as_mut() else {
+            return (0, Outcome::Pending);
+        };
+        if self.pending.is_empty() {
+            return match stream.flush() {
+                Ok(_) => (0, Outcome::Pending),
+                Err(e) => (0, self.write_failed(&e)),
+            };
+        }
+        match stream
+            .write(&self.pending)
+            .and_then(|n| stream.flush().map(|_| n))
+        {
+            Ok(n) => {
+                self.pending.advance(n);
+                (n as u64, Outcome::Pending)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (0, Outcome::Pending),
+            Err(e) => (0, self.write_failed(&e)),
+        }
+    }
+
+    /// A write failed: on a reused keep-alive connection the server most likely closed it
+    /// between responses, so the request goes out once more on a fresh connection.
+    fn write_failed(&mut self, e: &io::Error) -> Outcome {
+        let reused = self.served > 0;
+        match self.req.as_mut() {
+            Some(r) if reused && !r.resent => {
+                r.resent = true;
+                Outcome::Resend
+            }
+            _ => Outcome::Failed {
+                kind: ErrorKind::Write,
+                msg: format!("write failed: {}", io_error_text(e)),
+            },
+        }
+    }
+
+    /// Reads what the socket holds and feeds the response parser.
+    pub(super) fn read(&mut self, buf: &mut [u8], peer_closed: bool) -> Read {
+        let mut r = Read {
+            outcome: Outcome::Pending,
+            bytes: 0,
+            first_byte: false,
+            extra: false,
+        };
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return r;
+            };
+            // TLS without close_notify: an end that cannot complete a close-delimited body.
+            let (read, clean) = match stream.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => (Ok((0, true)), false),
+                other => (other, true),
+            };
+            match read {
+                Ok((0, _)) => {
+                    r.outcome = match self.parser.eof() {
+                        Some(Progress::Done { status, .. }) if clean => Outcome::Done {
+                            status,
+                            close: true,
+                        },
+                        Some(_) => Outcome::Failed {
+                            kind: ErrorKind::Read,
+                            msg: "server closed the connection without TLS close_notify: the response may be truncated".into(),
+                        },
+                        _ => self.closed_early(peer_closed),
+                    };
+                    return r;
+                }
+                Ok((n, drained)) => {
+                    r.bytes += n as u64;
+                    if let Some(req) = self.req.as_mut()
+                        && !req.started
+                    {
+                        req.started = true;
+                        r.first_byte = true;
+                    }
+                    match self.parser.feed(&buf[..n]) {
+                        Ok(Progress::More) => {
+                            if drained && !peer_closed {
+                                return r;
+                            }
+                        }
+                        Ok(Progress::Done {
+                            status,
+                            close,
+                            extra,
+                        }) => {
+                            r.extra = extra;
+                            r.outcome = Outcome::Done {
+                                status,
+                                close: close || extra || peer_closed,
+                            };
+                            return r;
+                        }
+                        Err(e) => {
+                            r.outcome = Outcome::Failed {
+                                kind: ErrorKind::Read,
+                                msg: format!("bad response: {}", e.0),
+                            };
+                            return r;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let msg = if e.kind() == io::ErrorKind::InvalidData {
+                        format!("TLS error: {}", io_error_text(&e))
+                    } else {
+                        format!("read failed: {}", io_error_text(&e))
+                    };
+                    r.outcome = Outcome::Failed {
+                        kind: ErrorKind::Read,
+                        msg,
+                    };
+                    return r;
+                }
+            }
+        }
+    }
+
+    /// The server closed the connection before the response was complete.
+    fn closed_early(&mut self, peer_closed: bool) -> Outcome {
+        let reused = self.served > 0;
+        let started = self.req.is_some_and(|r| r.started);
+        match self.req.as_mut() {
+            // A keep-alive connection that the server had already closed: the request
+            // never reached it.
+            Some(r) if !started && reused && !r.resent && peer_closed => {
+                r.resent = true;
+                Outcome::Resend
+            }
+            _ => Outcome::Failed {
+                kind: ErrorKind::Read,
+                msg: if started {
+                    "server closed the connection mid-response"
+                } else {
+                    "server closed the connection without responding"
+                }
+                .into(),
+            },
+        }
+    }
+
+    /// The server answered before reading the whole request (a 413, say): the rest of it
+    /// would reach the server as the start of the next one, so the connection must go.
+    pub(super) fn request_unsent(&self) -> bool {
+        !self.pending.is_empty() || self.stream.as_ref().is_some_and(|s| !s.all_sent())
+    }
+
+    /// The request has waited `timeout` for its response.
+    pub(super) fn timed_out(&self, now: Instant, timeout: Duration) -> Option<Outcome> {
+        let r = self.req?;
+        (self.phase == Phase::Busy && now.saturating_duration_since(r.sent) >= timeout).then(|| {
+            Outcome::Failed {
+                kind: ErrorKind::Timeout,
+                msg: format!(
+                    "no response within {}",
+                    crate::units::show_duration(timeout)
+                ),
+            }
+        })
+    }
+}
+
 impl Worker<'_> {
+    /// Acts on what a connection step came to.
+    pub(super) fn settle(&mut self, i: usize, outcome: Outcome, now: Instant) {
+        match outcome {
+            Outcome::Pending => {}
+            Outcome::Done { status, close } => self.complete(i, status, close, now),
+            Outcome::Failed { kind, msg } => self.fail(i, kind, &msg, now),
+            Outcome::Resend => {
+                self.stats.server_closes += 1;
+                self.reopen(i, now);
+            }
+        }
+    }
+
     pub(super) fn claim(&mut self, i: usize, due: Due, now: Instant) {
         let op = self.picker.pick(&mut self.rng);
         if due.measured {
@@ -101,68 +346,16 @@ impl Worker<'_> {
         let template = &mut self.templates[req.op];
         c.parser.reset(false, !template.response_has_body());
         c.phase = Phase::Busy;
-        let bytes = template.render(&mut self.rng);
-        let Some(stream) = c.stream.as_mut() else {
-            return;
-        };
-        let result = stream.write(bytes).and_then(|n| stream.flush().map(|_| n));
-        match result {
-            Ok(n) => {
-                self.stats.bytes_sent += n as u64;
-                if n < bytes.len() {
-                    c.pending.clear();
-                    c.pending.extend_from_slice(&bytes[n..]);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                c.pending.clear();
-                c.pending.extend_from_slice(bytes);
-            }
-            Err(e) => self.write_failed(i, &e, now),
-        }
-    }
-
-    /// A write failed: on a reused keep-alive connection the server most likely closed it
-    /// between responses, so the request goes out once more on a fresh connection.
-    fn write_failed(&mut self, i: usize, e: &io::Error, now: Instant) {
-        let c = &mut self.conns[i];
-        let reused = c.served > 0;
-        match c.req.as_mut() {
-            Some(r) if reused && !r.resent => {
-                r.resent = true;
-                self.stats.server_closes += 1;
-                self.reopen(i, now);
-            }
-            _ => {
-                let msg = format!("write failed: {}", io_error_text(e));
-                self.fail(i, ErrorKind::Write, &msg, now);
-            }
-        }
+        let (n, outcome) = c.write(template.render(&mut self.rng));
+        self.stats.bytes_sent += n;
+        self.settle(i, outcome, now);
     }
 
     /// Continues a short write when the socket becomes writable again.
     fn continue_write(&mut self, i: usize, now: Instant) {
-        let c = &mut self.conns[i];
-        let Some(stream) = c.stream.as_mut() else {
-            return;
-        };
-        if c.pending.is_empty() {
-            if let Err(e) = stream.flush() {
-                self.write_failed(i, &e, now);
-            }
-            return;
-        }
-        match stream
-            .write(&c.pending)
-            .and_then(|n| stream.flush().map(|_| n))
-        {
-            Ok(n) => {
-                self.stats.bytes_sent += n as u64;
-                c.pending.advance(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => self.write_failed(i, &e, now),
-        }
+        let (n, outcome) = self.conns[i].continue_write();
+        self.stats.bytes_sent += n;
+        self.settle(i, outcome, now);
     }
 
     /// Starts a non-blocking connect on slot `i`.
@@ -425,90 +618,22 @@ impl Worker<'_> {
     }
 
     fn read_response(&mut self, i: usize, peer_closed: bool, now: Instant) {
-        loop {
-            let c = &mut self.conns[i];
-            let Some(stream) = c.stream.as_mut() else {
-                return;
-            };
-            match stream.read(&mut self.buf) {
-                Ok((0, _)) => {
-                    let done = c.parser.eof();
-                    match done {
-                        Some(Progress::Done { status, .. }) => self.complete(i, status, true, now),
-                        _ => {
-                            let started = c.req.is_some_and(|r| r.started);
-                            let reused = c.served > 0;
-                            let msg = if started {
-                                "server closed the connection mid-response"
-                            } else {
-                                "server closed the connection without responding"
-                            };
-                            match c.req.as_mut() {
-                                // A keep-alive connection that the server had already
-                                // closed: the request never reached it.
-                                Some(r) if !started && reused && !r.resent && peer_closed => {
-                                    r.resent = true;
-                                    self.stats.server_closes += 1;
-                                    self.reopen(i, now);
-                                }
-                                _ => self.fail(i, ErrorKind::Read, msg, now),
-                            }
-                        }
-                    }
-                    return;
-                }
-                Ok((n, drained)) => {
-                    self.stats.bytes_received += n as u64;
-                    if let Some(r) = c.req.as_mut()
-                        && !r.started
-                    {
-                        r.started = true;
-                        if r.measured && (c.served == 0 || !self.plan.keepalive) {
-                            let us = now.saturating_duration_since(r.sent).as_micros() as u64;
-                            self.stats.ttfb.record(us);
-                        }
-                    }
-                    match c.parser.feed(&self.buf[..n]) {
-                        Ok(Progress::More) => {
-                            if drained {
-                                if peer_closed {
-                                    continue;
-                                }
-                                return;
-                            }
-                        }
-                        Ok(Progress::Done {
-                            status,
-                            close,
-                            extra,
-                        }) => {
-                            if extra {
-                                // Bytes nobody asked for: this connection cannot be trusted.
-                                self.stats.note("server sent data after the response", 1);
-                            }
-                            self.complete(i, status, close || extra || peer_closed, now);
-                            return;
-                        }
-                        Err(e) => {
-                            let msg = format!("bad response: {}", e.0);
-                            self.fail(i, ErrorKind::Read, &msg, now);
-                            return;
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let msg = if e.kind() == io::ErrorKind::InvalidData {
-                        format!("TLS error: {}", io_error_text(&e))
-                    } else {
-                        format!("read failed: {}", io_error_text(&e))
-                    };
-                    self.fail(i, ErrorKind::Read, &msg, now);
-                    return;
-                }
-            }
+        let r = self.conns[i].read(&mut self.buf, peer_closed);
+        self.stats.bytes_received += r.bytes;
+        let c = &self.conns[i];
+        if r.first_byte
+            && let Some(req) = c.req
+            && req.measured
+            && (c.served == 0 || !self.plan.keepalive)
+        {
+            let us = now.saturating_duration_since(req.sent).as_micros() as u64;
+            self.stats.ttfb.record(us);
         }
+        if r.extra {
+            // Bytes nobody asked for: this connection cannot be trusted.
+            self.stats.note("server sent data after the response", 1);
+        }
+        self.settle(i, r.outcome, now);
     }
 
     /// A whole response arrived on `i`.
@@ -551,13 +676,217 @@ impl Worker<'_> {
             self.reopen(i, now);
             return;
         }
-        let c = &self.conns[i];
-        if !c.pending.is_empty() || c.stream.as_ref().is_some_and(|s| !s.all_sent()) {
-            // The server answered before reading the whole request (a 413, say): the rest
-            // of it would reach the server as the start of the next one.
+        if self.conns[i].request_unsent() {
             self.reopen(i, now);
             return;
         }
         self.free(i, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The connection's own steps against a peer socket held by the test itself: no
+    //! server process, every byte chosen by the test.
+
+    use super::*;
+    use std::io::{Read as _, Write as _};
+    use std::net::{TcpListener, TcpStream};
+
+    /// A connected `Conn` carrying a request, and the test's end of the socket.
+    fn pair(served: u32) -> (Conn, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let now = Instant::now();
+        let mut c = Conn::new(now);
+        c.stream = Some(transport::connect(listener.local_addr().unwrap(), None, None).unwrap());
+        let (peer, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !c.stream.as_mut().unwrap().connected().unwrap_or(false) {
+            assert!(Instant::now() < deadline, "no connection");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        c.phase = Phase::Busy;
+        c.served = served;
+        c.req = Some(Req {
+            op: 0,
+            intended: now,
+            sent: now,
+            measured: true,
+            resent: false,
+            started: false,
+        });
+        c.parser.reset(false, false);
+        (c, peer)
+    }
+
+    /// Reads until the outcome is final or `limit` passes.
+    fn read_until_final(c: &mut Conn, peer_closed: bool) -> Read {
+        let mut buf = vec![0u8; 4096];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let r = c.read(&mut buf, peer_closed);
+            if r.outcome != Outcome::Pending || Instant::now() > deadline {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+
+    #[test]
+    fn a_whole_response_is_done_and_counted() {
+        let (mut c, mut peer) = pair(0);
+        peer.write_all(OK).unwrap();
+        let r = read_until_final(&mut c, false);
+        assert_eq!(
+            r.outcome,
+            Outcome::Done {
+                status: 200,
+                close: false
+            }
+        );
+        assert_eq!(r.bytes, OK.len() as u64);
+        assert!(r.first_byte && !r.extra);
+        assert!(!c.request_unsent());
+        // Bytes after the response: done, but the connection must close.
+        let (mut c, mut peer) = pair(0);
+        peer.write_all(&[OK, b"HTTP/1.1 200"].concat()).unwrap();
+        let r = read_until_final(&mut c, false);
+        assert!(r.extra);
+        assert_eq!(
+            r.outcome,
+            Outcome::Done {
+                status: 200,
+                close: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_stale_keep_alive_connection_resends_once_then_fails() {
+        // Reused (served > 0), closed by the server before any response byte: resend.
+        let (mut c, peer) = pair(3);
+        drop(peer);
+        let r = read_until_final(&mut c, true);
+        assert_eq!(r.outcome, Outcome::Resend);
+        assert!(c.req.unwrap().resent);
+        // The same again on the re-sent request: now it is a failure.
+        let (mut c2, peer) = pair(3);
+        c2.req.as_mut().unwrap().resent = true;
+        drop(peer);
+        let r = read_until_final(&mut c2, true);
+        assert!(
+            matches!(&r.outcome, Outcome::Failed { kind: ErrorKind::Read, msg } if msg.contains("without responding")),
+            "{r:?}"
+        );
+        // A fresh connection closed without a response is a failure at once.
+        let (mut c3, peer) = pair(0);
+        drop(peer);
+        let r = read_until_final(&mut c3, true);
+        assert!(
+            matches!(
+                r.outcome,
+                Outcome::Failed {
+                    kind: ErrorKind::Read,
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
+        // Closed mid-response: a failure, never a resend.
+        let (mut c4, mut peer) = pair(3);
+        peer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}")
+            .unwrap();
+        drop(peer);
+        let r = read_until_final(&mut c4, true);
+        assert!(
+            matches!(&r.outcome, Outcome::Failed { msg, .. } if msg.contains("mid-response")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_write_to_a_reused_closed_connection_resends() {
+        let (mut c, peer) = pair(1);
+        drop(peer);
+        std::thread::sleep(Duration::from_millis(20));
+        // The first write may still be accepted by the kernel; the reset shows on a later one.
+        let mut outcome = Outcome::Pending;
+        for _ in 0..100 {
+            outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
+            if outcome != Outcome::Pending {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(outcome, Outcome::Resend);
+        // Not reused: the same failure is a write error.
+        let (mut c, peer) = pair(0);
+        drop(peer);
+        std::thread::sleep(Duration::from_millis(20));
+        let mut outcome = Outcome::Pending;
+        for _ in 0..100 {
+            outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
+            if outcome != Outcome::Pending {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            matches!(
+                outcome,
+                Outcome::Failed {
+                    kind: ErrorKind::Write,
+                    ..
+                }
+            ),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn an_early_answer_leaves_the_request_unsent() {
+        let (mut c, mut peer) = pair(0);
+        // A large request the peer never reads: the kernel buffers fill, the rest waits.
+        let big = vec![b'x'; 16 << 20];
+        let (n, outcome) = c.write(&big);
+        assert_eq!(outcome, Outcome::Pending);
+        assert!(n < big.len() as u64, "the whole 16 MiB went out at once");
+        assert!(c.request_unsent());
+        peer.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        let r = read_until_final(&mut c, false);
+        assert_eq!(
+            r.outcome,
+            Outcome::Done {
+                status: 413,
+                close: false
+            }
+        );
+        // The worker re-opens such a connection instead of reusing it.
+        assert!(c.request_unsent());
+        let mut sink = [0u8; 16];
+        let _ = peer.set_nonblocking(true);
+        let _ = peer.read(&mut sink);
+    }
+
+    #[test]
+    fn a_request_times_out_only_after_the_timeout() {
+        let (c, _peer) = pair(0);
+        let sent = c.req.unwrap().sent;
+        let timeout = Duration::from_secs(2);
+        assert_eq!(
+            c.timed_out(sent + Duration::from_millis(1999), timeout),
+            None
+        );
+        assert!(matches!(
+            c.timed_out(sent + timeout, timeout),
+            Some(Outcome::Failed { kind: ErrorKind::Timeout, msg }) if msg == "no response within 2s"
+        ));
+        // Not busy (idle, connecting): no request timeout.
+        let mut idle = c;
+        idle.phase = Phase::Idle;
+        assert_eq!(idle.timed_out(sent + timeout, timeout), None);
     }
 }

@@ -9,12 +9,13 @@
 mod conn;
 mod worker;
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::Schedule;
+use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::target::Target;
 use crate::template::{Common, Template};
@@ -38,7 +39,8 @@ pub struct EnginePlan {
     pub requests: Option<u64>,
     pub duration: Option<Duration>,
     pub warmup: Duration,
-    pub rate: Option<f64>,
+    /// Open model: the load schedule (None: closed model).
+    pub schedule: Option<Schedule>,
     pub keepalive: bool,
     pub timeout: Duration,
     /// Event-loop threads over all processes, this process's first one, and how many it runs.
@@ -100,7 +102,7 @@ pub type ProgressFn<'a> = &'a (dyn Fn(&[Totals]) + Sync);
 /// Runs this process's share of the plan and returns the merged results.
 pub fn run(
     plan: &EnginePlan,
-    stop: &AtomicBool,
+    stop: &Stop,
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Stats, String> {

@@ -5,17 +5,16 @@
 //! is stopped.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use mio::{Events, Poll, Token};
 
 use super::conn::{Conn, Phase};
 use super::{EnginePlan, StartGate, Totals};
-use crate::http::ResponseParser;
 use crate::pacing::{Pacer, share};
-use crate::stats::{ErrorKind, Stats};
+use crate::schedule::Schedule;
+use crate::signals::Stop;
+use crate::stats::Stats;
 use crate::template::{Rng, Template};
 use crate::timer::Timer;
 use crate::transport::{PortSlice, TlsConnector};
@@ -72,7 +71,7 @@ impl<'p> Worker<'p> {
             // A connection with no request to send is never opened.
             mine = mine.min(share(n, plan.threads_total, global));
         }
-        let timer = match plan.rate {
+        let timer = match plan.schedule {
             Some(_) => Some(
                 Timer::new(poll.registry(), TIMER)
                     .map_err(|e| format!("cannot create a timer: {e}"))?,
@@ -80,20 +79,7 @@ impl<'p> Worker<'p> {
             None => None,
         };
         let now = Instant::now();
-        let conns = (0..mine)
-            .map(|_| Conn {
-                stream: None,
-                phase: Phase::Unopened,
-                req: None,
-                since: now,
-                connected_at: now,
-                served: 0,
-                failures: 0,
-                started: false,
-                pending: BytesMut::new(),
-                parser: ResponseParser::new(),
-            })
-            .collect();
+        let conns = (0..mine).map(|_| Conn::new(now)).collect();
         Ok(Worker {
             plan,
             global,
@@ -109,7 +95,7 @@ impl<'p> Worker<'p> {
             timer,
             report: None,
             tls,
-            ports: crate::procs::ephemeral_ports().and_then(|(lo, hi)| {
+            ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
             }),
             stats: Stats::new(plan.ops.len()),
@@ -120,7 +106,7 @@ impl<'p> Worker<'p> {
                 Duration::ZERO,
                 None,
                 None,
-                1.0,
+                &Schedule::Constant { rate: 1.0 },
                 0,
                 1,
             ),
@@ -132,13 +118,13 @@ impl<'p> Worker<'p> {
         let p = self.plan;
         let budget = p.requests.map(|n| share(n, p.threads_total, self.global));
         let deadline = p.duration.map(|d| origin + p.warmup + d);
-        match p.rate {
-            Some(rate) => Pacer::open(
+        match &p.schedule {
+            Some(schedule) => Pacer::open(
                 origin,
                 p.warmup,
                 deadline,
                 budget,
-                rate,
+                schedule,
                 self.global,
                 p.threads_total,
             ),
@@ -146,12 +132,12 @@ impl<'p> Worker<'p> {
         }
     }
 
-    pub(super) fn run(mut self, stop: &AtomicBool, gate: &dyn StartGate) -> Result<Stats, String> {
+    pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, String> {
         let mut events = Events::with_capacity(1024);
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
-        } else if self.plan.rate.is_some() || self.plan.requests.is_none() {
+        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
@@ -169,7 +155,7 @@ impl<'p> Worker<'p> {
         // One clock read per wake-up, shared by everything the loop does until the next.
         let mut now = Instant::now();
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.is_set() {
                 end = now;
                 break;
             }
@@ -216,6 +202,12 @@ impl<'p> Worker<'p> {
                 *stats.status.entry(code as u16).or_default() += n;
             }
         }
+        // Open model: the run lasts its scheduled window at least (rates are taken over
+        // it), unless it was stopped early.
+        let end = match self.pacer.window_end() {
+            Some(w) if !stop.is_set() => end.max(w),
+            _ => end,
+        };
         stats.elapsed_s = end.saturating_duration_since(measure_from).as_secs_f64();
         Ok(stats)
     }
@@ -232,9 +224,9 @@ impl<'p> Worker<'p> {
     }
 
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
-    fn preconnect(&mut self, stop: &AtomicBool, events: &mut Events) -> Result<(), String> {
+    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), String> {
         let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.is_set() {
             let now = Instant::now();
             let opening = self.open_more(now);
             if (opening == 0 && self.next_open == self.conns.len()) || now >= until {
@@ -331,12 +323,8 @@ impl<'p> Worker<'p> {
             let c = &self.conns[i];
             match c.phase {
                 Phase::Busy => {
-                    if let Some(r) = c.req
-                        && now.saturating_duration_since(r.sent) >= timeout
-                    {
-                        let msg =
-                            format!("no response within {}", crate::cli::show_duration(timeout));
-                        self.fail(i, ErrorKind::Timeout, &msg, now);
+                    if let Some(outcome) = c.timed_out(now, timeout) {
+                        self.settle(i, outcome, now);
                     }
                 }
                 Phase::Connecting | Phase::Handshaking => {

@@ -1,10 +1,14 @@
 //! A small blocking HTTP/1.1 keep-alive client for setup and cleanup calls
 //! (preflight, mounting, seeding, unmounting). Not used by the load engine.
+//!
+//! The timeout bounds each request as a whole (connect, TLS handshake, write and every
+//! read), so a server that trickles its answer cannot hold setup past it; a stop flag
+//! (Ctrl-C) is checked between reads.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -12,9 +16,12 @@ use rustls::{ClientConfig, ClientConnection, StreamOwned};
 #[cfg(test)]
 use crate::http::MAX_HEAD;
 use crate::http::{Progress, ResponseParser};
+use crate::signals::Stop;
 use crate::target::Target;
 
 const READ_CHUNK: usize = 16 * 1024;
+/// Longest single wait on the socket: how often the deadline and the stop flag are looked at.
+const SLICE: Duration = Duration::from_millis(100);
 
 /// One HTTP answer.
 #[derive(Clone, Debug)]
@@ -91,9 +98,92 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// The request was interrupted (the stop flag was raised).
+#[derive(Debug)]
+struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+fn is_stopped(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Stopped>())
+}
+
+/// A setup connection's socket: every read and write waits at most until the current
+/// request's deadline, in slices, checking the stop flag between them.
+struct Timed {
+    sock: TcpStream,
+    deadline: Option<Instant>,
+    stop: Option<Stop>,
+}
+
+impl Timed {
+    /// How long the next wait on the socket may last.
+    fn slice(&self) -> io::Result<Duration> {
+        if self.stop.as_ref().is_some_and(|s| s.is_set()) {
+            return Err(io::Error::other(Stopped));
+        }
+        match self.deadline {
+            None => Ok(SLICE),
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                Ok(left.min(SLICE))
+            }
+        }
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let slice = self.slice()?;
+            self.sock.set_read_timeout(Some(slice))?;
+            match self.sock.read(buf) {
+                Err(e) if is_timeout(&e) => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            let slice = self.slice()?;
+            self.sock.set_write_timeout(Some(slice))?;
+            match self.sock.write(buf) {
+                Err(e) if is_timeout(&e) => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sock.flush()
+    }
+}
+
 enum Conn {
-    Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Plain(Timed),
+    Tls(Box<StreamOwned<ClientConnection, Timed>>),
+}
+
+impl Conn {
+    /// Bounds everything the connection does from now on by `deadline`.
+    fn set_deadline(&mut self, deadline: Option<Instant>) {
+        match self {
+            Conn::Plain(t) => t.deadline = deadline,
+            Conn::Tls(s) => s.sock.deadline = deadline,
+        }
+    }
 }
 
 impl Read for Conn {
@@ -129,6 +219,7 @@ pub struct Client {
     token: Option<String>,
     namespace: Option<String>,
     timeout: Duration,
+    stop: Option<Stop>,
     conn: Option<Conn>,
 }
 
@@ -170,8 +261,30 @@ impl Client {
             token: token.filter(|t| !t.is_empty()),
             namespace: namespace.filter(|n| !n.is_empty()),
             timeout,
+            stop: None,
             conn: None,
         }
+    }
+
+    /// A client with the same settings and a connection of its own.
+    pub fn clone_fresh(&self) -> Client {
+        Client {
+            target: self.target.clone(),
+            tls: self.tls.clone(),
+            server_name: self.server_name.clone(),
+            token: self.token.clone(),
+            namespace: self.namespace.clone(),
+            timeout: self.timeout,
+            stop: self.stop.clone(),
+            conn: None,
+        }
+    }
+
+    /// Makes every request return "interrupted" soon after `stop` is raised (a signal).
+    /// For setup calls only: cleanup after a first signal must still run.
+    pub fn with_stop(mut self, stop: Stop) -> Client {
+        self.stop = Some(stop);
+        self
     }
 
     /// Base URL of the server, for messages ("http://127.0.0.1:8200").
@@ -221,7 +334,10 @@ impl Client {
     ) -> Result<Response, String> {
         let req = self.build_request(method, path, body, with_namespace)?;
         let head = method.eq_ignore_ascii_case("HEAD");
+        // One deadline for the whole request, a retry on a fresh connection included.
+        let deadline = self.timeout_opt().map(|t| Instant::now() + t);
         if let Some(mut conn) = self.conn.take() {
+            conn.set_deadline(deadline);
             match exchange(&mut conn, &req, head) {
                 Ok((resp, keep)) => {
                     if keep {
@@ -229,12 +345,12 @@ impl Client {
                     }
                     return Ok(resp);
                 }
-                Err(ExchangeError::Write(e)) if !is_timeout(&e) => {}
+                Err(ExchangeError::Write(e)) if !is_timeout(&e) && !is_stopped(&e) => {}
                 Err(ExchangeError::Read(ReadError::ClosedEarly(_))) => {}
                 Err(e) => return Err(self.describe(e)),
             }
         }
-        let mut conn = self.connect()?;
+        let mut conn = self.connect(deadline)?;
         match exchange(&mut conn, &req, head) {
             Ok((resp, keep)) => {
                 if keep {
@@ -320,13 +436,19 @@ impl Client {
         }
     }
 
-    fn connect(&self) -> Result<Conn, String> {
+    fn connect(&self, deadline: Option<Instant>) -> Result<Conn, String> {
         let base = self.target.base();
+        if self.stop.as_ref().is_some_and(|s| s.is_set()) {
+            return Err("interrupted".to_string());
+        }
         let mut last: Option<io::Error> = None;
         let mut sock = None;
         for addr in &self.target.addrs {
-            let r = match self.timeout_opt() {
-                Some(t) => TcpStream::connect_timeout(addr, t),
+            let r = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => TcpStream::connect_timeout(addr, left),
+                    _ => Err(io::ErrorKind::TimedOut.into()),
+                },
                 None => TcpStream::connect(addr),
             };
             match r {
@@ -349,9 +471,11 @@ impl Client {
             (None, None) => return Err(format!("cannot connect to {base}: no address")),
         };
         let _ = sock.set_nodelay(true);
-        sock.set_read_timeout(self.timeout_opt())
-            .and_then(|_| sock.set_write_timeout(self.timeout_opt()))
-            .map_err(|e| format!("cannot set timeouts on the connection to {base}: {e}"))?;
+        let sock = Timed {
+            sock,
+            deadline,
+            stop: self.stop.clone(),
+        };
         if !self.target.is_tls() {
             return Ok(Conn::Plain(sock));
         }
@@ -369,7 +493,9 @@ impl Client {
             .map_err(|e| format!("TLS setup for {hp} failed: {e}"))?;
         let mut sock = sock;
         crate::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
-            if e.contains(" timed out") {
+            if sock.stop.as_ref().is_some_and(|s| s.is_set()) {
+                "interrupted".to_string()
+            } else if e.contains(" timed out") {
                 format!(
                     "timed out after {} during the TLS handshake with {hp}",
                     fmt_duration(self.timeout)
@@ -385,6 +511,9 @@ impl Client {
         let base = self.target.base();
         let waited = fmt_duration(self.timeout);
         match e {
+            ExchangeError::Write(e) | ExchangeError::Read(ReadError::Io(e)) if is_stopped(&e) => {
+                "interrupted".to_string()
+            }
             ExchangeError::Write(e) if is_timeout(&e) => {
                 format!("timed out after {waited} sending a request to {base}")
             }
@@ -401,6 +530,9 @@ impl Client {
             ExchangeError::Read(ReadError::Truncated) => {
                 format!("server at {base} closed the connection in the middle of a response")
             }
+            ExchangeError::Read(ReadError::NoCloseNotify) => format!(
+                "server at {base} closed the connection without TLS close_notify: the response may be truncated"
+            ),
             ExchangeError::Read(ReadError::Malformed(what)) => {
                 format!("server at {base} sent a malformed HTTP response ({what})")
             }
@@ -439,6 +571,9 @@ pub(crate) enum ReadError {
     ClosedEarly(Option<io::Error>),
     /// The peer closed the connection part-way through the response.
     Truncated,
+    /// A TLS peer closed without close_notify where that close would end the body: it
+    /// cannot be told from a truncation.
+    NoCloseNotify,
     Timeout,
     Malformed(String),
     Io(io::Error),
@@ -462,11 +597,15 @@ pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Pa
     let mut buf = vec![0u8; READ_CHUNK];
     let mut total = 0usize;
     loop {
+        let mut clean = true;
         let n = match r.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             // TLS peers that close without close_notify.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                clean = false;
+                0
+            }
             Err(e) => {
                 return Err(match e.kind() {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => ReadError::Timeout,
@@ -483,6 +622,7 @@ pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Pa
         };
         let progress = if n == 0 {
             match parser.eof() {
+                Some(_) if !clean => return Err(ReadError::NoCloseNotify),
                 Some(done) => done,
                 None if total == 0 => return Err(ReadError::ClosedEarly(None)),
                 None => return Err(ReadError::Truncated),
@@ -820,5 +960,66 @@ mod tests {
             e.starts_with(&format!("cannot connect to http://127.0.0.1:{port}: ")),
             "{e}"
         );
+    }
+
+    /// A local server that answers every connection with an endless response head, one
+    /// byte every `gap`, for at most 10 s.
+    fn trickle_server(gap: Duration) -> (Target, std::thread::JoinHandle<()>) {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let end = std::time::Instant::now() + Duration::from_secs(10);
+            let head = b"HTTP/1.1 200 OK\r\nX-Slow: ";
+            if s.write_all(head).is_err() {
+                return;
+            }
+            while std::time::Instant::now() < end {
+                std::thread::sleep(gap);
+                if s.write_all(b"a").is_err() {
+                    return;
+                }
+            }
+        });
+        let t = Target::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        (t, server)
+    }
+
+    /// Issue 8, defect 10: the timeout bounds the whole request, not each read.
+    #[test]
+    fn timeout_bounds_a_trickled_response() {
+        let (t, server) = trickle_server(Duration::from_millis(50));
+        let mut c = Client::new(&t, None, None, None, None, Duration::from_millis(400));
+        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        assert_eq!(
+            e,
+            format!("timed out after 400ms waiting for {}", t.base()),
+            "{e}"
+        );
+        drop(c);
+        server.join().unwrap();
+    }
+
+    /// Issue 8, defect 10: a raised stop flag ends a request between reads.
+    #[test]
+    fn stop_flag_interrupts_a_request() {
+        let (t, server) = trickle_server(Duration::from_millis(50));
+        let stop = Stop::new();
+        let mut c = Client::new(&t, None, None, None, None, Duration::ZERO).with_stop(stop.clone());
+        let raiser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stop.request(crate::signals::Signal::Interrupt);
+        });
+        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        assert_eq!(e, "interrupted");
+        // Later requests do not even connect.
+        assert_eq!(
+            c.request("GET", "/v1/sys/health", None).unwrap_err(),
+            "interrupted"
+        );
+        raiser.join().unwrap();
+        drop(c);
+        server.join().unwrap();
     }
 }

@@ -1,4 +1,6 @@
-pub mod cert;
+//! Everything that knows Vault's API: the blocking setup client, the preflight checks and
+//! the operation registry (`ops`). The load engine knows none of it.
+
 pub mod client;
-pub mod kv;
-pub mod setup;
+pub mod ops;
+pub mod preflight;

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod run;
+pub mod servers;
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};

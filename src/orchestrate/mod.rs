@@ -1,0 +1,323 @@
+//! Spreading a run over worker processes when one process may not hold enough file
+//! descriptors: the layout of processes and threads, and the coordinator's side of the
+//! worker protocol (`protocol`): start the workers, start them together, relay a stop,
+//! collect and merge their results losslessly, and account for any worker that is lost.
+//! `worker` is the other side. The engine knows nothing of processes.
+
+pub mod protocol;
+pub mod worker;
+
+use std::io::BufReader;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use crate::engine::EnginePlan;
+use crate::pacing::share;
+use crate::signals::Stop;
+use crate::stats::Stats;
+use crate::sys::ephemeral_ports;
+
+use protocol::{FromWorker, ToWorker};
+
+/// Descriptors a process keeps for itself (stdio, epoll, setup client, libraries).
+pub const FD_RESERVE: u64 = 100;
+/// Time between `go` and the common start, for every worker to read it.
+const GO_LEAD: Duration = Duration::from_millis(50);
+
+/// What the engine returned over all processes.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stats: Stats,
+    /// Set when part of the planned load is missing (a worker process was lost): what is
+    /// missing, in words.
+    pub lost: Option<String>,
+}
+
+/// How a run is laid out over processes and threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub processes: usize,
+    pub threads: usize,
+}
+
+impl Layout {
+    /// Plans `connections` over enough processes that each stays within `fd_limit`
+    /// descriptors, with `threads` event loops in total (at least one per process).
+    pub fn plan(connections: u64, threads: usize, fd_limit: u64) -> Result<Layout, String> {
+        if let Some((lo, hi)) = ephemeral_ports() {
+            let ports = hi.saturating_sub(lo) + 1;
+            if connections > ports {
+                return Err(format!(
+                    "-c {connections} needs {connections} local ports to one server address, but this system has {ports} ephemeral ports ({lo}-{hi}, net.ipv4.ip_local_port_range)"
+                ));
+            }
+        }
+        let per_process = fd_limit.saturating_sub(FD_RESERVE);
+        if per_process < 16 {
+            return Err(format!(
+                "the open-file limit ({fd_limit}) leaves no room for connections"
+            ));
+        }
+        let processes = connections.div_ceil(per_process).max(1) as usize;
+        // No more threads than connections: a thread without a connection would still
+        // get a share of -n (or of the -R schedule) that it can never send.
+        let threads = threads
+            .min(usize::try_from(connections).unwrap_or(usize::MAX))
+            .max(processes);
+        // Connections are split evenly over all threads; check the busiest process.
+        let busiest = (0..processes)
+            .map(|p| {
+                let first: usize = (0..p)
+                    .map(|q| share(threads as u64, processes, q) as usize)
+                    .sum();
+                let n = share(threads as u64, processes, p) as usize;
+                (first..first + n)
+                    .map(|t| share(connections, threads, t))
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        if busiest > per_process {
+            return Err(format!(
+                "cannot fit {connections} connections into processes of {per_process} descriptors each"
+            ));
+        }
+        Ok(Layout { processes, threads })
+    }
+
+    /// This layout's share for process `p`: (first global thread, threads).
+    pub fn threads_of(&self, p: usize) -> (usize, usize) {
+        let first: usize = (0..p)
+            .map(|q| share(self.threads as u64, self.processes, q) as usize)
+            .sum();
+        (
+            first,
+            share(self.threads as u64, self.processes, p) as usize,
+        )
+    }
+}
+
+/// A worker's share of the plan, for saying what is missing when it is lost.
+fn share_text(plan: &EnginePlan) -> String {
+    let threads = plan.thread_offset..plan.thread_offset + plan.threads_here;
+    let conns: u64 = threads
+        .clone()
+        .map(|t| share(plan.connections, plan.threads_total, t))
+        .sum();
+    let pct = 100.0 * conns as f64 / plan.connections.max(1) as f64;
+    let mut text = format!(
+        "{conns} of the {} planned connections ({pct:.0}%)",
+        plan.connections
+    );
+    if let Some(n) = plan.requests {
+        let reqs: u64 = threads.map(|t| share(n, plan.threads_total, t)).sum();
+        text.push_str(&format!(" and up to {reqs} of the {n} requests"));
+    } else {
+        text.push_str(" and their requests");
+    }
+    text
+}
+
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    ready: bool,
+    result: Option<Stats>,
+    /// Its output ended (or was unreadable): no more messages.
+    gone: bool,
+    error: Option<String>,
+}
+
+impl Worker {
+    fn tell(&mut self, msg: &ToWorker) {
+        if let Some(stdin) = self.stdin.as_mut()
+            && protocol::send(stdin, msg).is_err()
+        {
+            self.stdin = None;
+        }
+    }
+}
+
+/// Runs one plan per worker process and merges their results.
+pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let (tx, rx) = crossbeam_channel::unbounded::<(usize, Option<Result<FromWorker, String>>)>();
+    let mut workers: Vec<Worker> = Vec::with_capacity(plans.len());
+    let mut start_failure = None;
+    for (i, plan) in plans.iter().enumerate() {
+        let spawned = Command::new(&exe)
+            .arg("--worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                start_failure = Some(format!("cannot start a worker process: {e}"));
+                break;
+            }
+        };
+        let stdout = child.stdout.take();
+        let stdin = child.stdin.take();
+        let mut w = Worker {
+            child,
+            stdin,
+            ready: false,
+            result: None,
+            gone: false,
+            error: None,
+        };
+        w.tell(&ToWorker::Plan {
+            version: protocol::VERSION,
+            plan: Box::new(plan.clone()),
+        });
+        if let Some(out) = stdout {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut input = BufReader::new(out);
+                loop {
+                    match protocol::recv::<FromWorker>(&mut input) {
+                        Ok(Some(m)) => {
+                            if tx.send((i, Some(Ok(m)))).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => {
+                            let _ = tx.send((i, None));
+                            return;
+                        }
+                        Err(e) => {
+                            let _ = tx.send((i, Some(Err(e))));
+                            let _ = tx.send((i, None));
+                            return;
+                        }
+                    }
+                }
+            });
+        } else {
+            w.gone = true;
+        }
+        workers.push(w);
+    }
+    drop(tx);
+    let mut stop_sent = false;
+    let mut go_sent = false;
+    if start_failure.is_some() {
+        for w in &mut workers {
+            w.tell(&ToWorker::Stop);
+        }
+        stop_sent = true;
+    }
+    // One loop for every phase: collect messages, start everyone together once all are
+    // ready, relay a stop, until every worker's output has ended.
+    while workers.iter().any(|w| !w.gone) {
+        if stop.is_set() && !stop_sent {
+            for w in &mut workers {
+                w.tell(&ToWorker::Stop);
+            }
+            stop_sent = true;
+        }
+        if !go_sent && !stop_sent && workers.iter().all(|w| w.ready) {
+            let at = protocol::unix_ns(SystemTime::now() + GO_LEAD);
+            for w in &mut workers {
+                w.tell(&ToWorker::Go { at_unix_ns: at });
+            }
+            go_sent = true;
+        }
+        let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(50)) else {
+            continue;
+        };
+        let w = &mut workers[i];
+        match msg {
+            Some(Ok(FromWorker::Ready { version, .. })) if version == protocol::VERSION => {
+                w.ready = true;
+            }
+            Some(Ok(FromWorker::Ready { version, .. })) => {
+                w.error = Some(format!(
+                    "speaks protocol version {version}, not {}",
+                    protocol::VERSION
+                ));
+            }
+            Some(Ok(FromWorker::Result { stats })) => w.result = Some(*stats),
+            Some(Ok(FromWorker::Error { message })) => w.error = Some(message),
+            Some(Err(e)) => w.error = Some(e),
+            None => {
+                w.gone = true;
+                w.stdin = None;
+                if !w.ready && !stop_sent {
+                    // A worker that cannot start stops the others: nothing was measured.
+                    for o in &mut workers {
+                        o.tell(&ToWorker::Stop);
+                    }
+                    stop_sent = true;
+                }
+            }
+        }
+    }
+    let mut total = Stats::new(plans.first().map_or(0, |p| p.ops.len()));
+    let mut lost = Vec::new();
+    let mut not_started = Vec::new();
+    for (i, mut w) in workers.into_iter().enumerate() {
+        drop(w.stdin.take());
+        let status = w.child.wait();
+        match w.result {
+            Some(s) => total.merge(&s),
+            None => {
+                let how = match (&w.error, status) {
+                    (Some(e), _) => e.clone(),
+                    (None, Ok(s)) => format!("ended with {s} and gave no result"),
+                    (None, Err(e)) => e.to_string(),
+                };
+                if w.ready {
+                    lost.push(format!(
+                        "worker process {i} was lost ({how}): {} are missing from the report",
+                        share_text(&plans[i])
+                    ));
+                } else {
+                    not_started.push(format!("worker process {i} did not start: {how}"));
+                }
+            }
+        }
+    }
+    if let Some(e) = start_failure.or_else(|| not_started.into_iter().next()) {
+        return Err(e);
+    }
+    Ok(Outcome {
+        stats: total,
+        lost: (!lost.is_empty()).then(|| lost.join("; ")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts() {
+        let l = Layout::plan(20_000, 2, 20_000).unwrap();
+        assert_eq!(
+            l,
+            Layout {
+                processes: 2,
+                threads: 2
+            }
+        );
+        assert_eq!(l.threads_of(0), (0, 1));
+        assert_eq!(l.threads_of(1), (1, 1));
+        let l = Layout::plan(64, 2, 20_000).unwrap();
+        assert_eq!(l.processes, 1);
+        let l = Layout::plan(20_000, 1, 20_000).unwrap();
+        assert_eq!(
+            l,
+            Layout {
+                processes: 2,
+                threads: 2
+            }
+        );
+        let l = Layout::plan(25_000, 8, 20_000).unwrap();
+        assert_eq!(l.processes, 2);
+        assert_eq!(l.threads_of(1), (4, 4));
+        assert!(Layout::plan(1_000_000, 2, 20_000).is_err());
+    }
+}

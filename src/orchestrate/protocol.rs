@@ -1,0 +1,158 @@
+//! The messages between a run's coordinator and its workers, one JSON object per line,
+//! versioned. A worker is a local child process today (`vblast --worker`, over its stdin
+//! and stdout); the same messages can travel over any byte stream, so a worker on another
+//! machine can speak them too.
+//!
+//! Coordinator -> worker: `plan` (the share of the run), `go` (start the clock at a
+//! wall-clock instant), `stop` (end the run now; end of input means the same).
+//! Worker -> coordinator: `ready` (connections open), `result` (its statistics), `error`.
+
+use std::io::{BufRead, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::EnginePlan;
+use crate::stats::Stats;
+
+/// Bumped whenever a message changes shape; both sides refuse another version.
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "msg", content = "data", rename_all = "snake_case")]
+pub enum ToWorker {
+    Plan {
+        version: u32,
+        plan: Box<EnginePlan>,
+    },
+    /// Start the measured run at this wall-clock instant (nanoseconds since the Unix epoch).
+    Go {
+        at_unix_ns: u64,
+    },
+    Stop,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+#[serde(tag = "msg", content = "data", rename_all = "snake_case")]
+pub enum FromWorker {
+    Ready { version: u32, connections: u64 },
+    Result { stats: Box<Stats> },
+    Error { message: String },
+}
+
+/// Writes one message as one line.
+pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> std::io::Result<()> {
+    let line = serde_json::to_string(msg).map_err(std::io::Error::other)?;
+    out.write_all(line.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Reads one message; `Ok(None)` at the end of input. A malformed line is described
+/// without quoting it (a plan holds the token).
+pub fn recv<T: DeserializeOwned>(input: &mut impl BufRead) -> Result<Option<T>, String> {
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(0) => Ok(None),
+        Ok(_) => serde_json::from_str(line.trim()).map(Some).map_err(|e| {
+            format!(
+                "malformed message ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            )
+        }),
+        Err(e) => Err(format!("cannot read a message: {e}")),
+    }
+}
+
+/// Now, as `go` carries it.
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// How long until the wall-clock instant `at_unix_ns` (zero if it has passed).
+pub fn until(at_unix_ns: u64) -> Duration {
+    Duration::from_nanos(at_unix_ns.saturating_sub(unix_ns(SystemTime::now())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_one_per_line() {
+        let mut buf = Vec::new();
+        send(&mut buf, &ToWorker::Go { at_unix_ns: 42 }).unwrap();
+        send(&mut buf, &ToWorker::Stop).unwrap();
+        send(
+            &mut buf,
+            &FromWorker::Ready {
+                version: VERSION,
+                connections: 7,
+            },
+        )
+        .unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.starts_with("{\"msg\":\"go\",\"data\":{\"at_unix_ns\":42}}\n"));
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        assert!(matches!(
+            recv::<ToWorker>(&mut r).unwrap(),
+            Some(ToWorker::Go { at_unix_ns: 42 })
+        ));
+        assert!(matches!(
+            recv::<ToWorker>(&mut r).unwrap(),
+            Some(ToWorker::Stop)
+        ));
+        assert!(matches!(
+            recv::<FromWorker>(&mut r).unwrap(),
+            Some(FromWorker::Ready { connections: 7, .. })
+        ));
+        assert!(recv::<FromWorker>(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn results_keep_every_counter_and_histogram() {
+        // Status codes are map keys: they must survive the trip as numbers.
+        let mut stats = Stats::new(1);
+        stats.status.insert(200, 7);
+        stats.status.insert(503, 2);
+        stats.ops[0].requests = 9;
+        stats.ops[0].latency.record(1234);
+        stats.timeline.record(0, true, Some(1234));
+        let mut buf = Vec::new();
+        send(
+            &mut buf,
+            &FromWorker::Result {
+                stats: Box::new(stats),
+            },
+        )
+        .unwrap();
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        let Some(FromWorker::Result { stats }) = recv::<FromWorker>(&mut r).unwrap() else {
+            panic!("not a result");
+        };
+        assert_eq!(stats.status.get(&200), Some(&7));
+        assert_eq!(stats.status.get(&503), Some(&2));
+        assert_eq!(stats.ops[0].requests, 9);
+        assert_eq!(stats.ops[0].latency.0.len(), 1);
+        assert_eq!(stats.timeline.seconds().len(), 1);
+    }
+
+    #[test]
+    fn malformed_lines_are_not_quoted() {
+        let mut r = std::io::BufReader::new(&b"{\"msg\":\"plan\",\"token\":\"hvs.SECRET\"\n"[..]);
+        let e = recv::<ToWorker>(&mut r).err().unwrap();
+        assert!(!e.contains("SECRET") && e.contains("malformed"), "{e}");
+    }
+
+    #[test]
+    fn go_instants_in_the_past_mean_now() {
+        assert_eq!(until(0), Duration::ZERO);
+        let later = unix_ns(SystemTime::now()) + 5_000_000_000;
+        assert!(until(later) > Duration::from_secs(4));
+    }
+}

@@ -1,0 +1,127 @@
+//! The worker's side of the protocol (`vblast --worker`): read the plan, open the
+//! connections, say `ready`, start the clock at the instant `go` names, stop on `stop` or
+//! when the coordinator goes away (end of input, or its death: PR_SET_PDEATHSIG), and send
+//! the result. Never quotes the plan (it holds the token).
+
+use std::io::{BufRead, BufReader, Write};
+use std::sync::{Barrier, Mutex, OnceLock};
+use std::time::Instant;
+
+use super::protocol::{self, FromWorker, ToWorker};
+use crate::engine::{self, EnginePlan, StartGate};
+use crate::error::EXIT_BAD_INPUT;
+use crate::signals::{Signal, Stop};
+
+/// The worker's start gate: the first thread through says `ready`, reads `go` and waits
+/// for its instant; then a thread watches the input for `stop`.
+struct ParentGate<R: BufRead + Send> {
+    barrier: Barrier,
+    origin: OnceLock<Instant>,
+    input: Mutex<Option<R>>,
+    stop: Stop,
+    connections: u64,
+}
+
+fn reply(msg: &FromWorker) {
+    // The coordinator may be gone: nothing useful to do about a closed pipe.
+    let _ = protocol::send(&mut std::io::stdout().lock(), msg);
+}
+
+impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
+    fn wait(&self) -> Instant {
+        if self.barrier.wait().is_leader() {
+            reply(&FromWorker::Ready {
+                version: protocol::VERSION,
+                connections: self.connections,
+            });
+            let input = self.input.lock().ok().and_then(|mut g| g.take());
+            let origin = match input {
+                Some(mut input) => {
+                    let origin = match protocol::recv::<ToWorker>(&mut input) {
+                        Ok(Some(ToWorker::Go { at_unix_ns })) => {
+                            let wait = protocol::until(at_unix_ns);
+                            let origin = Instant::now() + wait;
+                            std::thread::sleep(wait);
+                            origin
+                        }
+                        _ => {
+                            self.stop.request(Signal::Terminate);
+                            Instant::now()
+                        }
+                    };
+                    watch_for_stop(input, self.stop.clone());
+                    origin
+                }
+                None => Instant::now(),
+            };
+            let _ = self.origin.set(origin);
+        }
+        self.barrier.wait();
+        *self.origin.get_or_init(Instant::now)
+    }
+}
+
+/// After `go`: `stop`, or the end of input (the coordinator is gone), stops the run.
+fn watch_for_stop<R: BufRead + Send + 'static>(mut input: R, stop: Stop) {
+    std::thread::spawn(move || {
+        loop {
+            match protocol::recv::<ToWorker>(&mut input) {
+                Ok(Some(ToWorker::Stop)) | Ok(None) | Err(_) => {
+                    stop.request(Signal::Terminate);
+                    return;
+                }
+                Ok(Some(_)) => {}
+            }
+        }
+    });
+}
+
+/// `vblast --worker`. Returns the exit code.
+pub fn main(stop: &Stop) -> i32 {
+    // Die with the coordinator, so that no orphan keeps sending load.
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and changes nothing else.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+    }
+    crate::sys::raise_nofile();
+    let mut input = BufReader::new(std::io::stdin());
+    let plan: EnginePlan = match protocol::recv::<ToWorker>(&mut input) {
+        Ok(Some(ToWorker::Plan { version, plan })) if version == protocol::VERSION => *plan,
+        Ok(Some(ToWorker::Plan { version, .. })) => {
+            return fail(&format!(
+                "coordinator speaks protocol version {version}, not {}",
+                protocol::VERSION
+            ));
+        }
+        Ok(Some(_)) => return fail("expected a plan first"),
+        Ok(None) => return fail("no plan on stdin"),
+        Err(e) => return fail(&format!("bad plan: {e}")),
+    };
+    let connections = (plan.thread_offset..plan.thread_offset + plan.threads_here)
+        .map(|t| crate::pacing::share(plan.connections, plan.threads_total, t))
+        .sum();
+    let gate = ParentGate {
+        barrier: Barrier::new(plan.threads_here),
+        origin: OnceLock::new(),
+        input: Mutex::new(Some(input)),
+        stop: stop.clone(),
+        connections,
+    };
+    match engine::run(&plan, stop, &gate, None) {
+        Ok(stats) => {
+            reply(&FromWorker::Result {
+                stats: Box::new(stats),
+            });
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(message: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "vblast worker: {message}");
+    reply(&FromWorker::Error {
+        message: message.to_string(),
+    });
+    EXIT_BAD_INPUT
+}

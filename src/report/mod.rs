@@ -1,0 +1,325 @@
+//! The summary of a run (or of merged results), built from its `Stats`: the figures every
+//! format shows. Each format is a renderer in its own module, writing a `Summary` to any
+//! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
+//! scripts read) and `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view).
+
+pub mod hgrm;
+pub mod json;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{Errors, Hist, Stats};
+
+/// Latency figures in milliseconds.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+}
+
+/// Microseconds to milliseconds.
+pub(crate) fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+impl Percentiles {
+    pub fn of(h: &Hist) -> Percentiles {
+        let h = &h.0;
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let q = |p: f64| ms(h.value_at_quantile(p));
+        Percentiles {
+            count: h.len(),
+            min: ms(h.min()),
+            mean: h.mean() / 1000.0,
+            stdev: h.stdev() / 1000.0,
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            p9999: q(0.9999),
+            max: ms(h.max()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OpSummary {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub rps: f64,
+    pub throughput: f64,
+    pub success_ratio: f64,
+    pub latency_ms: Percentiles,
+    pub service_ms: Percentiles,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SecondSummary {
+    pub second: u64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// The load model: closed (each connection sends when its previous response is in) or
+/// open (requests on a schedule, `-R`). Serialized as "closed" / "open".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    Closed,
+    Open,
+}
+
+/// What the run was asked to do, for the report's header.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    pub target: String,
+    pub operation: String,
+    pub connections: u64,
+    pub threads: usize,
+    pub processes: usize,
+    pub model: Model,
+    pub target_rate: Option<f64>,
+    pub keepalive: bool,
+    pub warmup_s: f64,
+    /// Whether the run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+/// The one summary every format renders.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub vblast_version: String,
+    pub run: RunInfo,
+    pub requests: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub duration_s: f64,
+    pub rps: f64,
+    pub throughput: f64,
+    pub success_ratio: f64,
+    /// "intended start" in the open model, "actual send" in the closed model.
+    pub latency_measured_from: String,
+    pub latency_ms: Percentiles,
+    pub service_ms: Percentiles,
+    pub connect_ms: Percentiles,
+    pub tls_ms: Percentiles,
+    pub ttfb_ms: Percentiles,
+    pub status: BTreeMap<String, u64>,
+    pub errors: Errors,
+    pub error_messages: BTreeMap<String, u64>,
+    pub late: u64,
+    pub max_lag_ms: f64,
+    pub connections_opened: u64,
+    /// TLS handshakes that resumed a session (of tls_ms.count handshakes).
+    pub tls_resumed: u64,
+    pub server_closes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub ops: Vec<OpSummary>,
+    pub timeline: Vec<SecondSummary>,
+    #[serde(skip)]
+    pub latency_hist: Hist,
+    #[serde(skip)]
+    pub service_hist: Hist,
+}
+
+/// One row per second from the first to the last, seconds in which nothing completed
+/// included (a stalled server shows as a gap of zeros, not as a missing row).
+fn timeline(stats: &Stats) -> Vec<SecondSummary> {
+    let seconds = stats.timeline.seconds();
+    let Some(last) = seconds.last().map(|(i, _)| *i) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<SecondSummary> = (0..=last)
+        .map(|second| SecondSummary {
+            second,
+            requests: 0,
+            ok: 0,
+            errors: 0,
+            p50_ms: 0.0,
+            p99_ms: 0.0,
+        })
+        .collect();
+    for (i, s) in seconds {
+        let row = &mut rows[i as usize];
+        row.requests = s.requests;
+        row.ok = s.ok;
+        row.errors = s.errors;
+        if !s.latency.is_empty() {
+            row.p50_ms = ms(s.latency.0.value_at_quantile(0.5));
+            row.p99_ms = ms(s.latency.0.value_at_quantile(0.99));
+        }
+    }
+    rows
+}
+
+fn per_s(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 { n as f64 / secs } else { 0.0 }
+}
+
+fn ratio(ok: u64, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        ok as f64 / all as f64
+    }
+}
+
+impl Summary {
+    pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
+        let secs = stats.elapsed_s;
+        let mut latency = Hist::default();
+        let mut service = Hist::default();
+        let ops: Vec<OpSummary> = stats
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                latency.add(&o.latency);
+                service.add(&o.service);
+                OpSummary {
+                    name: op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}")),
+                    requests: o.requests,
+                    ok: o.ok,
+                    rps: per_s(o.requests, secs),
+                    throughput: per_s(o.ok, secs),
+                    success_ratio: ratio(o.ok, o.requests),
+                    latency_ms: Percentiles::of(&o.latency),
+                    service_ms: Percentiles::of(&o.service),
+                }
+            })
+            .collect();
+        let requests = stats.requests();
+        let ok = stats.ok();
+        let open = run.model == Model::Open;
+        Summary {
+            vblast_version: env!("CARGO_PKG_VERSION").to_string(),
+            requests,
+            ok,
+            failed: requests - ok,
+            duration_s: secs,
+            rps: per_s(requests, secs),
+            throughput: per_s(ok, secs),
+            success_ratio: ratio(ok, requests),
+            latency_measured_from: if open {
+                "intended start"
+            } else {
+                "actual send"
+            }
+            .into(),
+            latency_ms: Percentiles::of(&latency),
+            service_ms: Percentiles::of(&service),
+            connect_ms: Percentiles::of(&stats.connect),
+            tls_ms: Percentiles::of(&stats.tls),
+            ttfb_ms: Percentiles::of(&stats.ttfb),
+            status: stats
+                .status
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            errors: stats.errors,
+            error_messages: stats.messages.clone(),
+            late: stats.late,
+            max_lag_ms: ms(stats.max_lag_us),
+            connections_opened: stats.connections_opened,
+            tls_resumed: stats.tls_resumed,
+            server_closes: stats.server_closes,
+            bytes_sent: stats.bytes_sent,
+            bytes_received: stats.bytes_received,
+            ops,
+            timeline: timeline(stats),
+            run,
+            latency_hist: latency,
+            service_hist: service,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.run.model == Model::Open
+    }
+}
+
+/// The formats a `Summary` is rendered in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The terse table; with `latency`, the percentiles and spectra of `--latency` after it.
+    Text { latency: bool },
+    /// The JSON report.
+    Json,
+    /// The corrected latency's percentile spectrum (what `--hgrm` saves).
+    Hgrm,
+}
+
+/// Writes `summary` in `format` to `out`.
+pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io::Result<()> {
+    match format {
+        Format::Text { latency } => {
+            text::render(summary, out)?;
+            if latency {
+                hgrm::render_latency(summary, out)?;
+            }
+            Ok(())
+        }
+        Format::Json => json::render(summary, out),
+        Format::Hgrm => hgrm::render(summary, out),
+    }
+}
+
+/// Milliseconds for a table cell: "12.34ms", "1.85s".
+pub fn fmt_ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2}s", v / 1000.0)
+    } else if v >= 1.0 {
+        format!("{v:.2}ms")
+    } else {
+        format!("{:.0}us", v * 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_in_ms() {
+        let mut h = Hist::default();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let p = Percentiles::of(&h);
+        assert!((p.p50 - 500.0).abs() < 1.0, "{}", p.p50);
+        assert!((p.p99 - 990.0).abs() < 1.0);
+        assert!((p.max - 1000.0).abs() < 1.0);
+        assert_eq!(p.count, 1000);
+    }
+
+    #[test]
+    fn model_serializes_as_before() {
+        assert_eq!(serde_json::to_value(Model::Open).unwrap(), "open");
+        assert_eq!(serde_json::to_value(Model::Closed).unwrap(), "closed");
+        let m: Model = serde_json::from_str("\"closed\"").unwrap();
+        assert_eq!(m, Model::Closed);
+    }
+}

@@ -1,0 +1,178 @@
+//! The text report: vault-benchmark's terse table (per operation and total), then the
+//! run's duration, where latency is measured from, connections, status codes and errors.
+
+use std::io::{self, Write};
+
+use super::{Percentiles, Summary, fmt_ms};
+
+/// Writes the terse table and what follows it.
+pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    let r = &s.run;
+    let model = match r.target_rate {
+        Some(rate) => format!("open model, target {rate} req/s"),
+        None => "closed model".to_string(),
+    };
+    writeln!(
+        o,
+        "Target: {}  ({} connections, {} threads{}, {}, {})",
+        r.target,
+        r.connections,
+        r.threads,
+        if r.processes > 1 {
+            format!(" in {} processes", r.processes)
+        } else {
+            String::new()
+        },
+        if r.keepalive {
+            "keep-alive"
+        } else {
+            "new connection per request"
+        },
+        model
+    )?;
+    if r.interrupted {
+        writeln!(
+            o,
+            "Interrupted: the figures below cover the run up to the stop."
+        )?;
+    }
+    writeln!(o)?;
+    let open = s.is_open();
+    write!(
+        o,
+        "{:<14} {:>9} {:>11} {:>11} {:>10} {:>10} {:>10} {:>13}",
+        "op", "count", "rate", "throughput", "mean", "95th%", "99th%", "successRatio"
+    )?;
+    if open {
+        write!(o, "   {:>10} {:>10}", "svc 95th%", "svc 99th%")?;
+    }
+    writeln!(o)?;
+    for op in &s.ops {
+        let row = Row {
+            name: &op.name,
+            count: op.requests,
+            rate: op.rps,
+            throughput: op.throughput,
+            latency: &op.latency_ms,
+            service: &op.service_ms,
+            success_ratio: op.success_ratio,
+        };
+        row.write(o, open)?;
+    }
+    let total = Row {
+        name: "total",
+        count: s.requests,
+        rate: s.rps,
+        throughput: s.throughput,
+        latency: &s.latency_ms,
+        service: &s.service_ms,
+        success_ratio: s.success_ratio,
+    };
+    total.write(o, open)?;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Duration {:.2}s, {} requests, {} ok, {} failed.",
+        s.duration_s, s.requests, s.ok, s.failed
+    )?;
+    if open {
+        writeln!(
+            o,
+            "Latency is measured from each request's intended start (corrected for coordinated omission); svc columns are service time from the actual send (uncorrected)."
+        )?;
+        writeln!(
+            o,
+            "Started late (>10ms behind schedule): {}   largest lag: {}",
+            s.late,
+            fmt_ms(s.max_lag_ms)
+        )?;
+    } else {
+        writeln!(
+            o,
+            "Latency is measured from the actual send (closed model: no coordinated-omission correction; use -R for it)."
+        )?;
+    }
+    if s.connect_ms.count > 0 {
+        write!(
+            o,
+            "Connections: {} opened, connect mean {} p99 {}",
+            s.connections_opened,
+            fmt_ms(s.connect_ms.mean),
+            fmt_ms(s.connect_ms.p99)
+        )?;
+        if s.tls_ms.count > 0 {
+            write!(
+                o,
+                ", TLS handshake mean {} p99 {} ({} resumed)",
+                fmt_ms(s.tls_ms.mean),
+                fmt_ms(s.tls_ms.p99),
+                s.tls_resumed
+            )?;
+        }
+        if s.server_closes > 0 {
+            write!(
+                o,
+                ", {} closed by the server and re-opened",
+                s.server_closes
+            )?;
+        }
+        writeln!(o)?;
+    }
+    let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    writeln!(
+        o,
+        "Status codes: {}",
+        if codes.is_empty() {
+            "none".into()
+        } else {
+            codes.join(", ")
+        }
+    )?;
+    let e = &s.errors;
+    writeln!(
+        o,
+        "Errors: connect {}, read {}, write {}, timeout {}, non-2xx {}",
+        e.connect, e.read, e.write, e.timeout, e.status
+    )?;
+    for (m, n) in &s.error_messages {
+        writeln!(o, "  {n} x {m}")?;
+    }
+    Ok(())
+}
+
+/// One line of the table.
+struct Row<'a> {
+    name: &'a str,
+    count: u64,
+    rate: f64,
+    throughput: f64,
+    latency: &'a Percentiles,
+    service: &'a Percentiles,
+    success_ratio: f64,
+}
+
+impl Row<'_> {
+    fn write(&self, o: &mut dyn Write, open: bool) -> io::Result<()> {
+        write!(
+            o,
+            "{:<14} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
+            self.name,
+            self.count,
+            self.rate,
+            self.throughput,
+            fmt_ms(self.latency.mean),
+            fmt_ms(self.latency.p95),
+            fmt_ms(self.latency.p99),
+            self.success_ratio * 100.0
+        )?;
+        if open {
+            write!(
+                o,
+                "   {:>10} {:>10}",
+                fmt_ms(self.service.p95),
+                fmt_ms(self.service.p99)
+            )?;
+        }
+        writeln!(o)
+    }
+}

@@ -1,0 +1,345 @@
+//! A session owns everything vblast does to a server around the load: resolving the
+//! target and its TLS settings, the checks before setup, the fixtures each operation
+//! creates (once), any number of load steps over them (`step`, which the sweep will call
+//! many times), and their removal, guaranteed on every exit path: success, failure, a
+//! signal, or a setup that failed half-way (`close`, also run on drop).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rustls::pki_types::ServerName;
+
+use crate::engine::{self, EnginePlan, LocalGate, ProgressFn};
+use crate::error::Error;
+use crate::orchestrate::{self, Layout, Outcome};
+use crate::scenario::{Load, Scenario, Workload};
+use crate::signals::Stop;
+use crate::target::Target;
+use crate::tls::{self, TlsOptions};
+use crate::transport::io_error_text;
+use crate::vault::client::Client;
+use crate::vault::ops::{self, Created, SetupCtx, VaultOp};
+use crate::vault::preflight::preflight;
+use crate::workload::Operation;
+
+/// Timeout of each cleanup request.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one load step measured.
+#[derive(Debug)]
+pub struct StepResult {
+    pub outcome: Outcome,
+    pub layout: Layout,
+    /// Wall-clock time the step started (after setup).
+    pub started_at: SystemTime,
+}
+
+pub struct Session {
+    target: Target,
+    tls: Option<TlsOptions>,
+    tls_config: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    token: Option<String>,
+    namespace: Option<String>,
+    /// Per-request timeout of setup calls (the run's --timeout).
+    timeout: Duration,
+    keep: bool,
+    fd_limit: u64,
+    fixtures: Vec<Box<dyn VaultOp>>,
+    operations: Vec<Operation>,
+    stop: Stop,
+    closed: bool,
+}
+
+fn has_control(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_control())
+}
+
+impl Session {
+    /// Resolves the scenario's target, checks the server and sets every operation up. On
+    /// any failure what was created so far is removed before the error is returned.
+    pub fn open(scenario: &Scenario, stop: &Stop) -> Result<Session, Error> {
+        let mut target = Target::parse(&scenario.address).map_err(Error::Input)?;
+        if !matches!(scenario.workload, Workload::Url(_)) {
+            target.path = "/".into();
+        }
+        let tls = if target.is_tls() {
+            Some(scenario.tls.clone().unwrap_or_default())
+        } else {
+            None
+        };
+        // Bad files and names are reported now, before anything is sent.
+        let tls_config = match &tls {
+            Some(opts) => Some((
+                tls::client_config(opts).map_err(Error::Input)?,
+                tls::server_name(opts, &target.host).map_err(Error::Input)?,
+            )),
+            None => None,
+        };
+        let token = scenario.token.0.clone();
+        // Both go into request headers verbatim.
+        if token.as_deref().is_some_and(has_control) {
+            return Err(Error::input(
+                "the token holds control characters (check VAULT_TOKEN, --token or --token-file)",
+            ));
+        }
+        if scenario.namespace.as_deref().is_some_and(has_control) {
+            return Err(Error::input("the namespace holds control characters"));
+        }
+        let mut fd_limit = crate::sys::raise_nofile();
+        // For tests and experiments: pretend a process may hold fewer descriptors, so that
+        // small runs are spread over worker processes too.
+        if let Some(n) = std::env::var("VBLAST_PROCESS_FDS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            fd_limit = fd_limit.min(n);
+        }
+        let mut session = Session {
+            target,
+            tls,
+            tls_config,
+            token,
+            namespace: scenario.namespace.clone(),
+            timeout: scenario.load.timeout,
+            keep: scenario.keep,
+            fd_limit,
+            fixtures: Vec::new(),
+            operations: Vec::new(),
+            stop: stop.clone(),
+            closed: false,
+        };
+        // The layout is checked now so that impossible loads are refused before setup.
+        session.layout(&scenario.load)?;
+        match &scenario.workload {
+            Workload::Url(req) => {
+                // The request first: a bad body file is reported whatever the server's state.
+                let op =
+                    crate::url_request::operation(req, &session.target).map_err(Error::Input)?;
+                session.check_reachable()?;
+                session.operations = vec![op];
+            }
+            Workload::Vault(choices) => {
+                session.fixtures = ops::build(choices).map_err(Error::Input)?;
+                if let Err(e) = session.set_up(scenario.no_setup) {
+                    // Whatever was created half-way goes now, before the error is shown.
+                    session.close_reporting();
+                    return Err(stop.signal().map_or(e, Error::Stopped));
+                }
+                session.operations = session.fixtures.iter().map(|f| f.operation()).collect();
+                for (op, choice) in session.operations.iter_mut().zip(choices) {
+                    op.weight = choice.weight;
+                }
+            }
+        }
+        Ok(session)
+    }
+
+    fn set_up(&mut self, no_setup: bool) -> Result<(), Error> {
+        // Setup requests end soon after a signal; cleanup's client has no such stop.
+        let proto = self.client(self.timeout).with_stop(self.stop.clone());
+        let make = || proto.clone_fresh();
+        let ctx = SetupCtx {
+            make_client: &make,
+            tls: self.tls.as_ref(),
+            no_setup,
+            stop: &self.stop,
+        };
+        for f in &self.fixtures {
+            f.check(&ctx)?;
+        }
+        if no_setup {
+            self.check_reachable()?;
+        } else {
+            preflight(&mut proto.clone_fresh()).map_err(Error::Unreachable)?;
+        }
+        for f in &mut self.fixtures {
+            if let Some(s) = self.stop.signal() {
+                return Err(Error::Stopped(s));
+            }
+            f.setup(&ctx)?;
+        }
+        if let Some(s) = self.stop.signal() {
+            return Err(Error::Stopped(s));
+        }
+        Ok(())
+    }
+
+    /// A setup client with its own connection.
+    fn client(&self, timeout: Duration) -> Client {
+        let (config, name) = match &self.tls_config {
+            Some((c, n)) => (Some(c.clone()), Some(n.clone())),
+            None => (None, None),
+        };
+        Client::new(
+            &self.target,
+            config,
+            name,
+            self.token.clone(),
+            self.namespace.clone(),
+            timeout,
+        )
+    }
+
+    /// URL mode and --no-setup: the server must at least accept a connection (and a TLS
+    /// handshake) before the run starts.
+    fn check_reachable(&self) -> Result<(), Error> {
+        use std::net::TcpStream;
+        let addr = self.target.addr();
+        let base = self.target.base();
+        let limit = self.timeout.min(Duration::from_secs(10));
+        let tcp = TcpStream::connect_timeout(&addr, limit).map_err(|e| {
+            Error::Unreachable(format!("cannot connect to {base}: {}", io_error_text(&e)))
+        })?;
+        if let Some((config, name)) = &self.tls_config {
+            let _ = tcp.set_read_timeout(Some(limit));
+            let _ = tcp.set_write_timeout(Some(limit));
+            let mut conn = rustls::ClientConnection::new(config.clone(), name.clone())
+                .map_err(|e| Error::Unreachable(format!("TLS setup failed: {e}")))?;
+            let mut tcp = tcp;
+            let host_port = base.rsplit("://").next().unwrap_or(&base);
+            tls::blocking_handshake(&mut conn, &mut tcp, host_port).map_err(Error::Unreachable)?;
+        }
+        Ok(())
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Names of the operations, in the order of the results' per-operation rows.
+    pub fn op_names(&self) -> Vec<String> {
+        self.operations.iter().map(|o| o.name.clone()).collect()
+    }
+
+    /// How `load` is laid out over processes and threads here.
+    pub fn layout(&self, load: &Load) -> Result<Layout, Error> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Layout::plan(
+            load.connections,
+            load.threads.unwrap_or(cores),
+            self.fd_limit,
+        )
+        .map_err(Error::Input)
+    }
+
+    /// Runs one load step over the fixtures: in this process, or spread over worker
+    /// processes when one process cannot hold the connections.
+    pub fn step(
+        &mut self,
+        load: &Load,
+        progress: Option<ProgressFn<'_>>,
+    ) -> Result<StepResult, Error> {
+        let layout = self.layout(load)?;
+        if let Some(s) = self.stop.signal() {
+            return Err(Error::Stopped(s));
+        }
+        let plan = EnginePlan {
+            target: self.target.clone(),
+            tls: self.tls.clone(),
+            token: self.token.clone(),
+            namespace: self.namespace.clone(),
+            ops: self.operations.clone(),
+            connections: load.connections,
+            requests: load.requests,
+            duration: load.duration,
+            warmup: load.warmup,
+            schedule: load.schedule.clone(),
+            keepalive: load.keepalive,
+            timeout: load.timeout,
+            threads_total: layout.threads,
+            thread_offset: 0,
+            threads_here: layout.threads,
+            pin: load.pin,
+        };
+        let started_at = SystemTime::now();
+        let outcome = if layout.processes == 1 {
+            let stats = engine::run(
+                &plan,
+                &self.stop,
+                &LocalGate::new(plan.threads_here),
+                progress,
+            )
+            .map_err(Error::Engine)?;
+            Outcome { stats, lost: None }
+        } else {
+            let plans: Vec<EnginePlan> = (0..layout.processes)
+                .map(|p| {
+                    let (first, n) = layout.threads_of(p);
+                    EnginePlan {
+                        thread_offset: first,
+                        threads_here: n,
+                        ..plan.clone()
+                    }
+                })
+                .collect();
+            orchestrate::run_workers(&plans, &self.stop).map_err(Error::Engine)?
+        };
+        Ok(StepResult {
+            outcome,
+            layout,
+            started_at,
+        })
+    }
+
+    /// What is on the server because of this session.
+    pub fn created(&self) -> Vec<Created> {
+        self.fixtures.iter().flat_map(|f| f.created()).collect()
+    }
+
+    /// Removes everything the session created (unless asked to keep it). Idempotent. A
+    /// failure names what is left and the command that removes it.
+    pub fn close(&mut self) -> Result<(), Error> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        if self.keep {
+            for c in self.created() {
+                eprintln!("vblast: kept {}", c.what);
+            }
+            return Ok(());
+        }
+        let mut left = Vec::new();
+        let stop = self.stop.clone();
+        let mut client = self.client(CLEANUP_TIMEOUT);
+        for f in self.fixtures.iter_mut().rev() {
+            let created = f.created();
+            if created.is_empty() {
+                continue;
+            }
+            let result = if stop.is_urgent() {
+                Err("cleanup skipped after a second signal".to_string())
+            } else {
+                f.cleanup(&mut client, &stop)
+            };
+            if let Err(e) = result {
+                for c in created {
+                    left.push(format!(
+                        "{} is left on {} ({e}): remove it with `{}`",
+                        c.what,
+                        self.target.base(),
+                        c.remove_with
+                    ));
+                }
+            }
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Cleanup(left.join("\n")))
+        }
+    }
+
+    /// `close`, printing a failure (for paths that already have an error to report).
+    fn close_reporting(&mut self) {
+        if let Err(e) = self.close() {
+            eprintln!("vblast: {e}");
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close_reporting();
+    }
+}

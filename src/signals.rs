@@ -1,0 +1,149 @@
+//! Stopping: which signal (SIGINT, SIGTERM, SIGHUP) asked vblast to stop, as one shared
+//! flag every stage polls. The first signal stops the run gracefully (report, cleanup);
+//! a second one while cleanup is still under way makes cleanup give up waiting and name
+//! what it leaves behind.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Signal {
+    Interrupt,
+    Terminate,
+    Hangup,
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Signal::Interrupt => "SIGINT (Ctrl-C)",
+            Signal::Terminate => "SIGTERM",
+            Signal::Hangup => "SIGHUP",
+        })
+    }
+}
+
+impl Signal {
+    fn code(self) -> u8 {
+        match self {
+            Signal::Interrupt => 1,
+            Signal::Terminate => 2,
+            Signal::Hangup => 3,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Signal> {
+        match c {
+            1 => Some(Signal::Interrupt),
+            2 => Some(Signal::Terminate),
+            3 => Some(Signal::Hangup),
+            _ => None,
+        }
+    }
+
+    fn from_raw(n: i32) -> Option<Signal> {
+        match n {
+            signal_hook::consts::SIGINT => Some(Signal::Interrupt),
+            signal_hook::consts::SIGTERM => Some(Signal::Terminate),
+            signal_hook::consts::SIGHUP => Some(Signal::Hangup),
+            _ => None,
+        }
+    }
+}
+
+/// The stop flag: unset, or the first signal received. Cheap to poll (one relaxed load).
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    first: Arc<AtomicU8>,
+    /// How many stop requests arrived in all.
+    count: Arc<AtomicU8>,
+}
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// Asks everything to stop (the first caller's signal is the one reported).
+    pub fn request(&self, s: Signal) {
+        let _ = self
+            .first
+            .compare_exchange(0, s.code(), Ordering::SeqCst, Ordering::SeqCst);
+        let _ = self
+            .count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_add(1));
+    }
+
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.first.load(Ordering::Relaxed) != 0
+    }
+
+    pub fn signal(&self) -> Option<Signal> {
+        Signal::from_code(self.first.load(Ordering::Relaxed))
+    }
+
+    /// A second stop request arrived: give up waiting, even on cleanup.
+    pub fn is_urgent(&self) -> bool {
+        self.count.load(Ordering::Relaxed) >= 2
+    }
+
+    /// The flag the engine polls.
+    pub fn flag(&self) -> &AtomicU8 {
+        &self.first
+    }
+
+    /// Routes SIGINT, SIGTERM and SIGHUP into this flag, with a note on stderr (unless
+    /// `quiet`, for worker processes). Returns an error text if handlers cannot be set.
+    pub fn install(&self, quiet: bool) -> Result<(), String> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+        let stop = self.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for raw in signals.forever() {
+                    let Some(s) = Signal::from_raw(raw) else {
+                        continue;
+                    };
+                    let again = stop.is_set();
+                    stop.request(s);
+                    if quiet {
+                        continue;
+                    }
+                    if again {
+                        eprintln!("\nvblast: {s} again: giving up waiting");
+                    } else {
+                        eprintln!(
+                            "\nvblast: {s}: stopping, reporting and cleaning up (again to give up waiting)"
+                        );
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_signal_wins_and_a_second_is_urgent() {
+        let s = Stop::new();
+        assert!(!s.is_set() && s.signal().is_none() && !s.is_urgent());
+        s.request(Signal::Terminate);
+        assert!(s.is_set());
+        assert_eq!(s.signal(), Some(Signal::Terminate));
+        assert!(!s.is_urgent());
+        s.request(Signal::Interrupt);
+        assert_eq!(s.signal(), Some(Signal::Terminate));
+        assert!(s.is_urgent());
+        for c in 1..=3u8 {
+            assert_eq!(Signal::from_code(c).map(Signal::code), Some(c));
+        }
+        assert!(Signal::from_code(0).is_none());
+    }
+}

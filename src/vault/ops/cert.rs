@@ -1,0 +1,324 @@
+//! The cert family: `cert-login`, logins to the TLS certificate auth method (auth/cert)
+//! over mutual TLS. Setup enables the method at a fresh path and trusts the client
+//! certificate's issuer as the role `vblast`; cleanup disables it again.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+pub const LOGIN: OpInfo = OpInfo {
+    name: "cert-login",
+    about: "POST auth/<path>/login over mutual TLS (https:// address and a client certificate)",
+    options: &[
+        (
+            "--client-cert/--client-key",
+            "the client certificate presented (or VAULT_CLIENT_CERT/KEY)",
+        ),
+        (
+            "--client-ca FILE",
+            "CA that issued it, trusted as role vblast (default: the certificate itself)",
+        ),
+        (
+            "--no-setup",
+            "log in at the existing auth path --mount (default cert)",
+        ),
+    ],
+    config_from_flags,
+    build,
+};
+
+/// The family's config.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertConfig {
+    /// CA certificate registered as the trusted role (None: the client certificate).
+    pub client_ca: Option<PathBuf>,
+    /// With --no-setup: the existing auth path.
+    pub path: Option<String>,
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(CertConfig {
+        client_ca: f.client_ca.clone(),
+        path: f.mount.clone(),
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: CertConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    Ok(Box::new(CertLogin {
+        config,
+        setup: None,
+    }))
+}
+
+struct CertLogin {
+    config: CertConfig,
+    setup: Option<CertSetup>,
+}
+
+impl CertLogin {
+    /// The client certificate presented over mutual TLS, or why there is none.
+    fn client_cert<'a>(&self, ctx: &'a SetupCtx) -> Result<&'a Path, Error> {
+        let Some(opts) = ctx.tls else {
+            let base = (ctx.make_client)().base();
+            return Err(Error::Input(format!(
+                "cert-login needs an https:// address (mutual TLS), not {base}"
+            )));
+        };
+        opts.client_cert.as_deref().ok_or_else(|| {
+            Error::Input(
+                "cert-login needs a client certificate and key: --client-cert/--client-key or VAULT_CLIENT_CERT/VAULT_CLIENT_KEY"
+                    .into(),
+            )
+        })
+    }
+}
+
+impl VaultOp for CertLogin {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        let client_cert = self.client_cert(ctx)?;
+        if !ctx.no_setup {
+            read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
+                .map_err(Error::Input)?;
+        }
+        Ok(())
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let client_cert = self.client_cert(ctx)?;
+        if ctx.no_setup {
+            self.setup = Some(existing(self.config.path.as_deref().unwrap_or("cert")));
+            return Ok(());
+        }
+        let ca_pem = read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
+            .map_err(Error::Input)?;
+        let mut client = (ctx.make_client)();
+        prepare(&mut client, &ca_pem, &mut self.setup).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let s = self
+            .setup
+            .clone()
+            .unwrap_or_else(|| existing(self.config.path.as_deref().unwrap_or("cert")));
+        login(&s)
+    }
+
+    fn created(&self) -> Vec<Created> {
+        match &self.setup {
+            Some(s) if s.created => vec![Created {
+                what: format!("cert auth path '{}'", s.path),
+                remove_with: format!("vault auth disable {}", s.path),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(s) = &self.setup {
+            cleanup(client, s)?;
+        }
+        self.setup = None;
+        Ok(())
+    }
+}
+
+/// The role vblast registers.
+pub const ROLE: &str = "vblast";
+/// TTL of the tokens each login creates.
+pub const TOKEN_TTL: &str = "2m";
+
+/// The auth mount in place.
+#[derive(Clone, Debug)]
+pub struct CertSetup {
+    /// Auth path without slashes ("vblast-cert-1a2b3c4d").
+    pub path: String,
+    /// Whether we enabled it (and so must disable it).
+    pub created: bool,
+    /// Role to log in with (None: let the server match any trusted role).
+    pub role: Option<String>,
+}
+
+/// "vblast-cert-" and 8 random lowercase hex digits.
+pub fn random_auth_path() -> String {
+    random_name("vblast-cert-")
+}
+
+/// The PEM CERTIFICATE blocks of `path` (other blocks, such as a key, are left out).
+pub fn read_ca_pem(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "cannot read client CA file {}: {}",
+            path.display(),
+            crate::transport::io_error_text(&e)
+        )
+    })?;
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line == "-----BEGIN CERTIFICATE-----" {
+            inside = true;
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if line == "-----END CERTIFICATE-----" {
+            inside = false;
+        }
+    }
+    if out.is_empty() || inside {
+        return Err(format!(
+            "no complete PEM certificate found in {}",
+            path.display()
+        ));
+    }
+    Ok(out)
+}
+
+fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(), String> {
+    if (200..300).contains(&r.status) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} on {base} failed: HTTP {}: {}",
+            r.status,
+            r.error_text()
+        ))
+    }
+}
+
+/// Enables cert auth at a fresh path and registers `ca_pem` as the trusted certificate
+/// of role `vblast`. `slot` holds the path as soon as it may exist, so that the session
+/// disables it whatever happens next.
+fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), String> {
+    let base = client.base();
+    let path = random_auth_path();
+    let body = serde_json::json!({
+        "type": "cert",
+        "description": "vblast load test (temporary)",
+    });
+    // From here on the path may exist (a timed-out request may still have enabled it).
+    *slot = Some(CertSetup {
+        path: path.clone(),
+        created: true,
+        role: Some(ROLE.into()),
+    });
+    let r = client
+        .request(
+            "POST",
+            &format!("/v1/sys/auth/{path}"),
+            Some(body.to_string().as_bytes()),
+        )
+        .map_err(|e| format!("enabling cert auth at '{path}' failed: {e}"))?;
+    if !(200..300).contains(&r.status) {
+        *slot = None;
+    }
+    check(&r, &format!("enabling cert auth at '{path}'"), &base)?;
+    let role = serde_json::json!({
+        "certificate": ca_pem,
+        "token_ttl": TOKEN_TTL,
+        "display_name": ROLE,
+    });
+    let r = client.request(
+        "POST",
+        &format!("/v1/auth/{path}/certs/{ROLE}"),
+        Some(role.to_string().as_bytes()),
+    )?;
+    check(
+        &r,
+        &format!("registering the client CA as role '{ROLE}'"),
+        &base,
+    )
+}
+
+/// `--no-setup`: an existing cert auth mount, any trusted role.
+pub fn existing(path: &str) -> CertSetup {
+    CertSetup {
+        path: path.trim().trim_matches('/').to_string(),
+        created: false,
+        role: None,
+    }
+}
+
+/// The login request; the TLS layer presents the client certificate.
+pub fn login(setup: &CertSetup) -> Operation {
+    let body = match &setup.role {
+        Some(role) => serde_json::json!({ "name": role }).to_string(),
+        None => "{}".to_string(),
+    };
+    Operation::new(
+        "cert-login",
+        RequestSpec {
+            method: "POST".into(),
+            path: vec![Piece::lit(format!("/v1/auth/{}/login", setup.path))],
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Some(vec![Piece::lit(body)]),
+        },
+    )
+}
+
+/// Disables the auth path when we enabled it.
+pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), String> {
+    if !setup.created {
+        return Ok(());
+    }
+    let r = client.request("DELETE", &format!("/v1/sys/auth/{}", setup.path), None)?;
+    check(
+        &r,
+        &format!("disabling cert auth at '{}'", setup.path),
+        &client.base(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{Common, Rng, Template};
+
+    #[test]
+    fn paths_and_bodies() {
+        let p = random_auth_path();
+        assert!(p.starts_with("vblast-cert-") && p.len() == 20, "{p}");
+        let s = CertSetup {
+            path: p.clone(),
+            created: true,
+            role: Some(ROLE.into()),
+        };
+        let mut t = Template::build(&login(&s).request, &Common::default());
+        let text = String::from_utf8(t.render(&mut Rng::new(1)).to_vec()).unwrap();
+        assert!(text.starts_with(&format!("POST /v1/auth/{p}/login HTTP/1.1\r\n")));
+        assert!(text.ends_with("\r\n\r\n{\"name\":\"vblast\"}"), "{text}");
+        assert_eq!(existing("/cert/").path, "cert");
+    }
+
+    #[test]
+    fn ca_pem_keeps_only_certificates() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("both.pem");
+        std::fs::write(
+            &f,
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_ca_pem(&f).unwrap(),
+            "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----\n"
+        );
+        std::fs::write(&f, "nothing").unwrap();
+        assert!(read_ca_pem(&f).unwrap_err().contains("no complete PEM"));
+        assert!(read_ca_pem(&dir.path().join("missing")).is_err());
+    }
+}

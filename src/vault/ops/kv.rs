@@ -1,0 +1,841 @@
+//! The KV family: `kv-read` and `kv-write` on KV v1 and v2. Setup creates a fresh mount
+//! (or, with `mount`, writes under a fresh prefix inside the user's mount, never touching
+//! the user's own secrets), seeds it concurrently, and cleanup removes exactly what setup
+//! wrote. The requests are byte templates whose secret index is patched per request.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// Most threads used to seed (and remove) secrets.
+const SEED_THREADS: u64 = 16;
+/// How long a fresh mount may take to become usable.
+const MOUNT_READY_WAIT: Duration = Duration::from_secs(10);
+/// Random characters written into each kv-write value; the rest is fixed filler.
+const VARYING: usize = 16;
+
+const OPTIONS: &[(&str, &str)] = &[
+    ("--kv-version 1|2", "KV engine version (default 2)"),
+    (
+        "--secrets N",
+        "secrets seeded before the run (default 1000)",
+    ),
+    (
+        "--secret-size BYTES",
+        "size of each secret's value (default 100)",
+    ),
+    (
+        "--mount NAME",
+        "use this existing mount: secrets go under a fresh prefix, removed afterwards",
+    ),
+    (
+        "--no-setup",
+        "read s0..sN-1 of --mount (default secret) as they are",
+    ),
+    ("--keep", "leave the mount (or prefix) vblast created"),
+];
+
+pub const READ: OpInfo = OpInfo {
+    name: "kv-read",
+    about: "GET a uniformly random seeded secret",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_read,
+};
+
+pub const WRITE: OpInfo = OpInfo {
+    name: "kv-write",
+    about: "POST a --secret-size value to a uniformly random secret",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_write,
+};
+
+/// The family's config.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvConfig {
+    pub version: u8,
+    /// Existing mount to use; None creates a fresh one.
+    pub mount: Option<String>,
+    pub secrets: u64,
+    pub secret_size: usize,
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(KvConfig {
+        version: f.kv_version,
+        mount: f.mount.clone(),
+        secrets: f.secrets,
+        secret_size: f.secret_size,
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn parse_config(v: &Value) -> Result<KvConfig, String> {
+    let c: KvConfig = serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    if c.version != 1 && c.version != 2 {
+        return Err(format!(
+            "kv version {} is not supported (use 1 or 2)",
+            c.version
+        ));
+    }
+    if c.secrets == 0 {
+        return Err("--secrets must be at least 1".into());
+    }
+    if c.mount
+        .as_deref()
+        .is_some_and(|m| normalize_mount(m).is_empty())
+    {
+        return Err("the mount name is empty".into());
+    }
+    Ok(c)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
+}
+
+fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    Ok(Box::new(KvOp::new(Kind::Write, parse_config(v)?)))
+}
+
+/// The KV fixture in place.
+#[derive(Clone, Debug)]
+pub struct KvSetup {
+    /// Mount path without slashes at either end.
+    pub mount: String,
+    pub version: u8,
+    /// Whether we created the mount (and so must remove it).
+    pub created: bool,
+    /// Secrets live under this prefix ("vblast-1a2b3c4d/") inside a user's mount; empty
+    /// in a mount of our own or with --no-setup.
+    pub prefix: String,
+    /// Whether secrets were (or may have been) written under `prefix`.
+    pub wrote_prefix: bool,
+    pub secrets: u64,
+}
+
+struct KvOp {
+    kind: Kind,
+    config: KvConfig,
+    setup: Option<KvSetup>,
+}
+
+impl KvOp {
+    fn new(kind: Kind, config: KvConfig) -> KvOp {
+        KvOp {
+            kind,
+            config,
+            setup: None,
+        }
+    }
+
+    fn fixture(&self) -> KvSetup {
+        self.setup.clone().unwrap_or_else(|| KvSetup {
+            mount: normalize_mount(self.config.mount.as_deref().unwrap_or("secret")),
+            version: self.config.version,
+            created: false,
+            prefix: String::new(),
+            wrote_prefix: false,
+            secrets: self.config.secrets,
+        })
+    }
+}
+
+impl VaultOp for KvOp {
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        if ctx.no_setup {
+            self.setup = Some(self.fixture());
+            return Ok(());
+        }
+        prepare_kv(ctx, &self.config, &mut self.setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let kv = self.fixture();
+        match self.kind {
+            Kind::Read => read(&kv),
+            Kind::Write => write(&kv, self.config.secret_size),
+        }
+    }
+
+    fn created(&self) -> Vec<Created> {
+        let Some(s) = &self.setup else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if s.created {
+            out.push(Created {
+                what: format!("kv mount '{}' ({} secrets)", s.mount, s.secrets),
+                remove_with: format!("vault secrets disable {}", s.mount),
+            });
+        } else if s.wrote_prefix {
+            let sub = if s.version == 2 { "metadata " } else { "" };
+            out.push(Created {
+                what: format!(
+                    "{} secrets under '{}/{}' in the existing mount",
+                    s.secrets, s.mount, s.prefix
+                ),
+                remove_with: format!(
+                    "vault kv {sub}delete -mount={} {}<name> for each secret listed by `vault kv list -mount={} {}`",
+                    s.mount, s.prefix, s.mount, s.prefix
+                ),
+            });
+        }
+        out
+    }
+
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+        let Some(s) = self.setup.clone() else {
+            return Ok(());
+        };
+        if s.created {
+            cleanup_kv(client, &s)?;
+            self.setup = None;
+        } else if s.wrote_prefix {
+            let target = client.clone_fresh();
+            let make = || target.clone_fresh();
+            remove_prefixed(&make, &s, stop)?;
+            self.setup = None;
+        }
+        Ok(())
+    }
+}
+
+/// The path of secret `s<index>` (under the prefix) on the mount: the index is patched per
+/// request.
+fn secret_path(kv: &KvSetup) -> Vec<Piece> {
+    let mount = kv.mount.trim_matches('/');
+    let prefix = if kv.version == 2 {
+        format!("/v1/{mount}/data/{}s", kv.prefix)
+    } else {
+        format!("/v1/{mount}/{}s", kv.prefix)
+    };
+    vec![Piece::lit(prefix), Piece::Index { count: kv.secrets }]
+}
+
+/// Reads a uniformly random seeded secret.
+pub fn read(kv: &KvSetup) -> Operation {
+    Operation::new(
+        "kv-read",
+        RequestSpec {
+            method: "GET".into(),
+            path: secret_path(kv),
+            headers: vec![],
+            body: None,
+        },
+    )
+}
+
+/// Writes a uniformly random secret with a value of `size` bytes.
+pub fn write(kv: &KvSetup, size: usize) -> Operation {
+    let varying = size.min(VARYING);
+    let filler = "x".repeat(size - varying);
+    let (open, close) = if kv.version == 2 {
+        ("{\"data\":{\"value\":\"", "\"}}")
+    } else {
+        ("{\"value\":\"", "\"}")
+    };
+    Operation::new(
+        "kv-write",
+        RequestSpec {
+            method: "POST".into(),
+            path: secret_path(kv),
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: Some(vec![
+                Piece::lit(open),
+                Piece::Hex { width: varying },
+                Piece::lit(filler),
+                Piece::lit(close),
+            ]),
+        },
+    )
+}
+
+/// Name of secret `index` out of `count`: "s" and the index zero-padded to the width of
+/// `count - 1` (count 1000 gives "s000".."s999").
+pub fn secret_name(index: u64, count: u64) -> String {
+    let max = count.saturating_sub(1);
+    let width = max.checked_ilog10().map_or(1, |d| d as usize + 1);
+    format!("s{index:0width$}")
+}
+
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const VALUE_ALPHABET: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// A secret value of exactly `size` printable ASCII bytes that need no JSON escaping,
+/// different for each index.
+pub fn secret_value(size: usize, index: u64) -> String {
+    let mut state = index ^ 0x5EED_0F5E_C2E7;
+    let mut out = Vec::with_capacity(size);
+    while out.len() < size {
+        let mut word = splitmix64(&mut state);
+        for _ in 0..10 {
+            if out.len() == size {
+                break;
+            }
+            out.push(VALUE_ALPHABET[(word & 63) as usize]);
+            word >>= 6;
+        }
+    }
+    // Only alphabet bytes were pushed, all ASCII.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn normalize_mount(m: &str) -> String {
+    m.trim().trim_matches('/').to_string()
+}
+
+/// The sys/mounts entry for `mount` (keys are "name/"; newer servers also nest them under
+/// "data").
+fn find_mount<'a>(list: &'a Value, mount: &str) -> Option<&'a Value> {
+    let key = format!("{mount}/");
+    list.get("data")
+        .and_then(|d| d.get(&key))
+        .or_else(|| list.get(&key))
+}
+
+/// (type, kv version) from a mount entry; a kv mount without a version option is v1.
+fn mount_kind(entry: &Value) -> (String, u8) {
+    let kind = entry
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_string();
+    let version = match entry.get("options").and_then(|o| o.get("version")) {
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(1),
+        Some(Value::Number(n)) => n.as_u64().map_or(1, |v| v.min(255) as u8),
+        _ => 1,
+    };
+    (kind, version)
+}
+
+/// Looks an existing mount up: via sys/mounts, or, when the token may not list mounts,
+/// via sys/internal/ui/mounts/<mount> (open to any token that can use the mount).
+fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), String> {
+    let base = client.base();
+    let place = match client.namespace() {
+        Some(ns) => format!("{base} (namespace '{ns}')"),
+        None => base.clone(),
+    };
+    let missing = || format!("mount '{mount}' does not exist on {place}");
+    let r = client.request("GET", "/v1/sys/mounts", None)?;
+    if r.status == 200 {
+        let list = r
+            .json()
+            .ok_or_else(|| format!("{base}/v1/sys/mounts answered with something not JSON"))?;
+        return find_mount(&list, mount).map(mount_kind).ok_or_else(missing);
+    }
+    if r.status != 403 {
+        return Err(format!(
+            "listing mounts on {base} failed: HTTP {}: {}",
+            r.status,
+            r.error_text()
+        ));
+    }
+    let listing_error = r.error_text();
+    let r = client.request("GET", &format!("/v1/sys/internal/ui/mounts/{mount}"), None)?;
+    if r.status == 200 {
+        let v = r.json().unwrap_or(Value::Null);
+        let data = v.get("data").unwrap_or(&Value::Null);
+        let path = data.get("path").and_then(Value::as_str).unwrap_or("");
+        if normalize_mount(path) == mount {
+            return Ok(mount_kind(data));
+        }
+        return Err(missing());
+    }
+    if r.status == 404 || r.status == 400 {
+        return Err(missing());
+    }
+    Err(format!(
+        "cannot check mount '{mount}' on {base}: the token may not list mounts ({listing_error})"
+    ))
+}
+
+fn data_path(mount: &str, version: u8, name: &str) -> String {
+    if version == 2 {
+        format!("/v1/{mount}/data/{name}")
+    } else {
+        format!("/v1/{mount}/{name}")
+    }
+}
+
+fn write_body(version: u8, value: &str) -> String {
+    if version == 2 {
+        format!("{{\"data\":{{\"value\":\"{value}\"}}}}")
+    } else {
+        format!("{{\"value\":\"{value}\"}}")
+    }
+}
+
+/// Polls a read until the fresh mount answers like a working KV engine: 200, or 404 with
+/// no error message (a secret that simply does not exist yet).
+fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+    let base = client.base();
+    let path = data_path(&setup.mount, setup.version, &secret_name(0, 1));
+    let start = Instant::now();
+    loop {
+        let r = client.request("GET", &path, None)?;
+        let ready = match r.status {
+            200 => true,
+            404 => r
+                .json()
+                .and_then(|v| v.get("errors").and_then(Value::as_array).map(Vec::is_empty))
+                .unwrap_or(true),
+            _ => false,
+        };
+        if ready {
+            return Ok(());
+        }
+        if start.elapsed() >= MOUNT_READY_WAIT {
+            return Err(format!(
+                "new mount '{}' on {base} did not become usable within {}s: HTTP {}: {}",
+                setup.mount,
+                MOUNT_READY_WAIT.as_secs(),
+                r.status,
+                r.error_text()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `f(client, i)` for every `i` in `0..count` on up to 16 threads, each with its own
+/// connection. Stops at the first failure, or when `stop` is set.
+fn for_each_secret(
+    make_client: &(dyn Fn() -> Client + Sync),
+    count: u64,
+    stop: &Stop,
+    f: &(dyn Fn(&mut Client, u64) -> Result<(), String> + Sync),
+) -> Result<(), Error> {
+    if count == 0 {
+        return Ok(());
+    }
+    let threads = count.min(SEED_THREADS);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (failed, first_error) = (&failed, &first_error);
+            let start = count * t / threads;
+            let end = count * (t + 1) / threads;
+            scope.spawn(move || {
+                let mut client = make_client();
+                for i in start..end {
+                    if failed.load(Ordering::Relaxed) || stop.is_set() {
+                        return;
+                    }
+                    if let Err(e) = f(&mut client, i) {
+                        failed.store(true, Ordering::Relaxed);
+                        if let Ok(mut slot) = first_error.lock()
+                            && slot.is_none()
+                        {
+                            *slot = Some(e);
+                        }
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if let Some(s) = stop.signal() {
+        return Err(Error::Stopped(s));
+    }
+    match first_error.into_inner() {
+        Ok(None) => Ok(()),
+        Ok(Some(e)) => Err(Error::Setup(e)),
+        Err(_) => Err(Error::Setup("a seeding thread panicked".to_string())),
+    }
+}
+
+/// Writes secrets `0..setup.secrets` (under the prefix).
+fn seed(
+    make_client: &(dyn Fn() -> Client + Sync),
+    setup: &KvSetup,
+    size: usize,
+    stop: &Stop,
+) -> Result<(), Error> {
+    let count = setup.secrets;
+    for_each_secret(make_client, count, stop, &|client, i| {
+        let name = format!("{}{}", setup.prefix, secret_name(i, count));
+        let body = write_body(setup.version, &secret_value(size, i));
+        let path = data_path(&setup.mount, setup.version, &name);
+        match client.request("POST", &path, Some(body.as_bytes())) {
+            Ok(r) if (200..300).contains(&r.status) => Ok(()),
+            Ok(r) => Err(format!(
+                "writing secret '{}/{name}' to {} failed: HTTP {}: {}",
+                setup.mount,
+                client.base(),
+                r.status,
+                r.error_text()
+            )),
+            Err(e) => Err(format!(
+                "writing secret '{}/{name}' failed: {e}",
+                setup.mount
+            )),
+        }
+    })
+}
+
+/// Removes every secret vblast wrote under its prefix in a user's mount (all versions and
+/// metadata on KV v2).
+fn remove_prefixed(
+    make_client: &(dyn Fn() -> Client + Sync),
+    setup: &KvSetup,
+    stop: &Stop,
+) -> Result<(), String> {
+    let count = setup.secrets;
+    // Cleanup goes on after a first stop request; only a second one cuts it short.
+    let urgent = Stop::new();
+    let watcher = stop.clone();
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if watcher.is_urgent() {
+                    urgent.request(
+                        watcher
+                            .signal()
+                            .unwrap_or(crate::signals::Signal::Interrupt),
+                    );
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let r = for_each_secret(make_client, count, &urgent, &|client, i| {
+            let name = format!("{}{}", setup.prefix, secret_name(i, count));
+            let path = if setup.version == 2 {
+                format!("/v1/{}/metadata/{name}", setup.mount)
+            } else {
+                format!("/v1/{}/{name}", setup.mount)
+            };
+            match client.request("DELETE", &path, None) {
+                Ok(r) if (200..300).contains(&r.status) || r.status == 404 => Ok(()),
+                Ok(r) => Err(format!(
+                    "cannot remove secret '{}/{name}': HTTP {}: {}",
+                    setup.mount,
+                    r.status,
+                    r.error_text()
+                )),
+                Err(e) => Err(format!(
+                    "cannot remove secret '{}/{name}': {e}",
+                    setup.mount
+                )),
+            }
+        });
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    result.map_err(|e| e.to_string())
+}
+
+/// Sets up the KV fixture: checks the given mount (secrets then go under a fresh prefix)
+/// or creates a fresh one and waits until it works, then seeds the secrets. `slot` holds
+/// what exists so far, so that a failure half-way is cleaned up by the session.
+fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Result<(), Error> {
+    let mut client = (ctx.make_client)();
+    let base = client.base();
+    let mut setup = match &plan.mount {
+        Some(m) => {
+            let mount = normalize_mount(m);
+            let (kind, version) = describe_existing(&mut client, &mount).map_err(Error::Setup)?;
+            if kind != "kv" && kind != "generic" {
+                return Err(Error::Setup(format!(
+                    "mount '{mount}' on {base} is a '{kind}' secrets engine, not kv"
+                )));
+            }
+            let version = if kind == "generic" { 1 } else { version };
+            if version != plan.version {
+                return Err(Error::Setup(format!(
+                    "mount '{mount}' on {base} is kv version {version}, but kv version {} was asked for: pass --kv-version {version}",
+                    plan.version
+                )));
+            }
+            KvSetup {
+                mount,
+                version,
+                created: false,
+                prefix: format!("{}/", random_name("vblast-")),
+                wrote_prefix: false,
+                secrets: plan.secrets,
+            }
+        }
+        None => {
+            let mount = random_name("vblast-");
+            let body = format!(
+                "{{\"type\":\"kv\",\"description\":\"vblast load test (temporary)\",\"options\":{{\"version\":\"{}\"}}}}",
+                plan.version
+            );
+            let fixture = KvSetup {
+                mount: mount.clone(),
+                version: plan.version,
+                created: true,
+                prefix: String::new(),
+                wrote_prefix: false,
+                secrets: plan.secrets,
+            };
+            // From here on the mount may exist (a timed-out request may still have made
+            // it): the session removes it whatever happens next.
+            *slot = Some(fixture.clone());
+            let r = client
+                .request(
+                    "POST",
+                    &format!("/v1/sys/mounts/{mount}"),
+                    Some(body.as_bytes()),
+                )
+                .map_err(|e| Error::Setup(format!("creating kv mount '{mount}' failed: {e}")))?;
+            if !(200..300).contains(&r.status) {
+                *slot = None;
+                return Err(Error::Setup(format!(
+                    "cannot create kv mount '{mount}' on {base}: HTTP {}: {}",
+                    r.status,
+                    r.error_text()
+                )));
+            }
+            wait_until_usable(&mut client, &fixture).map_err(Error::Setup)?;
+            fixture
+        }
+    };
+    if let Some(s) = ctx.stop.signal() {
+        return Err(Error::Stopped(s));
+    }
+    if !setup.created {
+        setup.wrote_prefix = true;
+    }
+    *slot = Some(setup.clone());
+    seed(ctx.make_client, &setup, plan.secret_size, ctx.stop)
+}
+
+/// Removes the mount when we created it.
+pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+    if !setup.created {
+        return Ok(());
+    }
+    let r = client
+        .request("DELETE", &format!("/v1/sys/mounts/{}", setup.mount), None)
+        .map_err(|e| format!("cannot remove mount '{}': {e}", setup.mount))?;
+    if (200..300).contains(&r.status) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot remove mount '{}' from {}: HTTP {}: {}",
+            setup.mount,
+            client.base(),
+            r.status,
+            r.error_text()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{Common, Rng, Template};
+    use std::collections::HashSet;
+
+    #[test]
+    fn secret_names_are_padded_to_the_largest_index() {
+        assert_eq!(secret_name(0, 1000), "s000");
+        assert_eq!(secret_name(999, 1000), "s999");
+        assert_eq!(secret_name(7, 1001), "s0007");
+        assert_eq!(secret_name(0, 1), "s0");
+        assert_eq!(secret_name(0, 0), "s0");
+        assert_eq!(secret_name(9, 10), "s9");
+        assert_eq!(secret_name(10, 11), "s10");
+        assert_eq!(secret_name(5, 11), "s05");
+        assert_eq!(secret_name(u64::MAX - 1, u64::MAX).len(), 21);
+    }
+
+    #[test]
+    fn secret_values_have_the_exact_size_and_need_no_escaping() {
+        for size in [0, 1, 9, 10, 11, 64, 1000, 4097] {
+            for index in [0, 1, 2, 999, u64::MAX] {
+                let v = secret_value(size, index);
+                assert_eq!(v.len(), size);
+                assert!(
+                    v.bytes()
+                        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+                );
+                let json = format!("\"{v}\"");
+                assert_eq!(serde_json::from_str::<String>(&json).unwrap(), v);
+            }
+        }
+        let distinct: HashSet<String> = (0..1000).map(|i| secret_value(16, i)).collect();
+        assert_eq!(distinct.len(), 1000);
+        assert_eq!(secret_value(32, 5), secret_value(32, 5));
+    }
+
+    #[test]
+    fn mount_names_look_right_and_differ() {
+        let names: HashSet<String> = (0..100).map(|_| random_name("vblast-")).collect();
+        assert_eq!(names.len(), 100);
+        for n in names {
+            assert_eq!(n.len(), 15);
+            let hex = n.strip_prefix("vblast-").unwrap();
+            assert!(
+                hex.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            );
+        }
+    }
+
+    #[test]
+    fn mount_listing_layouts() {
+        let flat: Value = serde_json::from_str(
+            r#"{"secret/":{"type":"kv","options":{"version":"2"}},"old/":{"type":"kv","options":null},
+                "gen/":{"type":"generic"},"request_id":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            find_mount(&flat, "secret").map(mount_kind),
+            Some(("kv".into(), 2))
+        );
+        assert_eq!(
+            find_mount(&flat, "old").map(mount_kind),
+            Some(("kv".into(), 1))
+        );
+        assert_eq!(
+            find_mount(&flat, "gen").map(mount_kind),
+            Some(("generic".into(), 1))
+        );
+        assert!(find_mount(&flat, "nope").is_none());
+        let nested: Value =
+            serde_json::from_str(r#"{"data":{"a/b/":{"type":"kv","options":{"version":"1"}}}}"#)
+                .unwrap();
+        assert_eq!(
+            find_mount(&nested, "a/b").map(mount_kind),
+            Some(("kv".into(), 1))
+        );
+        assert_eq!(normalize_mount(" /secret/ "), "secret");
+    }
+
+    #[test]
+    fn write_bodies_are_valid_json() {
+        let v: Value = serde_json::from_str(&write_body(2, &secret_value(20, 3))).unwrap();
+        assert_eq!(v["data"]["value"].as_str().unwrap().len(), 20);
+        let v: Value = serde_json::from_str(&write_body(1, &secret_value(20, 3))).unwrap();
+        assert_eq!(v["value"].as_str().unwrap().len(), 20);
+        assert_eq!(data_path("kv", 2, "s1"), "/v1/kv/data/s1");
+        assert_eq!(data_path("kv", 1, "s1"), "/v1/kv/s1");
+    }
+
+    #[test]
+    fn paths_match_the_seeded_names() {
+        let kv = KvSetup {
+            mount: "vblast-1".into(),
+            version: 2,
+            created: true,
+            prefix: String::new(),
+            wrote_prefix: false,
+            secrets: 1000,
+        };
+        let mut t = Template::build(&read(&kv).request, &Common::default());
+        let text = String::from_utf8(t.render(&mut Rng::new(5)).to_vec()).unwrap();
+        let path = text.split(' ').nth(1).unwrap();
+        let name = path.rsplit('/').next().unwrap();
+        assert!(path.starts_with("/v1/vblast-1/data/s"));
+        assert_eq!(name.len(), secret_name(999, 1000).len());
+    }
+
+    /// Every rendered request names a secret the setup seeded (the prefix, then
+    /// `secret_name(i, count)` for i in 0..count), and together they reach every one of them.
+    #[test]
+    fn rendered_names_are_the_seeded_set() {
+        use std::collections::BTreeSet;
+        for version in [1u8, 2] {
+            for prefix in ["", "vblast-0f0f0f0f/"] {
+                for count in [1u64, 7, 10, 11, 100, 101, 1000, 1001] {
+                    let kv = KvSetup {
+                        mount: "vblast-ab12cd34".into(),
+                        version,
+                        created: prefix.is_empty(),
+                        prefix: prefix.into(),
+                        wrote_prefix: !prefix.is_empty(),
+                        secrets: count,
+                    };
+                    let seeded: BTreeSet<String> = (0..count)
+                        .map(|i| format!("{prefix}{}", secret_name(i, count)))
+                        .collect();
+                    let base = if version == 2 {
+                        "/v1/vblast-ab12cd34/data/"
+                    } else {
+                        "/v1/vblast-ab12cd34/"
+                    };
+                    for op in [read(&kv), write(&kv, 100)] {
+                        let mut t = Template::build(&op.request, &Common::default());
+                        let mut rng = Rng::new(count + u64::from(version));
+                        let mut seen = BTreeSet::new();
+                        for _ in 0..count * 30 {
+                            let text = String::from_utf8(t.render(&mut rng).to_vec()).unwrap();
+                            let path = text.split(' ').nth(1).unwrap();
+                            let name = path.strip_prefix(base).unwrap_or_else(|| {
+                                panic!("{} v{version}: path {path} not under {base}", op.name)
+                            });
+                            assert!(
+                                seeded.contains(name),
+                                "{} v{version} count {count}: {name} was never seeded",
+                                op.name
+                            );
+                            seen.insert(name.to_string());
+                        }
+                        assert_eq!(
+                            seen, seeded,
+                            "{} v{version} count {count}: not every seeded secret is read",
+                            op.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn write_bodies_have_the_asked_size() {
+        for version in [1u8, 2] {
+            let kv = KvSetup {
+                mount: "m".into(),
+                version,
+                created: true,
+                prefix: String::new(),
+                wrote_prefix: false,
+                secrets: 10,
+            };
+            let mut t = Template::build(&write(&kv, 1024).request, &Common::default());
+            let text = String::from_utf8(t.render(&mut Rng::new(5)).to_vec()).unwrap();
+            let body = text.split_once("\r\n\r\n").unwrap().1;
+            let v: serde_json::Value = serde_json::from_str(body).unwrap();
+            let value = if version == 2 {
+                &v["data"]["value"]
+            } else {
+                &v["value"]
+            };
+            assert_eq!(value.as_str().unwrap().len(), 1024);
+        }
+    }
+}

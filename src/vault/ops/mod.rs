@@ -1,0 +1,251 @@
+//! The operation registry: every Vault operation vblast knows, by name, with its options,
+//! its config, its setup before the clock, the requests it sends, how a response is judged
+//! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
+//! keeps one file per test type. `--op` names are looked up here and nowhere else: an
+//! unknown name is an error, never another operation.
+
+pub mod cert;
+pub mod kv;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::scenario::OpChoice;
+use crate::signals::Stop;
+use crate::tls::TlsOptions;
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// What setup needs from the session.
+pub struct SetupCtx<'a> {
+    /// A fresh setup client (its own connection) per call.
+    pub make_client: &'a (dyn Fn() -> Client + Sync),
+    /// TLS settings of the target, if https.
+    pub tls: Option<&'a TlsOptions>,
+    /// `--no-setup`: use the server as it is; create nothing.
+    pub no_setup: bool,
+    /// Stops setup between requests.
+    pub stop: &'a Stop,
+}
+
+/// Something setup created on the server, with the command that removes it by hand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Created {
+    pub what: String,
+    pub remove_with: String,
+}
+
+/// One configured operation of a run.
+pub trait VaultOp: Send {
+    /// Checks what can be checked before anything is sent (flags, files, TLS settings).
+    fn check(&self, _ctx: &SetupCtx) -> Result<(), Error> {
+        Ok(())
+    }
+    /// Creates the fixture (before the clock). On failure, whatever it created half-way is
+    /// still reported by `created` so that cleanup removes it.
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error>;
+    /// The request this operation sends (after setup) and how its responses are judged.
+    fn operation(&self) -> Operation;
+    /// What is on the server because of this operation and must be removed.
+    fn created(&self) -> Vec<Created>;
+    /// Removes what `created` lists. Idempotent.
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String>;
+}
+
+/// Flags shared by the operation families; each family takes the ones it uses.
+#[derive(Clone, Debug, Default)]
+pub struct OpFlags {
+    pub kv_version: u8,
+    pub mount: Option<String>,
+    pub secrets: u64,
+    pub secret_size: usize,
+    pub client_ca: Option<std::path::PathBuf>,
+}
+
+/// A registry entry.
+pub struct OpInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// (option, meaning) pairs for `--list-ops`.
+    pub options: &'static [(&'static str, &'static str)],
+    /// The family's config (as JSON) from the shared flags.
+    pub config_from_flags: fn(&OpFlags) -> Value,
+    /// The operation from its config (checked: unknown keys and bad values are errors).
+    pub build: fn(&Value) -> Result<Box<dyn VaultOp>, String>,
+}
+
+/// Every operation, in the order `--list-ops` shows them.
+pub fn registry() -> &'static [OpInfo] {
+    static ALL: [OpInfo; 3] = [kv::READ, kv::WRITE, cert::LOGIN];
+    &ALL
+}
+
+pub fn find(name: &str) -> Option<&'static OpInfo> {
+    registry().iter().find(|o| o.name == name)
+}
+
+fn names() -> String {
+    registry()
+        .iter()
+        .map(|o| o.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parses `--op`: one name, or a weighted mix "kv-read:80,kv-write:20" (weight 1 when
+/// left out). Unknown names, repeated names and zero weights are errors.
+pub fn parse_mix(text: &str, flags: &OpFlags) -> Result<Vec<OpChoice>, String> {
+    let mut out: Vec<OpChoice> = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let (name, weight) = match part.split_once(':') {
+            Some((n, w)) => {
+                let w: u32 = w.trim().parse().map_err(|_| {
+                    format!("weight '{w}' of operation '{n}' is not a whole number (--op name:weight,...)")
+                })?;
+                (n.trim(), w)
+            }
+            None => (part, 1),
+        };
+        if name.is_empty() {
+            return Err(format!("--op '{text}' names no operation"));
+        }
+        let Some(info) = find(name) else {
+            return Err(format!(
+                "unknown operation '{name}': choose one of {} (vblast --list-ops)",
+                names()
+            ));
+        };
+        if weight == 0 {
+            return Err(format!("operation '{name}' has weight 0"));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(format!("operation '{name}' is named twice in --op"));
+        }
+        out.push(OpChoice {
+            name: name.into(),
+            weight,
+            config: (info.config_from_flags)(flags),
+        });
+    }
+    Ok(out)
+}
+
+/// Builds the configured operations of a mix.
+pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, String> {
+    choices
+        .iter()
+        .map(|c| {
+            let info = find(&c.name).ok_or_else(|| {
+                format!("unknown operation '{}': choose one of {}", c.name, names())
+            })?;
+            (info.build)(&c.config).map_err(|e| format!("operation '{}': {e}", c.name))
+        })
+        .collect()
+}
+
+/// `vblast --list-ops`.
+pub fn list_text() -> String {
+    let mut o = String::from("Vault operations (--op NAME, or a mix NAME:WEIGHT,NAME:WEIGHT):\n");
+    for info in registry() {
+        o.push_str(&format!("\n  {:<12} {}\n", info.name, info.about));
+        for (opt, meaning) in info.options {
+            o.push_str(&format!("      {opt:<22} {meaning}\n"));
+        }
+    }
+    o
+}
+
+/// "vblast-" and 8 random lowercase hex digits: names of mounts, auth paths and prefixes
+/// vblast creates, so that they never collide with the user's.
+pub fn random_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut state = nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0xA24B_AED4_963E_E407);
+    format!("{prefix}{:08x}", kv::splitmix64(&mut state) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags() -> OpFlags {
+        OpFlags {
+            kv_version: 2,
+            secrets: 10,
+            secret_size: 8,
+            ..OpFlags::default()
+        }
+    }
+
+    #[test]
+    fn mixes_parse_and_unknown_names_never_fall_through() {
+        let m = parse_mix("kv-read:80, kv-write:20", &flags()).unwrap();
+        assert_eq!(
+            m.iter()
+                .map(|o| (o.name.as_str(), o.weight))
+                .collect::<Vec<_>>(),
+            vec![("kv-read", 80), ("kv-write", 20)]
+        );
+        assert_eq!(parse_mix("kv-write", &flags()).unwrap()[0].weight, 1);
+        for bad in [
+            "kv-reed",
+            "kv-read:x",
+            "kv-read:0",
+            "kv-read,kv-read",
+            "",
+            "kv-read,",
+        ] {
+            assert!(parse_mix(bad, &flags()).is_err(), "{bad}");
+        }
+        let e = parse_mix("kv-delete", &flags()).unwrap_err();
+        assert!(
+            e.contains("unknown operation 'kv-delete'") && e.contains("kv-read"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_registered_operation_builds_from_its_flags_and_is_listed() {
+        let list = list_text();
+        for info in registry() {
+            let cfg = (info.config_from_flags)(&flags());
+            let op = (info.build)(&cfg).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            assert!(
+                op.created().is_empty(),
+                "{} created something unset up",
+                info.name
+            );
+            assert!(list.contains(info.name));
+        }
+        let names: std::collections::HashSet<_> = registry().iter().map(|o| o.name).collect();
+        assert_eq!(names.len(), registry().len(), "names are unique");
+    }
+
+    #[test]
+    fn configs_refuse_unknown_keys() {
+        for info in registry() {
+            let mut cfg = (info.config_from_flags)(&flags());
+            cfg.as_object_mut()
+                .unwrap()
+                .insert("nonsense".into(), Value::Bool(true));
+            assert!((info.build)(&cfg).is_err(), "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn random_names_differ() {
+        let a = random_name("vblast-");
+        let b = random_name("vblast-");
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 15);
+    }
+}
