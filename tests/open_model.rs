@@ -538,9 +538,9 @@ fn open_model_by_count_and_over_processes() {
 #[test]
 fn bad_open_model_input_is_refused() {
     let cases: &[(&[&str], &[&str])] = &[
-        (&["-R", "0"], &["-R 0 "]),
-        (&["-R", "-1"], &["-R -1 "]),
-        (&["-R", "1e12"], &["-R 1e12 "]),
+        (&["-R", "0"], &["-R 0 ", "not a usable rate"]),
+        (&["-R", "-1"], &["-R -1 ", "not a usable rate"]),
+        (&["-R", "1e12"], &["-R 1e12 ", "beyond what one client"]),
         (&["--warmup", "10s", "-z", "5s"], &["--warmup 10s", "-z 5s"]),
         (&["-R", "10", "-c", "100", "-n", "50"], &["-n 50", "-c 100"]),
     ];
