@@ -321,3 +321,112 @@ fn the_token_comes_from_a_file_or_stdin() {
     out.assert_code(2);
     assert!(out.stderr.contains("/nonexistent/t"), "{}", out.show());
 }
+
+/// A Vault-shaped server scripted per request: health and token checks pass, creating a
+/// mount hangs past the client's timeout, and deleting it answers 204 (or hangs too, when
+/// `delete_hangs`). Returns its address and the request lines it saw.
+fn stalling_mount_server(
+    delete_hangs: bool,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming().take(20) {
+            let Ok(conn) = conn else { return };
+            let log = log.clone();
+            thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(20)));
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    let _ = reader.read_exact(&mut body);
+                    let line = line.trim().to_string();
+                    log.lock().unwrap().push(line.clone());
+                    let hang = (line.starts_with("POST /v1/sys/mounts/"))
+                        || (delete_hangs && line.starts_with("DELETE "));
+                    if hang {
+                        thread::sleep(Duration::from_secs(8));
+                        return;
+                    }
+                    let (status, body) = if line.starts_with("DELETE ") {
+                        ("204 No Content", "")
+                    } else if line.contains("/v1/sys/health") {
+                        ("200 OK", r#"{"initialized":true,"sealed":false}"#)
+                    } else {
+                        ("200 OK", r#"{"data":{}}"#)
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if conn.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+/// Issue 8, defect 5: a mount whose creation timed out may still have been made: vblast
+/// removes it, or names it with the command that removes it.
+#[test]
+fn a_mount_whose_creation_timed_out_is_removed_or_named() {
+    let (addr, seen) = stalling_mount_server(false);
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "10", "--timeout", "1s"]);
+    let out = run(cmd);
+    out.assert_code(2);
+    let lines = seen.lock().unwrap().clone();
+    let created = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("POST /v1/sys/mounts/"))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("no mount creation seen: {lines:?}"))
+        .to_string();
+    assert!(out.stderr.contains(&created), "{}", out.show());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("DELETE /v1/sys/mounts/{created} "))),
+        "the mount was not removed: {lines:?}"
+    );
+
+    // Removal hangs too: the message names the mount and the command that removes it.
+    let (addr, _) = stalling_mount_server(true);
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "10", "--timeout", "1s"]);
+    let out = run(cmd);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("is left on") && out.stderr.contains("vault secrets disable vblast-"),
+        "{}",
+        out.show()
+    );
+}
