@@ -21,6 +21,7 @@ cleanup() {
     [ -n "$VBLAST_PID" ] && kill -TERM "$VBLAST_PID" 2>/dev/null || true
     pkill -KILL -f "nginx -p $TMP/nginx" 2>/dev/null || true
     wait 2>/dev/null || true
+    : # (the shell may still note "Killed" for nginx: it was killed on purpose)
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -72,7 +73,7 @@ VBLAST_PID=$!
 # RSS of vblast and its worker processes, once a second.
 (
     while kill -0 "$VBLAST_PID" 2>/dev/null; do
-        pids="$VBLAST_PID $(pgrep -P "$VBLAST_PID" | tr '\n' ' ')"
+        pids="$VBLAST_PID $(pgrep -P "$VBLAST_PID" | tr '\n' ' ' || true)"
         rss=0
         for p in $pids; do
             r=$(awk '/VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
