@@ -1,11 +1,11 @@
 //! The `run` command: flags to a scenario, a session (checks, setup), one load step,
 //! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
 
-use crate::cli::{Format, RunArgs};
+use crate::cli::RunArgs;
 use crate::engine;
 use crate::error::{Ending, Error};
 use crate::live::Live;
-use crate::report::{self, Model, RunInfo, Summary};
+use crate::report::{Model, RunInfo};
 use crate::results::Results;
 use crate::scenario::Workload;
 use crate::session::Session;
@@ -72,7 +72,14 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         step.started_at,
     );
     let summary = results.summary();
-    let written = report(cli, &summary, &results);
+    let written = crate::report_command::deliver(
+        &summary,
+        &results,
+        cli.format,
+        cli.latency,
+        cli.output.as_deref(),
+        cli.hgrm.as_deref(),
+    );
     if let Some(s) = interrupted {
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");
@@ -100,37 +107,4 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         return Ending::FailedRequests;
     }
     Ending::Ok
-}
-
-/// Prints the report and saves the files asked for (`--output`: the results file, a
-/// superset of the JSON report).
-fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Error> {
-    let format = match cli.format {
-        Format::Json => report::Format::Json,
-        Format::Text => report::Format::Text {
-            latency: cli.latency,
-        },
-    };
-    let mut text = Vec::new();
-    let _ = report::render(summary, format, &mut text);
-    // A closed pipe (`vblast ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
-    let mut failures = Vec::new();
-    if let Some(path) = &cli.output
-        && let Err(e) = results.write(path)
-    {
-        failures.push(e);
-    }
-    if let Some(path) = &cli.hgrm {
-        let mut spectrum = Vec::new();
-        let _ = report::render(summary, report::Format::Hgrm, &mut spectrum);
-        if let Err(e) = std::fs::write(path, spectrum) {
-            failures.push(format!("cannot write {}: {e}", path.display()));
-        }
-    }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Output(failures.join("; ")))
-    }
 }

@@ -837,31 +837,24 @@ mod tests {
 
     #[test]
     fn a_write_to_a_reused_closed_connection_resends() {
-        let (mut c, peer) = pair(1);
-        drop(peer);
-        std::thread::sleep(Duration::from_millis(20));
         // The first write may still be accepted by the kernel; the reset shows on a later one.
-        let mut outcome = Outcome::Pending;
-        for _ in 0..100 {
-            outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
-            if outcome != Outcome::Pending {
-                break;
+        let write_to_closed = |served| {
+            let (mut c, peer) = pair(served);
+            drop(peer);
+            std::thread::sleep(Duration::from_millis(20));
+            let mut outcome = Outcome::Pending;
+            for _ in 0..100 {
+                outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
+                if outcome != Outcome::Pending {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
             }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(outcome, Outcome::Resend);
+            outcome
+        };
+        assert_eq!(write_to_closed(1), Outcome::Resend);
         // Not reused: the same failure is a write error.
-        let (mut c, peer) = pair(0);
-        drop(peer);
-        std::thread::sleep(Duration::from_millis(20));
-        let mut outcome = Outcome::Pending;
-        for _ in 0..100 {
-            outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
-            if outcome != Outcome::Pending {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let outcome = write_to_closed(0);
         assert!(
             matches!(
                 outcome,
