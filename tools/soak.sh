@@ -22,7 +22,7 @@ cleanup() {
     pkill -KILL -f "nginx -p $TMP/nginx" 2>/dev/null || true
     wait 2>/dev/null || true
     : # (the shell may still note "Killed" for nginx: it was killed on purpose)
-    rm -rf "$TMP"
+    if [ -n "${KEEP:-}" ]; then echo "soak: files kept in $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -90,11 +90,13 @@ sleep 10
 while [ $((SECONDS + 15)) -lt "$end" ] && kill -0 "$VBLAST_PID" 2>/dev/null; do
     faults=$((faults + 1))
     if [ $((faults % 3)) -eq 0 ]; then
+        echo "  $SECONDS s: nginx killed"
         kill -KILL "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true
         kills=$((kills + 1)); sleep 1; start_nginx
-        echo "  $SECONDS s: nginx killed and restarted"
+        echo "  $SECONDS s: nginx restarted"
     else
         pause=$(python3 -c 'import random; print(round(random.uniform(0.5, 2.0), 2))')
+        echo "  $SECONDS s: nginx stalled"
         kill -STOP "$NGINX_PID"; sleep "$pause"; kill -CONT "$NGINX_PID"
         stalls=$((stalls + 1))
         echo "  $SECONDS s: nginx stalled for ${pause}s"
