@@ -149,8 +149,8 @@ pub struct Second {
 /// grows by a few hundred bytes per second of run, whatever the request rate.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
-    /// Closed seconds: (index, requests, ok, errors, base64 V2 histogram).
-    closed: Vec<(u64, u64, u64, u64, String)>,
+    /// Closed seconds, in order.
+    closed: Vec<Row>,
     current_index: u64,
     current: Second,
 }
@@ -194,59 +194,113 @@ impl Timeline {
         self.current_index = sec;
     }
 
-    /// Seconds in order, each merged from every source.
-    pub fn seconds(&self) -> Vec<(u64, Second)> {
-        let mut out: Vec<(u64, Second)> = Vec::with_capacity(self.closed.len() + 1);
-        for (i, r, ok, e, h) in &self.closed {
-            out.push((
-                *i,
-                Second {
-                    requests: *r,
-                    ok: *ok,
-                    errors: *e,
-                    latency: Hist::from_base64(h).unwrap_or_default(),
-                },
-            ));
-        }
-        if self.current.requests > 0 {
-            out.push((self.current_index, self.current.clone()));
-        }
-        out
+    /// Every second as kept: (index, requests, ok, errors, compressed histogram), in order.
+    fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        let c = &self.current;
+        self.closed.iter().cloned().chain((c.requests > 0).then(|| {
+            (
+                self.current_index,
+                c.requests,
+                c.ok,
+                c.errors,
+                c.latency.to_base64(),
+            )
+        }))
     }
 
+    /// Seconds in order, each histogram decompressed only when the iterator reaches it (a
+    /// long run's timeline never sits decompressed in memory at once).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Second)> + '_ {
+        self.rows().map(|(i, requests, ok, errors, h)| {
+            (
+                i,
+                Second {
+                    requests,
+                    ok,
+                    errors,
+                    latency: Hist::from_base64(&h).unwrap_or_default(),
+                },
+            )
+        })
+    }
+
+    /// Seconds in order, all decompressed (for tests and short timelines).
+    pub fn seconds(&self) -> Vec<(u64, Second)> {
+        self.iter().collect()
+    }
+
+    /// Adds another timeline, second by second: a merge of two sorted lists in which only
+    /// the seconds both have are decompressed, two histograms at a time.
     pub fn merge(&mut self, other: &Timeline) {
-        let mut map: BTreeMap<u64, Second> = self.seconds().into_iter().collect();
-        for (i, s) in other.seconds() {
-            let e = map.entry(i).or_default();
-            e.requests += s.requests;
-            e.ok += s.ok;
-            e.errors += s.errors;
-            e.latency.add(&s.latency);
+        let mut a = self.rows().collect::<Vec<_>>().into_iter().peekable();
+        let mut b = other.rows().peekable();
+        let mut out: Vec<Row> = Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
+                (Some(_), Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, Some(_)) => b.next(),
+                (None, None) => break,
+            };
+            let Some(row) = next else { break };
+            match out.last_mut() {
+                Some(last) if last.0 == row.0 => {
+                    let mut h = Hist::from_base64(&last.4).unwrap_or_default();
+                    h.add(&Hist::from_base64(&row.4).unwrap_or_default());
+                    last.1 += row.1;
+                    last.2 += row.2;
+                    last.3 += row.3;
+                    last.4 = h.to_base64();
+                }
+                _ => out.push(row),
+            }
         }
-        self.closed = map
-            .into_iter()
-            .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
-            .collect();
+        self.closed = out;
         self.current = Second::default();
         self.current_index = u64::MAX;
     }
 }
 
+/// A second as kept: index, requests, ok, errors, base64 V2 histogram.
+type Row = (u64, u64, u64, u64, String);
+
+/// A second on the wire: the same keys as `Second`, its histogram left compressed.
+#[derive(Serialize, Deserialize)]
+struct SecondWire {
+    requests: u64,
+    ok: u64,
+    errors: u64,
+    latency: String,
+}
+
 impl Serialize for Timeline {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let rows: Vec<(u64, Second)> = self.seconds();
-        rows.serialize(s)
+        s.collect_seq(self.rows().map(|(i, requests, ok, errors, latency)| {
+            (
+                i,
+                SecondWire {
+                    requests,
+                    ok,
+                    errors,
+                    latency,
+                },
+            )
+        }))
     }
 }
 
 impl<'de> Deserialize<'de> for Timeline {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let rows: Vec<(u64, Second)> = Vec::deserialize(d)?;
+        let rows: Vec<(u64, SecondWire)> = Vec::deserialize(d)?;
+        let mut closed = Vec::with_capacity(rows.len());
+        for (i, w) in rows {
+            // Checked one at a time: a bad histogram is an error, not a silent zero.
+            Hist::from_base64(&w.latency).map_err(serde::de::Error::custom)?;
+            closed.push((i, w.requests, w.ok, w.errors, w.latency));
+        }
         Ok(Timeline {
-            closed: rows
-                .into_iter()
-                .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
-                .collect(),
+            closed,
             current_index: u64::MAX,
             current: Second::default(),
         })
@@ -393,6 +447,47 @@ mod tests {
         assert_eq!(secs[0].1.requests, 2);
         assert_eq!(secs[0].1.errors, 1);
         assert_eq!(secs[1].0, 3);
+    }
+
+    #[test]
+    fn timelines_merge_second_by_second() {
+        let mut a = Timeline::default();
+        let mut b = Timeline::default();
+        for (t, secs) in [(&mut a, [0u64, 2, 5]), (&mut b, [1, 2, 6])] {
+            for s in secs {
+                for _ in 0..=s {
+                    t.record(s, s != 2, Some(1000 * (s + 1)));
+                }
+            }
+        }
+        let wire = serde_json::to_string(&b).unwrap();
+        let b: Timeline = serde_json::from_str(&wire).unwrap();
+        a.merge(&b);
+        let got: Vec<(u64, u64, u64, u64)> = a
+            .seconds()
+            .iter()
+            .map(|(i, s)| (*i, s.requests, s.ok, s.latency.0.len()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, 1, 1),
+                (1, 2, 2, 2),
+                (2, 6, 0, 6),
+                (5, 6, 6, 6),
+                (6, 7, 7, 7)
+            ]
+        );
+        // Merging into an empty timeline and back out changes nothing.
+        let mut c = Timeline::default();
+        c.merge(&a);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            serde_json::to_string(&a).unwrap()
+        );
+        // A corrupt histogram on the wire is an error.
+        let bad = wire.replacen("\"latency\":\"", "\"latency\":\"!!", 1);
+        assert!(serde_json::from_str::<Timeline>(&bad).is_err());
     }
 
     #[test]

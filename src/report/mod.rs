@@ -148,25 +148,22 @@ pub struct Summary {
 /// One row per second from the first to the last, seconds in which nothing completed
 /// included (a stalled server shows as a gap of zeros, not as a missing row).
 fn timeline(stats: &Stats) -> Vec<SecondSummary> {
-    let seconds = stats.timeline.seconds();
-    let Some(last) = seconds.last().map(|(i, _)| *i) else {
-        return Vec::new();
-    };
-    let mut rows: Vec<SecondSummary> = (0..=last)
-        .map(|second| SecondSummary {
-            second,
-            requests: 0,
-            ok: 0,
-            errors: 0,
-            p50_ms: 0.0,
-            p99_ms: 0.0,
-        })
-        .collect();
-    for (i, s) in seconds {
+    let mut rows: Vec<SecondSummary> = Vec::new();
+    for (i, s) in stats.timeline.iter() {
+        while rows.len() as u64 <= i {
+            rows.push(SecondSummary {
+                second: rows.len() as u64,
+                requests: 0,
+                ok: 0,
+                errors: 0,
+                p50_ms: 0.0,
+                p99_ms: 0.0,
+            });
+        }
         let row = &mut rows[i as usize];
-        row.requests = s.requests;
-        row.ok = s.ok;
-        row.errors = s.errors;
+        row.requests += s.requests;
+        row.ok += s.ok;
+        row.errors += s.errors;
         if !s.latency.is_empty() {
             row.p50_ms = ms(s.latency.0.value_at_quantile(0.5));
             row.p99_ms = ms(s.latency.0.value_at_quantile(0.99));
