@@ -101,18 +101,20 @@ impl ResponseParser {
     /// Feeds received bytes.
     pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
         let mut rest = data;
-        if self.state == Some(State::Head) {
+        // One head per pass: a 1xx interim response is followed by another head. (A loop,
+        // not recursion: a read full of interim responses must not exhaust the stack.)
+        while self.state == Some(State::Head) {
             let used = if self.head.is_empty() {
-                match self.parse_head(data)? {
+                match self.parse_head(rest)? {
                     Some(n) => n,
                     None => {
-                        self.head.extend_from_slice(data);
+                        self.head.extend_from_slice(rest);
                         return Ok(Progress::More);
                     }
                 }
             } else {
                 let before = self.head.len();
-                self.head.extend_from_slice(data);
+                self.head.extend_from_slice(rest);
                 let buf = std::mem::take(&mut self.head);
                 let parsed = self.parse_head(&buf);
                 self.head = buf;
@@ -126,14 +128,13 @@ impl ResponseParser {
                     }
                 }
             };
-            rest = &data[used..];
+            rest = &rest[used..];
             if self.state == Some(State::Head) {
                 // A 1xx interim response: parse the next head from what is left.
                 self.head.clear();
                 if rest.is_empty() {
                     return Ok(Progress::More);
                 }
-                return self.feed(rest);
             }
         }
         self.body_bytes(rest)
@@ -159,6 +160,10 @@ impl ResponseParser {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
         let n = match resp.parse(buf) {
+            // The same limit whether the head came in one read or in many.
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                return Err(ParseError("response head too large"));
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if buf.len() > MAX_HEAD {
@@ -397,6 +402,85 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
         .any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
 }
 
+/// The parser under a fuzzer (fuzz/, `tools/fuzz.sh`): one input is fed whole and again in
+/// pieces of pseudo-random sizes; both must end the same way (same outcome, same body),
+/// and nothing may panic. The unit tests replay the seed corpus through it.
+#[doc(hidden)]
+#[cfg_attr(not(test), allow(dead_code))] // called by the fuzz targets and the tests
+pub mod fuzz {
+    use super::{Progress, ResponseParser};
+
+    #[derive(Debug, PartialEq, Eq)]
+    enum Outcome {
+        Done {
+            status: u16,
+            close: bool,
+            extra: bool,
+            body: Vec<u8>,
+        },
+        Error(&'static str),
+        Incomplete,
+    }
+
+    fn run(data: &[u8], flags: u8, sizes: &mut dyn Iterator<Item = usize>) -> Outcome {
+        let mut p = ResponseParser::new();
+        p.reset(flags & 1 != 0, flags & 2 != 0);
+        let mut rest = data;
+        while !rest.is_empty() {
+            let n = sizes.next().unwrap_or(rest.len()).clamp(1, rest.len());
+            let (piece, after) = rest.split_at(n);
+            rest = after;
+            match p.feed(piece) {
+                Ok(Progress::More) => {}
+                Ok(Progress::Done {
+                    status,
+                    close,
+                    extra,
+                }) => {
+                    return Outcome::Done {
+                        status,
+                        close,
+                        // Bytes in later reads follow the response just as well.
+                        extra: extra || !rest.is_empty(),
+                        body: p.take_body(),
+                    };
+                }
+                Err(e) => return Outcome::Error(e.0),
+            }
+        }
+        match p.eof() {
+            Some(Progress::Done { status, close, .. }) => Outcome::Done {
+                status,
+                close,
+                extra: false,
+                body: p.take_body(),
+            },
+            _ => Outcome::Incomplete,
+        }
+    }
+
+    /// Byte 0: bit 0 keeps the body, bit 1 says the request was HEAD; byte 1 seeds the
+    /// read sizes (1 to 32 bytes); the rest is what the server sent.
+    pub fn response(input: &[u8]) {
+        let [flags, seed, data @ ..] = input else {
+            return;
+        };
+        let whole = run(data, *flags, &mut std::iter::empty());
+        let mut state = u32::from(*seed) | 0x100;
+        let mut sizes = std::iter::from_fn(|| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            Some(1 + (state >> 16) as usize % 32)
+        });
+        let split = run(data, *flags, &mut sizes);
+        assert_eq!(whole, split, "one read and many disagree");
+        let mut bytewise = std::iter::repeat(1);
+        assert_eq!(whole, run(data, *flags, &mut bytewise), "byte by byte");
+        if let Outcome::Done { body, .. } = &whole {
+            assert!(body.len() <= data.len());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,6 +703,71 @@ mod tests {
             );
             assert_eq!(p.eof(), Some(done(true)));
             assert_eq!(p.body(), b"2\r\nok\r\n");
+        }
+    }
+
+    /// Every seed of the fuzz corpus (and every crash the fuzzer found, kept there) goes
+    /// through the fuzz harness's checks.
+    #[test]
+    fn fuzz_seeds_replay() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/http_response");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            fuzz::response(&std::fs::read(&path).unwrap());
+            n += 1;
+        }
+        assert!(n >= 20, "{n} seeds in {dir}");
+    }
+
+    /// A read full of interim (1xx) responses is parsed in a loop: on a small stack, as
+    /// deep recursion would overflow an engine thread's.
+    #[test]
+    fn many_interim_responses_in_one_read() {
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+        let mut data = interim.repeat(64 * 1024 / interim.len());
+        data.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        let r = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                let mut p = ResponseParser::new();
+                p.reset(false, false);
+                p.feed(&data)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            r,
+            Ok(Progress::Done {
+                status: 200,
+                close: false,
+                extra: false
+            })
+        );
+    }
+
+    /// The head limit holds whether the head arrives in one read or in many.
+    #[test]
+    fn head_limit_in_one_read() {
+        let mut head = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        head.extend(std::iter::repeat_n(b'a', MAX_HEAD));
+        head.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        let mut p = ResponseParser::new();
+        for step in [head.len(), 1000] {
+            let r = feed_all(&mut p, &head, step);
+            assert_eq!(r, Err(ParseError("response head too large")), "step {step}");
+        }
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        let mut just = ok[..17].to_vec();
+        just.extend_from_slice(b"X: ");
+        let pad = MAX_HEAD - ok.len() - 5;
+        just.extend(std::iter::repeat_n(b'a', pad));
+        just.extend_from_slice(b"\r\n");
+        just.extend_from_slice(&ok[17..]);
+        assert_eq!(just.len(), MAX_HEAD);
+        for step in [just.len(), 1000] {
+            assert!(feed_all(&mut p, &just, step).is_ok(), "step {step}");
         }
     }
 }
