@@ -120,12 +120,8 @@ impl ResponseParser {
                 self.head = buf;
                 match parsed? {
                     Some(n) => n - before,
-                    None => {
-                        if self.head.len() > MAX_HEAD {
-                            return Err(ParseError("response head too large"));
-                        }
-                        return Ok(Progress::More);
-                    }
+                    // (parse_head refused a partial head past the limit.)
+                    None => return Ok(Progress::More),
                 }
             };
             rest = &rest[used..];
@@ -222,7 +218,7 @@ impl ResponseParser {
         }
         self.status = status;
         self.close = close;
-        if self.capture && !chunked && length.is_some_and(|l| l > MAX_CAPTURE) {
+        if self.capture && length.is_some_and(|l| l > MAX_CAPTURE) {
             return Err(ParseError("response body too large"));
         }
         self.state = Some(if self.no_body || status == 204 || status == 304 {
@@ -768,6 +764,143 @@ mod tests {
         assert_eq!(just.len(), MAX_HEAD);
         for step in [just.len(), 1000] {
             assert!(feed_all(&mut p, &just, step).is_ok(), "step {step}");
+        }
+    }
+
+    const OK_200: Progress = Progress::Done {
+        status: 200,
+        close: false,
+        extra: false,
+    };
+    const TOO_LARGE_HEAD: ParseError = ParseError("response head too large");
+    const TOO_LARGE_BODY: ParseError = ParseError("response body too large");
+
+    /// The head limits at their edges (cargo-mutants found them untested).
+    #[test]
+    fn head_and_header_limits_at_their_edges() {
+        let mut p = ResponseParser::new();
+        let big = format!(
+            "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 0\r\n\r\n",
+            "a".repeat(60_000)
+        );
+        for step in [big.len(), 1000] {
+            assert_eq!(feed_all(&mut p, big.as_bytes(), step), Ok(OK_200));
+        }
+        // A partial head of exactly MAX_HEAD bytes is waited on; a byte more is refused,
+        // in one read or two.
+        let mut partial = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        partial.resize(MAX_HEAD, b'a');
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial), Ok(Progress::More));
+        assert_eq!(p.feed(b"a"), Err(TOO_LARGE_HEAD));
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial[..10]), Ok(Progress::More));
+        assert_eq!(p.feed(&partial[10..]), Ok(Progress::More));
+        assert_eq!(p.feed(b"a"), Err(TOO_LARGE_HEAD));
+        partial.push(b'a');
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial), Err(TOO_LARGE_HEAD));
+        // 100 headers are fine, 101 are too many.
+        let head = |n: usize| {
+            let mut h = "HTTP/1.1 200 OK\r\n".to_string();
+            for i in 1..n {
+                h.push_str(&format!("X-{i}: v\r\n"));
+            }
+            h + "Content-Length: 0\r\n\r\n"
+        };
+        assert_eq!(feed_all(&mut p, head(100).as_bytes(), 7), Ok(OK_200));
+        assert_eq!(
+            feed_all(&mut p, head(101).as_bytes(), 7),
+            Err(ParseError("too many response headers"))
+        );
+        // Garbage and TLS bytes get their own messages.
+        assert_eq!(
+            feed_all(&mut p, b"hello there\r\n\r\n", 100),
+            Err(ParseError("malformed HTTP response"))
+        );
+        for tls in [
+            &b"\x15\x03\x03\x00\x02\x02\x28"[..],
+            b"\x16\x03\x01\x00\x05",
+        ] {
+            let e = feed_all(&mut p, tls, 100).unwrap_err();
+            assert!(e.0.contains("use an https:// address"), "{e:?}");
+        }
+    }
+
+    /// The capture limit at its edges, for every framing; counting alone has none.
+    #[test]
+    fn capture_limits_at_their_edges() {
+        let mut p = ResponseParser::new();
+        let cl = |n: u64| format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n");
+        p.reset(true, false);
+        assert_eq!(p.feed(cl(0x1000_0000).as_bytes()), Ok(Progress::More));
+        p.reset(true, false);
+        assert_eq!(p.feed(cl(0x1000_0001).as_bytes()), Err(TOO_LARGE_BODY));
+        p.reset(false, false);
+        assert_eq!(p.feed(cl(u64::MAX).as_bytes()), Ok(Progress::More));
+        // Chunk sizes: exactly the limit, one more, and the limit with bytes already kept.
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (body, ok) in [
+            ("10000000\r\n", true),
+            ("10000001\r\n", false),
+            ("2\r\nok\r\nffffffe\r\n", true),
+            ("2\r\nok\r\nfffffff\r\n", false),
+            ("2\r\nok\r\nfffffff;x\n", false),
+        ] {
+            p.reset(true, false);
+            let r = p.feed(format!("{chunked}{body}").as_bytes());
+            let want = if ok {
+                Ok(Progress::More)
+            } else {
+                Err(TOO_LARGE_BODY)
+            };
+            assert_eq!(r, want, "{body:?}");
+        }
+        p.reset(false, false);
+        let r = p.feed(format!("{chunked}ffffffffffffffff\r\n").as_bytes());
+        assert_eq!(r, Ok(Progress::More));
+        p.reset(false, false);
+        let r = p.feed(format!("{chunked}10000000000000000\r\n").as_bytes());
+        assert_eq!(r, Err(ParseError("chunk size too large")));
+        // A close-delimited body: exactly the limit is kept, a byte more is refused.
+        p.reset(true, false);
+        assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\n"), Ok(Progress::More));
+        let mib = vec![7u8; 1 << 20];
+        for _ in 0..256 {
+            assert_eq!(p.feed(&mib), Ok(Progress::More));
+        }
+        assert_eq!(p.body().len(), 1 << 28);
+        assert_eq!(p.feed(b"x"), Err(TOO_LARGE_BODY));
+    }
+
+    /// Bare LF ends chunk-size lines, chunk data and trailers (RFC 9112 2.2 allows it), and
+    /// bytes after a chunked body are noticed whichever line end closed it.
+    #[test]
+    fn chunked_line_ends_and_extra_bytes() {
+        let mut p = ResponseParser::new();
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (body, extra) in [
+            ("2\nok\n3;e=1\nabc\n0\nX: 1\n\n", false),
+            ("2\nok\n3;e=1\nabc\n0\nX: 1\n\nzz", true),
+            ("2\r\nok\r\n3\r\nabc\r\n0\r\n\r\n", false),
+            ("2\r\nok\r\n3\r\nabc\r\n0\r\n\r\nz", true),
+        ] {
+            let r = format!("{head}{body}");
+            let want = Progress::Done {
+                status: 200,
+                close: false,
+                extra,
+            };
+            assert_eq!(
+                feed_all(&mut p, r.as_bytes(), r.len()),
+                Ok(want),
+                "{body:?}"
+            );
+            assert_eq!(p.body(), b"okabc", "{body:?}");
+        }
+        for bad in ["2\r\nok\rx", "2\r\nok\r\n0\r\n\rx", "2\rx"] {
+            let r = format!("{head}{bad}");
+            assert!(feed_all(&mut p, r.as_bytes(), 1).is_err(), "{bad:?}");
         }
     }
 }
