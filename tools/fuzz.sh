@@ -46,10 +46,18 @@ for t in "${targets[@]}"; do
             "${replay[@]}"
         continue
     fi
-    echo "fuzz: $t for ${secs}s" >&2
-    cargo fuzz run --fuzz-dir fuzz --target-dir "$work/target" -s none -a "$t" \
+    log="$work/$t.log"
+    echo "fuzz: $t for ${secs}s (libFuzzer's output: $log)" >&2
+    if ! cargo fuzz run --fuzz-dir fuzz --target-dir "$work/target" -s none -a "$t" \
         "$work/corpus/$t" "fuzz/seeds/$t" -- \
         -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
         "${parallel[@]}" \
-        -artifact_prefix="$work/artifacts/$t/" -print_final_stats=1
+        -artifact_prefix="$work/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        echo "fuzz: $t FAILED; the input is under $work/artifacts/$t/" >&2
+        exit 1
+    fi
+    runs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$log")
+    cov=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | sed -E 's/.*cov: ([0-9]+).*corp: ([0-9]+).*/\1 edges, corpus \2/')
+    echo "fuzz: $t: ${runs:-?} runs in ${secs}s, no failure ($cov)" >&2
 done

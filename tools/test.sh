@@ -10,6 +10,6 @@ export VBLAST_BAO
 echo "test: VBLAST_BAO=$VBLAST_BAO" >&2
 
 cargo build --release
-cargo test --release -- --test-threads=2 "$@"
 # Fuzzing smoke run: 25 s per target (tools/fuzz.sh SECONDS for a real run).
 tools/fuzz.sh 25
+cargo test --release -- --test-threads=2 "$@"
