@@ -406,8 +406,9 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
 pub mod fuzz {
     use super::{Progress, ResponseParser};
 
+    /// How one response ended.
     #[derive(Debug, PartialEq, Eq)]
-    enum Outcome {
+    pub enum Outcome {
         Done {
             status: u16,
             close: bool,
@@ -418,7 +419,9 @@ pub mod fuzz {
         Incomplete,
     }
 
-    fn run(data: &[u8], flags: u8, sizes: &mut dyn Iterator<Item = usize>) -> Outcome {
+    /// Feeds `data` in reads of the given sizes (the rest at once when they run out), with
+    /// `flags` as in `response`; stops at the end of the response, as the engine does.
+    pub(super) fn run(data: &[u8], flags: u8, sizes: &mut dyn Iterator<Item = usize>) -> Outcome {
         let mut p = ResponseParser::new();
         p.reset(flags & 1 != 0, flags & 2 != 0);
         let mut rest = data;
@@ -457,9 +460,9 @@ pub mod fuzz {
 
     /// Byte 0: bit 0 keeps the body, bit 1 says the request was HEAD; byte 1 seeds the
     /// read sizes (1 to 32 bytes); the rest is what the server sent.
-    pub fn response(input: &[u8]) {
+    pub fn response(input: &[u8]) -> Option<Outcome> {
         let [flags, seed, data @ ..] = input else {
-            return;
+            return None;
         };
         let whole = run(data, *flags, &mut std::iter::empty());
         let mut state = u32::from(*seed) | 0x100;
@@ -474,6 +477,7 @@ pub mod fuzz {
         if let Outcome::Done { body, .. } = &whole {
             assert!(body.len() <= data.len());
         }
+        Some(whole)
     }
 }
 
@@ -902,5 +906,45 @@ mod tests {
             let r = format!("{head}{bad}");
             assert!(feed_all(&mut p, r.as_bytes(), 1).is_err(), "{bad:?}");
         }
+    }
+
+    /// The fuzz harness itself: flags, read sizes and the end of a close-delimited body.
+    #[test]
+    fn fuzz_harness_reports_what_the_parser_saw() {
+        use fuzz::{Outcome, run};
+        let done = |close, extra, body: &[u8]| Outcome::Done {
+            status: 200,
+            close,
+            extra,
+            body: body.to_vec(),
+        };
+        let cl = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut input = vec![1, 9];
+        input.extend_from_slice(cl);
+        assert_eq!(fuzz::response(&input), Some(done(false, false, b"ok")));
+        assert_eq!(fuzz::response(&[1]), None);
+        assert_eq!(run(cl, 0, &mut std::iter::empty()), done(false, false, b""));
+        // HEAD: the two bytes are not a body but bytes after the response.
+        assert_eq!(
+            run(cl, 2, &mut std::iter::repeat(3)),
+            done(false, true, b"")
+        );
+        assert_eq!(
+            run(cl, 3, &mut std::iter::repeat(3)),
+            done(false, true, b"")
+        );
+        let until_close = b"HTTP/1.0 200 OK\r\n\r\nabc";
+        assert_eq!(
+            run(until_close, 1, &mut std::iter::repeat(2)),
+            done(true, false, b"abc")
+        );
+        assert_eq!(
+            run(b"HTTP/1.1 200", 1, &mut std::iter::empty()),
+            Outcome::Incomplete
+        );
+        assert_eq!(
+            run(b"junk\r\n\r\n", 1, &mut std::iter::empty()),
+            Outcome::Error("malformed HTTP response")
+        );
     }
 }

@@ -9,5 +9,5 @@
 mod http;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    http::fuzz::response(data);
+    let _ = http::fuzz::response(data);
 });
