@@ -100,39 +100,36 @@ impl ResponseParser {
     /// Feeds received bytes.
     pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
         let mut rest = data;
-        if self.state == Some(State::Head) {
+        // One head per pass: a 1xx interim response is followed by another head. (A loop,
+        // not recursion: a read full of interim responses must not exhaust the stack.)
+        while self.state == Some(State::Head) {
             let used = if self.head.is_empty() {
-                match self.parse_head(data)? {
+                match self.parse_head(rest)? {
                     Some(n) => n,
                     None => {
-                        self.head.extend_from_slice(data);
+                        self.head.extend_from_slice(rest);
                         return Ok(Progress::More);
                     }
                 }
             } else {
                 let before = self.head.len();
-                self.head.extend_from_slice(data);
+                self.head.extend_from_slice(rest);
                 let buf = std::mem::take(&mut self.head);
                 let parsed = self.parse_head(&buf);
                 self.head = buf;
                 match parsed? {
                     Some(n) => n - before,
-                    None => {
-                        if self.head.len() > MAX_HEAD {
-                            return Err(ParseError("response head too large"));
-                        }
-                        return Ok(Progress::More);
-                    }
+                    // (parse_head refused a partial head past the limit.)
+                    None => return Ok(Progress::More),
                 }
             };
-            rest = &data[used..];
+            rest = &rest[used..];
             if self.state == Some(State::Head) {
                 // A 1xx interim response: parse the next head from what is left.
                 self.head.clear();
                 if rest.is_empty() {
                     return Ok(Progress::More);
                 }
-                return self.feed(rest);
             }
         }
         self.body_bytes(rest)
@@ -158,6 +155,10 @@ impl ResponseParser {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
         let n = match resp.parse(buf) {
+            // The same limit whether the head came in one read or in many.
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                return Err(ParseError("response head too large"));
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if buf.len() > MAX_HEAD {
@@ -216,7 +217,7 @@ impl ResponseParser {
         }
         self.status = status;
         self.close = close;
-        if self.capture && !chunked && length.is_some_and(|l| l > MAX_CAPTURE) {
+        if self.capture && length.is_some_and(|l| l > MAX_CAPTURE) {
             return Err(ParseError("response body too large"));
         }
         self.state = Some(if self.no_body || status == 204 || status == 304 {
@@ -394,6 +395,89 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
     value
         .split(|&b| b == b',')
         .any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// The parser under a fuzzer (fuzz/, `tools/fuzz.sh`): one input is fed whole and again in
+/// pieces of pseudo-random sizes; both must end the same way (same outcome, same body),
+/// and nothing may panic. The unit tests replay the seed corpus through it.
+#[doc(hidden)]
+#[cfg_attr(not(test), allow(dead_code))] // called by the fuzz targets and the tests
+pub mod fuzz {
+    use super::{Progress, ResponseParser};
+
+    /// How one response ended.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Outcome {
+        Done {
+            status: u16,
+            close: bool,
+            extra: bool,
+            body: Vec<u8>,
+        },
+        Error(&'static str),
+        Incomplete,
+    }
+
+    /// Feeds `data` in reads of the given sizes (the rest at once when they run out), with
+    /// `flags` as in `response`; stops at the end of the response, as the engine does.
+    pub(super) fn run(data: &[u8], flags: u8, sizes: &mut dyn Iterator<Item = usize>) -> Outcome {
+        let mut p = ResponseParser::new();
+        p.reset(flags & 1 != 0, flags & 2 != 0);
+        let mut rest = data;
+        while !rest.is_empty() {
+            let n = sizes.next().unwrap_or(rest.len()).clamp(1, rest.len());
+            let (piece, after) = rest.split_at(n);
+            rest = after;
+            match p.feed(piece) {
+                Ok(Progress::More) => {}
+                Ok(Progress::Done {
+                    status,
+                    close,
+                    extra,
+                }) => {
+                    return Outcome::Done {
+                        status,
+                        close,
+                        // Bytes in later reads follow the response just as well.
+                        extra: extra || !rest.is_empty(),
+                        body: p.take_body(),
+                    };
+                }
+                Err(e) => return Outcome::Error(e.0),
+            }
+        }
+        match p.eof() {
+            Some(Progress::Done { status, close, .. }) => Outcome::Done {
+                status,
+                close,
+                extra: false,
+                body: p.take_body(),
+            },
+            _ => Outcome::Incomplete,
+        }
+    }
+
+    /// Byte 0: bit 0 keeps the body, bit 1 says the request was HEAD; byte 1 seeds the
+    /// read sizes (1 to 32 bytes); the rest is what the server sent.
+    pub fn response(input: &[u8]) -> Option<Outcome> {
+        let [flags, seed, data @ ..] = input else {
+            return None;
+        };
+        let whole = run(data, *flags, &mut std::iter::empty());
+        let mut state = u32::from(*seed) | 0x100;
+        let mut sizes = std::iter::from_fn(|| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            Some(1 + (state >> 16) as usize % 32)
+        });
+        let split = run(data, *flags, &mut sizes);
+        assert_eq!(whole, split, "one read and many disagree");
+        let mut bytewise = std::iter::repeat(1);
+        assert_eq!(whole, run(data, *flags, &mut bytewise), "byte by byte");
+        if let Outcome::Done { body, .. } = &whole {
+            assert!(body.len() <= data.len());
+        }
+        Some(whole)
+    }
 }
 
 #[cfg(test)]
@@ -619,5 +703,247 @@ mod tests {
             assert_eq!(p.eof(), Some(done(true)));
             assert_eq!(p.body(), b"2\r\nok\r\n");
         }
+    }
+
+    /// Every seed of the fuzz corpus (and every crash the fuzzer found, kept there) goes
+    /// through the fuzz harness's checks.
+    #[test]
+    fn fuzz_seeds_replay() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/http_response");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            fuzz::response(&std::fs::read(&path).unwrap());
+            n += 1;
+        }
+        assert!(n >= 20, "{n} seeds in {dir}");
+    }
+
+    /// A read full of interim (1xx) responses is parsed in a loop: on a small stack, as
+    /// deep recursion would overflow an engine thread's.
+    #[test]
+    fn many_interim_responses_in_one_read() {
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+        let mut data = interim.repeat(64 * 1024 / interim.len());
+        data.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        let r = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                let mut p = ResponseParser::new();
+                p.reset(false, false);
+                p.feed(&data)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            r,
+            Ok(Progress::Done {
+                status: 200,
+                close: false,
+                extra: false
+            })
+        );
+    }
+
+    /// The head limit holds whether the head arrives in one read or in many.
+    #[test]
+    fn head_limit_in_one_read() {
+        let mut head = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        head.extend(std::iter::repeat_n(b'a', MAX_HEAD));
+        head.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        let mut p = ResponseParser::new();
+        for step in [head.len(), 1000] {
+            let r = feed_all(&mut p, &head, step);
+            assert_eq!(r, Err(ParseError("response head too large")), "step {step}");
+        }
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        let mut just = ok[..17].to_vec();
+        just.extend_from_slice(b"X: ");
+        let pad = MAX_HEAD - ok.len() - 5;
+        just.extend(std::iter::repeat_n(b'a', pad));
+        just.extend_from_slice(b"\r\n");
+        just.extend_from_slice(&ok[17..]);
+        assert_eq!(just.len(), MAX_HEAD);
+        for step in [just.len(), 1000] {
+            assert!(feed_all(&mut p, &just, step).is_ok(), "step {step}");
+        }
+    }
+
+    const OK_200: Progress = Progress::Done {
+        status: 200,
+        close: false,
+        extra: false,
+    };
+    const TOO_LARGE_HEAD: ParseError = ParseError("response head too large");
+    const TOO_LARGE_BODY: ParseError = ParseError("response body too large");
+
+    /// The head limits at their edges (cargo-mutants found them untested).
+    #[test]
+    fn head_and_header_limits_at_their_edges() {
+        let mut p = ResponseParser::new();
+        let big = format!(
+            "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 0\r\n\r\n",
+            "a".repeat(60_000)
+        );
+        for step in [big.len(), 1000] {
+            assert_eq!(feed_all(&mut p, big.as_bytes(), step), Ok(OK_200));
+        }
+        // A partial head of exactly MAX_HEAD bytes is waited on; a byte more is refused,
+        // in one read or two.
+        let mut partial = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        partial.resize(MAX_HEAD, b'a');
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial), Ok(Progress::More));
+        assert_eq!(p.feed(b"a"), Err(TOO_LARGE_HEAD));
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial[..10]), Ok(Progress::More));
+        assert_eq!(p.feed(&partial[10..]), Ok(Progress::More));
+        assert_eq!(p.feed(b"a"), Err(TOO_LARGE_HEAD));
+        partial.push(b'a');
+        p.reset(false, false);
+        assert_eq!(p.feed(&partial), Err(TOO_LARGE_HEAD));
+        // 100 headers are fine, 101 are too many.
+        let head = |n: usize| {
+            let mut h = "HTTP/1.1 200 OK\r\n".to_string();
+            for i in 1..n {
+                h.push_str(&format!("X-{i}: v\r\n"));
+            }
+            h + "Content-Length: 0\r\n\r\n"
+        };
+        assert_eq!(feed_all(&mut p, head(100).as_bytes(), 7), Ok(OK_200));
+        assert_eq!(
+            feed_all(&mut p, head(101).as_bytes(), 7),
+            Err(ParseError("too many response headers"))
+        );
+        // Garbage and TLS bytes get their own messages.
+        assert_eq!(
+            feed_all(&mut p, b"hello there\r\n\r\n", 100),
+            Err(ParseError("malformed HTTP response"))
+        );
+        for tls in [
+            &b"\x15\x03\x03\x00\x02\x02\x28"[..],
+            b"\x16\x03\x01\x00\x05",
+        ] {
+            let e = feed_all(&mut p, tls, 100).unwrap_err();
+            assert!(e.0.contains("use an https:// address"), "{e:?}");
+        }
+    }
+
+    /// The capture limit at its edges, for every framing; counting alone has none.
+    #[test]
+    fn capture_limits_at_their_edges() {
+        let mut p = ResponseParser::new();
+        let cl = |n: u64| format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n");
+        p.reset(true, false);
+        assert_eq!(p.feed(cl(0x1000_0000).as_bytes()), Ok(Progress::More));
+        p.reset(true, false);
+        assert_eq!(p.feed(cl(0x1000_0001).as_bytes()), Err(TOO_LARGE_BODY));
+        p.reset(false, false);
+        assert_eq!(p.feed(cl(u64::MAX).as_bytes()), Ok(Progress::More));
+        // Chunk sizes: exactly the limit, one more, and the limit with bytes already kept.
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (body, ok) in [
+            ("10000000\r\n", true),
+            ("10000001\r\n", false),
+            ("2\r\nok\r\nffffffe\r\n", true),
+            ("2\r\nok\r\nfffffff\r\n", false),
+            ("2\r\nok\r\nfffffff;x\n", false),
+        ] {
+            p.reset(true, false);
+            let r = p.feed(format!("{chunked}{body}").as_bytes());
+            let want = if ok {
+                Ok(Progress::More)
+            } else {
+                Err(TOO_LARGE_BODY)
+            };
+            assert_eq!(r, want, "{body:?}");
+        }
+        p.reset(false, false);
+        let r = p.feed(format!("{chunked}ffffffffffffffff\r\n").as_bytes());
+        assert_eq!(r, Ok(Progress::More));
+        p.reset(false, false);
+        let r = p.feed(format!("{chunked}10000000000000000\r\n").as_bytes());
+        assert_eq!(r, Err(ParseError("chunk size too large")));
+        // A close-delimited body: exactly the limit is kept, a byte more is refused.
+        p.reset(true, false);
+        assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\n"), Ok(Progress::More));
+        let mib = vec![7u8; 1 << 20];
+        for _ in 0..256 {
+            assert_eq!(p.feed(&mib), Ok(Progress::More));
+        }
+        assert_eq!(p.body().len(), 1 << 28);
+        assert_eq!(p.feed(b"x"), Err(TOO_LARGE_BODY));
+    }
+
+    /// Bare LF ends chunk-size lines, chunk data and trailers (RFC 9112 2.2 allows it), and
+    /// bytes after a chunked body are noticed whichever line end closed it.
+    #[test]
+    fn chunked_line_ends_and_extra_bytes() {
+        let mut p = ResponseParser::new();
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (body, extra) in [
+            ("2\nok\n3;e=1\nabc\n0\nX: 1\n\n", false),
+            ("2\nok\n3;e=1\nabc\n0\nX: 1\n\nzz", true),
+            ("2\r\nok\r\n3\r\nabc\r\n0\r\n\r\n", false),
+            ("2\r\nok\r\n3\r\nabc\r\n0\r\n\r\nz", true),
+        ] {
+            let r = format!("{head}{body}");
+            let want = Progress::Done {
+                status: 200,
+                close: false,
+                extra,
+            };
+            assert_eq!(
+                feed_all(&mut p, r.as_bytes(), r.len()),
+                Ok(want),
+                "{body:?}"
+            );
+            assert_eq!(p.body(), b"okabc", "{body:?}");
+        }
+        for bad in ["2\r\nok\rx", "2\r\nok\r\n0\r\n\rx", "2\rx"] {
+            let r = format!("{head}{bad}");
+            assert!(feed_all(&mut p, r.as_bytes(), 1).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The fuzz harness itself: flags, read sizes and the end of a close-delimited body.
+    #[test]
+    fn fuzz_harness_reports_what_the_parser_saw() {
+        use fuzz::{Outcome, run};
+        let done = |close, extra, body: &[u8]| Outcome::Done {
+            status: 200,
+            close,
+            extra,
+            body: body.to_vec(),
+        };
+        let cl = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut input = vec![1, 9];
+        input.extend_from_slice(cl);
+        assert_eq!(fuzz::response(&input), Some(done(false, false, b"ok")));
+        assert_eq!(fuzz::response(&[1]), None);
+        assert_eq!(run(cl, 0, &mut std::iter::empty()), done(false, false, b""));
+        // HEAD: the two bytes are not a body but bytes after the response.
+        assert_eq!(
+            run(cl, 2, &mut std::iter::repeat(3)),
+            done(false, true, b"")
+        );
+        assert_eq!(
+            run(cl, 3, &mut std::iter::repeat(3)),
+            done(false, true, b"")
+        );
+        let until_close = b"HTTP/1.0 200 OK\r\n\r\nabc";
+        assert_eq!(
+            run(until_close, 1, &mut std::iter::repeat(2)),
+            done(true, false, b"abc")
+        );
+        assert_eq!(
+            run(b"HTTP/1.1 200", 1, &mut std::iter::empty()),
+            Outcome::Incomplete
+        );
+        assert_eq!(
+            run(b"junk\r\n\r\n", 1, &mut std::iter::empty()),
+            Outcome::Error("malformed HTTP response")
+        );
     }
 }

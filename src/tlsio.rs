@@ -387,12 +387,7 @@ impl Records {
             if self.closed {
                 return Ok((0, true));
             }
-            let mut have = self.carry.len();
-            if have > buf.len() {
-                return Err(invalid("TLS record larger than the read buffer"));
-            }
-            buf[..have].copy_from_slice(&self.carry);
-            self.carry.clear();
+            let have = self.take_carry(buf)?;
             let space = buf.len() - have;
             let n = match tcp.read(&mut buf[have..]) {
                 Ok(n) => n,
@@ -413,11 +408,9 @@ impl Records {
                 ));
             }
             let drained = n < space;
-            have += n;
-            let (plain, used) = self.open_records(&mut buf[..have])?;
+            let plain = self.received(buf, have + n)?;
             // A key update we must answer was queued: send it now.
             self.flush(tcp)?;
-            self.carry.extend_from_slice(&buf[used..have]);
             if plain > 0 || self.closed {
                 // After close_notify the caller must read once more to see the end of the
                 // stream (Ok(0)), even when the server leaves TCP open and no event follows.
@@ -427,6 +420,26 @@ impl Records {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
         }
+    }
+
+    /// Puts the carried bytes of an incomplete record at the start of `buf`; returns
+    /// how many.
+    fn take_carry(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let have = self.carry.len();
+        if have > buf.len() {
+            return Err(invalid("TLS record larger than the read buffer"));
+        }
+        buf[..have].copy_from_slice(&self.carry);
+        self.carry.clear();
+        Ok(have)
+    }
+
+    /// Opens the records in the first `have` bytes of `buf` (carried and newly read) and
+    /// carries the incomplete rest; returns the plaintext bytes now at the start of `buf`.
+    fn received(&mut self, buf: &mut [u8], have: usize) -> io::Result<usize> {
+        let (plain, used) = self.open_records(&mut buf[..have])?;
+        self.carry.extend_from_slice(&buf[used..have]);
+        Ok(plain)
     }
 
     /// Opens the complete records at the start of `buf` in place and moves their plaintext
@@ -601,6 +614,143 @@ impl Records {
             }
         }
         Ok(at)
+    }
+}
+
+/// The record layer under a fuzzer (fuzz/, `tools/fuzz.sh`), without a socket: a sender
+/// seals records the input describes, optionally corrupts them, and a receiver opens the
+/// wire delivered in the pieces the input chooses, through the same carry and open steps
+/// as a socket read. Nothing may panic; a stream of intact application-data records must
+/// come out exactly as it went in. The unit tests replay the seed corpus through it.
+#[doc(hidden)]
+#[cfg_attr(not(test), allow(dead_code))] // called by the fuzz targets and the tests
+pub mod fuzz {
+    use super::*;
+
+    /// The engine's read buffer size.
+    const READ_BUF: usize = 64 * 1024;
+
+    fn records(suite: u8, tls13: bool) -> Records {
+        let (alg, gcm): (&'static aead::Algorithm, bool) = match suite % 3 {
+            0 => (&aead::AES_128_GCM, true),
+            1 => (&aead::AES_256_GCM, true),
+            _ => (&aead::CHACHA20_POLY1305, false),
+        };
+        let key = vec![0x5a; alg.key_len()];
+        Records {
+            kernel: None,
+            tls13,
+            tx: Direction {
+                key: LessSafeKey::new(UnboundKey::new(alg, &key).expect("key length")),
+                iv: [3; 12],
+                seq: 0,
+                explicit: gcm && !tls13,
+            },
+            rx: Direction {
+                key: LessSafeKey::new(UnboundKey::new(alg, &key).expect("key length")),
+                iv: [3; 12],
+                seq: 0,
+                explicit: gcm && !tls13,
+            },
+            carry: Vec::new(),
+            handshake: Vec::new(),
+            out: Vec::new(),
+            out_sent: 0,
+            closed: false,
+            resumed: false,
+        }
+    }
+
+    /// Delivers `wire` to `rx` in the given pieces, as socket reads into the engine's
+    /// buffer would; returns the plaintext, or the error that ended the connection.
+    fn deliver(rx: &mut Records, wire: &[u8], cuts: &[usize]) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; READ_BUF];
+        let mut plain = Vec::new();
+        let mut at = 0;
+        let mut cuts = cuts.iter().copied().filter(|&c| c > 0 && c < wire.len());
+        while at < wire.len() && !rx.closed {
+            let end = cuts.find(|&c| c > at).unwrap_or(wire.len());
+            while at < end && !rx.closed {
+                let have = rx.take_carry(&mut buf)?;
+                let n = (end - at).min(buf.len() - have);
+                buf[have..have + n].copy_from_slice(&wire[at..at + n]);
+                at += n;
+                let got = rx.received(&mut buf, have + n)?;
+                plain.extend_from_slice(&buf[..got]);
+            }
+        }
+        Ok(plain)
+    }
+
+    /// Byte 0: bits 0-1 the cipher suite, bit 2 TLS 1.3, bit 7 raw mode (the rest of the
+    /// input is the wire itself, cut every 1 + byte 1 bytes). Otherwise records follow, each
+    /// as [type, length, flags, payload...]: flags bit 0 repeats the payload 64 times (a large
+    /// record), bit 1 flips one bit of the sealed record (at the offset in the next byte),
+    /// bit 2 cuts the wire after the record, bit 3 cuts it inside the record (next byte).
+    pub fn records_input(input: &[u8]) {
+        let [mode, rest @ ..] = input else {
+            return;
+        };
+        let tls13 = mode & 4 != 0;
+        let mut rx = records(mode & 3, tls13);
+        if mode & 0x80 != 0 {
+            let step = 1 + usize::from(rest.first().copied().unwrap_or(0));
+            let cuts: Vec<usize> = (1..rest.len() / step + 1).map(|k| k * step).collect();
+            let _ = deliver(&mut rx, rest, &cuts);
+            return;
+        }
+        let mut tx = records(mode & 3, tls13);
+        let mut wire = Vec::new();
+        let mut cuts = Vec::new();
+        let mut sent = Vec::new();
+        let mut clean = true;
+        let mut data = rest;
+        while let [typ, len, flags, more @ ..] = data {
+            let take = usize::from(*len).min(more.len());
+            let (payload, after) = more.split_at(take);
+            data = after;
+            let payload = if flags & 1 != 0 {
+                payload.repeat(64)
+            } else {
+                payload.to_vec()
+            };
+            let mut next_byte = || {
+                let (b, after) = data.split_first().map_or((0, data), |(b, a)| (*b, a));
+                data = after;
+                usize::from(b)
+            };
+            tx.out.clear();
+            tx.out_sent = 0;
+            if tx.seal(*typ, &payload).is_err() {
+                return;
+            }
+            let start = wire.len();
+            wire.extend_from_slice(&tx.out);
+            if flags & 2 != 0 && !tx.out.is_empty() {
+                let at = start + next_byte() * 7 % tx.out.len();
+                wire[at] ^= 1 << (next_byte() % 8);
+                clean = false;
+            }
+            if flags & 4 != 0 {
+                cuts.push(wire.len());
+            }
+            if flags & 8 != 0 {
+                let inside = next_byte() * 31 % (wire.len() - start).max(1);
+                cuts.push(start + inside);
+            }
+            if *typ != APPLICATION_DATA {
+                clean = false;
+            }
+            sent.extend_from_slice(&payload);
+        }
+        cuts.sort_unstable();
+        let got = deliver(&mut rx, &wire, &cuts);
+        if clean {
+            match got {
+                Ok(plain) => assert!(plain == sent, "application data changed on the way"),
+                Err(e) => panic!("intact records refused: {e}"),
+            }
+        }
     }
 }
 
@@ -1154,5 +1304,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every seed of the fuzz corpus (and every crash the fuzzer found, kept there) goes
+    /// through the fuzz harness's checks.
+    #[test]
+    fn fuzz_seeds_replay() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/tls_records");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            fuzz::records_input(&std::fs::read(&path).unwrap());
+            n += 1;
+        }
+        assert!(n >= 20, "{n} seeds in {dir}");
     }
 }

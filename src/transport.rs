@@ -1,9 +1,12 @@
 //! Byte streams to the server, plain TCP or TLS behind one interface, so the connection
 //! state machine never knows which it drives. Non-blocking; registered once with mio.
+//!
+//! TLS has two engines: the in-place record layer (src/tlsio.rs, the default) and, as a
+//! cross-check of it, rustls's own buffered `ClientConnection` (`VBLAST_TLS_ENGINE=rustls`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mio::net::TcpStream;
@@ -22,6 +25,14 @@ pub struct TlsConnector {
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
+    Rustls(Box<RustlsStream>),
+}
+
+/// Whether TLS connections use rustls's own record layer (`VBLAST_TLS_ENGINE=rustls`)
+/// instead of the in-place one. Read once per process; worker processes inherit it.
+fn rustls_engine() -> bool {
+    static ENGINE: OnceLock<bool> = OnceLock::new();
+    *ENGINE.get_or_init(|| std::env::var("VBLAST_TLS_ENGINE").is_ok_and(|v| v == "rustls"))
 }
 
 /// What a handshake step achieved.
@@ -105,6 +116,12 @@ pub fn connect(
     };
     Ok(match tls {
         None => Stream::Plain(tcp),
+        Some(c) if rustls_engine() => Stream::Rustls(Box::new(RustlsStream {
+            conn: rustls::ClientConnection::new(c.config.clone(), c.name.clone())
+                .map_err(io::Error::other)?,
+            tcp,
+            closed: false,
+        })),
         Some(c) => Stream::Tls(Box::new(TlsStream::new(
             tcp,
             c.config.clone(),
@@ -143,11 +160,12 @@ impl Stream {
         match self {
             Stream::Plain(s) => s,
             Stream::Tls(t) => &mut t.tcp,
+            Stream::Rustls(t) => &mut t.tcp,
         }
     }
 
     pub fn is_tls(&self) -> bool {
-        matches!(self, Stream::Tls(_))
+        matches!(self, Stream::Tls(_) | Stream::Rustls(_))
     }
 
     /// Whether the finished TLS handshake resumed an earlier session (plain: false).
@@ -155,6 +173,7 @@ impl Stream {
         match self {
             Stream::Plain(_) => false,
             Stream::Tls(t) => t.resumed(),
+            Stream::Rustls(t) => t.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
         }
     }
 
@@ -164,6 +183,7 @@ impl Stream {
         match self {
             Stream::Plain(_) => true,
             Stream::Tls(t) => t.all_sent(),
+            Stream::Rustls(t) => !t.conn.wants_write(),
         }
     }
 
@@ -190,6 +210,11 @@ impl Stream {
             } else {
                 Handshake::Pending
             }),
+            Stream::Rustls(t) => Ok(if t.handshake()? {
+                Handshake::Done
+            } else {
+                Handshake::Pending
+            }),
         }
     }
 
@@ -205,6 +230,7 @@ impl Stream {
                 Ok((n, n < buf.len() && n > 0))
             }
             Stream::Tls(t) => t.read(buf),
+            Stream::Rustls(t) => t.read(buf),
         }
     }
 
@@ -214,6 +240,7 @@ impl Stream {
         match self {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(t) => t.write(buf),
+            Stream::Rustls(t) => t.write(buf),
         }
     }
 
@@ -222,6 +249,136 @@ impl Stream {
         match self {
             Stream::Plain(_) => Ok(true),
             Stream::Tls(t) => t.flush(),
+            Stream::Rustls(t) => t.flush(),
         }
+    }
+}
+
+/// The cross-check TLS engine: rustls's `ClientConnection`, which buffers and copies
+/// records itself, behind the same calls as the in-place engine (`TlsStream`), with the
+/// same meaning for close_notify (the end of the stream; no writes after it) and for a
+/// close without it (an `UnexpectedEof` error).
+pub struct RustlsStream {
+    tcp: TcpStream,
+    conn: rustls::ClientConnection,
+    /// The server sent close_notify.
+    closed: bool,
+}
+
+/// A socket read that remembers whether it came back short (the socket is drained).
+struct ShortRead<'a> {
+    tcp: &'a mut TcpStream,
+    short: bool,
+}
+
+impl Read for ShortRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.tcp.read(buf)?;
+        self.short = n > 0 && n < buf.len();
+        Ok(n)
+    }
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+impl RustlsStream {
+    fn handshake(&mut self) -> io::Result<bool> {
+        loop {
+            if !self.flush()? {
+                return Ok(false);
+            }
+            if !self.conn.is_handshaking() {
+                return Ok(true);
+            }
+            match self.conn.read_tls(&mut self.tcp) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "server closed the connection during the TLS handshake",
+                    ));
+                }
+                Ok(_) => {
+                    self.conn.process_new_packets().map_err(tls_error)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Plaintext already decrypted, up to `buf`'s size.
+    fn take_plain(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.conn.reader().read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // An error after some plaintext is reported on the next call.
+                Err(_) if n > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        loop {
+            let n = self.take_plain(buf)?;
+            if n > 0 {
+                // More may be buffered (a full buffer), or the end after it: read again.
+                return Ok((n, false));
+            }
+            if self.closed {
+                return Ok((0, true));
+            }
+            let mut sock = ShortRead {
+                tcp: &mut self.tcp,
+                short: false,
+            };
+            // Ok(0), the end of the stream, is recorded by rustls, whose reader then tells
+            // close_notify (Ok(0)) from a bare close (UnexpectedEof).
+            self.conn.read_tls(&mut sock)?;
+            let drained = sock.short;
+            let state = self.conn.process_new_packets().map_err(tls_error)?;
+            if state.peer_has_closed() {
+                self.closed = true;
+            }
+            // A key update to answer.
+            self.flush()?;
+            let n = self.take_plain(buf)?;
+            if n > 0 || self.closed {
+                return Ok((n, drained && !self.closed && n < buf.len()));
+            }
+            if drained {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
+    }
+
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the server closed the TLS connection (close_notify)",
+            ));
+        }
+        self.conn.writer().write_all(data)?;
+        self.flush()?;
+        Ok(data.len())
+    }
+
+    /// Writes queued TLS data; Ok(true) when none is left.
+    fn flush(&mut self) -> io::Result<bool> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut self.tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 }

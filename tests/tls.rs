@@ -775,8 +775,11 @@ fn every_tls_version_and_cipher_carries_requests() {
     }
 }
 
-/// A run of `n` requests on `c` connections against an in-process TLS server.
-fn tls_server_run(srv: &TlsServer, extra: &[&str]) -> Out {
+/// The two TLS engines: the in-place record layer (default) and rustls's own.
+const ENGINES: [&str; 2] = ["inplace", "rustls"];
+
+/// A run against an in-process TLS server with the TLS `engine`.
+fn tls_server_run(srv: &TlsServer, engine: &str, extra: &[&str]) -> Out {
     let mut args = vec![
         "--ca-cert",
         p(&srv.ca_cert),
@@ -787,7 +790,7 @@ fn tls_server_run(srv: &TlsServer, extra: &[&str]) -> Out {
     ];
     args.extend_from_slice(extra);
     args.push(&srv.url);
-    run(url_cmd(&args))
+    run(env_cmd(&args, &[("VBLAST_TLS_ENGINE", engine)]))
 }
 
 /// Issue 8, defect 6: a close-delimited response followed by close_notify in the same
@@ -796,13 +799,15 @@ fn tls_server_run(srv: &TlsServer, extra: &[&str]) -> Out {
 #[test]
 fn close_notify_ends_a_close_delimited_response() {
     let srv = TlsServer::start(TlsMode::CloseDelimitedCloseNotify);
-    for mode in [&[][..], &["--no-keepalive"][..]] {
-        let mut args = vec!["-c", "2", "-n", "6"];
-        args.extend_from_slice(mode);
-        let j = all_ok(&tls_server_run(&srv, &args), 6);
-        assert_eq!(j["errors"]["timeout"], 0, "{j}");
+    for engine in ENGINES {
+        for mode in [&[][..], &["--no-keepalive"][..]] {
+            let mut args = vec!["-c", "2", "-n", "6"];
+            args.extend_from_slice(mode);
+            let j = all_ok(&tls_server_run(&srv, engine, &args), 6);
+            assert_eq!(j["errors"]["timeout"], 0, "{engine}: {j}");
+        }
     }
-    assert_eq!(srv.responses(), 12);
+    assert_eq!(srv.responses(), 24);
 }
 
 /// Issue 8, defect 6: a keep-alive connection the server closed with close_notify (TCP
@@ -810,10 +815,16 @@ fn close_notify_ends_a_close_delimited_response() {
 #[test]
 fn close_notify_retires_a_keep_alive_connection() {
     let srv = TlsServer::start(TlsMode::KeepAliveCloseNotify);
-    let j = all_ok(&tls_server_run(&srv, &["-c", "1", "-n", "5"]), 5);
-    assert_eq!(j["errors"]["timeout"], 0, "{j}");
-    assert_eq!(j["connections_opened"], 5, "{j}");
-    assert_eq!(srv.responses(), 5, "every request answered once: {j}");
+    for (k, engine) in ENGINES.into_iter().enumerate() {
+        let j = all_ok(&tls_server_run(&srv, engine, &["-c", "1", "-n", "5"]), 5);
+        assert_eq!(j["errors"]["timeout"], 0, "{engine}: {j}");
+        assert_eq!(j["connections_opened"], 5, "{engine}: {j}");
+        assert_eq!(
+            srv.responses(),
+            5 * (k + 1),
+            "each request answered once: {j}"
+        );
+    }
 }
 
 /// Issue 8, defect 7: with tiny records (32 bytes), TLS 1.3 session tickets span several
@@ -826,16 +837,18 @@ fn post_handshake_messages_split_across_records() {
             frag: 32,
             key_update,
         });
-        let j = all_ok(&tls_server_run(&srv, &["-c", "2", "-n", "40"]), 40);
-        assert_eq!(j["connections_opened"], 2, "{j}");
-        let j = all_ok(
-            &tls_server_run(&srv, &["-c", "2", "-n", "10", "--no-keepalive"]),
-            10,
-        );
-        assert!(
-            j["tls_resumed"].as_u64().unwrap() > 0,
-            "split session tickets were stored: {j}"
-        );
+        for engine in ENGINES {
+            let j = all_ok(&tls_server_run(&srv, engine, &["-c", "2", "-n", "40"]), 40);
+            assert_eq!(j["connections_opened"], 2, "{engine}: {j}");
+            let j = all_ok(
+                &tls_server_run(&srv, engine, &["-c", "2", "-n", "10", "--no-keepalive"]),
+                10,
+            );
+            assert!(
+                j["tls_resumed"].as_u64().unwrap() > 0,
+                "{engine}: split session tickets were stored: {j}"
+            );
+        }
     }
     let srv = TlsServer::start_version(
         TlsMode::Fragmented {
@@ -844,7 +857,9 @@ fn post_handshake_messages_split_across_records() {
         },
         true,
     );
-    all_ok(&tls_server_run(&srv, &["-c", "2", "-n", "20"]), 20);
+    for engine in ENGINES {
+        all_ok(&tls_server_run(&srv, engine, &["-c", "2", "-n", "20"]), 20);
+    }
 }
 
 /// Issue 8, defect 13: a close-delimited body ended by a TCP close without close_notify
@@ -853,17 +868,19 @@ fn post_handshake_messages_split_across_records() {
 #[test]
 fn close_delimited_tls_body_without_close_notify_is_an_error() {
     let srv = TlsServer::start(TlsMode::CloseDelimitedBareFin);
-    let r = tls_server_run(&srv, &["-c", "1", "-n", "3"]);
-    r.assert_code(1);
-    let j = r.json();
-    assert_eq!(j["requests"], 3, "{}", r.show());
-    assert_eq!(j["ok"], 0, "{}", r.show());
-    assert_eq!(j["errors"]["read"], 3, "{}", r.show());
-    assert!(
-        j["error_messages"].to_string().contains("close_notify"),
-        "{}",
-        r.show()
-    );
+    for engine in ENGINES {
+        let r = tls_server_run(&srv, engine, &["-c", "1", "-n", "3"]);
+        r.assert_code(1);
+        let j = r.json();
+        assert_eq!(j["requests"], 3, "{}", r.show());
+        assert_eq!(j["ok"], 0, "{}", r.show());
+        assert_eq!(j["errors"]["read"], 3, "{}", r.show());
+        assert!(
+            j["error_messages"].to_string().contains("close_notify"),
+            "{}",
+            r.show()
+        );
+    }
     // The setup client: the health check's answer is refused the same way.
     let base = srv.url.trim_end_matches("/v1/secret/data/foo");
     let r = run(env_cmd(
@@ -876,4 +893,73 @@ fn close_delimited_tls_body_without_close_notify_is_an_error() {
     ));
     r.assert_code(2);
     assert!(r.stderr.contains("close_notify"), "{}", r.show());
+}
+
+/// The TLS cross-check (issue 8): rustls's own record layer carries requests for every
+/// protocol version and AEAD nginx offers, keep-alive and with a handshake per request
+/// (resumed sessions included), as the in-place layer does in
+/// `every_tls_version_and_cipher_carries_requests`.
+#[test]
+fn rustls_engine_carries_every_version_and_cipher() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = gen_tls_files(dir.path());
+    let ca = p(&files.ca_cert);
+    for (version, cipher) in [
+        (
+            "TLSv1.3",
+            "ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;",
+        ),
+        (
+            "TLSv1.3",
+            "ssl_conf_command Ciphersuites TLS_AES_256_GCM_SHA384;",
+        ),
+        (
+            "TLSv1.3",
+            "ssl_conf_command Ciphersuites TLS_CHACHA20_POLY1305_SHA256;",
+        ),
+        ("TLSv1.2", "ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256;"),
+        ("TLSv1.2", "ssl_ciphers ECDHE-ECDSA-AES256-GCM-SHA384;"),
+        ("TLSv1.2", "ssl_ciphers ECDHE-ECDSA-CHACHA20-POLY1305;"),
+    ] {
+        let nginx = Nginx::start_tls_with(
+            &files.cert,
+            &files.key,
+            &format!("ssl_protocols {version}; {cipher}"),
+        );
+        let url = format!("https://127.0.0.1:{}/v1/secret/data/foo", nginx.port);
+        let engine = [("VBLAST_TLS_ENGINE", "rustls")];
+        let args = [
+            "-c",
+            "4",
+            "-n",
+            "300",
+            "--ca-cert",
+            ca,
+            "--format",
+            "json",
+            &url,
+        ];
+        let j = all_ok(&run(env_cmd(&args, &engine)), 300);
+        assert!(
+            j["bytes_received"].as_u64().unwrap() > 300 * 100,
+            "{version} {cipher}: {j}"
+        );
+        let args = [
+            "-c",
+            "4",
+            "-n",
+            "60",
+            "--no-keepalive",
+            "--ca-cert",
+            ca,
+            "--format",
+            "json",
+            &url,
+        ];
+        let j = all_ok(&run(env_cmd(&args, &engine)), 60);
+        assert!(
+            j["tls_resumed"].as_u64().unwrap() > 0,
+            "{version} {cipher}: {j}"
+        );
+    }
 }

@@ -16,6 +16,8 @@ cargo build --release
 # The benches are compiled (not run) so that they cannot rot unnoticed; in the release test
 # profile, so that the test run below reuses what this builds.
 cargo test --release --benches --no-run
+# Fuzzing smoke run: 25 s per target (tools/fuzz.sh SECONDS for a real run).
+tools/fuzz.sh 25
 
 limit="${VBLAST_TEST_TIMEOUT:-40m}"
 start=$SECONDS
