@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::error::Error;
 use crate::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
 use crate::schedule::Schedule;
-use crate::tls::TlsOptions;
+use crate::tls::{TlsEngine, TlsOptions};
 use crate::units::{parse_duration, show_duration};
 use crate::vault::ops::OpFlags;
 
@@ -238,6 +238,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub tls_server_name: Option<String>,
 
+    /// TLS record layer after the handshake: in-place (default, no allocation per request)
+    /// or rustls (its own ClientConnection, the cross-check) [env: VBLAST_TLS_ENGINE].
+    #[arg(long, value_enum)]
+    pub tls_engine: Option<TlsEngine>,
+
     /// Full TLS handshakes on every new connection (no session resumption).
     #[arg(long)]
     pub no_tls_resume: bool,
@@ -324,6 +329,11 @@ impl RunArgs {
                 .clone()
                 .or_else(|| env("VAULT_TLS_SERVER_NAME")),
             resume: !self.no_tls_resume,
+            engine: match (self.tls_engine, env("VBLAST_TLS_ENGINE").as_deref()) {
+                (Some(e), _) => e,
+                (None, Some("rustls")) => TlsEngine::Rustls,
+                _ => TlsEngine::InPlace,
+            },
         });
         let token = match &self.token_file {
             Some(path) => Some(read_token_file(path)?),

@@ -401,7 +401,7 @@ fn contains_token(value: &[u8], token: &[u8]) -> bool {
 /// pieces of pseudo-random sizes; both must end the same way (same outcome, same body),
 /// and nothing may panic. The unit tests replay the seed corpus through it.
 #[doc(hidden)]
-#[cfg_attr(not(test), allow(dead_code))] // called by the fuzz targets and the tests
+/// Called by the fuzz targets (fuzz/) and the tests.
 pub mod fuzz {
     use super::{Progress, ResponseParser};
 

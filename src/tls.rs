@@ -20,6 +20,30 @@ pub struct TlsOptions {
     pub server_name: Option<String>,
     /// Session resumption on re-opened connections.
     pub resume: bool,
+    /// Which record layer carries requests after the handshake.
+    #[serde(default)]
+    pub engine: TlsEngine,
+}
+
+/// The TLS record layer of the load engine.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsEngine {
+    /// Records sealed and opened in place with ring (src/tlsio.rs): no allocation per request.
+    #[default]
+    InPlace,
+    /// rustls's own buffered ClientConnection: the cross-check of the in-place layer.
+    Rustls,
 }
 
 /// ring's provider with AES-128-GCM first: TLS 1.3's mandatory suite, and with SHA-256

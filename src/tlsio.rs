@@ -623,7 +623,7 @@ impl Records {
 /// as a socket read. Nothing may panic; a stream of intact application-data records must
 /// come out exactly as it went in. The unit tests replay the seed corpus through it.
 #[doc(hidden)]
-#[cfg_attr(not(test), allow(dead_code))] // called by the fuzz targets and the tests
+/// Called by the fuzz targets (fuzz/) and the tests.
 pub mod fuzz {
     use super::*;
 

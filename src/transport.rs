@@ -2,11 +2,11 @@
 //! state machine never knows which it drives. Non-blocking; registered once with mio.
 //!
 //! TLS has two engines: the in-place record layer (src/tlsio.rs, the default) and, as a
-//! cross-check of it, rustls's own buffered `ClientConnection` (`VBLAST_TLS_ENGINE=rustls`).
+//! cross-check of it, rustls's own buffered `ClientConnection` (`--tls-engine rustls`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpStream;
@@ -20,19 +20,14 @@ use crate::tlsio::TlsStream;
 pub struct TlsConnector {
     pub config: Arc<rustls::ClientConfig>,
     pub name: ServerName<'static>,
+    /// rustls's own record layer instead of the in-place one (`--tls-engine rustls`).
+    pub rustls_records: bool,
 }
 
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
     Rustls(Box<RustlsStream>),
-}
-
-/// Whether TLS connections use rustls's own record layer (`VBLAST_TLS_ENGINE=rustls`)
-/// instead of the in-place one. Read once per process; worker processes inherit it.
-fn rustls_engine() -> bool {
-    static ENGINE: OnceLock<bool> = OnceLock::new();
-    *ENGINE.get_or_init(|| std::env::var("VBLAST_TLS_ENGINE").is_ok_and(|v| v == "rustls"))
 }
 
 /// What a handshake step achieved.
@@ -116,7 +111,7 @@ pub fn connect(
     };
     Ok(match tls {
         None => Stream::Plain(tcp),
-        Some(c) if rustls_engine() => Stream::Rustls(Box::new(RustlsStream {
+        Some(c) if c.rustls_records => Stream::Rustls(Box::new(RustlsStream {
             conn: rustls::ClientConnection::new(c.config.clone(), c.name.clone())
                 .map_err(io::Error::other)?,
             tcp,

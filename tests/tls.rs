@@ -776,7 +776,7 @@ fn every_tls_version_and_cipher_carries_requests() {
 }
 
 /// The two TLS engines: the in-place record layer (default) and rustls's own.
-const ENGINES: [&str; 2] = ["inplace", "rustls"];
+const ENGINES: [&str; 2] = ["in-place", "rustls"];
 
 /// A run against an in-process TLS server with the TLS `engine`.
 fn tls_server_run(srv: &TlsServer, engine: &str, extra: &[&str]) -> Out {
@@ -788,9 +788,10 @@ fn tls_server_run(srv: &TlsServer, engine: &str, extra: &[&str]) -> Out {
         "--format",
         "json",
     ];
+    args.extend_from_slice(&["--tls-engine", engine]);
     args.extend_from_slice(extra);
     args.push(&srv.url);
-    run(env_cmd(&args, &[("VBLAST_TLS_ENGINE", engine)]))
+    run(env_cmd(&args, &[]))
 }
 
 /// Issue 8, defect 6: a close-delimited response followed by close_notify in the same

@@ -2,11 +2,7 @@
 //! pieces; see `http::fuzz::response` for the input layout and the checks.
 #![no_main]
 
-// Until vblast has a library target, the module is compiled in here; then:
-// `use vblast::http;`
-#[path = "../../src/http.rs"]
-#[allow(dead_code)]
-mod http;
+use vblast::http;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = http::fuzz::response(data);

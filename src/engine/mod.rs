@@ -116,6 +116,7 @@ pub fn run(
                 Arc::new(config)
             },
             name: crate::tls::server_name(opts, &plan.target.host)?,
+            rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
         }),
         (None, true) => {
             return Err("https target without TLS settings".into());
