@@ -18,6 +18,8 @@ use crate::vault::ops::OpFlags;
 pub enum Format {
     Text,
     Json,
+    /// ApacheBench 2.4's report, line for line.
+    Ab,
 }
 
 const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
@@ -49,6 +51,8 @@ pub enum Command {
     #[command(after_help = EXAMPLES)]
     Run(Box<RunArgs>),
     /// Render saved results files (--output); several files are merged into one report.
+    /// `review` (vault-benchmark's word) is the same command.
+    #[command(visible_alias = "review")]
     Report(ReportArgs),
 }
 
@@ -73,6 +77,10 @@ pub struct ReportArgs {
     /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+
+    /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
+    #[arg(long, value_name = "FILE")]
+    pub ab_csv: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -184,6 +192,10 @@ pub struct RunArgs {
     /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+
+    /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
+    #[arg(long, value_name = "FILE")]
+    pub ab_csv: Option<PathBuf>,
 
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]

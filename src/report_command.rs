@@ -18,6 +18,7 @@ pub fn run(args: &ReportArgs) -> Ending {
         Format::Text => report::Format::Text {
             latency: args.latency,
         },
+        Format::Ab => report::Format::Ab,
     };
     let mut text = Vec::new();
     let _ = report::render(&summary, format, &mut text);
@@ -28,14 +29,14 @@ pub fn run(args: &ReportArgs) -> Ending {
     {
         return Ending::Failed(Error::Output(e));
     }
-    if let Some(path) = &args.hgrm {
-        let mut spectrum = Vec::new();
-        let _ = report::render(&summary, report::Format::Hgrm, &mut spectrum);
-        if let Err(e) = std::fs::write(path, spectrum) {
-            return Ending::Failed(Error::Output(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )));
+    for (path, format) in [
+        (&args.hgrm, report::Format::Hgrm),
+        (&args.ab_csv, report::Format::AbCsv),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = report::save(&summary, format, path)
+        {
+            return Ending::Failed(Error::Output(e));
         }
     }
     Ending::Ok

@@ -110,6 +110,7 @@ fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Err
         Format::Text => report::Format::Text {
             latency: cli.latency,
         },
+        Format::Ab => report::Format::Ab,
     };
     let mut text = Vec::new();
     let _ = report::render(summary, format, &mut text);
@@ -121,11 +122,14 @@ fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Err
     {
         failures.push(e);
     }
-    if let Some(path) = &cli.hgrm {
-        let mut spectrum = Vec::new();
-        let _ = report::render(summary, report::Format::Hgrm, &mut spectrum);
-        if let Err(e) = std::fs::write(path, spectrum) {
-            failures.push(format!("cannot write {}: {e}", path.display()));
+    for (path, format) in [
+        (&cli.hgrm, report::Format::Hgrm),
+        (&cli.ab_csv, report::Format::AbCsv),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = report::save(summary, format, path)
+        {
+            failures.push(e);
         }
     }
     if failures.is_empty() {

@@ -283,7 +283,32 @@ pub struct Stats {
     pub timeline: Timeline,
     /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
     pub messages: BTreeMap<String, u64>,
+    /// The `Server` header of the first measured response (ab's "Server Software").
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Body length of the first measured response (ab's "Document Length").
+    #[serde(default)]
+    pub doc_length: Option<u64>,
+    /// Measured responses by body length (at most `MAX_LENGTHS` distinct lengths).
+    #[serde(default)]
+    pub body_lengths: BTreeMap<u64, u64>,
+    /// Measured responses whose body length did not fit in `body_lengths`.
+    #[serde(default)]
+    pub other_lengths: u64,
+    /// Body bytes of the measured responses (ab's "HTML transferred").
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// Measured responses after which the connection stayed open (ab's "Keep-Alive requests").
+    #[serde(default)]
+    pub kept_alive: u64,
+    /// Time from a request's first byte written to its response's first byte, every
+    /// measured request (ab's "Waiting").
+    #[serde(default)]
+    pub waiting: Hist,
 }
+
+/// Distinct response body lengths counted one by one; more fall into `other_lengths`.
+pub const MAX_LENGTHS: usize = 16;
 
 /// Distinct failure messages kept.
 pub const MAX_MESSAGES: usize = 16;
@@ -331,6 +356,50 @@ impl Stats {
         for (m, n) in &o.messages {
             self.note(m, *n);
         }
+        if self.server.is_none() {
+            self.server.clone_from(&o.server);
+        }
+        if self.doc_length.is_none() {
+            self.doc_length = o.doc_length;
+        }
+        for (len, n) in &o.body_lengths {
+            self.count_length(*len, *n);
+        }
+        self.other_lengths += o.other_lengths;
+        self.body_bytes += o.body_bytes;
+        self.kept_alive += o.kept_alive;
+        self.waiting.add(&o.waiting);
+    }
+
+    /// Counts one measured response's body (no allocation once its length is known).
+    #[inline]
+    pub fn count_body(&mut self, len: u64, kept_alive: bool) {
+        self.body_bytes += len;
+        self.kept_alive += u64::from(kept_alive);
+        if self.doc_length.is_none() {
+            self.doc_length = Some(len);
+        }
+        self.count_length(len, 1);
+    }
+
+    fn count_length(&mut self, len: u64, n: u64) {
+        if let Some(c) = self.body_lengths.get_mut(&len) {
+            *c += n;
+        } else if self.body_lengths.len() < MAX_LENGTHS {
+            self.body_lengths.insert(len, n);
+        } else {
+            self.other_lengths += n;
+        }
+    }
+
+    /// Responses whose body length differs from the first one's (ab's "Length" failures).
+    pub fn length_mismatches(&self) -> u64 {
+        let same = self
+            .doc_length
+            .and_then(|d| self.body_lengths.get(&d))
+            .copied()
+            .unwrap_or(0);
+        self.body_lengths.values().sum::<u64>() + self.other_lengths - same
     }
 
     /// Counts a failure message (no allocation when the message is already known).
@@ -393,6 +462,37 @@ mod tests {
         assert_eq!(secs[0].1.requests, 2);
         assert_eq!(secs[0].1.errors, 1);
         assert_eq!(secs[1].0, 3);
+    }
+
+    #[test]
+    fn body_lengths_merge_against_the_first_document() {
+        let mut a = Stats::new(1);
+        let mut b = Stats::new(1);
+        a.count_body(10, true);
+        a.count_body(10, true);
+        a.count_body(11, false);
+        b.count_body(11, true);
+        b.count_body(12, true);
+        for len in 100..100 + MAX_LENGTHS as u64 + 3 {
+            b.count_body(len, false);
+        }
+        let wire = serde_json::to_string(&b).unwrap();
+        let b2: Stats = serde_json::from_str(&wire).unwrap();
+        assert_eq!(b2.length_mismatches(), b.length_mismatches());
+        a.merge(&b2);
+        assert_eq!(a.doc_length, Some(10));
+        // Everything but the two 10-byte bodies differs from the first document.
+        let all = 5 + MAX_LENGTHS as u64 + 3;
+        assert_eq!(a.length_mismatches(), all - 2);
+        assert_eq!(a.kept_alive, 4);
+        assert_eq!(
+            a.body_bytes,
+            10 + 10 + 11 + 11 + 12 + (100..119).sum::<u64>()
+        );
+        // An older results file without these keys still reads.
+        let old: Stats = serde_json::from_str(r#"{"ops":[],"status":{},"errors":{"connect":0,"read":0,"write":0,"timeout":0,"status":0},"connect":"HISTOGRAM","tls":"HISTOGRAM","ttfb":"HISTOGRAM","late":0,"max_lag_us":0,"connections_opened":0,"server_closes":0,"bytes_sent":0,"bytes_received":0,"elapsed_s":0.0,"timeline":[],"messages":{}}"#.replace("HISTOGRAM", &Hist::default().to_base64()).as_str()).unwrap();
+        assert_eq!(old.doc_length, None);
+        assert_eq!(old.length_mismatches(), 0);
     }
 
     #[test]

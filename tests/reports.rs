@@ -1,0 +1,313 @@
+//! Report formats against real peers: `--format ab` beside the real ApacheBench run
+//! against the same nginx, both parsed by one parser; `--ab-csv` beside ab `-e`; and
+//! `vblast report` printing a saved run exactly as the live run did.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::Nginx;
+use common::run::{WATCHDOG, run, spawn, url_cmd};
+
+/// An ApacheBench report as a script reads it.
+#[derive(Debug, Default)]
+struct AbReport {
+    /// `Label: value` lines from "Server Software" on; the second "Time per request"
+    /// line is `Time per request (all)`.
+    fields: BTreeMap<String, String>,
+    /// The `(Connect: N, Receive: N, Length: N, Exceptions: N)` line.
+    failed: Option<[u64; 4]>,
+    /// "Connection Times (ms)" rows: min, mean, sd, median, max.
+    times: BTreeMap<String, [f64; 5]>,
+    /// The percentage rows, 100 included.
+    percents: Vec<(u64, u64)>,
+}
+
+impl AbReport {
+    fn parse(text: &str) -> AbReport {
+        let mut r = AbReport::default();
+        let mut in_fields = false;
+        let mut in_times = false;
+        for line in text.lines() {
+            if line.starts_with("Server Software:") {
+                in_fields = true;
+            }
+            if line == "Connection Times (ms)" {
+                in_fields = false;
+                in_times = true;
+                continue;
+            }
+            if line.starts_with("Percentage of the requests") {
+                in_times = false;
+                continue;
+            }
+            if let Some(rest) = line.trim_start().strip_prefix('(') {
+                let nums: Vec<u64> = rest
+                    .trim_end_matches(')')
+                    .split(", ")
+                    .map(|kv| kv.split_once(": ").unwrap().1.parse().unwrap())
+                    .collect();
+                let labels: Vec<&str> = rest
+                    .split(", ")
+                    .map(|kv| kv.split_once(':').unwrap().0)
+                    .collect();
+                assert_eq!(labels, ["Connect", "Receive", "Length", "Exceptions"]);
+                r.failed = Some([nums[0], nums[1], nums[2], nums[3]]);
+                continue;
+            }
+            if in_times {
+                // Rows only: ab's ERROR / WARNING lines about mean and median follow them.
+                if let Some((label, nums)) = line.split_once(':')
+                    && ["Connect", "Processing", "Waiting", "Total"].contains(&label)
+                {
+                    let v: Vec<f64> = nums
+                        .split_whitespace()
+                        .map(|n| n.parse().unwrap())
+                        .collect();
+                    assert_eq!(v.len(), 5, "{line}");
+                    r.times
+                        .insert(label.to_string(), [v[0], v[1], v[2], v[3], v[4]]);
+                }
+                continue;
+            }
+            let t = line.trim_start();
+            if let Some((p, rest)) = t.split_once("%  ")
+                && let Ok(p) = p.parse::<u64>()
+            {
+                let v = rest.split_whitespace().next().unwrap().parse().unwrap();
+                r.percents.push((p, v));
+                continue;
+            }
+            if in_fields && let Some((label, value)) = line.split_once(':') {
+                let mut label = label.to_string();
+                if label == "Time per request" && r.fields.contains_key(&label) {
+                    label.push_str(" (all)");
+                }
+                assert!(
+                    !r.fields.contains_key(&label),
+                    "label {label} twice in\n{text}"
+                );
+                r.fields.insert(label, value.trim().to_string());
+            }
+        }
+        r
+    }
+
+    fn get(&self, label: &str) -> &str {
+        self.fields
+            .get(label)
+            .unwrap_or_else(|| panic!("no {label} in {:?}", self.fields))
+    }
+
+    /// The leading number of a field's value.
+    fn num(&self, label: &str) -> f64 {
+        let v = self.get(label);
+        v.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    /// What must hold within one report, whoever wrote it.
+    fn assert_consistent(&self, who: &str) {
+        let done = self.num("Complete requests");
+        let rps = self.num("Requests per second");
+        let conc = self.num("Concurrency Level");
+        let tpr = self.num("Time per request");
+        let tpr_all = self.num("Time per request (all)");
+        assert!(
+            (tpr_all - 1000.0 / rps).abs() <= 0.0006 + 1000.0 / rps * 0.001,
+            "{who}: {tpr_all} ms per request against {rps} req/s"
+        );
+        assert!(
+            (tpr - conc * tpr_all).abs() <= 0.0006 * conc + 0.001,
+            "{who}: mean time per request {tpr} is not {conc} x {tpr_all}"
+        );
+        let total = self.num("Total transferred");
+        let html = self.num("HTML transferred");
+        assert!(
+            total > html,
+            "{who}: {total} bytes in all, {html} of bodies"
+        );
+        let rate = self.num("Transfer rate");
+        let per_request = rate * 1024.0 / rps;
+        assert!(
+            (per_request - total / done).abs() <= total / done * 0.01 + 1.0,
+            "{who}: transfer rate {rate} KB/s at {rps} req/s is not {total} bytes over {done}"
+        );
+        for (row, [min, mean, sd, median, max]) in &self.times {
+            assert!(
+                min <= median && median <= max && min <= mean && mean <= max && *sd >= 0.0,
+                "{who}: {row} {min} {mean} {sd} {median} {max}"
+            );
+        }
+        let ps: Vec<u64> = self.percents.iter().map(|(p, _)| *p).collect();
+        assert_eq!(ps, [50, 66, 75, 80, 90, 95, 98, 99, 100], "{who}");
+        assert!(
+            self.percents.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{who}: percentages not increasing: {:?}",
+            self.percents
+        );
+        assert_eq!(
+            self.percents.last().unwrap().1 as f64,
+            self.times["Total"][4],
+            "{who}: the longest request is the Total row's max"
+        );
+    }
+}
+
+/// Runs the real ab with `args`; its stdout.
+fn ab(args: &[&str]) -> String {
+    let mut cmd = Command::new("ab");
+    cmd.args(args);
+    let out = spawn(cmd).finish(WATCHDOG);
+    assert_eq!(out.code, Some(0), "ab {args:?}\n{}", out.show());
+    out.stdout
+}
+
+/// vblast's `--format ab` with `args`; its stdout.
+fn vblast_ab(args: &[&str]) -> String {
+    let mut all = vec!["--format", "ab", "--allow-errors"];
+    all.extend_from_slice(args);
+    let out = run(url_cmd(&all));
+    out.assert_code(0);
+    out.stdout
+}
+
+/// The fields both reports must agree on exactly.
+const SAME: [&str; 9] = [
+    "Server Software",
+    "Server Hostname",
+    "Server Port",
+    "Document Path",
+    "Document Length",
+    "Concurrency Level",
+    "Complete requests",
+    "Failed requests",
+    "HTML transferred",
+];
+
+fn assert_same(a: &AbReport, v: &AbReport) {
+    let labels = |r: &AbReport| r.fields.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(labels(a), labels(v), "ab's fields against vblast's");
+    for label in SAME {
+        assert_eq!(a.get(label), v.get(label), "{label}");
+    }
+    assert_eq!(a.failed, v.failed, "the failed breakdown");
+    assert_eq!(
+        a.fields.get("Non-2xx responses"),
+        v.fields.get("Non-2xx responses")
+    );
+    assert_eq!(
+        a.fields.get("Keep-Alive requests"),
+        v.fields.get("Keep-Alive requests")
+    );
+    assert_eq!(
+        a.times.keys().collect::<Vec<_>>(),
+        v.times.keys().collect::<Vec<_>>()
+    );
+    a.assert_consistent("ab");
+    v.assert_consistent("vblast");
+}
+
+#[test]
+fn ab_format_reads_like_real_ab() {
+    let ng = Nginx::with_extra("location = /vary { return 200 'n=$connection_requests'; }");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = |name: &str| dir.path().join(name).display().to_string();
+    let (ab_csv, vb_csv) = (csv("ab.csv"), csv("vblast.csv"));
+
+    // A new connection per request (ab without -k), a Vault-shaped document.
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let a = ab(&["-n", "300", "-c", "4", "-e", &ab_csv, &url]);
+    let v = vblast_ab(&[
+        "--no-keepalive",
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--ab-csv",
+        &vb_csv,
+        &url,
+    ]);
+    let (ra, rv) = (AbReport::parse(&a), AbReport::parse(&v));
+    assert_same(&ra, &rv);
+    assert_eq!(rv.get("Complete requests"), "300");
+    assert_eq!(
+        rv.get("Document Length"),
+        format!("{} bytes", common::KV_BODY.len())
+    );
+    assert_eq!(
+        rv.get("HTML transferred"),
+        format!("{} bytes", 300 * common::KV_BODY.len())
+    );
+    assert_eq!(rv.failed, None);
+    assert!(!rv.fields.contains_key("Keep-Alive requests"));
+
+    // -e's CSV: the same layout from both.
+    for path in [&ab_csv, &vb_csv] {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("Percentage served,Time in ms"), "{path}");
+        let rows: Vec<(u64, f64)> = lines
+            .map(|l| {
+                let (p, t) = l.split_once(',').unwrap();
+                assert_eq!(t.split_once('.').map(|(_, d)| d.len()), Some(3), "{l}");
+                (p.parse().unwrap(), t.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            (0..=100).collect::<Vec<_>>(),
+            "{path}"
+        );
+        assert!(
+            rows.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{path}: {rows:?}"
+        );
+    }
+
+    // Keep-alive on one connection to a document whose length changes with the
+    // connection's request count (1-9, 10-99, 100-200): ab's "Length" failures.
+    let vary = format!("{}/vary", ng.addr);
+    let a = ab(&["-k", "-n", "200", "-c", "1", &vary]);
+    let v = vblast_ab(&["-t", "1", "-n", "200", "-c", "1", &vary]);
+    let (ra, rv) = (AbReport::parse(&a), AbReport::parse(&v));
+    assert_same(&ra, &rv);
+    assert_eq!(rv.failed, Some([0, 0, 191, 0]));
+    assert_eq!(rv.get("Failed requests"), "191");
+    assert_eq!(rv.get("Keep-Alive requests"), "200");
+
+    // Non-2xx answers are counted apart from failures.
+    let sealed = format!("{}/status/503", ng.addr);
+    let a = ab(&["-n", "40", "-c", "2", &sealed]);
+    let v = vblast_ab(&["--no-keepalive", "-n", "40", "-c", "2", &sealed]);
+    let (ra, rv) = (AbReport::parse(&a), AbReport::parse(&v));
+    assert_same(&ra, &rv);
+    assert_eq!(rv.get("Non-2xx responses"), "40");
+    assert_eq!(rv.get("Failed requests"), "0");
+}
+
+#[test]
+fn report_prints_a_saved_run_as_the_run_did() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json").display().to_string();
+    let csv = dir.path().join("run.csv").display().to_string();
+    let again = dir.path().join("again.csv").display().to_string();
+    let live = run(url_cmd(&[
+        "-n", "500", "-c", "4", "--format", "ab", "--ab-csv", &csv, "--output", &file, &url,
+    ]));
+    live.assert_code(0);
+    for command in ["report", "review"] {
+        let saved = run(url_cmd(&[
+            command, &file, "--format", "ab", "--ab-csv", &again,
+        ]));
+        saved.assert_code(0);
+        assert_eq!(saved.stdout, live.stdout, "{command}");
+        assert_eq!(
+            std::fs::read_to_string(&again).unwrap(),
+            std::fs::read_to_string(&csv).unwrap(),
+            "{command}"
+        );
+    }
+}
