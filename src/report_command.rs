@@ -19,6 +19,7 @@ pub fn run(args: &ReportArgs) -> Ending {
             latency: args.latency,
         },
         Format::Ab => report::Format::Ab,
+        Format::Verbose => report::Format::Verbose,
     };
     let mut text = Vec::new();
     let _ = report::render(&summary, format, &mut text);

@@ -238,6 +238,8 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
         run.processes += r.run.processes;
         run.interrupted |= r.run.interrupted;
         run.warmup_s = run.warmup_s.max(r.run.warmup_s);
+        run.setup_s = run.setup_s.max(r.run.setup_s);
+        run.cleanup_s = run.cleanup_s.max(r.run.cleanup_s);
         add_distinct(&mut run.target, &r.run.target);
         add_distinct(&mut out.host, &r.host);
         // RFC 3339 UTC with the same precision: the text orders as the time does.
@@ -382,6 +384,8 @@ mod tests {
             keepalive: true,
             warmup_s: 0.0,
             interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
         }
     }
 

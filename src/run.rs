@@ -21,10 +21,12 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let setup_started = std::time::Instant::now();
     let mut session = match Session::open(&scenario, stop) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let setup_s = setup_started.elapsed().as_secs_f64();
     let live = Live::new(cli.quiet);
     let show = |p: &[engine::Totals]| live.show(p);
     let step = session.step(
@@ -32,7 +34,9 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         live.enabled().then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
+    let cleanup_started = std::time::Instant::now();
     let cleanup = session.close();
+    let cleanup_s = cleanup_started.elapsed().as_secs_f64();
     let interrupted = stop.signal();
     let step = match step {
         Ok(s) => s,
@@ -63,6 +67,8 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         keepalive: scenario.load.keepalive,
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: interrupted.is_some(),
+        setup_s,
+        cleanup_s,
     };
     let results = Results::build(
         info,
@@ -111,6 +117,7 @@ fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Err
             latency: cli.latency,
         },
         Format::Ab => report::Format::Ab,
+        Format::Verbose => report::Format::Verbose,
     };
     let mut text = Vec::new();
     let _ = report::render(summary, format, &mut text);

@@ -1,14 +1,14 @@
 //! Report formats against real peers: `--format ab` beside the real ApacheBench run
 //! against the same nginx, both parsed by one parser; `--ab-csv` beside ab `-e`; and
-//! `vblast report` printing a saved run exactly as the live run did.
+//! `vblast report` printing a saved run exactly as the live run did; `--format verbose`.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use common::Nginx;
-use common::run::{WATCHDOG, run, spawn, url_cmd};
+use common::run::{WATCHDOG, run, spawn, url_cmd, vault_cmd};
+use common::{Nginx, OpenBao};
 
 /// An ApacheBench report as a script reads it.
 #[derive(Debug, Default)]
@@ -310,4 +310,160 @@ fn report_prints_a_saved_run_as_the_run_did() {
             "{command}"
         );
     }
+}
+
+/// The value after a verbose report's `Label [keys]` label, in the block of `section`.
+fn verbose_value<'a>(text: &'a str, section: &str, label: &str) -> &'a str {
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            inside = line == section;
+            continue;
+        }
+        if inside && let Some(rest) = line.trim_start().strip_prefix(label) {
+            let rest = rest.trim_start();
+            let rest = match rest.strip_prefix('[') {
+                Some(r) => r.split_once(']').unwrap().1,
+                None => rest,
+            };
+            return rest.trim();
+        }
+    }
+    panic!("no {label} in {section} of\n{text}");
+}
+
+/// A verbose latency cell in milliseconds ("26us", "1.18ms", "1.50s").
+fn cell_ms(c: &str) -> f64 {
+    if let Some(v) = c.strip_suffix("us") {
+        v.parse::<f64>().unwrap() / 1000.0
+    } else if let Some(v) = c.strip_suffix("ms") {
+        v.parse().unwrap()
+    } else {
+        c.strip_suffix('s').unwrap().parse::<f64>().unwrap() * 1000.0
+    }
+}
+
+fn assert_latency_cells(text: &str, section: &str, label: &str) {
+    let cells: Vec<f64> = verbose_value(text, section, label)
+        .split(", ")
+        .map(cell_ms)
+        .collect();
+    assert_eq!(cells.len(), 9, "{section} {label}: {cells:?}");
+    // min, 50, 90, 95, 99, 99.9, max never decrease; the mean lies between min and max.
+    let ordered = [0, 3, 4, 5, 6, 7, 8].map(|i| cells[i]);
+    assert!(
+        ordered.windows(2).all(|w| w[0] <= w[1]),
+        "{section} {label}: {cells:?}"
+    );
+    assert!(cells[0] <= cells[1] && cells[1] <= cells[8], "{cells:?}");
+}
+
+#[test]
+fn verbose_report_per_operation_with_bytes_codes_errors_and_setup() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json").display().to_string();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--op",
+            "kv-read:3,kv-write:1",
+            "--format",
+            "verbose",
+            "--output",
+            &file,
+        ],
+    ));
+    out.assert_code(0);
+    let text = &out.stdout;
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut sum = 0;
+    for op in ["kv-read", "kv-write"] {
+        let requests = verbose_value(text, op, "Requests");
+        let n: u64 = requests.split(", ").next().unwrap().parse().unwrap();
+        sum += n;
+        assert!(n > 0, "{op}: {requests}");
+        assert_latency_cells(text, op, "Latency");
+        assert_eq!(verbose_value(text, op, "Success"), "100.00%");
+    }
+    assert_eq!(sum, 400);
+    assert!(verbose_value(text, "total", "Requests").starts_with("400, "));
+    assert_latency_cells(text, "total", "Latency");
+    let bytes_in = verbose_value(text, "total", "Bytes In");
+    assert_eq!(
+        bytes_in.split(", ").next().unwrap(),
+        j["stats"]["bytes_received"].to_string()
+    );
+    let bytes_out = verbose_value(text, "total", "Bytes Out");
+    assert_eq!(
+        bytes_out.split(", ").next().unwrap(),
+        j["stats"]["bytes_sent"].to_string()
+    );
+    // kv-write answers 200 on KV v2, kv-read 200.
+    assert_eq!(verbose_value(text, "total", "Status Codes"), "200:400");
+    assert_eq!(verbose_value(text, "total", "Errors"), "0, 0, 0, 0, 0");
+    // Setup seeds 1000 secrets: it takes time; cleanup removes the mount.
+    let times: Vec<f64> = verbose_value(text, "total", "Setup, cleanup")
+        .split(", ")
+        .map(|t| t.strip_suffix('s').unwrap().parse().unwrap())
+        .collect();
+    assert!(times[0] > 0.0 && times[1] > 0.0, "{times:?}");
+    // The saved run prints the same.
+    let again = run(url_cmd(&["review", &file, "--format", "verbose"]));
+    again.assert_code(0);
+    assert_eq!(&again.stdout, text);
+
+    // Failures: statuses and messages.
+    let ng = Nginx::start();
+    let out = run(url_cmd(&[
+        "--format",
+        "verbose",
+        "--allow-errors",
+        "-c",
+        "2",
+        "-n",
+        "50",
+        &format!("{}/status/503", ng.addr),
+    ]));
+    out.assert_code(0);
+    assert_eq!(
+        verbose_value(&out.stdout, "total", "Status Codes"),
+        "503:50"
+    );
+    assert_eq!(
+        verbose_value(&out.stdout, "total", "Errors"),
+        "0, 0, 0, 0, 50"
+    );
+    assert_eq!(verbose_value(&out.stdout, "url", "Success"), "0.00%");
+    // Lost responses: counted as read errors, listed by message in the error set.
+    let srv = common::RawServer::garbage();
+    let out = run(url_cmd(&[
+        "--format",
+        "verbose",
+        "--allow-errors",
+        "-c",
+        "1",
+        "-n",
+        "10",
+        &format!("{}/", srv.addr),
+    ]));
+    out.assert_code(0);
+    assert_eq!(
+        verbose_value(&out.stdout, "total", "Errors"),
+        "0, 10, 0, 0, 0"
+    );
+    let set: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "  Error Set:")
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with("Setup"))
+        .collect();
+    assert_eq!(set.len(), 1, "{}", out.stdout);
+    assert!(set[0].starts_with("  10 x bad response"), "{set:?}");
 }

@@ -342,6 +342,8 @@ mod tests {
             keepalive: false,
             warmup_s: 0.0,
             interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }

@@ -2,12 +2,13 @@
 //! format shows. Each format is a renderer in its own module, writing a `Summary` to any
 //! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
 //! scripts read), `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view) and
-//! `ab` (ApacheBench's report and its `-e` CSV).
+//! `ab` (ApacheBench's report and its `-e` CSV) and `verbose`.
 
 pub mod ab;
 pub mod hgrm;
 pub mod json;
 pub mod text;
+pub mod verbose;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -107,6 +108,11 @@ pub struct RunInfo {
     pub warmup_s: f64,
     /// Whether the run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// Seconds spent on checks and setup before the run, and on cleanup after it.
+    #[serde(default)]
+    pub setup_s: f64,
+    #[serde(default)]
+    pub cleanup_s: f64,
 }
 
 /// The one summary every format renders.
@@ -293,6 +299,8 @@ pub enum Format {
     Hgrm,
     /// ApacheBench's report.
     Ab,
+    /// Per operation latency spectrum, bytes, status codes, errors, setup and cleanup.
+    Verbose,
     /// ab `-e`'s percentile CSV (what `--ab-csv` saves).
     AbCsv,
 }
@@ -310,6 +318,7 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
         Format::Json => json::render(summary, out),
         Format::Hgrm => hgrm::render(summary, out),
         Format::Ab => ab::render(summary, out),
+        Format::Verbose => verbose::render(summary, out),
         Format::AbCsv => ab::render_csv(summary, out),
     }
 }
