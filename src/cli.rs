@@ -1,4 +1,4 @@
-//! Command line: subcommands (`run`, the default, and `report`), flags, Vault's
+//! Command line: subcommands (`run`, the default, `report` and `compare`), flags, Vault's
 //! environment variables (flags win), validation into one clear message per bad input,
 //! and the `Scenario` a run's flags describe.
 
@@ -56,6 +56,15 @@ pub enum Command {
     /// `review` (vault-benchmark's word) is the same command.
     #[command(visible_alias = "review")]
     Report(ReportArgs),
+    /// Saved runs side by side, with ratios against the first, and how their descriptions differ.
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results files written by `vblast ... --output FILE`; the first is the reference.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]

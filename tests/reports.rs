@@ -467,3 +467,131 @@ fn verbose_report_per_operation_with_bytes_codes_errors_and_setup() {
     assert_eq!(set.len(), 1, "{}", out.stdout);
     assert!(set[0].starts_with("  10 x bad response"), "{set:?}");
 }
+
+/// The rows of one compare table (title line first), as label -> cells.
+fn compare_table(text: &str, title: &str) -> Vec<(String, Vec<String>)> {
+    let mut rows = Vec::new();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("{title} ")));
+    lines
+        .next()
+        .unwrap_or_else(|| panic!("no {title} table in\n{text}"));
+    for line in lines.take_while(|l| !l.is_empty()) {
+        // The label may hold one space ("success ratio"); cells are split by 2+ spaces.
+        let (label, cells) = line.split_at(14);
+        let cells: Vec<String> = cells
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect();
+        rows.push((label.trim().to_string(), cells));
+    }
+    rows
+}
+
+#[test]
+fn compare_puts_runs_side_by_side_with_ratios() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let file = |n: &str| dir.path().join(n).display().to_string();
+    let (a, b) = (file("small.json"), file("large.json"));
+    for (c, f) in [("2", &a), ("4", &b)] {
+        run(url_cmd(&["-q", "-c", c, "-n", "400", "--output", f, &url])).assert_code(0);
+    }
+    let out = run(url_cmd(&["compare", &a, &b]));
+    out.assert_code(0);
+    let rows = compare_table(&out.stdout, "total");
+    let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "rate",
+            "throughput",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "success ratio"
+        ]
+    );
+    let json = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap()
+    };
+    let (ja, jb) = (json(&a), json(&b));
+    let (ra, rb) = (ja["rps"].as_f64().unwrap(), jb["rps"].as_f64().unwrap());
+    let rate = &rows[0].1;
+    assert_eq!(rate[0], format!("{ra:.2}"), "{}", out.stdout);
+    assert_eq!(
+        rate[1],
+        format!("{rb:.2} ({:.2}x)", rb / ra),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rows[6].1, ["100.00%", "100.00% (1.00x)"]);
+    assert!(
+        out.stdout
+            .contains("The runs differ in:\n  connections  2 | 4\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("  target"), "{}", out.stdout);
+
+    // Different operations: the totals, the one they share, and what cannot be compared.
+    let bao = OpenBao::start();
+    let (mix, read) = (file("mix.json"), file("read.json"));
+    for (op, f) in [("kv-read:3,kv-write:1", &mix), ("kv-read", &read)] {
+        run(vault_cmd(
+            &bao,
+            &["-q", "-c", "2", "-n", "200", "--op", op, "--output", f],
+        ))
+        .assert_code(0);
+    }
+    let out = run(url_cmd(&["compare", &mix, &read]));
+    out.assert_code(0);
+    assert_eq!(compare_table(&out.stdout, "kv-read").len(), 7);
+    assert!(!out.stdout.contains("\nkv-write "), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("  operation    kv-read,kv-write | kv-read\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("only kv-read (common to all runs) can be compared like for like"),
+        "{}",
+        out.stdout
+    );
+
+    // Bad input: one message naming the file, non-zero exit, no table.
+    let one = run(url_cmd(&["compare", &a]));
+    assert_eq!(one.code, Some(2), "{}", one.show());
+    assert!(
+        one.stderr
+            .contains("compare needs at least two results files")
+            && one.stderr.contains("small.json"),
+        "{}",
+        one.show()
+    );
+    let truncated = file("truncated.json");
+    let text = std::fs::read_to_string(&a).unwrap();
+    std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
+    let other = file("other.json");
+    std::fs::write(&other, r#"{"name":"not vblast"}"#).unwrap();
+    for (bad, why) in [
+        (&truncated, "not JSON"),
+        (&other, "not a vblast results file"),
+    ] {
+        let out = run(url_cmd(&["compare", &a, bad]));
+        assert_eq!(out.code, Some(2), "{}", out.show());
+        assert!(
+            out.stderr.contains(bad.as_str()) && out.stderr.contains(why),
+            "{}",
+            out.show()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.show());
+    }
+}
