@@ -14,6 +14,17 @@ use crate::tls::TlsOptions;
 use crate::units::{parse_duration, show_duration};
 use crate::vault::ops::OpFlags;
 
+/// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
+fn parse_whole_seconds(text: &str) -> Result<u64, String> {
+    let d = parse_duration(text)?;
+    if d.subsec_nanos() != 0 || d.as_secs() == 0 {
+        return Err(format!(
+            "{text} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"
+        ));
+    }
+    Ok(d.as_secs())
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Text,
@@ -92,6 +103,14 @@ pub struct ReportArgs {
     /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
     #[arg(long, value_name = "FILE")]
     pub ab_csv: Option<PathBuf>,
+
+    /// Save an HdrHistogram interval log (.hlog): corrected and uncorrected latency per interval.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
+    /// Interval of --hlog, whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
+    pub hlog_interval: u64,
 }
 
 #[derive(Args, Debug)]
@@ -207,6 +226,14 @@ pub struct RunArgs {
     /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
     #[arg(long, value_name = "FILE")]
     pub ab_csv: Option<PathBuf>,
+
+    /// Save an HdrHistogram interval log (.hlog): corrected and uncorrected latency per interval.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
+    /// Interval of --hlog, whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
+    pub hlog_interval: u64,
 
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]

@@ -40,5 +40,10 @@ pub fn run(args: &ReportArgs) -> Ending {
             return Ending::Failed(Error::Output(e));
         }
     }
+    if let Some(path) = &args.hlog
+        && let Err(e) = merged.save_hlog(path, args.hlog_interval)
+    {
+        return Ending::Failed(Error::Output(e));
+    }
     Ending::Ok
 }

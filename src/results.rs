@@ -91,6 +91,16 @@ impl Results {
         }
     }
 
+    /// Saves the HdrHistogram interval log of the run (`--hlog`), in intervals of
+    /// `interval_s` seconds.
+    pub fn save_hlog(&self, path: &std::path::Path, interval_s: u64) -> Result<(), String> {
+        let start = humantime::parse_rfc3339(&self.started_at).unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut text = Vec::new();
+        crate::report::hlog::render(&self.stats, start, interval_s, &mut text)
+            .map_err(|e| format!("cannot write the interval log: {e}"))?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
     /// The summary every format renders, rebuilt from the raw stats.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::new(self.run.clone(), &self.stats, &self.op_names);

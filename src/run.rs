@@ -139,6 +139,11 @@ fn report(cli: &RunArgs, summary: &Summary, results: &Results) -> Result<(), Err
             failures.push(e);
         }
     }
+    if let Some(path) = &cli.hlog
+        && let Err(e) = results.save_hlog(path, cli.hlog_interval)
+    {
+        failures.push(e);
+    }
     if failures.is_empty() {
         Ok(())
     } else {

@@ -143,14 +143,18 @@ pub struct Second {
     pub ok: u64,
     pub errors: u64,
     pub latency: Hist,
+    /// Service time (uncorrected) of the same requests; absent from older results files.
+    #[serde(default)]
+    pub service: Hist,
 }
 
 /// Per-second timeline. Each closed second is kept as a compressed histogram, so memory
 /// grows by a few hundred bytes per second of run, whatever the request rate.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
-    /// Closed seconds: (index, requests, ok, errors, base64 V2 histogram).
-    closed: Vec<(u64, u64, u64, u64, String)>,
+    /// Closed seconds: (index, requests, ok, errors, base64 V2 histograms of latency and
+    /// of service time).
+    closed: Vec<(u64, u64, u64, u64, String, String)>,
     current_index: u64,
     current: Second,
 }
@@ -177,6 +181,12 @@ impl Timeline {
         }
     }
 
+    /// Records the service time of the request just recorded (same second).
+    #[inline]
+    pub fn record_service(&mut self, us: u64) {
+        self.current.service.record(us);
+    }
+
     fn roll(&mut self, sec: u64) {
         if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
             let c = std::mem::take(&mut self.current);
@@ -186,18 +196,39 @@ impl Timeline {
                 c.ok,
                 c.errors,
                 c.latency.to_base64(),
+                c.service.to_base64(),
             ));
-            // Keep the histogram's allocation for the next second.
+            // Keep the histograms' allocations for the next second.
             self.current.latency = c.latency;
             self.current.latency.reset();
+            self.current.service = c.service;
+            self.current.service.reset();
         }
         self.current_index = sec;
+    }
+
+    /// Calls `f` with each second in order, decoding one at a time (bounded memory however
+    /// long the run).
+    pub fn for_each_second(&self, mut f: impl FnMut(u64, &Second)) {
+        for (i, r, ok, e, h, sv) in &self.closed {
+            let s = Second {
+                requests: *r,
+                ok: *ok,
+                errors: *e,
+                latency: Hist::from_base64(h).unwrap_or_default(),
+                service: Hist::from_base64(sv).unwrap_or_default(),
+            };
+            f(*i, &s);
+        }
+        if self.current.requests > 0 {
+            f(self.current_index, &self.current);
+        }
     }
 
     /// Seconds in order, each merged from every source.
     pub fn seconds(&self) -> Vec<(u64, Second)> {
         let mut out: Vec<(u64, Second)> = Vec::with_capacity(self.closed.len() + 1);
-        for (i, r, ok, e, h) in &self.closed {
+        for (i, r, ok, e, h, sv) in &self.closed {
             out.push((
                 *i,
                 Second {
@@ -205,6 +236,7 @@ impl Timeline {
                     ok: *ok,
                     errors: *e,
                     latency: Hist::from_base64(h).unwrap_or_default(),
+                    service: Hist::from_base64(sv).unwrap_or_default(),
                 },
             ));
         }
@@ -222,14 +254,24 @@ impl Timeline {
             e.ok += s.ok;
             e.errors += s.errors;
             e.latency.add(&s.latency);
+            e.service.add(&s.service);
         }
-        self.closed = map
-            .into_iter()
-            .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
-            .collect();
+        self.closed = map.into_iter().map(|(i, s)| closed(i, &s)).collect();
         self.current = Second::default();
         self.current_index = u64::MAX;
     }
+}
+
+/// A second as the timeline keeps it once closed.
+fn closed(i: u64, s: &Second) -> (u64, u64, u64, u64, String, String) {
+    (
+        i,
+        s.requests,
+        s.ok,
+        s.errors,
+        s.latency.to_base64(),
+        s.service.to_base64(),
+    )
 }
 
 impl Serialize for Timeline {
@@ -243,10 +285,7 @@ impl<'de> Deserialize<'de> for Timeline {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let rows: Vec<(u64, Second)> = Vec::deserialize(d)?;
         Ok(Timeline {
-            closed: rows
-                .into_iter()
-                .map(|(i, s)| (i, s.requests, s.ok, s.errors, s.latency.to_base64()))
-                .collect(),
+            closed: rows.iter().map(|(i, s)| closed(*i, s)).collect(),
             current_index: u64::MAX,
             current: Second::default(),
         })

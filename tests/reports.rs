@@ -595,3 +595,154 @@ fn compare_puts_runs_side_by_side_with_ratios() {
         assert!(out.stdout.is_empty(), "{}", out.show());
     }
 }
+
+/// The venv tools/deps.sh installs (Python hdrhistogram among others).
+fn venv_python() -> std::path::PathBuf {
+    let venv = std::env::var_os("VBLAST_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/vblast/venv")
+        });
+    venv.join("bin/python")
+}
+
+/// Reads an interval log with the Python hdrhistogram package; per tag: intervals, total
+/// count, p99 (us), max (us).
+const READ_HLOG: &str = r#"
+import sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600000000, 3))
+tags = {}
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    tag = h.get_tag()
+    if tag not in tags:
+        tags[tag] = [0, HdrHistogram(1, 3600000000, 3)]
+    tags[tag][0] += 1
+    tags[tag][1].add(h)
+for tag, (n, h) in sorted(tags.items()):
+    print(tag, n, h.get_total_count(), h.get_value_at_percentile(99), h.get_max_value())
+"#;
+
+#[test]
+fn hlog_reads_back_with_python_hdrhistogram() {
+    let python = venv_python();
+    assert!(
+        python.exists(),
+        "{} missing: run tools/deps.sh (it installs the Python hdrhistogram package)",
+        python.display()
+    );
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let hlog = dir.path().join("run.hlog").display().to_string();
+    let hlog2 = dir.path().join("run2.hlog").display().to_string();
+    let file = dir.path().join("run.json").display().to_string();
+    let out = run(url_cmd(&[
+        "-R", "300", "-z", "4s", "-c", "4", "--format", "json", "--hlog", &hlog, "--output", &file,
+        &url,
+    ]));
+    out.assert_code(0);
+    let j = out.json();
+    let text = std::fs::read_to_string(&hlog).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "#[Histogram log format version 1.2]");
+    assert!(text.contains("\n#[StartTime: "), "{text}");
+    assert!(
+        text.contains(
+            "\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
+        ),
+        "{text}"
+    );
+    let read = |path: &str| -> BTreeMap<String, (u64, u64, f64, f64)> {
+        let out = Command::new(&python)
+            .args(["-c", READ_HLOG, path])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "python: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (
+                    f[0].to_string(),
+                    (
+                        f[1].parse().unwrap(),
+                        f[2].parse().unwrap(),
+                        f[3].parse().unwrap(),
+                        f[4].parse().unwrap(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let tags = read(&hlog);
+    assert_eq!(
+        tags.keys().collect::<Vec<_>>(),
+        ["corrected", "uncorrected"],
+        "{text}"
+    );
+    let count = j["latency_ms"]["count"].as_u64().unwrap();
+    assert_eq!(count, 1200, "-R 300 for 4 s");
+    let close = |a: f64, b: f64| (a - b).abs() <= b * 0.002 + 0.002;
+    for (tag, key) in [("corrected", "latency_ms"), ("uncorrected", "service_ms")] {
+        let (intervals, n, p99_us, max_us) = tags[tag];
+        // One interval per second of the run, whatever the second held.
+        assert!((4..=6).contains(&intervals), "{tag}: {intervals} intervals");
+        assert_eq!(n, count, "{tag}");
+        let p99 = j[key]["p99"].as_f64().unwrap();
+        let max = j[key]["max"].as_f64().unwrap();
+        assert!(
+            close(p99_us / 1000.0, p99),
+            "{tag}: p99 {p99_us} us, report {p99} ms"
+        );
+        assert!(
+            close(max_us / 1000.0, max),
+            "{tag}: max {max_us} us, report {max} ms"
+        );
+    }
+    // From the saved run, in 2 s intervals: the same totals in fewer intervals.
+    let again = run(url_cmd(&[
+        "report",
+        &file,
+        "--hlog",
+        &hlog2,
+        "--hlog-interval",
+        "2s",
+    ]));
+    again.assert_code(0);
+    let tags2 = read(&hlog2);
+    for tag in ["corrected", "uncorrected"] {
+        assert_eq!(tags2[tag].1, count, "{tag}");
+        assert!(
+            tags2[tag].0 < tags[tag].0,
+            "{tag}: {:?} {:?}",
+            tags2[tag],
+            tags[tag]
+        );
+    }
+    // An interval that is not whole seconds: one message, before anything runs.
+    let bad = run(url_cmd(&[
+        "report",
+        &file,
+        "--hlog",
+        &hlog2,
+        "--hlog-interval",
+        "500ms",
+    ]));
+    assert_eq!(bad.code, Some(2), "{}", bad.show());
+    assert!(
+        bad.stderr
+            .contains("500ms is not a whole number of seconds"),
+        "{}",
+        bad.show()
+    );
+}

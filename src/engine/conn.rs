@@ -701,6 +701,7 @@ impl Worker<'_> {
                 .saturating_duration_since(self.pacer.measure_from())
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
+            s.timeline.record_service(service);
             // ab's per-run facts: the first document, its length, and keep-alive reuse.
             let parser = &self.conns[i].parser;
             s.count_body(parser.body_len(), self.plan.keepalive && !close);

@@ -6,6 +6,7 @@
 
 pub mod ab;
 pub mod hgrm;
+pub mod hlog;
 pub mod json;
 pub mod text;
 pub mod verbose;
