@@ -1,4 +1,4 @@
-//! Command line: subcommands (`run`, the default, and `report`), flags, Vault's
+//! Command line: subcommands (`run`, the default, `report` and `compare`), flags, Vault's
 //! environment variables (flags win), validation into one clear message per bad input,
 //! and the `Scenario` a run's flags describe.
 
@@ -14,10 +14,25 @@ use crate::tls::{TlsEngine, TlsOptions};
 use crate::units::{parse_duration, show_duration};
 use crate::vault::ops::OpFlags;
 
+/// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
+fn parse_whole_seconds(text: &str) -> Result<u64, String> {
+    let d = parse_duration(text)?;
+    if d.subsec_nanos() != 0 || d.as_secs() == 0 {
+        return Err(format!(
+            "{text} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"
+        ));
+    }
+    Ok(d.as_secs())
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Text,
     Json,
+    /// ApacheBench 2.4's report, line for line.
+    Ab,
+    /// Per operation: latency spectrum, bytes, status codes, errors; setup and cleanup time.
+    Verbose,
 }
 
 const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
@@ -49,7 +64,18 @@ pub enum Command {
     #[command(after_help = EXAMPLES)]
     Run(Box<RunArgs>),
     /// Render saved results files (--output); several files are merged into one report.
+    /// `review` (vault-benchmark's word) is the same command.
+    #[command(visible_alias = "review")]
     Report(ReportArgs),
+    /// Saved runs side by side, with ratios against the first, and how their descriptions differ.
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results files written by `vblast ... --output FILE`; the first is the reference.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +99,18 @@ pub struct ReportArgs {
     /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+
+    /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
+    #[arg(long, value_name = "FILE")]
+    pub ab_csv: Option<PathBuf>,
+
+    /// Save an HdrHistogram interval log (.hlog): corrected and uncorrected latency per interval.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
+    /// Interval of --hlog, whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
+    pub hlog_interval: u64,
 }
 
 #[derive(Args, Debug)]
@@ -184,6 +222,18 @@ pub struct RunArgs {
     /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
     #[arg(long)]
     pub hgrm: Option<PathBuf>,
+
+    /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
+    #[arg(long, value_name = "FILE")]
+    pub ab_csv: Option<PathBuf>,
+
+    /// Save an HdrHistogram interval log (.hlog): corrected and uncorrected latency per interval.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+
+    /// Interval of --hlog, whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
+    pub hlog_interval: u64,
 
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]

@@ -55,7 +55,7 @@ pub enum Progress {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParseError(pub &'static str);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ResponseParser {
     state: Option<State>,
     status: u16,
@@ -67,11 +67,53 @@ pub struct ResponseParser {
     /// The request was HEAD: whatever the headers say, no body follows.
     no_body: bool,
     body: Vec<u8>,
+    /// Body bytes of the current response (whatever its framing), counted, never kept.
+    body_len: u64,
+    /// The first response's `Server` header, kept in place (no allocation): its length in
+    /// `server`, and whether a first response head has been seen at all.
+    server: [u8; SERVER_MAX],
+    server_len: u8,
+    server_seen: bool,
+}
+
+/// Longest `Server` header value kept (ab keeps its first response's, for its report).
+pub const SERVER_MAX: usize = 128;
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        ResponseParser {
+            state: None,
+            status: 0,
+            close: false,
+            remaining: 0,
+            head: Vec::new(),
+            capture: false,
+            no_body: false,
+            body: Vec::new(),
+            body_len: 0,
+            server: [0; SERVER_MAX],
+            server_len: 0,
+            server_seen: false,
+        }
+    }
 }
 
 impl ResponseParser {
     pub fn new() -> ResponseParser {
         ResponseParser::default()
+    }
+
+    /// Body bytes of the last (or current) response, however it was framed.
+    pub fn body_len(&self) -> u64 {
+        self.body_len
+    }
+
+    /// The `Server` header of the first response this parser saw (empty when it had none).
+    pub fn server(&self) -> Option<&str> {
+        if !self.server_seen {
+            return None;
+        }
+        Some(std::str::from_utf8(&self.server[..self.server_len as usize]).unwrap_or(""))
     }
 
     /// Prepares for the next response: `capture` keeps its body, `no_body` says the request
@@ -85,6 +127,7 @@ impl ResponseParser {
         self.capture = capture;
         self.no_body = no_body;
         self.body.clear();
+        self.body_len = 0;
     }
 
     /// The captured body of the last response (when capturing).
@@ -197,6 +240,14 @@ impl ResponseParser {
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                 encoded = true;
                 chunked = last_token_is(h.value, b"chunked");
+            } else if !self.server_seen && h.name.eq_ignore_ascii_case("server") {
+                let mut n = h.value.len().min(SERVER_MAX);
+                // Cut on a character boundary.
+                while n > 0 && std::str::from_utf8(&h.value[..n]).is_err() {
+                    n -= 1;
+                }
+                self.server[..n].copy_from_slice(&h.value[..n]);
+                self.server_len = n as u8;
             } else if h.name.eq_ignore_ascii_case("connection") {
                 if contains_token(h.value, b"close") {
                     close = true;
@@ -215,6 +266,7 @@ impl ResponseParser {
         if encoded && resp.version == Some(0) {
             return Err(ParseError("Transfer-Encoding in an HTTP/1.0 response"));
         }
+        self.server_seen = true;
         self.status = status;
         self.close = close;
         if self.capture && length.is_some_and(|l| l > MAX_CAPTURE) {
@@ -237,6 +289,7 @@ impl ResponseParser {
     }
 
     fn keep(&mut self, bytes: &[u8]) -> Result<(), ParseError> {
+        self.body_len += bytes.len() as u64;
         if self.capture {
             if (self.body.len() + bytes.len()) as u64 > MAX_CAPTURE {
                 return Err(ParseError("response body too large"));
@@ -510,6 +563,33 @@ mod tests {
             );
             assert_eq!(p.body(), b"{\"a\":\"bcd\"}");
         }
+    }
+
+    #[test]
+    fn body_length_and_first_server_header() {
+        let mut p = ResponseParser::new();
+        assert_eq!(p.server(), None);
+        let chunked = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n";
+        p.reset(false, false);
+        assert!(matches!(p.feed(chunked), Ok(Progress::Done { .. })));
+        assert_eq!(p.body_len(), 9);
+        assert_eq!(p.server(), Some("nginx/1.22.1"));
+        // Later responses neither replace the first Server nor carry the last body length.
+        let plain = b"HTTP/1.1 200 OK\r\nServer: other\r\nContent-Length: 3\r\n\r\nabc";
+        p.reset(false, false);
+        assert!(matches!(p.feed(plain), Ok(Progress::Done { .. })));
+        assert_eq!(p.body_len(), 3);
+        assert_eq!(p.server(), Some("nginx/1.22.1"));
+        // A first response without Server: seen, empty.
+        let mut q = ResponseParser::new();
+        q.reset(false, true);
+        assert!(matches!(q.feed(plain), Ok(Progress::Done { .. })));
+        assert_eq!(q.body_len(), 0, "HEAD: no body");
+        assert_eq!(q.server(), Some("other"));
+        let mut r = ResponseParser::new();
+        r.reset(false, false);
+        let _ = r.feed(b"HTTP/1.1 204 No Content\r\n\r\n");
+        assert_eq!(r.server(), Some(""));
     }
 
     #[test]

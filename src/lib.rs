@@ -7,6 +7,7 @@
 
 pub mod capture;
 pub mod cli;
+pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod http;
@@ -55,6 +56,7 @@ pub fn main() -> i32 {
         None => run::run(&cli.run, &stop),
         Some(cli::Command::Run(args)) => run::run(args, &stop),
         Some(cli::Command::Report(args)) => report_command::run(args),
+        Some(cli::Command::Compare(args)) => compare::run(args),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

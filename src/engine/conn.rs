@@ -642,6 +642,13 @@ impl Worker<'_> {
             let us = now.saturating_duration_since(req.sent).as_micros() as u64;
             self.stats.ttfb.record(us);
         }
+        if r.first_byte
+            && let Some(req) = c.req
+            && req.measured
+        {
+            let us = now.saturating_duration_since(req.sent).as_micros() as u64;
+            self.stats.waiting.record(us);
+        }
         if r.extra {
             // Bytes nobody asked for: this connection cannot be trusted.
             self.stats.note("server sent data after the response", 1);
@@ -694,6 +701,13 @@ impl Worker<'_> {
                 .saturating_duration_since(self.pacer.measure_from())
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
+            s.timeline.record_service(service);
+            // ab's per-run facts: the first document, its length, and keep-alive reuse.
+            let parser = &self.conns[i].parser;
+            s.count_body(parser.body_len(), self.plan.keepalive && !close);
+            if s.server.is_none() {
+                s.server = parser.server().map(str::to_string);
+            }
         }
         if !self.plan.keepalive {
             self.close(i);

@@ -1,11 +1,15 @@
 //! The summary of a run (or of merged results), built from its `Stats`: the figures every
 //! format shows. Each format is a renderer in its own module, writing a `Summary` to any
 //! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
-//! scripts read) and `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view).
+//! scripts read), `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view) and
+//! `ab` (ApacheBench's report and its `-e` CSV) and `verbose`.
 
+pub mod ab;
 pub mod hgrm;
+pub mod hlog;
 pub mod json;
 pub mod text;
+pub mod verbose;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -105,6 +109,11 @@ pub struct RunInfo {
     pub warmup_s: f64,
     /// Whether the run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// Seconds spent on checks and setup before the run, and on cleanup after it.
+    #[serde(default)]
+    pub setup_s: f64,
+    #[serde(default)]
+    pub cleanup_s: f64,
 }
 
 /// The one summary every format renders.
@@ -143,6 +152,9 @@ pub struct Summary {
     pub latency_hist: Hist,
     #[serde(skip)]
     pub service_hist: Hist,
+    /// What ApacheBench's report adds (kept out of the JSON report).
+    #[serde(skip)]
+    pub ab: ab::AbFacts,
 }
 
 /// One row per second from the first to the last, seconds in which nothing completed
@@ -211,6 +223,21 @@ impl Summary {
         let requests = stats.requests();
         let ok = stats.ok();
         let open = run.model == Model::Open;
+        // ab's Connect per request: a reused keep-alive connection's is zero.
+        let mut connect = stats.connect.clone();
+        let reused = requests.saturating_sub(connect.0.len());
+        if reused > 0 {
+            let _ = connect.0.record_n(0, reused);
+        }
+        let ab = ab::AbFacts {
+            server: stats.server.clone().unwrap_or_default(),
+            doc_length: stats.doc_length.unwrap_or(0),
+            length_failures: stats.length_mismatches(),
+            body_bytes: stats.body_bytes,
+            kept_alive: stats.kept_alive,
+            connect,
+            waiting: stats.waiting.clone(),
+        };
         Summary {
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             requests,
@@ -250,6 +277,7 @@ impl Summary {
             run,
             latency_hist: latency,
             service_hist: service,
+            ab,
         }
     }
 
@@ -267,6 +295,12 @@ pub enum Format {
     Json,
     /// The corrected latency's percentile spectrum (what `--hgrm` saves).
     Hgrm,
+    /// ApacheBench's report.
+    Ab,
+    /// Per operation latency spectrum, bytes, status codes, errors, setup and cleanup.
+    Verbose,
+    /// ab `-e`'s percentile CSV (what `--ab-csv` saves).
+    AbCsv,
 }
 
 /// Writes `summary` in `format` to `out`.
@@ -281,7 +315,17 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
         }
         Format::Json => json::render(summary, out),
         Format::Hgrm => hgrm::render(summary, out),
+        Format::Ab => ab::render(summary, out),
+        Format::Verbose => verbose::render(summary, out),
+        Format::AbCsv => ab::render_csv(summary, out),
     }
+}
+
+/// Renders `summary` in `format` into the file at `path`; the error names the file.
+pub fn save(summary: &Summary, format: Format, path: &std::path::Path) -> Result<(), String> {
+    let mut text = Vec::new();
+    let _ = render(summary, format, &mut text);
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Milliseconds for a table cell: "12.34ms", "1.85s".

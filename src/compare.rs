@@ -1,0 +1,230 @@
+//! The `compare` command: saved runs side by side (rate, throughput, p50, p99, p99.9, max,
+//! success ratio), each with its ratio against the first run, per operation where the runs
+//! share operations, and what differs in the runs' descriptions.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::cli::CompareArgs;
+use crate::error::{Ending, Error};
+use crate::report::{Percentiles, Summary, fmt_ms};
+use crate::results::Results;
+
+/// `vblast compare A B ...`.
+pub fn run(args: &CompareArgs) -> Ending {
+    if args.files.len() < 2 {
+        return Ending::Failed(Error::Input(format!(
+            "compare needs at least two results files, got {}: to show one run, use vblast report {}",
+            args.files.len(),
+            args.files
+                .first()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "FILE".into())
+        )));
+    }
+    let mut runs = Vec::new();
+    for path in &args.files {
+        match Results::read(path) {
+            Ok(r) => runs.push((name(path), r.summary())),
+            Err(e) => return Ending::Failed(Error::Input(e)),
+        }
+    }
+    let mut text = Vec::new();
+    let _ = render(&runs, &mut text);
+    // A closed pipe (`vblast compare ... | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    Ending::Ok
+}
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// One compared figure: how to read it from a run's figures, how to show it.
+struct Metric {
+    label: &'static str,
+    value: fn(&Figures) -> f64,
+    show: fn(f64) -> String,
+}
+
+/// What is compared, for the whole run or one operation.
+struct Figures<'a> {
+    rps: f64,
+    throughput: f64,
+    latency: &'a Percentiles,
+    success_ratio: f64,
+}
+
+const METRICS: [Metric; 7] = [
+    Metric {
+        label: "rate",
+        value: |f| f.rps,
+        show: |v| format!("{v:.2}"),
+    },
+    Metric {
+        label: "throughput",
+        value: |f| f.throughput,
+        show: |v| format!("{v:.2}"),
+    },
+    Metric {
+        label: "p50",
+        value: |f| f.latency.p50,
+        show: fmt_ms,
+    },
+    Metric {
+        label: "p99",
+        value: |f| f.latency.p99,
+        show: fmt_ms,
+    },
+    Metric {
+        label: "p99.9",
+        value: |f| f.latency.p999,
+        show: fmt_ms,
+    },
+    Metric {
+        label: "max",
+        value: |f| f.latency.max,
+        show: fmt_ms,
+    },
+    Metric {
+        label: "success ratio",
+        value: |f| f.success_ratio * 100.0,
+        show: |v| format!("{v:.2}%"),
+    },
+];
+
+/// "1.23x" against the first run; "-" when the first is zero.
+fn ratio(v: f64, first: f64) -> String {
+    if first == 0.0 {
+        "-".into()
+    } else {
+        format!("{:.2}x", v / first)
+    }
+}
+
+fn table(o: &mut dyn Write, title: &str, names: &[&str], figures: &[Figures]) -> io::Result<()> {
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(20);
+    write!(o, "{title:<14}")?;
+    for n in names {
+        write!(o, " {n:>width$}")?;
+    }
+    writeln!(o)?;
+    for m in &METRICS {
+        write!(o, "{:<14}", m.label)?;
+        let first = (m.value)(&figures[0]);
+        for (i, f) in figures.iter().enumerate() {
+            let v = (m.value)(f);
+            let cell = if i == 0 {
+                (m.show)(v)
+            } else {
+                format!("{} ({})", (m.show)(v), ratio(v, first))
+            };
+            write!(o, " {cell:>width$}")?;
+        }
+        writeln!(o)?;
+    }
+    Ok(())
+}
+
+/// A part of a run's description: its label, and how to read it.
+type Described = (&'static str, fn(&Summary) -> String);
+
+/// Writes the comparison of `runs` (name, summary), the first being the reference.
+pub fn render(runs: &[(String, Summary)], o: &mut dyn Write) -> io::Result<()> {
+    let names: Vec<&str> = runs.iter().map(|(n, _)| n.as_str()).collect();
+    writeln!(
+        o,
+        "Compared with {} (ratios: each run's figure over the first's; latency in the model each run used)",
+        names[0]
+    )?;
+    writeln!(o)?;
+    let totals: Vec<Figures> = runs
+        .iter()
+        .map(|(_, s)| Figures {
+            rps: s.rps,
+            throughput: s.throughput,
+            latency: &s.latency_ms,
+            success_ratio: s.success_ratio,
+        })
+        .collect();
+    table(o, "total", &names, &totals)?;
+    // Operations every run has, in the first run's order.
+    let first_ops: Vec<&str> = runs[0].1.ops.iter().map(|op| op.name.as_str()).collect();
+    let shared: Vec<&str> = first_ops
+        .iter()
+        .copied()
+        .filter(|name| {
+            runs.iter()
+                .all(|(_, s)| s.ops.iter().any(|op| op.name == *name))
+        })
+        .collect();
+    if runs.iter().any(|(_, s)| s.ops.len() > 1) {
+        for op in &shared {
+            let figures: Vec<Figures> = runs
+                .iter()
+                .map(|(_, s)| {
+                    let x = s.ops.iter().find(|x| x.name == *op).expect("shared op");
+                    Figures {
+                        rps: x.rps,
+                        throughput: x.throughput,
+                        latency: &x.latency_ms,
+                        success_ratio: x.success_ratio,
+                    }
+                })
+                .collect();
+            writeln!(o)?;
+            table(o, op, &names, &figures)?;
+        }
+    }
+    writeln!(o)?;
+    let describe: [Described; 6] = [
+        ("operation", |s| s.run.operation.clone()),
+        ("connections", |s| s.run.connections.to_string()),
+        ("model", |s| format!("{:?}", s.run.model).to_lowercase()),
+        ("rate", |s| {
+            s.run
+                .target_rate
+                .map(|r| format!("{r} req/s"))
+                .unwrap_or_else(|| "as fast as possible".into())
+        }),
+        ("keep-alive", |s| s.run.keepalive.to_string()),
+        ("target", |s| s.run.target.clone()),
+    ];
+    let mut differs = false;
+    for (label, f) in describe {
+        let values: Vec<String> = runs.iter().map(|(_, s)| f(s)).collect();
+        if values.iter().any(|v| *v != values[0]) {
+            if !differs {
+                writeln!(o, "The runs differ in:")?;
+                differs = true;
+            }
+            writeln!(o, "  {label:<12} {}", values.join(" | "))?;
+        }
+    }
+    if !differs {
+        writeln!(
+            o,
+            "The runs are described alike (operation, connections, model, rate, keep-alive, target)."
+        )?;
+    }
+    let ops_differ = runs
+        .iter()
+        .any(|(_, s)| s.run.operation != runs[0].1.run.operation);
+    if ops_differ {
+        writeln!(
+            o,
+            "Their operations differ: the totals compare different work, not like for like; {}.",
+            if shared.is_empty() {
+                "no operation is common to all runs, so none is compared on its own".to_string()
+            } else {
+                format!(
+                    "only {} (common to all runs) can be compared like for like",
+                    shared.join(", ")
+                )
+            }
+        )?;
+    }
+    Ok(())
+}

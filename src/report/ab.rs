@@ -1,0 +1,409 @@
+//! ApacheBench 2.4's report (`--format ab`): its labels, units, number formats and
+//! definitions, line for line, so that scripts that parse ab's output read vblast's; and
+//! ab `-e`'s percentile CSV (`--ab-csv`).
+//!
+//! ab keeps every request's times and sorts them; vblast keeps histograms (3 significant
+//! digits), so a median or percentile here is the histogram's, within 0.1% of the exact one.
+//! The rows of "Connection Times (ms)" are: Connect, the TCP connect of each request (zero
+//! for a request that reused a keep-alive connection, as in ab); Processing, the service
+//! time (from the request's first byte written to the response's last byte read);
+//! Waiting, from the request's first byte written to the response's first byte; Total,
+//! the latency (with `-R`, the corrected latency, from the intended start).
+
+use std::io::{self, Write};
+
+use super::Summary;
+use crate::stats::Hist;
+
+/// ab's percentage rows.
+const PERCS: [u64; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
+
+/// What ab's report needs beyond the figures every format shows.
+#[derive(Clone, Debug, Default)]
+pub struct AbFacts {
+    /// The first response's `Server` header (empty when none came).
+    pub server: String,
+    pub doc_length: u64,
+    /// Responses whose body length differed from the first one's.
+    pub length_failures: u64,
+    pub body_bytes: u64,
+    pub kept_alive: u64,
+    /// Per request: connect time (0 when the connection was reused).
+    pub connect: Hist,
+    /// Per request: first byte written to first byte read.
+    pub waiting: Hist,
+}
+
+/// Host, port and path of a target URL as ab shows them.
+fn split_target(target: &str) -> (String, u16, String) {
+    let (tls, rest) = match target.split_once("://") {
+        Some((scheme, rest)) => (scheme.eq_ignore_ascii_case("https"), rest),
+        None => (false, target),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let default = if tls { 443 } else { 80 };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => match p.parse() {
+            Ok(p) => (h, p),
+            Err(_) => (authority, default),
+        },
+        _ => (authority, default),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host.to_string(), port, path.to_string())
+}
+
+/// ab's `ap_round_ms`: microseconds to whole milliseconds, rounded half up.
+fn round_ms(us: u64) -> u64 {
+    (us + 500) / 1000
+}
+
+/// One row of "Connection Times (ms)": min, mean, sd, median, max as ab prints them
+/// (mean and median rounded to whole ms, sd as the sample deviation in ms).
+struct Row {
+    min: u64,
+    mean: u64,
+    sd: f64,
+    median: u64,
+    max: u64,
+}
+
+impl Row {
+    fn of(h: &Hist) -> Row {
+        let h = &h.0;
+        if h.is_empty() {
+            return Row {
+                min: 0,
+                mean: 0,
+                sd: 0.0,
+                median: 0,
+                max: 0,
+            };
+        }
+        let n = h.len() as f64;
+        // ab divides by n - 1 (the sample variance); the histogram by n.
+        let sd = if h.len() > 1 {
+            h.stdev() * (n / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        Row {
+            min: round_ms(h.min()),
+            mean: round_ms(h.mean() as u64),
+            sd: sd / 1000.0,
+            median: round_ms(h.median_equivalent(h.value_at_quantile(0.5))),
+            max: round_ms(h.max()),
+        }
+    }
+
+    fn write(&self, o: &mut dyn Write, label: &str) -> io::Result<()> {
+        writeln!(
+            o,
+            "{label:<12}{:5} {:4} {:5.1} {:6} {:7}",
+            self.min, self.mean, self.sd, self.median, self.max
+        )
+    }
+
+    /// ab's warning when mean and median are far apart for the deviation.
+    fn sane(&self, o: &mut dyn Write, what: &str) -> io::Result<()> {
+        let d = (self.mean as f64 - self.median as f64).abs();
+        if d > 2.0 * self.sd {
+            writeln!(
+                o,
+                "ERROR: The median and mean for {what} are more than twice the standard\n       deviation apart. These results are NOT reliable."
+            )
+        } else if d > self.sd {
+            writeln!(
+                o,
+                "WARNING: The median and mean for {what} are not within a normal deviation\n        These results are probably not that reliable."
+            )
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The value at 0-based rank `index` of the sorted samples, microseconds.
+fn at_rank(h: &Hist, index: u64) -> u64 {
+    let n = h.0.len();
+    if n == 0 {
+        return 0;
+    }
+    let q = ((index + 1).min(n)) as f64 / n as f64;
+    // The middle of the value's bucket: within half a bucket (0.05%) of the exact value.
+    h.0.median_equivalent(h.0.value_at_quantile(q))
+}
+
+/// Non-2xx responses, as ab counts them (any status outside 200..300).
+fn non_2xx(s: &Summary) -> u64 {
+    s.status
+        .iter()
+        .filter(|(code, _)| !code.starts_with('2') || code.len() != 3)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Writes ab's report.
+pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    let ab = &s.ab;
+    let (host, port, path) = split_target(&s.run.target);
+    let path = if s.run.target.contains("://") && !s.run.operation.is_empty() {
+        // Vault mode: the target is the server; the operations stand for the document.
+        if path == "/" {
+            format!("/ ({})", s.run.operation)
+        } else {
+            path
+        }
+    } else {
+        path
+    };
+    writeln!(
+        o,
+        "This is vblast {}, reporting as ApacheBench, Version 2.3 does",
+        s.vblast_version
+    )?;
+    writeln!(o)?;
+    writeln!(o, "Benchmarking {host} (be patient).....done")?;
+    if s.run.interrupted {
+        writeln!(
+            o,
+            "Interrupted: the figures below cover the run up to the stop."
+        )?;
+    }
+    writeln!(o)?;
+    writeln!(o)?;
+    writeln!(o, "Server Software:        {}", ab.server)?;
+    writeln!(o, "Server Hostname:        {host}")?;
+    writeln!(o, "Server Port:            {port}")?;
+    writeln!(o)?;
+    writeln!(o, "Document Path:          {path}")?;
+    writeln!(o, "Document Length:        {} bytes", ab.doc_length)?;
+    writeln!(o)?;
+    writeln!(o, "Concurrency Level:      {}", s.run.connections)?;
+    let t = s.duration_s;
+    writeln!(o, "Time taken for tests:   {t:.3} seconds")?;
+    let done = s.requests;
+    writeln!(o, "Complete requests:      {done}")?;
+    let e = &s.errors;
+    let exceptions = e.timeout;
+    let bad = e.connect + e.read + ab.length_failures + exceptions;
+    writeln!(o, "Failed requests:        {bad}")?;
+    if bad > 0 {
+        writeln!(
+            o,
+            "   (Connect: {}, Receive: {}, Length: {}, Exceptions: {})",
+            e.connect, e.read, ab.length_failures, exceptions
+        )?;
+    }
+    if e.write > 0 {
+        writeln!(o, "Write errors:           {}", e.write)?;
+    }
+    let non2xx = non_2xx(s);
+    if non2xx > 0 {
+        writeln!(o, "Non-2xx responses:      {non2xx}")?;
+    }
+    if s.run.keepalive {
+        writeln!(o, "Keep-Alive requests:    {}", ab.kept_alive)?;
+    }
+    writeln!(o, "Total transferred:      {} bytes", s.bytes_received)?;
+    writeln!(o, "HTML transferred:       {} bytes", ab.body_bytes)?;
+    if t > 0.0 && done > 0 {
+        let d = done as f64;
+        writeln!(o, "Requests per second:    {:.2} [#/sec] (mean)", d / t)?;
+        writeln!(
+            o,
+            "Time per request:       {:.3} [ms] (mean)",
+            s.run.connections as f64 * t * 1000.0 / d
+        )?;
+        writeln!(
+            o,
+            "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
+            t * 1000.0 / d
+        )?;
+        writeln!(
+            o,
+            "Transfer rate:          {:.2} [Kbytes/sec] received",
+            s.bytes_received as f64 / 1024.0 / t
+        )?;
+    }
+    let total = &s.latency_hist;
+    if done == 0 || total.is_empty() {
+        return Ok(());
+    }
+    let rows = [
+        (
+            "Connect:",
+            "the initial connection time",
+            Row::of(&ab.connect),
+        ),
+        (
+            "Processing:",
+            "the processing time",
+            Row::of(&s.service_hist),
+        ),
+        ("Waiting:", "the waiting time", Row::of(&ab.waiting)),
+        ("Total:", "the total time", Row::of(total)),
+    ];
+    writeln!(o)?;
+    writeln!(o, "Connection Times (ms)")?;
+    writeln!(o, "              min  mean[+/-sd] median   max")?;
+    for (label, _, row) in &rows {
+        row.write(o, label)?;
+    }
+    for (_, what, row) in &rows {
+        row.sane(o, what)?;
+    }
+    let n = total.0.len();
+    if n > 1 {
+        writeln!(o)?;
+        writeln!(
+            o,
+            "Percentage of the requests served within a certain time (ms)"
+        )?;
+        for p in PERCS {
+            if p >= 100 {
+                writeln!(o, " 100%  {:5} (longest request)", round_ms(total.0.max()))?;
+            } else {
+                let v = at_rank(total, n * p / 100);
+                writeln!(o, "  {p}%  {:5}", round_ms(v))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes ab `-e`'s CSV: the time in ms within which each percentage (0..100) was served.
+pub fn render_csv(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    let total = &s.latency_hist;
+    writeln!(o, "Percentage served,Time in ms")?;
+    let n = total.0.len();
+    for i in 0..=100u64 {
+        let us = if n == 0 {
+            0
+        } else if i == 0 {
+            total.0.min()
+        } else if i == 100 {
+            total.0.max()
+        } else {
+            at_rank(total, (0.5 + n as f64 * i as f64 / 100.0) as u64)
+        };
+        writeln!(o, "{i},{:.3}", us as f64 / 1000.0)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_as_ab_shows_them() {
+        assert_eq!(
+            split_target("http://127.0.0.1:8200/v1/secret/data/foo?x=1"),
+            ("127.0.0.1".into(), 8200, "/v1/secret/data/foo?x=1".into())
+        );
+        assert_eq!(
+            split_target("https://vault.example.com"),
+            ("vault.example.com".into(), 443, "/".into())
+        );
+        assert_eq!(
+            split_target("http://[::1]:8080/a"),
+            ("::1".into(), 8080, "/a".into())
+        );
+    }
+
+    /// A summary of n requests taking 1, 2, ..., n ms.
+    fn thousand() -> Summary {
+        of_n(1000)
+    }
+
+    fn of_n(n: u64) -> Summary {
+        use crate::report::{Model, RunInfo};
+        use crate::stats::Stats;
+        let mut stats = Stats::new(1);
+        for ms in 1..=n {
+            stats.ops[0].latency.record(ms * 1000);
+            stats.ops[0].service.record(ms * 1000);
+            stats.ops[0].requests += 1;
+            stats.ops[0].ok += 1;
+        }
+        stats.elapsed_s = 2.0;
+        let run = RunInfo {
+            target: "http://127.0.0.1:8200/v1/sys/health".into(),
+            operation: String::new(),
+            connections: 10,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: false,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        };
+        Summary::new(run, &stats, &["GET".to_string()])
+    }
+
+    #[test]
+    fn percentage_rows_and_csv_take_abs_ranks() {
+        let s = thousand();
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // ab: the value at 0-based rank done * p / 100 of the sorted times.
+        for (p, ms) in [(50, 501), (66, 661), (90, 901), (99, 991)] {
+            let line = format!("  {p}%  {ms:5}\n");
+            assert!(text.contains(&line), "no {line:?} in\n{text}");
+        }
+        assert!(text.contains(" 100%   1000 (longest request)\n"), "{text}");
+        assert!(text.contains("Requests per second:    500.00 [#/sec] (mean)\n"));
+        assert!(text.contains("Time per request:       20.000 [ms] (mean)\n"));
+        assert!(
+            text.contains("Total:          1  501 288.8    500    1000\n"),
+            "{text}"
+        );
+        let mut csv = Vec::new();
+        render_csv(&s, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(rows.len(), 102);
+        // ab -e: rank (0.5 + done * i / 100), 0-based.
+        for (i, ms) in [(0, 1.0), (1, 11.0), (50, 501.0), (66, 661.0), (100, 1000.0)] {
+            let (p, t) = rows[i + 1].split_once(',').unwrap();
+            assert_eq!(p, i.to_string());
+            let t: f64 = t.parse().unwrap();
+            // Histogram precision: within 0.1% of the exact value.
+            assert!((t - ms).abs() <= ms * 0.001, "{i}%: {t} ms, not {ms}");
+        }
+        // Ranks round half up: of 30 requests, 5% is rank 0.5 + 1.5 = 2 (0-based), 3 ms.
+        let mut csv = Vec::new();
+        render_csv(&of_n(30), &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let five = csv.lines().nth(6).and_then(|l| l.strip_prefix("5,"));
+        let five: f64 = five.unwrap().parse().unwrap();
+        assert!((five - 3.0).abs() <= 0.003, "{csv}");
+    }
+
+    #[test]
+    fn rows_round_like_ab() {
+        let mut h = Hist::default();
+        for us in [400u64, 1400, 1600, 2600, 100_000] {
+            h.record(us);
+        }
+        let r = Row::of(&h);
+        assert_eq!((r.min, r.median, r.max), (0, 2, 100));
+        // Mean 21.2 ms; sample sd (n - 1) of the five values 44.06 ms.
+        assert_eq!(r.mean, 21);
+        assert!((r.sd - 44.06).abs() < 0.1, "{}", r.sd);
+        let mut line = Vec::new();
+        r.write(&mut line, "Total:").unwrap();
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "Total:          0   21  44.1      2     100\n"
+        );
+    }
+}

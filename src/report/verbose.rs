@@ -1,0 +1,143 @@
+//! The verbose report (`--format verbose`, vault-benchmark's word): per operation its
+//! requests, rates, success ratio and latency (min, mean, stdev, 50, 90, 95, 99, 99.9, max;
+//! corrected and service time in the open model), then for the run: bytes in and out, status
+//! codes, the distinct errors with their counts, and the setup and cleanup times.
+
+use std::io::{self, Write};
+
+use super::{Percentiles, Summary, fmt_ms};
+
+/// Label column width.
+const W: usize = 56;
+
+fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> {
+    let cells = [
+        p.min, p.mean, p.stdev, p.p50, p.p90, p.p95, p.p99, p.p999, p.max,
+    ]
+    .map(fmt_ms);
+    writeln!(
+        o,
+        "  {:<W$}{}",
+        format!("{label} [min, mean, stdev, 50, 90, 95, 99, 99.9, max]"),
+        cells.join(", ")
+    )
+}
+
+/// Writes the verbose report.
+pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    let r = &s.run;
+    writeln!(
+        o,
+        "Target: {}  ({} connections, {} threads{}, {}, {})",
+        r.target,
+        r.connections,
+        r.threads,
+        if r.processes > 1 {
+            format!(" in {} processes", r.processes)
+        } else {
+            String::new()
+        },
+        if r.keepalive {
+            "keep-alive"
+        } else {
+            "new connection per request"
+        },
+        match r.target_rate {
+            Some(rate) => format!("open model, target {rate} req/s"),
+            None => "closed model".to_string(),
+        }
+    )?;
+    if r.interrupted {
+        writeln!(
+            o,
+            "Interrupted: the figures below cover the run up to the stop."
+        )?;
+    }
+    let open = s.is_open();
+    let latency_label = if open { "Corrected" } else { "Latency" };
+    for op in &s.ops {
+        writeln!(o)?;
+        writeln!(o, "{}", op.name)?;
+        writeln!(
+            o,
+            "  {:<W$}{}, {:.2}, {:.2}",
+            "Requests [total, rate, throughput]", op.requests, op.rps, op.throughput
+        )?;
+        latencies(o, latency_label, &op.latency_ms)?;
+        if open {
+            latencies(o, "Service", &op.service_ms)?;
+        }
+        writeln!(
+            o,
+            "  {:<W$}{:.2}%",
+            "Success [ratio]",
+            op.success_ratio * 100.0
+        )?;
+    }
+    writeln!(o)?;
+    writeln!(o, "total")?;
+    writeln!(
+        o,
+        "  {:<W$}{}, {:.2}, {:.2}",
+        "Requests [total, rate, throughput]", s.requests, s.rps, s.throughput
+    )?;
+    writeln!(o, "  {:<W$}{:.2}s", "Duration [measured]", s.duration_s)?;
+    latencies(o, latency_label, &s.latency_ms)?;
+    if open {
+        latencies(o, "Service", &s.service_ms)?;
+    }
+    let mean = |bytes: u64| {
+        if s.requests > 0 {
+            bytes as f64 / s.requests as f64
+        } else {
+            0.0
+        }
+    };
+    writeln!(
+        o,
+        "  {:<W$}{}, {:.2}",
+        "Bytes In [total, mean]",
+        s.bytes_received,
+        mean(s.bytes_received)
+    )?;
+    writeln!(
+        o,
+        "  {:<W$}{}, {:.2}",
+        "Bytes Out [total, mean]",
+        s.bytes_sent,
+        mean(s.bytes_sent)
+    )?;
+    writeln!(
+        o,
+        "  {:<W$}{:.2}%",
+        "Success [ratio]",
+        s.success_ratio * 100.0
+    )?;
+    let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}:{n}")).collect();
+    writeln!(
+        o,
+        "  {:<W$}{}",
+        "Status Codes [code:count]",
+        codes.join("  ")
+    )?;
+    let e = &s.errors;
+    writeln!(
+        o,
+        "  {:<W$}{}, {}, {}, {}, {}",
+        "Errors [connect, read, write, timeout, status]",
+        e.connect,
+        e.read,
+        e.write,
+        e.timeout,
+        e.status
+    )?;
+    writeln!(o, "  Error Set:")?;
+    for (m, n) in &s.error_messages {
+        writeln!(o, "  {n} x {m}")?;
+    }
+    writeln!(
+        o,
+        "  {:<W$}{:.3}s, {:.3}s",
+        "Setup, cleanup [time]", r.setup_s, r.cleanup_s
+    )
+}
