@@ -628,6 +628,9 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
         return Err(Error::Stopped(s));
     }
     if !setup.created {
+        // An existing mount may still be settling too (a KV v2 mount upgrading its data
+        // answers 400 for a while, as a fresh dev server's secret/ does).
+        wait_until_usable(&mut client, &setup).map_err(Error::Setup)?;
         setup.wrote_prefix = true;
     }
     *slot = Some(setup.clone());
