@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::capture::Capture;
+use crate::capture::{Capture, Expect};
 use crate::template::RequestSpec;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -24,6 +24,10 @@ pub struct Operation {
     /// captures it is sent instead (log in first, then use the token).
     #[serde(default)]
     pub needs: Option<u8>,
+    /// What a successful response's body must hold (a decrypt's plaintext, a login's
+    /// token); a response without it counts as a failed request, by message.
+    #[serde(default)]
+    pub expect: Option<Expect>,
 }
 
 impl Operation {
@@ -35,7 +39,14 @@ impl Operation {
             success: vec![(200, 299)],
             capture: None,
             needs: None,
+            expect: None,
         }
+    }
+
+    /// Whether the body of a response must be kept to judge it.
+    #[inline]
+    pub fn reads_body(&self) -> bool {
+        self.capture.is_some() || self.expect.is_some()
     }
 
     #[inline]
