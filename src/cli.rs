@@ -133,6 +133,23 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 100)]
     pub secret_size: usize,
 
+    /// TTL of the tokens logins and token-create make (approle-login, userpass-login,
+    /// token-*; default 2m).
+    #[arg(long)]
+    pub token_ttl: Option<String>,
+
+    /// Type of those tokens: service or batch.
+    #[arg(long)]
+    pub token_type: Option<String>,
+
+    /// Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...).
+    #[arg(long)]
+    pub key_type: Option<String>,
+
+    /// Bytes of plaintext or input per transit request (default 128).
+    #[arg(long)]
+    pub payload_size: Option<usize>,
+
     /// Keep the mount vblast created (default: removed after the run).
     #[arg(long)]
     pub keep: bool,
@@ -337,6 +354,10 @@ impl RunArgs {
                     secrets: self.secrets,
                     secret_size: self.secret_size,
                     client_ca: self.client_ca.clone(),
+                    token_ttl: self.token_ttl.clone(),
+                    token_type: self.token_type.clone(),
+                    key_type: self.key_type.clone(),
+                    payload_size: self.payload_size,
                 };
                 Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::Input)?)
             }

@@ -1,0 +1,205 @@
+//! The Vault workload catalogue against a real OpenBao dev server: every operation of the
+//! auth, token, transit, KV and cubbyhole families runs at `-c 8` with every request
+//! judged a success (answers validated: a token, a ciphertext, the plaintext given back,
+//! a valid signature), and leaves the server as it found it: mounts, auth methods,
+//! policies and token accessors are the same before and after the run.
+
+mod common;
+
+use common::OpenBao;
+use common::run::{run, vault_cmd};
+use serde_json::Value;
+
+/// What a run must leave as it was.
+#[derive(Debug, PartialEq, Eq)]
+struct ServerState {
+    mounts: Vec<String>,
+    auth: Vec<String>,
+    policies: Vec<String>,
+    accessors: usize,
+    cubbyhole: Vec<String>,
+}
+
+fn get(bao: &OpenBao, path: &str) -> Value {
+    let (status, body) = bao.api("GET", path, None);
+    if status == 404 {
+        return Value::Null;
+    }
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = match &v["data"] {
+        Value::Object(m) if m.contains_key("keys") => m["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect(),
+        Value::Object(m) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    k.sort();
+    k
+}
+
+fn state(bao: &OpenBao) -> ServerState {
+    ServerState {
+        mounts: keys(&get(bao, "/v1/sys/mounts")),
+        auth: keys(&get(bao, "/v1/sys/auth")),
+        policies: keys(&get(bao, "/v1/sys/policies/acl?list=true")),
+        accessors: keys(&get(bao, "/v1/auth/token/accessors?list=true")).len(),
+        cubbyhole: keys(&get(bao, "/v1/cubbyhole/?list=true")),
+    }
+}
+
+/// Runs `--op op` with `extra` flags at -c 8 for `n` requests: all succeed, the report
+/// names the operation, and the server is left as it was.
+fn all_ok_and_clean(bao: &OpenBao, op: &str, n: u64, extra: &[&str]) -> Value {
+    let before = state(bao);
+    let n_text = n.to_string();
+    let mut args = vec!["--op", op, "-c", "8", "-n", &n_text, "--format", "json"];
+    args.extend_from_slice(extra);
+    let r = run(vault_cmd(bao, &args));
+    assert_eq!(r.code, Some(0), "{op}: {}", r.show());
+    let j = r.json();
+    assert_eq!(j["requests"], n, "{op}: {}", r.show());
+    assert_eq!(j["ok"], n, "{op}: {}", r.show());
+    let names: Vec<&str> = j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), op.split(',').count(), "{j}");
+    for part in op.split(',') {
+        let name = part.split(':').next().unwrap();
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert_eq!(state(bao), before, "{op} left something behind");
+    j
+}
+
+#[test]
+fn logins_succeed_and_their_tokens_are_revoked() {
+    let bao = OpenBao::start();
+    for op in ["userpass-login", "approle-login"] {
+        let j = all_ok_and_clean(&bao, op, 400, &[]);
+        assert_eq!(j["status"]["200"], 400, "{j}");
+    }
+    all_ok_and_clean(
+        &bao,
+        "approle-login",
+        100,
+        &["--token-type", "batch", "--token-ttl", "30s"],
+    );
+}
+
+#[test]
+fn token_operations_use_children_of_a_parent_revoked_at_cleanup() {
+    let bao = OpenBao::start();
+    for op in ["token-create", "token-lookup", "token-renew"] {
+        all_ok_and_clean(&bao, op, 400, &[]);
+    }
+    all_ok_and_clean(
+        &bao,
+        "token-create:2,token-lookup:1,token-renew:1",
+        400,
+        &["--token-type", "service", "--token-ttl", "1m"],
+    );
+    all_ok_and_clean(&bao, "token-create", 50, &["--token-type", "batch"]);
+}
+
+#[test]
+fn transit_operations_are_validated() {
+    let bao = OpenBao::start();
+    for op in [
+        "transit-encrypt",
+        "transit-decrypt",
+        "transit-sign",
+        "transit-verify",
+        "transit-hmac",
+    ] {
+        all_ok_and_clean(&bao, op, 300, &[]);
+    }
+    for key in ["ed25519", "rsa-2048"] {
+        all_ok_and_clean(
+            &bao,
+            "transit-sign,transit-verify",
+            100,
+            &["--key-type", key],
+        );
+    }
+    all_ok_and_clean(
+        &bao,
+        "transit-encrypt,transit-decrypt,transit-hmac",
+        200,
+        &["--key-type", "chacha20-poly1305", "--payload-size", "4096"],
+    );
+}
+
+#[test]
+fn kv_list_delete_and_cubbyhole() {
+    let bao = OpenBao::start();
+    for version in ["1", "2"] {
+        for op in ["kv-list", "kv-delete"] {
+            all_ok_and_clean(&bao, op, 300, &["--kv-version", version, "--secrets", "50"]);
+        }
+    }
+    // Inside the user's own mount: only vblast's prefix is touched.
+    let (s, b) = bao.api(
+        "POST",
+        "/v1/secret/data/mine",
+        Some(r#"{"data":{"v":"1"}}"#),
+    );
+    assert_eq!(s, 200, "{b}");
+    all_ok_and_clean(
+        &bao,
+        "kv-list,kv-delete",
+        300,
+        &["--mount", "secret", "--secrets", "20"],
+    );
+    assert_eq!(bao.api("GET", "/v1/secret/data/mine", None).0, 200);
+    for op in [
+        "cubbyhole-read",
+        "cubbyhole-write",
+        "cubbyhole-read,cubbyhole-write",
+    ] {
+        all_ok_and_clean(&bao, op, 300, &["--secrets", "40"]);
+    }
+}
+
+#[test]
+fn unusable_settings_are_refused_before_anything_is_created() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    for (args, needle) in [
+        (
+            vec!["--op", "transit-sign", "--key-type", "aes256-gcm96"],
+            "cannot sign",
+        ),
+        (
+            vec!["--op", "transit-encrypt", "--key-type", "des"],
+            "not one of",
+        ),
+        (
+            vec!["--op", "userpass-login", "--token-type", "default"],
+            "service, batch",
+        ),
+        (vec!["--op", "token-create", "--token-ttl", "soon"], "soon"),
+        (
+            vec!["--op", "token-renew", "--token-type", "batch"],
+            "batch",
+        ),
+        (vec!["--op", "approle-login", "--no-setup"], "--no-setup"),
+    ] {
+        let mut a = args.clone();
+        a.extend_from_slice(&["-n", "10"]);
+        let r = run(vault_cmd(&bao, &a));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
+        assert!(!r.stderr.contains("panicked"), "{}", r.show());
+    }
+    assert_eq!(state(&bao), before);
+}
