@@ -48,6 +48,13 @@ impl Captures {
         }
     }
 
+    /// Empties one slot (its value was used up, e.g. a token revoked).
+    pub fn clear_slot(&mut self, slot: u8) {
+        if let Some(v) = self.values.get_mut(usize::from(slot)) {
+            v.clear();
+        }
+    }
+
     pub fn clear(&mut self) {
         for v in &mut self.values {
             v.clear();
@@ -295,6 +302,10 @@ mod tests {
         let cap = c.values[0].capacity();
         c.set(0, b"hvs.TWO");
         assert_eq!(c.values[0].capacity(), cap);
+        c.clear_slot(0);
+        assert_eq!(c.get(0), None);
+        assert_eq!(c.values[0].capacity(), cap);
+        c.set(0, b"hvs.TWO");
         c.set(9, b"nowhere");
         assert_eq!(c.get(9), None);
         c.clear();

@@ -682,6 +682,11 @@ impl Worker<'_> {
                 self.stats.errors.read += 1;
             }
         }
+        if op.consumes
+            && let Some(slot) = op.needs
+        {
+            c.captures.clear_slot(slot);
+        }
         if req.measured {
             if let Some(n) = self.status.get_mut(status as usize) {
                 *n += 1;

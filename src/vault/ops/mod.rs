@@ -51,6 +51,12 @@ pub trait VaultOp: Send {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error>;
     /// The request this operation sends (after setup) and how its responses are judged.
     fn operation(&self) -> Operation;
+    /// Every request this operation sends: the first is the one its weight picks; any
+    /// others are its steps (weight 0), sent only in place of one that needs what they
+    /// capture (create a token, then revoke it), each with its own report row.
+    fn operations(&self) -> Vec<Operation> {
+        vec![self.operation()]
+    }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
@@ -89,7 +95,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 17] = [
+    static ALL: [OpInfo; 18] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -102,6 +108,7 @@ pub fn registry() -> &'static [OpInfo] {
         token::CREATE,
         token::LOOKUP,
         token::RENEW,
+        token::REVOKE,
         transit::ENCRYPT,
         transit::DECRYPT,
         transit::SIGN,

@@ -1,4 +1,6 @@
-//! The token family: `token-create`, `token-lookup`, `token-renew`. Setup writes a policy
+//! The token family: `token-create`, `token-lookup`, `token-renew`, `token-revoke` (each
+//! revoke is preceded, on its connection, by the creation of the token it revokes: a
+//! step reported as its own row, `token-revoke/create`). Setup writes a policy
 //! (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it;
 //! every token of the run is that parent's child with the `default` policy and a short
 //! TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy.
@@ -10,7 +12,7 @@ use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
 };
-use crate::capture::Expect;
+use crate::capture::{Capture, Expect};
 use crate::error::Error;
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
@@ -55,6 +57,17 @@ pub const RENEW: OpInfo = OpInfo {
     build: build_renew,
 };
 
+pub const REVOKE: OpInfo = OpInfo {
+    name: "token-revoke",
+    about: "POST auth/token/revoke of a child token the connection created just before",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_revoke,
+};
+
+/// The per-connection slot holding the token that the next revoke revokes.
+const REVOKE_SLOT: u8 = 1;
+
 /// The family's config.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,6 +92,7 @@ enum Kind {
     Create,
     Lookup,
     Renew,
+    Revoke,
 }
 
 impl Kind {
@@ -87,6 +101,7 @@ impl Kind {
             Kind::Create => "token-create",
             Kind::Lookup => "token-lookup",
             Kind::Renew => "token-renew",
+            Kind::Revoke => "token-revoke",
         }
     }
 }
@@ -97,7 +112,7 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
     check_token_settings(&config.token_ttl, &config.token_type)?;
     if kind != Kind::Create && config.token_type == "batch" {
         return Err(format!(
-            "{} works on a service token (batch tokens are not renewable): leave --token-type out",
+            "{} works on service tokens (batch tokens are neither renewable nor revocable): leave --token-type out",
             kind.name()
         ));
     }
@@ -122,6 +137,10 @@ fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     build(Kind::Renew, v)
 }
 
+fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Revoke, v)
+}
+
 /// The parent token: its secret (for requests, never printed) and its accessor (for
 /// messages and revocation).
 struct Parent {
@@ -143,6 +162,7 @@ const POLICY: &str = r#"
 path "auth/token/create" { capabilities = ["create", "update"] }
 path "auth/token/lookup-self" { capabilities = ["read"] }
 path "auth/token/renew-self" { capabilities = ["update"] }
+path "auth/token/revoke" { capabilities = ["update"] }
 "#;
 
 impl TokenOp {
@@ -184,7 +204,7 @@ impl TokenOp {
             token: token.clone(),
             accessor,
         });
-        if self.kind != Kind::Create {
+        if matches!(self.kind, Kind::Lookup | Kind::Renew) {
             // Lives as long as the parent unless renewed down to --token-ttl.
             let mut as_parent = client.clone_fresh().with_token(&token);
             let what = "creating the child token".to_string();
@@ -201,6 +221,26 @@ impl TokenOp {
     }
 }
 
+impl TokenOp {
+    /// A child token made by the parent.
+    fn create_request(&self, parent: &str, name: &str) -> Operation {
+        let body = self.child_body(&self.config.token_ttl, &self.config.token_type);
+        Operation::new(
+            name,
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit("/v1/auth/token/create")],
+                headers: vec![
+                    ("X-Vault-Token".into(), parent.into()),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: Some(vec![Piece::lit(body.to_string())]),
+                captured_headers: vec![],
+            },
+        )
+    }
+}
+
 impl VaultOp for TokenOp {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         needs_setup(ctx, self.kind.name())
@@ -212,21 +252,49 @@ impl VaultOp for TokenOp {
         self.prepare(&mut client).map_err(Error::Setup)
     }
 
+    fn operations(&self) -> Vec<Operation> {
+        if self.kind != Kind::Revoke {
+            return vec![self.operation()];
+        }
+        let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
+        let mut revoke = Operation::new(
+            self.kind.name(),
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit("/v1/auth/token/revoke")],
+                headers: vec![
+                    ("X-Vault-Token".into(), parent.into()),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: Some(vec![
+                    Piece::lit(r#"{"token":""#),
+                    Piece::Captured { slot: REVOKE_SLOT },
+                    Piece::lit(r#""}"#),
+                ]),
+                captured_headers: vec![],
+            },
+        );
+        revoke.needs = Some(REVOKE_SLOT);
+        revoke.consumes = true;
+        let mut create = self.create_request(parent, "token-revoke/create");
+        create.weight = 0;
+        create.capture = Some(Capture {
+            slot: REVOKE_SLOT,
+            path: vec!["auth".into(), "client_token".into()],
+        });
+        vec![revoke, create]
+    }
+
     fn operation(&self) -> Operation {
         let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
+        if matches!(self.kind, Kind::Create | Kind::Revoke) {
+            let mut op = self.create_request(parent, self.kind.name());
+            op.expect = Some(Expect::present("auth.client_token"));
+            return op;
+        }
         let json = ("Content-Type".to_string(), "application/json".to_string());
         let (method, path, token, body, expect) = match self.kind {
-            Kind::Create => (
-                "POST",
-                "/v1/auth/token/create",
-                parent,
-                Some(
-                    self.child_body(&self.config.token_ttl, &self.config.token_type)
-                        .to_string(),
-                ),
-                "auth.client_token",
-            ),
-            Kind::Lookup => (
+            Kind::Create | Kind::Revoke | Kind::Lookup => (
                 "GET",
                 "/v1/auth/token/lookup-self",
                 self.child.as_str(),
