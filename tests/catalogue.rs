@@ -252,3 +252,77 @@ fn unusable_settings_are_refused_before_anything_is_created() {
     }
     assert_eq!(state(&bao), before);
 }
+
+#[test]
+fn login_read_logs_in_then_reads_with_the_new_token() {
+    let bao = OpenBao::start();
+    for version in ["2", "1"] {
+        let j = all_ok_and_clean(
+            &bao,
+            "login-read",
+            400,
+            &["--kv-version", version, "--users", "20", "--secrets", "30"],
+        );
+        let row = |name: &str| {
+            j["ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["name"] == name)
+                .unwrap_or_else(|| panic!("no row {name}: {j}"))["requests"]
+                .as_u64()
+                .unwrap()
+        };
+        let (reads, logins) = (row("login-read"), row("login-read/login"));
+        // Every read used the token of the login just before it on its connection.
+        assert_eq!(reads + logins, 400, "{j}");
+        assert!(reads <= logins && logins <= reads + 8, "{reads} {logins}");
+    }
+    // The scenario flag, as the issue writes it, in the user's own mount.
+    let before = state(&bao);
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--scenario",
+            "login-read",
+            "--auth",
+            "userpass",
+            "--users",
+            "5",
+            "--mount",
+            "secret",
+            "--secrets",
+            "10",
+            "-c",
+            "4",
+            "-n",
+            "100",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 100, "{}", r.show());
+    assert_eq!(state(&bao), before);
+    for (args, needle) in [
+        (
+            vec!["--scenario", "read-login"],
+            "unknown scenario 'read-login'",
+        ),
+        (
+            vec!["--scenario", "login-read", "--auth", "ldap"],
+            "--auth ldap",
+        ),
+        (
+            vec!["--scenario", "login-read", "--users", "0"],
+            "--users 0",
+        ),
+    ] {
+        let mut a = args.clone();
+        a.extend_from_slice(&["-n", "10"]);
+        let r = run(vault_cmd(&bao, &a));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
+    }
+    assert_eq!(state(&bao), before);
+}

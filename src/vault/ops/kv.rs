@@ -158,7 +158,7 @@ enum Kind {
     Delete,
 }
 
-fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
 }
 
@@ -567,7 +567,7 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
 
 /// Runs `f(client, i)` for every `i` in `0..count` on up to 16 threads, each with its own
 /// connection. Stops at the first failure, or when `stop` is set.
-fn for_each_secret(
+pub(crate) fn for_each_secret(
     make_client: &(dyn Fn() -> Client + Sync),
     count: u64,
     stop: &Stop,

@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod cert;
 pub mod kv;
+pub mod login_read;
 pub mod token;
 pub mod transit;
 
@@ -79,6 +80,10 @@ pub struct OpFlags {
     pub key_type: Option<String>,
     /// Bytes of plaintext or input per transit request (`--payload-size`).
     pub payload_size: Option<usize>,
+    /// Auth method of the login-read scenario (`--auth`).
+    pub auth: Option<String>,
+    /// Users of the login-read scenario (`--users`).
+    pub users: Option<u64>,
 }
 
 /// A registry entry.
@@ -95,7 +100,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 18] = [
+    static ALL: [OpInfo; 19] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -114,6 +119,7 @@ pub fn registry() -> &'static [OpInfo] {
         transit::SIGN,
         transit::VERIFY,
         transit::HMAC,
+        login_read::LOGIN_READ,
     ];
     &ALL
 }
