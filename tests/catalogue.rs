@@ -326,3 +326,16 @@ fn login_read_logs_in_then_reads_with_the_new_token() {
     }
     assert_eq!(state(&bao), before);
 }
+
+#[test]
+fn system_operations_need_no_setup() {
+    let bao = OpenBao::start();
+    for op in [
+        "sys-health",
+        "seal-status",
+        "sys-metrics",
+        "sys-health,seal-status,sys-metrics",
+    ] {
+        all_ok_and_clean(&bao, op, 300, &[]);
+    }
+}

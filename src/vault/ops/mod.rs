@@ -3,13 +3,15 @@
 //! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
-//! `token` and `transit`. `--op` names are looked up here and nowhere else: an
+//! `token`, `transit`, `login_read` (the login-read scenario) and `sys` (sys-health,
+//! seal-status, sys-metrics). `--op` names are looked up here and nowhere else: an
 //! unknown name is an error, never another operation.
 
 pub mod auth;
 pub mod cert;
 pub mod kv;
 pub mod login_read;
+pub mod sys;
 pub mod token;
 pub mod transit;
 
@@ -100,7 +102,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 19] = [
+    static ALL: [OpInfo; 22] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -120,6 +122,9 @@ pub fn registry() -> &'static [OpInfo] {
         transit::VERIFY,
         transit::HMAC,
         login_read::LOGIN_READ,
+        sys::HEALTH,
+        sys::SEAL_STATUS,
+        sys::METRICS,
     ];
     &ALL
 }
