@@ -339,3 +339,22 @@ fn system_operations_need_no_setup() {
         all_ok_and_clean(&bao, op, 300, &[]);
     }
 }
+
+#[test]
+fn pki_issue_gives_certificates_of_each_key_type() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "pki-issue", 100, &[]);
+    for key in ["rsa-2048", "ed25519"] {
+        all_ok_and_clean(&bao, "pki-issue", 40, &["--key-type", key]);
+    }
+    let r = run(vault_cmd(
+        &bao,
+        &["--op", "pki-issue", "--key-type", "ecdsa-p256", "-n", "5"],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains("not one of") && r.stderr.contains("ec-256"),
+        "{}",
+        r.show()
+    );
+}

@@ -3,7 +3,7 @@
 //! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
-//! `token`, `transit`, `login_read` (the login-read scenario) and `sys` (sys-health,
+//! `token`, `transit`, `pki`, `login_read` (the login-read scenario) and `sys` (sys-health,
 //! seal-status, sys-metrics). `--op` names are looked up here and nowhere else: an
 //! unknown name is an error, never another operation.
 
@@ -11,6 +11,7 @@ pub mod auth;
 pub mod cert;
 pub mod kv;
 pub mod login_read;
+pub mod pki;
 pub mod sys;
 pub mod token;
 pub mod transit;
@@ -102,7 +103,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 22] = [
+    static ALL: [OpInfo; 23] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -121,6 +122,7 @@ pub fn registry() -> &'static [OpInfo] {
         transit::SIGN,
         transit::VERIFY,
         transit::HMAC,
+        pki::ISSUE,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::SEAL_STATUS,
