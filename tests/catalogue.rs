@@ -358,3 +358,9 @@ fn pki_issue_gives_certificates_of_each_key_type() {
         r.show()
     );
 }
+
+#[test]
+fn totp_codes_of_a_key_made_at_setup() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "totp-generate", 300, &[]);
+}

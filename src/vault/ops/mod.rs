@@ -3,7 +3,7 @@
 //! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
-//! `token`, `transit`, `pki`, `login_read` (the login-read scenario) and `sys` (sys-health,
+//! `token`, `transit`, `pki`, `totp`, `login_read` (the login-read scenario) and `sys` (sys-health,
 //! seal-status, sys-metrics). `--op` names are looked up here and nowhere else: an
 //! unknown name is an error, never another operation.
 
@@ -14,6 +14,7 @@ pub mod login_read;
 pub mod pki;
 pub mod sys;
 pub mod token;
+pub mod totp;
 pub mod transit;
 
 use serde_json::Value;
@@ -103,7 +104,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 23] = [
+    static ALL: [OpInfo; 24] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -123,6 +124,7 @@ pub fn registry() -> &'static [OpInfo] {
         transit::VERIFY,
         transit::HMAC,
         pki::ISSUE,
+        totp::GENERATE,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::SEAL_STATUS,
