@@ -364,3 +364,9 @@ fn totp_codes_of_a_key_made_at_setup() {
     let bao = OpenBao::start();
     all_ok_and_clean(&bao, "totp-generate", 300, &[]);
 }
+
+#[test]
+fn ssh_sign_certifies_a_client_key_made_at_setup() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "ssh-sign", 200, &[]);
+}

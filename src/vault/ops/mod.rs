@@ -1,17 +1,17 @@
 //! The operation registry: every Vault operation vblast knows, by name, with its options,
 //! its config, its setup before the clock, the requests it sends, how a response is judged
-//! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
+//! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
-//! `token`, `transit`, `pki`, `totp`, `login_read` (the login-read scenario) and `sys` (sys-health,
-//! seal-status, sys-metrics). `--op` names are looked up here and nowhere else: an
-//! unknown name is an error, never another operation.
+//! `token`, `transit`, `pki`, `ssh`, `totp`, `login_read` (the login-read scenario) and
+//! `sys` (sys-health, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
 pub mod kv;
 pub mod login_read;
 pub mod pki;
+pub mod ssh;
 pub mod sys;
 pub mod token;
 pub mod totp;
@@ -104,7 +104,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 24] = [
+    static ALL: [OpInfo; 25] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -124,6 +124,7 @@ pub fn registry() -> &'static [OpInfo] {
         transit::VERIFY,
         transit::HMAC,
         pki::ISSUE,
+        ssh::SIGN,
         totp::GENERATE,
         login_read::LOGIN_READ,
         sys::HEALTH,
