@@ -48,11 +48,72 @@ impl Captures {
         }
     }
 
+    /// Empties one slot (its value was used up, e.g. a token revoked).
+    pub fn clear_slot(&mut self, slot: u8) {
+        if let Some(v) = self.values.get_mut(usize::from(slot)) {
+            v.clear();
+        }
+    }
+
     pub fn clear(&mut self) {
         for v in &mut self.values {
             v.clear();
         }
     }
+}
+
+/// What a successful response must hold to count as a success (validation): a value at
+/// `path`, and when `equals` is given, exactly those JSON bytes (`true`, `"aGk="`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Expect {
+    pub path: Vec<String>,
+    pub equals: Option<Vec<u8>>,
+}
+
+impl Expect {
+    /// A value (not null) must be present at `path` ("data.ciphertext").
+    pub fn present(path: &str) -> Expect {
+        Expect {
+            path: path.split('.').map(String::from).collect(),
+            equals: None,
+        }
+    }
+
+    /// The value at `path` must be exactly the JSON text `json`.
+    pub fn equals(path: &str, json: impl AsRef<[u8]>) -> Expect {
+        Expect {
+            equals: Some(json.as_ref().to_vec()),
+            ..Expect::present(path)
+        }
+    }
+
+    /// None when `body` meets the expectation, else why not (a static message per
+    /// expectation, built only on failure).
+    pub fn check(&self, body: &[u8]) -> Option<String> {
+        match (find_value(body, &self.path), &self.equals) {
+            (None, _) | (Some(b"null"), _) => {
+                Some(format!("response has no {}", self.path.join(".")))
+            }
+            (Some(v), Some(want)) if v != want.as_slice() => Some(format!(
+                "response {} differs from what was expected",
+                self.path.join(".")
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The raw JSON text of the value at `path` in a JSON body (a string with its quotes).
+pub fn find_value<'a>(body: &'a [u8], path: &[String]) -> Option<&'a [u8]> {
+    let mut pos = skip_ws(body, 0);
+    for key in path {
+        if body.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos = find_key(body, pos + 1, key.as_bytes())?;
+    }
+    let end = value_end(body, pos)?;
+    (end > pos).then(|| &body[pos..end])
 }
 
 /// The string at `path` in a JSON body, as its raw bytes between the quotes (escapes are
@@ -209,6 +270,30 @@ mod tests {
     }
 
     #[test]
+    fn expectations_judge_values_at_their_path() {
+        assert_eq!(
+            find_value(LOGIN, &path("auth.policies")),
+            Some(&br#"["a","b"]"#[..])
+        );
+        let body = br#"{"data":{"valid":true,"plaintext":"aGk=","n":null}}"#;
+        assert_eq!(Expect::equals("data.valid", "true").check(body), None);
+        assert_eq!(
+            Expect::equals("data.plaintext", "\"aGk=\"").check(body),
+            None
+        );
+        assert_eq!(Expect::present("data.plaintext").check(body), None);
+        let differs = Expect::equals("data.plaintext", "\"aGo=\"")
+            .check(body)
+            .unwrap();
+        assert!(differs.contains("data.plaintext differs"), "{differs}");
+        assert!(Expect::equals("data.valid", "false").check(body).is_some());
+        let missing = Expect::present("data.n").check(body).unwrap();
+        assert_eq!(missing, "response has no data.n");
+        assert!(Expect::present("data.gone").check(body).is_some());
+        assert!(Expect::present("data.valid").check(b"").is_some());
+    }
+
+    #[test]
     fn slots_keep_their_buffers() {
         let mut c = Captures::with_slots(2, 16);
         assert_eq!(c.get(0), None);
@@ -217,6 +302,10 @@ mod tests {
         let cap = c.values[0].capacity();
         c.set(0, b"hvs.TWO");
         assert_eq!(c.values[0].capacity(), cap);
+        c.clear_slot(0);
+        assert_eq!(c.get(0), None);
+        assert_eq!(c.values[0].capacity(), cap);
+        c.set(0, b"hvs.TWO");
         c.set(9, b"nowhere");
         assert_eq!(c.get(9), None);
         c.clear();

@@ -122,6 +122,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub op: Option<String>,
 
+    /// A scenario instead of --op: login-read (log in, then read a secret with the token).
+    #[arg(long, conflicts_with = "op")]
+    pub scenario: Option<String>,
+
+    /// Auth method of the login-read scenario (userpass).
+    #[arg(long)]
+    pub auth: Option<String>,
+
+    /// Users of the login-read scenario, created at setup (default 100).
+    #[arg(long)]
+    pub users: Option<u64>,
+
     /// List the Vault operations with their options, then exit.
     #[arg(long)]
     pub list_ops: bool,
@@ -170,6 +182,23 @@ pub struct RunArgs {
     /// Size of each secret's value, in bytes.
     #[arg(long, default_value_t = 100)]
     pub secret_size: usize,
+
+    /// TTL of the tokens logins and token-create make (approle-login, userpass-login,
+    /// token-*; default 2m).
+    #[arg(long)]
+    pub token_ttl: Option<String>,
+
+    /// Type of those tokens: service or batch.
+    #[arg(long)]
+    pub token_type: Option<String>,
+
+    /// Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...).
+    #[arg(long)]
+    pub key_type: Option<String>,
+
+    /// Bytes of plaintext or input per transit request (default 128).
+    #[arg(long)]
+    pub payload_size: Option<usize>,
 
     /// Keep the mount vblast created (default: removed after the run).
     #[arg(long)]
@@ -389,7 +418,7 @@ impl RunArgs {
             Some(path) => Some(read_token_file(path)?),
             None => self.token.clone().or_else(|| env("VAULT_TOKEN")),
         };
-        let workload = match &self.op {
+        let workload = match self.op.as_ref().or(self.scenario.as_ref()) {
             Some(op) => {
                 let flags = OpFlags {
                     kv_version: self.kv_version,
@@ -397,6 +426,12 @@ impl RunArgs {
                     secrets: self.secrets,
                     secret_size: self.secret_size,
                     client_ca: self.client_ca.clone(),
+                    token_ttl: self.token_ttl.clone(),
+                    token_type: self.token_type.clone(),
+                    key_type: self.key_type.clone(),
+                    payload_size: self.payload_size,
+                    auth: self.auth.clone(),
+                    users: self.users,
                 };
                 Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::Input)?)
             }
@@ -503,10 +538,17 @@ impl RunArgs {
                 show_duration(d)
             ));
         }
-        if self.url.is_some() && self.op.is_some() {
+        if let Some(s) = &self.scenario
+            && s != "login-read"
+        {
+            return Err(format!(
+                "unknown scenario '{s}': the scenarios are login-read"
+            ));
+        }
+        if self.url.is_some() && (self.op.is_some() || self.scenario.is_some()) {
             return Err("give either a URL or --op, not both".into());
         }
-        if self.url.is_none() && self.op.is_none() {
+        if self.url.is_none() && self.op.is_none() && self.scenario.is_none() {
             return Err(
                 "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
                     .into(),

@@ -125,9 +125,12 @@ impl Session {
                     session.close_reporting();
                     return Err(stop.signal().map_or(e, Error::Stopped));
                 }
-                session.operations = session.fixtures.iter().map(|f| f.operation()).collect();
-                for (op, choice) in session.operations.iter_mut().zip(choices) {
-                    op.weight = choice.weight;
+                for (fixture, choice) in session.fixtures.iter().zip(choices) {
+                    let mut steps = fixture.operations();
+                    if let Some(first) = steps.first_mut() {
+                        first.weight = choice.weight;
+                    }
+                    session.operations.extend(steps);
                 }
             }
         }

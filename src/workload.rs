@@ -4,14 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::capture::Capture;
+use crate::capture::{Capture, Expect};
 use crate::template::RequestSpec;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Operation {
     /// Name in reports (e.g. "kv-read").
     pub name: String,
-    /// Relative weight in a mix.
+    /// Relative weight in a mix. 0: never picked by weight, only sent in place of an
+    /// operation that needs what it captures (a step of a multi-step operation).
     pub weight: u32,
     pub request: RequestSpec,
     /// Status ranges (inclusive) that count as success; the default is 200-299.
@@ -24,6 +25,14 @@ pub struct Operation {
     /// captures it is sent instead (log in first, then use the token).
     #[serde(default)]
     pub needs: Option<u8>,
+    /// What a successful response's body must hold (a decrypt's plaintext, a login's
+    /// token); a response without it counts as a failed request, by message.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    /// Uses up the value it needs: once its answer is in, the slot is emptied, so that the
+    /// next one is preceded by a fresh capture (revoke a token, then create the next).
+    #[serde(default)]
+    pub consumes: bool,
 }
 
 impl Operation {
@@ -35,7 +44,15 @@ impl Operation {
             success: vec![(200, 299)],
             capture: None,
             needs: None,
+            expect: None,
+            consumes: false,
         }
+    }
+
+    /// Whether the body of a response must be kept to judge it.
+    #[inline]
+    pub fn reads_body(&self) -> bool {
+        self.capture.is_some() || self.expect.is_some()
     }
 
     #[inline]
@@ -54,11 +71,13 @@ pub struct Picker {
 
 impl Picker {
     pub fn new(ops: &[Operation]) -> Picker {
+        // Weight 0 is never picked, unless every weight is 0 (then all count as 1).
+        let floor = u32::from(ops.iter().all(|o| o.weight == 0));
         let mut total = 0u64;
         let cumulative = ops
             .iter()
             .map(|o| {
-                total += u64::from(o.weight.max(1));
+                total += u64::from(o.weight.max(floor));
                 total
             })
             .collect();
@@ -108,6 +127,22 @@ mod tests {
         assert!((49_000..51_000).contains(&n[0]), "{n:?}");
         assert!((29_000..31_000).contains(&n[1]), "{n:?}");
         assert!((19_000..21_000).contains(&n[2]), "{n:?}");
+    }
+
+    #[test]
+    fn weight_zero_is_never_picked() {
+        let ops = vec![op("a", 0), op("b", 3), op("c", 0), op("d", 1)];
+        let p = Picker::new(&ops);
+        let mut rng = Rng::new(5);
+        let mut n = [0u32; 4];
+        for _ in 0..10_000 {
+            n[p.pick(&mut rng)] += 1;
+        }
+        assert_eq!((n[0], n[2]), (0, 0), "{n:?}");
+        assert!(n[1] > n[3] && n[3] > 0, "{n:?}");
+        let p = Picker::new(&[op("a", 0), op("b", 0)]);
+        let picked: std::collections::HashSet<usize> = (0..100).map(|_| p.pick(&mut rng)).collect();
+        assert_eq!(picked.len(), 2);
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl Worker<'_> {
         req.started = false;
         let template = &mut self.templates[req.op];
         c.parser.reset(
-            self.plan.ops[req.op].capture.is_some(),
+            self.plan.ops[req.op].reads_body(),
             !template.response_has_body(),
         );
         c.phase = Phase::Busy;
@@ -679,6 +679,21 @@ impl Worker<'_> {
                 }
             }
         }
+        if ok
+            && let Some(expect) = &op.expect
+            && let Some(msg) = expect.check(c.parser.body())
+        {
+            ok = false;
+            if req.measured {
+                self.stats.note(&msg, 1);
+                self.stats.errors.read += 1;
+            }
+        }
+        if op.consumes
+            && let Some(slot) = op.needs
+        {
+            c.captures.clear_slot(slot);
+        }
         if req.measured {
             if let Some(n) = self.status.get_mut(status as usize) {
                 *n += 1;
@@ -693,7 +708,7 @@ impl Worker<'_> {
             if ok {
                 o.ok += 1;
             } else if op.is_success(status) {
-                // Counted above as a response without the value to capture.
+                // Counted above as a response without the value to capture or expected.
             } else {
                 s.errors.status += 1;
             }

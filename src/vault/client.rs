@@ -280,6 +280,12 @@ impl Client {
         }
     }
 
+    /// The same settings with another token (one vblast created at setup).
+    pub fn with_token(mut self, token: &str) -> Client {
+        self.token = Some(token.to_string());
+        self
+    }
+
     /// Makes every request return "interrupted" soon after `stop` is raised (a signal).
     /// For setup calls only: cleanup after a first signal must still run.
     pub fn with_stop(mut self, stop: Stop) -> Client {

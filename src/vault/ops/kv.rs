@@ -1,4 +1,6 @@
-//! The KV family: `kv-read` and `kv-write` on KV v1 and v2. Setup creates a fresh mount
+//! The KV family: `kv-read`, `kv-write`, `kv-list` and `kv-delete` on KV v1 and v2, and
+//! `cubbyhole-read`, `cubbyhole-write` (the same requests on the token's cubbyhole, under a
+//! fresh prefix). Setup creates a fresh mount
 //! (or, with `mount`, writes under a fresh prefix inside the user's mount, never touching
 //! the user's own secrets), seeds it concurrently, and cleanup removes exactly what setup
 //! wrote. The requests are byte templates whose secret index is patched per request.
@@ -61,6 +63,52 @@ pub const WRITE: OpInfo = OpInfo {
     build: build_write,
 };
 
+pub const LIST: OpInfo = OpInfo {
+    name: "kv-list",
+    about: "LIST the seeded secrets (their folder); the answer must hold data.keys",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_list,
+};
+
+pub const DELETE: OpInfo = OpInfo {
+    name: "kv-delete",
+    about: "DELETE a uniformly random seeded secret (v2: its latest version)",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_delete,
+};
+
+const CUBBY_OPTIONS: &[(&str, &str)] = &[
+    (
+        "--secrets N",
+        "secrets written to the token's cubbyhole under a fresh prefix (default 1000)",
+    ),
+    (
+        "--secret-size BYTES",
+        "size of each secret's value (default 100)",
+    ),
+];
+
+pub const CUBBY_READ: OpInfo = OpInfo {
+    name: "cubbyhole-read",
+    about: "GET a uniformly random secret seeded in the token's cubbyhole",
+    options: CUBBY_OPTIONS,
+    config_from_flags,
+    build: build_cubby_read,
+};
+
+pub const CUBBY_WRITE: OpInfo = OpInfo {
+    name: "cubbyhole-write",
+    about: "POST a --secret-size value to a random secret in the token's cubbyhole",
+    options: CUBBY_OPTIONS,
+    config_from_flags,
+    build: build_cubby_write,
+};
+
+/// The mount every token has (per token, not shareable).
+const CUBBYHOLE: &str = "cubbyhole";
+
 /// The family's config.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -106,14 +154,44 @@ fn parse_config(v: &Value) -> Result<KvConfig, String> {
 enum Kind {
     Read,
     Write,
+    List,
+    Delete,
 }
 
-fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
 }
 
 fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(KvOp::new(Kind::Write, parse_config(v)?)))
+}
+
+fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    Ok(Box::new(KvOp::new(Kind::List, parse_config(v)?)))
+}
+
+fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    Ok(Box::new(KvOp::new(Kind::Delete, parse_config(v)?)))
+}
+
+/// The cubbyhole is KV v1 at `cubbyhole/`: the same fixture under a fresh prefix.
+fn cubby_config(v: &Value) -> Result<KvConfig, String> {
+    let mut c = parse_config(v)?;
+    c.mount = Some(CUBBYHOLE.into());
+    c.version = 1;
+    Ok(c)
+}
+
+fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let mut op = KvOp::new(Kind::Read, cubby_config(v)?);
+    op.name = CUBBY_READ.name;
+    Ok(Box::new(op))
+}
+
+fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let mut op = KvOp::new(Kind::Write, cubby_config(v)?);
+    op.name = CUBBY_WRITE.name;
+    Ok(Box::new(op))
 }
 
 /// The KV fixture in place.
@@ -134,6 +212,8 @@ pub struct KvSetup {
 
 struct KvOp {
     kind: Kind,
+    /// Name in reports.
+    name: &'static str,
     config: KvConfig,
     setup: Option<KvSetup>,
 }
@@ -142,6 +222,12 @@ impl KvOp {
     fn new(kind: Kind, config: KvConfig) -> KvOp {
         KvOp {
             kind,
+            name: match kind {
+                Kind::Read => READ.name,
+                Kind::Write => WRITE.name,
+                Kind::List => LIST.name,
+                Kind::Delete => DELETE.name,
+            },
             config,
             setup: None,
         }
@@ -160,7 +246,18 @@ impl KvOp {
 }
 
 impl VaultOp for KvOp {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        if ctx.no_setup && self.config.mount.as_deref() == Some(CUBBYHOLE) {
+            return Err(Error::Input(format!(
+                "{} writes its secrets to the token's cubbyhole and cannot run with --no-setup",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        self.check(ctx)?;
         if ctx.no_setup {
             self.setup = Some(self.fixture());
             return Ok(());
@@ -170,10 +267,14 @@ impl VaultOp for KvOp {
 
     fn operation(&self) -> Operation {
         let kv = self.fixture();
-        match self.kind {
+        let mut op = match self.kind {
             Kind::Read => read(&kv),
             Kind::Write => write(&kv, self.config.secret_size),
-        }
+            Kind::List => list(&kv),
+            Kind::Delete => delete(&kv),
+        };
+        op.name = self.name.into();
+        op
     }
 
     fn created(&self) -> Vec<Created> {
@@ -237,6 +338,43 @@ pub fn read(kv: &KvSetup) -> Operation {
         "kv-read",
         RequestSpec {
             method: "GET".into(),
+            path: secret_path(kv),
+            headers: vec![],
+            body: None,
+            captured_headers: vec![],
+        },
+    )
+}
+
+/// Lists the folder of the seeded secrets (the mount's root, or the prefix).
+pub fn list(kv: &KvSetup) -> Operation {
+    let mount = kv.mount.trim_matches('/');
+    let path = if kv.version == 2 {
+        format!("/v1/{mount}/metadata/{}?list=true", kv.prefix)
+    } else {
+        format!("/v1/{mount}/{}?list=true", kv.prefix)
+    };
+    let mut op = Operation::new(
+        "kv-list",
+        RequestSpec {
+            method: "GET".into(),
+            path: vec![Piece::lit(path)],
+            headers: vec![],
+            body: None,
+            captured_headers: vec![],
+        },
+    );
+    op.expect = Some(crate::capture::Expect::present("data.keys"));
+    op
+}
+
+/// Deletes a uniformly random seeded secret (KV v2: soft-deletes its latest version; a
+/// secret deleted already answers 204 again).
+pub fn delete(kv: &KvSetup) -> Operation {
+    Operation::new(
+        "kv-delete",
+        RequestSpec {
+            method: "DELETE".into(),
             path: secret_path(kv),
             headers: vec![],
             body: None,
@@ -429,7 +567,7 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
 
 /// Runs `f(client, i)` for every `i` in `0..count` on up to 16 threads, each with its own
 /// connection. Stops at the first failure, or when `stop` is set.
-fn for_each_secret(
+pub(crate) fn for_each_secret(
     make_client: &(dyn Fn() -> Client + Sync),
     count: u64,
     stop: &Stop,
@@ -566,7 +704,12 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
     let mut setup = match &plan.mount {
         Some(m) => {
             let mount = normalize_mount(m);
-            let (kind, version) = describe_existing(&mut client, &mount).map_err(Error::Setup)?;
+            let (kind, version) = if mount == CUBBYHOLE {
+                // Every token has one; sys/mounts lists it as type "cubbyhole".
+                ("kv".to_string(), 1)
+            } else {
+                describe_existing(&mut client, &mount).map_err(Error::Setup)?
+            };
             if kind != "kv" && kind != "generic" {
                 return Err(Error::Setup(format!(
                     "mount '{mount}' on {base} is a '{kind}' secrets engine, not kv"

@@ -1,11 +1,21 @@
 //! The operation registry: every Vault operation vblast knows, by name, with its options,
 //! its config, its setup before the clock, the requests it sends, how a response is judged
-//! and its cleanup after the run. One file per family (`kv`, `cert`), as vault-benchmark
-//! keeps one file per test type. `--op` names are looked up here and nowhere else: an
-//! unknown name is an error, never another operation.
+//! and its cleanup after the run. One file per family, as vault-benchmark
+//! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
+//! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
+//! `token`, `transit`, `pki`, `ssh`, `totp`, `login_read` (the login-read scenario) and
+//! `sys` (sys-health, seal-status, sys-metrics).
 
+pub mod auth;
 pub mod cert;
 pub mod kv;
+pub mod login_read;
+pub mod pki;
+pub mod ssh;
+pub mod sys;
+pub mod token;
+pub mod totp;
+pub mod transit;
 
 use serde_json::Value;
 
@@ -46,6 +56,12 @@ pub trait VaultOp: Send {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error>;
     /// The request this operation sends (after setup) and how its responses are judged.
     fn operation(&self) -> Operation;
+    /// Every request this operation sends: the first is the one its weight picks; any
+    /// others are its steps (weight 0), sent only in place of one that needs what they
+    /// capture (create a token, then revoke it), each with its own report row.
+    fn operations(&self) -> Vec<Operation> {
+        vec![self.operation()]
+    }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
@@ -60,6 +76,18 @@ pub struct OpFlags {
     pub secrets: u64,
     pub secret_size: usize,
     pub client_ca: Option<std::path::PathBuf>,
+    /// TTL of the tokens logins and token-create make (`--token-ttl`).
+    pub token_ttl: Option<String>,
+    /// `service` or `batch` (`--token-type`).
+    pub token_type: Option<String>,
+    /// Transit key type (`--key-type`).
+    pub key_type: Option<String>,
+    /// Bytes of plaintext or input per transit request (`--payload-size`).
+    pub payload_size: Option<usize>,
+    /// Auth method of the login-read scenario (`--auth`).
+    pub auth: Option<String>,
+    /// Users of the login-read scenario (`--users`).
+    pub users: Option<u64>,
 }
 
 /// A registry entry.
@@ -76,7 +104,33 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 3] = [kv::READ, kv::WRITE, cert::LOGIN];
+    static ALL: [OpInfo; 25] = [
+        kv::READ,
+        kv::WRITE,
+        kv::LIST,
+        kv::DELETE,
+        kv::CUBBY_READ,
+        kv::CUBBY_WRITE,
+        cert::LOGIN,
+        auth::APPROLE,
+        auth::USERPASS,
+        token::CREATE,
+        token::LOOKUP,
+        token::RENEW,
+        token::REVOKE,
+        transit::ENCRYPT,
+        transit::DECRYPT,
+        transit::SIGN,
+        transit::VERIFY,
+        transit::HMAC,
+        pki::ISSUE,
+        ssh::SIGN,
+        totp::GENERATE,
+        login_read::LOGIN_READ,
+        sys::HEALTH,
+        sys::SEAL_STATUS,
+        sys::METRICS,
+    ];
     &ALL
 }
 
@@ -148,12 +202,61 @@ pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, String> {
 pub fn list_text() -> String {
     let mut o = String::from("Vault operations (--op NAME, or a mix NAME:WEIGHT,NAME:WEIGHT):\n");
     for info in registry() {
-        o.push_str(&format!("\n  {:<12} {}\n", info.name, info.about));
+        o.push_str(&format!("\n  {:<16} {}\n", info.name, info.about));
         for (opt, meaning) in info.options {
             o.push_str(&format!("      {opt:<22} {meaning}\n"));
         }
     }
     o
+}
+
+/// One setup or cleanup call: the JSON answer of a 2xx (Null when empty), or a message
+/// naming what failed, where, and the server's reason.
+pub(crate) fn call(
+    client: &mut Client,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    what: &str,
+) -> Result<Value, String> {
+    let text = body.map(Value::to_string);
+    let r = client
+        .request(method, path, text.as_deref().map(str::as_bytes))
+        .map_err(|e| format!("{what} failed: {e}"))?;
+    if (200..300).contains(&r.status) {
+        Ok(r.json().unwrap_or(Value::Null))
+    } else {
+        Err(format!(
+            "{what} on {} failed: HTTP {}: {}",
+            client.base(),
+            r.status,
+            r.error_text()
+        ))
+    }
+}
+
+/// The string at `path` ("data.role_id") of a setup answer, or a message naming it.
+pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, String> {
+    path.split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
+        .map(String::from)
+        .ok_or_else(|| format!("{what}: the answer has no {path}"))
+}
+
+/// Refuses `--no-setup` for operations that cannot run without their fixture.
+pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
+    if ctx.no_setup {
+        return Err(Error::Input(format!(
+            "{name} creates what it uses and cannot run with --no-setup"
+        )));
+    }
+    Ok(())
+}
+
+/// 32 random lowercase hex digits (passwords of users vblast creates).
+pub(crate) fn random_secret() -> String {
+    (0..4).map(|_| random_name("")).collect()
 }
 
 /// "vblast-" and 8 random lowercase hex digits: names of mounts, auth paths and prefixes
@@ -206,9 +309,9 @@ mod tests {
         ] {
             assert!(parse_mix(bad, &flags()).is_err(), "{bad}");
         }
-        let e = parse_mix("kv-delete", &flags()).unwrap_err();
+        let e = parse_mix("kv-remove", &flags()).unwrap_err();
         assert!(
-            e.contains("unknown operation 'kv-delete'") && e.contains("kv-read"),
+            e.contains("unknown operation 'kv-remove'") && e.contains("kv-read"),
             "{e}"
         );
     }

@@ -1,0 +1,305 @@
+//! The login-then-read scenario (`--scenario login-read`): each iteration logs in as one
+//! of `--users` userpass users (the step `login-read/login`) and reads a seeded KV secret
+//! with the token that login returned, on the same connection (`login-read`); the read
+//! uses the token up, so the next read logs in again. Setup seeds the secrets (as
+//! `kv-read` does), writes a policy that lets its users read exactly those secrets, and
+//! creates the users; cleanup disables the auth path (revoking every token the logins
+//! made), deletes the policy and removes the secrets.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, needs_setup, random_name, random_secret,
+};
+use crate::capture::{Capture, Expect};
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// The slot holding the token of the connection's last login.
+const TOKEN_SLOT: u8 = 2;
+
+pub const LOGIN_READ: OpInfo = OpInfo {
+    name: "login-read",
+    about: "scenario: log in as a random one of --users users, then read a secret with that token",
+    options: &[
+        ("--auth userpass", "the auth method the users log in with"),
+        ("--users N", "users created at setup (default 100)"),
+        (
+            "--secrets N, --secret-size BYTES",
+            "secrets seeded (as kv-read), readable by every user through a policy vblast writes",
+        ),
+        ("--kv-version 1|2, --mount NAME", "as kv-read"),
+        (
+            "--token-ttl DURATION, --token-type service|batch",
+            "the logins' tokens (default 2m, service); all revoked at cleanup",
+        ),
+    ],
+    config_from_flags,
+    build,
+};
+
+/// The scenario's config: the KV part is kv-read's.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginReadConfig {
+    pub auth: String,
+    pub users: u64,
+    pub token_ttl: String,
+    pub token_type: String,
+    pub kv: Value,
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(LoginReadConfig {
+        auth: f.auth.clone().unwrap_or_else(|| "userpass".into()),
+        users: f.users.unwrap_or(100),
+        token_ttl: f
+            .token_ttl
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
+        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+        kv: (super::kv::READ.config_from_flags)(f),
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: LoginReadConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    if config.auth != "userpass" {
+        return Err(format!(
+            "--auth {} is not supported by login-read: use userpass",
+            config.auth
+        ));
+    }
+    if config.users == 0 || config.users > 1_000_000 {
+        return Err(format!(
+            "--users {} is not between 1 and 1000000",
+            config.users
+        ));
+    }
+    check_token_settings(&config.token_ttl, &config.token_type)?;
+    let kv = super::kv::build_read(&config.kv)?;
+    Ok(Box::new(LoginRead {
+        config,
+        kv,
+        policy: None,
+        path: None,
+        password: String::new(),
+    }))
+}
+
+struct LoginRead {
+    config: LoginReadConfig,
+    /// The secrets, set up and removed as kv-read's.
+    kv: Box<dyn VaultOp>,
+    policy: Option<String>,
+    path: Option<String>,
+    /// The users' password (never printed).
+    password: String,
+}
+
+/// The user names: "u" and the index, padded as secret names are.
+fn user_name(i: u64, count: u64) -> String {
+    format!("u{}", &super::kv::secret_name(i, count)[1..])
+}
+
+impl LoginRead {
+    /// The policy path matching exactly the seeded secrets ("m/data/s*").
+    fn secrets_glob(&self) -> String {
+        let read = self.kv.operation();
+        let first = match read.request.path.first() {
+            Some(Piece::Lit(b)) => String::from_utf8_lossy(b).into_owned(),
+            _ => String::new(),
+        };
+        format!("{}*", first.trim_start_matches("/v1/"))
+    }
+
+    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), String> {
+        let mut client = (ctx.make_client)();
+        let policy = random_name("vblast-read-");
+        self.policy = Some(policy.clone());
+        let rules = format!(
+            "path \"{}\" {{ capabilities = [\"read\"] }}\n",
+            self.secrets_glob()
+        );
+        call(
+            &mut client,
+            "PUT",
+            &format!("/v1/sys/policies/acl/{policy}"),
+            Some(&json!({ "policy": rules })),
+            &format!("writing policy '{policy}'"),
+        )?;
+        let path = random_name("vblast-userpass-");
+        self.path = Some(path.clone());
+        call(
+            &mut client,
+            "POST",
+            &format!("/v1/sys/auth/{path}"),
+            Some(&json!({"type": "userpass", "description": "vblast load test (temporary)"})),
+            &format!("enabling userpass auth at '{path}'"),
+        )
+        .inspect_err(|_| self.path = None)?;
+        self.password = random_secret();
+        let user = json!({
+            "password": self.password,
+            "token_ttl": self.config.token_ttl,
+            "token_max_ttl": self.config.token_ttl,
+            "token_type": self.config.token_type,
+            "token_policies": ["default", policy],
+        })
+        .to_string();
+        let users = self.config.users;
+        super::kv::for_each_secret(ctx.make_client, users, ctx.stop, &|client, i| {
+            let name = user_name(i, users);
+            let r = client.request(
+                "POST",
+                &format!("/v1/auth/{path}/users/{name}"),
+                Some(user.as_bytes()),
+            )?;
+            if (200..300).contains(&r.status) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "creating user '{name}' at '{path}' failed: HTTP {}: {}",
+                    r.status,
+                    r.error_text()
+                ))
+            }
+        })
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl VaultOp for LoginRead {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, "login-read")
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, "login-read")?;
+        self.kv.setup(ctx)?;
+        if let Some(s) = ctx.stop.signal() {
+            return Err(Error::Stopped(s));
+        }
+        self.prepare(ctx).map_err(|e| match ctx.stop.signal() {
+            Some(s) => Error::Stopped(s),
+            None => Error::Setup(e),
+        })
+    }
+
+    fn operations(&self) -> Vec<Operation> {
+        let mut read = self.kv.operation();
+        read.name = "login-read".into();
+        read.request.captured_headers = vec![("X-Vault-Token".into(), TOKEN_SLOT)];
+        read.needs = Some(TOKEN_SLOT);
+        read.consumes = true;
+        read.expect = Some(Expect::present(if self.kv_version() == 2 {
+            "data.data.value"
+        } else {
+            "data.value"
+        }));
+        let path = self.path.as_deref().unwrap_or("unset");
+        let mut login = Operation::new(
+            "login-read/login",
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![
+                    Piece::lit(format!("/v1/auth/{path}/login/u")),
+                    Piece::Index {
+                        count: self.config.users,
+                    },
+                ],
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(vec![Piece::lit(
+                    json!({ "password": self.password }).to_string(),
+                )]),
+                captured_headers: vec![],
+            },
+        );
+        login.weight = 0;
+        login.capture = Some(Capture {
+            slot: TOKEN_SLOT,
+            path: vec!["auth".into(), "client_token".into()],
+        });
+        vec![read, login]
+    }
+
+    fn operation(&self) -> Operation {
+        let mut ops = self.operations();
+        ops.swap_remove(0)
+    }
+
+    fn created(&self) -> Vec<Created> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.path {
+            out.push(Created {
+                what: format!("userpass auth path '{p}' ({} users)", self.config.users),
+                remove_with: format!("vault auth disable {p}"),
+            });
+        }
+        if let Some(policy) = &self.policy {
+            out.push(Created {
+                what: format!("policy '{policy}'"),
+                remove_with: format!("vault policy delete {policy}"),
+            });
+        }
+        out.extend(self.kv.created());
+        out
+    }
+
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+        if let Some(p) = &self.path {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/sys/auth/{p}"),
+                None,
+                &format!("disabling auth path '{p}'"),
+            )?;
+            self.path = None;
+        }
+        if let Some(policy) = &self.policy {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/sys/policies/acl/{policy}"),
+                None,
+                &format!("deleting policy '{policy}'"),
+            )?;
+            self.policy = None;
+        }
+        self.kv.cleanup(client, stop)
+    }
+}
+
+impl LoginRead {
+    fn kv_version(&self) -> u64 {
+        self.config
+            .kv
+            .get("version")
+            .and_then(Value::as_u64)
+            .unwrap_or(2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_names_are_padded_like_the_login_path() {
+        assert_eq!(user_name(0, 1000), "u000");
+        assert_eq!(user_name(999, 1000), "u999");
+        assert_eq!(user_name(0, 1), "u0");
+        assert_eq!(
+            crate::template::index_width(1000),
+            user_name(5, 1000).len() - 1
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! The SSH family: `ssh-sign`. Setup enables the SSH secrets engine at a fresh mount
+//! (`vblast-ssh-xxxxxxxx`), has it generate a CA signing key, creates the role `vblast`
+//! for user certificates, and makes an Ed25519 client key pair (ring) whose public key
+//! every request has signed; the answer must hold the signed certificate. Cleanup
+//! disables the mount.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, needs_setup, random_name};
+use crate::capture::Expect;
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// The role, and the user the certificates are for.
+pub const ROLE: &str = "vblast";
+
+pub const SIGN: OpInfo = OpInfo {
+    name: "ssh-sign",
+    about: "POST <mount>/sign/vblast: a user certificate for a client key made at setup",
+    options: &[],
+    config_from_flags,
+    build,
+};
+
+/// No options yet: an empty config, unknown keys refused.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshConfig {}
+
+fn config_from_flags(_: &OpFlags) -> Value {
+    serde_json::to_value(SshConfig {}).unwrap_or(Value::Null)
+}
+
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    serde_json::from_value::<SshConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    Ok(Box::new(Ssh {
+        mount: None,
+        public_key: String::new(),
+    }))
+}
+
+/// A fresh Ed25519 public key in OpenSSH's one-line form ("ssh-ed25519 AAAA... vblast").
+pub fn client_public_key() -> Result<String, String> {
+    use ring::signature::{Ed25519KeyPair, KeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
+        .map_err(|_| "cannot generate an Ed25519 client key".to_string())?;
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+        .map_err(|_| "cannot read the Ed25519 client key".to_string())?;
+    // RFC 4253 wire form: string "ssh-ed25519", string key.
+    let mut blob = Vec::new();
+    for part in [&b"ssh-ed25519"[..], pair.public_key().as_ref()] {
+        blob.extend_from_slice(&(part.len() as u32).to_be_bytes());
+        blob.extend_from_slice(part);
+    }
+    Ok(format!(
+        "ssh-ed25519 {} vblast",
+        base64::engine::general_purpose::STANDARD.encode(blob)
+    ))
+}
+
+struct Ssh {
+    /// The mount, as soon as it may exist.
+    mount: Option<String>,
+    public_key: String,
+}
+
+impl Ssh {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        self.public_key = client_public_key()?;
+        let mount = random_name("vblast-ssh-");
+        self.mount = Some(mount.clone());
+        call(
+            client,
+            "POST",
+            &format!("/v1/sys/mounts/{mount}"),
+            Some(&json!({"type": "ssh", "description": "vblast load test (temporary)"})),
+            &format!("enabling ssh at '{mount}'"),
+        )
+        .inspect_err(|_| self.mount = None)?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/config/ca"),
+            Some(&json!({ "generate_signing_key": true })),
+            &format!("generating the CA key of '{mount}'"),
+        )?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/roles/{ROLE}"),
+            Some(&json!({
+                "key_type": "ca",
+                "allow_user_certificates": true,
+                "allowed_users": ROLE,
+                "default_user": ROLE,
+                "ttl": "10m",
+            })),
+            &format!("creating role '{ROLE}' in '{mount}'"),
+        )?;
+        Ok(())
+    }
+}
+
+impl VaultOp for Ssh {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, SIGN.name)
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, SIGN.name)?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let mount = self.mount.as_deref().unwrap_or("unset");
+        let body = json!({ "public_key": self.public_key, "valid_principals": ROLE });
+        let mut op = Operation::new(
+            SIGN.name,
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit(format!("/v1/{mount}/sign/{ROLE}"))],
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(vec![Piece::lit(body.to_string())]),
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(Expect::present("data.signed_key"));
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        match &self.mount {
+            Some(m) => vec![Created {
+                what: format!("ssh mount '{m}'"),
+                remove_with: format!("vault secrets disable {m}"),
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(m) = &self.mount {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/sys/mounts/{m}"),
+                None,
+                &format!("disabling ssh mount '{m}'"),
+            )?;
+        }
+        self.mount = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_keys_are_in_openssh_form() {
+        let k = client_public_key().unwrap();
+        let b64 = k
+            .strip_prefix("ssh-ed25519 ")
+            .unwrap()
+            .strip_suffix(" vblast")
+            .unwrap();
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        assert_eq!(blob.len(), 4 + 11 + 4 + 32);
+        assert_eq!(&blob[4..15], b"ssh-ed25519");
+        assert_ne!(client_public_key().unwrap(), k);
+    }
+}

@@ -1,0 +1,120 @@
+//! The system family, nothing to set up or remove: `sys-health` (GET sys/health, which
+//! must say `sealed: false`), `seal-status` (GET sys/seal-status,
+//! which must say `sealed: false`) and `sys-metrics` (GET sys/metrics, telemetry in JSON,
+//! which must hold its gauges). Like vault-benchmark's ha_status, seal_status and metrics.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp};
+use crate::capture::Expect;
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+pub const HEALTH: OpInfo = OpInfo {
+    name: "sys-health",
+    about: "GET sys/health; the answer must say sealed: false (no setup)",
+    options: &[],
+    config_from_flags,
+    build: build_health,
+};
+
+pub const SEAL_STATUS: OpInfo = OpInfo {
+    name: "seal-status",
+    about: "GET sys/seal-status; the answer must say sealed: false (no setup)",
+    options: &[],
+    config_from_flags,
+    build: build_seal,
+};
+
+pub const METRICS: OpInfo = OpInfo {
+    name: "sys-metrics",
+    about: "GET sys/metrics (JSON telemetry; the token must be allowed to read it; no setup)",
+    options: &[],
+    config_from_flags,
+    build: build_metrics,
+};
+
+/// No options: an empty config, unknown keys refused.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SysConfig {}
+
+fn config_from_flags(_: &OpFlags) -> Value {
+    serde_json::to_value(SysConfig {}).unwrap_or(Value::Null)
+}
+
+fn parse(v: &Value) -> Result<(), String> {
+    serde_json::from_value::<SysConfig>(v.clone())
+        .map(|_| ())
+        .map_err(|e| format!("bad config: {e}"))
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Health,
+    SealStatus,
+    Metrics,
+}
+
+fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    parse(v)?;
+    Ok(Box::new(Sys(Kind::Health)))
+}
+
+fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    parse(v)?;
+    Ok(Box::new(Sys(Kind::SealStatus)))
+}
+
+fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    parse(v)?;
+    Ok(Box::new(Sys(Kind::Metrics)))
+}
+
+struct Sys(Kind);
+
+impl VaultOp for Sys {
+    fn setup(&mut self, _ctx: &SetupCtx) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn operation(&self) -> Operation {
+        let (name, path, expect) = match self.0 {
+            Kind::Health => (
+                HEALTH.name,
+                "/v1/sys/health",
+                Expect::equals("sealed", "false"),
+            ),
+            Kind::SealStatus => (
+                SEAL_STATUS.name,
+                "/v1/sys/seal-status",
+                Expect::equals("sealed", "false"),
+            ),
+            Kind::Metrics => (METRICS.name, "/v1/sys/metrics", Expect::present("Gauges")),
+        };
+        let mut op = Operation::new(
+            name,
+            RequestSpec {
+                method: "GET".into(),
+                path: vec![Piece::lit(path)],
+                headers: vec![],
+                body: None,
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(expect);
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        Vec::new()
+    }
+
+    fn cleanup(&mut self, _client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        Ok(())
+    }
+}

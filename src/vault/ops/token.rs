@@ -1,0 +1,373 @@
+//! The token family: `token-create`, `token-lookup`, `token-renew`, `token-revoke` (each
+//! revoke is preceded, on its connection, by the creation of the token it revokes: a
+//! step reported as its own row, `token-revoke/create`). Setup writes a policy
+//! (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it;
+//! every token of the run is that parent's child with the `default` policy and a short
+//! TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
+};
+use crate::capture::{Capture, Expect};
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// The parent token lives this long at most, should cleanup never run.
+const PARENT_TTL: &str = "24h";
+
+const OPTIONS: &[(&str, &str)] = &[
+    (
+        "--token-ttl DURATION",
+        "TTL of the child tokens (default 2m); all are revoked at cleanup",
+    ),
+    (
+        "--token-type service|batch",
+        "type of the tokens token-create makes (default service)",
+    ),
+];
+
+pub const CREATE: OpInfo = OpInfo {
+    name: "token-create",
+    about: "POST auth/token/create: a child token with the default policy and a short TTL",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_create,
+};
+
+pub const LOOKUP: OpInfo = OpInfo {
+    name: "token-lookup",
+    about: "GET auth/token/lookup-self with a child token made at setup",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_lookup,
+};
+
+pub const RENEW: OpInfo = OpInfo {
+    name: "token-renew",
+    about: "POST auth/token/renew-self of a child token made at setup, by --token-ttl",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_renew,
+};
+
+pub const REVOKE: OpInfo = OpInfo {
+    name: "token-revoke",
+    about: "POST auth/token/revoke of a child token the connection created just before",
+    options: OPTIONS,
+    config_from_flags,
+    build: build_revoke,
+};
+
+/// The per-connection slot holding the token that the next revoke revokes.
+const REVOKE_SLOT: u8 = 1;
+
+/// The family's config.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    pub token_ttl: String,
+    pub token_type: String,
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(TokenConfig {
+        token_ttl: f
+            .token_ttl
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
+        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+    })
+    .unwrap_or(Value::Null)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Create,
+    Lookup,
+    Renew,
+    Revoke,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Create => "token-create",
+            Kind::Lookup => "token-lookup",
+            Kind::Renew => "token-renew",
+            Kind::Revoke => "token-revoke",
+        }
+    }
+}
+
+fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: TokenConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    check_token_settings(&config.token_ttl, &config.token_type)?;
+    if kind != Kind::Create && config.token_type == "batch" {
+        return Err(format!(
+            "{} works on service tokens (batch tokens are neither renewable nor revocable): leave --token-type out",
+            kind.name()
+        ));
+    }
+    Ok(Box::new(TokenOp {
+        kind,
+        config,
+        policy: None,
+        parent: None,
+        child: String::new(),
+    }))
+}
+
+fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Create, v)
+}
+
+fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Lookup, v)
+}
+
+fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Renew, v)
+}
+
+fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Revoke, v)
+}
+
+/// The parent token: its secret (for requests, never printed) and its accessor (for
+/// messages and revocation).
+struct Parent {
+    token: String,
+    accessor: String,
+}
+
+struct TokenOp {
+    kind: Kind,
+    config: TokenConfig,
+    /// The policy's name, as soon as it may exist.
+    policy: Option<String>,
+    parent: Option<Parent>,
+    /// The child token lookup and renew use.
+    child: String,
+}
+
+const POLICY: &str = r#"
+path "auth/token/create" { capabilities = ["create", "update"] }
+path "auth/token/lookup-self" { capabilities = ["read"] }
+path "auth/token/renew-self" { capabilities = ["update"] }
+path "auth/token/revoke" { capabilities = ["update"] }
+"#;
+
+impl TokenOp {
+    fn child_body(&self, ttl: &str, kind: &str) -> Value {
+        json!({
+            "policies": ["default"],
+            "ttl": ttl,
+            "type": kind,
+            "renewable": true,
+            "display_name": "vblast",
+        })
+    }
+
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let policy = random_name("vblast-token-");
+        self.policy = Some(policy.clone());
+        call(
+            client,
+            "PUT",
+            &format!("/v1/sys/policies/acl/{policy}"),
+            Some(&json!({ "policy": POLICY })),
+            &format!("writing policy '{policy}'"),
+        )?;
+        let what = "creating the parent token".to_string();
+        let v = call(
+            client,
+            "POST",
+            "/v1/auth/token/create",
+            Some(&json!({
+                "policies": [policy],
+                "ttl": PARENT_TTL,
+                "display_name": "vblast-parent",
+            })),
+            &what,
+        )?;
+        let token = json_str(&v, "auth.client_token", &what)?;
+        let accessor = json_str(&v, "auth.accessor", &what)?;
+        self.parent = Some(Parent {
+            token: token.clone(),
+            accessor,
+        });
+        if matches!(self.kind, Kind::Lookup | Kind::Renew) {
+            // Lives as long as the parent unless renewed down to --token-ttl.
+            let mut as_parent = client.clone_fresh().with_token(&token);
+            let what = "creating the child token".to_string();
+            let v = call(
+                &mut as_parent,
+                "POST",
+                "/v1/auth/token/create",
+                Some(&self.child_body(PARENT_TTL, "service")),
+                &what,
+            )?;
+            self.child = json_str(&v, "auth.client_token", &what)?;
+        }
+        Ok(())
+    }
+}
+
+impl TokenOp {
+    /// A child token made by the parent.
+    fn create_request(&self, parent: &str, name: &str) -> Operation {
+        let body = self.child_body(&self.config.token_ttl, &self.config.token_type);
+        Operation::new(
+            name,
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit("/v1/auth/token/create")],
+                headers: vec![
+                    ("X-Vault-Token".into(), parent.into()),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: Some(vec![Piece::lit(body.to_string())]),
+                captured_headers: vec![],
+            },
+        )
+    }
+}
+
+impl VaultOp for TokenOp {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, self.kind.name())
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, self.kind.name())?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operations(&self) -> Vec<Operation> {
+        if self.kind != Kind::Revoke {
+            return vec![self.operation()];
+        }
+        let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
+        let mut revoke = Operation::new(
+            self.kind.name(),
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit("/v1/auth/token/revoke")],
+                headers: vec![
+                    ("X-Vault-Token".into(), parent.into()),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: Some(vec![
+                    Piece::lit(r#"{"token":""#),
+                    Piece::Captured { slot: REVOKE_SLOT },
+                    Piece::lit(r#""}"#),
+                ]),
+                captured_headers: vec![],
+            },
+        );
+        revoke.needs = Some(REVOKE_SLOT);
+        revoke.consumes = true;
+        let mut create = self.create_request(parent, "token-revoke/create");
+        create.weight = 0;
+        create.capture = Some(Capture {
+            slot: REVOKE_SLOT,
+            path: vec!["auth".into(), "client_token".into()],
+        });
+        vec![revoke, create]
+    }
+
+    fn operation(&self) -> Operation {
+        let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
+        if matches!(self.kind, Kind::Create | Kind::Revoke) {
+            let mut op = self.create_request(parent, self.kind.name());
+            op.expect = Some(Expect::present("auth.client_token"));
+            return op;
+        }
+        let json = ("Content-Type".to_string(), "application/json".to_string());
+        let (method, path, token, body, expect) = match self.kind {
+            Kind::Create | Kind::Revoke | Kind::Lookup => (
+                "GET",
+                "/v1/auth/token/lookup-self",
+                self.child.as_str(),
+                None,
+                "data.accessor",
+            ),
+            Kind::Renew => (
+                "POST",
+                "/v1/auth/token/renew-self",
+                self.child.as_str(),
+                Some(json!({ "increment": self.config.token_ttl }).to_string()),
+                "auth.client_token",
+            ),
+        };
+        let mut headers = vec![("X-Vault-Token".to_string(), token.to_string())];
+        if body.is_some() {
+            headers.push(json);
+        }
+        let mut op = Operation::new(
+            self.kind.name(),
+            RequestSpec {
+                method: method.into(),
+                path: vec![Piece::lit(path)],
+                headers,
+                body: body.map(|b| vec![Piece::lit(b)]),
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(Expect::present(expect));
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.parent {
+            out.push(Created {
+                what: format!(
+                    "parent token (accessor {}) and its child tokens",
+                    p.accessor
+                ),
+                remove_with: format!("vault token revoke -accessor {}", p.accessor),
+            });
+        }
+        if let Some(policy) = &self.policy {
+            out.push(Created {
+                what: format!("policy '{policy}'"),
+                remove_with: format!("vault policy delete {policy}"),
+            });
+        }
+        out
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(p) = &self.parent {
+            call(
+                client,
+                "POST",
+                "/v1/auth/token/revoke-accessor",
+                Some(&json!({ "accessor": p.accessor })),
+                "revoking the parent token",
+            )?;
+            self.parent = None;
+        }
+        if let Some(policy) = &self.policy {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/sys/policies/acl/{policy}"),
+                None,
+                &format!("deleting policy '{policy}'"),
+            )?;
+            self.policy = None;
+        }
+        Ok(())
+    }
+}

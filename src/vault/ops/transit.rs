@@ -1,0 +1,382 @@
+//! The transit family: `transit-encrypt`, `transit-decrypt`, `transit-sign`,
+//! `transit-verify`, `transit-hmac`. Setup enables transit at a fresh mount
+//! (`vblast-transit-xxxxxxxx`) and creates the key `vblast` of `--key-type`; decrypt and
+//! verify get a ciphertext or signature made at setup. Every answer is checked: a
+//! ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a
+//! verify saying `valid: true`. Cleanup disables the mount.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
+};
+use crate::capture::Expect;
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// The key vblast creates.
+pub const KEY: &str = "vblast";
+/// Plaintext bytes per request unless `--payload-size` says otherwise.
+pub const DEFAULT_PAYLOAD: usize = 128;
+/// Key types vblast accepts: (name, whether it signs, whether it encrypts).
+const KEY_TYPES: &[(&str, bool, bool)] = &[
+    ("aes128-gcm96", false, true),
+    ("aes256-gcm96", false, true),
+    ("chacha20-poly1305", false, true),
+    ("ecdsa-p256", true, false),
+    ("ecdsa-p384", true, false),
+    ("ed25519", true, false),
+    ("rsa-2048", true, true),
+    ("rsa-3072", true, true),
+    ("rsa-4096", true, true),
+];
+
+const OPTIONS: &[(&str, &str)] = &[
+    (
+        "--key-type TYPE",
+        "aes256-gcm96 (encrypt, decrypt, hmac), ecdsa-p256 (sign, verify), ed25519, rsa-2048, ...",
+    ),
+    (
+        "--payload-size BYTES",
+        "plaintext or input bytes per request (default 128)",
+    ),
+];
+
+macro_rules! op_info {
+    ($const:ident, $name:literal, $about:literal, $build:ident) => {
+        pub const $const: OpInfo = OpInfo {
+            name: $name,
+            about: $about,
+            options: OPTIONS,
+            config_from_flags,
+            build: $build,
+        };
+    };
+}
+
+op_info!(
+    ENCRYPT,
+    "transit-encrypt",
+    "POST <mount>/encrypt/vblast; the answer must hold a ciphertext",
+    build_encrypt
+);
+op_info!(
+    DECRYPT,
+    "transit-decrypt",
+    "POST <mount>/decrypt/vblast of a ciphertext made at setup; the plaintext must match",
+    build_decrypt
+);
+op_info!(
+    SIGN,
+    "transit-sign",
+    "POST <mount>/sign/vblast (an asymmetric --key-type, default ecdsa-p256)",
+    build_sign
+);
+op_info!(
+    VERIFY,
+    "transit-verify",
+    "POST <mount>/verify/vblast of a signature made at setup; it must be valid",
+    build_verify
+);
+op_info!(
+    HMAC,
+    "transit-hmac",
+    "POST <mount>/hmac/vblast; the answer must hold an HMAC",
+    build_hmac
+);
+
+/// The family's config (vault-benchmark's transit `type` and payload size).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransitConfig {
+    /// None: the default of the operation (aes256-gcm96, or ecdsa-p256 to sign).
+    pub key_type: Option<String>,
+    pub payload_size: usize,
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(TransitConfig {
+        key_type: f.key_type.clone(),
+        payload_size: f.payload_size.unwrap_or(DEFAULT_PAYLOAD),
+    })
+    .unwrap_or(Value::Null)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Encrypt,
+    Decrypt,
+    Sign,
+    Verify,
+    Hmac,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Encrypt => "transit-encrypt",
+            Kind::Decrypt => "transit-decrypt",
+            Kind::Sign => "transit-sign",
+            Kind::Verify => "transit-verify",
+            Kind::Hmac => "transit-hmac",
+        }
+    }
+    fn signs(self) -> bool {
+        matches!(self, Kind::Sign | Kind::Verify)
+    }
+}
+
+fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let c: TransitConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    let key_type = c.key_type.clone().unwrap_or_else(|| {
+        if kind.signs() {
+            "ecdsa-p256".into()
+        } else {
+            "aes256-gcm96".into()
+        }
+    });
+    let Some(&(_, signs, encrypts)) = KEY_TYPES.iter().find(|k| k.0 == key_type) else {
+        let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
+        return Err(format!(
+            "key type '{key_type}' is not one of {}",
+            names.join(", ")
+        ));
+    };
+    if kind.signs() && !signs {
+        return Err(format!(
+            "a {key_type} key cannot sign: choose ecdsa-p256, ed25519 or rsa-2048"
+        ));
+    }
+    if matches!(kind, Kind::Encrypt | Kind::Decrypt) && !encrypts {
+        return Err(format!(
+            "a {key_type} key cannot encrypt: choose aes256-gcm96, chacha20-poly1305 or rsa-2048"
+        ));
+    }
+    if c.payload_size == 0 || c.payload_size > 16 * 1024 * 1024 {
+        return Err(format!(
+            "payload size {} is not between 1 byte and 16 MiB",
+            c.payload_size
+        ));
+    }
+    if kind == Kind::Encrypt && key_type.starts_with("rsa-") {
+        // RSA-OAEP encrypts at most the key's bytes less 66 (SHA-256 padding).
+        let bits: usize = key_type[4..].parse().unwrap_or(2048);
+        let most = bits / 8 - 66;
+        if c.payload_size > most {
+            return Err(format!(
+                "a {key_type} key encrypts at most {most} bytes: lower --payload-size"
+            ));
+        }
+    }
+    Ok(Box::new(Transit {
+        kind,
+        key_type,
+        payload: payload(c.payload_size),
+        mount: None,
+        made: String::new(),
+    }))
+}
+
+fn build_encrypt(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Encrypt, v)
+}
+fn build_decrypt(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Decrypt, v)
+}
+fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Sign, v)
+}
+fn build_verify(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Verify, v)
+}
+fn build_hmac(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    build(Kind::Hmac, v)
+}
+
+/// `size` bytes of plaintext, base64-encoded as transit takes it.
+pub fn payload(size: usize) -> String {
+    let bytes = super::kv::secret_value(size, 0x7A5);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+struct Transit {
+    kind: Kind,
+    key_type: String,
+    /// Base64 plaintext or input.
+    payload: String,
+    /// The mount, as soon as it may exist.
+    mount: Option<String>,
+    /// The ciphertext (decrypt) or signature (verify) made at setup.
+    made: String,
+}
+
+impl Transit {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let mount = random_name("vblast-transit-");
+        self.mount = Some(mount.clone());
+        call(
+            client,
+            "POST",
+            &format!("/v1/sys/mounts/{mount}"),
+            Some(&json!({"type": "transit", "description": "vblast load test (temporary)"})),
+            &format!("enabling transit at '{mount}'"),
+        )
+        .inspect_err(|_| self.mount = None)?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/keys/{KEY}"),
+            Some(&json!({ "type": self.key_type })),
+            &format!("creating {} key '{KEY}' in '{mount}'", self.key_type),
+        )?;
+        match self.kind {
+            Kind::Decrypt => {
+                let what = "encrypting the plaintext decrypt sends back".to_string();
+                let v = call(
+                    client,
+                    "POST",
+                    &format!("/v1/{mount}/encrypt/{KEY}"),
+                    Some(&json!({ "plaintext": self.payload })),
+                    &what,
+                )?;
+                self.made = json_str(&v, "data.ciphertext", &what)?;
+            }
+            Kind::Verify => {
+                let what = "signing the input verify checks".to_string();
+                let v = call(
+                    client,
+                    "POST",
+                    &format!("/v1/{mount}/sign/{KEY}"),
+                    Some(&json!({ "input": self.payload })),
+                    &what,
+                )?;
+                self.made = json_str(&v, "data.signature", &what)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl VaultOp for Transit {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, self.kind.name())
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, self.kind.name())?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let mount = self.mount.as_deref().unwrap_or("unset");
+        let (verb, body, expect) = match self.kind {
+            Kind::Encrypt => (
+                "encrypt",
+                json!({ "plaintext": self.payload }),
+                Expect::present("data.ciphertext"),
+            ),
+            Kind::Decrypt => (
+                "decrypt",
+                json!({ "ciphertext": self.made }),
+                Expect::equals("data.plaintext", format!("\"{}\"", self.payload)),
+            ),
+            Kind::Sign => (
+                "sign",
+                json!({ "input": self.payload }),
+                Expect::present("data.signature"),
+            ),
+            Kind::Verify => (
+                "verify",
+                json!({ "input": self.payload, "signature": self.made }),
+                Expect::equals("data.valid", "true"),
+            ),
+            Kind::Hmac => (
+                "hmac",
+                json!({ "input": self.payload }),
+                Expect::present("data.hmac"),
+            ),
+        };
+        let mut op = Operation::new(
+            self.kind.name(),
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit(format!("/v1/{mount}/{verb}/{KEY}"))],
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(vec![Piece::lit(body.to_string())]),
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(expect);
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        match &self.mount {
+            Some(m) => vec![Created {
+                what: format!("transit mount '{m}'"),
+                remove_with: format!("vault secrets disable {m}"),
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(m) = &self.mount {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/sys/mounts/{m}"),
+                None,
+                &format!("disabling transit mount '{m}'"),
+            )?;
+        }
+        self.mount = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(key_type: Option<&str>, size: usize) -> Value {
+        json!({ "key_type": key_type, "payload_size": size })
+    }
+
+    #[test]
+    fn key_types_fit_the_operation() {
+        assert!(build_encrypt(&cfg(None, 16)).is_ok());
+        assert!(build_sign(&cfg(None, 16)).is_ok());
+        assert!(build_verify(&cfg(Some("ed25519"), 16)).is_ok());
+        let e = build_sign(&cfg(Some("aes256-gcm96"), 16)).err().unwrap();
+        assert!(e.contains("cannot sign"), "{e}");
+        let e = build_decrypt(&cfg(Some("ed25519"), 16)).err().unwrap();
+        assert!(e.contains("cannot encrypt"), "{e}");
+        let e = build_hmac(&cfg(Some("des"), 16)).err().unwrap();
+        assert!(
+            e.contains("not one of") && e.contains("aes256-gcm96"),
+            "{e}"
+        );
+        assert!(build_encrypt(&cfg(Some("rsa-2048"), 190)).is_ok());
+        assert!(build_encrypt(&cfg(Some("rsa-2048"), 191)).is_err());
+        assert!(build_encrypt(&cfg(None, 0)).is_err());
+    }
+
+    #[test]
+    fn payloads_have_the_size_asked_for() {
+        for size in [1, 3, 128, 1000] {
+            let b = base64::engine::general_purpose::STANDARD
+                .decode(payload(size))
+                .unwrap();
+            assert_eq!(b.len(), size);
+        }
+    }
+}
