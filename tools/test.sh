@@ -24,7 +24,10 @@ start=$SECONDS
 # timeout runs the tests in a process group of their own (the servers they start too), and
 # on expiry signals the whole group: TERM, then KILL 30 s later. Ctrl-C is passed on to that
 # group, which is not the terminal's.
-timeout --kill-after=30s "$limit" cargo test --release -- --test-threads=2 "$@" &
+# Its output also goes to a log, whose "test result:" lines give the closing total.
+log="$(mktemp "${TMPDIR:-/tmp}/vblast-test.XXXXXX")"
+timeout --kill-after=30s "$limit" cargo test --release -- --test-threads=2 "$@" \
+    > >(tee "$log") &
 pid=$!
 trap 'kill -INT -- "-$pid" 2>/dev/null || true' INT
 trap 'kill -TERM -- "-$pid" 2>/dev/null || true' TERM
@@ -42,4 +45,9 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     exit 124
 fi
 echo "test: tests took ${elapsed}s (exit $rc)" >&2
+# One closing line over every test binary (cargo's own last line is the doc-tests' count).
+sleep 0.2
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i;
+     if ($(i+1) ~ /^failed/) f += $i } } END { printf "%d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
 exit "$rc"
