@@ -78,12 +78,9 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// What to print and which files to save: the same for a run and for saved results.
 #[derive(Args, Debug)]
-pub struct ReportArgs {
-    /// Results files written by `vblast ... --output FILE`.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-
+pub struct OutputArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -92,7 +89,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub latency: bool,
 
-    /// Save the merged results to this file.
+    /// Save the results file (every key of the JSON report, and what merging needs).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
 
@@ -111,6 +108,16 @@ pub struct ReportArgs {
     /// Interval of --hlog, whole seconds.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
     pub hlog_interval: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files written by `vblast ... --output FILE`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Args, Debug)]
@@ -236,33 +243,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
 
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-
-    /// Also save the JSON result to this file.
-    #[arg(short = 'o', long)]
-    pub output: Option<PathBuf>,
-
-    /// Print the latency percentiles and the HdrHistogram percentile spectrum.
-    #[arg(long)]
-    pub latency: bool,
-
-    /// Save the latency percentile spectrum (HdrHistogram text format) to this file.
-    #[arg(long)]
-    pub hgrm: Option<PathBuf>,
-
-    /// Save ab -e's CSV (time in ms within which each percentage 0..100 was served).
-    #[arg(long, value_name = "FILE")]
-    pub ab_csv: Option<PathBuf>,
-
-    /// Save an HdrHistogram interval log (.hlog): corrected and uncorrected latency per interval.
-    #[arg(long, value_name = "FILE")]
-    pub hlog: Option<PathBuf>,
-
-    /// Interval of --hlog, whole seconds.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
-    pub hlog_interval: u64,
+    #[command(flatten)]
+    pub out: OutputArgs,
 
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]

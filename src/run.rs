@@ -78,19 +78,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         step.started_at,
     );
     let summary = results.summary();
-    let written = crate::report_command::deliver(
-        &summary,
-        &results,
-        &crate::report_command::Outputs {
-            format: cli.format,
-            latency: cli.latency,
-            output: cli.output.as_deref(),
-            hgrm: cli.hgrm.as_deref(),
-            ab_csv: cli.ab_csv.as_deref(),
-            hlog: cli.hlog.as_deref(),
-            hlog_interval: cli.hlog_interval,
-        },
-    );
+    let written = crate::report_command::deliver(&summary, &results, &cli.out);
     if let Some(s) = interrupted {
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");

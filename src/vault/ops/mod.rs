@@ -245,6 +245,36 @@ pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, Stri
 }
 
 /// Refuses `--no-setup` for operations that cannot run without their fixture.
+/// `created()` of an operation whose setup enabled a fresh secrets engine at `mount`.
+pub(crate) fn mount_created(kind: &str, mount: Option<&str>) -> Vec<Created> {
+    mount
+        .map(|m| Created {
+            what: format!("{kind} mount '{m}'"),
+            remove_with: format!("vault secrets disable {m}"),
+        })
+        .into_iter()
+        .collect()
+}
+
+/// `cleanup()` of such an operation: disables the mount (once).
+pub(crate) fn disable_mount(
+    client: &mut Client,
+    kind: &str,
+    mount: &mut Option<String>,
+) -> Result<(), String> {
+    if let Some(m) = mount.as_deref() {
+        call(
+            client,
+            "DELETE",
+            &format!("/v1/sys/mounts/{m}"),
+            None,
+            &format!("disabling {kind} mount '{m}'"),
+        )?;
+    }
+    *mount = None;
+    Ok(())
+}
+
 pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
     if ctx.no_setup {
         return Err(Error::Input(format!(

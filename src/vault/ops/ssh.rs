@@ -8,7 +8,10 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, needs_setup, random_name};
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
+    random_name,
+};
 use crate::capture::Expect;
 use crate::error::Error;
 use crate::signals::Stop;
@@ -136,27 +139,11 @@ impl VaultOp for Ssh {
     }
 
     fn created(&self) -> Vec<Created> {
-        match &self.mount {
-            Some(m) => vec![Created {
-                what: format!("ssh mount '{m}'"),
-                remove_with: format!("vault secrets disable {m}"),
-            }],
-            None => Vec::new(),
-        }
+        mount_created("ssh", self.mount.as_deref())
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
-        if let Some(m) = &self.mount {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/mounts/{m}"),
-                None,
-                &format!("disabling ssh mount '{m}'"),
-            )?;
-        }
-        self.mount = None;
-        Ok(())
+        disable_mount(client, "ssh", &mut self.mount)
     }
 }
 

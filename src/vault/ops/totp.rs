@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, needs_setup, random_name};
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
+    random_name,
+};
 use crate::capture::Expect;
 use crate::error::Error;
 use crate::signals::Stop;
@@ -99,26 +102,10 @@ impl VaultOp for Totp {
     }
 
     fn created(&self) -> Vec<Created> {
-        match &self.mount {
-            Some(m) => vec![Created {
-                what: format!("totp mount '{m}'"),
-                remove_with: format!("vault secrets disable {m}"),
-            }],
-            None => Vec::new(),
-        }
+        mount_created("totp", self.mount.as_deref())
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
-        if let Some(m) = &self.mount {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/mounts/{m}"),
-                None,
-                &format!("disabling totp mount '{m}'"),
-            )?;
-        }
-        self.mount = None;
-        Ok(())
+        disable_mount(client, "totp", &mut self.mount)
     }
 }

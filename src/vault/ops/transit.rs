@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, json_str, mount_created,
+    needs_setup, random_name,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -319,27 +320,11 @@ impl VaultOp for Transit {
     }
 
     fn created(&self) -> Vec<Created> {
-        match &self.mount {
-            Some(m) => vec![Created {
-                what: format!("transit mount '{m}'"),
-                remove_with: format!("vault secrets disable {m}"),
-            }],
-            None => Vec::new(),
-        }
+        mount_created("transit", self.mount.as_deref())
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
-        if let Some(m) = &self.mount {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/mounts/{m}"),
-                None,
-                &format!("disabling transit mount '{m}'"),
-            )?;
-        }
-        self.mount = None;
-        Ok(())
+        disable_mount(client, "transit", &mut self.mount)
     }
 }
 
