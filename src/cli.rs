@@ -250,6 +250,11 @@ pub struct RunArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
+    /// Progress once a second as plain lines on stderr even when it is not a terminal (CI
+    /// logs); single-process runs.
+    #[arg(long)]
+    pub progress: bool,
+
     /// Exit 0 even when requests failed.
     #[arg(long)]
     pub allow_errors: bool,

@@ -1,21 +1,27 @@
-//! The live progress line on stderr while a run goes on: elapsed time, requests, the
-//! current rate and failures, once a second, only when stderr is a terminal.
+//! Progress on stderr while a run goes on: elapsed time, requests, the current rate and
+//! failures, once a second: one line redrawn in place when stderr is a terminal, or, with
+//! `--progress`, one plain line per second for logs (CI). Fed by the event-loop threads'
+//! totals over a channel they never wait on, so it cannot slow the engine.
 
 use crate::engine;
 
-/// The live progress line on stderr, when stderr is a terminal (not with --quiet).
+/// The progress display (nothing with --quiet).
 pub struct Live {
     enabled: bool,
+    /// Plain lines (stderr is not a terminal and --progress was given).
+    lines: bool,
     start: std::time::Instant,
     last: std::sync::Mutex<(std::time::Instant, u64)>,
 }
 
 impl Live {
-    pub fn new(quiet: bool) -> Live {
+    pub fn new(quiet: bool, progress: bool) -> Live {
         use std::io::IsTerminal;
         let now = std::time::Instant::now();
+        let terminal = std::io::stderr().is_terminal();
         Live {
-            enabled: !quiet && std::io::stderr().is_terminal(),
+            enabled: !quiet && (terminal || progress),
+            lines: !terminal,
             start: now,
             last: std::sync::Mutex::new((now, 0)),
         }
@@ -38,15 +44,21 @@ impl Live {
         }
         let rate = (requests.saturating_sub(last.1)) as f64 / dt;
         *last = (now, requests);
-        eprint!(
-            "\r\x1b[2K  {:>5.0}s  {requests} requests  {rate:.0} req/s  {} failed",
-            now.duration_since(self.start).as_secs_f64(),
-            requests - ok
-        );
+        let elapsed = now.duration_since(self.start).as_secs_f64();
+        let failed = requests - ok;
+        if self.lines {
+            eprintln!(
+                "progress: {elapsed:.0}s {requests} requests {rate:.0} req/s {failed} failed"
+            );
+        } else {
+            eprint!(
+                "\r\x1b[2K  {elapsed:>5.0}s  {requests} requests  {rate:.0} req/s  {failed} failed"
+            );
+        }
     }
 
     pub fn clear(&self) {
-        if self.enabled {
+        if self.enabled && !self.lines {
             eprint!("\r\x1b[2K");
         }
     }

@@ -430,3 +430,33 @@ fn a_mount_whose_creation_timed_out_is_removed_or_named() {
         out.show()
     );
 }
+
+/// `--progress`: one plain line per second on stderr when it is not a terminal (CI logs);
+/// none without it.
+#[test]
+fn progress_lines_for_logs() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let out = run(url_cmd(&["-c", "2", "-z", "3500ms", "--progress", &url]));
+    out.assert_code(0);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert!(lines.len() >= 2, "{}", out.show());
+    for l in &lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert!(
+            f.len() == 8 && f[1].ends_with('s') && f[3] == "requests" && f[7] == "failed",
+            "{l}"
+        );
+    }
+    assert!(
+        !out.stderr.contains('\r'),
+        "plain lines, no terminal redraws"
+    );
+    let out = run(url_cmd(&["-c", "2", "-z", "2s", &url]));
+    out.assert_code(0);
+    assert!(!out.stderr.contains("progress"), "{}", out.show());
+}
