@@ -328,6 +328,13 @@ impl<'de> Deserialize<'de> for Timeline {
         let rows: Vec<(u64, SecondWire)> = Vec::deserialize(d)?;
         let mut closed = Vec::with_capacity(rows.len());
         for (i, w) in rows {
+            // A report makes a row for every second up to the last: refuse indices no run
+            // can have, rather than building billions of rows from a corrupt file.
+            if i >= TIMELINE_MAX_SECONDS {
+                return Err(serde::de::Error::custom(format!(
+                    "timeline second {i} is beyond the longest run kept ({TIMELINE_MAX_SECONDS} s)"
+                )));
+            }
             // Checked one at a time: a bad histogram is an error, not a silent zero.
             Hist::from_base64(&w.latency).map_err(serde::de::Error::custom)?;
             let service = match w.service {
@@ -594,6 +601,10 @@ mod tests {
             serde_json::to_string(&c).unwrap(),
             serde_json::to_string(&a).unwrap()
         );
+        // A second no run can have is an error, not billions of report rows.
+        let far = wire.replacen("[[1,", "[[86400000000,", 1);
+        assert_ne!(far, wire);
+        assert!(serde_json::from_str::<Timeline>(&far).is_err());
         // A corrupt histogram on the wire is an error.
         let bad = wire.replacen("\"latency\":\"", "\"latency\":\"!!", 1);
         assert!(serde_json::from_str::<Timeline>(&bad).is_err());
