@@ -637,17 +637,14 @@ impl Worker<'_> {
         if r.first_byte
             && let Some(req) = c.req
             && req.measured
-            && (c.served == 0 || !self.plan.keepalive)
         {
-            let us = now.saturating_duration_since(req.sent).as_micros() as u64;
-            self.stats.ttfb.record(us);
-        }
-        if r.first_byte
-            && let Some(req) = c.req
-            && req.measured
-        {
+            // Every request's wait for its first byte (ab's "Waiting"); ttfb is that of
+            // each connection's first request (or of every one without keep-alive).
             let us = now.saturating_duration_since(req.sent).as_micros() as u64;
             self.stats.waiting.record(us);
+            if c.served == 0 || !self.plan.keepalive {
+                self.stats.ttfb.record(us);
+            }
         }
         if r.extra {
             // Bytes nobody asked for: this connection cannot be trusted.

@@ -339,6 +339,38 @@ pub fn fmt_ms(v: f64) -> String {
     }
 }
 
+/// The first lines of the text and verbose reports: target, load and model, and whether the
+/// run was stopped early.
+pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let r = &s.run;
+    let model = match r.target_rate {
+        Some(rate) => format!("open model, target {rate} req/s"),
+        None => "closed model".to_string(),
+    };
+    let processes = if r.processes > 1 {
+        format!(" in {} processes", r.processes)
+    } else {
+        String::new()
+    };
+    let connections = if r.keepalive {
+        "keep-alive"
+    } else {
+        "new connection per request"
+    };
+    writeln!(
+        o,
+        "Target: {}  ({} connections, {} threads{processes}, {connections}, {model})",
+        r.target, r.connections, r.threads
+    )?;
+    if r.interrupted {
+        writeln!(
+            o,
+            "Interrupted: the figures below cover the run up to the stop."
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

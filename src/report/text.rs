@@ -7,35 +7,7 @@ use super::{Percentiles, Summary, fmt_ms};
 
 /// Writes the terse table and what follows it.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
-    let r = &s.run;
-    let model = match r.target_rate {
-        Some(rate) => format!("open model, target {rate} req/s"),
-        None => "closed model".to_string(),
-    };
-    writeln!(
-        o,
-        "Target: {}  ({} connections, {} threads{}, {}, {})",
-        r.target,
-        r.connections,
-        r.threads,
-        if r.processes > 1 {
-            format!(" in {} processes", r.processes)
-        } else {
-            String::new()
-        },
-        if r.keepalive {
-            "keep-alive"
-        } else {
-            "new connection per request"
-        },
-        model
-    )?;
-    if r.interrupted {
-        writeln!(
-            o,
-            "Interrupted: the figures below cover the run up to the stop."
-        )?;
-    }
+    super::write_header(s, o)?;
     writeln!(o)?;
     let open = s.is_open();
     write!(

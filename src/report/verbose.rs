@@ -25,34 +25,7 @@ fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> 
 
 /// Writes the verbose report.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
-    let r = &s.run;
-    writeln!(
-        o,
-        "Target: {}  ({} connections, {} threads{}, {}, {})",
-        r.target,
-        r.connections,
-        r.threads,
-        if r.processes > 1 {
-            format!(" in {} processes", r.processes)
-        } else {
-            String::new()
-        },
-        if r.keepalive {
-            "keep-alive"
-        } else {
-            "new connection per request"
-        },
-        match r.target_rate {
-            Some(rate) => format!("open model, target {rate} req/s"),
-            None => "closed model".to_string(),
-        }
-    )?;
-    if r.interrupted {
-        writeln!(
-            o,
-            "Interrupted: the figures below cover the run up to the stop."
-        )?;
-    }
+    super::write_header(s, o)?;
     let open = s.is_open();
     let latency_label = if open { "Corrected" } else { "Latency" };
     for op in &s.ops {
@@ -138,6 +111,6 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     writeln!(
         o,
         "  {:<W$}{:.3}s, {:.3}s",
-        "Setup, cleanup [time]", r.setup_s, r.cleanup_s
+        "Setup, cleanup [time]", s.run.setup_s, s.run.cleanup_s
     )
 }

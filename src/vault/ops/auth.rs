@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
-    random_secret,
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_auth, json_str, needs_setup,
+    random_name, random_secret,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -226,17 +226,7 @@ impl VaultOp for Login {
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
-        if let Some(p) = &self.path {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/auth/{p}"),
-                None,
-                &format!("disabling auth path '{p}'"),
-            )?;
-        }
-        self.path = None;
-        Ok(())
+        disable_auth(client, &mut self.path)
     }
 }
 

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, needs_setup, random_name, random_secret,
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
+    random_name, random_secret,
 };
 use crate::capture::{Capture, Expect};
 use crate::error::Error;
@@ -254,26 +255,8 @@ impl VaultOp for LoginRead {
     }
 
     fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
-        if let Some(p) = &self.path {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/auth/{p}"),
-                None,
-                &format!("disabling auth path '{p}'"),
-            )?;
-            self.path = None;
-        }
-        if let Some(policy) = &self.policy {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/policies/acl/{policy}"),
-                None,
-                &format!("deleting policy '{policy}'"),
-            )?;
-            self.policy = None;
-        }
+        disable_auth(client, &mut self.path)?;
+        delete_policy(client, &mut self.policy)?;
         self.kv.cleanup(client, stop)
     }
 }

@@ -275,6 +275,40 @@ pub(crate) fn disable_mount(
     Ok(())
 }
 
+/// `cleanup()` of an operation whose setup enabled an auth method at `path`: disables it
+/// (which also revokes every token its logins made), once.
+pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), String> {
+    if let Some(p) = path.as_deref() {
+        call(
+            client,
+            "DELETE",
+            &format!("/v1/sys/auth/{p}"),
+            None,
+            &format!("disabling auth path '{p}'"),
+        )?;
+    }
+    *path = None;
+    Ok(())
+}
+
+/// Deletes an ACL policy setup wrote, once.
+pub(crate) fn delete_policy(
+    client: &mut Client,
+    policy: &mut Option<String>,
+) -> Result<(), String> {
+    if let Some(p) = policy.as_deref() {
+        call(
+            client,
+            "DELETE",
+            &format!("/v1/sys/policies/acl/{p}"),
+            None,
+            &format!("deleting policy '{p}'"),
+        )?;
+    }
+    *policy = None;
+    Ok(())
+}
+
 pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
     if ctx.no_setup {
         return Err(Error::Input(format!(

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, json_str, needs_setup, random_name,
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, json_str, needs_setup,
+    random_name,
 };
 use crate::capture::{Capture, Expect};
 use crate::error::Error;
@@ -358,16 +359,6 @@ impl VaultOp for TokenOp {
             )?;
             self.parent = None;
         }
-        if let Some(policy) = &self.policy {
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/sys/policies/acl/{policy}"),
-                None,
-                &format!("deleting policy '{policy}'"),
-            )?;
-            self.policy = None;
-        }
-        Ok(())
+        delete_policy(client, &mut self.policy)
     }
 }
