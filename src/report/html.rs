@@ -144,7 +144,11 @@ impl Axis {
                 let max = values.iter().copied().fold(0.0, f64::max);
                 let min = values.iter().copied().fold(0.0, f64::min);
                 let span = if max - min > 0.0 { max - min } else { 1.0 };
-                let step = nice_step(span / 5.0);
+                let mut step = nice_step(span / 5.0);
+                // Counts and seconds: no ticks between whole numbers.
+                if values.iter().all(|v| v.fract() == 0.0) {
+                    step = step.max(1.0);
+                }
                 let lo = (min / step).floor() * step;
                 let hi = ((max / step).ceil() * step).max(lo + step);
                 let mut ticks = Vec::new();
@@ -402,11 +406,24 @@ let len=0;for(const p of c.querySelectorAll('path.series')){len+=p.getTotalLengt
 c.setAttribute('data-drawn',len.toFixed(1));\
 if(!(len>0)){console.error('vblast: chart '+c.id+' drew nothing');}}";
 
+/// The page's Content-Security-Policy: nothing is fetched from anywhere, and the only
+/// script that may run is the self-check (by its hash), so a string from input that
+/// escaped escaping still could not run or load anything (the browser logs the refusal).
+fn content_security_policy() -> String {
+    use base64::Engine as _;
+    let hash = ring::digest::digest(&ring::digest::SHA256, CHECK.as_bytes());
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(hash.as_ref())
+    )
+}
+
 /// The whole document: `body` (HTML, already escaped where needed) under a `<h1>` of
-/// `title`, with the page's style and the self-check script.
+/// `title`, with the page's style, its Content-Security-Policy and the self-check script.
 pub fn page(title: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head>\n<body><h1>{t}</h1>\n{body}\n<script>{CHECK}</script></body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\"><title>{t}</title><style>{STYLE}</style></head>\n<body><h1>{t}</h1>\n{body}\n<script>{CHECK}</script></body></html>\n",
+        csp = content_security_policy(),
         t = escape(title)
     )
 }
