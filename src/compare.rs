@@ -1,12 +1,14 @@
 //! The `compare` command: saved runs side by side (rate, throughput, p50, p99, p99.9, max,
 //! success ratio), each with its ratio against the first run, per operation where the runs
-//! share operations, and what differs in the runs' descriptions.
+//! share operations, and what differs in the runs' descriptions. A thin tail is marked `*`,
+//! with a note of the samples it rests on.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use crate::cli::CompareArgs;
 use crate::error::{Ending, Error};
+use crate::report::tails::{self, mark};
 use crate::report::{Percentiles, Summary, fmt_ms, html};
 use crate::results::Results;
 
@@ -75,6 +77,8 @@ fn name(path: &Path) -> String {
 /// One compared figure: how to read it from a run's figures, how to show it.
 struct Metric {
     label: &'static str,
+    /// The `Percentiles` key of a percentile (thin tails are marked), or "".
+    key: &'static str,
     value: fn(&Figures) -> f64,
     show: fn(f64) -> String,
 }
@@ -90,36 +94,43 @@ struct Figures<'a> {
 const METRICS: [Metric; 7] = [
     Metric {
         label: "rate",
+        key: "",
         value: |f| f.rps,
         show: |v| format!("{v:.2}"),
     },
     Metric {
         label: "throughput",
+        key: "",
         value: |f| f.throughput,
         show: |v| format!("{v:.2}"),
     },
     Metric {
         label: "p50",
+        key: "p50",
         value: |f| f.latency.p50,
         show: fmt_ms,
     },
     Metric {
         label: "p99",
+        key: "p99",
         value: |f| f.latency.p99,
         show: fmt_ms,
     },
     Metric {
         label: "p99.9",
+        key: "p999",
         value: |f| f.latency.p999,
         show: fmt_ms,
     },
     Metric {
         label: "max",
+        key: "",
         value: |f| f.latency.max,
         show: fmt_ms,
     },
     Metric {
         label: "success ratio",
+        key: "",
         value: |f| f.success_ratio * 100.0,
         show: |v| format!("{v:.2}%"),
     },
@@ -135,6 +146,7 @@ fn ratio(v: f64, first: f64) -> String {
 }
 
 fn table(o: &mut dyn Write, title: &str, names: &[&str], figures: &[Figures]) -> io::Result<()> {
+    let mut thin = Vec::new();
     let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(20);
     write!(o, "{title:<14}")?;
     for n in names {
@@ -146,14 +158,23 @@ fn table(o: &mut dyn Write, title: &str, names: &[&str], figures: &[Figures]) ->
         let first = (m.value)(&figures[0]);
         for (i, f) in figures.iter().enumerate() {
             let v = (m.value)(f);
+            let rests_on = f.latency.thin(m.key);
+            if let Some(n) = rests_on {
+                thin.push(format!("{} {} rests on {n}", names[i], m.label));
+            }
+            let shown = mark((m.show)(v), rests_on);
             let cell = if i == 0 {
-                (m.show)(v)
+                shown
             } else {
-                format!("{} ({})", (m.show)(v), ratio(v, first))
+                format!("{shown} ({})", ratio(v, first))
             };
             write!(o, " {cell:>width$}")?;
         }
         writeln!(o)?;
+    }
+    if let Some(note) = tails::note(&thin) {
+        writeln!(o)?;
+        writeln!(o, "{note}")?;
     }
     Ok(())
 }

@@ -55,10 +55,21 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
         failures.push(e);
     }
     if let Some(path) = &o.html {
+        // The file names the results came from (the merged files' when several).
         let name = if results.source.is_empty() {
             "run".to_string()
         } else {
-            results.source.clone()
+            results
+                .source
+                .split(", ")
+                .map(|p| {
+                    std::path::Path::new(p)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| p.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let page = report::html::report(
             &format!("vblast: {}", summary.run.operation),

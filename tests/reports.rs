@@ -332,8 +332,10 @@ fn verbose_value<'a>(text: &'a str, section: &str, label: &str) -> &'a str {
     panic!("no {label} in {section} of\n{text}");
 }
 
-/// A verbose latency cell in milliseconds ("26us", "1.18ms", "1.50s").
+/// A verbose latency cell in milliseconds ("26us", "1.18ms", "1.50s"; a thin tail's
+/// "1.18ms*" too).
 fn cell_ms(c: &str) -> f64 {
+    let c = c.strip_suffix('*').unwrap_or(c);
     if let Some(v) = c.strip_suffix("us") {
         v.parse::<f64>().unwrap() / 1000.0
     } else if let Some(v) = c.strip_suffix("ms") {

@@ -268,7 +268,16 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
                 writeln!(o, " 100%  {:5} (longest request)", round_ms(total.0.max()))?;
             } else {
                 let v = at_rank(total, n * p / 100);
-                writeln!(o, "  {p}%  {:5}", round_ms(v))?;
+                // A thin tail (`tails.rs`) says so after the figure, the way ab's own
+                // 100% line adds "(longest request)".
+                match super::tails::thin(n, p * 10_000) {
+                    Some(above) => writeln!(
+                        o,
+                        "  {p}%  {:5} (thin tail: {above} requests above)",
+                        round_ms(v)
+                    )?,
+                    None => writeln!(o, "  {p}%  {:5}", round_ms(v))?,
+                }
             }
         }
     }

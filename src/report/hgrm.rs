@@ -1,10 +1,11 @@
 //! HdrHistogram's percentile spectrum in its standard text layout (values in
 //! milliseconds), which HdrHistogram's plotter reads: the file `--hgrm` saves, and the
-//! `--latency` view (headline percentiles, then the spectrum of each latency).
+//! `--latency` view (headline percentiles, thin tails marked, then the spectrum of each
+//! latency; the spectrum's layout is HdrHistogram's own and stays unmarked).
 
 use std::io::{self, Write};
 
-use super::{Summary, fmt_ms, ms};
+use super::{Summary, fmt_ms, ms, tails};
 use crate::stats::Hist;
 
 /// The corrected latency's spectrum (what `--hgrm` saves).
@@ -38,26 +39,38 @@ pub fn render_latency(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         write!(o, " {short:>12}")?;
     }
     writeln!(o)?;
-    for (label, q) in [
-        ("50.000%", 0.5),
-        ("75.000%", 0.75),
-        ("90.000%", 0.9),
-        ("99.000%", 0.99),
-        ("99.900%", 0.999),
-        ("99.990%", 0.9999),
-        ("99.999%", 0.99999),
-        ("100.000%", 1.0),
+    let mut thin = Vec::new();
+    for (label, q, ppm) in [
+        ("50.000%", 0.5, 500_000),
+        ("75.000%", 0.75, 750_000),
+        ("90.000%", 0.9, 900_000),
+        ("99.000%", 0.99, 990_000),
+        ("99.900%", 0.999, 999_000),
+        ("99.990%", 0.9999, 999_900),
+        ("99.999%", 0.99999, 999_990),
+        ("100.000%", 1.0, 1_000_000),
     ] {
         write!(o, "  {label:>9}")?;
+        // The views count the same requests: one mark for the row.
+        let rests_on = match ppm {
+            1_000_000 => None,
+            _ => views.first().and_then(|(_, h)| tails::thin(h.0.len(), ppm)),
+        };
         for (_, h) in &views {
             let v = if h.is_empty() {
                 0.0
             } else {
                 ms(h.0.value_at_quantile(q))
             };
-            write!(o, " {:>12}", fmt_ms(v))?;
+            write!(o, " {:>12}", tails::mark(fmt_ms(v), rests_on))?;
         }
         writeln!(o)?;
+        if let Some(n) = rests_on {
+            thin.push(format!("{label} rests on {n}"));
+        }
+    }
+    if let Some(note) = tails::note(&thin) {
+        writeln!(o, "  {note}")?;
     }
     for (name, h) in &views {
         writeln!(o)?;

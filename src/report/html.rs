@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{Percentiles, Summary, fmt_ms, ms};
+use super::{Percentiles, Summary, fmt_ms, ms, tails};
 use crate::stats::Hist;
 
 /// Escapes text for HTML element content and attribute values.
@@ -227,6 +227,12 @@ impl Chart {
     /// The chart as an `<svg class="chart">` element (legend under the plot). A chart
     /// without a single point says so in place of its lines.
     pub fn svg(&self) -> String {
+        self.svg_marked(&[])
+    }
+
+    /// `svg`, with vertical marks: at each `(x, label, color)` a dashed line across the plot
+    /// and its label (the spectrum's start of a thin tail).
+    fn svg_marked(&self, marks: &[(f64, String, usize)]) -> String {
         let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
         let xs: Vec<f64> = self
             .series
@@ -293,6 +299,25 @@ impl Chart {
             (y0 + y1) / 2.0,
             escape(&self.y_label)
         );
+        for (i, (mx, label, color)) in marks.iter().enumerate() {
+            let Some(u) = x.unit(*mx).filter(|u| *u >= x.lo && *u <= x.hi) else {
+                continue;
+            };
+            let px = x.place(u, x0, x1);
+            let color = PALETTE[color % PALETTE.len()];
+            // Labels right of the line, or left of it past the middle.
+            let (tx, anchor) = if px > (x0 + x1) / 2.0 {
+                (px - 4.0, "end")
+            } else {
+                (px + 4.0, "start")
+            };
+            let _ = write!(
+                o,
+                r#"<g class="mark"><line x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{y0}" stroke="{color}" stroke-opacity="0.6" stroke-dasharray="2 3"/><text x="{tx:.1}" y="{:.1}" fill="{color}" text-anchor="{anchor}">{}</text></g>"#,
+                y1 + 14.0 + 14.0 * i as f64,
+                escape(label)
+            );
+        }
         if self.points() == 0 {
             let _ = write!(
                 o,
@@ -456,15 +481,29 @@ pub fn spectrum_points(h: &Hist) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn percentile_cells(p: &Percentiles) -> Vec<String> {
-    [p.mean, p.p50, p.p90, p.p99, p.p999, p.max]
-        .into_iter()
-        .map(fmt_ms)
-        .collect()
+/// Mean, p50, p90, p99, p99.9 and max; thin tails marked `*` and listed in `thin`.
+fn percentile_cells(p: &Percentiles, what: &str, thin: &mut Vec<String>) -> Vec<String> {
+    [
+        (p.mean, "", ""),
+        (p.p50, "p50", "p50"),
+        (p.p90, "p90", "p90"),
+        (p.p99, "p99", "p99"),
+        (p.p999, "p999", "p99.9"),
+        (p.max, "", ""),
+    ]
+    .into_iter()
+    .map(|(v, key, label)| {
+        let rests_on = p.thin(key);
+        if let Some(n) = rests_on {
+            thin.push(format!("{what} {label} rests on {n}"));
+        }
+        tails::mark(fmt_ms(v), rests_on)
+    })
+    .collect()
 }
 
-/// The per-operation and total rows of one run.
-fn summary_rows(run: &str, s: &Summary, rows: &mut Vec<Vec<String>>) {
+/// The per-operation and total rows of one run; thin tails are added to `thin`.
+fn summary_rows(run: &str, s: &Summary, rows: &mut Vec<Vec<String>>, thin: &mut Vec<String>) {
     let open = s.is_open();
     let mut add = |op: &str,
                    requests: u64,
@@ -482,8 +521,18 @@ fn summary_rows(run: &str, s: &Summary, rows: &mut Vec<Vec<String>>) {
             format!("{rps:.2}"),
             format!("{throughput:.2}"),
         ];
-        row.extend(percentile_cells(l));
-        row.push(if open { fmt_ms(sv.p99) } else { "-".into() });
+        let what = if run.is_empty() {
+            op.to_string()
+        } else {
+            format!("{run} {op}")
+        };
+        row.extend(percentile_cells(l, &what, thin));
+        row.push(if open {
+            // The same requests as the latency's p99: listed once.
+            tails::mark(fmt_ms(sv.p99), sv.thin("p99"))
+        } else {
+            "-".into()
+        });
         row.push(format!("{:.2}%", ratio * 100.0));
         rows.push(row);
     };
@@ -618,6 +667,30 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
             });
         }
     }
+    // Where each run's tail turns thin: beyond 1/(1-p) = n/10, fewer than 10 samples lie
+    // above the percentile (`tails.rs`).
+    let marks: Vec<(f64, String, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, run)| !run.summary.latency_hist.is_empty())
+        .map(|(i, run)| {
+            let n = run.summary.latency_hist.0.len();
+            let x = n as f64 / tails::MIN_SAMPLES_ABOVE as f64;
+            let who = if several {
+                format!("{}: ", run.name)
+            } else {
+                String::new()
+            };
+            (
+                x.max(1.0),
+                format!(
+                    "{who}thin tail from here (fewer than {} of {n} samples above)",
+                    tails::MIN_SAMPLES_ABOVE
+                ),
+                i,
+            )
+        })
+        .collect();
     body.push_str("<h2>Latency by percentile</h2>");
     body.push_str(
         &Chart {
@@ -629,7 +702,7 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
             y_scale: Scale::Linear,
             series: spectrum,
         }
-        .svg(),
+        .svg_marked(&marks),
     );
     // The timeline, one second per point.
     let mut rate = Vec::new();
@@ -703,8 +776,9 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     }
     // The summary table.
     let mut rows = Vec::new();
+    let mut thin = Vec::new();
     for run in runs {
-        summary_rows(&run.name, run.summary, &mut rows);
+        summary_rows(&run.name, run.summary, &mut rows, &mut thin);
     }
     body.push_str("<h2>Summary</h2>");
     body.push_str(&table(
@@ -727,6 +801,9 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
         &rows,
         2,
     ));
+    if let Some(note) = tails::note(&thin) {
+        let _ = write!(body, "<p class=\"note thin\">{}</p>", escape(&note));
+    }
     for run in runs {
         let _ = write!(body, "<h2>Run: {}</h2>", escape(&run.name));
         description(run, &mut body);

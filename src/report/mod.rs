@@ -10,6 +10,7 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod tails;
 pub mod text;
 pub mod verbose;
 
@@ -35,6 +36,9 @@ pub struct Percentiles {
     pub p999: f64,
     pub p9999: f64,
     pub max: f64,
+    /// Thin tails (`tails.rs`): the percentile keys above with fewer than 10 samples above
+    /// them, each with how many there are; empty when every percentile is well supported.
+    pub thin_tails: BTreeMap<String, u64>,
 }
 
 /// Microseconds to milliseconds.
@@ -62,7 +66,13 @@ impl Percentiles {
             p999: q(0.999),
             p9999: q(0.9999),
             max: ms(h.max()),
+            thin_tails: tails::of(h.len()),
         }
+    }
+
+    /// Samples above percentile `key` (`"p99"`) when it is a thin tail.
+    pub fn thin(&self, key: &str) -> Option<u64> {
+        self.thin_tails.get(key).copied()
     }
 }
 

@@ -1,8 +1,10 @@
-//! The text report: vault-benchmark's terse table (per operation and total), then the
-//! run's duration, where latency is measured from, connections, status codes and errors.
+//! The text report: vault-benchmark's terse table (per operation and total; a thin tail
+//! marked `*`, with a note of the samples it rests on), then the run's duration, where
+//! latency is measured from, connections, status codes and errors.
 
 use std::io::{self, Write};
 
+use super::tails::mark;
 use super::{Percentiles, Summary, fmt_ms};
 
 /// Writes the terse table and what follows it.
@@ -41,6 +43,24 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         success_ratio: s.success_ratio,
     };
     total.write(o, open)?;
+    // Thin tails among the table's percentiles, with the samples each rests on.
+    let mut thin = Vec::new();
+    // (Service time counts the same requests: its columns are marked alike.)
+    for (name, p) in s
+        .ops
+        .iter()
+        .map(|op| (op.name.as_str(), &op.latency_ms))
+        .chain([("total", &s.latency_ms)])
+    {
+        for (key, label) in [("p95", "95th%"), ("p99", "99th%")] {
+            if let Some(n) = p.thin(key) {
+                thin.push(format!("{name} {label} rests on {n}"));
+            }
+        }
+    }
+    if let Some(note) = super::tails::note(&thin) {
+        writeln!(o, "{note}")?;
+    }
     writeln!(o)?;
     writeln!(
         o,
@@ -133,16 +153,16 @@ impl Row<'_> {
             self.rate,
             self.throughput,
             fmt_ms(self.latency.mean),
-            fmt_ms(self.latency.p95),
-            fmt_ms(self.latency.p99),
+            mark(fmt_ms(self.latency.p95), self.latency.thin("p95")),
+            mark(fmt_ms(self.latency.p99), self.latency.thin("p99")),
             self.success_ratio * 100.0
         )?;
         if open {
             write!(
                 o,
                 "   {:>10} {:>10}",
-                fmt_ms(self.service.p95),
-                fmt_ms(self.service.p99)
+                mark(fmt_ms(self.service.p95), self.service.thin("p95")),
+                mark(fmt_ms(self.service.p99), self.service.thin("p99"))
             )?;
         }
         writeln!(o)

@@ -1,26 +1,50 @@
 //! The verbose report (`--format verbose`, vault-benchmark's word): per operation its
 //! requests, rates, success ratio and latency (min, mean, stdev, 50, 90, 95, 99, 99.9, max;
 //! corrected and service time in the open model), then for the run: bytes in and out, status
-//! codes, the distinct errors with their counts, and the setup and cleanup times.
+//! codes, the distinct errors with their counts, and the setup and cleanup times. A thin
+//! tail (`tails.rs`) is marked `*` and followed by a line of the samples it rests on.
 
 use std::io::{self, Write};
 
+use super::tails::{self, mark};
 use super::{Percentiles, Summary, fmt_ms};
 
 /// Label column width.
 const W: usize = 56;
 
 fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> {
-    let cells = [
+    let keys = ["", "", "", "p50", "p90", "p95", "p99", "p999", ""];
+    let cells: Vec<String> = [
         p.min, p.mean, p.stdev, p.p50, p.p90, p.p95, p.p99, p.p999, p.max,
     ]
-    .map(fmt_ms);
+    .into_iter()
+    .zip(keys)
+    .map(|(v, key)| mark(fmt_ms(v), p.thin(key)))
+    .collect();
     writeln!(
         o,
         "  {:<W$}{}",
         format!("{label} [min, mean, stdev, 50, 90, 95, 99, 99.9, max]"),
         cells.join(", ")
-    )
+    )?;
+    // The thin tails (`*`) and the samples above each.
+    let thin: Vec<String> = tails::KEYS
+        .iter()
+        .filter(|(key, _, _)| keys.contains(key))
+        .filter_map(|(key, _, label)| p.thin(key).map(|n| format!("{label}: {n}")))
+        .collect();
+    if !thin.is_empty() {
+        writeln!(
+            o,
+            "  {:<W$}{}",
+            format!(
+                "* Thin tails [percentile: samples above, under {}]",
+                tails::MIN_SAMPLES_ABOVE
+            ),
+            thin.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes the verbose report.
