@@ -9,6 +9,11 @@ use crate::results::{self, Results};
 
 /// `vblast report FILE...` (alias `review`).
 pub fn run(args: &ReportArgs) -> Ending {
+    if let Some(ending) =
+        crate::sweep::report_if_sweep(&args.files, args.out.format == Format::Json)
+    {
+        return ending;
+    }
     let merged = match results::load(&args.files) {
         Ok(r) => r,
         Err(e) => return Ending::Failed(Error::Input(e)),
