@@ -80,16 +80,26 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
         offered: (spec.model == crate::report::Model::Open).then_some(load as f64),
         achieved: summary.rps,
     };
-    let m = misses(&spec.objectives, &figures);
+    let mut m = misses(&spec.objectives, &figures);
     let error_ratio = if summary.requests == 0 {
         1.0
     } else {
         summary.failed as f64 / summary.requests as f64
     };
-    let verdict = if m.is_empty() {
-        Verdict::Pass
-    } else if error_ratio > spec.max_error_ratio {
+    // Errors above the bound break the step whatever the objective says (one without a
+    // success bound would otherwise pass a server that answers every request with a 500).
+    let broken = error_ratio > spec.max_error_ratio;
+    if broken && summary.requests > 0 {
+        m.push(format!(
+            "errors {:.2}% > --max-error-ratio {}%",
+            error_ratio * 100.0,
+            spec.max_error_ratio * 100.0
+        ));
+    }
+    let verdict = if broken {
         Verdict::Broken
+    } else if m.is_empty() {
+        Verdict::Pass
     } else {
         Verdict::Fail
     };

@@ -71,11 +71,7 @@ pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<(
     let result = match j.verdict {
         Verdict::Pass => "pass".to_string(),
         Verdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
-        Verdict::Broken => format!(
-            "BROKEN (errors {:.1}%): {}",
-            j.error_ratio * 100.0,
-            j.misses.join("; ")
-        ),
+        Verdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
     };
     writeln!(
         o,
