@@ -79,6 +79,11 @@ pub struct CompareArgs {
     /// Results files written by `vblast ... --output FILE`; the first is the reference.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+
+    /// Also save the comparison as one self-contained HTML page (spectra and timelines
+    /// overlaid, summary table, descriptions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// What to print and which files to save: the same for a run and for saved results.
@@ -111,6 +116,11 @@ pub struct OutputArgs {
     /// Interval of --hlog, whole seconds.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_whole_seconds)]
     pub hlog_interval: u64,
+
+    /// Save a self-contained HTML report: percentile spectrum, per-second timeline, summary
+    /// table and the run's description (opens offline in any browser).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

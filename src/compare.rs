@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::cli::CompareArgs;
 use crate::error::{Ending, Error};
-use crate::report::{Percentiles, Summary, fmt_ms};
+use crate::report::{Percentiles, Summary, fmt_ms, html};
 use crate::results::Results;
 
 /// `vblast compare A B ...`.
@@ -26,9 +26,13 @@ pub fn run(args: &CompareArgs) -> Ending {
         )));
     }
     let mut runs = Vec::new();
+    let mut saved = Vec::new();
     for path in &args.files {
         match Results::read(path) {
-            Ok(r) => runs.push((name(path), r.summary())),
+            Ok(r) => {
+                runs.push((name(path), r.summary()));
+                saved.push(r);
+            }
             Err(e) => return Ending::Failed(Error::Input(e)),
         }
     }
@@ -36,7 +40,33 @@ pub fn run(args: &CompareArgs) -> Ending {
     let _ = render(&runs, &mut text);
     // A closed pipe (`vblast compare ... | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Some(path) = &args.html {
+        let pages: Vec<html::HtmlRun> = runs
+            .iter()
+            .zip(&saved)
+            .map(|((name, summary), r)| html::HtmlRun {
+                name: name.clone(),
+                summary,
+                scenario: Some(&r.scenario),
+                started_at: Some(&r.started_at),
+            })
+            .collect();
+        let page = html::report(&format!("vblast compare: {}", names_of(&runs)), &pages);
+        if let Err(e) = std::fs::write(path, page) {
+            return Ending::Failed(Error::Output(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+        }
+    }
     Ending::Ok
+}
+
+fn names_of(runs: &[(String, Summary)]) -> String {
+    runs.iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(" vs ")
 }
 
 fn name(path: &Path) -> String {

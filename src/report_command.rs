@@ -59,6 +59,25 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
     {
         failures.push(e);
     }
+    if let Some(path) = &o.html {
+        let name = if results.source.is_empty() {
+            "run".to_string()
+        } else {
+            results.source.clone()
+        };
+        let page = report::html::report(
+            &format!("vblast: {}", summary.run.operation),
+            &[report::html::HtmlRun {
+                name,
+                summary,
+                scenario: Some(&results.scenario),
+                started_at: Some(&results.started_at),
+            }],
+        );
+        if let Err(e) = std::fs::write(path, page) {
+            failures.push(format!("cannot write {}: {e}", path.display()));
+        }
+    }
     if failures.is_empty() {
         Ok(())
     } else {

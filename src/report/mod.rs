@@ -2,11 +2,13 @@
 //! format shows. Each format is a renderer in its own module, writing a `Summary` to any
 //! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
 //! scripts read), `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view) and
-//! `ab` (ApacheBench's report and its `-e` CSV) and `verbose`.
+//! `ab` (ApacheBench's report and its `-e` CSV), `verbose`, and `html` (the self-contained
+//! page of `--html`, charts as inline SVG).
 
 pub mod ab;
 pub mod hgrm;
 pub mod hlog;
+pub mod html;
 pub mod json;
 pub mod text;
 pub mod verbose;
