@@ -12,7 +12,7 @@ use crate::results::Results;
 
 /// `vblast compare A B ...`.
 pub fn run(args: &CompareArgs) -> Ending {
-    if let Some(ending) = crate::sweep::compare_if_sweeps(&args.files) {
+    if let Some(ending) = crate::sweep::compare_if_sweeps(&args.files, args.html.as_deref()) {
         return ending;
     }
     if args.files.len() < 2 {

@@ -157,6 +157,7 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
     let bao = OpenBao::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
+    let page = dir.path().join("sweep.html");
     // One connection cannot carry 20,000 req/s to OpenBao: the achieved-rate bound breaks
     // somewhere in the range, and the bisection narrows in on it.
     let mut live = Live::start(
@@ -183,6 +184,8 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
             "1",
             "--output",
             file.to_str().unwrap(),
+            "--html",
+            page.to_str().unwrap(),
         ],
     );
     let mut mounts_seen = Vec::new();
@@ -221,6 +224,15 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
         "{answer}"
     );
 
+    // The page: the knee (p99 and p50 per step, and the p99 bound), the percentiles
+    // (four per step), the throughput (one per step, and the offered line).
+    let html = std::fs::read_to_string(&page).expect("the --html page");
+    let n = steps.len();
+    assert_eq!(chart_points(&html, "knee"), 2 * n + 2, "{html}");
+    assert_eq!(chart_points(&html, "percentiles"), 4 * n);
+    assert_eq!(chart_points(&html, "throughput"), n + 2);
+    assert!(html.contains("sustained within the objective"));
+
     // Saved and read back: exactly the table printed live.
     let again = run(vblast_args(&["report", file.to_str().unwrap()]));
     again.assert_code(0);
@@ -252,6 +264,22 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
         .take_while(|l| !l.is_empty())
         .count();
     assert_eq!(rows, steps.len(), "one curve row per load:\n{}", cmp.stdout);
+    let overlay = dir.path().join("compare.html");
+    let cmp = run(vblast_args(&[
+        "compare",
+        file.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--html",
+        overlay.to_str().unwrap(),
+    ]));
+    cmp.assert_code(0);
+    let html = std::fs::read_to_string(&overlay).expect("the compare page");
+    assert_eq!(
+        chart_points(&html, "knee"),
+        2 * 2 * n + 2,
+        "both sweeps overlaid"
+    );
+    assert_eq!(html.matches("<h2>Steps: sweep.json</h2>").count(), 2);
 
     // A sweep is not one run's results: not merged, not compared with a run.
     let dir2 = dir.path().join("run.json");
@@ -283,6 +311,15 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
     ]));
     mixed.assert_code(2);
     assert!(mixed.stderr.contains("is not a sweep"), "{}", mixed.show());
+}
+
+/// The `data-points` of the chart `id` in an HTML page.
+fn chart_points(html: &str, id: &str) -> usize {
+    let tag = format!("<svg class=\"chart\" id=\"{id}\"");
+    let start = html.find(&tag).unwrap_or_else(|| panic!("no chart {id}"));
+    let rest = &html[start..];
+    let rest = &rest[rest.find("data-points=\"").expect("data-points") + 13..];
+    rest[..rest.find('"').unwrap()].parse().unwrap()
 }
 
 fn vblast_args(args: &[&str]) -> std::process::Command {

@@ -2,7 +2,6 @@
 //! checked into a `Plan` before anything is sent: a range upside down, an objective that
 //! does not parse or a step shorter than its warm-up is one message and exit 2.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -62,10 +61,6 @@ pub struct SweepArgs {
     /// (rate sweeps always bound the achieved rate: 2% under the offered unless given).
     #[arg(long = "slo", value_name = "OBJECTIVE")]
     pub slo: Vec<String>,
-
-    /// Save the sweep as an HTML page (the knee and per-step percentiles).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
 }
 
 /// What a sweep was asked to do; saved with it, and all `vblast report` needs to render it.

@@ -8,12 +8,13 @@
 
 pub mod args;
 pub mod file;
+pub mod html;
 pub mod objective;
 pub mod render;
 pub mod runner;
 pub mod search;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Ending, Error};
 
@@ -22,7 +23,7 @@ pub use runner::run;
 
 /// `vblast report FILE`: when FILE is a sweep, renders it (exactly as printed live);
 /// None when no file given is a sweep.
-pub fn report_if_sweep(files: &[PathBuf], json: bool) -> Option<Ending> {
+pub fn report_if_sweep(files: &[PathBuf], json: bool, html: Option<&Path>) -> Option<Ending> {
     let sweeps: Vec<_> = files
         .iter()
         .filter_map(|p| file::Sweep::read_if_sweep(p).map(|s| (p, s)))
@@ -48,11 +49,34 @@ pub fn report_if_sweep(files: &[PathBuf], json: bool) -> Option<Ending> {
         let _ = render::render(&sweep, &mut text);
     }
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Some(path) = html {
+        let page = html::render(
+            &format!("vblast report: {}", path_name(files[0].as_path())),
+            &[(path_name(files[0].as_path()), &sweep)],
+        );
+        return Some(save(path, page));
+    }
     Some(Ending::Ok)
 }
 
+fn path_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn save(path: &Path, page: String) -> Ending {
+    match std::fs::write(path, page) {
+        Ok(()) => Ending::Ok,
+        Err(e) => Ending::Failed(Error::Output(format!(
+            "cannot write {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 /// `vblast compare A B ...`: when the files are sweeps, compares them; None when none is.
-pub fn compare_if_sweeps(files: &[PathBuf]) -> Option<Ending> {
+pub fn compare_if_sweeps(files: &[PathBuf], html: Option<&Path>) -> Option<Ending> {
     let read: Vec<_> = files
         .iter()
         .map(|p| file::Sweep::read_if_sweep(p))
@@ -62,10 +86,7 @@ pub fn compare_if_sweeps(files: &[PathBuf]) -> Option<Ending> {
     }
     let mut sweeps = Vec::new();
     for (path, r) in files.iter().zip(read) {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
+        let name = path_name(path);
         match r {
             None => {
                 return Some(Ending::Failed(Error::Input(format!(
@@ -85,5 +106,12 @@ pub fn compare_if_sweeps(files: &[PathBuf]) -> Option<Ending> {
     let mut text = Vec::new();
     let _ = render::compare(&sweeps, &mut text);
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Some(path) = html {
+        let names: Vec<&str> = sweeps.iter().map(|(n, _)| n.as_str()).collect();
+        let refs: Vec<(String, &file::Sweep)> =
+            sweeps.iter().map(|(n, s)| (n.clone(), s)).collect();
+        let page = html::render(&format!("vblast compare: {}", names.join(" vs ")), &refs);
+        return Some(save(path, page));
+    }
     Some(Ending::Ok)
 }

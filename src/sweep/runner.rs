@@ -38,11 +38,6 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::Input(e)),
     };
-    if args.html.is_some() {
-        return Ending::Failed(Error::Input(
-            "--html is not available yet for sweeps (the HTML report has not landed)".into(),
-        ));
-    }
     let text = args.run.out.format == crate::cli::Format::Text;
     let scenario = &plan.scenario;
     let mut search = match plan.spec.search() {
@@ -195,6 +190,16 @@ fn finish(
     let mut written = Ok(());
     if let Some(path) = &args.run.out.output {
         written = sweep.write(path);
+    }
+    if let Some(path) = &args.run.out.html {
+        let page = super::html::render("vblast sweep", &[(String::new(), sweep)]);
+        if let Err(e) = std::fs::write(path, page) {
+            let e = format!("cannot write {}: {e}", path.display());
+            written = match written {
+                Ok(()) => Err(e),
+                Err(w) => Err(format!("{w}; {e}")),
+            };
+        }
     }
     if let Some(e) = failure {
         if let Err(c) = cleanup {
