@@ -248,3 +248,68 @@ impl Plan {
         l
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::{CommandFactory, Parser};
+
+    fn sweep(args: &[&str]) -> Result<Plan, String> {
+        let mut v = vec!["vblast", "sweep", "--op", "kv-read"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
+            Some(Command::Sweep(mut a)) => a.plan(),
+            _ => Err("not a sweep".into()),
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks (names, shorts, conflicts), which release builds skip.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn plans_and_refusals() {
+        let p = sweep(&["--rate", "500..20000", "--slo", "p99=20ms"]).unwrap();
+        assert_eq!(
+            (p.spec.from, p.spec.to, p.spec.model),
+            (500, 20000, Model::Open)
+        );
+        assert_eq!(p.spec.connections, Some(100), "the sweep's default -c");
+        assert_eq!(p.scenario.load.duration, Some(Duration::from_secs(22)));
+        assert_eq!(p.scenario.load.warmup, Duration::from_secs(2));
+        assert_eq!(
+            p.load_for(700).schedule,
+            Some(Schedule::Constant { rate: 700.0 })
+        );
+        let p = sweep(&["--concurrency", "10..200", "--slo", "p50=5ms", "-c", "7"]).unwrap();
+        assert_eq!(p.spec.model, Model::Closed);
+        assert_eq!(p.spec.connections, None);
+        assert_eq!(p.load_for(42).connections, 42);
+        assert!(p.load_for(42).schedule.is_none());
+        for (args, why) in [
+            (&["--rate", "9..3", "--slo", "p99=1s"][..], "upside down"),
+            (&["--rate", "0..3", "--slo", "p99=1s"], "at 1 or more"),
+            (&["--concurrency", "1..3"], "give an objective"),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--format", "ab"],
+                "text or json",
+            ),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--hgrm", "x"],
+                "single runs",
+            ),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--step-duration", "0s"],
+                "longer than zero",
+            ),
+            (&["--rate", "1..30000000", "--slo", "p99=1s"], "--rate"),
+        ] {
+            let e = sweep(args).unwrap_err();
+            assert!(e.contains(why), "{args:?}: {e}");
+        }
+        assert!(sweep(&["--rate", "1..3", "--concurrency", "1..3", "--slo", "p99=1s"]).is_err());
+    }
+}
