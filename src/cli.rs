@@ -69,6 +69,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Saved runs side by side, with ratios against the first, and how their descriptions differ.
     Compare(CompareArgs),
+    /// Right-sizing: steps of increasing load (--rate or --concurrency FROM..TO) until an
+    /// objective (--slo p99=20ms) breaks; the highest load sustained within it.
+    Sweep(Box<crate::sweep::SweepArgs>),
 }
 
 #[derive(Args, Debug)]

@@ -14,6 +14,9 @@ use crate::results::Results;
 
 /// `vblast compare A B ...`.
 pub fn run(args: &CompareArgs) -> Ending {
+    if let Some(ending) = crate::sweep::compare_if_sweeps(&args.files, args.html.as_deref()) {
+        return ending;
+    }
     if args.files.len() < 2 {
         return Ending::Failed(Error::Input(format!(
             "compare needs at least two results files, got {}: to show one run, use vblast report {}",

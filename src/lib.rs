@@ -23,6 +23,7 @@ pub mod schedule;
 pub mod session;
 pub mod signals;
 pub mod stats;
+pub mod sweep;
 pub mod sys;
 pub mod target;
 pub mod template;
@@ -52,11 +53,13 @@ pub fn main() -> i32 {
     if cli.worker {
         return orchestrate::worker::main(&stop);
     }
-    let ending = match &cli.command {
+    let mut cli = cli;
+    let ending = match &mut cli.command {
         None => run::run(&cli.run, &stop),
         Some(cli::Command::Run(args)) => run::run(args, &stop),
         Some(cli::Command::Report(args)) => report_command::run(args),
         Some(cli::Command::Compare(args)) => compare::run(args),
+        Some(cli::Command::Sweep(args)) => sweep::run(args, &stop),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

@@ -9,6 +9,13 @@ use crate::results::{self, Results};
 
 /// `vblast report FILE...` (alias `review`).
 pub fn run(args: &ReportArgs) -> Ending {
+    if let Some(ending) = crate::sweep::report_if_sweep(
+        &args.files,
+        args.out.format == Format::Json,
+        args.out.html.as_deref(),
+    ) {
+        return ending;
+    }
     let merged = match results::load(&args.files) {
         Ok(r) => r,
         Err(e) => return Ending::Failed(Error::Input(e)),

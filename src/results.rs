@@ -159,6 +159,11 @@ impl Results {
                 .filter(|&v| v >= 1)
                 .ok_or_else(|| not_results(&format!("results_version {v}")))?,
         };
+        if obj.get("kind").and_then(Value::as_str) == Some("sweep") {
+            return Err(format!(
+                "{name} is a sweep (vblast sweep --output), not one run's results: show it with vblast report {name} alone, or compare sweeps with vblast compare"
+            ));
+        }
         if version > RESULTS_VERSION {
             return Err(format!(
                 "{name} is results version {version}, newer than this vblast reads (up to {RESULTS_VERSION}): use a newer vblast"

@@ -1,0 +1,290 @@
+//! The sweep as text: a header, one row per step (offered load, achieved rate, p50, p99,
+//! p99.9, success ratio, pass or fail and why), and the answer line. The live sweep prints
+//! the same pieces as they come, so `vblast report sweep.json` prints exactly what was
+//! printed live. Also the comparison of several sweeps (`vblast compare a.json b.json`):
+//! their answers, then their step curves side by side.
+
+use std::io::{self, Write};
+
+use crate::report::{Model, fmt_ms};
+
+use super::args::Spec;
+use super::file::{Judged, Step, Sweep};
+use super::search::{End, Phase, Verdict};
+
+/// The highest sustained load and the first that broke, as the end says.
+pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
+    match end {
+        Some(End::Edge { pass, fail }) | Some(End::Broken { pass, fail }) => {
+            (Some(pass), Some(fail))
+        }
+        Some(End::AllPassed { top }) => (Some(top), None),
+        Some(End::FirstFailed { load }) => (None, Some(load)),
+        None => (None, None),
+    }
+}
+
+/// The lines before the first step.
+pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
+    let how = match (spec.model, spec.connections) {
+        (Model::Open, Some(c)) => format!(
+            "open model, rate steps {}..{} req/s over {c} connections, latency from each request's intended start",
+            spec.from, spec.to
+        ),
+        _ => format!(
+            "closed model, concurrency steps {}..{} connections",
+            spec.from, spec.to
+        ),
+    };
+    writeln!(o, "Sweep of {} on {}: {how}", spec.operation, spec.target)?;
+    writeln!(
+        o,
+        "Steps: {} coarse (geometric), then bisection to {}; each {}s measured after {}s of warm-up; errors above {}% end the sweep",
+        spec.steps,
+        spec.resolution,
+        spec.step_duration_s,
+        spec.step_warmup_s,
+        spec.max_error_ratio * 100.0
+    )?;
+    let objective: Vec<String> = spec.objectives.iter().map(|o| o.describe()).collect();
+    writeln!(o, "Objective: {}", objective.join(", "))?;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "{:>3}  {:<6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8}  result",
+        "#",
+        "phase",
+        match spec.model {
+            Model::Open => "offered/s",
+            Model::Closed => "connections",
+        },
+        "achieved/s",
+        "p50",
+        "p99",
+        "p99.9",
+        "success"
+    )
+}
+
+/// One step's row.
+pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<()> {
+    let result = match j.verdict {
+        Verdict::Pass => "pass".to_string(),
+        Verdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
+        Verdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+    };
+    writeln!(
+        o,
+        "{:>3}  {:<6} {:>11} {:>11.1} {:>9} {:>9} {:>9} {:>7.2}%  {result}",
+        i + 1,
+        match step.phase {
+            Phase::Coarse => "coarse",
+            Phase::Bisect => "bisect",
+        },
+        step.load,
+        j.figures.achieved,
+        fmt_ms(j.figures.p50_ms),
+        fmt_ms(j.figures.p99_ms),
+        fmt_ms(j.figures.p999_ms),
+        j.figures.success_percent
+    )
+}
+
+/// Why the step at `load` broke the objective.
+fn why(sweep: &Sweep, judged: &[Judged], load: u64) -> String {
+    sweep
+        .steps
+        .iter()
+        .zip(judged)
+        .find(|(s, _)| s.load == load)
+        .map(|(_, j)| j.misses.join("; "))
+        .unwrap_or_default()
+}
+
+/// The one line with the answer.
+pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
+    let unit = sweep.spec.unit();
+    match end {
+        Some(End::Edge { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::Broken { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::AllPassed { top }) => format!(
+            "Answer: {top} {unit} sustained within the objective, the top of the range: no step broke it (raise TO to find the edge)"
+        ),
+        Some(End::FirstFailed { load }) => format!(
+            "Answer: none: the first step, {load} {unit}, already broke the objective: {}",
+            why(sweep, judged, load)
+        ),
+        None => {
+            let best = sweep
+                .steps
+                .iter()
+                .zip(judged)
+                .filter(|(_, j)| j.verdict == Verdict::Pass)
+                .map(|(s, _)| s.load)
+                .max();
+            match best {
+                Some(b) => format!(
+                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
+                    sweep.steps.len()
+                ),
+                None => format!(
+                    "Interrupted after {} steps, before any load held the objective",
+                    sweep.steps.len()
+                ),
+            }
+        }
+    }
+}
+
+/// The whole sweep, as printed live.
+pub fn render(sweep: &Sweep, o: &mut dyn Write) -> io::Result<()> {
+    header(&sweep.spec, o)?;
+    let judged = sweep.judged();
+    for (i, (s, j)) in sweep.steps.iter().zip(&judged).enumerate() {
+        row(i, s, j, o)?;
+    }
+    let end = sweep.end(&judged).ok().flatten();
+    footer(sweep, &judged, end, o)
+}
+
+/// The lines after the last step.
+pub fn footer(
+    sweep: &Sweep,
+    judged: &[Judged],
+    end: Option<End>,
+    o: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(o)?;
+    writeln!(o, "{}", answer_line(sweep, judged, end))
+}
+
+/// Several sweeps side by side: answers (with ratios to the first), then each sweep's
+/// achieved rate and p99 at every load any of them ran.
+pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> {
+    let names: Vec<&str> = sweeps.iter().map(|(n, _)| n.as_str()).collect();
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(22);
+    writeln!(
+        o,
+        "Sweeps compared with {} (ratios: each sweep's answer over the first's)",
+        names[0]
+    )?;
+    writeln!(o)?;
+    let judged: Vec<Vec<Judged>> = sweeps.iter().map(|(_, s)| s.judged()).collect();
+    let ends: Vec<Option<End>> = sweeps
+        .iter()
+        .zip(&judged)
+        .map(|((_, s), j)| s.end(j).ok().flatten())
+        .collect();
+    write!(o, "{:<20}", "")?;
+    for n in &names {
+        write!(o, " {n:>width$}")?;
+    }
+    writeln!(o)?;
+    let first = bounds(ends[0]);
+    let cell = |v: Option<u64>, f: Option<u64>, i: usize| match (v, f) {
+        (Some(v), Some(f)) if i > 0 && f > 0 => format!("{v} ({:.2}x)", v as f64 / f as f64),
+        (Some(v), _) => v.to_string(),
+        (None, _) => "-".into(),
+    };
+    write!(o, "{:<20}", "highest sustained")?;
+    for (i, e) in ends.iter().enumerate() {
+        write!(o, " {:>width$}", cell(bounds(*e).0, first.0, i))?;
+    }
+    writeln!(o)?;
+    write!(o, "{:<20}", "first broken")?;
+    for (i, e) in ends.iter().enumerate() {
+        write!(o, " {:>width$}", cell(bounds(*e).1, first.1, i))?;
+    }
+    writeln!(o)?;
+    write!(o, "{:<20}", "steps")?;
+    for (_, s) in sweeps {
+        write!(o, " {:>width$}", s.steps.len())?;
+    }
+    writeln!(o)?;
+    writeln!(o)?;
+    for ((name, s), (j, e)) in sweeps.iter().zip(judged.iter().zip(&ends)) {
+        writeln!(o, "{name}: {}", answer_line(s, j, *e))?;
+    }
+    // The curves: every load any sweep ran, ascending.
+    let mut loads: Vec<u64> = sweeps
+        .iter()
+        .flat_map(|(_, s)| s.steps.iter().map(|x| x.load))
+        .collect();
+    loads.sort_unstable();
+    loads.dedup();
+    writeln!(o)?;
+    let unit = sweeps[0].1.spec.unit();
+    writeln!(
+        o,
+        "Step curves: achieved req/s and p99 at each load ({unit}; '-' where a sweep did not run it)"
+    )?;
+    write!(o, "{:>12}", "load")?;
+    for n in &names {
+        write!(o, " {n:>width$}")?;
+    }
+    writeln!(o)?;
+    for load in loads {
+        write!(o, "{load:>12}")?;
+        for ((_, s), j) in sweeps.iter().zip(&judged) {
+            let c = s
+                .steps
+                .iter()
+                .zip(j)
+                .find(|(x, _)| x.load == load)
+                .map(|(_, j)| {
+                    format!(
+                        "{:.0}/s {} {}",
+                        j.figures.achieved,
+                        fmt_ms(j.figures.p99_ms),
+                        if j.verdict == Verdict::Pass {
+                            "ok"
+                        } else {
+                            "x"
+                        }
+                    )
+                })
+                .unwrap_or_else(|| "-".into());
+            write!(o, " {c:>width$}")?;
+        }
+        writeln!(o)?;
+    }
+    let models: Vec<Model> = sweeps.iter().map(|(_, s)| s.spec.model).collect();
+    if models.iter().any(|m| *m != models[0]) {
+        writeln!(
+            o,
+            "The sweeps differ in load model (rate steps against concurrency steps): their loads are not the same unit."
+        )?;
+    }
+    let ops: Vec<&str> = sweeps
+        .iter()
+        .map(|(_, s)| s.spec.operation.as_str())
+        .collect();
+    if ops.iter().any(|x| *x != ops[0]) {
+        writeln!(o, "The sweeps differ in operation: {}", ops.join(" | "))?;
+    }
+    let objectives: Vec<String> = sweeps
+        .iter()
+        .map(|(_, s)| {
+            s.spec
+                .objectives
+                .iter()
+                .map(|x| x.describe())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    if objectives.iter().any(|x| *x != objectives[0]) {
+        writeln!(
+            o,
+            "The sweeps differ in objective: {}",
+            objectives.join(" | ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,400 @@
+//! Which load the sweep runs next, as a pure state machine (no clock, no I/O): a coarse
+//! pass of geometrically spaced steps from the bottom of the range upwards, stopped at the
+//! first step that breaks the objective, then a bisection between the highest load that
+//! held and the lowest that broke, until the two are within `--resolution`. A step that
+//! breaks with errors above `--max-error-ratio` ends the sweep at once: a collapsing
+//! server is not pushed further, and the steps after would measure its recovery.
+//!
+//! Geometric spacing (each coarse load a constant factor above the one before) because
+//! the edge of a server is found in ratios, not differences: 500..20000 in 6 steps is 500,
+//! 1046, 2187, 4573, 9564, 20000, each about 2.1x the one before, where a linear pass would
+//! spend five of its six steps above 4,000. The bisection splits the bracket at its
+//! geometric mean for the same reason. Loads are whole numbers (req/s or connections).
+
+use serde::{Deserialize, Serialize};
+
+/// Fewest and most coarse steps.
+pub const MIN_STEPS: usize = 2;
+pub const MAX_STEPS: usize = 100;
+
+/// Which pass a step belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Coarse,
+    Bisect,
+}
+
+/// How a step measured against the objective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Failed with an error ratio above --max-error-ratio: the sweep ends here.
+    Broken,
+}
+
+/// How close the bracket must be before the bisection stops.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Resolution {
+    /// The gap, as a fraction of the load that held (0.05 for "5%").
+    Relative(f64),
+    /// The gap in load units (req/s or connections).
+    Absolute(u64),
+}
+
+impl Resolution {
+    /// "5%" (relative) or "250" (absolute, in load units).
+    pub fn parse(text: &str) -> Result<Resolution, String> {
+        let t = text.trim();
+        let bad = || {
+            format!(
+                "--resolution {text}: give a percentage of the load (5%) or a whole number of req/s or connections (250)"
+            )
+        };
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| bad())?;
+            if !(v > 0.0 && v < 100.0) {
+                return Err(format!(
+                    "--resolution {text}: the percentage must be above 0 and below 100"
+                ));
+            }
+            Ok(Resolution::Relative(v / 100.0))
+        } else {
+            let v: u64 = t.parse().map_err(|_| bad())?;
+            if v == 0 {
+                return Err(format!("--resolution {text}: must be at least 1"));
+            }
+            Ok(Resolution::Absolute(v))
+        }
+    }
+
+    /// Whether the bracket `pass..fail` is narrow enough.
+    fn reached(self, pass: u64, fail: u64) -> bool {
+        let gap = fail.saturating_sub(pass);
+        gap <= 1
+            || match self {
+                Resolution::Relative(r) => gap as f64 <= r * pass as f64,
+                Resolution::Absolute(a) => gap <= a,
+            }
+    }
+}
+
+/// How the sweep ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "ending")]
+pub enum End {
+    /// The edge, narrowed to the resolution: `pass` held, `fail` broke.
+    Edge { pass: u64, fail: u64 },
+    /// Every coarse step held: the answer is at least the top of the range.
+    AllPassed { top: u64 },
+    /// The first step already broke the objective: no answer in the range.
+    FirstFailed { load: u64 },
+    /// A step broke with errors above --max-error-ratio: ended there, without narrowing.
+    Broken { pass: u64, fail: u64 },
+}
+
+/// What to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Run { load: u64, phase: Phase },
+    Done(End),
+}
+
+/// The search over one range.
+#[derive(Clone, Debug)]
+pub struct Search {
+    coarse: Vec<u64>,
+    resolution: Resolution,
+    /// Index of the next coarse load.
+    next_coarse: usize,
+    /// Highest load that held, lowest that broke (the bracket).
+    pass: Option<u64>,
+    fail: Option<u64>,
+    next: Next,
+}
+
+/// `steps` loads from `from` to `to`, both included, each a constant factor above the one
+/// before, rounded to whole numbers; repeats (narrow ranges) are dropped.
+pub fn coarse_loads(from: u64, to: u64, steps: usize) -> Vec<u64> {
+    let mut loads: Vec<u64> = Vec::with_capacity(steps);
+    let ratio = to as f64 / from as f64;
+    for i in 0..steps {
+        let load = if i + 1 == steps {
+            to
+        } else {
+            let x = from as f64 * ratio.powf(i as f64 / (steps - 1) as f64);
+            (x.round() as u64).clamp(from, to)
+        };
+        if loads.last() != Some(&load) {
+            loads.push(load);
+        }
+    }
+    loads
+}
+
+impl Search {
+    /// A search over `from..to` (whole numbers, `from` < `to`) with `steps` coarse steps.
+    pub fn new(from: u64, to: u64, steps: usize, resolution: Resolution) -> Result<Search, String> {
+        if from == 0 {
+            return Err("the range must start at 1 or more".into());
+        }
+        if from >= to {
+            return Err(format!(
+                "the range {from}..{to} is upside down or empty: give FROM..TO with FROM below TO"
+            ));
+        }
+        if !(MIN_STEPS..=MAX_STEPS).contains(&steps) {
+            return Err(format!(
+                "--steps {steps}: give {MIN_STEPS} to {MAX_STEPS} coarse steps"
+            ));
+        }
+        let coarse = coarse_loads(from, to, steps);
+        let next = Next::Run {
+            load: coarse[0],
+            phase: Phase::Coarse,
+        };
+        Ok(Search {
+            coarse,
+            resolution,
+            next_coarse: 0,
+            pass: None,
+            fail: None,
+            next,
+        })
+    }
+
+    /// The coarse pass's loads.
+    pub fn coarse(&self) -> &[u64] {
+        &self.coarse
+    }
+
+    /// The step to run next, or how the sweep ended.
+    pub fn next(&self) -> Next {
+        self.next
+    }
+
+    /// Records the verdict of the step `next` returned and decides the one after.
+    /// Ignored once the search is done.
+    pub fn record(&mut self, verdict: Verdict) {
+        let Next::Run { load, phase } = self.next else {
+            return;
+        };
+        match verdict {
+            Verdict::Pass => {
+                self.pass = Some(load);
+                if phase == Phase::Coarse {
+                    self.next_coarse += 1;
+                }
+            }
+            Verdict::Fail => self.fail = Some(load),
+            Verdict::Broken => {
+                self.next = Next::Done(match self.pass {
+                    None => End::FirstFailed { load },
+                    Some(pass) => End::Broken { pass, fail: load },
+                });
+                return;
+            }
+        }
+        self.next = match (self.pass, self.fail) {
+            (pass, None) => match self.coarse.get(self.next_coarse) {
+                Some(&load) => Next::Run {
+                    load,
+                    phase: Phase::Coarse,
+                },
+                None => Next::Done(End::AllPassed {
+                    top: pass.unwrap_or(load),
+                }),
+            },
+            (None, Some(fail)) => Next::Done(End::FirstFailed { load: fail }),
+            (Some(pass), Some(fail)) => {
+                let mid = ((pass as f64) * (fail as f64)).sqrt().round() as u64;
+                if self.resolution.reached(pass, fail) || mid <= pass || mid >= fail {
+                    Next::Done(End::Edge { pass, fail })
+                } else {
+                    Next::Run {
+                        load: mid,
+                        phase: Phase::Bisect,
+                    }
+                }
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a search against a server whose edge is `edge` (loads up to it hold), with
+    /// errors above the ratio from `collapse` on; returns the steps run and the end.
+    fn sweep(
+        from: u64,
+        to: u64,
+        steps: usize,
+        res: Resolution,
+        edge: u64,
+        collapse: u64,
+    ) -> (Vec<(u64, Phase)>, End) {
+        let mut s = Search::new(from, to, steps, res).unwrap();
+        let mut ran = Vec::new();
+        for _ in 0..1000 {
+            match s.next() {
+                Next::Done(end) => return (ran, end),
+                Next::Run { load, phase } => {
+                    ran.push((load, phase));
+                    s.record(if load >= collapse {
+                        Verdict::Broken
+                    } else if load <= edge {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    });
+                }
+            }
+        }
+        panic!("the search did not end");
+    }
+
+    #[test]
+    fn coarse_loads_are_geometric_and_include_both_ends() {
+        assert_eq!(
+            coarse_loads(500, 20000, 6),
+            vec![500, 1046, 2187, 4573, 9564, 20000]
+        );
+        assert_eq!(coarse_loads(100, 400, 3), vec![100, 200, 400]);
+        // A narrow range drops the repeats.
+        assert_eq!(coarse_loads(1, 3, 10), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn finds_the_edge_within_the_resolution() {
+        let (ran, end) = sweep(500, 20000, 6, Resolution::Relative(0.05), 7000, u64::MAX);
+        let coarse: Vec<u64> = ran
+            .iter()
+            .filter(|s| s.1 == Phase::Coarse)
+            .map(|s| s.0)
+            .collect();
+        // The coarse pass stops at the first break, 9564.
+        assert_eq!(coarse, vec![500, 1046, 2187, 4573, 9564]);
+        let End::Edge { pass, fail } = end else {
+            panic!("{end:?}")
+        };
+        assert!(pass <= 7000 && fail > 7000, "{pass} {fail}");
+        assert!((fail - pass) as f64 <= 0.05 * pass as f64, "{pass} {fail}");
+        // Each bisection step lies strictly inside the bracket of the moment.
+        let (mut lo, mut hi) = (4573, 9564);
+        for &(load, phase) in ran.iter().filter(|s| s.1 == Phase::Bisect) {
+            assert_eq!(phase, Phase::Bisect);
+            assert!(lo < load && load < hi, "{lo} < {load} < {hi}");
+            if load <= 7000 { lo = load } else { hi = load }
+        }
+        assert_eq!((lo, hi), (pass, fail));
+    }
+
+    #[test]
+    fn absolute_resolution_and_whole_numbers() {
+        let (_, end) = sweep(1, 64, 4, Resolution::Absolute(1), 37, u64::MAX);
+        assert_eq!(end, End::Edge { pass: 37, fail: 38 });
+        let (_, end) = sweep(100, 20000, 5, Resolution::Absolute(500), 3000, u64::MAX);
+        let End::Edge { pass, fail } = end else {
+            panic!("{end:?}")
+        };
+        assert!(pass <= 3000 && fail > 3000 && fail - pass <= 500);
+    }
+
+    #[test]
+    fn every_step_holding_answers_the_top() {
+        let (ran, end) = sweep(100, 800, 4, Resolution::Relative(0.05), 10_000, u64::MAX);
+        assert_eq!(ran.len(), 4);
+        assert_eq!(end, End::AllPassed { top: 800 });
+    }
+
+    #[test]
+    fn the_first_step_failing_is_no_answer() {
+        let (ran, end) = sweep(100, 800, 4, Resolution::Relative(0.05), 50, u64::MAX);
+        assert_eq!(ran, vec![(100, Phase::Coarse)]);
+        assert_eq!(end, End::FirstFailed { load: 100 });
+        let (ran, end) = sweep(100, 800, 4, Resolution::Relative(0.05), 50, 100);
+        assert_eq!(ran.len(), 1);
+        assert_eq!(end, End::FirstFailed { load: 100 });
+    }
+
+    #[test]
+    fn errors_above_the_ratio_end_the_sweep_without_narrowing() {
+        // Breaks at 400 with errors: no bisection between 200 and 400.
+        let (ran, end) = sweep(100, 800, 4, Resolution::Relative(0.05), 300, 400);
+        assert_eq!(
+            ran,
+            vec![
+                (100, Phase::Coarse),
+                (200, Phase::Coarse),
+                (400, Phase::Coarse)
+            ]
+        );
+        assert_eq!(
+            end,
+            End::Broken {
+                pass: 200,
+                fail: 400
+            }
+        );
+        // The same edge without the collapse is narrowed.
+        let (ran, _) = sweep(100, 800, 4, Resolution::Relative(0.05), 300, u64::MAX);
+        assert!(ran.iter().any(|s| s.1 == Phase::Bisect));
+        // A collapse during the bisection ends it too.
+        let mut s = Search::new(100, 800, 4, Resolution::Relative(0.01)).unwrap();
+        s.record(Verdict::Pass);
+        s.record(Verdict::Pass);
+        s.record(Verdict::Fail);
+        assert_eq!(
+            s.next(),
+            Next::Run {
+                load: 283,
+                phase: Phase::Bisect
+            }
+        );
+        s.record(Verdict::Broken);
+        assert_eq!(
+            s.next(),
+            Next::Done(End::Broken {
+                pass: 200,
+                fail: 283
+            })
+        );
+    }
+
+    #[test]
+    fn bad_ranges_and_steps_are_refused() {
+        let r = Resolution::Relative(0.05);
+        assert!(
+            Search::new(800, 100, 4, r)
+                .unwrap_err()
+                .contains("upside down")
+        );
+        assert!(Search::new(100, 100, 4, r).is_err());
+        assert!(Search::new(0, 100, 4, r).is_err());
+        assert!(Search::new(1, 100, 1, r).is_err());
+        assert!(Search::new(1, 100, 101, r).is_err());
+    }
+
+    #[test]
+    fn resolution_parses() {
+        assert_eq!(Resolution::parse("5%").unwrap(), Resolution::Relative(0.05));
+        assert_eq!(Resolution::parse("250").unwrap(), Resolution::Absolute(250));
+        for bad in ["", "0", "0%", "100%", "x", "-5%", "1.5"] {
+            assert!(Resolution::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn recording_after_the_end_changes_nothing() {
+        let mut s = Search::new(1, 2, 2, Resolution::Absolute(1)).unwrap();
+        s.record(Verdict::Pass);
+        s.record(Verdict::Pass);
+        assert_eq!(s.next(), Next::Done(End::AllPassed { top: 2 }));
+        s.record(Verdict::Fail);
+        assert_eq!(s.next(), Next::Done(End::AllPassed { top: 2 }));
+    }
+}
