@@ -5,6 +5,9 @@
 //! by `report`; Vault operations live in a registry (`vault::ops`); `error` holds the one
 //! error type and the exit statuses.
 
+pub mod ab_cli;
+pub mod ab_run;
+pub mod ab_tls;
 pub mod capture;
 pub mod cli;
 pub mod compare;
@@ -52,11 +55,15 @@ pub fn main() -> i32 {
     if cli.worker {
         return orchestrate::worker::main(&stop);
     }
+    if let Some(cli::Command::Ab(args)) = &cli.command {
+        return ab_run::main(&args.args, &stop);
+    }
     let ending = match &cli.command {
         None => run::run(&cli.run, &stop),
         Some(cli::Command::Run(args)) => run::run(args, &stop),
         Some(cli::Command::Report(args)) => report_command::run(args),
         Some(cli::Command::Compare(args)) => compare::run(args),
+        Some(cli::Command::Ab(_)) => Ending::Ok,
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");
