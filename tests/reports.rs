@@ -872,6 +872,21 @@ fn ab_command_lines_run_by_vblast_ab_read_like_real_ab() {
     // 50 requests of the body and their heads.
     assert!(v.num("Total body sent") > 50.0 * 15.0, "{:?}", v.fields);
 
+    // `vblast run -p FILE --format ab` prints Total body sent too, as ab -p does.
+    let a = AbReport::parse(&real_ab(&["-p", &body, "-n", "20", &method]).stdout);
+    let v = AbReport::parse(&vblast_ab(&[
+        "--no-keepalive",
+        "-p",
+        &body,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        &method,
+    ]));
+    assert!(a.fields.contains_key("Total body sent"));
+    assert!(v.fields.contains_key("Total body sent"), "{:?}", v.fields);
+
     // -t with a later -n: the count ends the run; -t alone implies -n 50000.
     let (_, v) = both(&["-t", "30", "-n", "500", "-c", "2", &url]);
     assert_eq!(v.get("Complete requests"), "500");

@@ -50,6 +50,19 @@ pub struct AbStyle {
     pub tls: Option<TlsFacts>,
 }
 
+impl AbStyle {
+    /// The layout a run's own (redacted) scenario implies: `Total body sent` when its
+    /// request has a body (`vblast run -p FILE --format ab`, and the same run re-rendered).
+    pub fn of_scenario(scenario: &serde_json::Value) -> AbStyle {
+        AbStyle {
+            body_sent: scenario
+                .pointer("/workload/url/body")
+                .is_some_and(|b| !b.is_null()),
+            ..AbStyle::default()
+        }
+    }
+}
+
 /// ab's TLS lines, from a handshake with the run's settings.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TlsFacts {
