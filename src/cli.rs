@@ -72,6 +72,18 @@ pub enum Command {
     /// Right-sizing: steps of increasing load (--rate or --concurrency FROM..TO) until an
     /// objective (--slo p99=20ms) breaks; the highest load sustained within it.
     Sweep(Box<crate::sweep::SweepArgs>),
+    /// ApacheBench's command line with ab's meaning: `vblast ab -n 4000 -c 40 -k URL`
+    /// (`vblast ab -h` lists the options); exit statuses vblast's, or ab's with --ab-exit.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Ab(AbArgs),
+}
+
+/// `vblast ab`'s arguments, parsed as ab parses them (src/ab_cli.rs).
+#[derive(Args, Debug)]
+pub struct AbArgs {
+    /// ab's options and URL.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
 }
 
 #[derive(Args, Debug)]

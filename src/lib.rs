@@ -5,6 +5,9 @@
 //! by `report`; Vault operations live in a registry (`vault::ops`); `error` holds the one
 //! error type and the exit statuses.
 
+pub mod ab_cli;
+pub mod ab_run;
+pub mod ab_tls;
 pub mod capture;
 pub mod cli;
 pub mod compare;
@@ -53,6 +56,9 @@ pub fn main() -> i32 {
     if cli.worker {
         return orchestrate::worker::main(&stop);
     }
+    if let Some(cli::Command::Ab(args)) = &cli.command {
+        return ab_run::main(&args.args, &stop);
+    }
     let mut cli = cli;
     let ending = match &mut cli.command {
         None => run::run(&cli.run, &stop),
@@ -60,6 +66,7 @@ pub fn main() -> i32 {
         Some(cli::Command::Report(args)) => report_command::run(args),
         Some(cli::Command::Compare(args)) => compare::run(args),
         Some(cli::Command::Sweep(args)) => sweep::run(args, &stop),
+        Some(cli::Command::Ab(_)) => Ending::Ok,
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

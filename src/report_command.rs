@@ -37,7 +37,13 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
         Format::Verbose => report::Format::Verbose,
     };
     let mut text = Vec::new();
-    let _ = report::render(summary, format, &mut text);
+    let _ = match format {
+        report::Format::Ab => {
+            let style = report::ab::AbStyle::of_scenario(&results.scenario);
+            report::ab::render_with(summary, &style, &mut text)
+        }
+        _ => report::render(summary, format, &mut text),
+    };
     // A closed pipe (`vblast ... | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
     let mut failures = Vec::new();

@@ -65,6 +65,12 @@ impl AbReport {
                         .split_whitespace()
                         .map(|n| n.parse().unwrap())
                         .collect();
+                    // ab -S: min, avg, max only (kept as min, mean, sd 0, median = mean, max).
+                    let v = if v.len() == 3 {
+                        vec![v[0], v[1], 0.0, v[1], v[2]]
+                    } else {
+                        v
+                    };
                     assert_eq!(v.len(), 5, "{line}");
                     r.times
                         .insert(label.to_string(), [v[0], v[1], v[2], v[3], v[4]]);
@@ -747,4 +753,317 @@ fn hlog_reads_back_with_python_hdrhistogram() {
         "{}",
         bad.show()
     );
+}
+
+// ---------------------------------------------------------------------------
+// `vblast ab`: ab's command lines, run by real ab and by vblast, one parser
+// ---------------------------------------------------------------------------
+
+/// `vblast ab ARGS`, finished (any exit status).
+fn dropin(args: &[&str]) -> common::run::Out {
+    let mut all = vec!["ab"];
+    all.extend_from_slice(args);
+    run(url_cmd(&all))
+}
+
+/// Real `ab ARGS`, finished (any exit status).
+fn real_ab(args: &[&str]) -> common::run::Out {
+    let mut cmd = Command::new("ab");
+    cmd.args(args);
+    spawn(cmd).finish(WATCHDOG)
+}
+
+/// The same command line through real ab and `vblast ab`: both exit 0 (vblast with
+/// `--ab-exit`, ab's statuses), both reports parse with the one parser and agree.
+fn both(args: &[&str]) -> (AbReport, AbReport) {
+    let a = real_ab(args);
+    assert_eq!(a.code, Some(0), "ab {args:?}\n{}", a.show());
+    let mut with_exit = vec!["--ab-exit"];
+    with_exit.extend_from_slice(args);
+    let v = dropin(&with_exit);
+    v.assert_code(0);
+    let (ra, rv) = (AbReport::parse(&a.stdout), AbReport::parse(&v.stdout));
+    let labels = |r: &AbReport| r.fields.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        labels(&ra),
+        labels(&rv),
+        "ab {args:?}: ab's fields against vblast's"
+    );
+    for label in SAME {
+        // Bodies of variable length (-l): each client's own sum.
+        if label == "HTML transferred" && args.contains(&"-l") {
+            continue;
+        }
+        assert_eq!(ra.get(label), rv.get(label), "ab {args:?}: {label}");
+    }
+    for label in ["Non-2xx responses", "Keep-Alive requests"] {
+        assert_eq!(
+            ra.fields.get(label),
+            rv.fields.get(label),
+            "ab {args:?}: {label}"
+        );
+    }
+    assert_eq!(ra.failed, rv.failed, "ab {args:?}: the failed breakdown");
+    assert_eq!(
+        ra.times.keys().collect::<Vec<_>>(),
+        rv.times.keys().collect::<Vec<_>>(),
+        "ab {args:?}"
+    );
+    (ra, rv)
+}
+
+#[test]
+fn ab_command_lines_run_by_vblast_ab_read_like_real_ab() {
+    // /method answers with what arrived: method, Content-Length and Content-Type, so
+    // equal Document Lengths mean the same request. /varlen's length follows the
+    // server's connection number (4 or 5 bytes), /vary the connection's request count.
+    let ng = Nginx::with_extra(
+        "location = /method { return 200 '$request_method $content_length $content_type'; }
+    location = /vary { return 200 'n=$connection_requests'; }
+    location = /varlen { if ($connection ~ \"[02468]$\") { return 200 'even'; } return 200 'odd!!'; }",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+
+    // A connection per request (no -k), and keep-alive (-k), getopt's forms mixed.
+    let (_, v) = both(&["-n", "300", "-c", "4", &url]);
+    assert_eq!(v.get("Complete requests"), "300");
+    assert!(!v.fields.contains_key("Keep-Alive requests"));
+    assert_eq!(v.failed, None);
+    v.assert_consistent("vblast ab");
+    let (_, v) = both(&["-kn300", "-c4", &url]);
+    assert_eq!(v.get("Keep-Alive requests"), "300");
+    v.assert_consistent("vblast ab");
+
+    // -p (POST) and -u (PUT) bodies from a file with -T, -i (HEAD), -m.
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, r#"{"value":"bar"}"#).unwrap();
+    let body = body.display().to_string();
+    let method = format!("{}/method", ng.addr);
+    for args in [
+        vec![
+            "-p",
+            &body,
+            "-T",
+            "application/json",
+            "-n",
+            "50",
+            "-c",
+            "2",
+            &method,
+        ],
+        vec!["-u", &body, "-n", "50", "-c", "2", &method],
+        vec!["-k", "-i", "-n", "50", "-c", "2", &method],
+        vec!["-m", "DELETE", "-n", "50", &method],
+    ] {
+        let (a, v) = both(&args);
+        assert_eq!(
+            a.get("Document Length"),
+            v.get("Document Length"),
+            "{args:?}"
+        );
+        v.assert_consistent("vblast ab");
+        let sends = args.contains(&"-p") || args.contains(&"-u");
+        assert_eq!(v.fields.contains_key("Total body sent"), sends, "{args:?}");
+    }
+    let (_, v) = both(&["-p", &body, "-T", "application/json", "-n", "50", &method]);
+    assert_eq!(
+        v.get("Document Length"),
+        format!("{} bytes", "POST 15 application/json".len())
+    );
+    // 50 requests of the body and their heads.
+    assert!(v.num("Total body sent") > 50.0 * 15.0, "{:?}", v.fields);
+
+    // `vblast run -p FILE --format ab` prints Total body sent too, as ab -p does.
+    let a = AbReport::parse(&real_ab(&["-p", &body, "-n", "20", &method]).stdout);
+    let v = AbReport::parse(&vblast_ab(&[
+        "--no-keepalive",
+        "-p",
+        &body,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        &method,
+    ]));
+    assert!(a.fields.contains_key("Total body sent"));
+    assert!(v.fields.contains_key("Total body sent"), "{:?}", v.fields);
+
+    // -t with a later -n: the count ends the run; -t alone implies -n 50000.
+    let (_, v) = both(&["-t", "30", "-n", "500", "-c", "2", &url]);
+    assert_eq!(v.get("Complete requests"), "500");
+    let t = dropin(&["-k", "-t", "1", "-c", "2", "-q", &url]);
+    t.assert_code(0);
+    let done = AbReport::parse(&t.stdout).num("Complete requests");
+    assert!(done > 0.0 && done <= 50_000.0, "{}", t.show());
+
+    // -l: variable lengths are no failures; without it, ab's Length failures.
+    let vary = format!("{}/vary", ng.addr);
+    let (_, v) = both(&["-k", "-l", "-n", "200", "-c", "1", &vary]);
+    assert_eq!(v.get("Document Length"), "Variable");
+    assert_eq!(v.get("Failed requests"), "0");
+    let (_, v) = both(&["-k", "-n", "200", "-c", "1", &vary]);
+    assert_eq!(v.failed, Some([0, 0, 191, 0]));
+    let varlen = format!("{}/varlen", ng.addr);
+    let (_, v) = both(&["-l", "-n", "200", "-c", "2", &varlen]);
+    assert_eq!(v.get("Document Length"), "Variable");
+    assert_eq!(v.get("Failed requests"), "0");
+    let html = v.num("HTML transferred");
+    assert!(html > 800.0 && html < 1000.0, "both lengths came: {html}");
+    // The same target without -l: Length failures, from both.
+    for out in [
+        real_ab(&["-n", "200", "-c", "2", &varlen]),
+        dropin(&["-n", "200", "-c", "2", &varlen]),
+    ] {
+        let r = AbReport::parse(&out.stdout);
+        assert!(r.failed.is_some_and(|f| f[2] > 0), "{}", out.show());
+    }
+
+    // -S and -d: the short table, no percentages, in both.
+    let a = real_ab(&["-S", "-d", "-n", "100", "-c", "2", &url]);
+    let v = dropin(&["-S", "-d", "-n", "100", "-c", "2", &url]);
+    v.assert_code(0);
+    for out in [&a.stdout, &v.stdout] {
+        assert!(out.contains("\n              min   avg   max\n"), "{out}");
+        assert!(!out.contains("Percentage of the requests"), "{out}");
+        assert!(!out.contains("+/-sd"), "{out}");
+        let r = AbReport::parse(out);
+        assert_eq!(r.times.len(), 4, "{out}");
+        assert!(r.percents.is_empty(), "{out}");
+    }
+
+    // -e: ab's CSV; -H and -C headers go out (nginx answers 200 either way).
+    let csv = dir.path().join("pct.csv");
+    let v = dropin(&[
+        "-e",
+        &csv.display().to_string(),
+        "-H",
+        "X-Vault-Token: root",
+        "-C",
+        "a=1",
+        "-A",
+        "u:p",
+        "-n",
+        "100",
+        &url,
+    ]);
+    v.assert_code(0);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().next(), Some("Percentage served,Time in ms"));
+    assert_eq!(text.lines().count(), 102);
+
+    // Non-2xx: counted apart, as ab does; vblast's status is 1, ab's (--ab-exit) 0.
+    let sealed = format!("{}/status/503", ng.addr);
+    let (_, v) = both(&["-n", "40", "-c", "2", &sealed]);
+    assert_eq!(v.get("Non-2xx responses"), "40");
+    dropin(&["-n", "40", "-c", "2", &sealed]).assert_code(1);
+}
+
+#[test]
+fn vblast_ab_prints_abs_tls_lines() {
+    let (ng, _files) = Nginx::start_tls_generated();
+    let url = format!("https://localhost:{}/v1/secret/data/foo", ng.port);
+    let (a, v) = both(&["-n", "20", "-c", "2", &url]);
+    // Version, cipher, server key bits, cipher bits: the server's key is the same;
+    // version and cipher are each client's offer against nginx's.
+    let proto = |r: &AbReport| {
+        let v: Vec<String> = r
+            .get("SSL/TLS Protocol")
+            .split(',')
+            .map(String::from)
+            .collect();
+        assert_eq!(v.len(), 4, "{v:?}");
+        assert!(v[0].starts_with("TLSv1."), "{v:?}");
+        v
+    };
+    assert_eq!(proto(&a)[2], proto(&v)[2], "server key bits");
+    assert_eq!(proto(&v)[2], "256", "rcgen's default key is P-256");
+    assert_eq!(a.get("Server Temp Key"), v.get("Server Temp Key"));
+    assert_eq!(v.get("TLS Server Name"), "localhost");
+    // An IP address: no SNI, no TLS Server Name line, in both.
+    let ip = format!("https://127.0.0.1:{}/v1/secret/data/foo", ng.port);
+    let (_, v) = both(&["-k", "-n", "20", "-c", "2", &ip]);
+    assert!(!v.fields.contains_key("TLS Server Name"));
+    assert_eq!(v.get("Keep-Alive requests"), "20");
+}
+
+#[test]
+fn vblast_ab_refuses_bad_input_like_ab() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    // ab's own usage error: the same words from both; vblast exits 2, or 22 as ab does.
+    let a = real_ab(&["-n", "10", "-c", "20", &url]);
+    assert_eq!(a.code, Some(22), "{}", a.show());
+    let words = "Cannot use concurrency level greater than total number of requests";
+    assert!(a.stderr.contains(words), "{}", a.show());
+    let v = dropin(&["-n", "10", "-c", "20", &url]);
+    v.assert_code(2);
+    assert!(v.stderr.contains(words), "{}", v.show());
+    assert_eq!(v.stderr.lines().count(), 1, "{}", v.show());
+    assert!(v.stdout.is_empty(), "{}", v.show());
+    dropin(&["--ab-exit", "-n", "10", "-c", "20", &url]).assert_code(22);
+
+    // What vblast does not do: one message naming the option, exit 2.
+    for (args, name) in [
+        (vec!["-X", "127.0.0.1:3128"], "-X"),
+        (vec!["-P", "u:p"], "-P"),
+        (vec!["-w"], "-w"),
+        (vec!["-g", "out.tsv"], "-g"),
+        (vec!["-Z", "AES128-SHA"], "-Z"),
+        (vec!["-f", "TLS1.2"], "-f"),
+    ] {
+        let mut all = args.clone();
+        all.push(&url);
+        let v = dropin(&all);
+        v.assert_code(2);
+        assert!(v.stderr.contains(&format!("ab's {name} ")), "{}", v.show());
+        assert_eq!(v.stderr.lines().count(), 1, "{}", v.show());
+    }
+    // Unknown options, a missing value, no URL, options after the URL, a bad URL, a bad
+    // number: one message, exit 2, never a panic.
+    for (args, words) in [
+        (vec!["-Q", &url], "illegal option -- Q"),
+        (vec!["--bogus", &url], "--bogus"),
+        (vec!["-n"], "option requires an argument -- n"),
+        (vec!["-n", "10"], "wrong number of arguments"),
+        (vec![&url, "-k"], "wrong number of arguments"),
+        (vec!["-n", "ten", &url], "-n ten"),
+        (vec!["-n", "0", &url], "Invalid number of requests"),
+        (vec!["127.0.0.1"], "invalid URL"),
+        (vec!["-i", "-p", "/dev/null", &url], "Cannot mix POST"),
+    ] {
+        let v = dropin(&args);
+        v.assert_code(2);
+        assert!(v.stderr.contains(words), "{args:?}: {}", v.show());
+        assert_eq!(v.stderr.lines().count(), 1, "{}", v.show());
+    }
+    // An unreadable -p file: vblast's input error (2); ab's fatal error (1).
+    let v = dropin(&["-p", "/nonexistent/body", "-n", "2", &url]);
+    v.assert_code(2);
+    assert!(v.stderr.contains("/nonexistent/body"), "{}", v.show());
+    dropin(&["--ab-exit", "-p", "/nonexistent/body", "-n", "2", &url]).assert_code(1);
+    // -h and -V: vblast's usage and version, exit 0.
+    let h = dropin(&["-h"]);
+    h.assert_code(0);
+    assert!(
+        h.stdout.contains("-k              Use HTTP KeepAlive"),
+        "{}",
+        h.show()
+    );
+    dropin(&["-V"]).assert_code(0);
+}
+
+#[test]
+fn vblast_ab_receive_errors_and_ab_exit() {
+    // Responses cut short: receive errors, counted, never a stop; ab's status without
+    // -r is a failure (1), with -r 0; vblast's own status is 1 either way.
+    let raw = common::RawServer::close_mid_response();
+    let url = format!("{}/x", raw.addr);
+    let v = dropin(&["-n", "5", "-q", &url]);
+    v.assert_code(1);
+    let r = AbReport::parse(&v.stdout);
+    assert_eq!(r.get("Complete requests"), "5", "{}", v.show());
+    assert_eq!(r.failed.map(|f| f[1]), Some(5), "{}", v.show());
+    dropin(&["--ab-exit", "-n", "5", &url]).assert_code(1);
+    dropin(&["--ab-exit", "-r", "-n", "5", &url]).assert_code(0);
 }

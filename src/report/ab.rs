@@ -34,6 +34,46 @@ pub struct AbFacts {
     pub waiting: Hist,
 }
 
+/// How ab's options change its report (`vblast ab`); the default is ab's plain report.
+#[derive(Clone, Debug, Default)]
+pub struct AbStyle {
+    /// `-l`: "Document Length: Variable", and no Length failures.
+    pub variable_length: bool,
+    /// `-p`/`-u`: "Total body sent" (request bytes, headers included, as ab counts them)
+    /// and the sent and total transfer rates.
+    pub body_sent: bool,
+    /// `-S`: the short Connection Times table (min, avg, max) and no warnings.
+    pub no_confidence: bool,
+    /// `-d`: no percentage table.
+    pub no_percentiles: bool,
+    /// https: the TLS lines ab prints under "Server Port".
+    pub tls: Option<TlsFacts>,
+}
+
+impl AbStyle {
+    /// The layout a run's own (redacted) scenario implies: `Total body sent` when its
+    /// request has a body (`vblast run -p FILE --format ab`, and the same run re-rendered).
+    pub fn of_scenario(scenario: &serde_json::Value) -> AbStyle {
+        AbStyle {
+            body_sent: scenario
+                .pointer("/workload/url/body")
+                .is_some_and(|b| !b.is_null()),
+            ..AbStyle::default()
+        }
+    }
+}
+
+/// ab's TLS lines, from a handshake with the run's settings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TlsFacts {
+    /// `SSL/TLS Protocol`: version, cipher (OpenSSL's name), server key bits, cipher bits.
+    pub protocol: String,
+    /// `Server Temp Key`: the key exchange group, as OpenSSL names it ("X25519 253 bits").
+    pub temp_key: Option<String>,
+    /// `TLS Server Name`: the SNI sent (none for an IP address).
+    pub server_name: Option<String>,
+}
+
 /// Host, port and path of a target URL as ab shows them.
 fn split_target(target: &str) -> (String, u16, String) {
     let (tls, rest) = match target.split_once("://") {
@@ -148,7 +188,17 @@ fn non_2xx(s: &Summary) -> u64 {
 
 /// Writes ab's report.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    render_with(s, &AbStyle::default(), o)
+}
+
+/// Writes ab's report as ab's options (`style`) lay it out.
+pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
     let ab = &s.ab;
+    let length_failures = if style.variable_length {
+        0
+    } else {
+        ab.length_failures
+    };
     let (host, port, path) = split_target(&s.run.target);
     let path = if s.run.target.contains("://") && !s.run.operation.is_empty() {
         // Vault mode: the target is the server; the operations stand for the document.
@@ -178,9 +228,22 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "Server Software:        {}", ab.server)?;
     writeln!(o, "Server Hostname:        {host}")?;
     writeln!(o, "Server Port:            {port}")?;
+    if let Some(tls) = &style.tls {
+        writeln!(o, "SSL/TLS Protocol:       {}", tls.protocol)?;
+        if let Some(k) = &tls.temp_key {
+            writeln!(o, "Server Temp Key:        {k}")?;
+        }
+        if let Some(n) = &tls.server_name {
+            writeln!(o, "TLS Server Name:        {n}")?;
+        }
+    }
     writeln!(o)?;
     writeln!(o, "Document Path:          {path}")?;
-    writeln!(o, "Document Length:        {} bytes", ab.doc_length)?;
+    if style.variable_length {
+        writeln!(o, "Document Length:        Variable")?;
+    } else {
+        writeln!(o, "Document Length:        {} bytes", ab.doc_length)?;
+    }
     writeln!(o)?;
     writeln!(o, "Concurrency Level:      {}", s.run.connections)?;
     let t = s.duration_s;
@@ -189,13 +252,13 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "Complete requests:      {done}")?;
     let e = &s.errors;
     let exceptions = e.timeout;
-    let bad = e.connect + e.read + ab.length_failures + exceptions;
+    let bad = e.connect + e.read + length_failures + exceptions;
     writeln!(o, "Failed requests:        {bad}")?;
     if bad > 0 {
         writeln!(
             o,
             "   (Connect: {}, Receive: {}, Length: {}, Exceptions: {})",
-            e.connect, e.read, ab.length_failures, exceptions
+            e.connect, e.read, length_failures, exceptions
         )?;
     }
     if e.write > 0 {
@@ -209,6 +272,10 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         writeln!(o, "Keep-Alive requests:    {}", ab.kept_alive)?;
     }
     writeln!(o, "Total transferred:      {} bytes", s.bytes_received)?;
+    if style.body_sent {
+        // ab prints this count without a unit.
+        writeln!(o, "Total body sent:        {}", s.bytes_sent)?;
+    }
     writeln!(o, "HTML transferred:       {} bytes", ab.body_bytes)?;
     if t > 0.0 && done > 0 {
         let d = done as f64;
@@ -228,6 +295,18 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             "Transfer rate:          {:.2} [Kbytes/sec] received",
             s.bytes_received as f64 / 1024.0 / t
         )?;
+        if style.body_sent {
+            writeln!(
+                o,
+                "                        {:.2} kb/s sent",
+                s.bytes_sent as f64 / 1024.0 / t
+            )?;
+            writeln!(
+                o,
+                "                        {:.2} kb/s total",
+                (s.bytes_received + s.bytes_sent) as f64 / 1024.0 / t
+            )?;
+        }
     }
     let total = &s.latency_hist;
     if done == 0 || total.is_empty() {
@@ -249,15 +328,23 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     ];
     writeln!(o)?;
     writeln!(o, "Connection Times (ms)")?;
-    writeln!(o, "              min  mean[+/-sd] median   max")?;
-    for (label, _, row) in &rows {
-        row.write(o, label)?;
-    }
-    for (_, what, row) in &rows {
-        row.sane(o, what)?;
+    if style.no_confidence {
+        writeln!(o, "              min   avg   max")?;
+        for (label, _, row) in &rows {
+            // ab's format has no space between avg and max ("%5d %5d%5d").
+            writeln!(o, "{label:<12}{:5} {:5}{:5}", row.min, row.mean, row.max)?;
+        }
+    } else {
+        writeln!(o, "              min  mean[+/-sd] median   max")?;
+        for (label, _, row) in &rows {
+            row.write(o, label)?;
+        }
+        for (_, what, row) in &rows {
+            row.sane(o, what)?;
+        }
     }
     let n = total.0.len();
-    if n > 1 {
+    if n > 1 && !style.no_percentiles {
         writeln!(o)?;
         writeln!(
             o,
