@@ -91,7 +91,13 @@ pub struct OpChoice {
     pub name: String,
     pub weight: u32,
     pub config: serde_json::Value,
+    /// The name reports give its rows (a vault-benchmark test's name); None: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
+
+/// Config keys whose values are credentials (a database's root password).
+const SECRET_KEYS: &[&str] = &["password", "connection_url", "token", "private_key"];
 
 /// Header names whose values are credentials.
 const SECRET_HEADERS: &[&str] = &[
@@ -106,6 +112,17 @@ impl Scenario {
     /// inline bodies replaced by a placeholder.
     pub fn redacted(&self) -> serde_json::Value {
         let mut s = self.clone();
+        if let Workload::Vault(ops) = &mut s.workload {
+            for op in ops {
+                if let Some(cfg) = op.config.as_object_mut() {
+                    for (k, v) in cfg.iter_mut() {
+                        if SECRET_KEYS.contains(&k.as_str()) && v.is_string() {
+                            *v = "<redacted>".into();
+                        }
+                    }
+                }
+            }
+        }
         if let Workload::Url(r) = &mut s.workload {
             for (name, value) in &mut r.headers {
                 if SECRET_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
@@ -190,6 +207,7 @@ mod tests {
             name: n.into(),
             weight: w,
             config: serde_json::Value::Null,
+            label: None,
         };
         assert_eq!(
             scenario(Workload::Vault(vec![one("kv-read", 1)])).describe_ops(),
