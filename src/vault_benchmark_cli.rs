@@ -283,6 +283,11 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
             if !run.explicit.iter().any(|e| e == "format") {
                 run.out.format = crate::cli::Format::VbTerse;
             }
+            // -rps=0 is vault-benchmark's "as fast as possible": the closed model, given
+            // as a flag, so the file's rps gives way to it.
+            if get(&g, "rps") == Some("0") {
+                run.explicit.push("rate".into());
+            }
             for n in notes {
                 eprintln!("vblast: note: {n}");
             }

@@ -437,6 +437,7 @@ pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
         m.duration = c.duration;
     }
     if m.rate.is_none()
+        && !given(args, "rate")
         && let Some(r) = c.rps
     {
         m.rate = Some(r.to_string());
