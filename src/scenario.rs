@@ -202,6 +202,25 @@ mod tests {
     }
 
     #[test]
+    fn credentials_in_op_configs_are_redacted() {
+        let s = scenario(Workload::Vault(vec![OpChoice {
+            name: "db-creds".into(),
+            weight: 1,
+            config: serde_json::json!({"password": "hunter2", "connection_url": "postgres://u:pw@h/db", "username": "u"}),
+            label: Some("pg".into()),
+        }]));
+        let text = s.redacted().to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("u:pw"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"label\":\"pg\"") && text.contains("\"username\":\"u\""),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn ops_are_described_with_weights_only_in_a_mix() {
         let one = |n: &str, w| OpChoice {
             name: n.into(),
