@@ -33,6 +33,12 @@ pub enum Format {
     Ab,
     /// Per operation: latency spectrum, bytes, status codes, errors; setup and cleanup time.
     Verbose,
+    /// vault-benchmark's terse table (`-report_mode=terse`).
+    VbTerse,
+    /// vault-benchmark's verbose sections (`-report_mode=verbose`).
+    VbVerbose,
+    /// vault-benchmark's JSON report (`-report_mode=json`).
+    VbJson,
 }
 
 const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
@@ -76,12 +82,25 @@ pub enum Command {
     /// (`vblast ab -h` lists the options); exit statuses vblast's, or ab's with --ab-exit.
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Ab(AbArgs),
+    /// vault-benchmark's command lines: `vault-benchmark run -config=FILE ...`,
+    /// `vault-benchmark review -result_file=FILE ...` (its flags, its report layouts).
+    #[command(name = "vault-benchmark", disable_help_flag = true)]
+    VaultBenchmark(VaultBenchmarkArgs),
 }
 
 /// `vblast ab`'s arguments, parsed as ab parses them (src/ab_cli.rs).
 #[derive(Args, Debug)]
 pub struct AbArgs {
     /// ab's options and URL.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// vault-benchmark's arguments, as given: its Go-style flags are parsed by hand
+/// (`vault_benchmark_cli`).
+#[derive(Args, Debug)]
+pub struct VaultBenchmarkArgs {
+    /// run|review, then vault-benchmark's flags (-config=FILE, -report_mode=verbose, ...).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,
 }
@@ -99,7 +118,7 @@ pub struct CompareArgs {
 }
 
 /// What to print and which files to save: the same for a run and for saved results.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -145,10 +164,24 @@ pub struct ReportArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// URL mode: send this request (like ab, wrk, oha), with no Vault setup.
     pub url: Option<String>,
+
+    /// A vault-benchmark HCL file, unchanged: its global keys and its tests (environment
+    /// variables override the file, flags override both).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["op", "scenario"])]
+    pub config: Option<PathBuf>,
+
+    /// Ids of the flags given on the command line (filled after parsing: a flag's default
+    /// does not override a config file's value).
+    #[arg(skip)]
+    pub explicit: Vec<String>,
+
+    /// Operations given as data (a config file's tests) instead of --op.
+    #[arg(skip)]
+    pub preset_ops: Option<Vec<crate::scenario::OpChoice>>,
 
     /// Vault operation, or a weighted mix: kv-read, or kv-read:80,kv-write:20 (see --list-ops).
     #[arg(long)]
@@ -369,6 +402,31 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
     Ok(token)
 }
 
+/// Parses a command line, noting which flags of `run` it gave (so that a config file's
+/// values give way only to flags actually given, not to clap's defaults).
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let given = |m: &clap::ArgMatches| -> Vec<String> {
+        m.ids()
+            .filter(|id| {
+                m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|id| id.as_str().to_string())
+            .collect()
+    };
+    cli.run.explicit = given(&matches);
+    if let (Some(Command::Run(args)), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
+        args.explicit = given(m);
+    }
+    Ok(cli)
+}
+
 /// Reads an environment variable, treating empty as unset.
 pub fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -388,6 +446,11 @@ pub const MAX_THREADS: usize = 1024;
 impl RunArgs {
     /// The run these flags (and Vault's environment variables) describe, checked.
     pub fn scenario(&self) -> Result<Scenario, Error> {
+        if let Some(path) = &self.config {
+            return crate::vbconfig::merge(self, path)
+                .map_err(Error::Input)?
+                .scenario();
+        }
         self.validate().map_err(Error::Input)?;
         let address = match &self.url {
             Some(u) => u.clone(),
@@ -431,6 +494,9 @@ impl RunArgs {
             None => self.token.clone().or_else(|| env("VAULT_TOKEN")),
         };
         let workload = match self.op.as_ref().or(self.scenario.as_ref()) {
+            _ if self.preset_ops.is_some() => {
+                Workload::Vault(self.preset_ops.clone().unwrap_or_default())
+            }
             Some(op) => {
                 let flags = OpFlags {
                     kv_version: self.kv_version,
@@ -560,7 +626,11 @@ impl RunArgs {
         if self.url.is_some() && (self.op.is_some() || self.scenario.is_some()) {
             return Err("give either a URL or --op, not both".into());
         }
-        if self.url.is_none() && self.op.is_none() && self.scenario.is_none() {
+        if self.url.is_none()
+            && self.op.is_none()
+            && self.scenario.is_none()
+            && self.preset_ops.is_none()
+        {
             return Err(
                 "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
                     .into(),

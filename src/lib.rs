@@ -37,9 +37,9 @@ pub mod transport;
 pub mod units;
 pub mod url_request;
 pub mod vault;
+pub mod vault_benchmark_cli;
+pub mod vbconfig;
 pub mod workload;
-
-use clap::Parser;
 
 use error::{Ending, exit_status};
 use signals::Stop;
@@ -47,7 +47,7 @@ use signals::Stop;
 /// The whole program: parses the command line, runs the command, prints the one error
 /// message if any, and returns the exit status.
 pub fn main() -> i32 {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let stop = Stop::new();
     if let Err(e) = stop.install(cli.worker) {
         eprintln!("vblast: {e}");
@@ -67,6 +67,7 @@ pub fn main() -> i32 {
         Some(cli::Command::Compare(args)) => compare::run(args),
         Some(cli::Command::Sweep(args)) => sweep::run(args, &stop),
         Some(cli::Command::Ab(_)) => Ending::Ok,
+        Some(cli::Command::VaultBenchmark(args)) => vault_benchmark_cli::run(&args.args, &stop),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

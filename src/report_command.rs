@@ -35,6 +35,9 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
         Format::Text => report::Format::Text { latency: o.latency },
         Format::Ab => report::Format::Ab,
         Format::Verbose => report::Format::Verbose,
+        Format::VbTerse => report::Format::VbTerse,
+        Format::VbVerbose => report::Format::VbVerbose,
+        Format::VbJson => report::Format::VbJson,
     };
     let mut text = Vec::new();
     let _ = match format {

@@ -17,6 +17,19 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         print!("{}", crate::vault::ops::list_text());
         return Ending::Ok;
     }
+    // A vault-benchmark file fills in what the flags and the environment leave open,
+    // the report format included, before anything else reads the flags.
+    let merged;
+    let cli = match &cli.config {
+        Some(path) => match crate::vbconfig::merge(cli, path) {
+            Ok(m) => {
+                merged = m;
+                &merged
+            }
+            Err(e) => return Ending::Failed(Error::Input(e)),
+        },
+        None => cli,
+    };
     let scenario = match cli.scenario() {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),

@@ -91,7 +91,13 @@ pub struct OpChoice {
     pub name: String,
     pub weight: u32,
     pub config: serde_json::Value,
+    /// The name reports give its rows (a vault-benchmark test's name); None: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
+
+/// Config keys whose values are credentials (a database's root password).
+const SECRET_KEYS: &[&str] = &["password", "connection_url", "token", "private_key"];
 
 /// Header names whose values are credentials.
 const SECRET_HEADERS: &[&str] = &[
@@ -106,6 +112,17 @@ impl Scenario {
     /// inline bodies replaced by a placeholder.
     pub fn redacted(&self) -> serde_json::Value {
         let mut s = self.clone();
+        if let Workload::Vault(ops) = &mut s.workload {
+            for op in ops {
+                if let Some(cfg) = op.config.as_object_mut() {
+                    for (k, v) in cfg.iter_mut() {
+                        if SECRET_KEYS.contains(&k.as_str()) && v.is_string() {
+                            *v = "<redacted>".into();
+                        }
+                    }
+                }
+            }
+        }
         if let Workload::Url(r) = &mut s.workload {
             for (name, value) in &mut r.headers {
                 if SECRET_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
@@ -185,11 +202,31 @@ mod tests {
     }
 
     #[test]
+    fn credentials_in_op_configs_are_redacted() {
+        let s = scenario(Workload::Vault(vec![OpChoice {
+            name: "db-creds".into(),
+            weight: 1,
+            config: serde_json::json!({"password": "hunter2", "connection_url": "postgres://u:pw@h/db", "username": "u"}),
+            label: Some("pg".into()),
+        }]));
+        let text = s.redacted().to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("u:pw"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"label\":\"pg\"") && text.contains("\"username\":\"u\""),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn ops_are_described_with_weights_only_in_a_mix() {
         let one = |n: &str, w| OpChoice {
             name: n.into(),
             weight: w,
             config: serde_json::Value::Null,
+            label: None,
         };
         assert_eq!(
             scenario(Workload::Vault(vec![one("kv-read", 1)])).describe_ops(),

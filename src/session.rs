@@ -130,6 +130,16 @@ impl Session {
                     if let Some(first) = steps.first_mut() {
                         first.weight = choice.weight;
                     }
+                    // A labelled operation (a vault-benchmark test's name) reports under
+                    // its label; its steps keep their suffix ("NAME/create").
+                    if let Some(label) = &choice.label {
+                        for step in &mut steps {
+                            step.name = match step.name.strip_prefix(choice.name.as_str()) {
+                                Some(rest) => format!("{label}{rest}"),
+                                None => label.clone(),
+                            };
+                        }
+                    }
                     session.operations.extend(steps);
                 }
             }

@@ -2,8 +2,9 @@
 //! format shows. Each format is a renderer in its own module, writing a `Summary` to any
 //! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
 //! scripts read), `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view) and
-//! `ab` (ApacheBench's report and its `-e` CSV), `verbose`, and `html` (the self-contained
-//! page of `--html`, charts as inline SVG).
+//! `ab` (ApacheBench's report and its `-e` CSV), `verbose`, `html` (the self-contained page of
+//! `--html`, charts as inline SVG), and vault-benchmark's layouts `vb_terse`, `vb_verbose`,
+//! `vb_json`.
 
 pub mod ab;
 pub mod hgrm;
@@ -12,6 +13,9 @@ pub mod html;
 pub mod json;
 pub mod tails;
 pub mod text;
+pub mod vb_json;
+pub mod vb_terse;
+pub mod vb_verbose;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -302,7 +306,9 @@ impl Summary {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// The terse table; with `latency`, the percentiles and spectra of `--latency` after it.
-    Text { latency: bool },
+    Text {
+        latency: bool,
+    },
     /// The JSON report.
     Json,
     /// The corrected latency's percentile spectrum (what `--hgrm` saves).
@@ -313,6 +319,10 @@ pub enum Format {
     Verbose,
     /// ab `-e`'s percentile CSV (what `--ab-csv` saves).
     AbCsv,
+    /// vault-benchmark's terse, verbose and JSON layouts.
+    VbTerse,
+    VbVerbose,
+    VbJson,
 }
 
 /// Writes `summary` in `format` to `out`.
@@ -330,6 +340,9 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
         Format::Ab => ab::render(summary, out),
         Format::Verbose => verbose::render(summary, out),
         Format::AbCsv => ab::render_csv(summary, out),
+        Format::VbTerse => vb_terse::render(summary, out),
+        Format::VbVerbose => vb_verbose::render(summary, out),
+        Format::VbJson => vb_json::render(summary, out),
     }
 }
 

@@ -180,6 +180,7 @@ pub fn parse_mix(text: &str, flags: &OpFlags) -> Result<Vec<OpChoice>, String> {
             name: name.into(),
             weight,
             config: (info.config_from_flags)(flags),
+            label: None,
         });
     }
     Ok(out)
