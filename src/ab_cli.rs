@@ -156,6 +156,9 @@ pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
             i += 1;
             break;
         }
+        if arg == "--help" {
+            return Ok(AbCommand::Help);
+        }
         if !arg.starts_with('-') || arg == "-" {
             break;
         }
@@ -585,6 +588,7 @@ mod tests {
         assert!(run(&["--ab-exit", "http://h/"]).ab_exit);
         assert!(run(&["http://h/", "--ab-exit"]).ab_exit);
         assert_eq!(parse(&args(&["-h"])), Ok(AbCommand::Help));
+        assert_eq!(parse(&args(&["--help"])), Ok(AbCommand::Help));
         assert_eq!(parse(&args(&["-V"])), Ok(AbCommand::Version));
     }
 }

@@ -1067,3 +1067,38 @@ fn vblast_ab_receive_errors_and_ab_exit() {
     dropin(&["--ab-exit", "-n", "5", &url]).assert_code(1);
     dropin(&["--ab-exit", "-r", "-n", "5", &url]).assert_code(0);
 }
+
+#[test]
+fn vblast_ab_client_certificate_with_e() {
+    // nginx asks for a client certificate signed by the test CA; -E gives the chain and
+    // key in one PEM file, as ab's -E does.
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::gen_tls_files(dir.path());
+    let client_dir = dir.path().join("client");
+    std::fs::create_dir_all(&client_dir).unwrap();
+    let client = common::gen_tls_files(&client_dir);
+    let ng = Nginx::start_tls_with(
+        &server.cert,
+        &server.key,
+        &format!(
+            "ssl_client_certificate {};\n    ssl_verify_client on;",
+            client.ca_cert.display()
+        ),
+    );
+    let both_pem = dir.path().join("client.pem");
+    let pem = std::fs::read_to_string(&client.cert).unwrap()
+        + &std::fs::read_to_string(&client.key).unwrap();
+    std::fs::write(&both_pem, pem).unwrap();
+    let both_pem = both_pem.display().to_string();
+    let url = format!("https://127.0.0.1:{}/v1/secret/data/foo", ng.port);
+    let (_, v) = both(&["-E", &both_pem, "-n", "10", "-c", "2", &url]);
+    assert_eq!(v.get("Complete requests"), "10");
+    assert!(
+        !v.fields.contains_key("Non-2xx responses"),
+        "{:?}",
+        v.fields
+    );
+    // Without it, nginx answers 400 to every request, for both.
+    let (_, v) = both(&["-n", "10", "-c", "2", &url]);
+    assert_eq!(v.get("Non-2xx responses"), "10");
+}

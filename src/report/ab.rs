@@ -485,6 +485,45 @@ mod tests {
     }
 
     #[test]
+    fn abs_options_lay_the_report_out_as_ab_does() {
+        let s = thousand();
+        let style = AbStyle {
+            variable_length: true,
+            body_sent: true,
+            no_confidence: true,
+            no_percentiles: true,
+            tls: Some(TlsFacts {
+                protocol: "TLSv1.3,TLS_AES_128_GCM_SHA256,256,128".into(),
+                temp_key: Some("X25519 253 bits".into()),
+                server_name: Some("vault.example".into()),
+            }),
+        };
+        let mut out = Vec::new();
+        render_with(&s, &style, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let expect = [
+            "Server Port:            8200\nSSL/TLS Protocol:       TLSv1.3,TLS_AES_128_GCM_SHA256,256,128\nServer Temp Key:        X25519 253 bits\nTLS Server Name:        vault.example\n\nDocument Path:",
+            "Document Length:        Variable\n",
+            "Total transferred:      0 bytes\nTotal body sent:        0\nHTML transferred:",
+            "                        0.00 kb/s sent\n                        0.00 kb/s total\n",
+            "              min   avg   max\nConnect:        0     0    0\n",
+            "Total:          1   501 1000\n",
+        ];
+        for e in expect {
+            assert!(text.contains(e), "no {e:?} in\n{text}");
+        }
+        assert!(!text.contains("Percentage"), "{text}");
+        assert!(!text.contains("+/-sd"), "{text}");
+        // The default style is ab's plain report.
+        let mut plain = Vec::new();
+        render(&s, &mut plain).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        for absent in ["SSL/TLS", "Total body sent", "Variable", "kb/s sent"] {
+            assert!(!plain.contains(absent), "{absent} in\n{plain}");
+        }
+    }
+
+    #[test]
     fn rows_round_like_ab() {
         let mut h = Hist::default();
         for us in [400u64, 1400, 1600, 2600, 100_000] {
