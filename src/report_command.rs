@@ -9,11 +9,7 @@ use crate::results::{self, Results};
 
 /// `vblast report FILE...` (alias `review`).
 pub fn run(args: &ReportArgs) -> Ending {
-    if let Some(ending) = crate::sweep::report_if_sweep(
-        &args.files,
-        args.out.format == Format::Json,
-        args.out.html.as_deref(),
-    ) {
+    if let Some(ending) = crate::sweep::report_if_sweep(&args.files, &args.out) {
         return ending;
     }
     let merged = match results::load(&args.files) {

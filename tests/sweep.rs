@@ -245,6 +245,26 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
     ]));
     json.assert_code(0);
     assert_eq!(json.json()["answer"], doc["answer"]);
+    // Saved again from the report: the same sweep, the same table.
+    let copy = dir.path().join("copy.json");
+    run(vblast_args(&[
+        "report",
+        file.to_str().unwrap(),
+        "--output",
+        copy.to_str().unwrap(),
+    ]))
+    .assert_code(0);
+    let again = run(vblast_args(&["report", copy.to_str().unwrap()]));
+    assert_eq!(again.stdout, out.stdout);
+    // What only a single run has is refused, not silently left out.
+    let refused = run(vblast_args(&[
+        "report",
+        file.to_str().unwrap(),
+        "--hgrm",
+        "x",
+    ]));
+    refused.assert_code(2);
+    assert!(refused.stderr.contains("is a sweep"), "{}", refused.show());
 
     // Compared with itself: the answers and curves side by side.
     let cmp = run(vblast_args(&[

@@ -23,7 +23,7 @@ pub use runner::run;
 
 /// `vblast report FILE`: when FILE is a sweep, renders it (exactly as printed live);
 /// None when no file given is a sweep.
-pub fn report_if_sweep(files: &[PathBuf], json: bool, html: Option<&Path>) -> Option<Ending> {
+pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Option<Ending> {
     let sweeps: Vec<_> = files
         .iter()
         .filter_map(|p| file::Sweep::read_if_sweep(p).map(|s| (p, s)))
@@ -39,6 +39,25 @@ pub fn report_if_sweep(files: &[PathBuf], json: bool, html: Option<&Path>) -> Op
         Ok(s) => s,
         Err(e) => return Some(Ending::Failed(Error::Input(e))),
     };
+    use crate::cli::Format;
+    if !matches!(out.format, Format::Text | Format::Json)
+        || out.latency
+        || out.hgrm.is_some()
+        || out.ab_csv.is_some()
+        || out.hlog.is_some()
+    {
+        return Some(Ending::Failed(Error::Input(format!(
+            "{} is a sweep: it is reported as text or json, with --output and --html (--latency, --hgrm, --ab-csv, --hlog and the ab and verbose formats are for single runs)",
+            path.display()
+        ))));
+    }
+    let json = out.format == Format::Json;
+    let html = out.html.as_deref();
+    if let Some(copy) = &out.output
+        && let Err(e) = sweep.write(copy)
+    {
+        return Some(Ending::Failed(Error::Output(e)));
+    }
     let mut text = Vec::new();
     if json {
         match sweep.to_json() {
