@@ -84,9 +84,11 @@ fn all_ok_and_clean(bao: &OpenBao, op: &str, n: u64, extra: &[&str]) -> Value {
 #[test]
 fn logins_succeed_and_their_tokens_are_revoked() {
     let bao = OpenBao::start();
-    for op in ["userpass-login", "approle-login"] {
-        let j = all_ok_and_clean(&bao, op, 400, &[]);
-        assert_eq!(j["status"]["200"], 400, "{j}");
+    // userpass hashes each password with bcrypt on the server: 100 logins keep the run
+    // well inside the harness's per-run limit on a loaded 2-core machine.
+    for (op, n) in [("userpass-login", 100), ("approle-login", 400)] {
+        let j = all_ok_and_clean(&bao, op, n, &[]);
+        assert_eq!(j["status"]["200"], n, "{j}");
     }
     all_ok_and_clean(
         &bao,
