@@ -309,7 +309,7 @@ pub struct RunArgs {
     pub quiet: bool,
 
     /// Progress once a second as plain lines on stderr even when it is not a terminal (CI
-    /// logs); single-process runs.
+    /// logs); runs over worker processes too.
     #[arg(long)]
     pub progress: bool,
 

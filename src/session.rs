@@ -285,7 +285,7 @@ impl Session {
                     }
                 })
                 .collect();
-            orchestrate::run_workers(&plans, &self.stop).map_err(Error::Engine)?
+            orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::Engine)?
         };
         Ok(StepResult {
             outcome,

@@ -11,7 +11,7 @@ use std::io::BufReader;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use crate::engine::EnginePlan;
+use crate::engine::{EnginePlan, ProgressFn, Totals};
 use crate::pacing::share;
 use crate::signals::Stop;
 use crate::stats::Stats;
@@ -139,7 +139,13 @@ impl Worker {
 }
 
 /// Runs one plan per worker process and merges their results.
-pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String> {
+/// With `progress`, workers send their running totals about once a second, and `progress`
+/// is called with the latest of every worker (one `Totals` per worker process).
+pub fn run_workers(
+    plans: &[EnginePlan],
+    stop: &Stop,
+    progress: Option<ProgressFn<'_>>,
+) -> Result<Outcome, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let (tx, rx) = crossbeam_channel::unbounded::<(usize, Option<Result<FromWorker, String>>)>();
     let mut workers: Vec<Worker> = Vec::with_capacity(plans.len());
@@ -171,6 +177,7 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
         w.tell(&ToWorker::Plan {
             version: protocol::VERSION,
             plan: Box::new(plan.clone()),
+            progress: progress.is_some(),
         });
         if let Some(out) = stdout {
             let tx = tx.clone();
@@ -203,6 +210,7 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
     drop(tx);
     let mut stop_sent = false;
     let mut go_sent = false;
+    let mut latest = vec![Totals::default(); workers.len()];
     if start_failure.is_some() {
         for w in &mut workers {
             w.tell(&ToWorker::Stop);
@@ -238,6 +246,12 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
                     "speaks protocol version {version}, not {}",
                     protocol::VERSION
                 ));
+            }
+            Some(Ok(FromWorker::Progress { requests, ok })) => {
+                if let Some(show) = progress {
+                    latest[i] = Totals { requests, ok };
+                    show(&latest);
+                }
             }
             Some(Ok(FromWorker::Result { stats })) => w.result = Some(*stats),
             Some(Ok(FromWorker::Error { message })) => w.error = Some(message),

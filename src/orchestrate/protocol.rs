@@ -3,9 +3,11 @@
 //! and stdout); the same messages can travel over any byte stream, so a worker on another
 //! machine can speak them too.
 //!
-//! Coordinator -> worker: `plan` (the share of the run), `go` (start the clock at a
-//! wall-clock instant), `stop` (end the run now; end of input means the same).
-//! Worker -> coordinator: `ready` (connections open), `result` (its statistics), `error`.
+//! Coordinator -> worker: `plan` (the share of the run, and whether to report progress),
+//! `go` (start the clock at a wall-clock instant), `stop` (end the run now; end of input
+//! means the same).
+//! Worker -> coordinator: `ready` (connections open), `progress` (its running totals, about
+//! once a second, when the plan asked for them), `result` (its statistics), `error`.
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,7 +19,8 @@ use crate::engine::EnginePlan;
 use crate::stats::Stats;
 
 /// Bumped whenever a message changes shape; both sides refuse another version.
-pub const VERSION: u32 = 1;
+/// 2: `plan` carries `progress`, and workers may send `progress`.
+pub const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]
@@ -25,6 +28,9 @@ pub enum ToWorker {
     Plan {
         version: u32,
         plan: Box<EnginePlan>,
+        /// Send `progress` messages during the run (the coordinator shows a progress line).
+        #[serde(default)]
+        progress: bool,
     },
     /// Start the measured run at this wall-clock instant (nanoseconds since the Unix epoch).
     Go {
@@ -36,9 +42,21 @@ pub enum ToWorker {
 #[derive(Serialize, Deserialize, Debug)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]
 pub enum FromWorker {
-    Ready { version: u32, connections: u64 },
-    Result { stats: Box<Stats> },
-    Error { message: String },
+    Ready {
+        version: u32,
+        connections: u64,
+    },
+    /// The worker's running totals over its threads (requests completed, and ok).
+    Progress {
+        requests: u64,
+        ok: u64,
+    },
+    Result {
+        stats: Box<Stats>,
+    },
+    Error {
+        message: String,
+    },
 }
 
 /// Writes one message as one line.
@@ -112,6 +130,31 @@ mod tests {
             Some(FromWorker::Ready { connections: 7, .. })
         ));
         assert!(recv::<FromWorker>(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn progress_is_one_small_line() {
+        let mut buf = Vec::new();
+        send(
+            &mut buf,
+            &FromWorker::Progress {
+                requests: 12,
+                ok: 10,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(buf.clone()).unwrap(),
+            "{\"msg\":\"progress\",\"data\":{\"requests\":12,\"ok\":10}}\n"
+        );
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        assert!(matches!(
+            recv::<FromWorker>(&mut r).unwrap(),
+            Some(FromWorker::Progress {
+                requests: 12,
+                ok: 10
+            })
+        ));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The worker's side of the protocol (`vblast --worker`): read the plan, open the
 //! connections, say `ready`, start the clock at the instant `go` names, stop on `stop` or
 //! when the coordinator goes away (end of input, or its death: PR_SET_PDEATHSIG), and send
-//! the result. Never quotes the plan (it holds the token).
+//! the result; with a plan that asks for it, its running totals about once a second on the
+//! way. Never quotes the plan (it holds the token).
 
 use std::io::{BufRead, BufReader, Write};
 use std::sync::{Barrier, Mutex, OnceLock};
@@ -85,8 +86,12 @@ pub fn main(stop: &Stop) -> i32 {
     }
     crate::sys::raise_nofile();
     let mut input = BufReader::new(std::io::stdin());
-    let plan: EnginePlan = match protocol::recv::<ToWorker>(&mut input) {
-        Ok(Some(ToWorker::Plan { version, plan })) if version == protocol::VERSION => *plan,
+    let (plan, progress): (EnginePlan, bool) = match protocol::recv::<ToWorker>(&mut input) {
+        Ok(Some(ToWorker::Plan {
+            version,
+            plan,
+            progress,
+        })) if version == protocol::VERSION => (*plan, progress),
         Ok(Some(ToWorker::Plan { version, .. })) => {
             return fail(&format!(
                 "coordinator speaks protocol version {version}, not {}",
@@ -107,7 +112,26 @@ pub fn main(stop: &Stop) -> i32 {
         stop: stop.clone(),
         connections,
     };
-    match engine::run(&plan, stop, &gate, None) {
+    // Progress: the threads' totals (sent by them about once a second over the engine's
+    // channel, which they never wait on) summed and passed on as one small line, at most
+    // once a second, from this thread: nothing in the event loops changes.
+    let last = Mutex::new(None::<Instant>);
+    let relay = |threads: &[engine::Totals]| {
+        let Ok(mut last) = last.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if last.is_some_and(|t| now.duration_since(t).as_secs_f64() < 0.9) {
+            return;
+        }
+        *last = Some(now);
+        reply(&FromWorker::Progress {
+            requests: threads.iter().map(|t| t.requests).sum(),
+            ok: threads.iter().map(|t| t.ok).sum(),
+        });
+    };
+    let relay: Option<engine::ProgressFn<'_>> = progress.then_some(&relay);
+    match engine::run(&plan, stop, &gate, relay) {
         Ok(stats) => {
             reply(&FromWorker::Result {
                 stats: Box::new(stats),
