@@ -7,11 +7,13 @@
 
 pub mod capture;
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod http;
 pub mod live;
+pub mod nodes;
 pub mod orchestrate;
 pub mod pacing;
 pub mod report;

@@ -41,6 +41,9 @@ pub struct Scenario {
     pub keep: bool,
     /// Use the target as it is: no preflight, no fixtures.
     pub no_setup: bool,
+    /// Several nodes of one HA cluster as the target (`address` is the first of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterSpec>,
 }
 
 /// The shape of the load.
@@ -140,6 +143,7 @@ mod tests {
     fn scenario(workload: Workload) -> Scenario {
         Scenario {
             address: "http://127.0.0.1:8200".into(),
+            cluster: None,
             token: Token(Some("hvs.SECRET".into())),
             namespace: None,
             tls: None,

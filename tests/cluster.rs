@@ -19,3 +19,212 @@ fn harness_starts_one_active_and_standbys() {
     assert_eq!(v["leader_address"], c.nodes[active].addr.as_str());
     assert_eq!(v["is_self"], false);
 }
+
+fn cluster_cmd(c: &Cluster, extra: &[&str]) -> std::process::Command {
+    let mut cmd = common::vblast();
+    for a in c.addrs() {
+        cmd.arg("--address").arg(a);
+    }
+    cmd.env("VAULT_TOKEN", &c.token).args(extra);
+    cmd
+}
+
+fn node_rows(v: &serde_json::Value) -> Vec<(String, String, u64, u64)> {
+    v["nodes"]
+        .as_array()
+        .expect("nodes rows in the JSON report")
+        .iter()
+        .map(|n| {
+            (
+                n["addr"].as_str().unwrap().to_string(),
+                n["role"].as_str().unwrap().to_string(),
+                common::run::u(&n["requests"]),
+                common::run::u(&n["ok"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn active_mode_loads_only_the_active_node_and_all_mode_every_node() {
+    let c = Cluster::start(2);
+    let active = c.active().unwrap();
+    let out = common::run::run(cluster_cmd(
+        &c,
+        &[
+            "-c",
+            "4",
+            "-n",
+            "400",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "10",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    assert!(out.stderr.contains("Cluster:"), "{}", out.show());
+    assert!(
+        out.stderr.contains("active") && out.stderr.contains("standby"),
+        "{}",
+        out.show()
+    );
+    let v = out.json();
+    let rows = node_rows(&v);
+    assert_eq!(rows.len(), 2, "{}", out.show());
+    assert_eq!(rows[active].0, c.nodes[active].addr);
+    assert_eq!(rows[active].1, "active");
+    assert_eq!(
+        (rows[active].2, rows[active].3),
+        (400, 400),
+        "{}",
+        out.show()
+    );
+    assert_eq!(
+        (rows[1 - active].2, rows[1 - active].3),
+        (0, 0),
+        "{}",
+        out.show()
+    );
+    assert_eq!(rows[1 - active].1, "standby");
+
+    // all: every unsealed node carries connections. (seal-status, which every node
+    // answers itself: OpenBao's standbys serve KV reads locally, and a standby can answer
+    // a fresh KV v2 mount with 400 "upgrading" for a long time; vblast shows that in the
+    // standby's row.)
+    let out = common::run::run(cluster_cmd(
+        &c,
+        &[
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "400",
+            "--nodes",
+            "all",
+            "--op",
+            "seal-status",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let v = out.json();
+    let rows = node_rows(&v);
+    let total: u64 = rows.iter().map(|r| r.2).sum();
+    assert_eq!(total, 400, "{}", out.show());
+    assert!(rows.iter().all(|r| r.2 > 0 && r.2 == r.3), "{}", out.show());
+
+    // each: the same load against each node in turn.
+    let out = common::run::run(cluster_cmd(
+        &c,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "100",
+            "--nodes",
+            "each",
+            "--op",
+            "seal-status",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    let rows = node_rows(&out.json());
+    assert!(
+        rows.iter().all(|r| r.2 == 100 && r.3 == 100),
+        "{}",
+        out.show()
+    );
+    assert_eq!(common::run::u(&out.json()["requests"]), 200);
+}
+
+/// One clear message before any load, exit 2.
+fn refused(args: &[&str], env: &[(&str, &str)], expect: &str) {
+    let mut cmd = common::vblast();
+    cmd.args(["-c", "2", "-n", "10", "--op", "kv-read", "--token", "root"])
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = common::run::run(cmd);
+    out.assert_code(2);
+    assert!(out.stderr.contains(expect), "{}", out.show());
+    assert!(out.stdout.is_empty(), "{}", out.show());
+}
+
+#[test]
+fn bad_clusters_are_refused_before_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"vault_addrs": ["http://127.0.0.1:1""#).unwrap();
+    refused(
+        &["--cluster", bad.to_str().unwrap()],
+        &[],
+        "is not a cluster file",
+    );
+    let a = format!("http://127.0.0.1:{}", common::free_port());
+    refused(
+        &["--address", &a, "--address", &format!("{a}/")],
+        &[],
+        "the same node is given twice",
+    );
+    let b = format!("http://127.0.0.1:{}", common::free_port());
+    refused(
+        &[],
+        &[("VAULT_ADDR", &format!("{a},{b}"))],
+        "no node of the cluster is reachable",
+    );
+
+    // Two dev servers are two clusters.
+    let x = common::OpenBao::start();
+    let y = common::OpenBao::start();
+    refused(
+        &["--address", &x.addr, "--address", &y.addr],
+        &[],
+        "the nodes belong to different clusters",
+    );
+    // A sealed node and an unreachable one: nothing active.
+    let (s, _) = x.api("PUT", "/v1/sys/seal", None);
+    assert_eq!(s, 204);
+    refused(
+        &["--address", &x.addr, "--address", &a],
+        &[],
+        "no node of the cluster is active",
+    );
+
+    // vault-benchmark's cluster_json is read (its token too) and the run goes to the
+    // active node.
+    let good = dir.path().join("cluster.json");
+    std::fs::write(
+        &good,
+        format!(
+            r#"{{"token": "{}", "vault_addrs": ["{}", "{a}"]}}"#,
+            y.token, y.addr
+        ),
+    )
+    .unwrap();
+    let mut cmd = common::vblast();
+    cmd.args([
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "--op",
+        "seal-status",
+        "--format",
+        "json",
+        "--cluster",
+    ])
+    .arg(&good);
+    let out = common::run::run(cmd);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(common::run::u(&v["nodes"][0]["ok"]), 20, "{}", out.show());
+    assert!(out.stderr.contains("unreachable"), "{}", out.show());
+}

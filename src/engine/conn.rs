@@ -62,6 +62,8 @@ pub(super) struct Conn {
     pub(super) parser: ResponseParser,
     /// Values captured from this connection's responses (empty when no operation captures).
     pub(super) captures: Captures,
+    /// The node (of several) this connection is open to.
+    pub(super) node: usize,
 }
 
 /// What a step on one connection came to.
@@ -103,6 +105,7 @@ impl Conn {
             pending: BytesMut::new(),
             parser: ResponseParser::new(),
             captures,
+            node: 0,
         }
     }
 
@@ -378,11 +381,13 @@ impl Worker<'_> {
         c.since = now;
         c.served = 0;
         c.pending.clear();
-        match transport::connect(
-            self.plan.target.addr(),
-            self.tls.as_ref(),
-            self.ports.as_mut(),
-        ) {
+        let nodes = &self.plan.nodes;
+        c.node = nodes.pick(i + self.global);
+        let addr = match nodes.targets.get(c.node) {
+            Some(t) => t.addr(),
+            None => self.plan.target.addr(),
+        };
+        match transport::connect(addr, self.tls.as_ref(), self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
                     stream.tcp(),
@@ -460,10 +465,13 @@ impl Worker<'_> {
             s.ops[req.op].requests += 1;
             s.count_error(kind);
             s.note(msg, 1);
-            let sec = now
-                .saturating_duration_since(self.pacer.measure_from())
-                .as_secs();
-            s.timeline.record(sec, false, None);
+            let since = now.saturating_duration_since(self.pacer.measure_from());
+            s.timeline.record(since.as_secs(), false, None);
+            let node = self.conns[i].node;
+            if let Some(n) = s.nodes.get_mut(node) {
+                n.requests += 1;
+                self.windows.failed(since.as_secs_f64());
+            }
         }
     }
 
@@ -714,6 +722,29 @@ impl Worker<'_> {
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
             s.timeline.record_service(service);
+            if status == 429 && !ok {
+                s.throttled += 1;
+            } else if status == 307 {
+                s.redirects += 1;
+            }
+            let node = self.conns[i].node;
+            if let Some(n) = s.nodes.get_mut(node) {
+                n.requests += 1;
+                n.latency.record(latency);
+                n.throttled += u64::from(status == 429 && !ok);
+                n.redirects += u64::from(status == 307);
+                let at = now
+                    .saturating_duration_since(self.pacer.measure_from())
+                    .as_secs_f64();
+                if ok {
+                    n.ok += 1;
+                    if let Some(w) = self.windows.ok(at, node) {
+                        s.windows.push(w);
+                    }
+                } else {
+                    self.windows.failed(at);
+                }
+            }
             // ab's per-run facts: the first document, its length, and keep-alive reuse.
             let parser = &self.conns[i].parser;
             s.count_body(parser.body_len(), self.plan.keepalive && !close);
@@ -731,7 +762,8 @@ impl Worker<'_> {
             self.reopen(i, now);
             return;
         }
-        if self.conns[i].request_unsent() {
+        if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].node) {
+            // (or the cluster's active node moved: this connection follows it)
             self.reopen(i, now);
             return;
         }

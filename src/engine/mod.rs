@@ -48,6 +48,9 @@ pub struct EnginePlan {
     pub thread_offset: usize,
     pub threads_here: usize,
     pub pin: bool,
+    /// Several nodes as one target: where each connection goes.
+    #[serde(default)]
+    pub nodes: crate::nodes::NodePlan,
 }
 
 impl EnginePlan {

@@ -8,6 +8,7 @@ pub mod ab;
 pub mod hgrm;
 pub mod hlog;
 pub mod json;
+pub mod nodes;
 pub mod text;
 pub mod verbose;
 
@@ -148,6 +149,21 @@ pub struct Summary {
     pub bytes_received: u64,
     pub ops: Vec<OpSummary>,
     pub timeline: Vec<SecondSummary>,
+    /// Several nodes as one target: a row per node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<nodes::NodeSummary>,
+    /// Several nodes as one target: the windows in which requests failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<nodes::WindowSummary>,
+    /// Answers 429 from a rate-limit quota (part of `failed` and `errors.status`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub throttled: u64,
+    /// Largest Retry-After seen on a throttled answer, seconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_after_s: u64,
+    /// Answers 307 (a standby redirecting).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redirects: u64,
     #[serde(skip)]
     pub latency_hist: Hist,
     #[serde(skip)]
@@ -182,6 +198,10 @@ fn timeline(stats: &Stats) -> Vec<SecondSummary> {
         }
     }
     rows
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn per_s(n: u64, secs: f64) -> f64 {
@@ -274,6 +294,11 @@ impl Summary {
             bytes_received: stats.bytes_received,
             ops,
             timeline: timeline(stats),
+            nodes: nodes::nodes(stats),
+            windows: nodes::windows(stats),
+            throttled: stats.throttled,
+            retry_after_s: stats.retry_after_s,
+            redirects: stats.redirects,
             run,
             latency_hist: latency,
             service_hist: service,

@@ -41,6 +41,7 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         success_ratio: s.success_ratio,
     };
     total.write(o, open)?;
+    super::nodes::write(s, o)?;
     writeln!(o)?;
     writeln!(
         o,
