@@ -228,3 +228,112 @@ fn bad_clusters_are_refused_before_load() {
     assert_eq!(common::run::u(&v["nodes"][0]["ok"]), 20, "{}", out.show());
     assert!(out.stderr.contains("unreachable"), "{}", out.show());
 }
+
+#[test]
+fn killing_the_active_node_mid_run_gives_one_window_and_load_moves_to_the_new_active() {
+    let mut c = Cluster::start(2);
+    let old = c.active().unwrap();
+    let new = 1 - old;
+    let mut cmd = cluster_cmd(
+        &c,
+        &[
+            "-c",
+            "8",
+            "-z",
+            "32s",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "10",
+            "--format",
+            "json",
+            "--allow-errors",
+            "-q",
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let running = common::run::spawn(cmd);
+    // Let the run get going (setup and the first seconds of load), then kill the active
+    // node without a goodbye.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !c.log(old).contains("vblast-") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let killed_at = std::time::SystemTime::now();
+    c.kill(old);
+    let out = running.finish(std::time::Duration::from_secs(90));
+    out.assert_code(0);
+    assert_eq!(c.active(), Some(new), "{}", c.logs());
+    let v = out.json();
+    let windows = v["windows"].as_array().expect("windows in the report");
+    assert_eq!(windows.len(), 1, "{}", out.show());
+    let w = &windows[0];
+    let failed = common::run::u(&v["failed"]);
+    assert!(failed > 0, "{}", out.show());
+    // Every failed request of the run fell in the window.
+    assert_eq!(common::run::u(&w["failed"]), failed, "{}", out.show());
+    assert_eq!(
+        w["recovered_on"],
+        c.nodes[new].addr.as_str(),
+        "{}",
+        out.show()
+    );
+    let (start, end) = (w["start_s"].as_f64().unwrap(), w["end_s"].as_f64().unwrap());
+    assert!(end > start, "{}", out.show());
+    // The new active node answered everything sent to it; the timeline shows no failure
+    // after the window and successes in it again.
+    let rows = node_rows(&v);
+    assert!(
+        rows[new].2 > 0 && rows[new].2 == rows[new].3,
+        "{}",
+        out.show()
+    );
+    assert!(rows[old].3 > 0, "{}", out.show());
+    for s in v["timeline"].as_array().unwrap() {
+        let sec = common::run::u(&s["second"]) as f64;
+        if sec > end.ceil() {
+            assert_eq!(
+                common::run::u(&s["errors"]),
+                0,
+                "second {sec}: {}",
+                out.show()
+            );
+        }
+        if sec + 1.0 < start.floor() {
+            assert_eq!(
+                common::run::u(&s["errors"]),
+                0,
+                "second {sec}: {}",
+                out.show()
+            );
+        }
+    }
+    assert!(
+        v["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| (s["second"].as_f64().unwrap()) > end && common::run::u(&s["ok"]) > 0),
+        "{}",
+        out.show()
+    );
+    // The cluster's own leader change: the new active node's active_time.
+    let (_, leader) = c.api(new, "GET", "/v1/sys/leader", None);
+    let leader: serde_json::Value = serde_json::from_str(&leader).unwrap();
+    let active_since =
+        humantime::parse_rfc3339(leader["active_time"].as_str().expect("active_time")).unwrap();
+    let change = active_since
+        .duration_since(killed_at)
+        .expect("the new node became active after the kill")
+        .as_secs_f64();
+    let length = end - start;
+    eprintln!("window {length:.3}s, leader change {change:.3}s");
+    if common::run::strict_timing() {
+        assert!(
+            (length - change).abs() < 1.0,
+            "window {length:.3}s against the cluster's leader change {change:.3}s"
+        );
+    }
+}
