@@ -269,6 +269,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub cluster: Option<PathBuf>,
 
+    /// A connection answered 429 by a rate-limit quota waits as its Retry-After says
+    /// (closed model), so a quota can be measured from the client's side.
+    #[arg(long)]
+    pub respect_retry_after: bool,
+
     /// Which nodes of a cluster take the load: the active one (followed through a
     /// failover), all unsealed ones, or each in turn [default: active].
     #[arg(long, value_enum)]
@@ -478,6 +483,7 @@ impl RunArgs {
                 timeout: self.timeout,
                 threads: self.threads,
                 pin: !self.no_pin,
+                respect_retry_after: self.respect_retry_after,
             },
             workload,
             keep: self.keep,

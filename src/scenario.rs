@@ -60,6 +60,9 @@ pub struct Load {
     /// Event-loop threads in total (None: one per core).
     pub threads: Option<usize>,
     pub pin: bool,
+    /// A connection told to wait by a rate-limit quota's `Retry-After` waits that long.
+    #[serde(default)]
+    pub respect_retry_after: bool,
 }
 
 /// What each request is.
@@ -157,6 +160,7 @@ mod tests {
                 timeout: Duration::from_secs(30),
                 threads: None,
                 pin: true,
+                respect_retry_after: false,
             },
             workload,
             keep: false,

@@ -323,6 +323,7 @@ impl Session {
             threads_here: layout.threads,
             pin: load.pin,
             nodes: NodePlan::default(),
+            respect_retry_after: load.respect_retry_after,
         };
         let started_at = SystemTime::now();
         let Some(cluster) = self.cluster.as_ref() else {

@@ -412,7 +412,8 @@ pub struct Stats {
     /// Several nodes as one target: the windows in which requests failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<crate::nodes::Window>,
-    /// Answers 429 from a rate-limit quota (also counted in `errors.status`).
+    /// Answers 429 from a rate-limit quota (with `Retry-After` or `X-Ratelimit-*`
+    /// headers): failed, but not counted in `errors`.
     #[serde(default)]
     pub throttled: u64,
     /// Largest `Retry-After` seen on a throttled answer, seconds.
@@ -421,6 +422,9 @@ pub struct Stats {
     /// Answers 307 (a standby redirecting the request).
     #[serde(default)]
     pub redirects: u64,
+    /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
+    #[serde(default)]
+    pub ratelimit_limit: u64,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -490,6 +494,7 @@ impl Stats {
         self.throttled += o.throttled;
         self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
         self.redirects += o.redirects;
+        self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
     }
 
     /// Counts one measured response's body (no allocation once its length is known).

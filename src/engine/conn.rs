@@ -669,6 +669,11 @@ impl Worker<'_> {
         };
         self.busy -= 1;
         c.served += 1;
+        let quota = if status == 429 {
+            c.parser.quota()
+        } else {
+            None
+        };
         let op = &self.plan.ops[req.op];
         let mut ok = op.is_success(status);
         if ok && let Some(cap) = &op.capture {
@@ -714,6 +719,11 @@ impl Worker<'_> {
                 o.ok += 1;
             } else if op.is_success(status) {
                 // Counted above as a response without the value to capture or expected.
+            } else if let Some(q) = quota {
+                // A rate-limit quota's 429: throttled, counted apart from the errors.
+                s.throttled += 1;
+                s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
+                s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
             } else {
                 s.errors.status += 1;
             }
@@ -722,16 +732,14 @@ impl Worker<'_> {
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
             s.timeline.record_service(service);
-            if status == 429 && !ok {
-                s.throttled += 1;
-            } else if status == 307 {
+            if status == 307 {
                 s.redirects += 1;
             }
             let node = self.conns[i].node;
             if let Some(n) = s.nodes.get_mut(node) {
                 n.requests += 1;
                 n.latency.record(latency);
-                n.throttled += u64::from(status == 429 && !ok);
+                n.throttled += u64::from(quota.is_some());
                 n.redirects += u64::from(status == 307);
                 let at = now
                     .saturating_duration_since(self.pacer.measure_from())
@@ -741,7 +749,8 @@ impl Worker<'_> {
                     if let Some(w) = self.windows.ok(at, node) {
                         s.windows.push(w);
                     }
-                } else {
+                } else if quota.is_none() {
+                    // (a throttled answer is the quota at work, not unavailability)
                     self.windows.failed(at);
                 }
             }
@@ -760,6 +769,18 @@ impl Worker<'_> {
         if close {
             self.stats.server_closes += 1;
             self.reopen(i, now);
+            return;
+        }
+        if self.plan.respect_retry_after
+            && let Some(q) = quota
+            && q.retry_after > 0
+        {
+            // --respect-retry-after: this connection waits as the quota told it to, then
+            // opens again.
+            let c = &mut self.conns[i];
+            c.stream = None;
+            c.phase = Phase::Backoff;
+            c.since = now + Duration::from_secs(u64::from(q.retry_after));
             return;
         }
         if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].node) {

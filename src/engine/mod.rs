@@ -51,6 +51,9 @@ pub struct EnginePlan {
     /// Several nodes as one target: where each connection goes.
     #[serde(default)]
     pub nodes: crate::nodes::NodePlan,
+    /// A connection told to wait by a quota's `Retry-After` waits that long.
+    #[serde(default)]
+    pub respect_retry_after: bool,
 }
 
 impl EnginePlan {

@@ -155,7 +155,7 @@ pub struct Summary {
     /// Several nodes as one target: the windows in which requests failed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<nodes::WindowSummary>,
-    /// Answers 429 from a rate-limit quota (part of `failed` and `errors.status`).
+    /// Answers 429 from a rate-limit quota (part of `failed`, not of `errors`).
     #[serde(skip_serializing_if = "is_zero")]
     pub throttled: u64,
     /// Largest Retry-After seen on a throttled answer, seconds.
@@ -164,6 +164,9 @@ pub struct Summary {
     /// Answers 307 (a standby redirecting).
     #[serde(skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Largest X-Ratelimit-Limit seen on a throttled answer.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ratelimit_limit: u64,
     #[serde(skip)]
     pub latency_hist: Hist,
     #[serde(skip)]
@@ -299,6 +302,7 @@ impl Summary {
             throttled: stats.throttled,
             retry_after_s: stats.retry_after_s,
             redirects: stats.redirects,
+            ratelimit_limit: stats.ratelimit_limit,
             run,
             latency_hist: latency,
             service_hist: service,

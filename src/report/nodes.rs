@@ -127,10 +127,11 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
     if s.throttled > 0 {
         writeln!(
             o,
-            "Throttled (429 from a rate-limit quota): {}{}",
+            "Throttled (429 from a rate-limit quota, not counted as errors): {}, Retry-After up to {}s{}",
             s.throttled,
-            if s.retry_after_s > 0 {
-                format!(", Retry-After up to {}s", s.retry_after_s)
+            s.retry_after_s,
+            if s.ratelimit_limit > 0 {
+                format!(", X-Ratelimit-Limit {}", s.ratelimit_limit)
             } else {
                 String::new()
             }
