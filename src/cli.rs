@@ -274,6 +274,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub respect_retry_after: bool,
 
+    /// Send X-Vault-No-Request-Forwarding: true, to see what a standby does on its own
+    /// (instead of forwarding requests to the active node).
+    #[arg(long)]
+    pub no_forwarding: bool,
+
     /// Which nodes of a cluster take the load: the active one (followed through a
     /// failover), all unsealed ones, or each in turn [default: active].
     #[arg(long, value_enum)]
@@ -484,6 +489,7 @@ impl RunArgs {
                 threads: self.threads,
                 pin: !self.no_pin,
                 respect_retry_after: self.respect_retry_after,
+                no_forwarding: self.no_forwarding,
             },
             workload,
             keep: self.keep,

@@ -63,6 +63,9 @@ pub struct Load {
     /// A connection told to wait by a rate-limit quota's `Retry-After` waits that long.
     #[serde(default)]
     pub respect_retry_after: bool,
+    /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
+    #[serde(default)]
+    pub no_forwarding: bool,
 }
 
 /// What each request is.
@@ -161,6 +164,7 @@ mod tests {
                 threads: None,
                 pin: true,
                 respect_retry_after: false,
+                no_forwarding: false,
             },
             workload,
             keep: false,

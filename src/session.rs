@@ -310,7 +310,19 @@ impl Session {
             tls: self.tls.clone(),
             token: self.token.clone(),
             namespace: self.namespace.clone(),
-            ops: self.operations.clone(),
+            ops: self
+                .operations
+                .iter()
+                .cloned()
+                .map(|mut o| {
+                    if load.no_forwarding {
+                        o.request
+                            .headers
+                            .push(("X-Vault-No-Request-Forwarding".into(), "true".into()));
+                    }
+                    o
+                })
+                .collect(),
             connections: load.connections,
             requests: load.requests,
             duration: load.duration,

@@ -142,6 +142,36 @@ fn active_mode_loads_only_the_active_node_and_all_mode_every_node() {
         out.show()
     );
     assert_eq!(common::run::u(&out.json()["requests"]), 200);
+
+    // A write through the standby is forwarded to the active node; with
+    // --no-forwarding the standby answers on its own, and cannot write.
+    for (flag, standby_ok) in [(None, true), (Some("--no-forwarding"), false)] {
+        let mut args = vec![
+            "-c",
+            "1",
+            "-n",
+            "20",
+            "--nodes",
+            "each",
+            "--op",
+            "kv-write",
+            "--kv-version",
+            "1",
+            "--secrets",
+            "5",
+            "--format",
+            "json",
+            "--allow-errors",
+        ];
+        args.extend(flag);
+        let out = common::run::run(cluster_cmd(&c, &args));
+        out.assert_code(0);
+        let rows = node_rows(&out.json());
+        assert_eq!((rows[active].2, rows[active].3), (20, 20), "{}", out.show());
+        let s = &rows[1 - active];
+        assert_eq!(s.2, 20, "{}", out.show());
+        assert_eq!(s.3 == 20, standby_ok, "{flag:?}: {}", out.show());
+    }
 }
 
 /// One clear message before any load, exit 2.
