@@ -362,6 +362,7 @@ impl AbOptions {
             address: self.url.clone(),
             token: Token(None),
             namespace: None,
+            cluster: None,
             tls,
             load: Load {
                 connections: self.concurrency,
@@ -373,6 +374,8 @@ impl AbOptions {
                 timeout: Duration::from_secs(self.timeout),
                 threads: None,
                 pin: true,
+                respect_retry_after: false,
+                no_forwarding: false,
             },
             workload: Workload::Url(UrlRequest {
                 method: self.method.clone(),

@@ -317,9 +317,30 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_errors: bool,
 
-    /// Vault address [env: VAULT_ADDR, default http://127.0.0.1:8200].
+    /// Vault address [env: VAULT_ADDR, default http://127.0.0.1:8200]. Repeat it (or give
+    /// VAULT_ADDR comma-separated) for the nodes of one HA cluster.
     #[arg(long)]
-    pub address: Option<String>,
+    pub address: Vec<String>,
+
+    /// The nodes of an HA cluster from vault-benchmark's cluster_json:
+    /// {"token": "...", "vault_addrs": ["http://...", ...]}.
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<PathBuf>,
+
+    /// A connection answered 429 by a rate-limit quota waits as its Retry-After says
+    /// (closed model), so a quota can be measured from the client's side.
+    #[arg(long)]
+    pub respect_retry_after: bool,
+
+    /// Send X-Vault-No-Request-Forwarding: true, to see what a standby does on its own
+    /// (instead of forwarding requests to the active node).
+    #[arg(long)]
+    pub no_forwarding: bool,
+
+    /// Which nodes of a cluster take the load: the active one (followed through a
+    /// failover), all unsealed ones, or each in turn [default: active].
+    #[arg(long, value_enum)]
+    pub nodes: Option<crate::cluster::NodesMode>,
 
     /// Vault token [env: VAULT_TOKEN]. Visible in `ps`: prefer VAULT_TOKEN or --token-file.
     #[arg(long)]
@@ -452,12 +473,22 @@ impl RunArgs {
                 .scenario();
         }
         self.validate().map_err(Error::Input)?;
+        let (from_file, file_token) = match &self.cluster {
+            Some(p) => crate::cluster::read_cluster_json(p)?,
+            None => (Vec::new(), None),
+        };
+        let nodes = crate::cluster::addresses(&self.address, from_file, env("VAULT_ADDR"))?;
+        let cluster = (self.url.is_none()
+            && (nodes.len() > 1 || self.cluster.is_some() || self.nodes.is_some()))
+        .then(|| crate::cluster::ClusterSpec {
+            nodes: nodes.clone(),
+            mode: self.nodes.unwrap_or_default(),
+        });
         let address = match &self.url {
             Some(u) => u.clone(),
-            None => self
-                .address
-                .clone()
-                .or_else(|| env("VAULT_ADDR"))
+            None => nodes
+                .first()
+                .cloned()
                 .unwrap_or_else(|| "http://127.0.0.1:8200".into()),
         };
         let tls = address.starts_with("https://").then(|| TlsOptions {
@@ -491,7 +522,11 @@ impl RunArgs {
         });
         let token = match &self.token_file {
             Some(path) => Some(read_token_file(path)?),
-            None => self.token.clone().or_else(|| env("VAULT_TOKEN")),
+            None => self
+                .token
+                .clone()
+                .or(file_token)
+                .or_else(|| env("VAULT_TOKEN")),
         };
         let workload = match self.op.as_ref().or(self.scenario.as_ref()) {
             _ if self.preset_ops.is_some() => {
@@ -544,10 +579,13 @@ impl RunArgs {
                 timeout: self.timeout,
                 threads: self.threads,
                 pin: !self.no_pin,
+                respect_retry_after: self.respect_retry_after,
+                no_forwarding: self.no_forwarding,
             },
             workload,
             keep: self.keep,
             no_setup: self.no_setup,
+            cluster,
         })
     }
 

@@ -74,6 +74,18 @@ pub struct ResponseParser {
     server: [u8; SERVER_MAX],
     server_len: u8,
     server_seen: bool,
+    /// A 429's rate-limit quota headers (`Retry-After`, `X-Ratelimit-*`), when it has any.
+    quota: Option<Quota>,
+}
+
+/// What a rate-limit quota's 429 said: seconds to wait, the limit, what remains, seconds
+/// to the reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quota {
+    pub retry_after: u32,
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset: u32,
 }
 
 /// Longest `Server` header value kept (ab keeps its first response's, for its report).
@@ -94,6 +106,7 @@ impl Default for ResponseParser {
             server: [0; SERVER_MAX],
             server_len: 0,
             server_seen: false,
+            quota: None,
         }
     }
 }
@@ -116,6 +129,11 @@ impl ResponseParser {
         Some(std::str::from_utf8(&self.server[..self.server_len as usize]).unwrap_or(""))
     }
 
+    /// The last response was a 429 carrying a rate-limit quota's headers: what they said.
+    pub fn quota(&self) -> Option<Quota> {
+        self.quota
+    }
+
     /// Prepares for the next response: `capture` keeps its body, `no_body` says the request
     /// was HEAD (no body follows, whatever Content-Length says).
     pub fn reset(&mut self, capture: bool, no_body: bool) {
@@ -128,6 +146,7 @@ impl ResponseParser {
         self.no_body = no_body;
         self.body.clear();
         self.body_len = 0;
+        self.quota = None;
     }
 
     /// The captured body of the last response (when capturing).
@@ -248,6 +267,8 @@ impl ResponseParser {
                 }
                 self.server[..n].copy_from_slice(&h.value[..n]);
                 self.server_len = n as u8;
+            } else if status == 429 && quota_header(h.name, h.value, &mut self.quota) {
+                // Counted in `quota`.
             } else if h.name.eq_ignore_ascii_case("connection") {
                 if contains_token(h.value, b"close") {
                     close = true;
@@ -426,6 +447,35 @@ impl ResponseParser {
 }
 
 /// A Content-Length value: one or more ASCII digits (RFC 9110 8.6), no sign, no list.
+/// A rate-limit quota header of a 429 (`Retry-After` in seconds, `X-Ratelimit-Limit`,
+/// `-Remaining`, `-Reset`): noted in `quota`; returns whether it was one.
+fn quota_header(name: &str, value: &[u8], quota: &mut Option<Quota>) -> bool {
+    let n = std::str::from_utf8(value)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let field = |q: &mut Quota| -> Option<()> {
+        if name.eq_ignore_ascii_case("retry-after") {
+            q.retry_after = n;
+        } else if name.eq_ignore_ascii_case("x-ratelimit-limit") {
+            q.limit = n;
+        } else if name.eq_ignore_ascii_case("x-ratelimit-remaining") {
+            q.remaining = n;
+        } else if name.eq_ignore_ascii_case("x-ratelimit-reset") {
+            q.reset = n;
+        } else {
+            return None;
+        }
+        Some(())
+    };
+    let mut q = quota.unwrap_or_default();
+    if field(&mut q).is_none() {
+        return false;
+    }
+    *quota = Some(q);
+    true
+}
+
 fn content_length(value: &[u8]) -> Option<u64> {
     let v = value.trim_ascii();
     if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
@@ -590,6 +640,29 @@ mod tests {
         r.reset(false, false);
         let _ = r.feed(b"HTTP/1.1 204 No Content\r\n\r\n");
         assert_eq!(r.server(), Some(""));
+    }
+
+    #[test]
+    fn a_quota_429_says_what_to_wait() {
+        let mut p = ResponseParser::new();
+        p.reset(false, false);
+        let r = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nX-Ratelimit-Limit: 5\r\nX-Ratelimit-Remaining: 0\r\nX-Ratelimit-Reset: 1\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(p.feed(r), Ok(Progress::Done { .. })));
+        let q = Quota {
+            retry_after: 2,
+            limit: 5,
+            remaining: 0,
+            reset: 1,
+        };
+        assert_eq!(p.quota(), Some(q));
+        p.reset(false, false);
+        let bare = b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(p.feed(bare), Ok(Progress::Done { .. })));
+        assert_eq!(p.quota(), None);
+        p.reset(false, false);
+        let ok = b"HTTP/1.1 200 OK\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(p.feed(ok), Ok(Progress::Done { .. })));
+        assert_eq!(p.quota(), None);
     }
 
     #[test]

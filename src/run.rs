@@ -40,6 +40,11 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(e),
     };
     let setup_s = setup_started.elapsed().as_secs_f64();
+    if let Some(view) = session.cluster_view()
+        && !cli.quiet
+    {
+        eprint!("{}", view.render());
+    }
     let live = Live::new(cli.quiet, cli.progress);
     let show = |p: &[engine::Totals]| live.show(p);
     let step = session.step(

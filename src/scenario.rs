@@ -41,6 +41,9 @@ pub struct Scenario {
     pub keep: bool,
     /// Use the target as it is: no preflight, no fixtures.
     pub no_setup: bool,
+    /// Several nodes of one HA cluster as the target (`address` is the first of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterSpec>,
 }
 
 /// The shape of the load.
@@ -57,6 +60,12 @@ pub struct Load {
     /// Event-loop threads in total (None: one per core).
     pub threads: Option<usize>,
     pub pin: bool,
+    /// A connection told to wait by a rate-limit quota's `Retry-After` waits that long.
+    #[serde(default)]
+    pub respect_retry_after: bool,
+    /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
+    #[serde(default)]
+    pub no_forwarding: bool,
 }
 
 /// What each request is.
@@ -157,6 +166,7 @@ mod tests {
     fn scenario(workload: Workload) -> Scenario {
         Scenario {
             address: "http://127.0.0.1:8200".into(),
+            cluster: None,
             token: Token(Some("hvs.SECRET".into())),
             namespace: None,
             tls: None,
@@ -170,6 +180,8 @@ mod tests {
                 timeout: Duration::from_secs(30),
                 threads: None,
                 pin: true,
+                respect_retry_after: false,
+                no_forwarding: false,
             },
             workload,
             keep: false,

@@ -9,8 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use rustls::pki_types::ServerName;
 
+use crate::cluster::{ClusterView, NodesMode, Prober, Watcher};
 use crate::engine::{self, EnginePlan, LocalGate, ProgressFn};
 use crate::error::Error;
+use crate::nodes::{NodePlan, Route};
 use crate::orchestrate::{self, Layout, Outcome};
 use crate::scenario::{Load, Scenario, Workload};
 use crate::signals::Stop;
@@ -48,6 +50,18 @@ pub struct Session {
     operations: Vec<Operation>,
     stop: Stop,
     closed: bool,
+    /// Several nodes of one HA cluster as the target.
+    cluster: Option<ClusterRun>,
+}
+
+/// A cluster target: its nodes, how they looked before the run, and the active node
+/// (moved by the watcher during `--nodes active` steps).
+struct ClusterRun {
+    targets: Vec<Target>,
+    view: ClusterView,
+    mode: NodesMode,
+    prober: Prober,
+    route: Arc<Route>,
 }
 
 fn has_control(s: &str) -> bool {
@@ -85,6 +99,15 @@ impl Session {
         if scenario.namespace.as_deref().is_some_and(has_control) {
             return Err(Error::input("the namespace holds control characters"));
         }
+        let mut cluster = None;
+        if let Some(spec) = &scenario.cluster
+            && matches!(scenario.workload, Workload::Vault(_))
+        {
+            let run = Self::probe_cluster(scenario, spec, &tls_config)?;
+            let active = run.route.active();
+            target = run.targets[active].clone();
+            cluster = Some(run);
+        }
         let mut fd_limit = crate::sys::raise_nofile();
         // For tests and experiments: pretend a process may hold fewer descriptors, so that
         // small runs are spread over worker processes too.
@@ -107,6 +130,7 @@ impl Session {
             operations: Vec::new(),
             stop: stop.clone(),
             closed: false,
+            cluster,
         };
         // The layout is checked now so that impossible loads are refused before setup.
         session.layout(&scenario.load)?;
@@ -145,6 +169,51 @@ impl Session {
             }
         }
         Ok(session)
+    }
+
+    /// Asks every node's `sys/health` and refuses a cluster that cannot be measured.
+    fn probe_cluster(
+        scenario: &Scenario,
+        spec: &crate::cluster::ClusterSpec,
+        tls_config: &Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    ) -> Result<ClusterRun, Error> {
+        let mut targets = Vec::with_capacity(spec.nodes.len());
+        for a in &spec.nodes {
+            let mut t = Target::parse(a).map_err(Error::Input)?;
+            t.path = "/".into();
+            targets.push(t);
+        }
+        if targets.iter().any(|t| t.scheme != targets[0].scheme) {
+            return Err(Error::input(
+                "the nodes of a cluster must all be http:// or all https://",
+            ));
+        }
+        let prober = Prober {
+            tls: tls_config.as_ref().map(|(c, _)| {
+                (
+                    c.clone(),
+                    scenario.tls.as_ref().and_then(|t| t.server_name.clone()),
+                )
+            }),
+            timeout: scenario.load.timeout.min(Duration::from_secs(5)),
+        };
+        let view = prober.probe(&targets);
+        let active = view.check()?;
+        Ok(ClusterRun {
+            targets,
+            view,
+            mode: spec.mode,
+            prober: Prober {
+                timeout: Duration::from_millis(500),
+                ..prober
+            },
+            route: Arc::new(Route::new(active)),
+        })
+    }
+
+    /// The cluster's nodes as they answered before the run (a cluster target only).
+    pub fn cluster_view(&self) -> Option<&ClusterView> {
+        self.cluster.as_ref().map(|c| &c.view)
     }
 
     fn set_up(&mut self, no_setup: bool) -> Result<(), Error> {
@@ -251,7 +320,19 @@ impl Session {
             tls: self.tls.clone(),
             token: self.token.clone(),
             namespace: self.namespace.clone(),
-            ops: self.operations.clone(),
+            ops: self
+                .operations
+                .iter()
+                .cloned()
+                .map(|mut o| {
+                    if load.no_forwarding {
+                        o.request
+                            .headers
+                            .push(("X-Vault-No-Request-Forwarding".into(), "true".into()));
+                    }
+                    o
+                })
+                .collect(),
             connections: load.connections,
             requests: load.requests,
             duration: load.duration,
@@ -263,11 +344,103 @@ impl Session {
             thread_offset: 0,
             threads_here: layout.threads,
             pin: load.pin,
+            nodes: NodePlan::default(),
+            respect_retry_after: load.respect_retry_after,
         };
         let started_at = SystemTime::now();
+        let Some(cluster) = self.cluster.as_ref() else {
+            let outcome = self.run_plan(&plan, &layout, progress)?;
+            return Ok(StepResult {
+                outcome,
+                layout,
+                started_at,
+            });
+        };
+        let unsealed = cluster.view.unsealed();
+        let base = NodePlan {
+            targets: cluster.targets.clone(),
+            ..NodePlan::default()
+        };
+        let plans: Vec<NodePlan> = match cluster.mode {
+            NodesMode::Active => vec![NodePlan {
+                use_nodes: vec![cluster.route.active()],
+                route: Some(cluster.route.clone()),
+                ..base
+            }],
+            NodesMode::All => vec![NodePlan {
+                use_nodes: unsealed,
+                spread: true,
+                ..base
+            }],
+            NodesMode::Each => unsealed
+                .into_iter()
+                .map(|n| NodePlan {
+                    use_nodes: vec![n],
+                    ..base.clone()
+                })
+                .collect(),
+        };
+        let roles: Vec<String> = cluster.view.nodes.iter().map(|n| n.state.word()).collect();
+        let watch = (cluster.mode == NodesMode::Active && layout.processes == 1).then(|| {
+            (
+                cluster.prober.clone(),
+                cluster.targets.clone(),
+                cluster.route.clone(),
+            )
+        });
+        let mut total: Option<Outcome> = None;
+        let mut elapsed = 0.0;
+        for nodes in plans {
+            let plan = EnginePlan {
+                target: nodes.targets[nodes.pick(0)].clone(),
+                nodes,
+                ..plan.clone()
+            };
+            let watcher = watch.clone().map(|(p, t, r)| Watcher::start(p, t, r));
+            let outcome = self.run_plan(&plan, &layout, progress);
+            if let Some(w) = watcher {
+                w.stop();
+            }
+            let outcome = outcome?;
+            elapsed += outcome.stats.elapsed_s;
+            match &mut total {
+                None => total = Some(outcome),
+                Some(t) => {
+                    t.stats.merge(&outcome.stats);
+                    if t.lost.is_none() {
+                        t.lost = outcome.lost;
+                    }
+                }
+            }
+            if self.stop.signal().is_some() {
+                break;
+            }
+        }
+        // What the session removes at the end goes to the node active now.
+        self.target = cluster.targets[cluster.route.active()].clone();
+        let mut outcome = total.ok_or_else(|| Error::input("no unsealed node to load"))?;
+        // Steps one after another: the run lasts as long as all of them.
+        outcome.stats.elapsed_s = elapsed;
+        for (n, role) in outcome.stats.nodes.iter_mut().zip(roles) {
+            n.role = role;
+        }
+        Ok(StepResult {
+            outcome,
+            layout,
+            started_at,
+        })
+    }
+
+    /// Runs one plan here, or over worker processes when the layout says so.
+    fn run_plan(
+        &self,
+        plan: &EnginePlan,
+        layout: &Layout,
+        progress: Option<ProgressFn<'_>>,
+    ) -> Result<Outcome, Error> {
         let outcome = if layout.processes == 1 {
             let stats = engine::run(
-                &plan,
+                plan,
                 &self.stop,
                 &LocalGate::new(plan.threads_here),
                 progress,
@@ -287,11 +460,7 @@ impl Session {
                 .collect();
             orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::Engine)?
         };
-        Ok(StepResult {
-            outcome,
-            layout,
-            started_at,
-        })
+        Ok(outcome)
     }
 
     /// What is on the server because of this session.

@@ -406,6 +406,25 @@ pub struct Stats {
     /// measured request (ab's "Waiting").
     #[serde(default)]
     pub waiting: Hist,
+    /// Several nodes as one target: what each node answered (by node index).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::nodes::NodeStats>,
+    /// Several nodes as one target: the windows in which requests failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<crate::nodes::Window>,
+    /// Answers 429 from a rate-limit quota (with `Retry-After` or `X-Ratelimit-*`
+    /// headers): failed, but not counted in `errors`.
+    #[serde(default)]
+    pub throttled: u64,
+    /// Largest `Retry-After` seen on a throttled answer, seconds.
+    #[serde(default)]
+    pub retry_after_s: u64,
+    /// Answers 307 (a standby redirecting the request).
+    #[serde(default)]
+    pub redirects: u64,
+    /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
+    #[serde(default)]
+    pub ratelimit_limit: u64,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -470,6 +489,12 @@ impl Stats {
         self.body_bytes += o.body_bytes;
         self.kept_alive += o.kept_alive;
         self.waiting.add(&o.waiting);
+        crate::nodes::merge_nodes(&mut self.nodes, &o.nodes);
+        crate::nodes::merge_windows(&mut self.windows, &o.windows);
+        self.throttled += o.throttled;
+        self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
+        self.redirects += o.redirects;
+        self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
     }
 
     /// Counts one measured response's body (no allocation once its length is known).

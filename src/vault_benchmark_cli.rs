@@ -177,15 +177,16 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
         argv.push(flag.into());
         argv.push(v.into());
     };
-    let (mut addr, mut token) = (
+    let (addr, mut token) = (
         get(g, "vault_addr").map(String::from),
         get(g, "vault_token").map(String::from),
     );
     if let Some(c) = get(g, "cluster_json") {
-        let (a, t, note) = load_cluster(&PathBuf::from(c))?;
-        notes.extend(note);
-        addr = addr.or(Some(a));
+        let (_, t, _) = load_cluster(&PathBuf::from(c))?;
         token = token.or(t);
+        if addr.is_none() {
+            push("--cluster", c);
+        }
     }
     if let Some(a) = &addr {
         push("--address", a);

@@ -271,7 +271,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
 }
 
 #[test]
-fn cluster_json_uses_its_first_address_and_says_so() {
+fn cluster_json_is_read_as_a_cluster_and_its_nodes_shown() {
     let bao = OpenBao::start();
     let dir = tempfile::tempdir().unwrap();
     let cluster = write(
@@ -301,7 +301,9 @@ fn cluster_json_uses_its_first_address_and_says_so() {
         "{}",
         r.show()
     );
-    assert!(r.stderr.contains("loads the first"), "{}", r.show());
+    // The nodes are asked before the run: the dev server is active, the other unreachable.
+    assert!(r.stderr.contains("active"), "{}", r.show());
+    assert!(r.stderr.contains("unreachable"), "{}", r.show());
 }
 
 #[test]

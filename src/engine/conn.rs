@@ -62,6 +62,8 @@ pub(super) struct Conn {
     pub(super) parser: ResponseParser,
     /// Values captured from this connection's responses (empty when no operation captures).
     pub(super) captures: Captures,
+    /// The node (of several) this connection is open to.
+    pub(super) node: usize,
 }
 
 /// What a step on one connection came to.
@@ -103,6 +105,7 @@ impl Conn {
             pending: BytesMut::new(),
             parser: ResponseParser::new(),
             captures,
+            node: 0,
         }
     }
 
@@ -378,11 +381,13 @@ impl Worker<'_> {
         c.since = now;
         c.served = 0;
         c.pending.clear();
-        match transport::connect(
-            self.plan.target.addr(),
-            self.tls.as_ref(),
-            self.ports.as_mut(),
-        ) {
+        let nodes = &self.plan.nodes;
+        c.node = nodes.pick(i + self.global);
+        let addr = match nodes.targets.get(c.node) {
+            Some(t) => t.addr(),
+            None => self.plan.target.addr(),
+        };
+        match transport::connect(addr, self.tls.as_ref(), self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
                     stream.tcp(),
@@ -460,10 +465,13 @@ impl Worker<'_> {
             s.ops[req.op].requests += 1;
             s.count_error(kind);
             s.note(msg, 1);
-            let sec = now
-                .saturating_duration_since(self.pacer.measure_from())
-                .as_secs();
-            s.timeline.record(sec, false, None);
+            let since = now.saturating_duration_since(self.pacer.measure_from());
+            s.timeline.record(since.as_secs(), false, None);
+            let node = self.conns[i].node;
+            if let Some(n) = s.nodes.get_mut(node) {
+                n.requests += 1;
+                self.windows.failed(since.as_secs_f64());
+            }
         }
     }
 
@@ -661,6 +669,11 @@ impl Worker<'_> {
         };
         self.busy -= 1;
         c.served += 1;
+        let quota = if status == 429 {
+            c.parser.quota()
+        } else {
+            None
+        };
         let op = &self.plan.ops[req.op];
         let mut ok = op.is_success(status);
         if ok && let Some(cap) = &op.capture {
@@ -706,6 +719,11 @@ impl Worker<'_> {
                 o.ok += 1;
             } else if op.is_success(status) {
                 // Counted above as a response without the value to capture or expected.
+            } else if let Some(q) = quota {
+                // A rate-limit quota's 429: throttled, counted apart from the errors.
+                s.throttled += 1;
+                s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
+                s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
             } else {
                 s.errors.status += 1;
             }
@@ -714,6 +732,28 @@ impl Worker<'_> {
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
             s.timeline.record_service(service);
+            if status == 307 {
+                s.redirects += 1;
+            }
+            let node = self.conns[i].node;
+            if let Some(n) = s.nodes.get_mut(node) {
+                n.requests += 1;
+                n.latency.record(latency);
+                n.throttled += u64::from(quota.is_some());
+                n.redirects += u64::from(status == 307);
+                let at = now
+                    .saturating_duration_since(self.pacer.measure_from())
+                    .as_secs_f64();
+                if ok {
+                    n.ok += 1;
+                    if let Some(w) = self.windows.ok(at, node) {
+                        s.windows.push(w);
+                    }
+                } else if quota.is_none() {
+                    // (a throttled answer is the quota at work, not unavailability)
+                    self.windows.failed(at);
+                }
+            }
             // ab's per-run facts: the first document, its length, and keep-alive reuse.
             let parser = &self.conns[i].parser;
             s.count_body(parser.body_len(), self.plan.keepalive && !close);
@@ -731,7 +771,20 @@ impl Worker<'_> {
             self.reopen(i, now);
             return;
         }
-        if self.conns[i].request_unsent() {
+        if self.plan.respect_retry_after
+            && let Some(q) = quota
+            && q.retry_after > 0
+        {
+            // --respect-retry-after: this connection waits as the quota told it to, then
+            // opens again.
+            let c = &mut self.conns[i];
+            c.stream = None;
+            c.phase = Phase::Backoff;
+            c.since = now + Duration::from_secs(u64::from(q.retry_after));
+            return;
+        }
+        if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].node) {
+            // (or the cluster's active node moved: this connection follows it)
             self.reopen(i, now);
             return;
         }

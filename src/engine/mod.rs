@@ -48,6 +48,12 @@ pub struct EnginePlan {
     pub thread_offset: usize,
     pub threads_here: usize,
     pub pin: bool,
+    /// Several nodes as one target: where each connection goes.
+    #[serde(default)]
+    pub nodes: crate::nodes::NodePlan,
+    /// A connection told to wait by a quota's `Retry-After` waits that long.
+    #[serde(default)]
+    pub respect_retry_after: bool,
 }
 
 impl EnginePlan {

@@ -60,6 +60,10 @@ pub(super) struct Worker<'p> {
     /// Per operation: the operation that captures what it needs (itself if none).
     pub(super) producers: Vec<usize>,
     pub(super) buf: Box<[u8]>,
+    /// Several nodes: the window of failures this thread has open.
+    pub(super) windows: crate::nodes::WindowTracker,
+    /// Several nodes: how many route moves this thread has acted on.
+    pub(super) route_seen: u64,
 }
 
 impl<'p> Worker<'p> {
@@ -126,7 +130,21 @@ impl<'p> Worker<'p> {
             ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
             }),
-            stats: Stats::new(plan.ops.len()),
+            stats: {
+                let mut s = Stats::new(plan.ops.len());
+                s.nodes = plan
+                    .nodes
+                    .targets
+                    .iter()
+                    .map(|t| crate::nodes::NodeStats {
+                        addr: t.base(),
+                        ..Default::default()
+                    })
+                    .collect();
+                // Room for the windows of a long run: none allocated while it goes on.
+                s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
+                s
+            },
             status: Box::new([0; 1000]),
             producers,
             // Hands out nothing (and is never finished) until the real schedule is set.
@@ -140,6 +158,8 @@ impl<'p> Worker<'p> {
                 1,
             ),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            windows: crate::nodes::WindowTracker::default(),
+            route_seen: 0,
         })
     }
 
@@ -226,6 +246,9 @@ impl<'p> Worker<'p> {
             now = self.poll_once(&mut events, timeout)?;
         }
         let mut stats = self.stats;
+        if let Some(w) = self.windows.finish() {
+            stats.windows.push(w);
+        }
         for (code, &n) in self.status.iter().enumerate() {
             if n > 0 {
                 *stats.status.entry(code as u16).or_default() += n;
@@ -238,6 +261,9 @@ impl<'p> Worker<'p> {
             _ => end,
         };
         stats.elapsed_s = end.saturating_duration_since(measure_from).as_secs_f64();
+        for n in stats.nodes.iter_mut().filter(|n| n.requests > 0) {
+            n.elapsed_s = stats.elapsed_s;
+        }
         Ok(stats)
     }
 
@@ -284,6 +310,40 @@ impl<'p> Worker<'p> {
             opening += 1;
         }
         opening
+    }
+
+    /// The cluster's active node moved: connections waiting to retry try the new one at
+    /// once, and free connections to another node re-open to it.
+    fn follow_route(&mut self, now: Instant) {
+        let Some(route) = self.plan.nodes.route.as_ref() else {
+            return;
+        };
+        let changes = route.changes();
+        if changes == self.route_seen {
+            return;
+        }
+        self.route_seen = changes;
+        let active = route.active();
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.node == active || c.req.is_some() {
+                continue;
+            }
+            match c.phase {
+                Phase::Backoff => {
+                    c.since = now;
+                    c.failures = 0;
+                }
+                Phase::Idle => {
+                    c.stream = None;
+                    if let Some(pos) = self.idle.iter().position(|&x| x == i) {
+                        self.idle.swap_remove(pos);
+                    }
+                    self.open(i, now);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// End of warm-up: connection figures gathered so far are left out as well.
@@ -347,6 +407,7 @@ impl<'p> Worker<'p> {
 
     /// Periodic checks: request and connect timeouts, connections due to retry.
     fn tick(&mut self, now: Instant) {
+        self.follow_route(now);
         let timeout = self.plan.timeout;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];

@@ -11,6 +11,7 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod nodes;
 pub mod tails;
 pub mod text;
 pub mod vb_json;
@@ -164,6 +165,24 @@ pub struct Summary {
     pub bytes_received: u64,
     pub ops: Vec<OpSummary>,
     pub timeline: Vec<SecondSummary>,
+    /// Several nodes as one target: a row per node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<nodes::NodeSummary>,
+    /// Several nodes as one target: the windows in which requests failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<nodes::WindowSummary>,
+    /// Answers 429 from a rate-limit quota (part of `failed`, not of `errors`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub throttled: u64,
+    /// Largest Retry-After seen on a throttled answer, seconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_after_s: u64,
+    /// Answers 307 (a standby redirecting).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redirects: u64,
+    /// Largest X-Ratelimit-Limit seen on a throttled answer.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ratelimit_limit: u64,
     #[serde(skip)]
     pub latency_hist: Hist,
     #[serde(skip)]
@@ -198,6 +217,10 @@ fn timeline(stats: &Stats) -> Vec<SecondSummary> {
         }
     }
     rows
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn per_s(n: u64, secs: f64) -> f64 {
@@ -290,6 +313,12 @@ impl Summary {
             bytes_received: stats.bytes_received,
             ops,
             timeline: timeline(stats),
+            nodes: nodes::nodes(stats),
+            windows: nodes::windows(stats),
+            throttled: stats.throttled,
+            retry_after_s: stats.retry_after_s,
+            redirects: stats.redirects,
+            ratelimit_limit: stats.ratelimit_limit,
             run,
             latency_hist: latency,
             service_hist: service,

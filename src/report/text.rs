@@ -61,6 +61,7 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     if let Some(note) = super::tails::note(&thin) {
         writeln!(o, "{note}")?;
     }
+    super::nodes::write(s, o)?;
     writeln!(o)?;
     writeln!(
         o,

@@ -136,5 +136,6 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         o,
         "  {:<W$}{:.3}s, {:.3}s",
         "Setup, cleanup [time]", s.run.setup_s, s.run.cleanup_s
-    )
+    )?;
+    super::nodes::write(s, o)
 }

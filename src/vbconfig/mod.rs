@@ -369,8 +369,8 @@ pub struct Cluster {
     pub vault_addrs: Vec<String>,
 }
 
-/// Reads a cluster file. vblast loads one address: the first, said on stderr when the
-/// file holds more.
+/// Reads a cluster file: its first address and its token (the nodes themselves are read by
+/// `--cluster`, src/cluster.rs).
 pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<String>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
@@ -388,14 +388,7 @@ pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<Strin
     let Some(first) = c.vault_addrs.first() else {
         return Err(format!("{}: vault_addrs is empty", path.display()));
     };
-    let note = (c.vault_addrs.len() > 1).then(|| {
-        format!(
-            "{} lists {} addresses: vblast loads the first, {first}, only (load spread over several nodes is not supported yet)",
-            path.display(),
-            c.vault_addrs.len()
-        )
-    });
-    Ok((first.clone(), c.token, note))
+    Ok((first.clone(), c.token, None))
 }
 
 /// Whether the flag with this clap id was given on the command line.
@@ -414,15 +407,17 @@ pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
     let mut notes = c.notes.clone();
     let mut m = args.clone();
     m.config = None;
-    let (mut addr, mut token) = (c.vault_addr.clone(), c.vault_token.clone());
+    let (addr, mut token) = (c.vault_addr.clone(), c.vault_token.clone());
+    let no_address = m.address.is_empty() && m.cluster.is_none() && env("VAULT_ADDR").is_none();
     if let Some(cluster) = &c.cluster_json {
-        let (a, t, note) = load_cluster(cluster)?;
-        notes.extend(note);
-        addr = Some(a);
+        // Checked here for the file's own message; the nodes are read by `--cluster`.
+        let (_, t, _) = load_cluster(cluster)?;
         token = t.or(token);
-    }
-    if m.address.is_none() && env("VAULT_ADDR").is_none() {
-        m.address = addr;
+        if no_address {
+            m.cluster = Some(cluster.clone());
+        }
+    } else if no_address {
+        m.address = addr.into_iter().collect();
     }
     if m.token.is_none() && m.token_file.is_none() && env("VAULT_TOKEN").is_none() {
         m.token = token;

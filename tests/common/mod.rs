@@ -6,6 +6,7 @@
 //! process started here is killed (by pid) when its handle is dropped.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod run;
 pub mod servers;
 

@@ -1,0 +1,284 @@
+//! Several nodes of one cluster as one target, inside the engine: which node each
+//! connection goes to (`NodePlan`, and the `Route` to the active node that a watcher moves
+//! when the cluster fails over), what each node answered (`NodeStats`), and the windows of
+//! unavailability a failover leaves (`Window`, tracked per thread by `WindowTracker`,
+//! merged over threads and processes).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Hist;
+use crate::target::Target;
+
+/// Where the connections of a run go when it has several nodes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct NodePlan {
+    /// Every node of the cluster (index = node index in the results); empty: the plan's
+    /// one target, and no per-node figures.
+    pub targets: Vec<Target>,
+    /// The nodes this step loads (indices into `targets`).
+    pub use_nodes: Vec<usize>,
+    /// Spread the connections over `use_nodes` (`--nodes all`); otherwise every connection
+    /// goes to the route's active node (or the first of `use_nodes` without a route).
+    pub spread: bool,
+    /// The active node, moved by the watcher while the run goes on (in-process runs).
+    #[serde(skip)]
+    pub route: Option<Arc<Route>>,
+}
+
+impl NodePlan {
+    pub fn is_cluster(&self) -> bool {
+        !self.targets.is_empty()
+    }
+
+    /// The node a connection (thread-wide index `i`) opens to now.
+    #[inline]
+    pub fn pick(&self, i: usize) -> usize {
+        if self.targets.is_empty() {
+            return 0;
+        }
+        if self.spread && !self.use_nodes.is_empty() {
+            return self.use_nodes[i % self.use_nodes.len()];
+        }
+        match &self.route {
+            Some(r) => r.active(),
+            None => self.use_nodes.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// Whether a connection on `node` should move (the active node changed).
+    #[inline]
+    pub fn should_move(&self, node: usize) -> bool {
+        !self.spread && self.route.as_ref().is_some_and(|r| r.active() != node)
+    }
+}
+
+/// The active node as the watcher last saw it. Read with one relaxed load per connect
+/// and per completion; written only when the cluster's leader changes.
+#[derive(Debug, Default)]
+pub struct Route {
+    active: AtomicUsize,
+    changes: AtomicU64,
+}
+
+impl Route {
+    pub fn new(active: usize) -> Route {
+        Route {
+            active: AtomicUsize::new(active),
+            changes: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Moves the route; returns whether it changed.
+    pub fn set(&self, node: usize) -> bool {
+        let old = self.active.swap(node, Ordering::Relaxed);
+        if old != node {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+        }
+        old != node
+    }
+
+    /// How many times the route moved (a thread notices a move by a changed count).
+    #[inline]
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
+}
+
+/// What one node answered.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct NodeStats {
+    /// The node's address (`http://10.0.0.1:8200`).
+    pub addr: String,
+    /// Requests sent to it that completed or failed.
+    pub requests: u64,
+    pub ok: u64,
+    /// Answers 429 from a rate-limit quota.
+    #[serde(default)]
+    pub throttled: u64,
+    /// Answers 307 (a standby redirecting).
+    #[serde(default)]
+    pub redirects: u64,
+    /// Latency of its completed requests.
+    pub latency: Hist,
+    /// Seconds during which it was loaded (rates divide by it).
+    #[serde(default)]
+    pub elapsed_s: f64,
+    /// What the node was before the run (`active`, `standby`, ...).
+    #[serde(default)]
+    pub role: String,
+}
+
+impl NodeStats {
+    pub fn merge(&mut self, o: &NodeStats) {
+        if self.addr.is_empty() {
+            self.addr.clone_from(&o.addr);
+        }
+        if self.role.is_empty() {
+            self.role.clone_from(&o.role);
+        }
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.throttled += o.throttled;
+        self.redirects += o.redirects;
+        self.latency.add(&o.latency);
+        self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+    }
+}
+
+/// Adds per-node figures by node index.
+pub fn merge_nodes(a: &mut Vec<NodeStats>, b: &[NodeStats]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), NodeStats::default());
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        x.merge(y);
+    }
+}
+
+/// A time in which requests failed: from the first failed request to the first success
+/// after it (on the node that then answered). Seconds from the start of the measured run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Window {
+    pub start_s: f64,
+    /// None: nothing succeeded again before the run ended.
+    pub end_s: Option<f64>,
+    /// Requests that failed in it.
+    pub failed: u64,
+    /// The node of the first success after it.
+    pub node_after: Option<usize>,
+}
+
+impl Window {
+    pub fn length_s(&self) -> Option<f64> {
+        self.end_s.map(|e| e - self.start_s)
+    }
+}
+
+/// Windows of several threads (or processes) as one list: overlapping windows are one
+/// window (the earliest start, the latest end, their failures added).
+pub fn merge_windows(a: &mut Vec<Window>, b: &[Window]) {
+    a.extend_from_slice(b);
+    a.sort_by(|x, y| x.start_s.total_cmp(&y.start_s));
+    let mut out: Vec<Window> = Vec::with_capacity(a.len());
+    for w in a.drain(..) {
+        if let Some(last) = out.last_mut()
+            && last.end_s.is_none_or(|e| w.start_s <= e)
+        {
+            last.failed += w.failed;
+            last.end_s = match (last.end_s, w.end_s) {
+                (Some(x), Some(y)) if y > x => {
+                    last.node_after = w.node_after;
+                    Some(y)
+                }
+                (Some(x), Some(_)) => Some(x),
+                _ => None,
+            };
+            continue;
+        }
+        out.push(w);
+    }
+    *a = out;
+}
+
+/// One thread's view: a failure opens a window, the next success closes it.
+#[derive(Debug, Default)]
+pub struct WindowTracker {
+    open: Option<(f64, u64)>,
+}
+
+impl WindowTracker {
+    #[inline]
+    pub fn failed(&mut self, at_s: f64) {
+        match &mut self.open {
+            Some((_, n)) => *n += 1,
+            None => self.open = Some((at_s, 1)),
+        }
+    }
+
+    /// A success at `at_s` on `node`: the window it closes, if one was open.
+    #[inline]
+    pub fn ok(&mut self, at_s: f64, node: usize) -> Option<Window> {
+        let (start, failed) = self.open.take()?;
+        Some(Window {
+            start_s: start,
+            end_s: Some(at_s),
+            failed,
+            node_after: Some(node),
+        })
+    }
+
+    /// The run ended: a window still open stays open.
+    pub fn finish(&mut self) -> Option<Window> {
+        let (start, failed) = self.open.take()?;
+        Some(Window {
+            start_s: start,
+            end_s: None,
+            failed,
+            node_after: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: f64, e: Option<f64>, n: u64) -> Window {
+        Window {
+            start_s: s,
+            end_s: e,
+            failed: n,
+            node_after: Some(1),
+        }
+    }
+
+    #[test]
+    fn overlapping_windows_become_one() {
+        let mut a = vec![w(1.0, Some(3.0), 5), w(10.0, Some(11.0), 1)];
+        merge_windows(&mut a, &[w(2.0, Some(4.0), 7)]);
+        assert_eq!(a, vec![w(1.0, Some(4.0), 12), w(10.0, Some(11.0), 1)]);
+        let mut b = vec![w(1.0, None, 2)];
+        merge_windows(&mut b, &[w(5.0, Some(6.0), 3)]);
+        assert_eq!(b, vec![w(1.0, None, 5)]);
+    }
+
+    #[test]
+    fn a_tracker_opens_on_failure_and_closes_on_success() {
+        let mut t = WindowTracker::default();
+        assert!(t.ok(0.5, 0).is_none());
+        t.failed(1.0);
+        t.failed(1.5);
+        assert_eq!(t.ok(2.0, 1), Some(w(1.0, Some(2.0), 2)));
+        assert!(t.finish().is_none());
+        t.failed(3.0);
+        assert_eq!(t.finish().map(|x| x.end_s), Some(None));
+    }
+
+    #[test]
+    fn spread_and_route_pick_nodes() {
+        let t = Target::parse("http://127.0.0.1:1").unwrap();
+        let mut p = NodePlan {
+            targets: vec![t.clone(), t.clone(), t],
+            use_nodes: vec![0, 2],
+            spread: true,
+            route: None,
+        };
+        assert_eq!((p.pick(0), p.pick(1), p.pick(2)), (0, 2, 0));
+        p.spread = false;
+        assert_eq!(p.pick(5), 0);
+        let r = Arc::new(Route::new(1));
+        p.route = Some(r.clone());
+        assert_eq!(p.pick(5), 1);
+        assert!(p.should_move(0));
+        assert!(r.set(2));
+        assert_eq!((p.pick(0), r.changes()), (2, 1));
+    }
+}
