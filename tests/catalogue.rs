@@ -370,3 +370,82 @@ fn ssh_sign_certifies_a_client_key_made_at_setup() {
     let bao = OpenBao::start();
     all_ok_and_clean(&bao, "ssh-sign", 200, &[]);
 }
+
+/// login-read's logins go to the users in turn (login i as user i mod N): kept (--keep),
+/// the server holds one token per login, and the users' token counts differ by at most one.
+#[test]
+fn login_read_takes_the_users_in_turn() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--scenario",
+            "login-read",
+            "--users",
+            "20",
+            "--secrets",
+            "10",
+            "-c",
+            "8",
+            "-n",
+            "300",
+            "--keep",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    let logins = j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "login-read/login")
+        .unwrap()["requests"]
+        .as_u64()
+        .unwrap();
+    let mut per_user = std::collections::BTreeMap::<String, u64>::new();
+    for accessor in keys(&get(&bao, "/v1/auth/token/accessors?list=true")) {
+        let (s, b) = bao.api(
+            "POST",
+            "/v1/auth/token/lookup-accessor",
+            Some(&format!(r#"{{"accessor":"{accessor}"}}"#)),
+        );
+        assert_eq!(s, 200, "{b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        if let Some(user) = v["data"]["meta"]["username"].as_str() {
+            *per_user.entry(user.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_user.values().sum::<u64>(), logins, "{per_user:?}");
+    assert_eq!(per_user.len(), 20, "{per_user:?}");
+    let (lo, hi) = (
+        *per_user.values().min().unwrap(),
+        *per_user.values().max().unwrap(),
+    );
+    assert!(hi - lo <= 1, "users not taken in turn: {per_user:?}");
+    // Remove what --keep kept.
+    let after = state(&bao);
+    for p in after.auth.iter().filter(|p| !before.auth.contains(p)) {
+        assert_eq!(bao.api("DELETE", &format!("/v1/sys/auth/{p}"), None).0, 204);
+    }
+    for p in after
+        .policies
+        .iter()
+        .filter(|p| !before.policies.contains(p))
+    {
+        assert_eq!(
+            bao.api("DELETE", &format!("/v1/sys/policies/acl/{p}"), None)
+                .0,
+            204
+        );
+    }
+    for m in after.mounts.iter().filter(|m| !before.mounts.contains(m)) {
+        assert_eq!(
+            bao.api("DELETE", &format!("/v1/sys/mounts/{m}"), None).0,
+            204
+        );
+    }
+    assert_eq!(state(&bao), before);
+}
