@@ -449,3 +449,33 @@ fn login_read_takes_the_users_in_turn() {
     }
     assert_eq!(state(&bao), before);
 }
+
+/// jwt-login: a key pair made by vblast, its public key on a fresh jwt auth method, JWTs
+/// from a pre-signed pool; every login answers with a token, and the path, the policy and
+/// the tokens are gone afterwards.
+#[test]
+fn jwt_login_with_a_key_made_at_setup() {
+    let bao = OpenBao::start();
+    let j = all_ok_and_clean(&bao, "jwt-login", 300, &[]);
+    assert_eq!(j["status"]["200"], 300, "{j}");
+    all_ok_and_clean(
+        &bao,
+        "jwt-login",
+        100,
+        &["--token-type", "batch", "--token-ttl", "30s"],
+    );
+    let before = state(&bao);
+    for (args, needle) in [
+        (vec!["--token-type", "default"], "service, batch"),
+        (vec!["--token-ttl", "soon"], "soon"),
+        (vec!["--no-setup"], "--no-setup"),
+    ] {
+        let mut a = vec!["--op", "jwt-login", "-n", "10"];
+        a.extend_from_slice(&args);
+        let r = run(vault_cmd(&bao, &a));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
+        assert!(!r.stderr.contains("panicked"), "{}", r.show());
+    }
+    assert_eq!(state(&bao), before);
+}

@@ -2,12 +2,13 @@
 //! its config, its setup before the clock, the requests it sends, how a response is judged
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
-//! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
+//! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh`, `totp`, `login_read` (the login-read scenario) and
 //! `sys` (sys-health, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
+pub mod jwt;
 pub mod kv;
 pub mod login_read;
 pub mod pki;
@@ -104,7 +105,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 25] = [
+    static ALL: [OpInfo; 26] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -114,6 +115,7 @@ pub fn registry() -> &'static [OpInfo] {
         cert::LOGIN,
         auth::APPROLE,
         auth::USERPASS,
+        jwt::LOGIN,
         token::CREATE,
         token::LOOKUP,
         token::RENEW,
