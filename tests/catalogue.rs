@@ -479,3 +479,25 @@ fn jwt_login_with_a_key_made_at_setup() {
     }
     assert_eq!(state(&bao), before);
 }
+
+/// pki-sign: a root and an intermediate CA made at setup, CSRs made by vblast of each key
+/// type signed by the intermediate, every certificate parsed; stored and not stored.
+#[test]
+fn pki_sign_signs_csrs_made_at_setup_with_an_intermediate() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "pki-sign", 100, &[]);
+    for key in ["rsa-2048", "ed25519"] {
+        all_ok_and_clean(&bao, "pki-sign", 40, &["--key-type", key]);
+    }
+    all_ok_and_clean(&bao, "pki-sign,pki-issue", 60, &["--no-store"]);
+    let r = run(vault_cmd(
+        &bao,
+        &["--op", "pki-sign", "--key-type", "rsa-1024", "-n", "5"],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains("not one of") && r.stderr.contains("rsa-2048"),
+        "{}",
+        r.show()
+    );
+}

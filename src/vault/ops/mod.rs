@@ -89,6 +89,12 @@ pub struct OpFlags {
     pub auth: Option<String>,
     /// Users of the login-read scenario (`--users`).
     pub users: Option<u64>,
+    /// Certificates not stored (`--no-store`, pki-issue and pki-sign).
+    pub no_store: bool,
+    /// The database of db-creds (`--db-url`; holds its password: never printed).
+    pub db_url: Option<String>,
+    /// `postgresql` or `mysql` (`--db-plugin`).
+    pub db_plugin: Option<String>,
 }
 
 /// A registry entry.
@@ -105,7 +111,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 26] = [
+    static ALL: [OpInfo; 27] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -126,6 +132,7 @@ pub fn registry() -> &'static [OpInfo] {
         transit::VERIFY,
         transit::HMAC,
         pki::ISSUE,
+        pki::SIGN,
         ssh::SIGN,
         totp::GENERATE,
         login_read::LOGIN_READ,
