@@ -71,6 +71,9 @@ pub struct Expect {
     /// The value must be a PEM certificate (a JSON string) that parses as X.509.
     #[serde(default)]
     pub certificate: bool,
+    /// Further values that must be present (not null), each a path.
+    #[serde(default)]
+    pub also: Vec<Vec<String>>,
 }
 
 impl Expect {
@@ -80,6 +83,18 @@ impl Expect {
             path: path.split('.').map(String::from).collect(),
             equals: None,
             certificate: false,
+            also: Vec::new(),
+        }
+    }
+
+    /// `present(path)` and every one of `more` present too.
+    pub fn all_present(path: &str, more: &[&str]) -> Expect {
+        Expect {
+            also: more
+                .iter()
+                .map(|p| p.split('.').map(String::from).collect())
+                .collect(),
+            ..Expect::present(path)
         }
     }
 
@@ -114,7 +129,11 @@ impl Expect {
                 "response {} is not a certificate that parses",
                 self.path.join(".")
             )),
-            _ => None,
+            _ => self
+                .also
+                .iter()
+                .find(|p| matches!(find_value(body, p), None | Some(b"null")))
+                .map(|p| format!("response has no {}", p.join("."))),
         }
     }
 }

@@ -3,11 +3,12 @@
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
-//! `token`, `transit`, `pki`, `ssh`, `totp`, `login_read` (the login-read scenario) and
+//! `token`, `transit`, `pki`, `ssh`, `totp`, `database` (db-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
+pub mod database;
 pub mod jwt;
 pub mod kv;
 pub mod login_read;
@@ -111,7 +112,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 27] = [
+    static ALL: [OpInfo; 28] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -135,6 +136,7 @@ pub fn registry() -> &'static [OpInfo] {
         pki::SIGN,
         ssh::SIGN,
         totp::GENERATE,
+        database::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::SEAL_STATUS,
