@@ -501,3 +501,84 @@ fn pki_sign_signs_csrs_made_at_setup_with_an_intermediate() {
         r.show()
     );
 }
+
+/// With --namespace, setup, load and cleanup of jwt-login, pki-sign and login-read all go
+/// to the namespace: kept (--keep), what they made is in the namespace and nothing at the
+/// root; every request succeeded, so the load found it there too.
+#[test]
+fn new_operations_run_inside_a_namespace() {
+    let bao = OpenBao::start();
+    let (status, body) = bao.api("POST", "/v1/sys/namespaces/ns1", Some("{}"));
+    assert_eq!(status, 200, "namespace create: {body}");
+    let in_ns = |method: &str, path: &str| {
+        let r = common::http_request(
+            &bao.addr,
+            method,
+            path,
+            &[("X-Vault-Token", "root"), ("X-Vault-Namespace", "ns1")],
+            None,
+            None,
+        )
+        .unwrap();
+        let text = r.text();
+        (
+            r.status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        )
+    };
+    let vblast_keys = |v: &Value| -> Vec<String> {
+        keys(v)
+            .into_iter()
+            .map(|k| k.trim_end_matches('/').to_string())
+            .filter(|k| k.starts_with("vblast-"))
+            .collect()
+    };
+    let root_before = state(&bao);
+    for (op, extra, auths, mounts, policies) in [
+        ("jwt-login", vec![], 1, 0, 1),
+        ("pki-sign", vec![], 0, 2, 0),
+        (
+            "login-read",
+            vec!["--users", "5", "--secrets", "5"],
+            1,
+            1,
+            1,
+        ),
+    ] {
+        let mut args = vec![
+            "--namespace",
+            "ns1",
+            "--op",
+            op,
+            "-c",
+            "4",
+            "-n",
+            "60",
+            "--keep",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(&extra);
+        let r = run(vault_cmd(&bao, &args));
+        assert_eq!(r.code, Some(0), "{op}: {}", r.show());
+        assert_eq!(r.json()["ok"], 60, "{op}: {}", r.show());
+        assert_eq!(state(&bao), root_before, "{op} made something at the root");
+        let a = vblast_keys(&in_ns("GET", "/v1/sys/auth").1);
+        let m = vblast_keys(&in_ns("GET", "/v1/sys/mounts").1);
+        let p = vblast_keys(&in_ns("GET", "/v1/sys/policies/acl?list=true").1);
+        assert_eq!(
+            (a.len(), m.len(), p.len()),
+            (auths, mounts, policies),
+            "{op}: {a:?} {m:?} {p:?}"
+        );
+        for x in a {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/auth/{x}")).0, 204);
+        }
+        for x in m {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/mounts/{x}")).0, 204);
+        }
+        for x in p {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/policies/acl/{x}")).0, 204);
+        }
+    }
+}
