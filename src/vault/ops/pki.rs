@@ -34,10 +34,13 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
 pub const ISSUE: OpInfo = OpInfo {
     name: "pki-issue",
     about: "POST <mount>/issue/vblast: a certificate and key for a *.vblast.test name",
-    options: &[(
-        "--key-type TYPE",
-        "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
-    )],
+    options: &[
+        (
+            "--key-type TYPE",
+            "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
+        ),
+        ("--no-store", "certificates are not stored on the server"),
+    ],
     config_from_flags,
     build,
 };
