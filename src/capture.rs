@@ -68,6 +68,12 @@ impl Captures {
 pub struct Expect {
     pub path: Vec<String>,
     pub equals: Option<Vec<u8>>,
+    /// The value must be a PEM certificate (a JSON string) that parses as X.509.
+    #[serde(default)]
+    pub certificate: bool,
+    /// Further values that must be present (not null), each a path.
+    #[serde(default)]
+    pub also: Vec<Vec<String>>,
 }
 
 impl Expect {
@@ -76,6 +82,27 @@ impl Expect {
         Expect {
             path: path.split('.').map(String::from).collect(),
             equals: None,
+            certificate: false,
+            also: Vec::new(),
+        }
+    }
+
+    /// `present(path)` and every one of `more` present too.
+    pub fn all_present(path: &str, more: &[&str]) -> Expect {
+        Expect {
+            also: more
+                .iter()
+                .map(|p| p.split('.').map(String::from).collect())
+                .collect(),
+            ..Expect::present(path)
+        }
+    }
+
+    /// The value at `path` must be a PEM certificate that parses (X.509, x509-parser).
+    pub fn certificate(path: &str) -> Expect {
+        Expect {
+            certificate: true,
+            ..Expect::present(path)
         }
     }
 
@@ -98,8 +125,62 @@ impl Expect {
                 "response {} differs from what was expected",
                 self.path.join(".")
             )),
-            _ => None,
+            (Some(v), _) if self.certificate && !pem_certificate_parses(v) => Some(format!(
+                "response {} is not a certificate that parses",
+                self.path.join(".")
+            )),
+            _ => self
+                .also
+                .iter()
+                .find(|p| matches!(find_value(body, p), None | Some(b"null")))
+                .map(|p| format!("response has no {}", p.join("."))),
         }
+    }
+}
+
+/// Whether a JSON string holds a PEM CERTIFICATE block (its first) whose DER parses as
+/// X.509. Decoded in buffers on the stack (certificates over 12 KiB of DER count as not
+/// parsing).
+pub fn pem_certificate_parses(json_string: &[u8]) -> bool {
+    use base64::Engine as _;
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    let find = |hay: &[u8], needle: &[u8], from: usize| {
+        hay.get(from..)?
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|p| p + from)
+    };
+    let Some(b) = find(json_string, BEGIN, 0) else {
+        return false;
+    };
+    let Some(e) = find(json_string, END, b) else {
+        return false;
+    };
+    let mut text = [0u8; 16384];
+    let mut n = 0;
+    let mut i = b + BEGIN.len();
+    while i < e {
+        let c = json_string[i];
+        if c == b'\\' {
+            i += 2; // an escape in the JSON string (\n, \r): layout only
+            continue;
+        }
+        if !c.is_ascii_whitespace() {
+            if n == text.len() {
+                return false;
+            }
+            text[n] = c;
+            n += 1;
+        }
+        i += 1;
+    }
+    let mut der = [0u8; 12288];
+    match base64::engine::general_purpose::STANDARD.decode_slice(&text[..n], &mut der) {
+        Ok(len) => {
+            x509_parser::parse_x509_certificate(&der[..len]).is_ok_and(|(rest, _)| rest.is_empty())
+        }
+        Err(_) => false,
     }
 }
 
@@ -310,5 +391,38 @@ mod tests {
         assert_eq!(c.get(9), None);
         c.clear();
         assert_eq!(c.get(0), None);
+    }
+}
+
+#[cfg(test)]
+mod certificate_tests {
+    use super::*;
+
+    #[test]
+    fn a_pem_certificate_in_a_json_string_parses_and_a_damaged_one_does_not() {
+        let cert = rcgen::generate_simple_self_signed(vec!["h.vblast.test".into()])
+            .unwrap()
+            .cert
+            .pem();
+        let json = serde_json::to_string(&cert).unwrap();
+        assert!(json.contains("\\n"));
+        assert!(pem_certificate_parses(json.as_bytes()));
+        let body = format!(r#"{{"data":{{"certificate":{json}}}}}"#);
+        assert_eq!(
+            Expect::certificate("data.certificate").check(body.as_bytes()),
+            None
+        );
+        let damaged = json.replacen("MII", "MIJ", 1);
+        assert!(!pem_certificate_parses(damaged.as_bytes()));
+        let cut = format!("{}\"", &json[..json.len() / 2]);
+        assert!(!pem_certificate_parses(cut.as_bytes()));
+        let csr =
+            r#""-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----""#;
+        assert!(!pem_certificate_parses(csr.as_bytes()));
+        let body = r#"{"data":{"certificate":"not a certificate"}}"#;
+        assert_eq!(
+            Expect::certificate("data.certificate").check(body.as_bytes()),
+            Some("response data.certificate is not a certificate that parses".into())
+        );
     }
 }

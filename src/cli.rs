@@ -265,6 +265,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub payload_size: Option<usize>,
 
+    /// pki-issue, pki-sign: certificates are not stored on the server (no_store).
+    #[arg(long)]
+    pub no_store: bool,
+
+    /// db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB.
+    #[arg(long)]
+    pub db_url: Option<String>,
+
+    /// db-creds: postgresql or mysql (default: from the --db-url scheme).
+    #[arg(long)]
+    pub db_plugin: Option<String>,
+
     /// Keep the mount vblast created (default: removed after the run).
     #[arg(long)]
     pub keep: bool,
@@ -545,6 +557,9 @@ impl RunArgs {
                     payload_size: self.payload_size,
                     auth: self.auth.clone(),
                     users: self.users,
+                    no_store: self.no_store,
+                    db_url: self.db_url.clone(),
+                    db_plugin: self.db_plugin.clone(),
                 };
                 Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::Input)?)
             }

@@ -21,6 +21,16 @@ pub enum Piece {
     Hex {
         width: usize,
     },
+    /// The next index in turn, 0..count, zero-padded as `Index`: the i-th request this
+    /// process renders from the template (over all its threads) gets i mod count.
+    Turn {
+        count: u64,
+    },
+    /// One of these byte strings, all of the same length, in turn as `Turn` (pre-signed
+    /// login tokens); items of another length than the first are left out.
+    Pool {
+        items: Vec<Vec<u8>>,
+    },
     /// The value captured into this connection's slot (variable length).
     Captured {
         slot: u8,
@@ -46,8 +56,17 @@ pub fn index_width(count: u64) -> usize {
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 enum SlotKind {
-    Index { count: u64 },
+    Index {
+        count: u64,
+    },
     Hex,
+    Turn {
+        count: u64,
+    },
+    /// `pools[pool]`: items of `width` bytes, one after another.
+    Pool {
+        pool: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -96,6 +115,15 @@ pub struct Template {
     /// Variable requests are assembled here.
     #[serde(skip)]
     out: Vec<u8>,
+    /// The items of `Pool` slots, each pool's items concatenated.
+    #[serde(default)]
+    pools: Vec<Vec<u8>>,
+    /// Requests rendered so far by this template and its clones (the threads' copies), for
+    /// `Turn` and `Pool` slots; counted only when the template has such a slot.
+    #[serde(skip)]
+    turn: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    #[serde(default)]
+    has_turns: bool,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -109,6 +137,7 @@ fn push_pieces(
     out: &mut Vec<u8>,
     slots: &mut Vec<Slot>,
     inserts: &mut Vec<Insert>,
+    pools: &mut Vec<Vec<u8>>,
     pieces: &[Piece],
 ) {
     for p in pieces {
@@ -138,6 +167,38 @@ fn push_pieces(
                 });
                 out.resize(out.len() + width, b'0');
             }
+            Piece::Turn { count } => {
+                let width = index_width(*count);
+                slots.push(Slot {
+                    offset: out.len(),
+                    width,
+                    kind: SlotKind::Turn {
+                        count: (*count).max(1),
+                    },
+                });
+                out.resize(out.len() + width, b'0');
+            }
+            Piece::Pool { items } => {
+                let Some(first) = items.first() else {
+                    continue;
+                };
+                let width = first.len();
+                let joined: Vec<u8> = items
+                    .iter()
+                    .filter(|i| i.len() == width)
+                    .flatten()
+                    .copied()
+                    .collect();
+                out.extend_from_slice(first);
+                if width > 0 {
+                    slots.push(Slot {
+                        offset: out.len() - width,
+                        width,
+                        kind: SlotKind::Pool { pool: pools.len() },
+                    });
+                    pools.push(joined);
+                }
+            }
         }
     }
 }
@@ -151,9 +212,10 @@ impl Template {
         let mut out = Vec::with_capacity(256);
         let mut slots = Vec::new();
         let mut inserts = Vec::new();
+        let mut pools = Vec::new();
         out.extend_from_slice(spec.method.as_bytes());
         out.push(b' ');
-        push_pieces(&mut out, &mut slots, &mut inserts, &spec.path);
+        push_pieces(&mut out, &mut slots, &mut inserts, &mut pools, &spec.path);
         out.extend_from_slice(b" HTTP/1.1\r\n");
         let h = &spec.headers;
         let mut header = |name: &str, value: &str| {
@@ -203,7 +265,13 @@ impl Template {
         let mut body_slots = Vec::new();
         let mut body_inserts = Vec::new();
         if let Some(pieces) = &spec.body {
-            push_pieces(&mut body, &mut body_slots, &mut body_inserts, pieces);
+            push_pieces(
+                &mut body,
+                &mut body_slots,
+                &mut body_inserts,
+                &mut pools,
+                pieces,
+            );
         }
         let method_has_body = matches!(spec.method.as_str(), "POST" | "PUT" | "PATCH");
         let mut length = None;
@@ -229,6 +297,9 @@ impl Template {
             i.in_body = true;
             i
         }));
+        let has_turns = slots
+            .iter()
+            .any(|s| matches!(s.kind, SlotKind::Turn { .. } | SlotKind::Pool { .. }));
         Template {
             out: Vec::with_capacity(if inserts.is_empty() {
                 0
@@ -240,6 +311,9 @@ impl Template {
             head: spec.method.eq_ignore_ascii_case("HEAD"),
             inserts,
             length,
+            has_turns,
+            pools,
+            turn: Default::default(),
         }
     }
 
@@ -292,6 +366,11 @@ impl Template {
     /// Fills every slot with fresh values and returns the request bytes.
     #[inline]
     pub fn render(&mut self, rng: &mut Rng) -> &[u8] {
+        let turn = if self.has_turns {
+            self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        } else {
+            0
+        };
         for s in &self.slots {
             let dst = &mut self.bytes[s.offset..s.offset + s.width];
             match s.kind {
@@ -311,6 +390,19 @@ impl Template {
                         *b = b"0123456789abcdef"[(bits & 15) as usize];
                         bits >>= 4;
                     }
+                }
+                SlotKind::Turn { count } => {
+                    let mut v = turn % count;
+                    for b in dst.iter_mut().rev() {
+                        *b = b'0' + (v % 10) as u8;
+                        v /= 10;
+                    }
+                }
+                SlotKind::Pool { pool } => {
+                    let items = &self.pools[pool];
+                    let n = (items.len() / s.width) as u64;
+                    let at = (turn % n.max(1)) as usize * s.width;
+                    dst.copy_from_slice(&items[at..at + s.width]);
                 }
             }
         }
@@ -523,5 +615,72 @@ mod capture_tests {
             .render_with(&mut Rng::new(1), &Captures::default())
             .to_vec();
         assert_eq!(a, b);
+    }
+}
+
+#[cfg(test)]
+mod turn_tests {
+    use super::*;
+
+    fn spec(path: Vec<Piece>, body: Option<Vec<Piece>>) -> RequestSpec {
+        RequestSpec {
+            method: "POST".into(),
+            path,
+            headers: vec![],
+            body,
+            captured_headers: vec![],
+        }
+    }
+
+    #[test]
+    fn turns_go_round_in_order_over_every_copy_of_a_template() {
+        let s = spec(
+            vec![Piece::lit("/v1/auth/u/login/u"), Piece::Turn { count: 12 }],
+            Some(vec![
+                Piece::lit("{\"jwt\":\""),
+                Piece::Pool {
+                    items: vec![b"aaa".to_vec(), b"bbb".to_vec(), b"ccc".to_vec()],
+                },
+                Piece::lit("\"}"),
+            ]),
+        );
+        let mut a = Template::build(&s, &Common::default());
+        let mut b = a.clone();
+        let mut rng = Rng::new(3);
+        let mut users = Vec::new();
+        let mut tokens = Vec::new();
+        for i in 0..30 {
+            let t = if i % 3 == 0 { &mut b } else { &mut a };
+            let text = String::from_utf8(t.render(&mut rng).to_vec()).unwrap();
+            let at = text.find("/login/u").unwrap() + 8;
+            users.push(text[at..at + 2].parse::<u64>().unwrap());
+            assert!(text.contains("Content-Length: 13\r\n"), "{text}");
+            let at = text.find("{\"jwt\":\"").unwrap() + 8;
+            tokens.push(text[at..at + 3].to_string());
+        }
+        assert_eq!(users, (0..30).map(|i| i % 12).collect::<Vec<_>>());
+        let want: Vec<String> = (0..30)
+            .map(|i| ["aaa", "bbb", "ccc"][i % 3].to_string())
+            .collect();
+        assert_eq!(tokens, want);
+    }
+
+    #[test]
+    fn pool_items_of_another_length_are_left_out() {
+        let s = spec(
+            vec![Piece::lit("/")],
+            Some(vec![Piece::Pool {
+                items: vec![b"xy".to_vec(), b"toolong".to_vec(), b"zw".to_vec()],
+            }]),
+        );
+        let mut t = Template::build(&s, &Common::default());
+        let mut rng = Rng::new(1);
+        let got: Vec<String> = (0..4)
+            .map(|_| {
+                let r = t.render(&mut rng);
+                String::from_utf8(r[r.len() - 2..].to_vec()).unwrap()
+            })
+            .collect();
+        assert_eq!(got, ["xy", "zw", "xy", "zw"]);
     }
 }

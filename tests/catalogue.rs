@@ -372,3 +372,215 @@ fn ssh_sign_certifies_a_client_key_made_at_setup() {
     let bao = OpenBao::start();
     all_ok_and_clean(&bao, "ssh-sign", 200, &[]);
 }
+
+/// login-read's logins go to the users in turn (login i as user i mod N): kept (--keep),
+/// the server holds one token per login, and the users' token counts differ by at most one.
+#[test]
+fn login_read_takes_the_users_in_turn() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--scenario",
+            "login-read",
+            "--users",
+            "20",
+            "--secrets",
+            "10",
+            "-c",
+            "8",
+            "-n",
+            "300",
+            "--keep",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    let logins = j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "login-read/login")
+        .unwrap()["requests"]
+        .as_u64()
+        .unwrap();
+    let mut per_user = std::collections::BTreeMap::<String, u64>::new();
+    for accessor in keys(&get(&bao, "/v1/auth/token/accessors?list=true")) {
+        let (s, b) = bao.api(
+            "POST",
+            "/v1/auth/token/lookup-accessor",
+            Some(&format!(r#"{{"accessor":"{accessor}"}}"#)),
+        );
+        assert_eq!(s, 200, "{b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        if let Some(user) = v["data"]["meta"]["username"].as_str() {
+            *per_user.entry(user.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_user.values().sum::<u64>(), logins, "{per_user:?}");
+    assert_eq!(per_user.len(), 20, "{per_user:?}");
+    let (lo, hi) = (
+        *per_user.values().min().unwrap(),
+        *per_user.values().max().unwrap(),
+    );
+    assert!(hi - lo <= 1, "users not taken in turn: {per_user:?}");
+    // Remove what --keep kept.
+    let after = state(&bao);
+    for p in after.auth.iter().filter(|p| !before.auth.contains(p)) {
+        assert_eq!(bao.api("DELETE", &format!("/v1/sys/auth/{p}"), None).0, 204);
+    }
+    for p in after
+        .policies
+        .iter()
+        .filter(|p| !before.policies.contains(p))
+    {
+        assert_eq!(
+            bao.api("DELETE", &format!("/v1/sys/policies/acl/{p}"), None)
+                .0,
+            204
+        );
+    }
+    for m in after.mounts.iter().filter(|m| !before.mounts.contains(m)) {
+        assert_eq!(
+            bao.api("DELETE", &format!("/v1/sys/mounts/{m}"), None).0,
+            204
+        );
+    }
+    assert_eq!(state(&bao), before);
+}
+
+/// jwt-login: a key pair made by vblast, its public key on a fresh jwt auth method, JWTs
+/// from a pre-signed pool; every login answers with a token, and the path, the policy and
+/// the tokens are gone afterwards.
+#[test]
+fn jwt_login_with_a_key_made_at_setup() {
+    let bao = OpenBao::start();
+    let j = all_ok_and_clean(&bao, "jwt-login", 300, &[]);
+    assert_eq!(j["status"]["200"], 300, "{j}");
+    all_ok_and_clean(
+        &bao,
+        "jwt-login",
+        100,
+        &["--token-type", "batch", "--token-ttl", "30s"],
+    );
+    let before = state(&bao);
+    for (args, needle) in [
+        (vec!["--token-type", "default"], "service, batch"),
+        (vec!["--token-ttl", "soon"], "soon"),
+        (vec!["--no-setup"], "--no-setup"),
+    ] {
+        let mut a = vec!["--op", "jwt-login", "-n", "10"];
+        a.extend_from_slice(&args);
+        let r = run(vault_cmd(&bao, &a));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
+        assert!(!r.stderr.contains("panicked"), "{}", r.show());
+    }
+    assert_eq!(state(&bao), before);
+}
+
+/// pki-sign: a root and an intermediate CA made at setup, CSRs made by vblast of each key
+/// type signed by the intermediate, every certificate parsed; stored and not stored.
+#[test]
+fn pki_sign_signs_csrs_made_at_setup_with_an_intermediate() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "pki-sign", 100, &[]);
+    for key in ["rsa-2048", "ed25519"] {
+        all_ok_and_clean(&bao, "pki-sign", 40, &["--key-type", key]);
+    }
+    all_ok_and_clean(&bao, "pki-sign,pki-issue", 60, &["--no-store"]);
+    let r = run(vault_cmd(
+        &bao,
+        &["--op", "pki-sign", "--key-type", "rsa-1024", "-n", "5"],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains("not one of") && r.stderr.contains("rsa-2048"),
+        "{}",
+        r.show()
+    );
+}
+
+/// With --namespace, setup, load and cleanup of jwt-login, pki-sign and login-read all go
+/// to the namespace: kept (--keep), what they made is in the namespace and nothing at the
+/// root; every request succeeded, so the load found it there too.
+#[test]
+fn new_operations_run_inside_a_namespace() {
+    let bao = OpenBao::start();
+    let (status, body) = bao.api("POST", "/v1/sys/namespaces/ns1", Some("{}"));
+    assert_eq!(status, 200, "namespace create: {body}");
+    let in_ns = |method: &str, path: &str| {
+        let r = common::http_request(
+            &bao.addr,
+            method,
+            path,
+            &[("X-Vault-Token", "root"), ("X-Vault-Namespace", "ns1")],
+            None,
+            None,
+        )
+        .unwrap();
+        let text = r.text();
+        (
+            r.status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        )
+    };
+    let vblast_keys = |v: &Value| -> Vec<String> {
+        keys(v)
+            .into_iter()
+            .map(|k| k.trim_end_matches('/').to_string())
+            .filter(|k| k.starts_with("vblast-"))
+            .collect()
+    };
+    let root_before = state(&bao);
+    for (op, extra, auths, mounts, policies) in [
+        ("jwt-login", vec![], 1, 0, 1),
+        ("pki-sign", vec![], 0, 2, 0),
+        (
+            "login-read",
+            vec!["--users", "5", "--secrets", "5"],
+            1,
+            1,
+            1,
+        ),
+    ] {
+        let mut args = vec![
+            "--namespace",
+            "ns1",
+            "--op",
+            op,
+            "-c",
+            "4",
+            "-n",
+            "60",
+            "--keep",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(&extra);
+        let r = run(vault_cmd(&bao, &args));
+        assert_eq!(r.code, Some(0), "{op}: {}", r.show());
+        assert_eq!(r.json()["ok"], 60, "{op}: {}", r.show());
+        assert_eq!(state(&bao), root_before, "{op} made something at the root");
+        let a = vblast_keys(&in_ns("GET", "/v1/sys/auth").1);
+        let m = vblast_keys(&in_ns("GET", "/v1/sys/mounts").1);
+        let p = vblast_keys(&in_ns("GET", "/v1/sys/policies/acl?list=true").1);
+        assert_eq!(
+            (a.len(), m.len(), p.len()),
+            (auths, mounts, policies),
+            "{op}: {a:?} {m:?} {p:?}"
+        );
+        for x in a {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/auth/{x}")).0, 204);
+        }
+        for x in m {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/mounts/{x}")).0, 204);
+        }
+        for x in p {
+            assert_eq!(in_ns("DELETE", &format!("/v1/sys/policies/acl/{x}")).0, 204);
+        }
+    }
+}

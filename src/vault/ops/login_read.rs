@@ -1,5 +1,6 @@
-//! The login-then-read scenario (`--scenario login-read`): each iteration logs in as one
-//! of `--users` userpass users (the step `login-read/login`) and reads a seeded KV secret
+//! The login-then-read scenario (`--scenario login-read`): each iteration logs in as the
+//! next of `--users` userpass users in turn (login i as user i mod N; the step
+//! `login-read/login`) and reads a seeded KV secret
 //! with the token that login returned, on the same connection (`login-read`); the read
 //! uses the token up, so the next read logs in again. Setup seeds the secrets (as
 //! `kv-read` does), writes a policy that lets its users read exactly those secrets, and
@@ -26,7 +27,7 @@ const TOKEN_SLOT: u8 = 2;
 
 pub const LOGIN_READ: OpInfo = OpInfo {
     name: "login-read",
-    about: "scenario: log in as a random one of --users users, then read a secret with that token",
+    about: "scenario: log in as the next of --users users in turn, then read a secret with that token",
     options: &[
         ("--auth userpass", "the auth method the users log in with"),
         ("--users N", "users created at setup (default 100)"),
@@ -212,7 +213,7 @@ impl VaultOp for LoginRead {
                 method: "POST".into(),
                 path: vec![
                     Piece::lit(format!("/v1/auth/{path}/login/u")),
-                    Piece::Index {
+                    Piece::Turn {
                         count: self.config.users,
                     },
                 ],

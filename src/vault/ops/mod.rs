@@ -2,12 +2,14 @@
 //! its config, its setup before the clock, the requests it sends, how a response is judged
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
-//! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login),
-//! `token`, `transit`, `pki`, `ssh`, `totp`, `login_read` (the login-read scenario) and
+//! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
+//! `token`, `transit`, `pki`, `ssh`, `totp`, `database` (db-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
+pub mod database;
+pub mod jwt;
 pub mod kv;
 pub mod login_read;
 pub mod pki;
@@ -88,6 +90,12 @@ pub struct OpFlags {
     pub auth: Option<String>,
     /// Users of the login-read scenario (`--users`).
     pub users: Option<u64>,
+    /// Certificates not stored (`--no-store`, pki-issue and pki-sign).
+    pub no_store: bool,
+    /// The database of db-creds (`--db-url`; holds its password: never printed).
+    pub db_url: Option<String>,
+    /// `postgresql` or `mysql` (`--db-plugin`).
+    pub db_plugin: Option<String>,
 }
 
 /// A registry entry.
@@ -104,7 +112,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 25] = [
+    static ALL: [OpInfo; 28] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -114,6 +122,7 @@ pub fn registry() -> &'static [OpInfo] {
         cert::LOGIN,
         auth::APPROLE,
         auth::USERPASS,
+        jwt::LOGIN,
         token::CREATE,
         token::LOOKUP,
         token::RENEW,
@@ -124,8 +133,10 @@ pub fn registry() -> &'static [OpInfo] {
         transit::VERIFY,
         transit::HMAC,
         pki::ISSUE,
+        pki::SIGN,
         ssh::SIGN,
         totp::GENERATE,
+        database::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::SEAL_STATUS,

@@ -1,4 +1,5 @@
-//! The PKI family: `pki-issue`. Setup enables PKI at a fresh mount (`vblast-pki-xxxxxxxx`),
+//! The PKI family: `pki-issue` and `pki-sign` (below: a root and an intermediate CA made
+//! at setup, CSRs made by vblast signed by the intermediate). Setup enables PKI at a fresh mount (`vblast-pki-xxxxxxxx`),
 //! generates a root CA in it and a role `vblast` for `*.vblast.test` with keys of
 //! `--key-type` (rsa-2048, ec-256, ed25519); each request issues a certificate with a new
 //! key, and the answer must hold it. Cleanup disables the mount, and with it every
@@ -33,10 +34,13 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
 pub const ISSUE: OpInfo = OpInfo {
     name: "pki-issue",
     about: "POST <mount>/issue/vblast: a certificate and key for a *.vblast.test name",
-    options: &[(
-        "--key-type TYPE",
-        "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
-    )],
+    options: &[
+        (
+            "--key-type TYPE",
+            "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
+        ),
+        ("--no-store", "certificates are not stored on the server"),
+    ],
     config_from_flags,
     build,
 };
@@ -56,7 +60,7 @@ pub struct PkiConfig {
 fn config_from_flags(f: &OpFlags) -> Value {
     serde_json::to_value(PkiConfig {
         key_type: f.key_type.clone().unwrap_or_else(|| "ec-256".into()),
-        no_store: false,
+        no_store: f.no_store,
         ttl: "1h".into(),
     })
     .unwrap_or(Value::Null)
@@ -171,5 +175,392 @@ impl VaultOp for Pki {
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
         disable_mount(client, "pki", &mut self.mount)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// pki-sign
+// ---------------------------------------------------------------------------------------
+
+pub const SIGN: OpInfo = OpInfo {
+    name: "pki-sign",
+    about: "POST <int-mount>/sign/vblast: a CSR made at setup, signed by an intermediate CA",
+    options: &[
+        (
+            "--key-type TYPE",
+            "key of the CSRs and the role: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
+        ),
+        (
+            "--no-store",
+            "certificates are not stored on the server (vault-benchmark's not-stored examples)",
+        ),
+    ],
+    config_from_flags: sign_config_from_flags,
+    build: build_sign,
+};
+
+/// pki-sign's config: vault-benchmark's `pki_sign` blocks, with the keys vblast uses.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PkiSignConfig {
+    #[serde(default)]
+    pub root_ca: PkiCaConfig,
+    #[serde(default = "default_intermediate_csr")]
+    pub intermediate_csr: PkiCaConfig,
+    #[serde(default)]
+    pub intermediate_ca: PkiIntCaConfig,
+    pub role: PkiSignRoleConfig,
+    /// CSRs made at setup, sent in turn.
+    #[serde(default = "default_csrs")]
+    pub csrs: usize,
+}
+
+/// `root_ca` and `intermediate_csr`: the CA's name and key (Vault's key_type/key_bits).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PkiCaConfig {
+    pub common_name: String,
+    pub key_type: String,
+    #[serde(default)]
+    pub key_bits: u32,
+    /// Root only: its lifetime.
+    #[serde(default = "default_root_ttl")]
+    pub ttl: String,
+}
+
+impl Default for PkiCaConfig {
+    fn default() -> Self {
+        PkiCaConfig {
+            common_name: "vblast test root".into(),
+            key_type: "ec".into(),
+            key_bits: 256,
+            ttl: default_root_ttl(),
+        }
+    }
+}
+
+/// `intermediate_ca`: how the root signs the intermediate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PkiIntCaConfig {
+    pub ttl: String,
+}
+
+impl Default for PkiIntCaConfig {
+    fn default() -> Self {
+        PkiIntCaConfig { ttl: "360h".into() }
+    }
+}
+
+/// `role`: the issuing role; `key_type` is vblast's name (ec-256, rsa-2048, ed25519),
+/// which also sets the CSRs' keys.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PkiSignRoleConfig {
+    #[serde(default = "default_sign_role")]
+    pub name: String,
+    pub key_type: String,
+    pub ttl: String,
+    #[serde(default)]
+    pub no_store: bool,
+}
+
+fn default_root_ttl() -> String {
+    "720h".into()
+}
+fn default_intermediate_csr() -> PkiCaConfig {
+    PkiCaConfig {
+        common_name: "vblast test intermediate".into(),
+        ..PkiCaConfig::default()
+    }
+}
+fn default_csrs() -> usize {
+    16
+}
+fn default_sign_role() -> String {
+    ROLE.into()
+}
+
+fn sign_config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(PkiSignConfig {
+        root_ca: PkiCaConfig::default(),
+        intermediate_csr: default_intermediate_csr(),
+        intermediate_ca: PkiIntCaConfig::default(),
+        role: PkiSignRoleConfig {
+            name: ROLE.into(),
+            key_type: f.key_type.clone().unwrap_or_else(|| "ec-256".into()),
+            ttl: "1h".into(),
+            no_store: f.no_store,
+        },
+        csrs: default_csrs(),
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: PkiSignConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    if !KEY_TYPES.iter().any(|k| k.0 == config.role.key_type) {
+        let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
+        return Err(format!(
+            "key type '{}' is not one of {}",
+            config.role.key_type,
+            names.join(", ")
+        ));
+    }
+    for (what, ttl) in [
+        ("certificate", &config.role.ttl),
+        ("root CA", &config.root_ca.ttl),
+        ("intermediate CA", &config.intermediate_ca.ttl),
+    ] {
+        crate::units::parse_duration(ttl)
+            .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
+    }
+    if config.csrs == 0 || config.csrs > 10_000 {
+        return Err(format!("{} CSRs is not between 1 and 10000", config.csrs));
+    }
+    Ok(Box::new(PkiSign {
+        config,
+        root: None,
+        int: None,
+        bodies: Vec::new(),
+    }))
+}
+
+struct PkiSign {
+    config: PkiSignConfig,
+    /// The root CA's mount and the intermediate's, as soon as they may exist.
+    root: Option<String>,
+    int: Option<String>,
+    /// The sign requests' bodies, padded to one length.
+    bodies: Vec<Vec<u8>>,
+}
+
+/// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
+/// Ed25519 keys come from ring through rcgen; ring cannot make RSA keys, so those come from
+/// the `rsa` crate and are handed to rcgen (and ring) as PKCS#8 to sign the request.
+fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, String> {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let fail = |e: &dyn std::fmt::Display| format!("making a {kind} CSR failed: {e}");
+    let key = match (kind, bits) {
+        ("ec", 256) => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256),
+        ("ec", 384) => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384),
+        ("ed25519", _) => KeyPair::generate_for(&rcgen::PKCS_ED25519),
+        ("rsa", bits) => {
+            use rsa::pkcs8::EncodePrivateKey;
+            let k = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits as usize)
+                .map_err(|e| fail(&e))?;
+            let der = k.to_pkcs8_der().map_err(|e| fail(&e))?;
+            KeyPair::from_pkcs8_der_and_sign_algo(
+                &rustls::pki_types::PrivatePkcs8KeyDer::from(der.as_bytes()),
+                &rcgen::PKCS_RSA_SHA256,
+            )
+        }
+        _ => return Err(format!("no CSR key of type {kind} {bits}")),
+    }
+    .map_err(|e| fail(&e))?;
+    let mut params = CertificateParams::new(vec![name.to_string()]).map_err(|e| fail(&e))?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    let csr = params.serialize_request(&key).map_err(|e| fail(&e))?;
+    csr.pem().map_err(|e| fail(&e))
+}
+
+impl PkiSign {
+    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), String> {
+        call(
+            client,
+            "POST",
+            &format!("/v1/sys/mounts/{mount}"),
+            Some(&json!({
+                "type": "pki",
+                "description": "vblast load test (temporary)",
+                "config": {"max_lease_ttl": ttl},
+            })),
+            &format!("enabling pki at '{mount}'"),
+        )
+        .map(drop)
+    }
+
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let &(_, kind, bits) = KEY_TYPES
+            .iter()
+            .find(|k| k.0 == self.config.role.key_type)
+            .ok_or("unknown key type")?;
+        // The CSRs first: nothing is on the server if making them fails.
+        let salt = random_name("");
+        let mut bodies: Vec<Vec<u8>> = (0..self.config.csrs)
+            .map(|i| {
+                let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
+                Ok(json!({ "csr": csr }).to_string().into_bytes())
+            })
+            .collect::<Result<_, String>>()?;
+        let width = bodies.iter().map(Vec::len).max().unwrap_or(0);
+        for b in &mut bodies {
+            // JSON allows whitespace before the closing brace: one length for the pool.
+            let close = b.pop().unwrap_or(b'}');
+            b.resize(width - 1, b' ');
+            b.push(close);
+        }
+        self.bodies = bodies;
+
+        let c = &self.config;
+        let root = random_name("vblast-pki-");
+        self.root = Some(root.clone());
+        self.enable(client, &root, &c.root_ca.ttl)
+            .inspect_err(|_| self.root = None)?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{root}/root/generate/internal"),
+            Some(&json!({
+                "common_name": c.root_ca.common_name,
+                "ttl": c.root_ca.ttl,
+                "key_type": c.root_ca.key_type,
+                "key_bits": c.root_ca.key_bits,
+            })),
+            &format!("generating the root CA of '{root}'"),
+        )?;
+        let int = random_name("vblast-pki-int-");
+        self.int = Some(int.clone());
+        self.enable(client, &int, &c.intermediate_ca.ttl)
+            .inspect_err(|_| self.int = None)?;
+        let what = format!("generating the intermediate CA's CSR in '{int}'");
+        let v = call(
+            client,
+            "POST",
+            &format!("/v1/{int}/intermediate/generate/internal"),
+            Some(&json!({
+                "common_name": c.intermediate_csr.common_name,
+                "key_type": c.intermediate_csr.key_type,
+                "key_bits": c.intermediate_csr.key_bits,
+            })),
+            &what,
+        )?;
+        let csr = super::json_str(&v, "data.csr", &what)?;
+        let what = format!("signing the intermediate CA with the root of '{root}'");
+        let v = call(
+            client,
+            "POST",
+            &format!("/v1/{root}/root/sign-intermediate"),
+            Some(&json!({
+                "csr": csr,
+                "common_name": c.intermediate_csr.common_name,
+                "ttl": c.intermediate_ca.ttl,
+                "format": "pem_bundle",
+            })),
+            &what,
+        )?;
+        let cert = super::json_str(&v, "data.certificate", &what)?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{int}/intermediate/set-signed"),
+            Some(&json!({ "certificate": cert })),
+            &format!("installing the intermediate CA in '{int}'"),
+        )?;
+        let mut role = json!({
+            "allowed_domains": "vblast.test",
+            "allow_subdomains": true,
+            "key_type": kind,
+            "ttl": c.role.ttl,
+            "max_ttl": c.role.ttl,
+            "no_store": c.role.no_store,
+        });
+        if bits > 0 {
+            role["key_bits"] = json!(bits);
+        }
+        call(
+            client,
+            "POST",
+            &format!("/v1/{int}/roles/{}", c.role.name),
+            Some(&role),
+            &format!("creating role '{}' in '{int}'", c.role.name),
+        )?;
+        Ok(())
+    }
+}
+
+impl VaultOp for PkiSign {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, SIGN.name)
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, SIGN.name)?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let int = self.int.as_deref().unwrap_or("unset");
+        let mut op = Operation::new(
+            SIGN.name,
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit(format!(
+                    "/v1/{int}/sign/{}",
+                    self.config.role.name
+                ))],
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(vec![Piece::Pool {
+                    items: self.bodies.clone(),
+                }]),
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(Expect::certificate("data.certificate"));
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        let mut out = mount_created("pki (intermediate CA)", self.int.as_deref());
+        out.extend(mount_created("pki (root CA)", self.root.as_deref()));
+        out
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        disable_mount(client, "pki", &mut self.int)?;
+        disable_mount(client, "pki", &mut self.root)
+    }
+}
+
+#[cfg(test)]
+mod sign_tests {
+    use super::*;
+    use x509_parser::prelude::FromDer;
+
+    #[test]
+    fn csrs_of_every_key_type_parse() {
+        for (_, kind, bits) in KEY_TYPES.iter().filter(|k| k.2 <= 2048) {
+            let pem = make_csr(kind, *bits, "h1.vblast.test").unwrap();
+            assert!(
+                pem.starts_with("-----BEGIN CERTIFICATE REQUEST-----"),
+                "{pem}"
+            );
+            let der = rustls_pemfile::csr(&mut pem.as_bytes()).unwrap().unwrap();
+            let (_, req) = x509_parser::certification_request::X509CertificationRequest::from_der(
+                der.as_ref(),
+            )
+            .unwrap();
+            assert!(
+                req.certification_request_info
+                    .subject
+                    .to_string()
+                    .contains("h1.vblast.test")
+            );
+        }
+    }
+
+    #[test]
+    fn bad_sign_configs_are_refused() {
+        let flags = OpFlags {
+            key_type: Some("ecdsa-p256".into()),
+            ..OpFlags::default()
+        };
+        let e = build_sign(&sign_config_from_flags(&flags)).err().unwrap();
+        assert!(e.contains("not one of") && e.contains("ec-256"), "{e}");
+        let mut cfg = sign_config_from_flags(&OpFlags::default());
+        cfg["intermediate_ca"]["ttl"] = json!("forever");
+        assert!(build_sign(&cfg).err().unwrap().contains("forever"));
     }
 }

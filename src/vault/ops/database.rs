@@ -1,0 +1,452 @@
+//! The database family: `db-creds`. Setup enables the database secrets engine at a fresh
+//! mount (`vblast-db-xxxxxxxx`), connects it to the PostgreSQL or MySQL/MariaDB server of
+//! `--db-url` (plugin from `--db-plugin` or the URL's scheme) and creates a role whose
+//! users live a short while; each request reads `creds/ROLE`, a new database user, and
+//! the answer must hold its username, password and lease. Cleanup revokes every lease of
+//! the role (each revocation drops its user in the database) before disabling the mount,
+//! so no database user outlives the run. The database password and the credentials are
+//! never printed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, needs_setup, random_name,
+};
+use crate::capture::Expect;
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+pub const CREDS: OpInfo = OpInfo {
+    name: "db-creds",
+    about: "GET <mount>/creds/vblast: a new database user (PostgreSQL or MySQL/MariaDB)",
+    options: &[
+        (
+            "--db-url URL",
+            "postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB (required)",
+        ),
+        (
+            "--db-plugin NAME",
+            "postgresql or mysql (default: from the URL's scheme)",
+        ),
+    ],
+    config_from_flags,
+    build,
+};
+
+const POSTGRES_PLUGIN: &str = "postgresql-database-plugin";
+const MYSQL_PLUGIN: &str = "mysql-database-plugin";
+
+/// The family's config: vault-benchmark's `postgresql_secret` / `mysql_secret` blocks
+/// `db_connection` and `role`, with the keys vblast uses.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbConfig {
+    pub db_connection: DbConnection,
+    pub role: DbRole,
+    /// Why `--db-url` could not be used (set by the flags only; refused by build).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbConnection {
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// `postgresql-database-plugin` or `mysql-database-plugin`.
+    pub plugin_name: String,
+    /// With `{{username}}` and `{{password}}` templating; never the password itself.
+    pub connection_url: String,
+    pub username: String,
+    /// Never printed (and left out of saved results: the key is a credential's).
+    pub password: String,
+    #[serde(default = "default_true")]
+    pub verify_connection: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_open_connections: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbRole {
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Default: a user with a login and the lease's expiry, for the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_statements: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_statements: Option<String>,
+    pub default_ttl: String,
+    pub max_ttl: String,
+}
+
+fn default_name() -> String {
+    "vblast".into()
+}
+fn default_true() -> bool {
+    true
+}
+
+/// `--db-url` split into the templated URL Vault stores, the user and the password.
+fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
+    let shown = url.rsplit_once('@').map(|(_, h)| h).unwrap_or("");
+    let u =
+        url::Url::parse(url).map_err(|e| format!("--db-url '...@{shown}' is not a URL: {e}"))?;
+    let plugin = plugin_for(plugin.unwrap_or(u.scheme()))?;
+    let decode = |s: &str| {
+        url::form_urlencoded::parse(format!("x={s}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    let username = decode(u.username());
+    let password = u.password().map(decode).unwrap_or_default();
+    if username.is_empty() {
+        return Err(format!(
+            "--db-url '...@{shown}' names no user (scheme://USER:PASS@HOST:PORT/DB)"
+        ));
+    }
+    let host = u
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("--db-url '...@{shown}' names no host"))?;
+    let port = u.port().unwrap_or(if plugin == POSTGRES_PLUGIN {
+        5432
+    } else {
+        3306
+    });
+    let db = u.path().trim_start_matches('/');
+    let query = u.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let connection_url = if plugin == POSTGRES_PLUGIN {
+        let db = if db.is_empty() { "postgres" } else { db };
+        format!("postgresql://{{{{username}}}}:{{{{password}}}}@{host}:{port}/{db}{query}")
+    } else {
+        format!("{{{{username}}}}:{{{{password}}}}@tcp({host}:{port})/{db}{query}")
+    };
+    Ok(DbConnection {
+        name: default_name(),
+        plugin_name: plugin.into(),
+        connection_url,
+        username,
+        password,
+        verify_connection: true,
+        max_open_connections: None,
+    })
+}
+
+/// Vault's plugin for a `--db-plugin` name or a URL scheme.
+fn plugin_for(name: &str) -> Result<&'static str, String> {
+    match name {
+        "postgres" | "postgresql" => Ok(POSTGRES_PLUGIN),
+        "mysql" | "mariadb" => Ok(MYSQL_PLUGIN),
+        other => Err(format!(
+            "database plugin '{other}' is not one of postgresql, mysql (--db-plugin, or a postgres:// or mysql:// --db-url)"
+        )),
+    }
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    let unset = || DbConnection {
+        name: default_name(),
+        plugin_name: POSTGRES_PLUGIN.into(),
+        connection_url: String::new(),
+        username: String::new(),
+        password: String::new(),
+        verify_connection: true,
+        max_open_connections: None,
+    };
+    let (db_connection, invalid) = match (f.db_url.as_deref(), f.db_plugin.as_deref()) {
+        (Some(url), plugin) => match split_url(url, plugin) {
+            Ok(c) => (c, None),
+            Err(e) => (unset(), Some(e)),
+        },
+        (None, Some(p)) => match plugin_for(p) {
+            Ok(name) => (
+                DbConnection {
+                    plugin_name: name.into(),
+                    ..unset()
+                },
+                None,
+            ),
+            Err(e) => (unset(), Some(e)),
+        },
+        (None, None) => (unset(), None),
+    };
+    serde_json::to_value(DbConfig {
+        db_connection,
+        role: DbRole {
+            name: default_name(),
+            creation_statements: None,
+            revocation_statements: None,
+            default_ttl: "2m".into(),
+            max_ttl: "10m".into(),
+        },
+        invalid,
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: DbConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    if let Some(e) = &config.invalid {
+        return Err(e.clone());
+    }
+    let plugin = config.db_connection.plugin_name.as_str();
+    if plugin != POSTGRES_PLUGIN && plugin != MYSQL_PLUGIN {
+        return Err(format!(
+            "plugin_name '{plugin}' is not one of {POSTGRES_PLUGIN}, {MYSQL_PLUGIN}"
+        ));
+    }
+    for (what, ttl) in [
+        ("default_ttl", &config.role.default_ttl),
+        ("max_ttl", &config.role.max_ttl),
+    ] {
+        crate::units::parse_duration(ttl)
+            .map_err(|e| format!("{what} '{ttl}' is not a duration: {e}"))?;
+    }
+    let name_ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    for n in [&config.db_connection.name, &config.role.name] {
+        if !name_ok(n) {
+            return Err(format!("name '{n}' must be letters, digits, '-' or '_'"));
+        }
+    }
+    Ok(Box::new(Db {
+        config,
+        mount: None,
+    }))
+}
+
+struct Db {
+    config: DbConfig,
+    /// The mount, as soon as it may exist.
+    mount: Option<String>,
+}
+
+impl Db {
+    fn creation_statements(&self) -> String {
+        match &self.config.role.creation_statements {
+            Some(s) => s.clone(),
+            None if self.config.db_connection.plugin_name == POSTGRES_PLUGIN => {
+                r#"CREATE ROLE "{{name}}" WITH LOGIN PASSWORD '{{password}}' VALID UNTIL '{{expiration}}';"#.into()
+            }
+            None => "CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';".into(),
+        }
+    }
+
+    /// A server message with the database password (if it shows) masked.
+    fn masked(&self, e: String) -> String {
+        let p = &self.config.db_connection.password;
+        if p.len() >= 3 {
+            e.replace(p.as_str(), "***")
+        } else {
+            e
+        }
+    }
+
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let c = &self.config.db_connection;
+        let role = &self.config.role;
+        let mount = random_name("vblast-db-");
+        self.mount = Some(mount.clone());
+        call(
+            client,
+            "POST",
+            &format!("/v1/sys/mounts/{mount}"),
+            Some(&json!({"type": "database", "description": "vblast load test (temporary)"})),
+            &format!("enabling the database secrets engine at '{mount}'"),
+        )
+        .inspect_err(|_| self.mount = None)?;
+        let mut conn = json!({
+            "plugin_name": c.plugin_name,
+            "connection_url": c.connection_url,
+            "username": c.username,
+            "password": c.password,
+            "allowed_roles": [role.name],
+            "verify_connection": c.verify_connection,
+        });
+        if let Some(n) = c.max_open_connections {
+            conn["max_open_connections"] = json!(n);
+        }
+        let shown = c
+            .connection_url
+            .split('@')
+            .next_back()
+            .unwrap_or_default()
+            .to_string();
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/config/{}", c.name),
+            Some(&conn),
+            &format!(
+                "connecting '{mount}' to the database at {shown} ({})",
+                c.plugin_name
+            ),
+        )
+        .map_err(|e| self.masked(e))?;
+        let mut r = json!({
+            "db_name": c.name,
+            "creation_statements": self.creation_statements(),
+            "default_ttl": role.default_ttl,
+            "max_ttl": role.max_ttl,
+        });
+        if let Some(s) = &role.revocation_statements {
+            r["revocation_statements"] = json!(s);
+        }
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/roles/{}", role.name),
+            Some(&r),
+            &format!("creating role '{}' in '{mount}'", role.name),
+        )?;
+        Ok(())
+    }
+}
+
+impl VaultOp for Db {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, CREDS.name)?;
+        if self.config.db_connection.connection_url.is_empty() {
+            return Err(Error::Input(
+                "db-creds needs a database: --db-url postgres://USER:PASS@HOST:PORT/DB (or mysql://...)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        self.check(ctx)?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mut op = Operation::new(
+            CREDS.name,
+            RequestSpec {
+                method: "GET".into(),
+                path: vec![Piece::lit(format!(
+                    "/v1/{mount}/creds/{}",
+                    self.config.role.name
+                ))],
+                headers: vec![],
+                body: None,
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(Expect::all_present(
+            "data.username",
+            &["data.password", "lease_id"],
+        ));
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        self.mount
+            .as_deref()
+            .map(|m| Created {
+                what: format!("database mount '{m}' and the database users of its leases"),
+                remove_with: format!(
+                    "vault lease revoke -prefix {m}/creds/{} && vault secrets disable {m}",
+                    self.config.role.name
+                ),
+            })
+            .into_iter()
+            .collect()
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(m) = self.mount.clone() {
+            // Every lease of the role, revoked (its user dropped) before the mount goes.
+            let prefix = format!("{m}/creds/{}", self.config.role.name);
+            call(
+                client,
+                "PUT",
+                &format!("/v1/sys/leases/revoke-prefix/{prefix}?sync=true"),
+                None,
+                &format!("revoking the leases under '{prefix}'"),
+            )
+            .map_err(|e| self.masked(e))?;
+        }
+        disable_mount(client, "database", &mut self.mount)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(url: Option<&str>, plugin: Option<&str>) -> OpFlags {
+        OpFlags {
+            db_url: url.map(String::from),
+            db_plugin: plugin.map(String::from),
+            ..OpFlags::default()
+        }
+    }
+
+    #[test]
+    fn urls_become_templated_connections_without_the_password() {
+        let v = config_from_flags(&flags(
+            Some("postgres://vb%40root:p%3Ass@127.0.0.1:15432/app?sslmode=disable"),
+            None,
+        ));
+        let c: DbConfig = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(c.db_connection.plugin_name, POSTGRES_PLUGIN);
+        assert_eq!(
+            c.db_connection.connection_url,
+            "postgresql://{{username}}:{{password}}@127.0.0.1:15432/app?sslmode=disable"
+        );
+        assert_eq!(c.db_connection.username, "vb@root");
+        assert_eq!(c.db_connection.password, "p:ss");
+        assert!(build(&v).is_ok());
+        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+            Some("mysql://root:pw@127.0.0.1:13306/"),
+            None,
+        )))
+        .unwrap();
+        assert_eq!(c.db_connection.plugin_name, MYSQL_PLUGIN);
+        assert_eq!(
+            c.db_connection.connection_url,
+            "{{username}}:{{password}}@tcp(127.0.0.1:13306)/"
+        );
+        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+            Some("postgres://root:pw@127.0.0.1:13306/"),
+            Some("mysql"),
+        )))
+        .unwrap();
+        assert_eq!(c.db_connection.plugin_name, MYSQL_PLUGIN);
+    }
+
+    #[test]
+    fn bad_urls_and_plugins_are_refused_without_showing_the_password() {
+        for (url, plugin, needle) in [
+            (
+                Some("redis://u:sekrit@h:1/"),
+                None,
+                "not one of postgresql, mysql",
+            ),
+            (Some("postgres://u:sekrit@h:1/"), Some("oracle"), "'oracle'"),
+            (Some("postgres://:sekrit@h:1/"), None, "names no user"),
+            (Some("not a url sekrit"), None, "not a URL"),
+            (None, Some("db2"), "'db2'"),
+        ] {
+            let e = build(&config_from_flags(&flags(url, plugin)))
+                .err()
+                .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"));
+            assert!(e.contains(needle), "{e}");
+            assert!(!e.contains("sekrit"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! The JWT login family: `jwt-login`. Setup makes an ECDSA P-256 key pair in memory (ring),
+//! enables the jwt auth method at a fresh path (`vblast-jwt-xxxxxxxx`) with the public key
+//! as its only `jwt_validation_pubkeys`, writes a policy `vblast-jwt-xxxxxxxx` and a role
+//! whose tokens carry it, and signs a pool of JWTs (ES256) for that role; the requests log
+//! in with those JWTs in turn and must answer with `auth.client_token`. Cleanup disables
+//! the path (revoking every token the logins made) and deletes the policy. The private key
+//! never leaves the process, so the pre-signed JWTs are worthless once the path is gone.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
+use super::{
+    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
+    random_name,
+};
+use crate::capture::Expect;
+use crate::error::Error;
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::workload::Operation;
+
+/// JWTs signed at setup unless the config says otherwise.
+pub const DEFAULT_POOL: usize = 100;
+/// How long the pre-signed JWTs are valid (the run must end before; the key dies with it).
+const JWT_LIFETIME_S: u64 = 24 * 3600;
+
+pub const LOGIN: OpInfo = OpInfo {
+    name: "jwt-login",
+    about: "POST auth/<path>/login with a JWT signed by a key vblast made at setup (ES256)",
+    options: &[
+        (
+            "--token-ttl DURATION",
+            "TTL of each login's token (default 2m); all are revoked at cleanup",
+        ),
+        (
+            "--token-type service|batch",
+            "type of the tokens (default service; batch spares the server)",
+        ),
+    ],
+    config_from_flags,
+    build,
+};
+
+/// The family's config: vault-benchmark's `jwt_auth` `role` block (the keys vblast uses);
+/// its `auth` block is vblast's own (the key it makes), so it has none.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    pub role: JwtRoleConfig,
+    /// JWTs pre-signed at setup, sent in turn.
+    #[serde(default = "default_pool")]
+    pub pool: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtRoleConfig {
+    #[serde(default = "default_role")]
+    pub name: String,
+    #[serde(default = "default_audiences")]
+    pub bound_audiences: Vec<String>,
+    #[serde(default = "default_user_claim")]
+    pub user_claim: String,
+    pub token_ttl: String,
+    pub token_type: String,
+    /// Policies besides the one vblast writes.
+    #[serde(default)]
+    pub token_policies: Vec<String>,
+}
+
+fn default_pool() -> usize {
+    DEFAULT_POOL
+}
+fn default_role() -> String {
+    "vblast".into()
+}
+fn default_audiences() -> Vec<String> {
+    vec!["vblast".into()]
+}
+fn default_user_claim() -> String {
+    "sub".into()
+}
+
+fn config_from_flags(f: &OpFlags) -> Value {
+    serde_json::to_value(JwtConfig {
+        role: JwtRoleConfig {
+            name: default_role(),
+            bound_audiences: default_audiences(),
+            user_claim: default_user_claim(),
+            token_ttl: f
+                .token_ttl
+                .clone()
+                .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
+            token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+            token_policies: Vec::new(),
+        },
+        pool: DEFAULT_POOL,
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+    let config: JwtConfig =
+        serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    check_token_settings(&config.role.token_ttl, &config.role.token_type)?;
+    if config.pool == 0 || config.pool > 100_000 {
+        return Err(format!(
+            "JWT pool of {} is not between 1 and 100000",
+            config.pool
+        ));
+    }
+    if config.role.bound_audiences.is_empty() {
+        return Err("the jwt role needs at least one bound audience".into());
+    }
+    let name_ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if !name_ok(&config.role.name) {
+        return Err(format!(
+            "role name '{}' must be letters, digits, '-' or '_'",
+            config.role.name
+        ));
+    }
+    if config.role.user_claim.is_empty() {
+        return Err("user_claim is empty".into());
+    }
+    Ok(Box::new(Jwt {
+        config,
+        path: None,
+        policy: None,
+        jwts: Vec::new(),
+    }))
+}
+
+struct Jwt {
+    config: JwtConfig,
+    /// The auth path, as soon as it may exist.
+    path: Option<String>,
+    policy: Option<String>,
+    /// The pre-signed JWTs, all of one length (never printed).
+    jwts: Vec<Vec<u8>>,
+}
+
+/// The SubjectPublicKeyInfo (PEM) of an uncompressed P-256 point: a fixed 26-byte DER
+/// prefix (SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING }) and the
+/// point. Hand-written because it is one constant; ring has no SPKI encoder.
+fn p256_public_pem(point: &[u8]) -> String {
+    const PREFIX: [u8; 26] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ];
+    let mut der = PREFIX.to_vec();
+    der.extend_from_slice(point);
+    let b64 = STANDARD.encode(der);
+    let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        pem.push_str(&String::from_utf8_lossy(line));
+        pem.push('\n');
+    }
+    pem.push_str("-----END PUBLIC KEY-----\n");
+    pem
+}
+
+/// `count` ES256 JWTs for `role`, equal in length: the claims differ only in a
+/// fixed-width `jti`, and P-256 signatures are 64 bytes.
+fn sign_pool(
+    key: &EcdsaKeyPair,
+    rng: &SystemRandom,
+    role: &JwtRoleConfig,
+    count: usize,
+    now: u64,
+) -> Result<Vec<Vec<u8>>, String> {
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
+    let salt = random_name("");
+    (0..count)
+        .map(|i| {
+            let mut claims = json!({
+                "aud": role.bound_audiences[0],
+                "sub": "vblast",
+                "iat": now,
+                "nbf": now.saturating_sub(60),
+                "exp": now + JWT_LIFETIME_S,
+                "jti": format!("{salt}-{i:08}"),
+            });
+            claims[&role.user_claim] = json!("vblast");
+            let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+            let signing_input = format!("{header}.{payload}");
+            let sig = key
+                .sign(rng, signing_input.as_bytes())
+                .map_err(|_| "signing a JWT failed".to_string())?;
+            Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())).into_bytes())
+        })
+        .collect()
+}
+
+impl Jwt {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .map_err(|_| "making an ECDSA P-256 key pair failed".to_string())?;
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .map_err(|_| "loading the ECDSA P-256 key pair failed".to_string())?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        self.jwts = sign_pool(&key, &rng, &self.config.role, self.config.pool, now)?;
+
+        let policy = random_name("vblast-jwt-");
+        self.policy = Some(policy.clone());
+        call(
+            client,
+            "PUT",
+            &format!("/v1/sys/policies/acl/{policy}"),
+            Some(&json!({
+                "policy": "path \"auth/token/lookup-self\" { capabilities = [\"read\"] }\n"
+            })),
+            &format!("writing policy '{policy}'"),
+        )?;
+        let path = random_name("vblast-jwt-");
+        // From here on the path may exist: the session disables it whatever happens next.
+        self.path = Some(path.clone());
+        call(
+            client,
+            "POST",
+            &format!("/v1/sys/auth/{path}"),
+            Some(&json!({"type": "jwt", "description": "vblast load test (temporary)"})),
+            &format!("enabling jwt auth at '{path}'"),
+        )
+        .inspect_err(|_| self.path = None)?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/auth/{path}/config"),
+            Some(&json!({
+                "jwt_validation_pubkeys": [p256_public_pem(key.public_key().as_ref())],
+                "jwt_supported_algs": ["ES256"],
+            })),
+            &format!("configuring jwt auth at '{path}'"),
+        )?;
+        let role = &self.config.role;
+        let mut policies = vec![policy];
+        policies.extend(role.token_policies.iter().cloned());
+        call(
+            client,
+            "POST",
+            &format!("/v1/auth/{path}/role/{}", role.name),
+            Some(&json!({
+                "role_type": "jwt",
+                "bound_audiences": role.bound_audiences,
+                "user_claim": role.user_claim,
+                "token_policies": policies,
+                "token_ttl": role.token_ttl,
+                "token_max_ttl": role.token_ttl,
+                "token_type": role.token_type,
+            })),
+            &format!("creating role '{}' at '{path}'", role.name),
+        )?;
+        Ok(())
+    }
+}
+
+impl VaultOp for Jwt {
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, LOGIN.name)
+    }
+
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, LOGIN.name)?;
+        let mut client = (ctx.make_client)();
+        self.prepare(&mut client).map_err(Error::Setup)
+    }
+
+    fn operation(&self) -> Operation {
+        let path = self.path.as_deref().unwrap_or("unset");
+        let mut op = Operation::new(
+            LOGIN.name,
+            RequestSpec {
+                method: "POST".into(),
+                path: vec![Piece::lit(format!("/v1/auth/{path}/login"))],
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Some(vec![
+                    Piece::lit(format!(
+                        r#"{{"role":{},"jwt":""#,
+                        Value::String(self.config.role.name.clone())
+                    )),
+                    Piece::Pool {
+                        items: self.jwts.clone(),
+                    },
+                    Piece::lit(r#""}"#),
+                ]),
+                captured_headers: vec![],
+            },
+        );
+        op.expect = Some(Expect::present("auth.client_token"));
+        op
+    }
+
+    fn created(&self) -> Vec<Created> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.path {
+            out.push(Created {
+                what: format!("jwt auth path '{p}'"),
+                remove_with: format!("vault auth disable {p}"),
+            });
+        }
+        if let Some(policy) = &self.policy {
+            out.push(Created {
+                what: format!("policy '{policy}'"),
+                remove_with: format!("vault policy delete {policy}"),
+            });
+        }
+        out
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        disable_auth(client, &mut self.path)?;
+        delete_policy(client, &mut self.policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+
+    #[test]
+    fn pool_jwts_are_of_one_length_and_verify_with_the_public_key() {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let cfg: JwtConfig =
+            serde_json::from_value(config_from_flags(&OpFlags::default())).unwrap();
+        let pool = sign_pool(&key, &rng, &cfg.role, 20, 1_800_000_000).unwrap();
+        assert_eq!(pool.len(), 20);
+        assert!(pool.iter().all(|j| j.len() == pool[0].len()));
+        let distinct: std::collections::HashSet<_> = pool.iter().collect();
+        assert_eq!(distinct.len(), 20);
+        let pem = p256_public_pem(key.public_key().as_ref());
+        let der = STANDARD
+            .decode(
+                pem.lines()
+                    .filter(|l| !l.starts_with("-----"))
+                    .collect::<String>(),
+            )
+            .unwrap();
+        assert_eq!(der.len(), 91);
+        let public = UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &der[26..]);
+        for jwt in &pool {
+            let text = std::str::from_utf8(jwt).unwrap();
+            let (input, sig) = text.rsplit_once('.').unwrap();
+            public
+                .verify(input.as_bytes(), &URL_SAFE_NO_PAD.decode(sig).unwrap())
+                .unwrap();
+            let claims: Value = serde_json::from_slice(
+                &URL_SAFE_NO_PAD
+                    .decode(input.split('.').nth(1).unwrap())
+                    .unwrap(),
+            )
+            .unwrap();
+            assert_eq!(claims["aud"], "vblast");
+            assert_eq!(claims["sub"], "vblast");
+            assert_eq!(claims["exp"], 1_800_000_000u64 + JWT_LIFETIME_S);
+        }
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let mut cfg = config_from_flags(&OpFlags::default());
+        cfg["pool"] = json!(0);
+        assert!(build(&cfg).err().unwrap().contains("pool"));
+        let mut cfg = config_from_flags(&OpFlags::default());
+        cfg["role"]["token_type"] = json!("default");
+        assert!(build(&cfg).err().unwrap().contains("service, batch"));
+        let mut cfg = config_from_flags(&OpFlags::default());
+        cfg["role"]["name"] = json!("a/b");
+        assert!(build(&cfg).err().unwrap().contains("role name"));
+    }
+}
