@@ -246,6 +246,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
 
+    #[command(flatten)]
+    pub shard: crate::shard::ShardArgs,
+
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -453,6 +456,11 @@ impl RunArgs {
                 timeout: self.timeout,
                 threads: self.threads,
                 pin: !self.no_pin,
+                spread: crate::shard::Spread {
+                    shard: self.shard.shard.unwrap_or_default(),
+                    start_at: self.shard.start_at.clone(),
+                    source_addrs: Vec::new(),
+                },
             },
             workload,
             keep: self.keep,
@@ -502,6 +510,11 @@ impl RunArgs {
         if self.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
+        crate::shard::validate(
+            &self.shard,
+            self.op.as_deref().or(self.scenario.as_deref()),
+            self.no_setup,
+        )?;
         if self.ramp.is_some() && self.rate.is_none() {
             return Err("--ramp goes with -R FROM..TO".into());
         }

@@ -21,6 +21,7 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod session;
+pub mod shard;
 pub mod signals;
 pub mod stats;
 pub mod sys;

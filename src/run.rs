@@ -55,7 +55,8 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
             target.base()
         },
         operation: session.op_names().join(","),
-        connections: scenario.load.connections,
+        // A shard's own share (src/shard.rs); shards' files add up to -c.
+        connections: scenario.load.spread.shard.share(scenario.load.connections),
         threads: step.layout.threads,
         processes: step.layout.processes,
         model: if scenario.load.schedule.is_some() {
@@ -70,12 +71,17 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         setup_s,
         cleanup_s,
     };
-    let results = Results::build(
+    let mut results = Results::build(
         info,
         step.outcome.stats,
         session.op_names(),
         scenario.redacted(),
         step.started_at,
+    );
+    results.shard = crate::shard::record(
+        &cli.shard,
+        &scenario,
+        step.outcome.clock_start.unwrap_or(step.started_at),
     );
     let summary = results.summary();
     let written = crate::report_command::deliver(&summary, &results, &cli.out);

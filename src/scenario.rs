@@ -57,6 +57,9 @@ pub struct Load {
     /// Event-loop threads in total (None: one per core).
     pub threads: Option<usize>,
     pub pin: bool,
+    /// Shard, start instant, source addresses (`src/shard.rs`).
+    #[serde(default)]
+    pub spread: crate::shard::Spread,
 }
 
 /// What each request is.
@@ -153,6 +156,7 @@ mod tests {
                 timeout: Duration::from_secs(30),
                 threads: None,
                 pin: true,
+                spread: Default::default(),
             },
             workload,
             keep: false,

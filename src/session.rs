@@ -218,7 +218,8 @@ impl Session {
     pub fn layout(&self, load: &Load) -> Result<Layout, Error> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Layout::plan(
-            load.connections,
+            // A shard lays out its own share (src/shard.rs).
+            load.spread.shard.share(load.connections),
             load.threads.unwrap_or(cores),
             self.fd_limit,
         )
@@ -253,17 +254,26 @@ impl Session {
             thread_offset: 0,
             threads_here: layout.threads,
             pin: load.pin,
+            spread: load.spread.clone(),
         };
         let started_at = SystemTime::now();
         let outcome = if layout.processes == 1 {
-            let stats = engine::run(
-                &plan,
-                &self.stop,
-                &LocalGate::new(plan.threads_here),
-                progress,
-            )
-            .map_err(Error::Engine)?;
-            Outcome { stats, lost: None }
+            // --start-at: the clock starts at that wall-clock instant (src/shard.rs).
+            let wall = load
+                .spread
+                .start_at()
+                .map(|at| crate::shard::WallGate::new(plan.threads_here, at));
+            let local = LocalGate::new(plan.threads_here);
+            let gate: &dyn engine::StartGate = match &wall {
+                Some(w) => w,
+                None => &local,
+            };
+            let stats = engine::run(&plan, &self.stop, gate, progress).map_err(Error::Engine)?;
+            Outcome {
+                stats,
+                lost: None,
+                clock_start: wall.and_then(|w| w.started()),
+            }
         } else {
             let plans: Vec<EnginePlan> = (0..layout.processes)
                 .map(|p| {

@@ -48,9 +48,19 @@ pub struct EnginePlan {
     pub thread_offset: usize,
     pub threads_here: usize,
     pub pin: bool,
+    /// Shard, start instant, source addresses (`src/shard.rs`).
+    #[serde(default)]
+    pub spread: crate::shard::Spread,
 }
 
 impl EnginePlan {
+    /// Thread `global` of this shard as (slot, slots) of the whole run's request numbering:
+    /// (global, threads_total) when the run is not sharded (`src/shard.rs`).
+    pub fn slot(&self, global: usize) -> (usize, usize) {
+        let s = self.spread.shard;
+        (s.slot(global), s.slots(self.threads_total))
+    }
+
     fn common(&self) -> Common {
         Common {
             host: self.target.host_header(),

@@ -70,10 +70,12 @@ impl<'p> Worker<'p> {
         tls: Option<TlsConnector>,
     ) -> Result<Worker<'p>, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
-        let mut mine = share(plan.connections, plan.threads_total, global);
+        // Over shards, thread `global` of this shard is slot `slot` of `slots`.
+        let (slot, slots) = plan.slot(global);
+        let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             // A connection with no request to send is never opened.
-            mine = mine.min(share(n, plan.threads_total, global));
+            mine = mine.min(share(n, slots, slot));
         }
         let timer = match plan.schedule {
             Some(_) => Some(
@@ -145,18 +147,13 @@ impl<'p> Worker<'p> {
 
     fn make_pacer(&self, origin: Instant) -> Pacer {
         let p = self.plan;
-        let budget = p.requests.map(|n| share(n, p.threads_total, self.global));
+        let (slot, slots) = p.slot(self.global);
+        let budget = p.requests.map(|n| share(n, slots, slot));
         let deadline = p.duration.map(|d| origin + p.warmup + d);
         match &p.schedule {
-            Some(schedule) => Pacer::open(
-                origin,
-                p.warmup,
-                deadline,
-                budget,
-                schedule,
-                self.global,
-                p.threads_total,
-            ),
+            Some(schedule) => {
+                Pacer::open(origin, p.warmup, deadline, budget, schedule, slot, slots)
+            }
             None => Pacer::closed(origin, p.warmup, deadline, budget),
         }
     }

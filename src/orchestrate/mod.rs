@@ -31,6 +31,8 @@ pub struct Outcome {
     /// Set when part of the planned load is missing (a worker process was lost): what is
     /// missing, in words.
     pub lost: Option<String>,
+    /// With `--start-at`: the wall-clock instant the workers started their clocks.
+    pub clock_start: Option<SystemTime>,
 }
 
 /// How a run is laid out over processes and threads.
@@ -102,7 +104,10 @@ fn share_text(plan: &EnginePlan) -> String {
     let threads = plan.thread_offset..plan.thread_offset + plan.threads_here;
     let conns: u64 = threads
         .clone()
-        .map(|t| share(plan.connections, plan.threads_total, t))
+        .map(|t| {
+            let (slot, slots) = plan.slot(t);
+            share(plan.connections, slots, slot)
+        })
         .sum();
     let pct = 100.0 * conns as f64 / plan.connections.max(1) as f64;
     let mut text = format!(
@@ -110,7 +115,12 @@ fn share_text(plan: &EnginePlan) -> String {
         plan.connections
     );
     if let Some(n) = plan.requests {
-        let reqs: u64 = threads.map(|t| share(n, plan.threads_total, t)).sum();
+        let reqs: u64 = threads
+            .map(|t| {
+                let (slot, slots) = plan.slot(t);
+                share(n, slots, slot)
+            })
+            .sum();
         text.push_str(&format!(" and up to {reqs} of the {n} requests"));
     } else {
         text.push_str(" and their requests");
@@ -203,6 +213,7 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
     drop(tx);
     let mut stop_sent = false;
     let mut go_sent = false;
+    let mut clock_start = None;
     if start_failure.is_some() {
         for w in &mut workers {
             w.tell(&ToWorker::Stop);
@@ -219,7 +230,21 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
             stop_sent = true;
         }
         if !go_sent && !stop_sent && workers.iter().all(|w| w.ready) {
-            let at = protocol::unix_ns(SystemTime::now() + GO_LEAD);
+            // --start-at (src/shard.rs) names the instant; otherwise just after now.
+            let now = SystemTime::now();
+            let go = match plans.first().and_then(|p| p.spread.start_at()) {
+                Some(at) if at > now => at,
+                Some(at) => {
+                    eprintln!(
+                        "vblast: --start-at {} had passed when the connections were open: starting now",
+                        humantime::format_rfc3339_millis(at)
+                    );
+                    now + GO_LEAD
+                }
+                None => now + GO_LEAD,
+            };
+            clock_start = Some(go);
+            let at = protocol::unix_ns(go);
             for w in &mut workers {
                 w.tell(&ToWorker::Go { at_unix_ns: at });
             }
@@ -286,6 +311,7 @@ pub fn run_workers(plans: &[EnginePlan], stop: &Stop) -> Result<Outcome, String>
     Ok(Outcome {
         stats: total,
         lost: (!lost.is_empty()).then(|| lost.join("; ")),
+        clock_start,
     })
 }
 
