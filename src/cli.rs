@@ -249,6 +249,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub shard: crate::shard::ShardArgs,
 
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
+
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub quiet: bool,

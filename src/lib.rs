@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod http;
 pub mod live;
+pub mod metrics;
 pub mod orchestrate;
 pub mod pacing;
 pub mod report;

@@ -104,6 +104,8 @@ impl StartGate for LocalGate {
 pub struct Totals {
     pub requests: u64,
     pub ok: u64,
+    /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
+    pub more: crate::metrics::Figures,
 }
 
 /// Called with every thread's latest totals whenever one of them reports.

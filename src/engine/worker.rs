@@ -243,6 +243,12 @@ impl<'p> Worker<'p> {
             let p = Totals {
                 requests: self.stats.requests(),
                 ok: self.stats.ok(),
+                // Once a second, off the request path (src/metrics.rs).
+                more: crate::metrics::Figures::of(
+                    &self.stats,
+                    &self.status[..],
+                    self.conns.iter().filter(|c| c.stream.is_some()).count() as u64,
+                ),
             };
             // A full channel means the display is behind: skip this report.
             let _ = tx.try_send((*thread, p));
