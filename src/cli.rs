@@ -252,6 +252,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
 
+    #[command(flatten)]
+    pub source: crate::source_addrs::SourceArgs,
+
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -462,7 +465,8 @@ impl RunArgs {
                 spread: crate::shard::Spread {
                     shard: self.shard.shard.unwrap_or_default(),
                     start_at: self.shard.start_at.clone(),
-                    source_addrs: Vec::new(),
+                    source_addrs: crate::source_addrs::resolve(&self.source)
+                        .map_err(Error::Input)?,
                 },
             },
             workload,

@@ -24,6 +24,7 @@ pub mod schedule;
 pub mod session;
 pub mod shard;
 pub mod signals;
+pub mod source_addrs;
 pub mod stats;
 pub mod sys;
 pub mod target;

@@ -217,11 +217,12 @@ impl Session {
     /// How `load` is laid out over processes and threads here.
     pub fn layout(&self, load: &Load) -> Result<Layout, Error> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Layout::plan(
+        Layout::plan_from(
             // A shard lays out its own share (src/shard.rs).
             load.spread.shard.share(load.connections),
             load.threads.unwrap_or(cores),
             self.fd_limit,
+            &load.spread.source_addrs,
         )
         .map_err(Error::Input)
     }

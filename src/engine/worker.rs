@@ -127,6 +127,7 @@ impl<'p> Worker<'p> {
             tls,
             ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
+                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
             }),
             stats: Stats::new(plan.ops.len()),
             status: Box::new([0; 1000]),

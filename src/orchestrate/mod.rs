@@ -46,7 +46,20 @@ impl Layout {
     /// Plans `connections` over enough processes that each stays within `fd_limit`
     /// descriptors, with `threads` event loops in total (at least one per process).
     pub fn plan(connections: u64, threads: usize, fd_limit: u64) -> Result<Layout, String> {
-        if let Some((lo, hi)) = ephemeral_ports() {
+        Layout::plan_from(connections, threads, fd_limit, &[])
+    }
+
+    /// `plan`, with connections bound round-robin to `sources` (`--source-addrs`): each
+    /// local address has the whole ephemeral range.
+    pub fn plan_from(
+        connections: u64,
+        threads: usize,
+        fd_limit: u64,
+        sources: &[std::net::IpAddr],
+    ) -> Result<Layout, String> {
+        if !sources.is_empty() {
+            crate::source_addrs::check_capacity(connections, sources)?;
+        } else if let Some((lo, hi)) = ephemeral_ports() {
             let ports = hi.saturating_sub(lo) + 1;
             if connections > ports {
                 return Err(format!(
