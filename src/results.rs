@@ -132,8 +132,12 @@ impl Results {
         writeln!(out)
     }
 
-    /// Writes the results file at `path`.
+    /// Writes the results file at `path`; `-` prints it on stdout between the lines
+    /// `crate::shard::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
     pub fn write(&self, path: &Path) -> Result<(), String> {
+        if path.as_os_str() == "-" {
+            return crate::shard::print_results(self);
+        }
         let mut buf = Vec::new();
         self.write_to(&mut buf)
             .and_then(|()| std::fs::write(path, &buf))

@@ -150,6 +150,25 @@ pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
     Ok(at)
 }
 
+/// The lines around a results file printed on stdout (`--output -`).
+pub const BEGIN: &str = "----- BEGIN VBLAST RESULTS -----";
+pub const END: &str = "----- END VBLAST RESULTS -----";
+
+/// `--output -`: the results file on stdout between `BEGIN` and `END`, after the report,
+/// for containers whose only way out is their log.
+pub fn print_results(r: &Results) -> Result<(), String> {
+    use std::io::Write;
+    let mut buf = Vec::new();
+    let _ = writeln!(buf, "{BEGIN}");
+    r.write_to(&mut buf)
+        .map_err(|e| format!("cannot write the results: {e}"))?;
+    let _ = writeln!(buf, "{END}");
+    std::io::stdout()
+        .lock()
+        .write_all(&buf)
+        .map_err(|e| format!("cannot write the results to stdout: {e}"))
+}
+
 /// Operations that create nothing on the server, so every shard may run them as they are.
 const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
 
