@@ -376,6 +376,7 @@ impl AbOptions {
                 pin: true,
                 respect_retry_after: false,
                 no_forwarding: false,
+                spread: Default::default(),
             },
             workload: Workload::Url(UrlRequest {
                 method: self.method.clone(),

@@ -316,6 +316,15 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
 
+    #[command(flatten)]
+    pub shard: crate::shard::ShardArgs,
+
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
+
+    #[command(flatten)]
+    pub source: crate::source_addrs::SourceArgs,
+
     /// No live progress line on stderr (shown only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -596,6 +605,12 @@ impl RunArgs {
                 pin: !self.no_pin,
                 respect_retry_after: self.respect_retry_after,
                 no_forwarding: self.no_forwarding,
+                spread: crate::shard::Spread {
+                    shard: self.shard.shard.unwrap_or_default(),
+                    start_at: self.shard.start_at.clone(),
+                    source_addrs: crate::source_addrs::resolve(&self.source)
+                        .map_err(Error::Input)?,
+                },
             },
             workload,
             keep: self.keep,
@@ -646,6 +661,11 @@ impl RunArgs {
         if self.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
+        crate::shard::validate(
+            &self.shard,
+            self.op.as_deref().or(self.scenario.as_deref()),
+            self.no_setup,
+        )?;
         if self.ramp.is_some() && self.rate.is_none() {
             return Err("--ramp goes with -R FROM..TO".into());
         }

@@ -41,6 +41,8 @@ pub struct Results {
     pub stats: Stats,
     /// Where they were read from, for messages (empty when built in memory).
     pub source: String,
+    /// A shard's run id, index and clock start (`--shard`, `src/shard.rs`).
+    pub shard: Option<crate::shard::ShardRecord>,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -53,6 +55,8 @@ struct Written<'a> {
     host: &'a str,
     scenario: &'a Value,
     op_names: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<&'a crate::shard::ShardRecord>,
     stats: &'a Stats,
 }
 
@@ -66,6 +70,8 @@ struct Stored {
     scenario: Value,
     run: RunInfo,
     op_names: Vec<String>,
+    #[serde(default)]
+    shard: Option<crate::shard::ShardRecord>,
 }
 
 impl Results {
@@ -88,6 +94,7 @@ impl Results {
             op_names,
             stats,
             source: String::new(),
+            shard: None,
         }
     }
 
@@ -118,14 +125,19 @@ impl Results {
             host: &self.host,
             scenario: &self.scenario,
             op_names: &self.op_names,
+            shard: self.shard.as_ref(),
             stats: &self.stats,
         };
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)
     }
 
-    /// Writes the results file at `path`.
+    /// Writes the results file at `path`; `-` prints it on stdout between the lines
+    /// `crate::shard::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
     pub fn write(&self, path: &Path) -> Result<(), String> {
+        if path.as_os_str() == "-" {
+            return crate::shard::print_results(self);
+        }
         let mut buf = Vec::new();
         self.write_to(&mut buf)
             .and_then(|()| std::fs::write(path, &buf))
@@ -190,6 +202,7 @@ impl Results {
             op_names: stored.op_names,
             stats,
             source: name.to_string(),
+            shard: stored.shard,
         })
     }
 }
@@ -202,7 +215,10 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
     let Some((first, rest)) = parts.split_first() else {
         return Err("no results to merge".into());
     };
+    // Shards of one run: one run id, every shard once (src/shard.rs).
+    crate::shard::check_set(parts)?;
     let mut out = first.clone();
+    out.shard = None;
     let label = |r: &Results, i: usize| {
         if r.source.is_empty() {
             format!("results {}", i + 1)

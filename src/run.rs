@@ -34,6 +34,14 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    // Before setup: a taken address is bad input (src/metrics.rs).
+    let metrics = match &cli.metrics.metrics_listen {
+        Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
+            Ok(m) => Some(m),
+            Err(e) => return Ending::Failed(Error::Input(e)),
+        },
+        None => None,
+    };
     let setup_started = std::time::Instant::now();
     let mut session = match Session::open(&scenario, stop) {
         Ok(s) => s,
@@ -46,12 +54,22 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         eprint!("{}", view.render());
     }
     let live = Live::new(cli.quiet, cli.progress);
-    let show = |p: &[engine::Totals]| live.show(p);
+    let show = |p: &[engine::Totals]| {
+        if live.enabled() {
+            live.show(p);
+        }
+        if let Some(m) = &metrics {
+            m.update(p);
+        }
+    };
     let step = session.step(
         &scenario.load,
-        live.enabled().then_some(&show as engine::ProgressFn<'_>),
+        (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
+    if let (Some(m), Ok(s)) = (&metrics, &step) {
+        m.finish(&s.outcome.stats);
+    }
     let cleanup_started = std::time::Instant::now();
     let cleanup = session.close();
     let cleanup_s = cleanup_started.elapsed().as_secs_f64();
@@ -73,7 +91,8 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
             target.base()
         },
         operation: session.op_names().join(","),
-        connections: scenario.load.connections,
+        // A shard's own share (src/shard.rs); shards' files add up to -c.
+        connections: scenario.load.spread.shard.share(scenario.load.connections),
         threads: step.layout.threads,
         processes: step.layout.processes,
         model: if scenario.load.schedule.is_some() {
@@ -88,15 +107,26 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         setup_s,
         cleanup_s,
     };
-    let results = Results::build(
+    let mut results = Results::build(
         info,
         step.outcome.stats,
         session.op_names(),
         scenario.redacted(),
         step.started_at,
     );
+    results.shard = crate::shard::record(
+        &cli.shard,
+        &scenario,
+        step.outcome.clock_start.unwrap_or(step.started_at),
+    );
     let summary = results.summary();
     let written = crate::report_command::deliver(&summary, &results, &cli.out);
+    if metrics.is_some()
+        && let Some(hold) = cli.metrics.metrics_hold
+    {
+        // The final figures stay up for the last scrape (src/metrics.rs).
+        crate::metrics::hold(hold, stop);
+    }
     if let Some(s) = interrupted {
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");

@@ -66,6 +66,9 @@ pub struct Load {
     /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
     #[serde(default)]
     pub no_forwarding: bool,
+    /// Shard, start instant, source addresses (`src/shard.rs`).
+    #[serde(default)]
+    pub spread: crate::shard::Spread,
 }
 
 /// What each request is.
@@ -182,6 +185,7 @@ mod tests {
                 pin: true,
                 respect_retry_after: false,
                 no_forwarding: false,
+                spread: Default::default(),
             },
             workload,
             keep: false,

@@ -296,10 +296,12 @@ impl Session {
     /// How `load` is laid out over processes and threads here.
     pub fn layout(&self, load: &Load) -> Result<Layout, Error> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Layout::plan(
-            load.connections,
+        Layout::plan_from(
+            // A shard lays out its own share (src/shard.rs).
+            load.spread.shard.share(load.connections),
             load.threads.unwrap_or(cores),
             self.fd_limit,
+            &load.spread.source_addrs,
         )
         .map_err(Error::Input)
     }
@@ -346,6 +348,7 @@ impl Session {
             pin: load.pin,
             nodes: NodePlan::default(),
             respect_retry_after: load.respect_retry_after,
+            spread: load.spread.clone(),
         };
         let started_at = SystemTime::now();
         let Some(cluster) = self.cluster.as_ref() else {
@@ -439,14 +442,22 @@ impl Session {
         progress: Option<ProgressFn<'_>>,
     ) -> Result<Outcome, Error> {
         let outcome = if layout.processes == 1 {
-            let stats = engine::run(
-                plan,
-                &self.stop,
-                &LocalGate::new(plan.threads_here),
-                progress,
-            )
-            .map_err(Error::Engine)?;
-            Outcome { stats, lost: None }
+            // --start-at: the clock starts at that wall-clock instant (src/shard.rs).
+            let wall = plan
+                .spread
+                .start_at()
+                .map(|at| crate::shard::WallGate::new(plan.threads_here, at));
+            let local = LocalGate::new(plan.threads_here);
+            let gate: &dyn engine::StartGate = match &wall {
+                Some(w) => w,
+                None => &local,
+            };
+            let stats = engine::run(plan, &self.stop, gate, progress).map_err(Error::Engine)?;
+            Outcome {
+                stats,
+                lost: None,
+                clock_start: wall.and_then(|w| w.started()),
+            }
         } else {
             let plans: Vec<EnginePlan> = (0..layout.processes)
                 .map(|p| {

@@ -47,6 +47,10 @@ pub struct PortSlice {
     first: u16,
     len: u16,
     next: u16,
+    /// `--source-addrs`: local addresses taken round-robin, each with every port of the
+    /// slice (`src/source_addrs.rs`); empty: the wildcard address.
+    addrs: Vec<std::net::IpAddr>,
+    addr_next: usize,
 }
 
 impl PortSlice {
@@ -63,13 +67,27 @@ impl PortSlice {
             first: lo + (len * part) as u16,
             len: len as u16,
             next: start as u16,
+            addrs: Vec::new(),
+            addr_next: 0,
         })
     }
 
-    fn take(&mut self) -> u16 {
+    /// The same slice over each of `addrs` in turn.
+    pub fn with_addrs(mut self, addrs: &[std::net::IpAddr]) -> PortSlice {
+        self.addrs = addrs.to_vec();
+        self
+    }
+
+    /// The next local (address, port): the port moves on once every address has had it.
+    fn take(&mut self) -> (Option<std::net::IpAddr>, u16) {
         let p = self.first + self.next;
-        self.next = (self.next + 1) % self.len;
-        p
+        let ip = self.addrs.get(self.addr_next).copied();
+        self.addr_next += 1;
+        if self.addr_next >= self.addrs.len() {
+            self.addr_next = 0;
+            self.next = (self.next + 1) % self.len;
+        }
+        (ip, p)
     }
 }
 
@@ -100,10 +118,13 @@ pub fn connect(
         Some(ports) => {
             let mut tries = 0;
             loop {
-                match start_connect(addr, Some(ports.take())) {
+                let (ip, port) = ports.take();
+                match start_connect(addr, Some((ip, port))) {
                     Err(e) if is_port_clash(&e) && tries < 64 => tries += 1,
                     // Every port tried is taken (by other programs): let the kernel choose.
-                    Err(e) if is_port_clash(&e) => break start_connect(addr, None)?,
+                    Err(e) if is_port_clash(&e) => {
+                        break start_connect(addr, ip.map(|ip| (Some(ip), 0)))?;
+                    }
                     other => break other?,
                 }
             }
@@ -125,7 +146,10 @@ pub fn connect(
     })
 }
 
-fn start_connect(addr: SocketAddr, local_port: Option<u16>) -> io::Result<TcpStream> {
+fn start_connect(
+    addr: SocketAddr,
+    local: Option<(Option<std::net::IpAddr>, u16)>,
+) -> io::Result<TcpStream> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_nonblocking(true)?;
     socket.set_tcp_nodelay(true)?;
@@ -133,12 +157,12 @@ fn start_connect(addr: SocketAddr, local_port: Option<u16>) -> io::Result<TcpStr
     // of connections closed by the client would otherwise hold the local ports for a
     // minute and fail the next run.
     socket.set_linger(Some(Duration::ZERO))?;
-    if let Some(port) = local_port {
+    if let Some((ip, port)) = local {
         socket.set_reuse_address(true)?;
-        let local: SocketAddr = if addr.is_ipv4() {
-            (std::net::Ipv4Addr::UNSPECIFIED, port).into()
-        } else {
-            (std::net::Ipv6Addr::UNSPECIFIED, port).into()
+        let local: SocketAddr = match ip {
+            Some(ip) => (ip, port).into(),
+            None if addr.is_ipv4() => (std::net::Ipv4Addr::UNSPECIFIED, port).into(),
+            None => (std::net::Ipv6Addr::UNSPECIFIED, port).into(),
         };
         socket.bind(&local.into())?;
     }

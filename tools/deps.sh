@@ -18,6 +18,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql mariadb-server mariadb-client)
+# Beyond one machine (tests/shard.rs, tests/metrics.rs, tests/deploy.rs): a real Prometheus
+# scraping --metrics-listen, podman building the FROM-scratch image.
+APT_PKGS+=(prometheus podman)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {
@@ -81,6 +84,12 @@ if ! "$VENV/bin/python" -c 'import hdrh' >/dev/null 2>&1; then
     mkdir -p "$(dirname "$VENV")"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check hdrhistogram >&2
+fi
+
+# kubernetes-validate checks deploy/kubernetes/ against the Kubernetes schemas, offline.
+if ! "$VENV/bin/python" -c 'import kubernetes_validate' >/dev/null 2>&1; then
+    log "installing kubernetes-validate into $VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check kubernetes-validate >&2
 fi
 
 log "bao: $BAO ($("$BAO" version 2>/dev/null | head -n1))"

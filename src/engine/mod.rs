@@ -54,9 +54,19 @@ pub struct EnginePlan {
     /// A connection told to wait by a quota's `Retry-After` waits that long.
     #[serde(default)]
     pub respect_retry_after: bool,
+    /// Shard, start instant, source addresses (`src/shard.rs`).
+    #[serde(default)]
+    pub spread: crate::shard::Spread,
 }
 
 impl EnginePlan {
+    /// Thread `global` of this shard as (slot, slots) of the whole run's request numbering:
+    /// (global, threads_total) when the run is not sharded (`src/shard.rs`).
+    pub fn slot(&self, global: usize) -> (usize, usize) {
+        let s = self.spread.shard;
+        (s.slot(global), s.slots(self.threads_total))
+    }
+
     fn common(&self) -> Common {
         Common {
             host: self.target.host_header(),
@@ -100,6 +110,8 @@ impl StartGate for LocalGate {
 pub struct Totals {
     pub requests: u64,
     pub ok: u64,
+    /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
+    pub more: crate::metrics::Figures,
 }
 
 /// Called with every thread's latest totals whenever one of them reports.

@@ -74,10 +74,12 @@ impl<'p> Worker<'p> {
         tls: Option<TlsConnector>,
     ) -> Result<Worker<'p>, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
-        let mut mine = share(plan.connections, plan.threads_total, global);
+        // Over shards, thread `global` of this shard is slot `slot` of `slots`.
+        let (slot, slots) = plan.slot(global);
+        let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             // A connection with no request to send is never opened.
-            mine = mine.min(share(n, plan.threads_total, global));
+            mine = mine.min(share(n, slots, slot));
         }
         let timer = match plan.schedule {
             Some(_) => Some(
@@ -129,6 +131,7 @@ impl<'p> Worker<'p> {
             tls,
             ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
+                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
             }),
             stats: {
                 let mut s = Stats::new(plan.ops.len());
@@ -165,18 +168,13 @@ impl<'p> Worker<'p> {
 
     fn make_pacer(&self, origin: Instant) -> Pacer {
         let p = self.plan;
-        let budget = p.requests.map(|n| share(n, p.threads_total, self.global));
+        let (slot, slots) = p.slot(self.global);
+        let budget = p.requests.map(|n| share(n, slots, slot));
         let deadline = p.duration.map(|d| origin + p.warmup + d);
         match &p.schedule {
-            Some(schedule) => Pacer::open(
-                origin,
-                p.warmup,
-                deadline,
-                budget,
-                schedule,
-                self.global,
-                p.threads_total,
-            ),
+            Some(schedule) => {
+                Pacer::open(origin, p.warmup, deadline, budget, schedule, slot, slots)
+            }
             None => Pacer::closed(origin, p.warmup, deadline, budget),
         }
     }
@@ -272,6 +270,12 @@ impl<'p> Worker<'p> {
             let p = Totals {
                 requests: self.stats.requests(),
                 ok: self.stats.ok(),
+                // Once a second, off the request path (src/metrics.rs).
+                more: crate::metrics::Figures::of(
+                    &self.stats,
+                    &self.status[..],
+                    self.conns.iter().filter(|c| c.stream.is_some()).count() as u64,
+                ),
             };
             // A full channel means the display is behind: skip this report.
             let _ = tx.try_send((*thread, p));

@@ -31,6 +31,8 @@ pub struct Outcome {
     /// Set when part of the planned load is missing (a worker process was lost): what is
     /// missing, in words.
     pub lost: Option<String>,
+    /// With `--start-at`: the wall-clock instant the workers started their clocks.
+    pub clock_start: Option<SystemTime>,
 }
 
 /// How a run is laid out over processes and threads.
@@ -44,7 +46,20 @@ impl Layout {
     /// Plans `connections` over enough processes that each stays within `fd_limit`
     /// descriptors, with `threads` event loops in total (at least one per process).
     pub fn plan(connections: u64, threads: usize, fd_limit: u64) -> Result<Layout, String> {
-        if let Some((lo, hi)) = ephemeral_ports() {
+        Layout::plan_from(connections, threads, fd_limit, &[])
+    }
+
+    /// `plan`, with connections bound round-robin to `sources` (`--source-addrs`): each
+    /// local address has the whole ephemeral range.
+    pub fn plan_from(
+        connections: u64,
+        threads: usize,
+        fd_limit: u64,
+        sources: &[std::net::IpAddr],
+    ) -> Result<Layout, String> {
+        if !sources.is_empty() {
+            crate::source_addrs::check_capacity(connections, sources)?;
+        } else if let Some((lo, hi)) = ephemeral_ports() {
             let ports = hi.saturating_sub(lo) + 1;
             if connections > ports {
                 return Err(format!(
@@ -102,7 +117,10 @@ fn share_text(plan: &EnginePlan) -> String {
     let threads = plan.thread_offset..plan.thread_offset + plan.threads_here;
     let conns: u64 = threads
         .clone()
-        .map(|t| share(plan.connections, plan.threads_total, t))
+        .map(|t| {
+            let (slot, slots) = plan.slot(t);
+            share(plan.connections, slots, slot)
+        })
         .sum();
     let pct = 100.0 * conns as f64 / plan.connections.max(1) as f64;
     let mut text = format!(
@@ -110,7 +128,12 @@ fn share_text(plan: &EnginePlan) -> String {
         plan.connections
     );
     if let Some(n) = plan.requests {
-        let reqs: u64 = threads.map(|t| share(n, plan.threads_total, t)).sum();
+        let reqs: u64 = threads
+            .map(|t| {
+                let (slot, slots) = plan.slot(t);
+                share(n, slots, slot)
+            })
+            .sum();
         text.push_str(&format!(" and up to {reqs} of the {n} requests"));
     } else {
         text.push_str(" and their requests");
@@ -211,6 +234,7 @@ pub fn run_workers(
     let mut stop_sent = false;
     let mut go_sent = false;
     let mut latest = vec![Totals::default(); workers.len()];
+    let mut clock_start = None;
     if start_failure.is_some() {
         for w in &mut workers {
             w.tell(&ToWorker::Stop);
@@ -227,7 +251,21 @@ pub fn run_workers(
             stop_sent = true;
         }
         if !go_sent && !stop_sent && workers.iter().all(|w| w.ready) {
-            let at = protocol::unix_ns(SystemTime::now() + GO_LEAD);
+            // --start-at (src/shard.rs) names the instant; otherwise just after now.
+            let now = SystemTime::now();
+            let go = match plans.first().and_then(|p| p.spread.start_at()) {
+                Some(at) if at > now => at,
+                Some(at) => {
+                    eprintln!(
+                        "vblast: --start-at {} had passed when the connections were open: starting now",
+                        humantime::format_rfc3339_millis(at)
+                    );
+                    now + GO_LEAD
+                }
+                None => now + GO_LEAD,
+            };
+            clock_start = Some(go);
+            let at = protocol::unix_ns(go);
             for w in &mut workers {
                 w.tell(&ToWorker::Go { at_unix_ns: at });
             }
@@ -249,7 +287,11 @@ pub fn run_workers(
             }
             Some(Ok(FromWorker::Progress { requests, ok })) => {
                 if let Some(show) = progress {
-                    latest[i] = Totals { requests, ok };
+                    latest[i] = Totals {
+                        requests,
+                        ok,
+                        more: Default::default(),
+                    };
                     show(&latest);
                 }
             }
@@ -300,6 +342,7 @@ pub fn run_workers(
     Ok(Outcome {
         stats: total,
         lost: (!lost.is_empty()).then(|| lost.join("; ")),
+        clock_start,
     })
 }
 

@@ -103,7 +103,10 @@ pub fn main(stop: &Stop) -> i32 {
         Err(e) => return fail(&format!("bad plan: {e}")),
     };
     let connections = (plan.thread_offset..plan.thread_offset + plan.threads_here)
-        .map(|t| crate::pacing::share(plan.connections, plan.threads_total, t))
+        .map(|t| {
+            let (slot, slots) = plan.slot(t);
+            crate::pacing::share(plan.connections, slots, slot)
+        })
         .sum();
     let gate = ParentGate {
         barrier: Barrier::new(plan.threads_here),

@@ -1,0 +1,440 @@
+//! Live figures for Prometheus (`--metrics-listen ADDR`): a small blocking HTTP server thread
+//! answering `GET /metrics` in the Prometheus text format (0.0.4) with the run's counters,
+//! gauges and latency histograms.
+//!
+//! Nothing here touches the request path: the event-loop threads already send a snapshot
+//! of their totals once a second for the live progress line (`engine::Totals`, over a
+//! channel they never wait on); `Figures` is the rest of that snapshot, built from the
+//! thread's own statistics once a second. The coordinating thread hands the latest
+//! snapshots to `Metrics::update`, and the server thread renders them when scraped.
+//!
+//! Latency is exported as two histograms (corrected from the intended start, uncorrected
+//! from the actual send) over fixed `le` buckets, so that shards scraped separately add up
+//! with `sum by (le) (vblast_latency_seconds_bucket)`, unlike quantile summaries.
+//!
+//! No crate: the `prometheus` and `metrics-exporter-prometheus` crates keep their own
+//! registry of atomics that the engine would have to update per request (or a global
+//! recorder), and bring an async HTTP server; the text format and a one-request-at-a-time
+//! `std::net` server are a few dozen lines over figures vblast already has.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::engine::Totals;
+use crate::schedule::Schedule;
+use crate::stats::{Errors, Stats};
+
+/// `--metrics-listen`, `--metrics-hold`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MetricsArgs {
+    /// Serve live figures for Prometheus at http://ADDR/metrics (e.g. 0.0.0.0:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+
+    /// Keep serving the final figures this long after the run (so the last scrape sees them).
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, requires = "metrics_listen")]
+    pub metrics_hold: Option<Duration>,
+}
+
+/// Upper bounds of the latency buckets, in microseconds (`le` in seconds; +Inf added).
+pub const BUCKETS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+const NB: usize = BUCKETS_US.len();
+/// Status codes carried per snapshot (the most frequent first is not needed: few differ).
+const CODES: usize = 16;
+
+/// One histogram's cumulative bucket counts, sum and count.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Buckets {
+    pub le: [u64; NB],
+    pub sum_us: f64,
+    pub count: u64,
+}
+
+impl Buckets {
+    fn add_hist(&mut self, h: &crate::stats::Hist) {
+        let h = &h.0;
+        if h.is_empty() {
+            return;
+        }
+        // One pass over the recorded values, then cumulative.
+        let mut per = [0u64; NB];
+        for v in h.iter_recorded() {
+            let i =
+                BUCKETS_US.partition_point(|&le| le < h.lowest_equivalent(v.value_iterated_to()));
+            if let Some(b) = per.get_mut(i) {
+                *b += v.count_at_value();
+            }
+        }
+        let mut acc = 0;
+        for (b, n) in self.le.iter_mut().zip(per) {
+            acc += n;
+            *b += acc;
+        }
+        self.sum_us += h.mean() * h.len() as f64;
+        self.count += h.len();
+    }
+
+    fn add(&mut self, o: &Buckets) {
+        for (a, b) in self.le.iter_mut().zip(&o.le) {
+            *a += b;
+        }
+        self.sum_us += o.sum_us;
+        self.count += o.count;
+    }
+}
+
+/// What a thread's snapshot carries beyond requests and ok. Fixed size, no allocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Figures {
+    pub errors: Errors,
+    /// (status code, responses); unused entries have code 0.
+    pub status: [(u16, u64); CODES],
+    pub connections_open: u64,
+    pub connections_opened: u64,
+    pub latency: Buckets,
+    pub service: Buckets,
+}
+
+impl Figures {
+    /// A thread's figures from its statistics and its status counts (indexed by code).
+    pub fn of(stats: &Stats, status: &[u64], connections_open: u64) -> Figures {
+        let mut f = Figures {
+            errors: stats.errors,
+            connections_open,
+            connections_opened: stats.connections_opened,
+            ..Figures::default()
+        };
+        let codes = status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(c, n)| (c as u16, *n));
+        for (slot, code) in f.status.iter_mut().zip(codes) {
+            *slot = code;
+        }
+        for op in &stats.ops {
+            f.latency.add_hist(&op.latency);
+            f.service.add_hist(&op.service);
+        }
+        f
+    }
+}
+
+/// What the server renders: the sum over threads, and the rates.
+#[derive(Default)]
+struct State {
+    requests: u64,
+    ok: u64,
+    figures: Figures,
+    status: std::collections::BTreeMap<u16, u64>,
+    achieved_rate: f64,
+    target_rate: Option<f64>,
+    last: Option<(Instant, u64)>,
+    first: Option<Instant>,
+}
+
+/// The running metrics server.
+pub struct Metrics {
+    state: Arc<Mutex<State>>,
+    schedule: Option<Schedule>,
+    pub addr: std::net::SocketAddr,
+}
+
+impl Metrics {
+    /// Binds `addr` and starts serving. A taken or bad address is one clear message.
+    pub fn start(addr: &str, schedule: Option<Schedule>) -> Result<Metrics, String> {
+        let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AddrInUse => format!(
+                "--metrics-listen {addr}: the address is in use (another vblast or exporter listens there): choose another port"
+            ),
+            _ => format!(
+                "--metrics-listen {addr}: cannot listen there: {}",
+                crate::transport::io_error_text(&e)
+            ),
+        })?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        let state = Arc::new(Mutex::new(State {
+            target_rate: schedule.as_ref().map(|s| s.rate_at(Duration::ZERO)),
+            ..State::default()
+        }));
+        let shared = state.clone();
+        std::thread::Builder::new()
+            .name("vblast-metrics".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    serve(conn, &shared);
+                }
+            })
+            .map_err(|e| format!("cannot start the metrics server: {e}"))?;
+        Ok(Metrics {
+            state,
+            schedule,
+            addr: local,
+        })
+    }
+
+    /// Takes the latest snapshot of every thread (called about once a second).
+    pub fn update(&self, threads: &[Totals]) {
+        let mut sum = Figures::default();
+        let mut status = std::collections::BTreeMap::new();
+        let (mut requests, mut ok) = (0, 0);
+        for t in threads {
+            requests += t.requests;
+            ok += t.ok;
+            let f = &t.more;
+            sum.errors.merge(&f.errors);
+            sum.connections_open += f.connections_open;
+            sum.connections_opened += f.connections_opened;
+            sum.latency.add(&f.latency);
+            sum.service.add(&f.service);
+            for &(code, n) in f.status.iter().filter(|(c, _)| *c != 0) {
+                *status.entry(code).or_insert(0) += n;
+            }
+        }
+        self.set(requests, ok, sum, status);
+    }
+
+    /// The final figures of the run (its merged statistics).
+    pub fn finish(&self, stats: &Stats) {
+        let f = Figures::of(stats, &[], 0);
+        let status = stats.status.clone();
+        self.set(stats.requests(), stats.ok(), f, status);
+        if let Ok(mut s) = self.state.lock() {
+            s.achieved_rate = if stats.elapsed_s > 0.0 {
+                stats.requests() as f64 / stats.elapsed_s
+            } else {
+                0.0
+            };
+        }
+    }
+
+    fn set(
+        &self,
+        requests: u64,
+        ok: u64,
+        figures: Figures,
+        status: std::collections::BTreeMap<u16, u64>,
+    ) {
+        let Ok(mut s) = self.state.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let first = *s.first.get_or_insert(now);
+        if let Some((t, n)) = s.last {
+            let dt = now.duration_since(t).as_secs_f64();
+            if dt >= 0.5 {
+                s.achieved_rate = requests.saturating_sub(n) as f64 / dt;
+                s.last = Some((now, requests));
+            }
+        } else {
+            s.last = Some((now, requests));
+        }
+        // Snapshots start a second into the run.
+        let elapsed = now.duration_since(first) + Duration::from_secs(1);
+        s.target_rate = self.schedule.as_ref().map(|sc| sc.rate_at(elapsed));
+        s.requests = requests;
+        s.ok = ok;
+        s.figures = figures;
+        s.status = status;
+    }
+}
+
+/// Waits `d`, or until a signal stops the run.
+pub fn hold(d: Duration, stop: &crate::signals::Stop) {
+    let until = Instant::now() + d;
+    while !stop.is_set() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn serve(mut conn: TcpStream, state: &Mutex<State>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 8192];
+    let mut len = 0;
+    while len < buf.len() {
+        match conn.read(&mut buf[len..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                len += n;
+                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+        }
+    }
+    let head = String::from_utf8_lossy(&buf[..len]);
+    let path = head.split_whitespace().nth(1).unwrap_or("");
+    let (status, body) =
+        if head.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
+            let body = match state.lock() {
+                Ok(s) => render(&s),
+                Err(_) => String::new(),
+            };
+            ("200 OK", body)
+        } else {
+            ("404 Not Found", "not found: try /metrics\n".to_string())
+        };
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn render(s: &State) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::with_capacity(4096);
+    let f = &s.figures;
+    let mut counter = |name: &str, help: &str, v: u64| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+    };
+    counter(
+        "vblast_requests_total",
+        "Requests completed or failed (measured run).",
+        s.requests,
+    );
+    counter("vblast_successes_total", "Requests that succeeded.", s.ok);
+    counter(
+        "vblast_throttled_total",
+        "Responses with status 429 (throttled by the server).",
+        s.status.get(&429).copied().unwrap_or(0),
+    );
+    counter(
+        "vblast_connections_opened_total",
+        "Connections opened (including re-opens).",
+        f.connections_opened,
+    );
+    let _ = writeln!(
+        o,
+        "# HELP vblast_errors_total Failed requests by kind.\n# TYPE vblast_errors_total counter"
+    );
+    let e = &f.errors;
+    for (kind, v) in [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+        ("status", e.status),
+    ] {
+        let _ = writeln!(o, "vblast_errors_total{{kind=\"{kind}\"}} {v}");
+    }
+    let _ = writeln!(
+        o,
+        "# HELP vblast_responses_total Responses by HTTP status code.\n# TYPE vblast_responses_total counter"
+    );
+    for (code, n) in &s.status {
+        let _ = writeln!(o, "vblast_responses_total{{code=\"{code}\"}} {n}");
+    }
+    let _ = writeln!(
+        o,
+        "# HELP vblast_connections_open Connections open now.\n# TYPE vblast_connections_open gauge\nvblast_connections_open {}",
+        f.connections_open
+    );
+    let _ = writeln!(
+        o,
+        "# HELP vblast_achieved_rate Requests per second over the last interval.\n# TYPE vblast_achieved_rate gauge\nvblast_achieved_rate {:.3}",
+        s.achieved_rate
+    );
+    if let Some(r) = s.target_rate {
+        let _ = writeln!(
+            o,
+            "# HELP vblast_target_rate Target rate of the open-model schedule now (this process's whole run; divide by shards).\n# TYPE vblast_target_rate gauge\nvblast_target_rate {r:.3}"
+        );
+    }
+    histogram(
+        &mut o,
+        "vblast_latency_seconds",
+        "Latency from each request's intended start (corrected for coordinated omission; the actual send in the closed model).",
+        &f.latency,
+    );
+    histogram(
+        &mut o,
+        "vblast_service_seconds",
+        "Service time from the actual send (uncorrected).",
+        &f.service,
+    );
+    o
+}
+
+fn histogram(o: &mut String, name: &str, help: &str, b: &Buckets) {
+    use std::fmt::Write as _;
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} histogram");
+    for (le, n) in BUCKETS_US.iter().zip(&b.le) {
+        let _ = writeln!(o, "{name}_bucket{{le=\"{}\"}} {n}", *le as f64 / 1e6);
+    }
+    let _ = writeln!(o, "{name}_bucket{{le=\"+Inf\"}} {}", b.count);
+    let _ = writeln!(o, "{name}_sum {}", b.sum_us / 1e6);
+    let _ = writeln!(o, "{name}_count {}", b.count);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_cumulative_and_add_across_shards() {
+        let mut a = Stats::new(1);
+        let mut b = Stats::new(1);
+        for us in [50u64, 300, 800, 4_000, 2_000_000] {
+            a.ops[0].latency.record(us);
+        }
+        for us in [90u64, 1_000, 20_000_000] {
+            b.ops[0].latency.record(us);
+        }
+        let (fa, fb) = (Figures::of(&a, &[], 0), Figures::of(&b, &[], 0));
+        // le 100us: 50 | 90; le 1ms: 50, 300, 800 | 90, 1000; le 10s: all but 20 s.
+        assert_eq!((fa.latency.le[0], fb.latency.le[0]), (1, 1));
+        assert_eq!((fa.latency.le[3], fb.latency.le[3]), (3, 2));
+        assert_eq!((fa.latency.le[NB - 1], fb.latency.le[NB - 1]), (5, 2));
+        // sum by (le) of the shards == the buckets of both shards' samples together.
+        let mut both = a.clone();
+        both.merge(&b);
+        let mut summed = fa.latency;
+        summed.add(&fb.latency);
+        assert_eq!(summed.le, Figures::of(&both, &[], 0).latency.le);
+        assert_eq!(summed.count, 8);
+    }
+
+    #[test]
+    fn text_format_has_the_families() {
+        let mut st = Stats::new(1);
+        st.ops[0].requests = 3;
+        st.ops[0].ok = 2;
+        st.ops[0].latency.record(700);
+        st.errors.timeout = 1;
+        st.status.insert(200, 2);
+        st.status.insert(429, 1);
+        let mut s = State::default();
+        let f = Figures::of(&st, &[], 5);
+        s.requests = 3;
+        s.ok = 2;
+        s.figures = f;
+        s.status = st.status.clone();
+        let text = render(&s);
+        for line in [
+            "vblast_requests_total 3",
+            "vblast_successes_total 2",
+            "vblast_throttled_total 1",
+            "vblast_errors_total{kind=\"timeout\"} 1",
+            "vblast_responses_total{code=\"429\"} 1",
+            "vblast_connections_open 5",
+            "vblast_latency_seconds_bucket{le=\"0.001\"} 1",
+            "vblast_latency_seconds_bucket{le=\"0.0005\"} 0",
+            "vblast_latency_seconds_bucket{le=\"+Inf\"} 1",
+            "vblast_latency_seconds_count 1",
+            "# TYPE vblast_service_seconds histogram",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+    }
+}

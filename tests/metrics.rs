@@ -1,0 +1,153 @@
+//! `--metrics-listen`: a real Prometheus (Debian `prometheus`) scrapes a running vblast every
+//! second, and its HTTP API then reports vblast's request count; the text served has every
+//! family; a taken address is one clear message.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run::{run, spawn, url_cmd};
+use common::{Nginx, free_port, http_request};
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn prometheus() -> Option<String> {
+    ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .map(String::from)
+}
+
+#[test]
+fn prometheus_scrapes_the_request_count() {
+    let Some(prom) = prometheus() else {
+        eprintln!("SKIP: no prometheus binary (tools/deps.sh installs Debian's prometheus)");
+        return;
+    };
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let (mport, pport) = (free_port(), free_port());
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: vblast\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let _prom = Killed(
+        Command::new(&prom)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let papi = format!("http://127.0.0.1:{pport}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_request(&papi, "GET", "/-/ready", &[], None, None).map_or(true, |r| r.status != 200)
+    {
+        assert!(Instant::now() < deadline, "prometheus did not become ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let n = 1200u64;
+    let maddr = format!("127.0.0.1:{mport}");
+    let running = spawn(url_cmd(&[
+        "-R",
+        "300",
+        "-n",
+        &n.to_string(),
+        "-c",
+        "4",
+        "--metrics-listen",
+        &maddr,
+        "--metrics-hold",
+        "4s",
+        "-q",
+        &url,
+    ]));
+    // While it runs, the text itself: every family, with fixed buckets.
+    std::thread::sleep(Duration::from_millis(2500));
+    let text = http_request(
+        &format!("http://{maddr}"),
+        "GET",
+        "/metrics",
+        &[],
+        None,
+        None,
+    )
+    .expect("scrape vblast")
+    .text();
+    for family in [
+        "vblast_requests_total ",
+        "vblast_successes_total ",
+        "vblast_errors_total{kind=\"timeout\"} 0",
+        "vblast_responses_total{code=\"200\"} ",
+        "vblast_throttled_total 0",
+        "vblast_connections_open 4",
+        "vblast_target_rate 300",
+        "vblast_achieved_rate ",
+        "vblast_latency_seconds_bucket{le=\"0.001\"} ",
+        "vblast_latency_seconds_bucket{le=\"+Inf\"} ",
+        "vblast_service_seconds_count ",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(family)),
+            "{family} not in\n{text}"
+        );
+    }
+    let out = running.finish(Duration::from_secs(60));
+    out.assert_code(0);
+    // Prometheus's own answer: the counter's highest sample is vblast's figure (max over
+    // time, because once vblast exits Prometheus marks the series stale).
+    let q = "/api/v1/query?query=max_over_time(vblast_requests_total%5B5m%5D)";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let last = loop {
+        let body = http_request(&papi, "GET", q, &[], None, None)
+            .map(|r| r.text())
+            .unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let value = v["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|s| s.parse::<u64>().ok());
+        if value == Some(n) || Instant::now() > deadline {
+            break (value, body);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(last.0, Some(n), "prometheus answered {}", last.1);
+}
+
+#[test]
+fn a_taken_metrics_address_is_one_clear_message() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(url_cmd(&[
+        "-n",
+        "1",
+        "--metrics-listen",
+        &addr,
+        "http://127.0.0.1:9/x",
+    ]));
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("in use") && out.stderr.contains(&addr),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
