@@ -387,3 +387,31 @@ fn bad_files_and_flags_are_one_message_and_exit_2() {
     ));
     assert!(r.stderr.contains("line 3, column"), "{}", r.show());
 }
+
+#[test]
+fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
+    // pki_sign goes through a root and an intermediate made at setup; jwt_auth logs in with
+    // JWTs signed by a key vblast made; both rows carry the tests' names; nothing is left.
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let config_arg = format!("-config={}", data("vb-sign-and-jwt.hcl"));
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            "-duration=1s",
+            "-workers=4",
+            "-report_mode=json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j: Value = serde_json::from_str(r.stdout.lines().next().unwrap_or("")).unwrap();
+    for name in ["csr_signing", "jwt_logins"] {
+        let row = &j["metrics"][name];
+        assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{name}: {j}");
+    }
+    assert_eq!(j["metrics"]["total"]["success"], 1.0, "{j}");
+    assert_eq!(state(&bao), before, "the run left something behind");
+}

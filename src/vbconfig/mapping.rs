@@ -253,6 +253,17 @@ fn pki_key(k: &mut Keys) -> Result<Option<String>, String> {
     })
 }
 
+/// `cfg[block][key] = v` in a family config whose settings sit in blocks (jwt-login,
+/// pki-sign, db-creds: the blocks of vault-benchmark's own tests).
+fn set_in(cfg: &mut Map<String, Value>, block: &str, key: &str, v: Value) {
+    let b = cfg
+        .entry(block.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = b {
+        m.insert(key.into(), v);
+    }
+}
+
 fn family_config(
     kind: &str,
     op: &str,
@@ -304,7 +315,11 @@ fn family_config(
             )?;
             // vblast signs its own tokens with these claims, so the role's bounds are its own.
             role.names(&["user_claim", "bound_audiences", "bound_subject"]);
-            token_settings(&mut role, &mut cfg)?;
+            let mut tokens = Map::new();
+            token_settings(&mut role, &mut tokens)?;
+            for (k, v) in tokens {
+                set_in(&mut cfg, "role", &k, v);
+            }
             role.finish(named)?;
         }
         "kvv1_read" | "kvv1_write" | "kvv2_read" | "kvv2_write" => {
@@ -355,17 +370,41 @@ fn family_config(
         }
         "pki_issue" | "pki_sign" => {
             c.names(&["setup_delay"]);
-            notes.push(format!(
-                "test '{}': vblast issues from a root CA it makes itself (EC P-256), with no intermediate; the CA settings change setup only, not the requests measured",
-                c.test
-            ));
+            let sign = kind == "pki_sign";
+            if !sign {
+                notes.push(format!(
+                    "test '{}': vblast's pki-issue issues from a root CA it makes itself (EC P-256), with no intermediate; the CA settings change setup only, not the requests measured",
+                    c.test
+                ));
+            }
             for block in ["root_ca", "intermediate_csr", "intermediate_ca"] {
                 let mut b = c.block(block)?;
-                b.names(&["common_name", "issuer_name", "key_name"]);
-                // The CA's own key: vblast's is EC P-256; other keys only change setup.
-                let key = pki_key(&mut b)?;
-                if key.is_some() {
-                    named.push(format!("config.{block}.key_type"));
+                b.names(&["issuer_name", "key_name"]);
+                if sign {
+                    // pki-sign makes this chain: root, then an intermediate signed by it.
+                    if block != "intermediate_ca" {
+                        if let Some(cn) = b.string("common_name")? {
+                            set_in(&mut cfg, block, "common_name", json!(cn));
+                        }
+                        if let Some(t) = b.string("key_type")? {
+                            set_in(&mut cfg, block, "key_type", json!(t));
+                        }
+                        if let Some(n) = b.number("key_bits")? {
+                            set_in(&mut cfg, block, "key_bits", json!(n));
+                        }
+                    }
+                    if block != "intermediate_csr"
+                        && let Some(ttl) = b.string("ttl")?
+                    {
+                        set_in(&mut cfg, block, "ttl", json!(ttl));
+                    }
+                } else {
+                    b.names(&["common_name"]);
+                    // The CA's own key: pki-issue's is EC P-256; other keys only change setup.
+                    let key = pki_key(&mut b)?;
+                    if key.is_some() {
+                        named.push(format!("config.{block}.key_type"));
+                    }
                 }
                 b.only(
                     "type",
@@ -381,14 +420,21 @@ fn family_config(
                 "allow_subdomains",
                 "allow_any_name",
             ]);
+            let put = |cfg: &mut Map<String, Value>, k: &str, v: Value| {
+                if sign {
+                    set_in(cfg, "role", k, v);
+                } else {
+                    cfg.insert(k.into(), v);
+                }
+            };
             if let Some(key) = pki_key(&mut role)? {
-                cfg.insert("key_type".into(), json!(key));
+                put(&mut cfg, "key_type", json!(key));
             }
             if let Some(ttl) = role.string("ttl")? {
-                cfg.insert("ttl".into(), json!(ttl));
+                put(&mut cfg, "ttl", json!(ttl));
             }
             if let Some(no_store) = role.boolean("no_store")? {
-                cfg.insert("no_store".into(), json!(no_store));
+                put(&mut cfg, "no_store", json!(no_store));
             }
             role.only(
                 "generate_lease",
@@ -396,7 +442,7 @@ fn family_config(
                 "its certificates get no lease",
             )?;
             role.finish(named)?;
-            let mut req = c.block(if kind == "pki_issue" { "issue" } else { "sign" })?;
+            let mut req = c.block(if sign { "sign" } else { "issue" })?;
             req.names(&["name", "common_name"]);
             req.finish(named)?;
         }
@@ -433,20 +479,28 @@ fn family_config(
             c.only("generate", &[json!(true)], "the server generates its key")?;
         }
         "postgresql_secret" | "mysql_secret" => {
-            cfg.insert(
-                "db_plugin".into(),
+            set_in(
+                &mut cfg,
+                "db_connection",
+                "plugin_name",
                 json!(if kind == "mysql_secret" {
-                    "mysql"
+                    "mysql-database-plugin"
                 } else {
-                    "postgresql"
+                    "postgresql-database-plugin"
                 }),
             );
             let mut db = c.block("db_connection")?;
             db.names(&["name"]);
             for key in ["connection_url", "username", "password"] {
                 if let Some(v) = db.string(key)? {
-                    cfg.insert(key.into(), json!(v));
+                    set_in(&mut cfg, "db_connection", key, json!(v));
                 }
+            }
+            if let Some(v) = db.boolean("verify_connection")? {
+                set_in(&mut cfg, "db_connection", "verify_connection", json!(v));
+            }
+            if let Some(v) = db.number("max_open_connections")? {
+                set_in(&mut cfg, "db_connection", "max_open_connections", json!(v));
             }
             db.finish(named)?;
             let mut role = c.block("role")?;
@@ -458,7 +512,7 @@ fn family_config(
                 "max_ttl",
             ] {
                 if let Some(v) = role.string(key)? {
-                    cfg.insert(key.into(), json!(v));
+                    set_in(&mut cfg, "role", key, json!(v));
                 }
             }
             role.finish(named)?;
@@ -557,27 +611,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.choice.name, "jwt-login");
-        assert_eq!(t.choice.config["token_ttl"], "1m");
-        assert_eq!(t.choice.config["token_type"], "batch");
+        assert_eq!(t.choice.config["role"]["token_ttl"], "1m");
+        assert_eq!(t.choice.config["role"]["token_type"], "batch");
         let t = tr(
             "pki_sign",
             "weight = 100\nconfig {\n role {\n key_type = \"ed25519\"\n }\n}",
         )
         .unwrap();
         assert_eq!(t.choice.name, "pki-sign");
-        assert_eq!(t.choice.config["key_type"], "ed25519");
+        assert_eq!(t.choice.config["role"]["key_type"], "ed25519");
         let t = tr(
             "postgresql_secret",
             "weight = 100\nconfig {\n db_connection {\n connection_url = \"postgresql://{{username}}:{{password}}@127.0.0.1:5432/postgres\"\n username = \"u\"\n password = \"p\"\n }\n role {\n creation_statements = \"CREATE ROLE x;\"\n default_ttl = \"10s\"\n }\n}",
         )
         .unwrap();
         assert_eq!(t.choice.name, "db-creds");
-        assert_eq!(t.choice.config["db_plugin"], "postgresql");
-        assert_eq!(t.choice.config["username"], "u");
-        assert_eq!(t.choice.config["creation_statements"], "CREATE ROLE x;");
-        assert_eq!(t.choice.config["default_ttl"], "10s");
+        let db = &t.choice.config["db_connection"];
+        assert_eq!(db["plugin_name"], "postgresql-database-plugin");
+        assert_eq!(db["username"], "u");
+        assert_eq!(
+            t.choice.config["role"]["creation_statements"],
+            "CREATE ROLE x;"
+        );
+        assert_eq!(t.choice.config["role"]["default_ttl"], "10s");
         let t = tr("mysql_secret", "weight = 100").unwrap();
-        assert_eq!(t.choice.config["db_plugin"], "mysql");
+        assert_eq!(
+            t.choice.config["db_connection"]["plugin_name"],
+            "mysql-database-plugin"
+        );
     }
 
     #[test]
