@@ -1011,6 +1011,25 @@ fn vblast_ab_prints_abs_tls_lines() {
     let (_, v) = both(&["-k", "-n", "20", "-c", "2", &ip]);
     assert!(!v.fields.contains_key("TLS Server Name"));
     assert_eq!(v.get("Keep-Alive requests"), "20");
+    // `--tls-server-name` to an IP address: that name is sent, and printed.
+    let named = run(url_cmd(&[
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--ca-cert",
+        &ca,
+        "--tls-server-name",
+        "localhost",
+        "--format",
+        "ab",
+        &ip,
+    ]));
+    named.assert_code(0);
+    assert_eq!(
+        AbReport::parse(&named.stdout).get("TLS Server Name"),
+        "localhost"
+    );
 }
 
 #[test]
