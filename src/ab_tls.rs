@@ -53,12 +53,11 @@ pub fn probe(target: &Target, opts: &TlsOptions, timeout: Duration) -> Result<Tl
     Ok(TlsFacts {
         protocol: format!("{version},{cipher},{key_bits},{cipher_bits}"),
         temp_key,
-        // ab sends no SNI for an IP address, and prints none.
-        server_name: target
-            .host
-            .parse::<std::net::IpAddr>()
-            .is_err()
-            .then(|| target.host.clone()),
+        // The name sent (`--tls-server-name`, else the host); ab sends no SNI for an IP
+        // address, and prints none.
+        server_name: Some(opts.server_name.as_deref().unwrap_or(&target.host))
+            .filter(|n| n.parse::<std::net::IpAddr>().is_err())
+            .map(String::from),
     })
 }
 

@@ -38,7 +38,8 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
     let mut text = Vec::new();
     let _ = match format {
         report::Format::Ab => {
-            let style = report::ab::AbStyle::of_scenario(&results.scenario);
+            let mut style = report::ab::AbStyle::of_scenario(&results.scenario);
+            style.tls = results.tls_probe.clone();
             report::ab::render_with(summary, &style, &mut text)
         }
         _ => report::render(summary, format, &mut text),

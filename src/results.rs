@@ -3,7 +3,8 @@
 //!
 //! It holds every key of the JSON report (the same values, so scripts read either), and:
 //! `results_version`, `started_at` (RFC 3339, UTC), `host`, `scenario` (what the run was
-//! asked to do, with tokens and secret values removed by `redact`), `op_names`, and
+//! asked to do, with tokens and secret values removed by `redact`), `op_names`, for an
+//! https target `tls_probe` (ab's TLS lines, optional: older files lack it), and
 //! `stats`: the raw mergeable counters, every histogram per operation as a compressed
 //! HdrHistogram V2 (base64), and the per-second timeline. Reading rebuilds the `Summary`
 //! from `stats`, so a file read back, or several shard files merged, report exactly what
@@ -19,6 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::report::ab::TlsFacts;
 use crate::report::{self, Format, RunInfo, Summary};
 use crate::stats::Stats;
 
@@ -43,6 +45,8 @@ pub struct Results {
     pub source: String,
     /// A shard's run id, index and clock start (`--shard`, `src/shard.rs`).
     pub shard: Option<crate::shard::ShardRecord>,
+    /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
+    pub tls_probe: Option<TlsFacts>,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -57,6 +61,8 @@ struct Written<'a> {
     op_names: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<&'a crate::shard::ShardRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_probe: Option<&'a TlsFacts>,
     stats: &'a Stats,
 }
 
@@ -72,6 +78,8 @@ struct Stored {
     op_names: Vec<String>,
     #[serde(default)]
     shard: Option<crate::shard::ShardRecord>,
+    #[serde(default)]
+    tls_probe: Option<TlsFacts>,
 }
 
 impl Results {
@@ -95,6 +103,7 @@ impl Results {
             stats,
             source: String::new(),
             shard: None,
+            tls_probe: None,
         }
     }
 
@@ -126,6 +135,7 @@ impl Results {
             scenario: &self.scenario,
             op_names: &self.op_names,
             shard: self.shard.as_ref(),
+            tls_probe: self.tls_probe.as_ref(),
             stats: &self.stats,
         };
         serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -203,6 +213,7 @@ impl Results {
             stats,
             source: name.to_string(),
             shard: stored.shard,
+            tls_probe: stored.tls_probe,
         })
     }
 }
@@ -605,6 +616,32 @@ mod tests {
         // The scenario is redacted whatever the caller passed.
         assert_eq!(file["scenario"], json!({"target": "x"}));
         assert!(!text.contains("hvs.SECRET"));
+    }
+
+    #[test]
+    fn tls_probe_is_optional_and_read_back() {
+        let (a, _) = samples();
+        let mut r = results(40, shard(&a, 0));
+        let text = |r: &Results| {
+            let mut file = Vec::new();
+            r.write_to(&mut file).unwrap();
+            String::from_utf8(file).unwrap()
+        };
+        // Without a probe (http), no key; a file without it reads as none.
+        let plain = text(&r);
+        assert!(!plain.contains("tls_probe"), "{plain}");
+        assert_eq!(Results::parse(&plain, "f").unwrap().tls_probe, None);
+        let facts = TlsFacts {
+            protocol: "TLSv1.3,TLS_AES_128_GCM_SHA256,256,128".into(),
+            temp_key: Some("X25519 253 bits".into()),
+            server_name: Some("localhost".into()),
+        };
+        r.tls_probe = Some(facts.clone());
+        let with = text(&r);
+        let doc: Value = serde_json::from_str(&with).unwrap();
+        assert_eq!(doc["results_version"], 1);
+        assert_eq!(doc["tls_probe"]["temp_key"], "X25519 253 bits");
+        assert_eq!(Results::parse(&with, "f").unwrap().tls_probe, Some(facts));
     }
 
     #[test]

@@ -48,6 +48,17 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(e),
     };
     let setup_s = setup_started.elapsed().as_secs_f64();
+    // https: one handshake before the load, not counted, for ab's TLS lines (saved with
+    // the results, so `vblast report --format ab` prints them too).
+    let tls_probe = scenario.tls.as_ref().and_then(|tls| {
+        crate::ab_tls::probe(session.target(), tls, scenario.load.timeout)
+            .inspect_err(|e| {
+                if matches!(cli.out.format, crate::cli::Format::Ab) {
+                    eprintln!("vblast: no TLS lines in the ab report: {e}");
+                }
+            })
+            .ok()
+    });
     if let Some(view) = session.cluster_view()
         && !cli.quiet
     {
@@ -119,6 +130,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         &scenario,
         step.outcome.clock_start.unwrap_or(step.started_at),
     );
+    results.tls_probe = tls_probe;
     let summary = results.summary();
     let written = crate::report_command::deliver(&summary, &results, &cli.out);
     if metrics.is_some()

@@ -961,7 +961,7 @@ fn ab_command_lines_run_by_vblast_ab_read_like_real_ab() {
 
 #[test]
 fn vblast_ab_prints_abs_tls_lines() {
-    let (ng, _files) = Nginx::start_tls_generated();
+    let (ng, files) = Nginx::start_tls_generated();
     let url = format!("https://localhost:{}/v1/secret/data/foo", ng.port);
     let (a, v) = both(&["-n", "20", "-c", "2", &url]);
     // Version, cipher, server key bits, cipher bits: the server's key is the same;
@@ -980,11 +980,56 @@ fn vblast_ab_prints_abs_tls_lines() {
     assert_eq!(proto(&v)[2], "256", "rcgen's default key is P-256");
     assert_eq!(a.get("Server Temp Key"), v.get("Server Temp Key"));
     assert_eq!(v.get("TLS Server Name"), "localhost");
+    // `vblast run --format ab` prints the same lines, and saves them with the results:
+    // `vblast report FILE --format ab` prints the live report again, TLS lines included.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tls.json").display().to_string();
+    let ca = files.ca_cert.display().to_string();
+    let live = run(url_cmd(&[
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--ca-cert",
+        &ca,
+        "--format",
+        "ab",
+        "--output",
+        &file,
+        &url,
+    ]));
+    live.assert_code(0);
+    let r = AbReport::parse(&live.stdout);
+    assert_eq!(proto(&r), proto(&v), "{}", live.stdout);
+    assert_eq!(r.get("Server Temp Key"), a.get("Server Temp Key"));
+    assert_eq!(r.get("TLS Server Name"), "localhost");
+    let saved = run(url_cmd(&["report", &file, "--format", "ab"]));
+    saved.assert_code(0);
+    assert_eq!(saved.stdout, live.stdout);
     // An IP address: no SNI, no TLS Server Name line, in both.
     let ip = format!("https://127.0.0.1:{}/v1/secret/data/foo", ng.port);
     let (_, v) = both(&["-k", "-n", "20", "-c", "2", &ip]);
     assert!(!v.fields.contains_key("TLS Server Name"));
     assert_eq!(v.get("Keep-Alive requests"), "20");
+    // `--tls-server-name` to an IP address: that name is sent, and printed.
+    let named = run(url_cmd(&[
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--ca-cert",
+        &ca,
+        "--tls-server-name",
+        "localhost",
+        "--format",
+        "ab",
+        &ip,
+    ]));
+    named.assert_code(0);
+    assert_eq!(
+        AbReport::parse(&named.stdout).get("TLS Server Name"),
+        "localhost"
+    );
 }
 
 #[test]

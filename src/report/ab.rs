@@ -63,8 +63,9 @@ impl AbStyle {
     }
 }
 
-/// ab's TLS lines, from a handshake with the run's settings.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// ab's TLS lines, from a handshake with the run's settings (kept in the results file as
+/// `tls_probe`, so that a saved run prints them again).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TlsFacts {
     /// `SSL/TLS Protocol`: version, cipher (OpenSSL's name), server key bits, cipher bits.
     pub protocol: String,
