@@ -38,6 +38,8 @@ const TYPES: &[(&str, &str)] = &[
     ("pki_sign", "pki-sign"),
     ("ssh_sign", "ssh-sign"),
     ("totp_generate", "totp-generate"),
+    ("totp_read", "totp-read"),
+    ("totp_create", "totp-create"),
     ("postgresql_secret", "db-creds"),
     ("mysql_secret", "db-creds"),
     ("ha_status", "sys-health"),
@@ -170,13 +172,8 @@ impl<'a> Keys<'a> {
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
 pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, String> {
     let Some(op) = op_of(kind) else {
-        let hint = if kind.starts_with("totp_") {
-            " (of the TOTP tests vblast runs totp_generate)"
-        } else {
-            ""
-        };
         return Err(format!(
-            "test '{name}': unsupported test type '{kind}'{hint}: vblast runs {}",
+            "test '{name}': unsupported test type '{kind}': vblast runs {}",
             supported_types()
         ));
     };
@@ -421,7 +418,20 @@ fn family_config(
             ks.only("cert_type", &[json!("user")], "it signs user certificates")?;
             ks.finish(named)?;
         }
-        "totp_generate" => {
+        "totp_create" => {
+            // vault-benchmark's create request carries only generate, issuer and
+            // account_name: its algorithm, digits and period are never sent.
+            c.names(&[
+                "key_name",
+                "issuer",
+                "account_name",
+                "algorithm",
+                "digits",
+                "period",
+            ]);
+            c.only("generate", &[json!(true)], "the server generates its keys")?;
+        }
+        "totp_generate" | "totp_read" => {
             c.names(&["key_name", "issuer", "account_name"]);
             c.only(
                 "algorithm",
@@ -580,6 +590,36 @@ mod tests {
         assert_eq!(t.choice.config["db_plugin"], "mysql");
     }
 
+    /// vault-benchmark's TOTP documentation example (docs/tests/secret-totp.md): its three
+    /// test types, each onto its operation, the names noted, the settings vblast uses kept.
+    #[test]
+    fn totp_tests_translate() {
+        for (kind, op, extra) in [
+            ("totp_create", "totp-create", "generate = true\n"),
+            ("totp_read", "totp-read", ""),
+            ("totp_generate", "totp-generate", "generate = true\n"),
+        ] {
+            let text = format!(
+                "weight = 33\nconfig {{\n key_name = \"k\"\n issuer = \"Vault Benchmark\"\n account_name = \"test@user.com\"\n algorithm = \"SHA1\"\n digits = 6\n period = 30\n {extra}}}"
+            );
+            let t = tr(kind, &text).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(t.choice.name, op);
+            assert_eq!(t.choice.weight, 33);
+            assert_eq!(t.choice.label.as_deref(), Some("t1"));
+            assert!(t.notes[0].contains("config.key_name"), "{:?}", t.notes);
+            (find(op).unwrap().build)(&t.choice.config).unwrap();
+        }
+        // Create sends no algorithm, digits or period (nor does vault-benchmark's).
+        let t = tr("totp_create", "weight = 1\nconfig {\n digits = 8\n}").unwrap();
+        assert!(t.notes[0].contains("config.digits"), "{:?}", t.notes);
+        for kind in ["totp_read", "totp_create"] {
+            let e = tr(kind, "weight = 1\nconfig {\n generate = false\n}").unwrap_err();
+            assert!(e.contains("config.generate"), "{kind}: {e}");
+        }
+        let e = tr("totp_read", "weight = 1\nconfig {\n period = 60\n}").unwrap_err();
+        assert!(e.contains("config.period"), "{e}");
+    }
+
     #[test]
     fn what_vblast_cannot_do_is_refused_by_name() {
         for (kind, text, key) in [
@@ -643,8 +683,11 @@ mod tests {
             e.contains("unsupported test type 'aws_auth'") && e.contains("approle_auth, cert_auth"),
             "{e}"
         );
-        let e = tr("totp_read", "weight = 1").unwrap_err();
-        assert!(e.contains("totp_generate"), "{e}");
+        let e = tr("totp_verify", "weight = 1").unwrap_err();
+        assert!(
+            e.contains("unsupported test type 'totp_verify'") && e.contains("totp_create"),
+            "{e}"
+        );
         assert!(
             tr("kvv2_read", "config {}")
                 .unwrap_err()
