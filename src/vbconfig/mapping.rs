@@ -443,22 +443,25 @@ fn family_config(
             c.only("generate", &[json!(true)], "the server generates its key")?;
         }
         "postgresql_secret" | "mysql_secret" => {
-            cfg.insert(
-                "db_plugin".into(),
+            // db-creds' config is vault-benchmark's own shape: `db_connection` and `role`.
+            let mut conn = Map::new();
+            conn.insert(
+                "plugin_name".into(),
                 json!(if kind == "mysql_secret" {
-                    "mysql"
+                    "mysql-database-plugin"
                 } else {
-                    "postgresql"
+                    "postgresql-database-plugin"
                 }),
             );
             let mut db = c.block("db_connection")?;
             db.names(&["name"]);
             for key in ["connection_url", "username", "password"] {
                 if let Some(v) = db.string(key)? {
-                    cfg.insert(key.into(), json!(v));
+                    conn.insert(key.into(), json!(v));
                 }
             }
             db.finish(named)?;
+            let mut role_cfg = Map::new();
             let mut role = c.block("role")?;
             role.names(&["name", "db_name"]);
             for key in [
@@ -468,10 +471,15 @@ fn family_config(
                 "max_ttl",
             ] {
                 if let Some(v) = role.string(key)? {
-                    cfg.insert(key.into(), json!(v));
+                    role_cfg.insert(key.into(), json!(v));
                 }
             }
             role.finish(named)?;
+            for (block, set) in [("db_connection", conn), ("role", role_cfg)] {
+                if let Some(Value::Object(m)) = cfg.get_mut(block) {
+                    m.extend(set);
+                }
+            }
         }
         "ha_status" => {
             notes.push(format!(
@@ -582,12 +590,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.choice.name, "db-creds");
-        assert_eq!(t.choice.config["db_plugin"], "postgresql");
-        assert_eq!(t.choice.config["username"], "u");
-        assert_eq!(t.choice.config["creation_statements"], "CREATE ROLE x;");
-        assert_eq!(t.choice.config["default_ttl"], "10s");
+        let conn = &t.choice.config["db_connection"];
+        assert_eq!(conn["plugin_name"], "postgresql-database-plugin");
+        assert_eq!(conn["username"], "u");
+        assert_eq!(
+            conn["connection_url"],
+            "postgresql://{{username}}:{{password}}@127.0.0.1:5432/postgres"
+        );
+        let role = &t.choice.config["role"];
+        assert_eq!(role["creation_statements"], "CREATE ROLE x;");
+        assert_eq!(role["default_ttl"], "10s");
+        (find("db-creds").unwrap().build)(&t.choice.config).unwrap();
         let t = tr("mysql_secret", "weight = 100").unwrap();
-        assert_eq!(t.choice.config["db_plugin"], "mysql");
+        assert_eq!(
+            t.choice.config["db_connection"]["plugin_name"],
+            "mysql-database-plugin"
+        );
     }
 
     /// vault-benchmark's TOTP documentation example (docs/tests/secret-totp.md): its three
