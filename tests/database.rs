@@ -210,3 +210,33 @@ fn db_creds_run_inside_a_namespace() {
     assert_eq!(in_ns("DELETE", &format!("/v1/sys/mounts/{m}")).0, 204);
     assert_eq!((mounts(&bao), ns_mounts(), pg.vault_users()), before);
 }
+
+/// vault-benchmark's postgresql_secret test, as a --config file (db_connection and role
+/// blocks): every request gets credentials, the row is the test's name, no user is left.
+#[test]
+fn postgresql_secret_config_runs() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pg.hcl");
+    let hcl = format!(
+        "vault_addr = \"http://127.0.0.1:8200\"\nvault_token = \"root\"\nduration = \"2s\"\ncleanup = true\n\
+         test \"postgresql_secret\" \"postgres_test_1\" {{\n  weight = 100\n  config {{\n    db_connection {{\n      \
+         connection_url = \"postgresql://{{{{username}}}}:{{{{password}}}}@127.0.0.1:{}/postgres\"\n      \
+         username = \"{}\"\n      password = \"{}\"\n    }}\n    role {{\n      default_ttl = \"1h\"\n    }}\n  }}\n}}\n",
+        pg.port, pg.user, pg.password
+    );
+    std::fs::write(&file, hcl).unwrap();
+    let before = (mounts(&bao), pg.vault_users());
+    let f = file.to_str().unwrap();
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", f, "-n", "100", "-c", "8", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["ok"], 100, "{}", r.show());
+    assert_eq!(j["ops"][0]["name"], "postgres_test_1", "{j}");
+    assert!(!r.stdout.contains(&pg.password) && !r.stderr.contains(&pg.password));
+    assert_eq!((mounts(&bao), pg.vault_users()), before, "left behind");
+}
