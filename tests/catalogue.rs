@@ -367,6 +367,106 @@ fn totp_codes_of_a_key_made_at_setup() {
     all_ok_and_clean(&bao, "totp-generate", 300, &[]);
 }
 
+/// The TOTP keys of a fresh mount's, by name (empty when the mount is gone).
+fn totp_keys(bao: &OpenBao, mount: &str) -> Vec<String> {
+    keys(&get(bao, &format!("/v1/{mount}/keys?list=true")))
+}
+
+/// The vblast TOTP mounts on the server.
+fn totp_mounts(bao: &OpenBao) -> Vec<String> {
+    keys(&get(bao, "/v1/sys/mounts"))
+        .into_iter()
+        .filter(|m| m.starts_with("vblast-totp-"))
+        .map(|m| m.trim_end_matches('/').to_string())
+        .collect()
+}
+
+/// totp-read reads the settings of the key made at setup; totp-create makes a new key per
+/// request (kept with --keep: as many distinct keys as requests), and a normal run
+/// deletes them all with the mount; vault-benchmark's TOTP example file runs unchanged.
+#[test]
+fn totp_read_and_create_leave_no_key_behind() {
+    let bao = OpenBao::start();
+    all_ok_and_clean(&bao, "totp-read", 300, &[]);
+    all_ok_and_clean(&bao, "totp-create", 200, &[]);
+    all_ok_and_clean(&bao, "totp-create:1,totp-read:1,totp-generate:1", 300, &[]);
+
+    // Kept: every create made its own key, under a fresh name, in vblast's mount.
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "totp-create",
+            "-c",
+            "8",
+            "-n",
+            "120",
+            "--keep",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 120, "{}", r.show());
+    let mounts = totp_mounts(&bao);
+    assert_eq!(mounts.len(), 1, "{mounts:?}");
+    let made = totp_keys(&bao, &mounts[0]);
+    assert_eq!(made.len(), 120, "{made:?}");
+    assert!(made.iter().all(|k| k.starts_with("vblast-")), "{made:?}");
+    let (status, body) = bao.api("DELETE", &format!("/v1/sys/mounts/{}", mounts[0]), None);
+    assert_eq!(status, 204, "{body}");
+    assert!(totp_keys(&bao, &mounts[0]).is_empty());
+
+    // vault-benchmark's documented TOTP example, as a --config file: three rows by name,
+    // every request a success, nothing left.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("totp.hcl");
+    // The file's address is the documentation's; VAULT_ADDR (the environment) wins.
+    let mut hcl = String::from(
+        "vault_addr = \"http://127.0.0.1:8200\"\nvault_token = \"root\"\nduration = \"30s\"\ncleanup = true\n",
+    );
+    for (kind, name, weight) in [
+        ("totp_create", "totp_create1", 34),
+        ("totp_read", "totp_read1", 33),
+        ("totp_generate", "totp_generate1", 33),
+    ] {
+        let generate = if kind == "totp_read" {
+            ""
+        } else {
+            "    generate = true\n"
+        };
+        hcl.push_str(&format!(
+            "test \"{kind}\" \"{name}\" {{\n  weight = {weight}\n  config {{\n    key_name = \"benchmark-key\"\n    issuer = \"Vault Benchmark\"\n    account_name = \"test@user.com\"\n    algorithm = \"SHA1\"\n    digits = 6\n    period = 30\n{generate}  }}\n}}\n"
+        ));
+    }
+    std::fs::write(&file, hcl).unwrap();
+    let before = state(&bao);
+    let file_arg = file.to_str().unwrap();
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--config", file_arg, "-n", "300", "-c", "8", "--format", "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["ok"], 300, "{}", r.show());
+    let mut names: Vec<&str> = j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["totp_create1", "totp_generate1", "totp_read1"],
+        "{j}"
+    );
+    assert_eq!(state(&bao), before, "the TOTP config left something behind");
+    assert!(totp_mounts(&bao).is_empty());
+}
+
 #[test]
 fn ssh_sign_certifies_a_client_key_made_at_setup() {
     let bao = OpenBao::start();

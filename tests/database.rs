@@ -112,3 +112,131 @@ fn unusable_databases_are_one_message_and_leave_nothing() {
         assert_eq!(mounts(&bao), before, "{args:?} left a mount");
     }
 }
+
+/// With --namespace, db-creds' setup, load and cleanup all go to the namespace: every
+/// request succeeds (so the load found the role there), nothing is made at the root, and
+/// afterwards neither the namespace's mounts nor the database's users hold anything of
+/// the run; kept (--keep), its mount is in the namespace and its users in the database.
+#[test]
+fn db_creds_run_inside_a_namespace() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let (status, body) = bao.api("POST", "/v1/sys/namespaces/ns1", Some("{}"));
+    assert_eq!(status, 200, "namespace create: {body}");
+    let in_ns = |method: &str, path: &str| {
+        let r = common::http_request(
+            &bao.addr,
+            method,
+            path,
+            &[("X-Vault-Token", "root"), ("X-Vault-Namespace", "ns1")],
+            None,
+            None,
+        )
+        .unwrap();
+        (r.status, r.text())
+    };
+    let ns_mounts = || -> Vec<String> {
+        let (s, b) = in_ns("GET", "/v1/sys/mounts");
+        assert_eq!(s, 200, "{b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        let mut k: Vec<String> = v["data"].as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let url = pg.url();
+    let before = (mounts(&bao), ns_mounts(), pg.vault_users());
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--namespace",
+            "ns1",
+            "--op",
+            "db-creds",
+            "--db-url",
+            &url,
+            "-c",
+            "8",
+            "-n",
+            "100",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 100, "{}", r.show());
+    assert_eq!(
+        (mounts(&bao), ns_mounts(), pg.vault_users()),
+        before,
+        "mounts or users left behind"
+    );
+
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--namespace",
+            "ns1",
+            "--op",
+            "db-creds",
+            "--db-url",
+            &url,
+            "-c",
+            "4",
+            "-n",
+            "20",
+            "--keep",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 20, "{}", r.show());
+    assert_eq!(mounts(&bao), before.0, "made something at the root");
+    assert_eq!(
+        pg.vault_users(),
+        before.2 + 20,
+        "every request made one user"
+    );
+    let made: Vec<String> = ns_mounts()
+        .into_iter()
+        .filter(|m| !before.1.contains(m))
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let m = made[0].trim_end_matches('/');
+    let (s, b) = in_ns(
+        "PUT",
+        &format!("/v1/sys/leases/revoke-prefix/{m}/creds/vblast"),
+    );
+    assert_eq!(s, 204, "{b}");
+    assert_eq!(in_ns("DELETE", &format!("/v1/sys/mounts/{m}")).0, 204);
+    assert_eq!((mounts(&bao), ns_mounts(), pg.vault_users()), before);
+}
+
+/// vault-benchmark's postgresql_secret test, as a --config file (db_connection and role
+/// blocks): every request gets credentials, the row is the test's name, no user is left.
+#[test]
+fn postgresql_secret_config_runs() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pg.hcl");
+    let hcl = format!(
+        "vault_addr = \"http://127.0.0.1:8200\"\nvault_token = \"root\"\nduration = \"2s\"\ncleanup = true\n\
+         test \"postgresql_secret\" \"postgres_test_1\" {{\n  weight = 100\n  config {{\n    db_connection {{\n      \
+         connection_url = \"postgresql://{{{{username}}}}:{{{{password}}}}@127.0.0.1:{}/postgres\"\n      \
+         username = \"{}\"\n      password = \"{}\"\n    }}\n    role {{\n      default_ttl = \"1h\"\n    }}\n  }}\n}}\n",
+        pg.port, pg.user, pg.password
+    );
+    std::fs::write(&file, hcl).unwrap();
+    let before = (mounts(&bao), pg.vault_users());
+    let f = file.to_str().unwrap();
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", f, "-n", "100", "-c", "8", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["ok"], 100, "{}", r.show());
+    assert_eq!(j["ops"][0]["name"], "postgres_test_1", "{j}");
+    assert!(!r.stdout.contains(&pg.password) && !r.stderr.contains(&pg.password));
+    assert_eq!((mounts(&bao), pg.vault_users()), before, "left behind");
+}

@@ -38,6 +38,8 @@ const TYPES: &[(&str, &str)] = &[
     ("pki_sign", "pki-sign"),
     ("ssh_sign", "ssh-sign"),
     ("totp_generate", "totp-generate"),
+    ("totp_read", "totp-read"),
+    ("totp_create", "totp-create"),
     ("postgresql_secret", "db-creds"),
     ("mysql_secret", "db-creds"),
     ("ha_status", "sys-health"),
@@ -170,13 +172,8 @@ impl<'a> Keys<'a> {
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
 pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, String> {
     let Some(op) = op_of(kind) else {
-        let hint = if kind.starts_with("totp_") {
-            " (of the TOTP tests vblast runs totp_generate)"
-        } else {
-            ""
-        };
         return Err(format!(
-            "test '{name}': unsupported test type '{kind}'{hint}: vblast runs {}",
+            "test '{name}': unsupported test type '{kind}': vblast runs {}",
             supported_types()
         ));
     };
@@ -467,7 +464,20 @@ fn family_config(
             ks.only("cert_type", &[json!("user")], "it signs user certificates")?;
             ks.finish(named)?;
         }
-        "totp_generate" => {
+        "totp_create" => {
+            // vault-benchmark's create request carries only generate, issuer and
+            // account_name: its algorithm, digits and period are never sent.
+            c.names(&[
+                "key_name",
+                "issuer",
+                "account_name",
+                "algorithm",
+                "digits",
+                "period",
+            ]);
+            c.only("generate", &[json!(true)], "the server generates its keys")?;
+        }
+        "totp_generate" | "totp_read" => {
             c.names(&["key_name", "issuer", "account_name"]);
             c.only(
                 "algorithm",
@@ -626,19 +636,52 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.choice.name, "db-creds");
-        let db = &t.choice.config["db_connection"];
-        assert_eq!(db["plugin_name"], "postgresql-database-plugin");
-        assert_eq!(db["username"], "u");
+        let conn = &t.choice.config["db_connection"];
+        assert_eq!(conn["plugin_name"], "postgresql-database-plugin");
+        assert_eq!(conn["username"], "u");
         assert_eq!(
-            t.choice.config["role"]["creation_statements"],
-            "CREATE ROLE x;"
+            conn["connection_url"],
+            "postgresql://{{username}}:{{password}}@127.0.0.1:5432/postgres"
         );
-        assert_eq!(t.choice.config["role"]["default_ttl"], "10s");
+        let role = &t.choice.config["role"];
+        assert_eq!(role["creation_statements"], "CREATE ROLE x;");
+        assert_eq!(role["default_ttl"], "10s");
+        (find("db-creds").unwrap().build)(&t.choice.config).unwrap();
         let t = tr("mysql_secret", "weight = 100").unwrap();
         assert_eq!(
             t.choice.config["db_connection"]["plugin_name"],
             "mysql-database-plugin"
         );
+    }
+
+    /// vault-benchmark's TOTP documentation example (docs/tests/secret-totp.md): its three
+    /// test types, each onto its operation, the names noted, the settings vblast uses kept.
+    #[test]
+    fn totp_tests_translate() {
+        for (kind, op, extra) in [
+            ("totp_create", "totp-create", "generate = true\n"),
+            ("totp_read", "totp-read", ""),
+            ("totp_generate", "totp-generate", "generate = true\n"),
+        ] {
+            let text = format!(
+                "weight = 33\nconfig {{\n key_name = \"k\"\n issuer = \"Vault Benchmark\"\n account_name = \"test@user.com\"\n algorithm = \"SHA1\"\n digits = 6\n period = 30\n {extra}}}"
+            );
+            let t = tr(kind, &text).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(t.choice.name, op);
+            assert_eq!(t.choice.weight, 33);
+            assert_eq!(t.choice.label.as_deref(), Some("t1"));
+            assert!(t.notes[0].contains("config.key_name"), "{:?}", t.notes);
+            (find(op).unwrap().build)(&t.choice.config).unwrap();
+        }
+        // Create sends no algorithm, digits or period (nor does vault-benchmark's).
+        let t = tr("totp_create", "weight = 1\nconfig {\n digits = 8\n}").unwrap();
+        assert!(t.notes[0].contains("config.digits"), "{:?}", t.notes);
+        for kind in ["totp_read", "totp_create"] {
+            let e = tr(kind, "weight = 1\nconfig {\n generate = false\n}").unwrap_err();
+            assert!(e.contains("config.generate"), "{kind}: {e}");
+        }
+        let e = tr("totp_read", "weight = 1\nconfig {\n period = 60\n}").unwrap_err();
+        assert!(e.contains("config.period"), "{e}");
     }
 
     #[test]
@@ -704,8 +747,11 @@ mod tests {
             e.contains("unsupported test type 'aws_auth'") && e.contains("approle_auth, cert_auth"),
             "{e}"
         );
-        let e = tr("totp_read", "weight = 1").unwrap_err();
-        assert!(e.contains("totp_generate"), "{e}");
+        let e = tr("totp_verify", "weight = 1").unwrap_err();
+        assert!(
+            e.contains("unsupported test type 'totp_verify'") && e.contains("totp_create"),
+            "{e}"
+        );
         assert!(
             tr("kvv2_read", "config {}")
                 .unwrap_err()

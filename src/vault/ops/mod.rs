@@ -3,7 +3,7 @@
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
-//! `token`, `transit`, `pki`, `ssh`, `totp`, `database` (db-creds), `login_read` (the login-read scenario) and
+//! `token`, `transit`, `pki`, `ssh`, `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, seal-status, sys-metrics).
 
 pub mod auth;
@@ -112,7 +112,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 28] = [
+    static ALL: [OpInfo; 30] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -136,6 +136,8 @@ pub fn registry() -> &'static [OpInfo] {
         pki::SIGN,
         ssh::SIGN,
         totp::GENERATE,
+        totp::READ,
+        totp::CREATE,
         database::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
