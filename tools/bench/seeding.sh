@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# usage: tools/bench/seeding.sh   [env: RUNS=3 SECRETS=20000 SIZE=1024]
+# usage: tools/bench/seeding.sh   [env: RUNS=3 SECRETS=20000 SIZE=1024 PIN_SERVER=1]
 # Issue 9's setup goal: seeding SECRETS KV v2 secrets of SIZE bytes into an OpenBao dev server
 # with vblast (its setup, reported as run.setup_s: mount, concurrent seeding, readiness) against
 # the same writes sent one at a time on one keep-alive connection (vault-benchmark's way), by a
-# small Python http.client loop. Server pinned to core 0, both clients to core 1. Prints each
+# small Python http.client loop. Server pinned to core 0 (PIN_SERVER=0: both cores), both clients
+# to core 1. Prints each
 # run's seconds and the median ratio vblast / sequential (goal <= 0.33). Never asserts.
 source "$(dirname "$0")/lib.sh"
 
@@ -14,7 +15,7 @@ SIZE="${SIZE:-1024}"
 need curl jq python3 taskset
 build
 start_bao
-taskset -a -pc 0 "${BENCH_PIDS[-1]}" >/dev/null
+[ "${PIN_SERVER:-1}" = 1 ] && taskset -a -pc 0 "${BENCH_PIDS[-1]}" >/dev/null
 
 sequential() { # prefix -> seconds
     taskset -c 1 python3 - "$BAO_PORT" "$1" "$SECRETS" "$SIZE" <<'PY'
