@@ -7,12 +7,12 @@
 use std::fs;
 use std::io;
 use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::servers::Postgres;
 use super::{READY_TIMEOUT, bao_binary, http_request, scrub_env, signal, stop_child};
 
 /// Tables the PostgreSQL storage backend uses (OpenBao's default names). OpenBao creates
@@ -36,43 +36,6 @@ CREATE TABLE IF NOT EXISTS openbao_ha_locks (
   CONSTRAINT ha_key PRIMARY KEY (ha_key)
 );
 ";
-
-/// Directory of PostgreSQL's server programs (initdb, postgres, psql).
-fn pg_bin_dir() -> PathBuf {
-    let mut found: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql")
-        .map(|rd| rd.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    found.retain(|p| p.join("initdb").is_file());
-    found.sort();
-    found.pop().unwrap_or_else(|| {
-        panic!(
-            "PostgreSQL not found under /usr/lib/postgresql: run tools/deps.sh (Debian postgresql)"
-        )
-    })
-}
-
-/// PostgreSQL refuses to run as root: the `postgres` account's uid and gid then.
-fn pg_identity() -> Option<(u32, u32)> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let name = std::ffi::CString::new("postgres").unwrap();
-    // SAFETY: getpwnam with a valid C string; the result is read at once.
-    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
-    assert!(
-        !pw.is_null(),
-        "running as root and there is no `postgres` account to run PostgreSQL as"
-    );
-    // SAFETY: pw is non-null and points at libc's static passwd record.
-    unsafe { Some(((*pw).pw_uid, (*pw).pw_gid)) }
-}
-
-fn as_pg(cmd: &mut Command, id: Option<(u32, u32)>) {
-    if let Some((uid, gid)) = id {
-        cmd.uid(uid).gid(gid);
-    }
-}
 
 /// `count` ports from P on, every one of them free (nodes take P, P+2, ...; their cluster
 /// listeners P+1, P+3, ...).
@@ -109,8 +72,9 @@ pub struct Cluster {
     /// The root token from `bao operator init`.
     pub token: String,
     unseal_key: String,
-    pg: Child,
-    pub pg_port: u16,
+    /// The storage: a private PostgreSQL (tests/common/servers.rs), stopped after the
+    /// nodes (fields drop after `Drop::drop`).
+    pg: Postgres,
     dir: tempfile::TempDir,
 }
 
@@ -122,73 +86,18 @@ impl Cluster {
             .prefix("vblast-ha-")
             .tempdir()
             .expect("tempdir");
-        let id = pg_identity();
-        let pgdata = dir.path().join("pg");
-        fs::create_dir_all(&pgdata).unwrap();
-        if let Some((uid, gid)) = id {
-            for p in [dir.path(), pgdata.as_path()] {
-                std::os::unix::fs::chown(p, Some(uid), Some(gid)).expect("chown to postgres");
-            }
-        }
-        let bin = pg_bin_dir();
-        let mut init = Command::new(bin.join("initdb"));
-        init.args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "-D"])
-            .arg(&pgdata)
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        as_pg(&mut init, id);
-        let out = init.output().expect("run initdb");
+        let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
         assert!(
-            out.status.success(),
-            "initdb failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            pg.query(SCHEMA).is_some(),
+            "creating the storage tables failed"
         );
-        let pg_port = super::free_port();
-        let pg_log = fs::File::create(dir.path().join("pg.log")).unwrap();
-        if let Some((uid, gid)) = id {
-            std::os::unix::fs::chown(dir.path().join("pg.log"), Some(uid), Some(gid)).unwrap();
-        }
-        let mut cmd = Command::new(bin.join("postgres"));
-        cmd.arg("-D")
-            .arg(&pgdata)
-            .arg("-p")
-            .arg(pg_port.to_string())
-            .arg("-k")
-            .arg(&pgdata)
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(pg_log.try_clone().unwrap())
-            .stderr(pg_log);
-        as_pg(&mut cmd, id);
-        let pg = cmd.spawn().expect("start postgres");
         let mut cluster = Cluster {
             nodes: Vec::new(),
             token: String::new(),
             unseal_key: String::new(),
             pg,
-            pg_port,
             dir,
         };
-        cluster.wait_pg(&bin);
-        let psql = Command::new(bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &pg_port.to_string(),
-                "-U",
-                "postgres",
-            ])
-            .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", SCHEMA])
-            .output()
-            .expect("run psql");
-        assert!(
-            psql.status.success(),
-            "creating the storage tables failed: {}",
-            String::from_utf8_lossy(&psql.stderr)
-        );
         let base = free_port_run(2 * n as u16);
         for i in 0..n {
             let port = base + 2 * i as u16;
@@ -216,37 +125,10 @@ impl Cluster {
         }
     }
 
-    fn wait_pg(&mut self, bin: &Path) {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let ok = Command::new(bin.join("pg_isready"))
-                .args(["-h", "127.0.0.1", "-p", &self.pg_port.to_string()])
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                return;
-            }
-            if let Ok(Some(st)) = self.pg.try_wait() {
-                panic!("postgres exited ({st}): {}", self.pg_log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "postgres not ready: {}",
-                self.pg_log()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn pg_log(&self) -> String {
-        fs::read_to_string(self.dir.path().join("pg.log")).unwrap_or_default()
-    }
-
     fn spawn_node(&self, i: usize, port: u16) -> Node {
         let config = format!(
             r#"storage "postgresql" {{
-  connection_url = "postgres://postgres@127.0.0.1:{pg}/postgres?sslmode=disable"
+  connection_url = "{pg}?sslmode=disable"
   ha_enabled = "true"
 }}
 listener "tcp" {{
@@ -258,7 +140,7 @@ api_addr = "http://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
 "#,
-            pg = self.pg_port,
+            pg = self.pg.url(),
             cport = port + 1,
         );
         let cfg = self.dir.path().join(format!("node{i}.hcl"));
@@ -436,15 +318,6 @@ impl Drop for Cluster {
             if let Some(c) = n.child.as_mut() {
                 stop_child(c, true);
             }
-        }
-        // SIGINT: PostgreSQL's fast shutdown (its children go with it).
-        if let Ok(None) = self.pg.try_wait() {
-            signal(self.pg.id(), libc::SIGINT);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline && matches!(self.pg.try_wait(), Ok(None)) {
-                thread::sleep(Duration::from_millis(20));
-            }
-            stop_child(&mut self.pg, false);
         }
     }
 }

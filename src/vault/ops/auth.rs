@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_auth, json_str, needs_setup,
-    random_name, random_secret,
+    random_name, random_secret, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -201,9 +201,7 @@ impl VaultOp for Login {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, self.method.op_name())?;
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        setup_with(ctx, self.method.op_name(), |client| self.prepare(client))
     }
 
     fn operation(&self) -> Operation {

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
-    random_name,
+    random_name, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -274,9 +274,7 @@ impl VaultOp for Jwt {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, LOGIN.name)?;
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        setup_with(ctx, LOGIN.name, |client| self.prepare(client))
     }
 
     fn operation(&self) -> Operation {

@@ -332,6 +332,18 @@ pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The setup of a family that creates what it uses: refused under --no-setup, otherwise
+/// `prepare` on a fresh setup client, its message a setup error.
+pub(crate) fn setup_with(
+    ctx: &SetupCtx,
+    name: &str,
+    prepare: impl FnOnce(&mut Client) -> Result<(), String>,
+) -> Result<(), Error> {
+    needs_setup(ctx, name)?;
+    let mut client = (ctx.make_client)();
+    prepare(&mut client).map_err(Error::Setup)
+}
+
 /// 32 random lowercase hex digits (passwords of users vblast creates).
 pub(crate) fn random_secret() -> String {
     (0..4).map(|_| random_name("")).collect()

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
-    random_name,
+    random_name, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -116,9 +116,7 @@ impl VaultOp for Ssh {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, SIGN.name)?;
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        setup_with(ctx, SIGN.name, |client| self.prepare(client))
     }
 
     fn operation(&self) -> Operation {

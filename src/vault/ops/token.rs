@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, json_str, needs_setup,
-    random_name,
+    random_name, setup_with,
 };
 use crate::capture::{Capture, Expect};
 use crate::error::Error;
@@ -248,9 +248,7 @@ impl VaultOp for TokenOp {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, self.kind.name())?;
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        setup_with(ctx, self.kind.name(), |client| self.prepare(client))
     }
 
     fn operations(&self) -> Vec<Operation> {

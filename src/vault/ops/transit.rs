@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, json_str, mount_created,
-    needs_setup, random_name,
+    needs_setup, random_name, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -271,9 +271,7 @@ impl VaultOp for Transit {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, self.kind.name())?;
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        setup_with(ctx, self.kind.name(), |client| self.prepare(client))
     }
 
     fn operation(&self) -> Operation {
