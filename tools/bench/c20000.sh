@@ -26,20 +26,6 @@ curl -sf --max-time 10 -H 'X-Vault-Token: root' "$URL" | jq -e '.data.data.value
     || die "could not read secret/data/foo back"
 log "fd limits: soft $(ulimit -Sn), hard $(ulimit -Hn)"
 
-# Peak of the summed RSS (KiB) of every `vblast` process under pid $1 (the parent and its
-# worker processes), sampled every 100 ms until $1 exits; written to $2.
-rss_sampler() {
-    local root="$1" out="$2" peak=0 cur
-    while kill -0 "$root" 2>/dev/null; do
-        cur="$(ps -e -o pid=,ppid=,comm=,rss= | awk -v r="$root" '
-            { pp[$1]=$2; c[$1]=$3; m[$1]=$4 }
-            END { s=0; for (p in pp) { q=p; while (q in pp && q!=r && q>1) q=pp[q];
-                  if (q==r && c[p]=="vblast") s+=m[p] } print s }')"
-        [ "${cur:-0}" -gt "$peak" ] && peak="$cur"
-        sleep 0.1
-    done
-    echo "$peak" >"$out"
-}
 
 V_WALL=""; V_LOAD=""; V_RSS=""; V_TREE=""; A_WALL=""; RATIOS=""; LRATIOS=""
 

@@ -15,53 +15,11 @@ SOURCES="${SOURCES:-127.0.0.2-127.0.0.4}"
 LIMIT="${LIMIT:-300}"
 need nginx jq /usr/bin/time
 build
-dir="$BENCH_TMP/nginx"; mkdir -p "$dir/logs" "$dir/tmp"
-PORT="$(free_port)"
-user=""; [ "$(id -u)" -eq 0 ] && user="user root;"
-cat >"$dir/nginx.conf" <<CONF
-$user
-worker_processes 4;
-worker_rlimit_nofile 19000;
-pid $dir/logs/nginx.pid;
-error_log $dir/logs/error.log warn;
-events { worker_connections 18000; }
-http {
-    access_log off;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 300s;
-    default_type application/json;
-    server {
-        listen 127.0.0.1:$PORT reuseport backlog=4096;
-        location /v1/ { return 200 '{"data":{"data":{"value":"bar"}}}'; }
-    }
-}
-CONF
-show "nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'"
-nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" -g 'daemon off;' \
-    </dev/null >"$dir/logs/stderr.log" 2>&1 &
-BENCH_PIDS+=("$!")
-wait_port "$PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
-URL="http://127.0.0.1:$PORT/v1/secret/data/foo"
+NGINX_WORKERS=4 NGINX_RLIMIT=19000 NGINX_CONNS=18000 NGINX_KEEPALIVE=300s \
+    NGINX_LISTEN_OPTS=" reuseport backlog=4096" start_nginx 0-1
+URL="$NGINX_URL"
 log "fd limits: soft $(ulimit -Sn), hard $(ulimit -Hn); ephemeral ports $(cat /proc/sys/net/ipv4/ip_local_port_range)"
 
-# Peak of the summed RSS (KiB) of every `vblast` process under pid $1, every 100 ms.
-rss_sampler() {
-    local root="$1" out="$2" peak=0 cur
-    while kill -0 "$root" 2>/dev/null; do
-        cur="$(ps -e -o pid=,ppid=,comm=,rss= | awk -v r="$root" '
-            { pp[$1]=$2; c[$1]=$3; m[$1]=$4 }
-            END { s=0; for (p in pp) { q=p; while (q in pp && q!=r && q>1) q=pp[q];
-                  if (q==r && c[p]=="vblast") s+=m[p] } print s }')"
-        [ "${cur:-0}" -gt "$peak" ] && peak="$cur"
-        sleep 0.1
-    done
-    echo "$peak" >"$out"
-}
 
 out="$BENCH_TMP/v.json"; tf="$BENCH_TMP/v.time"; rc=0
 show "/usr/bin/time -f '%e %U %S %M' $VBLAST -c $CONNS -z $DURATION --source-addrs $SOURCES --format json $URL"

@@ -73,6 +73,9 @@ KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"v
 # start_nginx CPU [TLS_DIRECTIVES]: nginx (1 worker) pinned to core CPU; sets NGINX_PORT,
 # NGINX_URL. With TLS_DIRECTIVES (ssl_certificate ... inside the server block) it listens
 # with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
+# start_nginx CPUS [TLS_DIRECTIVES]: a canned kv response on $NGINX_URL, pinned to CPUS.
+# Sizes from the environment: NGINX_WORKERS (1), NGINX_RLIMIT (16384), NGINX_CONNS (8192),
+# NGINX_KEEPALIVE (75s), NGINX_LISTEN_OPTS (extra listen parameters: " reuseport backlog=4096").
 start_nginx() {
     local cpu="$1" tls="${2:-}" dir="$BENCH_TMP/nginx" user="" ssl="" scheme=http
     need nginx
@@ -82,11 +85,11 @@ start_nginx() {
     if [ -n "$tls" ]; then ssl=" ssl"; scheme=https; dir="$BENCH_TMP/nginx-tls"; mkdir -p "$dir/logs" "$dir/tmp"; fi
     cat >"$dir/nginx.conf" <<EOF
 $user
-worker_processes 1;
-worker_rlimit_nofile 16384;
+worker_processes ${NGINX_WORKERS:-1};
+worker_rlimit_nofile ${NGINX_RLIMIT:-16384};
 pid $dir/logs/nginx.pid;
 error_log $dir/logs/error.log warn;
-events { worker_connections 8192; }
+events { worker_connections ${NGINX_CONNS:-8192}; }
 http {
     access_log off;
     client_body_temp_path $dir/tmp/body;
@@ -95,11 +98,11 @@ http {
     uwsgi_temp_path $dir/tmp/uwsgi;
     scgi_temp_path $dir/tmp/scgi;
     keepalive_requests 100000000;
-    keepalive_timeout 75s;
+    keepalive_timeout ${NGINX_KEEPALIVE:-75s};
     default_type application/json;
     server_tokens off;
     server {
-        listen 127.0.0.1:$NGINX_PORT$ssl;
+        listen 127.0.0.1:$NGINX_PORT$ssl${NGINX_LISTEN_OPTS:-};
         $tls
         location /v1/ { return 200 '$KV_BODY'; }
     }
@@ -158,4 +161,19 @@ to_us() {
         n = v + 0
         if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000;
         else if (v ~ /m$/) print n*60000000; else if (v ~ /s$/) print n*1000000; else print n }'
+}
+
+# rss_sampler PID FILE: the peak of the summed RSS (KiB) of every `vblast` process under
+# PID (the parent and its worker processes), sampled every 100 ms until PID exits.
+rss_sampler() {
+    local root="$1" out="$2" peak=0 cur
+    while kill -0 "$root" 2>/dev/null; do
+        cur="$(ps -e -o pid=,ppid=,comm=,rss= | awk -v r="$root" '
+            { pp[$1]=$2; c[$1]=$3; m[$1]=$4 }
+            END { s=0; for (p in pp) { q=p; while (q in pp && q!=r && q>1) q=pp[q];
+                  if (q==r && c[p]=="vblast") s+=m[p] } print s }')"
+        [ "${cur:-0}" -gt "$peak" ] && peak="$cur"
+        sleep 0.1
+    done
+    echo "$peak" >"$out"
 }
