@@ -576,7 +576,12 @@ pub(crate) fn for_each_secret(
     if count == 0 {
         return Ok(());
     }
-    let threads = count.min(SEED_THREADS);
+    let threads = count.min(
+        std::env::var("VBLAST_SEED_CONNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SEED_THREADS),
+    );
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|scope| {
@@ -699,6 +704,7 @@ fn remove_prefixed(
 /// or creates a fresh one and waits until it works, then seeds the secrets. `slot` holds
 /// what exists so far, so that a failure half-way is cleaned up by the session.
 fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Result<(), Error> {
+    let mut phases = Phases::start();
     let mut client = (ctx.make_client)();
     let base = client.base();
     let mut setup = match &plan.mount {
@@ -763,7 +769,9 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
                     r.error_text()
                 )));
             }
+            phases.mark("mount created");
             wait_until_usable(&mut client, &fixture).map_err(Error::Setup)?;
+            phases.mark("mount usable");
             fixture
         }
     };
@@ -777,7 +785,48 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
         setup.wrote_prefix = true;
     }
     *slot = Some(setup.clone());
-    seed(ctx.make_client, &setup, plan.secret_size, ctx.stop)
+    let seeded = seed(ctx.make_client, &setup, plan.secret_size, ctx.stop);
+    phases.mark(&format!("{} secrets seeded", setup.secrets));
+    phases.print();
+    seeded
+}
+
+/// Setup's phases with their durations, printed to stderr when VBLAST_SETUP_TIMING is set
+/// (to see where setup time goes).
+struct Phases {
+    start: Instant,
+    last: Instant,
+    marks: Vec<(String, Duration)>,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        let now = Instant::now();
+        Phases {
+            start: now,
+            last: now,
+            marks: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, what: &str) {
+        let now = Instant::now();
+        self.marks.push((what.to_string(), now - self.last));
+        self.last = now;
+    }
+
+    fn print(&self) {
+        if std::env::var_os("VBLAST_SETUP_TIMING").is_none() {
+            return;
+        }
+        for (what, d) in &self.marks {
+            eprintln!("vblast: setup: {what}: {:.3}s", d.as_secs_f64());
+        }
+        eprintln!(
+            "vblast: setup: kv fixture total: {:.3}s",
+            self.start.elapsed().as_secs_f64()
+        );
+    }
 }
 
 /// Removes the mount when we created it.
