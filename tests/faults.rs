@@ -446,6 +446,26 @@ fn early_answer_to_a_large_request_does_not_corrupt_the_next() {
     assert_eq!(lines, [1, 1, 1], "request lines per connection");
 }
 
+/// A server that accepts and then says nothing (holding the connection for 30 s) cannot
+/// hold setup past `--timeout` either: the setup client's reads wait on the socket in
+/// slices with a timeout set, so the health check gives up after 1 s with one message.
+#[test]
+fn silent_server_times_out_setup() {
+    let srv = RawServer::silent();
+    let mut cmd = common::vblast();
+    cmd.env("VAULT_ADDR", &srv.addr)
+        .env("VAULT_TOKEN", "root")
+        .args(["--op", "kv-read", "-n", "1", "--timeout", "1s"]);
+    let out = spawn(cmd).finish(Duration::from_secs(15));
+    assert_one_message(&out, 2);
+    assert!(
+        out.stderr
+            .contains(&format!("timed out after 1s waiting for {}", srv.addr)),
+        "{}",
+        out.show()
+    );
+}
+
 /// Issue 8, defect 10: a server that trickles its answer one byte every 0.5 s (each read
 /// well inside `--timeout`) cannot hold setup past `--timeout`: the health check gives up
 /// with a timeout, not with whatever the server does once it stops trickling (30 s later).
