@@ -255,6 +255,32 @@ pub struct ShardRecord {
     pub late_ms: u64,
 }
 
+/// How many whole seconds after the earliest shard's clock each file's clock started
+/// (rounded to the nearest second: the timeline is kept per second), in the order given;
+/// 0 for files without a shard record or a readable clock start. Shards started together
+/// with `--start-at` have 0 each; a shard that started late has its timeline moved by this
+/// at merge, so that the merged timeline lines up on wall-clock time.
+pub fn clock_offsets(parts: &[crate::results::Results]) -> Vec<u64> {
+    let starts: Vec<Option<SystemTime>> = parts
+        .iter()
+        .map(|r| {
+            r.shard
+                .as_ref()
+                .and_then(|s| humantime::parse_rfc3339_weak(&s.clock_start).ok())
+        })
+        .collect();
+    let Some(earliest) = starts.iter().flatten().min().copied() else {
+        return vec![0; parts.len()];
+    };
+    starts
+        .iter()
+        .map(|s| {
+            s.and_then(|t| t.duration_since(earliest).ok())
+                .map_or(0, |d| (d.as_millis() as u64 + 500) / 1000)
+        })
+        .collect()
+}
+
 /// The shard record of a run's results file: when `--shard` or `--run-id` was given.
 pub fn record(
     args: &ShardArgs,
