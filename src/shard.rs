@@ -170,7 +170,7 @@ pub fn print_results(r: &Results) -> Result<(), String> {
 }
 
 /// Operations that create nothing on the server, so every shard may run them as they are.
-const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
+pub const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
 
 /// Checks the shard flags against the rest of the run: a sharded run needs a run id
 /// (`--run-id` or `--start-at`), `--start-at` must lie ahead, and Vault operations that
@@ -196,12 +196,16 @@ pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<()
     if let Some(op) = op
         && !no_setup
     {
+        // The fixture is shared (src/fixtures.rs): `vblast setup --run-id` makes it once.
+        crate::fixtures::check_ops(op, &format!("--shard {shard}"))?;
         let names = op
             .split(',')
             .map(|x| x.split(':').next().unwrap_or("").trim());
-        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n)) {
+        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n))
+            && args.run_id.is_none()
+        {
             return Err(format!(
-                "--shard {shard} with {name}: each shard would set up (and remove) its own fixture; set the data up once and run the shards with --no-setup (and --mount), or use URL mode"
+                "--shard {shard} with {name}: the shards share one fixture, made once by `vblast setup --run-id ID` with the same flags: give the shards that --run-id too"
             ));
         }
     }
