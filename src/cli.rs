@@ -86,6 +86,11 @@ pub enum Command {
     /// `vault-benchmark review -result_file=FILE ...` (its flags, its report layouts).
     #[command(name = "vault-benchmark", disable_help_flag = true)]
     VaultBenchmark(VaultBenchmarkArgs),
+    /// Sets up the fixture the shards of one run share, once (`--run-id ID` and the run's
+    /// --op flags; names follow the run id, nothing secret is written or printed).
+    Setup(Box<RunArgs>),
+    /// Removes the fixture `vblast setup --run-id ID` made (same --run-id and --op flags).
+    Cleanup(Box<RunArgs>),
 }
 
 /// `vblast ab`'s arguments, parsed as ab parses them (src/ab_cli.rs).

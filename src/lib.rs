@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod compare;
 pub mod engine;
 pub mod error;
+pub mod fixtures;
 pub mod http;
 pub mod live;
 pub mod metrics;
@@ -73,6 +74,8 @@ pub fn main() -> i32 {
         Some(cli::Command::Sweep(args)) => sweep::run(args, &stop),
         Some(cli::Command::Ab(_)) => Ending::Ok,
         Some(cli::Command::VaultBenchmark(args)) => vault_benchmark_cli::run(&args.args, &stop),
+        Some(cli::Command::Setup(args)) => fixtures::command(args, &stop, false),
+        Some(cli::Command::Cleanup(args)) => fixtures::command(args, &stop, true),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

@@ -50,7 +50,7 @@ const NB: usize = BUCKETS_US.len();
 const CODES: usize = 16;
 
 /// One histogram's cumulative bucket counts, sum and count.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Buckets {
     pub le: [u64; NB],
     pub sum_us: f64,
@@ -91,7 +91,9 @@ impl Buckets {
 }
 
 /// What a thread's snapshot carries beyond requests and ok. Fixed size, no allocation.
-#[derive(Clone, Copy, Debug, Default)]
+/// A worker process sums its threads' and sends the sum in its `progress` message
+/// (`orchestrate::protocol`), so the coordinator serves the figures of every process.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Figures {
     pub errors: Errors,
     /// (status code, responses); unused entries have code 0.
@@ -124,6 +126,23 @@ impl Figures {
             f.service.add_hist(&op.service);
         }
         f
+    }
+
+    /// Adds another thread's (or process's) figures: counts add, histogram buckets add,
+    /// status codes add by code (codes beyond the fixed slots are dropped from this
+    /// snapshot only; the final figures come from the merged statistics).
+    pub fn add(&mut self, o: &Figures) {
+        self.errors.merge(&o.errors);
+        self.connections_open += o.connections_open;
+        self.connections_opened += o.connections_opened;
+        self.latency.add(&o.latency);
+        self.service.add(&o.service);
+        for &(code, n) in o.status.iter().filter(|(c, _)| *c != 0) {
+            if let Some(slot) = self.status.iter_mut().find(|(c, _)| *c == code || *c == 0) {
+                slot.0 = code;
+                slot.1 += n;
+            }
+        }
     }
 }
 
@@ -403,6 +422,31 @@ mod tests {
         summed.add(&fb.latency);
         assert_eq!(summed.le, Figures::of(&both, &[], 0).latency.le);
         assert_eq!(summed.count, 8);
+    }
+
+    #[test]
+    fn figures_of_processes_add_up() {
+        let mut a = Stats::new(1);
+        let mut b = Stats::new(1);
+        a.ops[0].latency.record(300);
+        b.ops[0].latency.record(3_000);
+        a.errors.read = 1;
+        b.errors.read = 2;
+        let mut sa = vec![0u64; 1000];
+        let mut sb = vec![0u64; 1000];
+        sa[200] = 3;
+        sb[200] = 4;
+        sb[503] = 1;
+        let mut sum = Figures::of(&a, &sa, 2);
+        sum.add(&Figures::of(&b, &sb, 3));
+        assert_eq!(sum.errors.read, 3);
+        assert_eq!(sum.connections_open, 5);
+        assert_eq!(sum.latency.count, 2);
+        assert_eq!(sum.latency.le[2], 1); // le 500us: the 300us sample only
+        assert_eq!(sum.latency.le[4], 1); // le 2.5ms: still the 300us sample only
+        assert_eq!(sum.latency.le[5], 2); // le 5ms: both
+        let codes: Vec<(u16, u64)> = sum.status.iter().copied().filter(|s| s.0 != 0).collect();
+        assert_eq!(codes, vec![(200, 7), (503, 1)]);
     }
 
     #[test]

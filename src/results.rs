@@ -228,7 +228,26 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
     };
     // Shards of one run: one run id, every shard once (src/shard.rs).
     crate::shard::check_set(parts)?;
+    // Each shard's timeline moves by its clock offset (src/shard.rs, `clock_offsets`), so
+    // the merged seconds are wall-clock seconds; all are added at once.
+    let offsets = crate::shard::clock_offsets(parts);
+    let timelines: Vec<(&crate::stats::Timeline, u64)> = parts
+        .iter()
+        .zip(&offsets)
+        .map(|(r, o)| (&r.stats.timeline, *o))
+        .collect();
+    let timeline = crate::stats::Timeline::merge_shifted(&timelines);
+    let without_timeline = |r: &Results, offset: u64| {
+        let mut s = r.stats.clone();
+        s.timeline = crate::stats::Timeline::default();
+        // A late shard's run ends that much later: the merged duration covers it.
+        if s.elapsed_s > 0.0 {
+            s.elapsed_s += offset as f64;
+        }
+        s
+    };
     let mut out = first.clone();
+    out.stats = without_timeline(first, offsets[0]);
     out.shard = None;
     let label = |r: &Results, i: usize| {
         if r.source.is_empty() {
@@ -273,7 +292,7 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
                 r.run.keepalive.to_string(),
             ));
         }
-        out.stats.merge(&r.stats);
+        out.stats.merge(&without_timeline(r, offsets[i + 1]));
         let run = &mut out.run;
         run.connections += r.run.connections;
         run.threads += r.run.threads;
@@ -289,6 +308,7 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
             out.started_at = r.started_at.clone();
         }
     }
+    out.stats.timeline = timeline;
     out.source = parts
         .iter()
         .map(|r| r.source.as_str())
@@ -551,6 +571,56 @@ mod tests {
         assert_eq!(s.timeline.iter().map(|r| r.requests).sum::<u64>(), 8000);
         assert_eq!(merged.started_at, "2023-11-14T22:13:20.163Z");
         assert_eq!(merged.source, format!("{}, {}", fa.display(), fb.display()));
+    }
+
+    #[test]
+    fn a_late_shard_is_merged_on_wall_clock_seconds() {
+        // Shard 0's clock started at 10:00:00, shard 1's 3.2 s later (it missed --start-at):
+        // shard 1's second k is the run's second k + 3.
+        let record = |index: u64, clock_start: &str, late_ms: u64| crate::shard::ShardRecord {
+            index,
+            count: 2,
+            run_id: "run-late".into(),
+            clock_start: clock_start.into(),
+            late_ms,
+        };
+        let mut a = results(40, shard(&[500; 500], 0)); // seconds 0..4, 100 requests each
+        a.shard = Some(record(0, "2026-11-30T10:00:00.000Z", 0));
+        let mut b = results(60, shard(&[300; 300], 1)); // its seconds 0..2
+        b.shard = Some(record(1, "2026-11-30T10:00:03.200Z", 3200));
+        // Through files, as `vblast report shard-*.json` reads them.
+        let dir = tempfile::tempdir().unwrap();
+        let (fa, fb) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        for (r, f) in [(&a, &fa), (&b, &fb)] {
+            let mut file = std::fs::File::create(f).unwrap();
+            r.write_to(&mut file).unwrap();
+        }
+        assert_eq!(
+            crate::shard::clock_offsets(&[a.clone(), b.clone()]),
+            vec![0, 3]
+        );
+        let merged = load(&[fb.clone(), fa.clone()]).unwrap();
+        let rows: Vec<(u64, u64)> = merged
+            .stats
+            .timeline
+            .seconds()
+            .iter()
+            .map(|(i, s)| (*i, s.requests))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![(0, 100), (1, 100), (2, 100), (3, 200), (4, 200), (5, 100)]
+        );
+        // The shared seconds hold both shards' samples (500 us and 300 us).
+        let s4 = &merged.stats.timeline.seconds()[4].1;
+        assert_eq!((s4.latency.0.min(), s4.latency.0.max()), (300, 500));
+        // The merged run lasts until the late shard's end: 3 s + its 3 s.
+        assert_eq!(merged.stats.elapsed_s, 6.0);
+        // Shards that started together are not moved.
+        b.shard = Some(record(1, "2026-11-30T10:00:00.400Z", 0));
+        let rows = merge(&[a, b]).unwrap().stats.timeline.seconds();
+        assert_eq!(rows[0].1.requests, 200);
+        assert_eq!(rows.len(), 5);
     }
 
     #[test]

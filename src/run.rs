@@ -42,6 +42,8 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         },
         None => None,
     };
+    // A shard uses the fixture `vblast setup` made for its run (src/fixtures.rs).
+    crate::fixtures::join_if_sharded(cli);
     let setup_started = std::time::Instant::now();
     let mut session = match Session::open(&scenario, stop) {
         Ok(s) => s,

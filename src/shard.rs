@@ -170,7 +170,7 @@ pub fn print_results(r: &Results) -> Result<(), String> {
 }
 
 /// Operations that create nothing on the server, so every shard may run them as they are.
-const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
+pub const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
 
 /// Checks the shard flags against the rest of the run: a sharded run needs a run id
 /// (`--run-id` or `--start-at`), `--start-at` must lie ahead, and Vault operations that
@@ -196,12 +196,16 @@ pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<()
     if let Some(op) = op
         && !no_setup
     {
+        // The fixture is shared (src/fixtures.rs): `vblast setup --run-id` makes it once.
+        crate::fixtures::check_ops(op, &format!("--shard {shard}"))?;
         let names = op
             .split(',')
             .map(|x| x.split(':').next().unwrap_or("").trim());
-        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n)) {
+        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n))
+            && args.run_id.is_none()
+        {
             return Err(format!(
-                "--shard {shard} with {name}: each shard would set up (and remove) its own fixture; set the data up once and run the shards with --no-setup (and --mount), or use URL mode"
+                "--shard {shard} with {name}: the shards share one fixture, made once by `vblast setup --run-id ID` with the same flags: give the shards that --run-id too"
             ));
         }
     }
@@ -253,6 +257,32 @@ pub struct ShardRecord {
     /// How long after `--start-at` that was (0 when it started on time; the shards'
     /// timelines are merged second by second from their own clock starts).
     pub late_ms: u64,
+}
+
+/// How many whole seconds after the earliest shard's clock each file's clock started
+/// (rounded to the nearest second: the timeline is kept per second), in the order given;
+/// 0 for files without a shard record or a readable clock start. Shards started together
+/// with `--start-at` have 0 each; a shard that started late has its timeline moved by this
+/// at merge, so that the merged timeline lines up on wall-clock time.
+pub fn clock_offsets(parts: &[crate::results::Results]) -> Vec<u64> {
+    let starts: Vec<Option<SystemTime>> = parts
+        .iter()
+        .map(|r| {
+            r.shard
+                .as_ref()
+                .and_then(|s| humantime::parse_rfc3339_weak(&s.clock_start).ok())
+        })
+        .collect();
+    let Some(earliest) = starts.iter().flatten().min().copied() else {
+        return vec![0; parts.len()];
+    };
+    starts
+        .iter()
+        .map(|s| {
+            s.and_then(|t| t.duration_since(earliest).ok())
+                .map_or(0, |d| (d.as_millis() as u64 + 500) / 1000)
+        })
+        .collect()
 }
 
 /// The shard record of a run's results file: when `--shard` or `--run-id` was given.

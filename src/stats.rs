@@ -53,6 +53,20 @@ impl Hist {
         base64::engine::general_purpose::STANDARD.encode(buf)
     }
 
+    /// Adds a histogram in the form `to_base64` makes, without building a second
+    /// full-range histogram for it.
+    pub fn add_base64(&mut self, text: &str) -> Result<(), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        self.0
+            .add(&h)
+            .map_err(|e| format!("bad histogram range: {e:?}"))
+    }
+
     pub fn from_base64(text: &str) -> Result<Hist, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
@@ -285,6 +299,66 @@ impl Timeline {
         self.closed = out;
         self.current = Second::default();
         self.current_index = u64::MAX;
+    }
+}
+
+impl Timeline {
+    /// Several timelines added second by second at once, each moved later by its own
+    /// whole seconds (the shard of a run whose clock started that much later): a second
+    /// only one of them has is kept as it is; a shared second decodes each histogram
+    /// once and encodes the sum once, however many timelines there are (pairwise merges
+    /// re-encoded every partial sum: 16 shards of 10 minutes took seconds).
+    pub fn merge_shifted(parts: &[(&Timeline, u64)]) -> Timeline {
+        let mut rows: Vec<Row> = parts
+            .iter()
+            .flat_map(|(t, shift)| {
+                t.rows().map(move |mut r| {
+                    r.0 = r.0.saturating_add(*shift);
+                    r
+                })
+            })
+            .filter(|r| r.0 < TIMELINE_MAX_SECONDS)
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        let mut closed: Vec<Row> = Vec::with_capacity(rows.len() / parts.len().max(1) + 1);
+        let mut group: Vec<Row> = Vec::with_capacity(parts.len());
+        let flush = |group: &mut Vec<Row>, closed: &mut Vec<Row>| {
+            if group.len() == 1 {
+                closed.append(group);
+                return;
+            }
+            let Some(first) = group.first() else { return };
+            let index = first.0;
+            let (mut requests, mut ok, mut errors) = (0, 0, 0);
+            let (mut latency, mut service) = (Hist::default(), Hist::default());
+            for r in group.drain(..) {
+                requests += r.1;
+                ok += r.2;
+                errors += r.3;
+                let _ = latency.add_base64(&r.4);
+                let _ = service.add_base64(&r.5);
+            }
+            closed.push((
+                index,
+                requests,
+                ok,
+                errors,
+                latency.to_base64(),
+                service.to_base64(),
+            ));
+        };
+        for r in rows {
+            if group.first().is_some_and(|g| g.0 != r.0) {
+                flush(&mut group, &mut closed);
+            }
+            group.push(r);
+        }
+        flush(&mut group, &mut closed);
+        Timeline {
+            closed,
+            current: Second::default(),
+            current_index: u64::MAX,
+        }
     }
 }
 

@@ -1,14 +1,16 @@
 //! Sharded runs end to end against nginx: one open-model schedule run as 4 shards started
 //! together (`--shard i/4 --start-at`) and as one process give the same request count,
 //! each shard exactly its share; `vblast report` merges the shards only when they are one
-//! run's, every shard once; bad shard flags are one clear message.
+//! run's, every shard once; bad shard flags are one clear message. Vault operations that
+//! create fixtures: `vblast setup` once, the shards (started first, so they wait), then
+//! `vblast cleanup` once, against an OpenBao dev server.
 
 mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::Nginx;
-use common::run::{run, spawn, strict_timing, u, url_cmd};
+use common::run::{mounts, run, spawn, strict_timing, u, url_cmd, vault_cmd};
+use common::{Nginx, OpenBao};
 use serde_json::Value;
 
 fn start_in(secs: u64) -> String {
@@ -236,7 +238,7 @@ fn bad_shard_flags_are_one_clear_message() {
         ),
         (&["--start-at", "soon"], "not an RFC 3339 instant"),
         (
-            &["--shard", "0/2", "--run-id", "x", "--op", "kv-read"],
+            &["--shard", "0/2", "--run-id", "x", "--op", "userpass-login"],
             "--no-setup",
         ),
     ];
@@ -249,4 +251,109 @@ fn bad_shard_flags_are_one_clear_message() {
         assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
         assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     }
+}
+
+/// The names under `data` of a sys/ listing (mounts, auth paths), and the ACL policies.
+fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
+    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
+    assert_eq!(st, 200, "{auth}");
+    let auth: Value = serde_json::from_str(&auth).unwrap();
+    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
+    auth.sort();
+    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
+    assert_eq!(st, 200, "{policies}");
+    let policies: Value = serde_json::from_str(&policies).unwrap();
+    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
+    m.sort();
+    (m, auth, policies["data"]["keys"].to_string())
+}
+
+#[test]
+fn shards_share_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let run_id = format!("fixture-test-{}", std::process::id());
+    let op = [
+        "--op",
+        "kv-read:1,approle-login:1",
+        "--secrets",
+        "40",
+        "--run-id",
+        &run_id,
+    ];
+    // The shards start first: each waits for the fixture `vblast setup` is about to make.
+    let shards: Vec<_> = (0..3)
+        .map(|i| {
+            let shard = format!("{i}/3");
+            let mut args = vec![
+                "-n", "150", "-c", "6", "--shard", &shard, "--format", "json",
+            ];
+            args.extend_from_slice(&op);
+            spawn(vault_cmd(&bao, &args))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&op);
+    let setup = run(vault_cmd(&bao, &args));
+    setup.assert_code(0);
+    let during = server_state(&bao);
+    let new_mounts: Vec<&String> = during.0.iter().filter(|m| !before.0.contains(m)).collect();
+    let new_auth: Vec<&String> = during.1.iter().filter(|m| !before.1.contains(m)).collect();
+    assert_eq!(new_mounts.len(), 1, "{during:?}");
+    assert_eq!(new_auth.len(), 1, "{during:?}");
+    let path = new_auth[0].trim_end_matches('/').to_string();
+    assert!(path.starts_with("vblast-approle-"), "{path}");
+    let (_, role) = bao.api("GET", &format!("/v1/auth/{path}/role/vblast/role-id"), None);
+    let role_id = serde_json::from_str::<Value>(&role).unwrap()["data"]["role_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut outs = vec![setup];
+    let mut total = 0;
+    for (i, s) in shards.into_iter().enumerate() {
+        let out = s.finish(Duration::from_secs(120));
+        out.assert_code(0);
+        let j = out.json();
+        assert_eq!(u(&j["requests"]), 50, "shard {i}: {}", out.show());
+        assert_eq!(u(&j["ok"]), 50, "shard {i}: {}", out.show());
+        total += u(&j["requests"]);
+        outs.push(out);
+    }
+    assert_eq!(total, 150);
+    // Every shard's secret_id is gone: the role has none left.
+    let (st, ids) = bao.api(
+        "LIST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id"),
+        None,
+    );
+    assert!(st == 404 || !ids.contains("keys"), "{st} {ids}");
+    // The fixture outlived the shards; one cleanup removes it.
+    assert_eq!(server_state(&bao), during);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&op);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert!(cleanup.stderr.contains(&path), "{}", cleanup.show());
+    assert_eq!(server_state(&bao), before);
+    outs.push(cleanup);
+    // Nothing of the role's credentials was printed.
+    for o in &outs {
+        assert!(
+            !o.stdout.contains(&role_id) && !o.stderr.contains(&role_id),
+            "{}",
+            o.show()
+        );
+    }
+    // Operations whose fixture cannot be shared, and a setup without a run id: one message.
+    let out = run(vault_cmd(
+        &bao,
+        &["setup", "--op", "userpass-login", "--run-id", "x"],
+    ));
+    out.assert_code(2);
+    assert!(out.stderr.contains("userpass-login"), "{}", out.stderr);
+    let out = run(vault_cmd(&bao, &["cleanup", "--op", "kv-read"]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("--run-id"), "{}", out.stderr);
+    assert_eq!(server_state(&bao), before);
 }

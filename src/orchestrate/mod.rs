@@ -285,12 +285,16 @@ pub fn run_workers(
                     protocol::VERSION
                 ));
             }
-            Some(Ok(FromWorker::Progress { requests, ok })) => {
+            Some(Ok(FromWorker::Progress {
+                requests,
+                ok,
+                figures,
+            })) => {
                 if let Some(show) = progress {
                     latest[i] = Totals {
                         requests,
                         ok,
-                        more: Default::default(),
+                        more: *figures,
                     };
                     show(&latest);
                 }

@@ -20,7 +20,8 @@ use crate::stats::Stats;
 
 /// Bumped whenever a message changes shape; both sides refuse another version.
 /// 2: `plan` carries `progress`, and workers may send `progress`.
-pub const VERSION: u32 = 2;
+/// 3: `progress` carries `figures`, everything `--metrics-listen` serves (src/metrics.rs).
+pub const VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]
@@ -46,10 +47,13 @@ pub enum FromWorker {
         version: u32,
         connections: u64,
     },
-    /// The worker's running totals over its threads (requests completed, and ok).
+    /// The worker's running totals over its threads (requests completed, and ok), and
+    /// the rest of the figures `--metrics-listen` serves, summed over its threads.
     Progress {
         requests: u64,
         ok: u64,
+        #[serde(default)]
+        figures: Box<crate::metrics::Figures>,
     },
     Result {
         stats: Box<Stats>,
@@ -133,28 +137,46 @@ mod tests {
     }
 
     #[test]
-    fn progress_is_one_small_line() {
+    fn progress_carries_every_figure_on_one_line() {
+        let mut stats = Stats::new(1);
+        stats.ops[0].latency.record(700);
+        stats.ops[0].service.record(300);
+        stats.errors.timeout = 2;
+        stats.connections_opened = 5;
+        let mut status = vec![0u64; 1000];
+        status[200] = 10;
+        status[429] = 1;
+        let figures = crate::metrics::Figures::of(&stats, &status, 4);
         let mut buf = Vec::new();
         send(
             &mut buf,
             &FromWorker::Progress {
                 requests: 12,
                 ok: 10,
+                figures: Box::new(figures),
             },
         )
         .unwrap();
-        assert_eq!(
-            String::from_utf8(buf.clone()).unwrap(),
-            "{\"msg\":\"progress\",\"data\":{\"requests\":12,\"ok\":10}}\n"
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(
+            text.starts_with("{\"msg\":\"progress\",\"data\":{\"requests\":12,\"ok\":10,"),
+            "{text}"
         );
         let mut r = std::io::BufReader::new(buf.as_slice());
-        assert!(matches!(
-            recv::<FromWorker>(&mut r).unwrap(),
-            Some(FromWorker::Progress {
-                requests: 12,
-                ok: 10
-            })
-        ));
+        let Some(FromWorker::Progress {
+            requests: 12,
+            ok: 10,
+            figures: got,
+        }) = recv::<FromWorker>(&mut r).unwrap()
+        else {
+            panic!("not the progress sent");
+        };
+        assert_eq!(*got, figures);
+        assert_eq!(got.errors.timeout, 2);
+        assert_eq!(got.connections_open, 4);
+        assert_eq!(got.latency.count, 1);
+        assert!(got.status.contains(&(429, 1)));
     }
 
     #[test]

@@ -128,9 +128,14 @@ pub fn main(stop: &Stop) -> i32 {
             return;
         }
         *last = Some(now);
+        let mut figures = Box::<crate::metrics::Figures>::default();
+        for t in threads {
+            figures.add(&t.more);
+        }
         reply(&FromWorker::Progress {
             requests: threads.iter().map(|t| t.requests).sum(),
             ok: threads.iter().map(|t| t.ok).sum(),
+            figures,
         });
     };
     let relay: Option<engine::ProgressFn<'_>> = progress.then_some(&relay);

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# usage: tools/bench/cpu-per-request.sh   [env: RUNS=5 DURATION=5s CONNS=64 PEERS="ab h2load" PEER_N=200000 STRACE=1 STRACE_DURATION=2s]
+# usage: tools/bench/cpu-per-request.sh   [env: RUNS=5 DURATION=5s CONNS=64 PEERS="ab h2load" PEER_N=200000 STRACE=1 STRACE_DURATION=2s SCRAPE=0]
 # Client CPU (user+sys) per request against a canned nginx kv response: vblast vs wrk
 # (and optionally ab -k / h2load --h1), keep-alive, one client thread pinned to core 1,
 # nginx pinned to core 0. Prints the median ratio vblast/wrk over RUNS alternating runs
 # (goal <= 0.6), and syscalls per request under strace -c -f (goal: vblast 2, wrk 4).
+# SCRAPE=1 adds a third client, "scraped": vblast with --metrics-listen while curl fetches
+# /metrics every second (curl's own CPU is not counted), and its ratio to wrk beside the
+# plain one (issue 13: serving /metrics must leave the CPU per request unchanged).
 # Figures are printed, never asserted.
 source "$(dirname "$0")/lib.sh"
 
@@ -37,6 +40,26 @@ run_vblast() {
     echo "$(jq -r .requests "$out") $(cat "$tf")"
 }
 
+run_scraped() {
+    local out="$BENCH_TMP/scraped.out" tf="$BENCH_TMP/scraped.time" mport scraper scrapes="$BENCH_TMP/scrapes"
+    mport="$(free_port)"
+    : >"$scrapes"
+    # Scrapes every second while the run lasts (bounded by the run's length and a limit).
+    ( for _ in $(seq "$LIMIT"); do
+          sleep 1
+          curl -s --max-time 1 "http://127.0.0.1:$mport/metrics" 2>/dev/null | grep -c '^vblast_' >>"$scrapes" || true
+      done ) &
+    scraper=$!
+    timed "$tf" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -z "$DURATION" --format json \
+        --metrics-listen "127.0.0.1:$mport" "$URL" >"$out" 2>"$out.err" \
+        || { kill "$scraper" 2>/dev/null; log "vblast (scraped) failed: $(cat "$out.err")"; return 1; }
+    kill "$scraper" 2>/dev/null || true
+    wait "$scraper" 2>/dev/null || true
+    local n; n="$(awk '$1>0' "$scrapes" | wc -l)"
+    log "scraped: $n scrapes answered during the run"
+    echo "$(jq -r .requests "$out") $(cat "$tf")"
+}
+
 run_wrk() {
     local out="$BENCH_TMP/wrk.out" tf="$BENCH_TMP/wrk.time"
     timed "$tf" taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" "$URL" >"$out" 2>&1 \
@@ -67,12 +90,14 @@ us_per_req() { # "REQ USER SYS" -> us per request
 }
 
 TOOLS=(vblast wrk)
+[ "${SCRAPE:-0}" = 1 ] && TOOLS=(vblast scraped wrk)
 for p in $PEERS; do
     case "$p" in ab) need ab; TOOLS+=(ab) ;; h2load) need h2load; TOOLS+=(h2load) ;; *) die "unknown peer $p" ;; esac
 done
 declare -A ALL
 for t in "${TOOLS[@]}"; do ALL[$t]=""; done
 RATIOS=""
+SRATIOS=""
 
 for i in $(seq "$RUNS"); do
     # Alternate the order so neither tool always runs on a warmer (or noisier) machine.
@@ -90,6 +115,11 @@ for i in $(seq "$RUNS"); do
     rr="$(ratio "${US[vblast]}" "${US[wrk]}")"
     log "run $i: ratio vblast/wrk = $rr"
     RATIOS+="$rr"$'\n'
+    if [ -n "${US[scraped]:-}" ]; then
+        rs="$(ratio "${US[scraped]}" "${US[wrk]}")"
+        log "run $i: ratio scraped/wrk = $rs"
+        SRATIOS+="$rs"$'\n'
+    fi
 done
 
 # Syscalls per request: a shorter run of each under strace -c -f (strace slows both
@@ -126,5 +156,9 @@ for t in "${TOOLS[@]}"; do
 done
 echo "  ratio vblast/wrk per run: $(printf '%s' "$RATIOS" | tr '\n' ' ')"
 echo "$line ratio $(printf '%s' "$RATIOS" | median) (median of $RUNS; goal <= 0.6)"
+if [ -n "$SRATIOS" ]; then
+    echo "  ratio scraped/wrk per run: $(printf '%s' "$SRATIOS" | tr '\n' ' ')"
+    echo "scrape: ratio scraped/wrk $(printf '%s' "$SRATIOS" | median) against vblast/wrk $(printf '%s' "$RATIOS" | median) (median of $RUNS; goal: unchanged)"
+fi
 for l in "${SYS_LINES[@]+"${SYS_LINES[@]}"}"; do echo "syscalls: $l"; done
 [ "${#SYS_LINES[@]}" -eq 0 ] || echo "syscalls goal: vblast 2/req (write + read) vs wrk 4/req"

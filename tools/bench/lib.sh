@@ -38,6 +38,11 @@ show() { printf '+ %s\n' "$*" >&9; }
 # exists, goes on with that one and says so (BUILD_NOTE ends up in the summary).
 BUILD_NOTE=""
 build() {
+    if [ -n "${VBLAST_BIN:-}" ]; then # a given binary, not built here
+        cp "$VBLAST_BIN" "$BENCH_TMP/vblast"
+        VBLAST="$BENCH_TMP/vblast"
+        return
+    fi
     show "cargo build --release"
     if ! (cd "$ROOT" && timeout 900 cargo build --release 2>&1 | tail -n 3 >&9); then
         [ -x "$VBLAST" ] || die "cargo build --release failed and there is no $VBLAST"

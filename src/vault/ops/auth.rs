@@ -122,6 +122,11 @@ struct Login {
     path: Option<String>,
     /// The login body (holds the credentials; never printed).
     body: String,
+    /// A shard of a run sharing the fixture (src/fixtures.rs): the auth path and the
+    /// accessor of the secret_id this shard made for itself (destroyed at its end).
+    own_secret: Option<(String, String)>,
+    /// The shared auth path a shard logs in at (not its own: never disabled by it).
+    shared_path: Option<String>,
 }
 
 impl Login {
@@ -131,10 +136,82 @@ impl Login {
             config,
             path: None,
             body: String::new(),
+            own_secret: None,
+            shared_path: None,
         }
     }
 
+    /// The fixture shared by a run's shards (src/fixtures.rs), AppRole only. `vblast setup`
+    /// makes the path and the role but no secret_id; a shard waits for the role, reads its
+    /// role_id and makes a secret_id of its own; `vblast cleanup` disables the path.
+    /// Returns false outside those modes.
+    fn shared(&mut self, ctx: &SetupCtx) -> Result<bool, Error> {
+        use crate::fixtures::Mode;
+        let mode = crate::fixtures::mode();
+        if mode == Mode::Own {
+            return Ok(false);
+        }
+        if self.method != Method::AppRole {
+            return Err(Error::Input(format!(
+                "{}: its fixture cannot be shared by shards (approle-login can)",
+                self.method.op_name()
+            )));
+        }
+        match mode {
+            Mode::Create => {
+                setup_with(ctx, self.method.op_name(), |client| {
+                    self.prepare_with(client, false)
+                })?;
+            }
+            Mode::Remove => {
+                self.path = Some(random_name("vblast-approle-"));
+            }
+            _ => {
+                let path = random_name("vblast-approle-");
+                let mut client = (ctx.make_client)();
+                let role = format!("/v1/auth/{path}/role/{NAME}");
+                let what = format!("reading the role_id of '{NAME}' at '{path}'");
+                let mut role_id = String::new();
+                crate::fixtures::wait_for(
+                    &format!("the shared approle path '{path}'"),
+                    ctx.stop,
+                    || match client.request("GET", &format!("{role}/role-id"), None) {
+                        Ok(r) if (200..300).contains(&r.status) => {
+                            let v = r.json().unwrap_or(Value::Null);
+                            role_id = json_str(&v, "data.role_id", &what)?;
+                            Ok(true)
+                        }
+                        Ok(r) if r.status == 404 || r.status == 400 || r.status == 403 => Ok(false),
+                        Ok(r) => Err(format!("{what}: HTTP {}: {}", r.status, r.error_text())),
+                        Err(_) => Ok(false),
+                    },
+                )?;
+                let what = format!("creating this shard's secret_id for '{NAME}' at '{path}'");
+                let v = call(
+                    &mut client,
+                    "POST",
+                    &format!("{role}/secret-id"),
+                    Some(&json!({"metadata": "{\"vblast\":\"shard\"}"})),
+                    &what,
+                )
+                .map_err(Error::Setup)?;
+                let secret_id = json_str(&v, "data.secret_id", &what).map_err(Error::Setup)?;
+                let accessor =
+                    json_str(&v, "data.secret_id_accessor", &what).map_err(Error::Setup)?;
+                self.own_secret = Some((path.clone(), accessor));
+                self.body = json!({ "role_id": role_id, "secret_id": secret_id }).to_string();
+                self.shared_path = Some(path);
+            }
+        }
+        Ok(true)
+    }
+
     fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        self.prepare_with(client, true)
+    }
+
+    /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
+    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), String> {
         let kind = self.method.kind();
         let path = random_name(&format!("vblast-{kind}-"));
         // From here on the path may exist: the session disables it whatever happens next.
@@ -179,6 +256,9 @@ impl Login {
                 let what = format!("reading the role_id of '{NAME}'");
                 let v = call(client, "GET", &format!("{role}/role-id"), None, &what)?;
                 let role_id = json_str(&v, "data.role_id", &what)?;
+                if !secret_id {
+                    return Ok(());
+                }
                 let what = format!("creating a secret_id for '{NAME}'");
                 let v = call(
                     client,
@@ -201,11 +281,18 @@ impl VaultOp for Login {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        if self.shared(ctx)? {
+            return Ok(());
+        }
         setup_with(ctx, self.method.op_name(), |client| self.prepare(client))
     }
 
     fn operation(&self) -> Operation {
-        let path = self.path.as_deref().unwrap_or("unset");
+        let path = self
+            .path
+            .as_deref()
+            .or(self.shared_path.as_deref())
+            .unwrap_or("unset");
         let url = match self.method {
             Method::AppRole => format!("/v1/auth/{path}/login"),
             Method::Userpass => format!("/v1/auth/{path}/login/{NAME}"),
@@ -214,16 +301,36 @@ impl VaultOp for Login {
     }
 
     fn created(&self) -> Vec<Created> {
-        match &self.path {
+        let mut out: Vec<Created> = match &self.path {
             Some(p) => vec![Created {
                 what: format!("{} auth path '{p}'", self.method.kind()),
                 remove_with: format!("vault auth disable {p}"),
             }],
             None => Vec::new(),
+        };
+        if let Some((p, accessor)) = &self.own_secret {
+            // The accessor names the secret_id without being it.
+            out.push(Created {
+                what: format!("this shard's secret_id of role '{NAME}' at '{p}'"),
+                remove_with: format!(
+                    "vault write auth/{p}/role/{NAME}/secret-id-accessor/destroy secret_id_accessor={accessor}"
+                ),
+            });
         }
+        out
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some((p, accessor)) = self.own_secret.clone() {
+            call(
+                client,
+                "POST",
+                &format!("/v1/auth/{p}/role/{NAME}/secret-id-accessor/destroy"),
+                Some(&json!({ "secret_id_accessor": accessor })),
+                &format!("destroying this shard's secret_id at '{p}'"),
+            )?;
+            self.own_secret = None;
+        }
         disable_auth(client, &mut self.path)
     }
 }

@@ -262,6 +262,10 @@ impl VaultOp for KvOp {
             self.setup = Some(self.fixture());
             return Ok(());
         }
+        if let Some(s) = shared_kv(ctx, &self.config)? {
+            self.setup = Some(s);
+            return Ok(());
+        }
         prepare_kv(ctx, &self.config, &mut self.setup)
     }
 
@@ -703,6 +707,57 @@ fn remove_prefixed(
 /// Sets up the KV fixture: checks the given mount (secrets then go under a fresh prefix)
 /// or creates a fresh one and waits until it works, then seeds the secrets. `slot` holds
 /// what exists so far, so that a failure half-way is cleaned up by the session.
+/// The fixture shared by a run's shards (src/fixtures.rs): a shard finds the mount named
+/// after the run id and waits until its last secret is readable; `vblast cleanup` takes
+/// the mount as its own, to remove it. None outside those modes.
+fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> {
+    use crate::fixtures::Mode;
+    let mode = crate::fixtures::mode();
+    if !matches!(mode, Mode::Join | Mode::Remove | Mode::Create) {
+        return Ok(None);
+    }
+    if plan.mount.is_some() {
+        return Err(Error::Input(
+            "a fixture shared by shards is a mount of vblast's own: leave out --mount (or run the shards with --no-setup --mount)".into(),
+        ));
+    }
+    if mode == Mode::Create {
+        return Ok(None);
+    }
+    let setup = KvSetup {
+        mount: random_name("vblast-"),
+        version: plan.version,
+        created: mode == Mode::Remove,
+        prefix: String::new(),
+        wrote_prefix: false,
+        secrets: plan.secrets,
+    };
+    if mode == Mode::Join {
+        let mut client = (ctx.make_client)();
+        let last = data_path(
+            &setup.mount,
+            setup.version,
+            &secret_name(plan.secrets.saturating_sub(1), plan.secrets),
+        );
+        crate::fixtures::wait_for(
+            &format!("the shared kv mount '{}' (its secret {last})", setup.mount),
+            ctx.stop,
+            || match client.request("GET", &last, None) {
+                Ok(r) if (200..300).contains(&r.status) => Ok(true),
+                Ok(r) if r.status == 404 || r.status == 400 => Ok(false),
+                Ok(r) => Err(format!(
+                    "reading {last} on {}: HTTP {}: {}",
+                    client.base(),
+                    r.status,
+                    r.error_text()
+                )),
+                Err(_) => Ok(false),
+            },
+        )?;
+    }
+    Ok(Some(setup))
+}
+
 fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Result<(), Error> {
     let mut phases = Phases::start();
     let mut client = (ctx.make_client)();

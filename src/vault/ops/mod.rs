@@ -346,12 +346,22 @@ pub(crate) fn setup_with(
 
 /// 32 random lowercase hex digits (passwords of users vblast creates).
 pub(crate) fn random_secret() -> String {
-    (0..4).map(|_| random_name("")).collect()
+    (0..4).map(|_| fresh_name("")).collect()
 }
 
 /// "vblast-" and 8 random lowercase hex digits: names of mounts, auth paths and prefixes
 /// vblast creates, so that they never collide with the user's.
 pub fn random_name(prefix: &str) -> String {
+    // The shards of one run share their fixture: its names follow the run id
+    // (src/fixtures.rs), never a secret.
+    if let Some(name) = crate::fixtures::derived_name(prefix) {
+        return name;
+    }
+    fresh_name(prefix)
+}
+
+/// `prefix` and 8 random lowercase hex digits.
+fn fresh_name(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
