@@ -5,7 +5,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-VBLAST="$ROOT/target/release/vblast"
+VBLAST="${CARGO_TARGET_DIR:-$ROOT/target}/release/vblast"
 BENCH_TMP="$(mktemp -d "${TMPDIR:-/tmp}/vblast-bench.XXXXXX")"
 BENCH_PIDS=()
 
