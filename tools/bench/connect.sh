@@ -7,6 +7,10 @@
 # Prints each run's client CPU (user + sys, /usr/bin/time), wall time and successes, and the
 # median ratio vblast/h2load of CPU (goal <= 1). STRACE=1 adds one run of each under
 # `strace -c -f` and prints syscalls per connection opened. Figures are printed, never asserted.
+# h2load closes its connections first and leaves up to -c TIME_WAIT sockets (a minute on their
+# local ports); vblast resets its connections and leaves none. The order alternates, so every
+# other vblast run (and the STRACE run) opens its connections among h2load's TIME_WAITs: each
+# run's line says how many there were.
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
@@ -66,9 +70,10 @@ for i in $(seq "$RUNS"); do
     for t in "${order[@]}"; do
         # Let the previous run's sockets settle (the server closes 15,000 of them).
         sleep 2
+        tw="$(ss -Htan state time-wait | wc -l)"
         r="$("run_$t")" || die "$t failed"
         read -r cpu wall ok conns <<<"$r"
-        log "run $i: $t: cpu user+sys ${cpu}s, wall ${wall}s, ok $ok of $REQUESTS, connections $conns"
+        log "run $i: $t: cpu user+sys ${cpu}s, wall ${wall}s, ok $ok of $REQUESTS, connections $conns ($tw TIME_WAIT sockets before it)"
         CPU[$t]="$cpu"
         if [ "$t" = vblast ]; then V_CPU+="$cpu"$'\n'; V_WALL+="$wall"$'\n'
         else H_CPU+="$cpu"$'\n'; H_WALL+="$wall"$'\n'; fi
