@@ -684,3 +684,43 @@ fn new_operations_run_inside_a_namespace() {
         }
     }
 }
+
+/// Seeding on one connection (`VBLAST_SEED_CONNS=1`, the sequential baseline of
+/// tools/bench/seeding.sh) writes every secret, and `VBLAST_SETUP_TIMING=1` prints the
+/// setup's phases to stderr (only then).
+#[test]
+fn seeding_on_one_connection_and_its_phases() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let args = [
+        "--op",
+        "kv-read",
+        "--secrets",
+        "40",
+        "-c",
+        "4",
+        "-n",
+        "200",
+        "--format",
+        "json",
+    ];
+    let mut cmd = vault_cmd(&bao, &args);
+    cmd.env("VBLAST_SEED_CONNS", "1")
+        .env("VBLAST_SETUP_TIMING", "1");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    // Every read found its secret: all 40 were written.
+    assert_eq!(j["ok"], 200, "{}", r.show());
+    for phase in ["mount created: ", "mount usable: ", "40 secrets seeded: "] {
+        assert!(
+            r.stderr.contains(&format!("vblast: setup: {phase}")),
+            "{phase}: {}",
+            r.show()
+        );
+    }
+    assert_eq!(state(&bao), before, "left something behind");
+    let r = run(vault_cmd(&bao, &args));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(!r.stderr.contains("vblast: setup:"), "{}", r.show());
+}

@@ -580,10 +580,13 @@ pub(crate) fn for_each_secret(
     if count == 0 {
         return Ok(());
     }
+    // VBLAST_SEED_CONNS (benchmarks, tools/bench/seeding.sh): another number of
+    // connections; 0 or anything not a number keeps the default.
     let threads = count.min(
         std::env::var("VBLAST_SEED_CONNS")
             .ok()
-            .and_then(|v| v.parse().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&n| n > 0)
             .unwrap_or(SEED_THREADS),
     );
     let failed = AtomicBool::new(false);
@@ -837,6 +840,7 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
         // An existing mount may still be settling too (a KV v2 mount upgrading its data
         // answers 400 for a while, as a fresh dev server's secret/ does).
         wait_until_usable(&mut client, &setup).map_err(Error::Setup)?;
+        phases.mark("existing mount usable");
         setup.wrote_prefix = true;
     }
     *slot = Some(setup.clone());
