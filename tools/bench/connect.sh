@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: tools/bench/connect.sh   [env: RUNS=3 CONNS=15000 REQUESTS=20000 URL_PATH=/v1/secret/data/foo LIMIT=240 STRACE=0]
+# usage: tools/bench/connect.sh   [env: RUNS=3 CONNS=15000 REQUESTS=20000 URL_PATH=/v1/secret/data/foo LIMIT=240 STRACE=0 VBLAST_BASE=]
 # What opening connections costs the client: vblast -t 1 -c 15000 -n 20000 against h2load --h1
 # -c 15000 -n 20000 (one thread each, pinned to core 1) on the same OpenBao dev server (pinned
 # to core 0), the same path and the same token header, alternating in one invocation. Most of
@@ -10,7 +10,8 @@
 # h2load closes its connections first and leaves up to -c TIME_WAIT sockets (a minute on their
 # local ports); vblast resets its connections and leaves none. The order alternates, so every
 # other vblast run (and the STRACE run) opens its connections among h2load's TIME_WAITs: each
-# run's line says how many there were.
+# run's line says how many there were. VBLAST_BASE=/path/to/an/older/vblast adds that binary
+# to every run ("base"), for a before/after in the same invocation.
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
@@ -35,14 +36,16 @@ fi
 curl -sf --max-time 10 -H 'X-Vault-Token: root' "$URL" >/dev/null || die "$URL does not answer 200"
 log "ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range); fd limit $(ulimit -n); TIME_WAIT sockets now: $(ss -Htan state time-wait | wc -l)"
 
-V_CMD=(taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -n "$REQUESTS" -H 'X-Vault-Token: root' --format json "$URL")
+V_ARGS=(-t 1 -c "$CONNS" -n "$REQUESTS" -H 'X-Vault-Token: root' --format json "$URL")
+V_CMD=(taskset -c 1 "$VBLAST" "${V_ARGS[@]}")
 H_CMD=(taskset -c 1 h2load --h1 -t 1 -c "$CONNS" -n "$REQUESTS" -H 'X-Vault-Token: root' "$URL")
 
 # Each runner prints "CPU WALL OK CONNS" (CPU = user + sys seconds).
-run_vblast() {
-    local out="$BENCH_TMP/v.json" tf="$BENCH_TMP/v.time" rc=0
-    show "/usr/bin/time ${V_CMD[*]}"
-    timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S %e' -o "$tf" "${V_CMD[@]}" >"$out" 2>"$out.err" || rc=$?
+run_vblast() { # [binary]
+    local out="$BENCH_TMP/v.json" tf="$BENCH_TMP/v.time" rc=0 cmd=("${V_CMD[@]}")
+    [ -z "${1:-}" ] || cmd=(taskset -c 1 "$1" "${V_ARGS[@]}")
+    show "/usr/bin/time ${cmd[*]}"
+    timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S %e' -o "$tf" "${cmd[@]}" >"$out" 2>"$out.err" || rc=$?
     jq -e .requests "$out" >/dev/null 2>&1 || { log "vblast exit $rc, no report: $(tail -n 5 "$out.err")"; return 1; }
     [ "$(jq -r .failed "$out")" = 0 ] || log "vblast errors: $(jq -c '{errors,error_messages}' "$out")"
     awk -v ok="$(jq -r .ok "$out")" -v c="$(jq -r .connections_opened "$out")" \
@@ -62,10 +65,16 @@ run_h2load() {
     grep -q ' 0 failed, 0 errored, 0 timeout' "$out" || log "h2load: $(grep '^requests:' "$out")"
 }
 
-V_CPU=""; H_CPU=""; V_WALL=""; H_WALL=""; RATIOS=""
+run_base() { run_vblast "$VBLAST_BASE"; }
+
+V_CPU=""; H_CPU=""; B_CPU=""; V_WALL=""; H_WALL=""; B_WALL=""; RATIOS=""; B_RATIOS=""
 for i in $(seq "$RUNS"); do
     order=(vblast h2load)
     [ $((i % 2)) -eq 0 ] && order=(h2load vblast)
+    if [ -n "${VBLAST_BASE:-}" ]; then
+        order=(vblast h2load base)
+        [ $((i % 2)) -eq 0 ] && order=(base h2load vblast)
+    fi
     declare -A CPU=()
     for t in "${order[@]}"; do
         # Let the previous run's sockets settle (the server closes 15,000 of them).
@@ -75,12 +84,20 @@ for i in $(seq "$RUNS"); do
         read -r cpu wall ok conns <<<"$r"
         log "run $i: $t: cpu user+sys ${cpu}s, wall ${wall}s, ok $ok of $REQUESTS, connections $conns ($tw TIME_WAIT sockets before it)"
         CPU[$t]="$cpu"
-        if [ "$t" = vblast ]; then V_CPU+="$cpu"$'\n'; V_WALL+="$wall"$'\n'
-        else H_CPU+="$cpu"$'\n'; H_WALL+="$wall"$'\n'; fi
+        case "$t" in
+            vblast) V_CPU+="$cpu"$'\n'; V_WALL+="$wall"$'\n' ;;
+            h2load) H_CPU+="$cpu"$'\n'; H_WALL+="$wall"$'\n' ;;
+            base) B_CPU+="$cpu"$'\n'; B_WALL+="$wall"$'\n' ;;
+        esac
     done
     rr="$(ratio "${CPU[vblast]}" "${CPU[h2load]}")"
     log "run $i: cpu ratio vblast/h2load = $rr"
     RATIOS+="$rr"$'\n'
+    if [ -n "${VBLAST_BASE:-}" ]; then
+        br="$(ratio "${CPU[base]}" "${CPU[h2load]}")"
+        log "run $i: cpu ratio base/h2load = $br"
+        B_RATIOS+="$br"$'\n'
+    fi
 done
 
 SYS_LINES=()
@@ -118,4 +135,8 @@ echo "  cpu ratio vblast/h2load per run: $(printf '%s' "$RATIOS" | tr '\n' ' ')"
 echo "connect: vblast cpu $(printf '%s' "$V_CPU" | median)s (wall $(printf '%s' "$V_WALL" | median)s)," \
     "h2load cpu $(printf '%s' "$H_CPU" | median)s (wall $(printf '%s' "$H_WALL" | median)s)," \
     "ratio $(printf '%s' "$RATIOS" | median) (median of $RUNS; goal <= 1)"
+if [ -n "${VBLAST_BASE:-}" ]; then
+    echo "  base ($VBLAST_BASE) cpu per run: $(printf '%s' "$B_CPU" | tr '\n' ' ')s; wall: $(printf '%s' "$B_WALL" | tr '\n' ' ')s"
+    echo "base: cpu $(printf '%s' "$B_CPU" | median)s (wall $(printf '%s' "$B_WALL" | median)s), ratio base/h2load $(printf '%s' "$B_RATIOS" | median)"
+fi
 for l in "${SYS_LINES[@]+"${SYS_LINES[@]}"}"; do echo "syscalls: $l"; done
