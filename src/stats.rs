@@ -67,6 +67,31 @@ impl Hist {
             .map_err(|e| format!("bad histogram range: {e:?}"))
     }
 
+    /// Checks a histogram in the form `to_base64` makes, as `from_base64` would, without
+    /// building a full-range histogram for it (reading a long timeline checks every second).
+    pub fn check_base64(text: &str) -> Result<(), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        if !h.is_empty() && h.max() > Hist::default_high() {
+            return Err(format!(
+                "bad histogram range: a value of {} us is beyond {MAX_US} us",
+                h.max()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The highest value the histograms hold (MAX_US, as HdrHistogram rounds it).
+    fn default_high() -> u64 {
+        use std::sync::OnceLock;
+        static HIGH: OnceLock<u64> = OnceLock::new();
+        *HIGH.get_or_init(|| Hist::default().0.high())
+    }
+
     pub fn from_base64(text: &str) -> Result<Hist, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
@@ -410,10 +435,10 @@ impl<'de> Deserialize<'de> for Timeline {
                 )));
             }
             // Checked one at a time: a bad histogram is an error, not a silent zero.
-            Hist::from_base64(&w.latency).map_err(serde::de::Error::custom)?;
+            Hist::check_base64(&w.latency).map_err(serde::de::Error::custom)?;
             let service = match w.service {
                 Some(sv) => {
-                    Hist::from_base64(&sv).map_err(serde::de::Error::custom)?;
+                    Hist::check_base64(&sv).map_err(serde::de::Error::custom)?;
                     sv
                 }
                 None => Hist::default().to_base64(),
@@ -628,6 +653,22 @@ pub const LATE_US: u64 = 10_000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeline_histograms_are_checked_without_full_decoding() {
+        let mut h = Hist::default();
+        h.record(1234);
+        assert!(Hist::check_base64(&h.to_base64()).is_ok());
+        assert!(Hist::check_base64("AAAA").is_err());
+        // A histogram of a wider range, holding a value beyond vblast's: refused, as
+        // `from_base64` refuses it.
+        let mut wide = Hist(Histogram::new_with_bounds(1, MAX_US * 1000, 3).unwrap());
+        wide.0.record(MAX_US * 100).unwrap();
+        let text = wide.to_base64();
+        assert!(Hist::from_base64(&text).is_err());
+        let e = Hist::check_base64(&text).unwrap_err();
+        assert!(e.contains("range"), "{e}");
+    }
 
     #[test]
     fn merge_is_lossless() {

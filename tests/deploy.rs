@@ -30,6 +30,14 @@ fn manifests() -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
+    // The cleanup Job, applied after the shards.
+    if let Ok(after) = std::fs::read_dir(root().join("deploy/kubernetes/after")) {
+        v.extend(
+            after
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml")),
+        );
+    }
     v.sort();
     v
 }
