@@ -90,6 +90,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         judged: Vec::new(),
         failure: None,
         end: None,
+        saving: None,
     };
     let quiet = (steps.args.run.quiet, steps.args.run.progress);
     if let Some((load, phase, first)) = steps.next() {
@@ -152,6 +153,8 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
             Err(e) => steps.fail(e),
         }
     }
+    // Before the final write, which must come last.
+    steps.saved();
     let cleanup_started = Instant::now();
     let cleanup = session.close();
     steps.sweep.cleanup_s = cleanup_started.elapsed().as_secs_f64();
@@ -178,6 +181,8 @@ struct Steps<'a> {
     judged: Vec<super::file::Judged>,
     failure: Option<Error>,
     end: Option<End>,
+    /// The file being written with the steps so far.
+    saving: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Steps<'_> {
@@ -285,24 +290,36 @@ impl Steps<'_> {
         sweep.steps.push(s);
         self.judged.push(j);
         // The file holds every step so far, so a sweep killed mid-way leaves them; until
-        // the sweep ends it says "interrupted" (the final write says how it ended).
+        // the sweep ends it says "interrupted" (the final write says how it ended). It is
+        // written by a thread of its own, so the next step need not wait for it.
         if let Some(path) = &self.args.run.out.output {
-            let written = Instant::now();
-            sweep.interrupted = true;
-            if let Err(e) = sweep.write(path) {
-                eprintln!("vblast: {e}");
-            }
-            sweep.interrupted = false;
-            if timing {
-                eprintln!(
-                    "vblast: step {} saved to {} in {:.2} ms",
-                    sweep.steps.len(),
-                    path.display(),
-                    written.elapsed().as_secs_f64() * 1000.0
-                );
-            }
+            let mut copy = sweep.clone();
+            self.saved();
+            copy.interrupted = true;
+            let path = path.clone();
+            self.saving = Some(std::thread::spawn(move || {
+                let written = Instant::now();
+                if let Err(e) = copy.write(&path) {
+                    eprintln!("vblast: {e}");
+                }
+                if timing {
+                    eprintln!(
+                        "vblast: step {} saved to {} in {:.2} ms",
+                        copy.steps.len(),
+                        path.display(),
+                        written.elapsed().as_secs_f64() * 1000.0
+                    );
+                }
+            }));
         }
         true
+    }
+
+    /// Waits for the last step's file to be written.
+    fn saved(&mut self) {
+        if let Some(h) = self.saving.take() {
+            let _ = h.join();
+        }
     }
 }
 
