@@ -90,6 +90,55 @@ fn rate_steps_run_over_the_same_connections() {
     assert_eq!(doc["interrupted"], false);
 }
 
+/// Rate steps spread over worker processes (one process may not hold the connections) are
+/// each a run of the workers: they work, each opening its own connections, and the sweep
+/// says so.
+#[test]
+fn rate_steps_over_worker_processes_say_they_reopen() {
+    let ng = Nginx::with_extra("location = /vblast_status { stub_status; }");
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let before = accepted(&ng);
+    let out = run(common::run::env_cmd(
+        &[
+            "sweep",
+            "--rate",
+            "20..80",
+            "--steps",
+            "3",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "200ms",
+            "--slo",
+            "success=100",
+            "--slo",
+            "rate=50%",
+            "-c",
+            "60",
+            "--format",
+            "json",
+            &url,
+        ],
+        // 30 connections per process: two worker processes.
+        &[("VBLAST_PROCESS_FDS", "130")],
+    ));
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains(
+            "each step opens its own connections: the connections are spread over worker processes"
+        ),
+        "{}",
+        out.show()
+    );
+    let doc = out.json();
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{}", out.show());
+    for s in steps {
+        assert_eq!(u(&s["results"]["run"]["processes"]), 2, "{s}");
+    }
+    assert_eq!(accepted(&ng) - before - 1, 3 * 60 + 1, "{}", out.show());
+}
+
 /// A sweep in the background whose stdout lines arrive as they are printed.
 struct Sweeping {
     child: Child,

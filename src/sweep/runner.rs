@@ -130,7 +130,8 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
                 }
             }
             Ok(Some(why)) => {
-                if std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+                // Rate steps would share their connections: say why these do not.
+                if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
                     eprintln!("vblast: each step opens its own connections: {why}");
                 }
                 let mut next = Some((load, phase, first));
