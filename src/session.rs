@@ -317,39 +317,7 @@ impl Session {
         if let Some(s) = self.stop.signal() {
             return Err(Error::Stopped(s));
         }
-        let plan = EnginePlan {
-            target: self.target.clone(),
-            tls: self.tls.clone(),
-            token: self.token.clone(),
-            namespace: self.namespace.clone(),
-            ops: self
-                .operations
-                .iter()
-                .cloned()
-                .map(|mut o| {
-                    if load.no_forwarding {
-                        o.request
-                            .headers
-                            .push(("X-Vault-No-Request-Forwarding".into(), "true".into()));
-                    }
-                    o
-                })
-                .collect(),
-            connections: load.connections,
-            requests: load.requests,
-            duration: load.duration,
-            warmup: load.warmup,
-            schedule: load.schedule.clone(),
-            keepalive: load.keepalive,
-            timeout: load.timeout,
-            threads_total: layout.threads,
-            thread_offset: 0,
-            threads_here: layout.threads,
-            pin: load.pin,
-            nodes: NodePlan::default(),
-            respect_retry_after: load.respect_retry_after,
-            spread: load.spread.clone(),
-        };
+        let plan = self.engine_plan(load, &layout);
         let started_at = SystemTime::now();
         let Some(cluster) = self.cluster.as_ref() else {
             let outcome = self.run_plan(&plan, &layout, progress)?;
@@ -432,6 +400,100 @@ impl Session {
             layout,
             started_at,
         })
+    }
+
+    /// The engine's plan of `load` laid out as `layout`, over this session's target.
+    fn engine_plan(&self, load: &Load, layout: &Layout) -> EnginePlan {
+        EnginePlan {
+            target: self.target.clone(),
+            tls: self.tls.clone(),
+            token: self.token.clone(),
+            namespace: self.namespace.clone(),
+            ops: self
+                .operations
+                .iter()
+                .cloned()
+                .map(|mut o| {
+                    if load.no_forwarding {
+                        o.request
+                            .headers
+                            .push(("X-Vault-No-Request-Forwarding".into(), "true".into()));
+                    }
+                    o
+                })
+                .collect(),
+            connections: load.connections,
+            requests: load.requests,
+            duration: load.duration,
+            warmup: load.warmup,
+            schedule: load.schedule.clone(),
+            keepalive: load.keepalive,
+            timeout: load.timeout,
+            threads_total: layout.threads,
+            thread_offset: 0,
+            threads_here: layout.threads,
+            pin: load.pin,
+            nodes: NodePlan::default(),
+            respect_retry_after: load.respect_retry_after,
+            spread: load.spread.clone(),
+        }
+    }
+
+    /// Why the steps of `load` cannot run over the same open connections (`hold`), or
+    /// None when they can: open-model steps with keep-alive, in one process, on one node.
+    pub fn hold_refusal(&self, load: &Load) -> Result<Option<&'static str>, Error> {
+        let layout = self.layout(load)?;
+        Ok(if load.schedule.is_none() {
+            Some("closed-model steps each have their own number of connections")
+        } else if !load.keepalive {
+            Some("--no-keepalive opens a connection per request")
+        } else if layout.processes > 1 {
+            Some("the connections are spread over worker processes, which run one step each")
+        } else if self.cluster.is_some() {
+            Some("a cluster target runs each step over its nodes")
+        } else if load.spread.start_at().is_some() {
+            Some("--start-at starts one step at a wall-clock instant")
+        } else {
+            None
+        })
+    }
+
+    /// Runs `first`, then each load `next` returns for the step just ended, over the same
+    /// event-loop threads and open connections, until it returns None (`hold_refusal`
+    /// says when they can be held). A later load changes only the schedule, the warm-up
+    /// and the bounds; its connections and the rest are the first's.
+    pub fn hold(
+        &mut self,
+        first: &Load,
+        progress: Option<ProgressFn<'_>>,
+        next: &mut dyn FnMut(Result<StepResult, Error>) -> Option<Load>,
+    ) -> Result<(), Error> {
+        let layout = self.layout(first)?;
+        if let Some(s) = self.stop.signal() {
+            return Err(Error::Stopped(s));
+        }
+        let plan = self.engine_plan(first, &layout);
+        let mut started_at = SystemTime::now();
+        let mut on_step = |r: Result<crate::stats::Stats, String>| {
+            let result = r.map_err(Error::Engine).map(|stats| StepResult {
+                outcome: Outcome {
+                    stats,
+                    lost: None,
+                    clock_start: None,
+                },
+                layout,
+                started_at,
+            });
+            let load = next(result)?;
+            started_at = SystemTime::now();
+            Some(engine::StepPlan {
+                schedule: load.schedule,
+                warmup: load.warmup,
+                duration: load.duration,
+                requests: load.requests,
+            })
+        };
+        engine::run_held(&plan, &self.stop, progress, &mut on_step).map_err(Error::Engine)
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.

@@ -369,3 +369,91 @@ fn a_chart_without_points_fails_the_check() {
     let err = check_page(&page, "check-broken", &["spectrum"]).unwrap_err();
     assert!(err.contains("console messages"), "{err}");
 }
+
+/// A sweep's page and the comparison of two sweeps: the knee chart (latency against
+/// achieved throughput) and the per-step charts really drawn by the browser, one point per
+/// step, one colour per sweep when overlaid; the same page with the knee's p99 line
+/// emptied fails the check.
+#[test]
+fn sweep_pages_draw_the_knee_in_chromium() {
+    let nginx = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let s = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let url = format!("{}/v1/secret/data/foo", nginx.addr);
+    let sweep = |range: &str, json: &PathBuf, html: &PathBuf| {
+        run(url_cmd(&[
+            "sweep",
+            "--rate",
+            range,
+            "--steps",
+            "3",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "200ms",
+            "--slo",
+            "p99=2s",
+            "--slo",
+            "rate=50%",
+            "-c",
+            "4",
+            "--output",
+            &s(json),
+            "--html",
+            &s(html),
+            &url,
+        ]))
+        .assert_code(0);
+    };
+    let (a_json, a_html) = (p("small.json"), p("small.html"));
+    let (b_json, b_html) = (p("large.json"), p("large.html"));
+    sweep("50..200", &a_json, &a_html);
+    sweep("100..400", &b_json, &b_html);
+    let ids = ["knee", "percentiles", "throughput"];
+    // Steps: three, or more when a busy machine broke one and the sweep bisected.
+    let steps = |f: &PathBuf| {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        doc["steps"].as_array().unwrap().len()
+    };
+    let (a, b) = (steps(&a_json), steps(&b_json));
+    let drawn = check_page(&a_html, "sweep", &ids).unwrap();
+    let knee = chart(&drawn, "knee");
+    // p99 and p50, a point per step, and the objective's bound across them.
+    assert_eq!(knee.series_points, [a, a, 2], "{knee:?}");
+    assert!(knee.legend[0].starts_with("p99"), "{knee:?}");
+    check_page(&b_html, "sweep-large", &ids).unwrap();
+
+    let c_html = p("sizing.html");
+    run(url_cmd(&[
+        "compare",
+        &s(&a_json),
+        &s(&b_json),
+        "--html",
+        &s(&c_html),
+    ]))
+    .assert_code(0);
+    let drawn = check_page(&c_html, "sweep-compare", &ids).unwrap();
+    let knee = chart(&drawn, "knee");
+    assert_eq!(knee.series_points, [a, a, b, b, 2], "{knee:?}");
+    for (i, name) in ["small.json: p99", "small.json: p50", "large.json: p99"]
+        .iter()
+        .enumerate()
+    {
+        assert!(knee.legend[i].starts_with(name), "{knee:?}");
+    }
+
+    // The knee's first line emptied: the browser draws less, and the check says so.
+    let good = std::fs::read_to_string(&c_html).unwrap();
+    let at = good.find("id=\"knee\"").unwrap();
+    let d = at + good[at..].find(" d=\"").unwrap() + 4;
+    let end = d + good[d..].find('"').unwrap();
+    let broken = p("broken.html");
+    std::fs::write(&broken, format!("{}{}", &good[..d], &good[end..])).unwrap();
+    let err = check_page(&broken, "sweep-broken", &ids).unwrap_err();
+    assert!(
+        err.contains("console") || err.contains("without points"),
+        "{err}"
+    );
+}

@@ -409,7 +409,7 @@ impl Worker<'_> {
     /// Drops the socket and opens a new one (keep-alive), keeping any claimed request.
     fn reopen(&mut self, i: usize, now: Instant) {
         self.conns[i].stream = None;
-        if self.pacer.finished(now) && self.conns[i].req.is_none() {
+        if self.ending(now) && self.conns[i].req.is_none() {
             self.conns[i].phase = Phase::Unopened;
             return;
         }
@@ -583,7 +583,7 @@ impl Worker<'_> {
         }
         if let Some(due) = self.pacer.take_due(now) {
             self.send(i, due, now);
-        } else if self.pacer.finished(now) {
+        } else if self.ending(now) {
             self.close(i);
         } else {
             self.idle.push(i);

@@ -3,11 +3,15 @@
 //! merged at the end.
 //!
 //! This module holds the plan, the start gate and `run`, which spawns the event-loop
-//! threads, relays their progress and merges their results; `worker` is one thread's
-//! event loop and `conn` the per-connection state machine it drives.
+//! threads, relays their progress and merges their results; `held` runs several load
+//! steps over the same threads and open connections; `worker` is one thread's event loop
+//! and `conn` the per-connection state machine it drives.
 
 mod conn;
+mod held;
 mod worker;
+
+pub use held::{StepPlan, run_held};
 
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -124,46 +128,9 @@ pub fn run(
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
 ) -> Result<Stats, String> {
-    let tls = match (&plan.tls, plan.target.is_tls()) {
-        (Some(opts), true) => Some(TlsConnector {
-            config: {
-                // The engine seals and opens records itself after the handshake
-                // (src/tlsio.rs), so rustls must hand over the traffic keys.
-                let mut config = (*crate::tls::client_config(opts)?).clone();
-                config.enable_secret_extraction = true;
-                Arc::new(config)
-            },
-            name: crate::tls::server_name(opts, &plan.target.host)?,
-            rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
-        }),
-        (None, true) => {
-            return Err("https target without TLS settings".into());
-        }
-        _ => None,
-    };
-    let common = plan.common();
-    let templates: Vec<Template> = plan
-        .ops
-        .iter()
-        .map(|o| Template::build(&o.request, &common))
-        .collect();
-    let cores = if plan.pin {
-        core_affinity::get_core_ids().unwrap_or_default()
-    } else {
-        Vec::new()
-    };
     // Threads report progress over a bounded channel they never block on.
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
-    // Every worker is built before any thread starts, so that a failure (no event loop, no
-    // timer) is one message, not a thread gone missing while the others wait at the gate.
-    let mut workers = Vec::with_capacity(plan.threads_here);
-    for local in 0..plan.threads_here {
-        let global = plan.thread_offset + local;
-        let mut worker = Worker::new(plan, global, templates.clone(), tls.clone())?;
-        worker.report = progress.map(|_| (local, report.clone()));
-        let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
-        workers.push((worker, core));
-    }
+    let workers = build_workers(plan, progress.map(|_| &report))?;
     let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
@@ -198,4 +165,50 @@ pub fn run(
         total.merge(&r?);
     }
     Ok(total)
+}
+
+/// Every event-loop thread's worker and the core it is pinned to, built before any thread
+/// starts, so that a failure (no event loop, no timer) is one message, not a thread gone
+/// missing while the others wait at the gate. `report`: where progress goes, if anywhere.
+fn build_workers<'p>(
+    plan: &'p EnginePlan,
+    report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
+) -> Result<Vec<(Worker<'p>, Option<core_affinity::CoreId>)>, String> {
+    let tls = match (&plan.tls, plan.target.is_tls()) {
+        (Some(opts), true) => Some(TlsConnector {
+            config: {
+                // The engine seals and opens records itself after the handshake
+                // (src/tlsio.rs), so rustls must hand over the traffic keys.
+                let mut config = (*crate::tls::client_config(opts)?).clone();
+                config.enable_secret_extraction = true;
+                Arc::new(config)
+            },
+            name: crate::tls::server_name(opts, &plan.target.host)?,
+            rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
+        }),
+        (None, true) => {
+            return Err("https target without TLS settings".into());
+        }
+        _ => None,
+    };
+    let common = plan.common();
+    let templates: Vec<Template> = plan
+        .ops
+        .iter()
+        .map(|o| Template::build(&o.request, &common))
+        .collect();
+    let cores = if plan.pin {
+        core_affinity::get_core_ids().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut workers = Vec::with_capacity(plan.threads_here);
+    for local in 0..plan.threads_here {
+        let global = plan.thread_offset + local;
+        let mut worker = Worker::new(plan, global, templates.clone(), tls.clone())?;
+        worker.report = report.map(|r| (local, r.clone()));
+        let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
+        workers.push((worker, core));
+    }
+    Ok(workers)
 }

@@ -2,7 +2,9 @@
 //! and its statistics, and the loop that drives them: opening connections, waiting for
 //! the common start, handing due requests to free connections, polling for events,
 //! periodic timeout checks and progress reports, until the schedule is done or the run
-//! is stopped.
+//! is stopped. A held run (`held.rs`) runs several steps over the same thread and the
+//! same open connections: each step is the same loop with its own pacer and statistics,
+//! and the free connections stay open (and idle) between steps.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token};
 
 use super::conn::{Conn, Phase};
+use super::held::{Link, StepPlan};
 use super::{EnginePlan, StartGate, Totals};
 use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
@@ -66,6 +69,27 @@ pub(super) struct Worker<'p> {
     pub(super) windows: crate::nodes::WindowTracker,
     /// Several nodes: how many route moves this thread has acted on.
     pub(super) route_seen: u64,
+    /// The current step's schedule, warm-up and bounds (the plan's own in a single run).
+    pub(super) step: StepPlan,
+    /// A held run: connections stay open when a step's schedule is done.
+    pub(super) hold: bool,
+}
+
+/// A thread's empty statistics for `plan` (one per node when several nodes are given).
+fn fresh_stats(plan: &EnginePlan) -> Stats {
+    let mut s = Stats::new(plan.ops.len());
+    s.nodes = plan
+        .nodes
+        .targets
+        .iter()
+        .map(|t| crate::nodes::NodeStats {
+            addr: t.base(),
+            ..Default::default()
+        })
+        .collect();
+    // Room for the windows of a long run: none allocated while it goes on.
+    s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
+    s
 }
 
 impl<'p> Worker<'p> {
@@ -136,21 +160,7 @@ impl<'p> Worker<'p> {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
                     .map(|s| s.with_addrs(&plan.spread.source_addrs))
             }),
-            stats: {
-                let mut s = Stats::new(plan.ops.len());
-                s.nodes = plan
-                    .nodes
-                    .targets
-                    .iter()
-                    .map(|t| crate::nodes::NodeStats {
-                        addr: t.base(),
-                        ..Default::default()
-                    })
-                    .collect();
-                // Room for the windows of a long run: none allocated while it goes on.
-                s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
-                s
-            },
+            stats: fresh_stats(plan),
             status: Box::new([0; 1000]),
             producers,
             // Hands out nothing (and is never finished) until the real schedule is set.
@@ -166,12 +176,14 @@ impl<'p> Worker<'p> {
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             windows: crate::nodes::WindowTracker::default(),
             route_seen: 0,
+            step: StepPlan::of(plan),
+            hold: false,
         })
     }
 
     fn make_pacer(&self, origin: Instant) -> Pacer {
-        let p = self.plan;
-        let (slot, slots) = p.slot(self.global);
+        let p = &self.step;
+        let (slot, slots) = self.plan.slot(self.global);
         let budget = p.requests.map(|n| share(n, slots, slot));
         let deadline = p.duration.map(|d| origin + p.warmup + d);
         match &p.schedule {
@@ -184,6 +196,45 @@ impl<'p> Worker<'p> {
 
     pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, String> {
         let mut events = Events::with_capacity(1024);
+        self.open_first(stop, &mut events)?;
+        let origin = gate.wait();
+        self.run_step(origin, stop, &mut events)
+    }
+
+    /// A held run: the first step starts at the gate, each next one when the controller
+    /// sends it (with its origin); every step's statistics go back over `link`. Ends when
+    /// the controller sends no step, or at a failure (sent as that step's result).
+    pub(super) fn run_held(mut self, stop: &Stop, gate: &dyn StartGate, link: &Link) {
+        self.hold = true;
+        let mut events = Events::with_capacity(1024);
+        if let Err(e) = self.open_first(stop, &mut events) {
+            // Sent as the first step's result, after the gate, so that no thread waits
+            // for this one at the gate.
+            gate.wait();
+            link.done(Err(e));
+            return;
+        }
+        let mut origin = gate.wait();
+        loop {
+            let result = self.run_step(origin, stop, &mut events);
+            let failed = result.is_err();
+            link.done(result);
+            if failed {
+                return;
+            }
+            match link.next() {
+                Some((step, at)) => {
+                    self.step = step;
+                    origin = at;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Before the first step: connection-per-request slots made free, or (keep-alive)
+    /// every connection opened when the run is measured over time.
+    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), String> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
@@ -192,12 +243,22 @@ impl<'p> Worker<'p> {
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
             // each starting work as soon as it is open, and count the set-up in their time.
-            self.preconnect(stop, &mut events)?;
+            self.preconnect(stop, events)?;
         }
-        let origin = gate.wait();
+        Ok(())
+    }
+
+    /// One step's loop from `origin` until its schedule is done (or the run is stopped),
+    /// and the step's statistics. The thread's statistics start afresh for the next step.
+    fn run_step(
+        &mut self,
+        origin: Instant,
+        stop: &Stop,
+        events: &mut Events,
+    ) -> Result<Stats, String> {
         self.pacer = self.make_pacer(origin);
         let measure_from = self.pacer.measure_from();
-        let mut warm = self.plan.warmup > Duration::ZERO;
+        let mut warm = self.step.warmup > Duration::ZERO;
         let mut winding_down = false;
         let mut next_tick = origin + TICK;
         let mut next_report = origin + Duration::from_secs(1);
@@ -217,9 +278,12 @@ impl<'p> Worker<'p> {
             self.dispatch(now);
             if self.pacer.finished(now) {
                 if !winding_down {
-                    // No more work: free connections close now, busy ones as they finish.
+                    // No more work: free connections close now, busy ones as they finish
+                    // (a held run keeps them open for its next step).
                     winding_down = true;
-                    self.close_idle();
+                    if !self.hold {
+                        self.close_idle();
+                    }
                 }
                 if self.busy == 0 {
                     end = now;
@@ -244,15 +308,16 @@ impl<'p> Worker<'p> {
                 }
             }
             let timeout = wake.saturating_duration_since(now);
-            now = self.poll_once(&mut events, timeout)?;
+            now = self.poll_once(events, timeout)?;
         }
-        let mut stats = self.stats;
-        if let Some(w) = self.windows.finish() {
+        let mut stats = std::mem::replace(&mut self.stats, fresh_stats(self.plan));
+        if let Some(w) = std::mem::take(&mut self.windows).finish() {
             stats.windows.push(w);
         }
-        for (code, &n) in self.status.iter().enumerate() {
-            if n > 0 {
-                *stats.status.entry(code as u16).or_default() += n;
+        for (code, n) in self.status.iter_mut().enumerate() {
+            if *n > 0 {
+                *stats.status.entry(code as u16).or_default() += *n;
+                *n = 0;
             }
         }
         // Open model: the run lasts its scheduled window at least (rates are taken over
@@ -354,6 +419,12 @@ impl<'p> Worker<'p> {
         }
     }
 
+    /// The run's work is done and free connections close: never in a held run, whose
+    /// connections wait open for the next step.
+    pub(super) fn ending(&self, now: Instant) -> bool {
+        !self.hold && self.pacer.finished(now)
+    }
+
     /// End of warm-up: connection figures gathered so far are left out as well.
     fn forget_warmup(&mut self) {
         let s = &mut self.stats;
@@ -437,7 +508,7 @@ impl<'p> Worker<'p> {
                 }
                 Phase::Backoff => {
                     if now >= c.since {
-                        if self.pacer.finished(now) {
+                        if self.ending(now) {
                             self.close(i);
                         } else {
                             self.open(i, now);

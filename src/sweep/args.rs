@@ -213,7 +213,8 @@ impl SweepArgs {
         self.run.connections = connections;
         let r = &self.run;
         let mut scenario = scenario.map_err(|e| e.to_string())?;
-        scenario.load.duration = Some(self.step_warmup + self.step_duration);
+        // The engine measures `duration` after `warmup` (as `-z` after `--warmup`).
+        scenario.load.duration = Some(self.step_duration);
         scenario.load.warmup = self.step_warmup;
         scenario.load.requests = None;
         let spec = Spec {
@@ -278,7 +279,7 @@ mod tests {
             (500, 20000, Model::Open)
         );
         assert_eq!(p.spec.connections, Some(100), "the sweep's default -c");
-        assert_eq!(p.scenario.load.duration, Some(Duration::from_secs(22)));
+        assert_eq!(p.scenario.load.duration, Some(Duration::from_secs(20)));
         assert_eq!(p.scenario.load.warmup, Duration::from_secs(2));
         assert_eq!(
             p.load_for(700).schedule,

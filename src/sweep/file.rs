@@ -267,9 +267,23 @@ impl Sweep {
         Ok(text)
     }
 
+    /// Writes the file whole or not at all: into a temporary file beside it, renamed over
+    /// it, so that a sweep killed while writing leaves the previous version intact.
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let text = self.to_json()?;
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            // Not a file to replace (a pipe, /dev/stdout): written in place.
+            return std::fs::write(path, text).map_err(fail);
+        }
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".vblast-tmp");
+        let tmp = path.with_file_name(name);
+        std::fs::write(&tmp, text).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(e)
+        })
     }
 
     /// Reads a sweep file; None when the file is not a sweep (a run's results, or not

@@ -3,12 +3,17 @@
 //! one cleanup, then the answer, the results file and the exit status: 0 with an answer,
 //! 1 when the first step already breaks the objective, 2 for bad input.
 //!
-//! Each step is a `Session::step`, which runs the engine afresh: the connections of a
-//! step are opened before its warm-up and closed at its end, so rate steps do not share
-//! open connections; what reopening costs is measured per step (`timing.overhead_ms` in
-//! the results file) and the warm-up keeps it out of the figures.
+//! Rate steps run over one held engine (`Session::hold`): the connections are opened
+//! once, before the first step's warm-up, and stay open and idle while the search picks
+//! the next step; each step has its own schedule, warm-up and statistics. Steps that
+//! cannot share connections (closed-model steps, whose connection count is the load;
+//! worker processes; a cluster target; --no-keepalive) are each a `Session::step`, which
+//! opens and closes its own. What a step costs beyond its planned time is in
+//! `timing.overhead_ms` of the results file. The results file is written after every
+//! step.
 
 use std::io::Write;
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::engine;
@@ -16,14 +21,14 @@ use crate::error::{Ending, Error};
 use crate::live::Live;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::scenario::Workload;
-use crate::session::Session;
+use crate::scenario::{Load, Workload};
+use crate::session::{Session, StepResult};
 use crate::signals::Stop;
 
 use super::args::SweepArgs;
 use super::file::{Step, Sweep, Timing, judge};
 use super::render;
-use super::search::{End, Next};
+use super::search::{End, Next, Phase};
 
 fn out(bytes: &[u8]) {
     let mut o = std::io::stdout().lock();
@@ -40,7 +45,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
     };
     let text = args.run.out.format == crate::cli::Format::Text;
     let scenario = &plan.scenario;
-    let mut search = match plan.spec.search() {
+    let search = match plan.spec.search() {
         Ok(s) => s,
         Err(e) => return Ending::Failed(Error::Input(e)),
     };
@@ -58,7 +63,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         target.base()
     };
     spec.operation = session.op_names().join(",");
-    let mut sweep = Sweep {
+    let sweep = Sweep {
         vblast_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         host: crate::results::hostname(),
@@ -74,41 +79,164 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         let _ = render::header(&sweep.spec, &mut b);
         out(&b);
     }
-    let planned = scenario.load.warmup + scenario.load.duration.unwrap_or_default();
-    let mut judged = Vec::new();
-    let mut failure = None;
-    let end = loop {
-        let (load, phase) = match search.next() {
-            Next::Done(end) => break Some(end),
-            Next::Run { load, phase } => (load, phase),
-        };
-        let step_load = plan.load_for(load);
-        let live = Live::new(args.run.quiet, args.run.progress);
-        let show = |p: &[engine::Totals]| live.show(p);
-        let called = Instant::now();
-        let step = session.step(
-            &step_load,
-            live.enabled().then_some(&show as engine::ProgressFn<'_>),
-        );
-        let ended = Instant::now();
-        live.clear();
-        if let Some(s) = stop.signal() {
+    let mut steps = Steps {
+        args,
+        plan: &plan,
+        op_names: session.op_names(),
+        stop,
+        text,
+        search,
+        sweep,
+        judged: Vec::new(),
+        failure: None,
+        end: None,
+        saving: None,
+    };
+    let quiet = (steps.args.run.quiet, steps.args.run.progress);
+    if let Some((load, phase, first)) = steps.next() {
+        match session.hold_refusal(&first) {
+            Ok(None) => {
+                // Rate steps: the same threads and open connections for every step.
+                let live = Mutex::new(Live::new(quiet.0, quiet.1));
+                let enabled = live.lock().is_ok_and(|l| l.enabled());
+                let show = |p: &[engine::Totals]| {
+                    if let Ok(l) = live.lock() {
+                        l.show(p);
+                    }
+                };
+                let mut current = (load, phase, first.clone());
+                let mut called = Instant::now();
+                let mut on_step = |step: Result<StepResult, Error>| {
+                    let ended = Instant::now();
+                    if let Ok(mut l) = live.lock() {
+                        l.clear();
+                        *l = Live::new(quiet.0, quiet.1);
+                    }
+                    let (load, phase, step_load) = &current;
+                    if !steps.record(*load, *phase, step_load, step, called, ended) {
+                        return None;
+                    }
+                    let next = steps.next()?;
+                    current = next;
+                    called = Instant::now();
+                    Some(current.2.clone())
+                };
+                if let Err(e) = session.hold(
+                    &first,
+                    enabled.then_some(&show as engine::ProgressFn<'_>),
+                    &mut on_step,
+                ) {
+                    steps.fail(e);
+                }
+            }
+            Ok(Some(why)) => {
+                // Rate steps would share their connections: say why these do not.
+                if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+                    eprintln!("vblast: each step opens its own connections: {why}");
+                }
+                let mut next = Some((load, phase, first));
+                while let Some((load, phase, step_load)) = next {
+                    let live = Live::new(quiet.0, quiet.1);
+                    let show = |p: &[engine::Totals]| live.show(p);
+                    let called = Instant::now();
+                    let step = session.step(
+                        &step_load,
+                        live.enabled().then_some(&show as engine::ProgressFn<'_>),
+                    );
+                    let ended = Instant::now();
+                    live.clear();
+                    if !steps.record(load, phase, &step_load, step, called, ended) {
+                        break;
+                    }
+                    next = steps.next();
+                }
+            }
+            Err(e) => steps.fail(e),
+        }
+    }
+    // Before the final write, which must come last.
+    steps.saved();
+    let cleanup_started = Instant::now();
+    let cleanup = session.close();
+    steps.sweep.cleanup_s = cleanup_started.elapsed().as_secs_f64();
+    let Steps {
+        args,
+        sweep,
+        judged,
+        end,
+        failure,
+        ..
+    } = steps;
+    finish(args, &sweep, &judged, end, failure, cleanup, text)
+}
+
+/// The sweep as it goes: the search, the steps judged so far, and how it ended.
+struct Steps<'a> {
+    args: &'a SweepArgs,
+    plan: &'a super::args::Plan,
+    op_names: Vec<String>,
+    stop: &'a Stop,
+    text: bool,
+    search: super::search::Search,
+    sweep: Sweep,
+    judged: Vec<super::file::Judged>,
+    failure: Option<Error>,
+    end: Option<End>,
+    /// The file being written with the steps so far.
+    saving: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Steps<'_> {
+    /// The search's next load and that step's load shape (None: the search is done).
+    fn next(&mut self) -> Option<(u64, Phase, Load)> {
+        match self.search.next() {
+            Next::Done(end) => {
+                self.end = Some(end);
+                None
+            }
+            Next::Run { load, phase } => Some((load, phase, self.plan.load_for(load))),
+        }
+    }
+
+    /// The sweep ends with `e` and no answer.
+    fn fail(&mut self, e: Error) {
+        if let Some(s) = self.stop.signal() {
+            self.sweep.interrupted = true;
+            self.failure = Some(Error::Stopped(s));
+        } else {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    /// Judges, prints and saves the step just ended (called at `called`, ended at
+    /// `ended`); false when the sweep ends here (a signal, a failure, lost load).
+    fn record(
+        &mut self,
+        load: u64,
+        phase: Phase,
+        step_load: &Load,
+        step: Result<StepResult, Error>,
+        called: Instant,
+        ended: Instant,
+    ) -> bool {
+        if let Some(s) = self.stop.signal() {
             // The step was cut short: its figures are not a step's.
-            sweep.interrupted = true;
-            failure = Some(Error::Stopped(s));
-            break None;
+            self.sweep.interrupted = true;
+            self.failure = Some(Error::Stopped(s));
+            return false;
         }
         let step = match step {
             Ok(s) => s,
             Err(e) => {
-                failure = Some(e);
-                break None;
+                self.failure = Some(e);
+                return false;
             }
         };
         if let Some(lost) = step.outcome.lost {
-            failure = Some(Error::LostLoad(lost));
-            break None;
+            self.failure = Some(Error::LostLoad(lost));
+            return false;
         }
+        let sweep = &mut self.sweep;
         let info = RunInfo {
             target: sweep.spec.target.clone(),
             operation: sweep.spec.operation.clone(),
@@ -126,8 +254,8 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         let results = Results::build(
             info,
             step.outcome.stats,
-            session.op_names(),
-            scenario.redacted(),
+            self.op_names.clone(),
+            self.plan.scenario.redacted(),
             step.started_at,
         );
         let j = judge(&sweep.spec, load, &results);
@@ -137,17 +265,19 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
             results,
             timing: Timing::default(),
         };
-        if text {
+        if self.text {
             let mut b = Vec::new();
             let _ = render::row(sweep.steps.len(), &s, &j, &mut b);
             out(&b);
         }
+        let planned = step_load.warmup + step_load.duration.unwrap_or_default();
         let wall = ended.duration_since(called);
         s.timing = Timing {
             report_ready_ms: ended.elapsed().as_secs_f64() * 1000.0,
             overhead_ms: wall.saturating_sub(planned).as_secs_f64() * 1000.0,
         };
-        if std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+        let timing = std::env::var_os("VBLAST_SWEEP_TIMING").is_some();
+        if timing {
             eprintln!(
                 "vblast: step {} report ready {:.2} ms after its end; {:.0} ms beyond its planned {:.1} s (connections opened {})",
                 sweep.steps.len() + 1,
@@ -157,14 +287,41 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
                 j.summary.connections_opened
             );
         }
-        search.record(j.verdict);
+        self.search.record(j.verdict);
         sweep.steps.push(s);
-        judged.push(j);
-    };
-    let cleanup_started = Instant::now();
-    let cleanup = session.close();
-    sweep.cleanup_s = cleanup_started.elapsed().as_secs_f64();
-    finish(args, &sweep, &judged, end, failure, cleanup, text)
+        self.judged.push(j);
+        // The file holds every step so far, so a sweep killed mid-way leaves them; until
+        // the sweep ends it says "interrupted" (the final write says how it ended). It is
+        // written by a thread of its own, so the next step need not wait for it.
+        if let Some(path) = &self.args.run.out.output {
+            let mut copy = sweep.clone();
+            self.saved();
+            copy.interrupted = true;
+            let path = path.clone();
+            self.saving = Some(std::thread::spawn(move || {
+                let written = Instant::now();
+                if let Err(e) = copy.write(&path) {
+                    eprintln!("vblast: {e}");
+                }
+                if timing {
+                    eprintln!(
+                        "vblast: step {} saved to {} in {:.2} ms",
+                        copy.steps.len(),
+                        path.display(),
+                        written.elapsed().as_secs_f64() * 1000.0
+                    );
+                }
+            }));
+        }
+        true
+    }
+
+    /// Waits for the last step's file to be written.
+    fn saved(&mut self) {
+        if let Some(h) = self.saving.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// The answer, the files, and the exit status.

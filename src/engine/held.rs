@@ -1,0 +1,170 @@
+//! Held runs: several load steps over the same event-loop threads and the same open
+//! connections. The threads open their connections once; each step then runs its own
+//! schedule (rate, warm-up, duration) with its own pacer and statistics (warm-up left
+//! out, latency corrected against that step's schedule), and its results come back to
+//! the controller, which decides the next step while the connections wait open and idle.
+//!
+//! The step boundary is the only place the threads and the controller talk, over
+//! channels: a thread sends its step's statistics when its schedule is done and every
+//! request it started is answered, then blocks on its own channel for the next step
+//! (with the instant it starts). Nothing is added per request.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::{EnginePlan, LocalGate, ProgressFn, Totals, build_workers};
+use crate::schedule::Schedule;
+use crate::signals::Stop;
+use crate::stats::Stats;
+
+/// What changes from one step of a held run to the next.
+#[derive(Clone, Debug)]
+pub struct StepPlan {
+    /// Open model: the step's schedule (its times counted from the step's start).
+    pub schedule: Option<Schedule>,
+    pub warmup: Duration,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+}
+
+impl StepPlan {
+    /// The plan's own step (the first of a held run, the only one of a single run).
+    pub fn of(plan: &EnginePlan) -> StepPlan {
+        StepPlan {
+            schedule: plan.schedule.clone(),
+            warmup: plan.warmup,
+            duration: plan.duration,
+            requests: plan.requests,
+        }
+    }
+}
+
+/// A thread's end of the step protocol.
+pub(super) struct Link {
+    local: usize,
+    done: Sender<(usize, Result<Stats, String>)>,
+    next: Receiver<Option<(StepPlan, Instant)>>,
+}
+
+impl Link {
+    /// Sends this thread's results of the step just ended.
+    pub(super) fn done(&self, result: Result<Stats, String>) {
+        let _ = self.done.send((self.local, result));
+    }
+
+    /// Waits for the next step and the instant it starts (None: the run is over).
+    pub(super) fn next(&self) -> Option<(StepPlan, Instant)> {
+        self.next.recv().ok().flatten()
+    }
+}
+
+/// Runs `plan` (its own schedule as the first step), then each step `next` returns,
+/// over the same threads and connections, until it returns None. `next` receives each
+/// step's merged statistics (or the first thread failure, after which the run ends).
+/// Only keep-alive runs in one process hold their connections; every step must keep the
+/// first one's model (open or closed).
+pub fn run_held(
+    plan: &EnginePlan,
+    stop: &Stop,
+    progress: Option<ProgressFn<'_>>,
+    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
+) -> Result<(), String> {
+    if !plan.keepalive {
+        return Err("a held run needs keep-alive connections".into());
+    }
+    let threads = plan.threads_here;
+    let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
+    let workers = build_workers(plan, progress.map(|_| &report))?;
+    drop(report);
+    let gate = LocalGate::new(threads);
+    let (done, dones) = crossbeam_channel::unbounded();
+    let open_model = plan.schedule.is_some();
+    std::thread::scope(|s| {
+        let mut steps = Vec::with_capacity(threads);
+        for (local, (worker, core)) in workers.into_iter().enumerate() {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            steps.push(tx);
+            let link = Link {
+                local,
+                done: done.clone(),
+                next: rx,
+            };
+            let gate = &gate;
+            s.spawn(move || {
+                if let Some(c) = core {
+                    core_affinity::set_for_current(c);
+                }
+                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    worker.run_held(stop, gate, &link)
+                }));
+                if ran.is_err() {
+                    link.done(Err("an event-loop thread panicked".into()));
+                }
+            });
+        }
+        drop(done);
+        let mut reports = reports;
+        let mut latest = vec![Totals::default(); threads];
+        let mut total = Stats::new(plan.ops.len());
+        let mut failure: Option<String> = None;
+        let mut got = 0;
+        loop {
+            crossbeam_channel::select! {
+                recv(reports) -> m => match m {
+                    Ok((thread, p)) => {
+                        latest[thread] = p;
+                        if let Some(show) = progress {
+                            show(&latest);
+                        }
+                    }
+                    // Every thread has ended: nothing more to relay.
+                    Err(_) => reports = crossbeam_channel::never(),
+                },
+                recv(dones) -> m => {
+                    let Ok((_, result)) = m else {
+                        // Every thread has ended.
+                        break;
+                    };
+                    match result {
+                        Ok(stats) => total.merge(&stats),
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                        }
+                    }
+                    got += 1;
+                    if got < threads {
+                        continue;
+                    }
+                    got = 0;
+                    latest.iter_mut().for_each(|t| *t = Totals::default());
+                    let merged = std::mem::replace(&mut total, Stats::new(plan.ops.len()));
+                    let step = match failure.take() {
+                        Some(e) => {
+                            next(Err(e));
+                            None
+                        }
+                        None => next(Ok(merged)),
+                    };
+                    let step = match step {
+                        Some(st) if st.schedule.is_some() != open_model => {
+                            next(Err("a held run cannot change between the open and the closed model".into()));
+                            None
+                        }
+                        other => other,
+                    };
+                    // The step starts now for every thread (its connections are open).
+                    let at = Instant::now();
+                    for tx in &steps {
+                        let _ = tx.send(step.clone().map(|st| (st, at)));
+                    }
+                    if step.is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    Ok(())
+}
