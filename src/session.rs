@@ -384,7 +384,9 @@ impl Session {
                 .collect(),
         };
         let roles: Vec<String> = cluster.view.nodes.iter().map(|n| n.state.word()).collect();
-        let watch = (cluster.mode == NodesMode::Active && layout.processes == 1).then(|| {
+        // The watcher runs in this process; worker processes hear of its moves from the
+        // coordinator (src/orchestrate/).
+        let watch = (cluster.mode == NodesMode::Active).then(|| {
             (
                 cluster.prober.clone(),
                 cluster.targets.clone(),
@@ -393,6 +395,8 @@ impl Session {
         });
         let mut total: Option<Outcome> = None;
         let mut elapsed = 0.0;
+        // --nodes each: where the next step begins in the timeline (src/nodes.rs).
+        let mut at_second = 0;
         for nodes in plans {
             let plan = EnginePlan {
                 target: nodes.targets[nodes.pick(0)].clone(),
@@ -404,8 +408,9 @@ impl Session {
             if let Some(w) = watcher {
                 w.stop();
             }
-            let outcome = outcome?;
+            let mut outcome = outcome?;
             elapsed += outcome.stats.elapsed_s;
+            at_second = crate::nodes::place_step(&mut outcome.stats, at_second);
             match &mut total {
                 None => total = Some(outcome),
                 Some(t) => {
