@@ -100,7 +100,13 @@ fi
 
 VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") "$VBLAST" -c "${C:-16}" -z "${SECS}s" --op kv-read --allow-errors "$@" &
 VB=$!
-sleep $((SECS / 3))
+# The failure comes a third of the way into the load: after the setup (its mount appears on
+# the active node, then its secrets are written), not during it.
+for _ in $(seq 600); do
+    curl -s -H "X-Vault-Token: $VAULT_TOKEN" "${ADDRS[$A]}/v1/sys/mounts" | grep -q '"vblast-' && break
+    sleep 0.1
+done
+sleep $((SECS / 3 + 1))
 case "$FAILURE" in
 kill)
     echo "ha-demo: kill -9 the active node ${ADDRS[$A]} (pid ${PIDS[$((A + 1))]}) at $(date -u +%T.%3N)" >&2
