@@ -98,15 +98,19 @@ if [ "${KEEP:-0}" = 1 ]; then
     trap - EXIT; wait; exit 0
 fi
 
-VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") "$VBLAST" -c "${C:-16}" -z "${SECS}s" --op kv-read --allow-errors "$@" &
+# vblast's messages go to a file (its --progress lines say when the load has begun) and
+# are shown after the run.
+VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") "$VBLAST" -c "${C:-16}" -z "${SECS}s" --op kv-read \
+    --allow-errors --progress "$@" 2>"$DIR/vblast.err" &
 VB=$!
-# The failure comes a third of the way into the load: after the setup (its mount appears on
-# the active node, then its secrets are written), not during it.
-for _ in $(seq 600); do
-    curl -s -H "X-Vault-Token: $VAULT_TOKEN" "${ADDRS[$A]}/v1/sys/mounts" | grep -q '"vblast-' && break
+# The failure comes a third of the way into the load, after the setup (a failure during
+# the seeding fails the setup): counted from vblast's first progress line, one second in.
+for _ in $(seq 1200); do
+    grep -q '^progress:' "$DIR/vblast.err" 2>/dev/null && break
+    kill -0 "$VB" 2>/dev/null || break
     sleep 0.1
 done
-sleep $((SECS / 3 + 1))
+sleep $((SECS / 3 > 1 ? SECS / 3 - 1 : 0))
 case "$FAILURE" in
 kill)
     echo "ha-demo: kill -9 the active node ${ADDRS[$A]} (pid ${PIDS[$((A + 1))]}) at $(date -u +%T.%3N)" >&2
@@ -116,6 +120,7 @@ kill)
     VAULT_ADDR=${ADDRS[$A]} HOME=$DIR "$BAO" operator "$FAILURE" >/dev/null ;;
 esac
 wait "$VB" || true
+grep -v '^progress:' "$DIR/vblast.err" >&2 || true
 for i in "${!ADDRS[@]}"; do
     [ "$i" = "$A" ] && [ "$FAILURE" = kill ] && continue
     curl -s "${ADDRS[$i]}/v1/sys/leader" | jq -r 'select(.is_self) | "ha-demo: cluster: new active node \(.leader_address) since \(.active_time)"' >&2 || true
