@@ -499,6 +499,14 @@ impl Session {
         }
         let mut left = Vec::new();
         let stop = self.stop.clone();
+        // A cluster may have failed over since the last step, or during the setup: what
+        // was created goes from the node active now.
+        if !self.created().is_empty()
+            && let Some(c) = &self.cluster
+            && let Some(i) = active_now(c, &stop)
+        {
+            self.target = c.targets[i].clone();
+        }
         let mut client = self.client(CLEANUP_TIMEOUT);
         for f in self.fixtures.iter_mut().rev() {
             let created = f.created();
@@ -533,6 +541,25 @@ impl Session {
         if let Err(e) = self.close() {
             eprintln!("vblast: {e}");
         }
+    }
+}
+
+/// How long the cleanup waits for a cluster to have an active node again (a PostgreSQL HA
+/// lock outlives a killed node by up to 15 s).
+const CLEANUP_ACTIVE_WAIT: Duration = Duration::from_secs(20);
+
+/// The cluster's active node now, waiting up to `CLEANUP_ACTIVE_WAIT` for one (not after
+/// a second signal); None: no node became active.
+fn active_now(c: &ClusterRun, stop: &Stop) -> Option<usize> {
+    let deadline = std::time::Instant::now() + CLEANUP_ACTIVE_WAIT;
+    loop {
+        if let Some(i) = c.prober.probe(&c.targets).active() {
+            return Some(i);
+        }
+        if std::time::Instant::now() >= deadline || stop.is_urgent() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -465,6 +465,36 @@ fn sealing_or_stepping_down_the_active_node_mid_run_moves_the_load() {
     // after the window may come through it, before the watcher has moved the load.
     let window = assert_one_window_ended_on(&out, &c, old, new, &[old, new]);
     compare_with_leader("step-down", window, leader_change(&c, new, stepped_at));
+
+    // Sealed during the setup (while thousands of secrets are written): the setup fails,
+    // and what it created goes from the node active after the failover.
+    let (out, _, old) = failover_run(
+        &mut c,
+        &[
+            "-c",
+            "2",
+            "-z",
+            "3s",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "5000",
+        ],
+        &[],
+        Duration::ZERO,
+        |c, old| c.seal(old),
+    );
+    assert_ne!(out.code, Some(0), "{}", out.show());
+    assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(30))
+        .expect("a new active node");
+    let (_, mounts) = c.api(new, "GET", "/v1/sys/mounts", None);
+    assert!(
+        !mounts.contains("\"vblast-") && !out.stderr.contains("is left on"),
+        "{mounts}\n{}",
+        out.show()
+    );
 }
 
 #[test]
