@@ -352,7 +352,9 @@ impl Session {
                 .collect(),
         };
         let roles: Vec<String> = cluster.view.nodes.iter().map(|n| n.state.word()).collect();
-        let watch = (cluster.mode == NodesMode::Active && layout.processes == 1).then(|| {
+        // The watcher runs in this process; worker processes hear of its moves from the
+        // coordinator (src/orchestrate/).
+        let watch = (cluster.mode == NodesMode::Active).then(|| {
             (
                 cluster.prober.clone(),
                 cluster.targets.clone(),
@@ -361,6 +363,8 @@ impl Session {
         });
         let mut total: Option<Outcome> = None;
         let mut elapsed = 0.0;
+        // --nodes each: where the next step begins in the timeline (src/nodes.rs).
+        let mut at_second = 0;
         for nodes in plans {
             let plan = EnginePlan {
                 target: nodes.targets[nodes.pick(0)].clone(),
@@ -372,8 +376,9 @@ impl Session {
             if let Some(w) = watcher {
                 w.stop();
             }
-            let outcome = outcome?;
+            let mut outcome = outcome?;
             elapsed += outcome.stats.elapsed_s;
+            at_second = crate::nodes::place_step(&mut outcome.stats, at_second);
             match &mut total {
                 None => total = Some(outcome),
                 Some(t) => {
@@ -556,6 +561,14 @@ impl Session {
         }
         let mut left = Vec::new();
         let stop = self.stop.clone();
+        // A cluster may have failed over since the last step, or during the setup: what
+        // was created goes from the node active now.
+        if !self.created().is_empty()
+            && let Some(c) = &self.cluster
+            && let Some(i) = active_now(c, &stop)
+        {
+            self.target = c.targets[i].clone();
+        }
         let mut client = self.client(CLEANUP_TIMEOUT);
         for f in self.fixtures.iter_mut().rev() {
             let created = f.created();
@@ -590,6 +603,25 @@ impl Session {
         if let Err(e) = self.close() {
             eprintln!("vblast: {e}");
         }
+    }
+}
+
+/// How long the cleanup waits for a cluster to have an active node again (a PostgreSQL HA
+/// lock outlives a killed node by up to 15 s).
+const CLEANUP_ACTIVE_WAIT: Duration = Duration::from_secs(20);
+
+/// The cluster's active node now, waiting up to `CLEANUP_ACTIVE_WAIT` for one (not after
+/// a second signal); None: no node became active.
+fn active_now(c: &ClusterRun, stop: &Stop) -> Option<usize> {
+    let deadline = std::time::Instant::now() + CLEANUP_ACTIVE_WAIT;
+    loop {
+        if let Some(i) = c.prober.probe(&c.targets).active() {
+            return Some(i);
+        }
+        if std::time::Instant::now() >= deadline || stop.is_urgent() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -290,6 +290,24 @@ impl Timeline {
         self.iter().collect()
     }
 
+    /// The last second that holds a request, if any.
+    pub fn last_second(&self) -> Option<u64> {
+        if self.current.requests > 0 {
+            return Some(self.current_index);
+        }
+        self.closed.last().map(|r| r.0)
+    }
+
+    /// Moves every second `by` seconds later (a step that began that far into the run).
+    pub fn shift(&mut self, by: u64) {
+        for row in &mut self.closed {
+            row.0 += by;
+        }
+        if self.current.requests > 0 {
+            self.current_index += by;
+        }
+    }
+
     /// Adds another timeline, second by second: a merge of two sorted lists in which only
     /// the seconds both have are decompressed, two histograms at a time.
     pub fn merge(&mut self, other: &Timeline) {

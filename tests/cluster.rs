@@ -4,6 +4,9 @@
 
 mod common;
 
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
 use common::cluster::Cluster;
 
 #[test]
@@ -142,6 +145,17 @@ fn active_mode_loads_only_the_active_node_and_all_mode_every_node() {
         out.show()
     );
     assert_eq!(common::run::u(&out.json()["requests"]), 200);
+    // Each node's step has its own seconds in the timeline: the first node's 100 requests
+    // fill the first seconds, the second node's begin after them (not at second 0 again).
+    let timeline = out.json()["timeline"].as_array().unwrap().clone();
+    let mut sum = 0;
+    let mut prefix = Vec::new();
+    for s in &timeline {
+        sum += common::run::u(&s["requests"]);
+        prefix.push(sum);
+    }
+    assert_eq!(sum, 200, "{}", out.show());
+    assert!(prefix.contains(&100), "steps overlap: {}", out.show());
 
     // A write through the standby is forwarded to the active node; with
     // --no-forwarding the standby answers on its own, and cannot write.
@@ -259,61 +273,64 @@ fn bad_clusters_are_refused_before_load() {
     assert!(out.stderr.contains("unreachable"), "{}", out.show());
 }
 
-#[test]
-fn killing_the_active_node_mid_run_gives_one_window_and_load_moves_to_the_new_active() {
-    let mut c = Cluster::start(2);
-    let old = c.active().unwrap();
-    let new = 1 - old;
-    let mut cmd = cluster_cmd(
-        &c,
-        &[
-            "-c",
-            "8",
-            "-z",
-            "32s",
-            "--op",
-            "kv-read",
-            "--secrets",
-            "10",
-            "--format",
-            "json",
-            "--allow-errors",
-            "-q",
-        ],
-    );
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let running = common::run::spawn(cmd);
-    // Let the run get going (setup and the first seconds of load), then kill the active
-    // node without a goodbye.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !c.log(old).contains("vblast-") && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+/// Starts a `--nodes active` run, waits until its setup reached the active node and
+/// `after` more, does `action` to the active node, and returns the finished run with the
+/// instant of the action and the active node at the start.
+fn failover_run(
+    c: &mut Cluster,
+    args: &[&str],
+    env: &[(&str, &str)],
+    after: Duration,
+    action: impl FnOnce(&mut Cluster, usize),
+) -> (common::run::Out, SystemTime, usize) {
+    let old = c.active().expect("an active node");
+    let mut cmd = cluster_cmd(c, args);
+    for (k, v) in env {
+        cmd.env(k, v);
     }
-    std::thread::sleep(std::time::Duration::from_secs(4));
-    let killed_at = std::time::SystemTime::now();
-    c.kill(old);
-    let out = running.finish(std::time::Duration::from_secs(90));
-    out.assert_code(0);
-    assert_eq!(c.active(), Some(new), "{}", c.logs());
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let running = common::run::spawn(cmd);
+    assert!(
+        c.wait_for_vblast_mount(old, Duration::from_secs(30)),
+        "the run's setup never reached node {old}"
+    );
+    std::thread::sleep(after);
+    let at = SystemTime::now();
+    action(c, old);
+    (running.finish(Duration::from_secs(90)), at, old)
+}
+
+/// The failover left one window holding every failed request of the run, ended by a
+/// success on `new`; the new active node answered everything sent to it; the timeline
+/// has no failure outside the window and successes after it. Returns (start, end).
+fn assert_one_window(out: &common::run::Out, c: &Cluster, old: usize, new: usize) -> (f64, f64) {
+    assert_one_window_ended_on(out, c, old, new, &[new])
+}
+
+/// `assert_one_window`, with the first success after the window on one of `ended_on`.
+fn assert_one_window_ended_on(
+    out: &common::run::Out,
+    c: &Cluster,
+    old: usize,
+    new: usize,
+    ended_on: &[usize],
+) -> (f64, f64) {
     let v = out.json();
     let windows = v["windows"].as_array().expect("windows in the report");
     assert_eq!(windows.len(), 1, "{}", out.show());
     let w = &windows[0];
     let failed = common::run::u(&v["failed"]);
     assert!(failed > 0, "{}", out.show());
-    // Every failed request of the run fell in the window.
     assert_eq!(common::run::u(&w["failed"]), failed, "{}", out.show());
-    assert_eq!(
-        w["recovered_on"],
-        c.nodes[new].addr.as_str(),
+    assert!(
+        ended_on
+            .iter()
+            .any(|&n| w["recovered_on"] == c.nodes[n].addr.as_str()),
         "{}",
         out.show()
     );
     let (start, end) = (w["start_s"].as_f64().unwrap(), w["end_s"].as_f64().unwrap());
     assert!(end > start, "{}", out.show());
-    // The new active node answered everything sent to it; the timeline shows no failure
-    // after the window and successes in it again.
     let rows = node_rows(&v);
     assert!(
         rows[new].2 > 0 && rows[new].2 == rows[new].3,
@@ -323,15 +340,7 @@ fn killing_the_active_node_mid_run_gives_one_window_and_load_moves_to_the_new_ac
     assert!(rows[old].3 > 0, "{}", out.show());
     for s in v["timeline"].as_array().unwrap() {
         let sec = common::run::u(&s["second"]) as f64;
-        if sec > end.ceil() {
-            assert_eq!(
-                common::run::u(&s["errors"]),
-                0,
-                "second {sec}: {}",
-                out.show()
-            );
-        }
-        if sec + 1.0 < start.floor() {
+        if sec > end.ceil() || sec + 1.0 < start.floor() {
             assert_eq!(
                 common::run::u(&s["errors"]),
                 0,
@@ -349,21 +358,189 @@ fn killing_the_active_node_mid_run_gives_one_window_and_load_moves_to_the_new_ac
         "{}",
         out.show()
     );
-    // The cluster's own leader change: the new active node's active_time.
+    (start, end)
+}
+
+/// The cluster's own leader change: from `at` to the new active node's `active_time`
+/// (sys/leader), in seconds.
+fn leader_change(c: &Cluster, new: usize, at: SystemTime) -> f64 {
     let (_, leader) = c.api(new, "GET", "/v1/sys/leader", None);
     let leader: serde_json::Value = serde_json::from_str(&leader).unwrap();
     let active_since =
         humantime::parse_rfc3339(leader["active_time"].as_str().expect("active_time")).unwrap();
-    let change = active_since
-        .duration_since(killed_at)
-        .expect("the new node became active after the kill")
-        .as_secs_f64();
+    active_since
+        .duration_since(at)
+        .expect("the new node became active after the failure")
+        .as_secs_f64()
+}
+
+/// Under VBLAST_STRICT_TIMING=1: the window's length is the cluster's leader change
+/// within a second. Always printed.
+fn compare_with_leader(what: &str, (start, end): (f64, f64), change: f64) {
     let length = end - start;
-    eprintln!("window {length:.3}s, leader change {change:.3}s");
+    eprintln!("{what}: window {length:.3}s, leader change {change:.3}s");
     if common::run::strict_timing() {
         assert!(
             (length - change).abs() < 1.0,
-            "window {length:.3}s against the cluster's leader change {change:.3}s"
+            "{what}: window {length:.3}s against the cluster's leader change {change:.3}s"
         );
     }
+}
+
+/// A short closed-model kv-read run for the failover tests.
+fn failover_args(secs: &'static str, conns: &'static str) -> Vec<&'static str> {
+    vec![
+        "-c",
+        conns,
+        "-z",
+        secs,
+        "--op",
+        "kv-read",
+        "--secrets",
+        "10",
+        "--format",
+        "json",
+        "--allow-errors",
+        "-q",
+    ]
+}
+
+#[test]
+fn killing_the_active_node_mid_run_gives_one_window_and_load_moves_to_the_new_active() {
+    let mut c = Cluster::start(2);
+    let (out, killed_at, old) = failover_run(
+        &mut c,
+        &failover_args("32s", "8"),
+        &[],
+        Duration::from_secs(4),
+        |c, old| c.kill(old),
+    );
+    let new = 1 - old;
+    out.assert_code(0);
+    assert_eq!(c.active(), Some(new), "{}", c.logs());
+    let window = assert_one_window(&out, &c, old, new);
+    compare_with_leader("kill", window, leader_change(&c, new, killed_at));
+}
+
+#[test]
+fn sealing_or_stepping_down_the_active_node_mid_run_moves_the_load() {
+    let mut c = Cluster::start(3);
+    // Sealed: the node fails the requests it holds (500), holds new ones until it is
+    // sealed, then answers 503 until the run leaves it; a standby takes the lock.
+    let (out, sealed_at, old) = failover_run(
+        &mut c,
+        &failover_args("10s", "8"),
+        &[],
+        Duration::from_secs(2),
+        |c, old| c.seal(old),
+    );
+    out.assert_code(0);
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(30))
+        .expect("a new active node");
+    assert_eq!(c.health(old), Some(503), "{}", c.logs());
+    let window = assert_one_window(&out, &c, old, new);
+    compare_with_leader("seal", window, leader_change(&c, new, sealed_at));
+
+    // The sealed node comes back as a standby; then the active one steps down.
+    c.unseal(old);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while c.health(old) != Some(429) {
+        assert!(std::time::Instant::now() < deadline, "{}", c.logs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (out, stepped_at, old) = failover_run(
+        &mut c,
+        &failover_args("10s", "8"),
+        &[],
+        Duration::from_secs(2),
+        |c, old| c.step_down(old),
+    );
+    out.assert_code(0);
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(30))
+        .expect("a new active node");
+    // The node that stepped down fails requests (500, some 307) until a standby holds the
+    // lock; then, a standby itself, it forwards to the new active node: the first success
+    // after the window may come through it, before the watcher has moved the load.
+    let window = assert_one_window_ended_on(&out, &c, old, new, &[old, new]);
+    compare_with_leader("step-down", window, leader_change(&c, new, stepped_at));
+
+    // Sealed during the setup (while thousands of secrets are written): the setup fails,
+    // and what it created goes from the node active after the failover.
+    let (out, _, old) = failover_run(
+        &mut c,
+        &[
+            "-c",
+            "2",
+            "-z",
+            "3s",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "5000",
+        ],
+        &[],
+        Duration::ZERO,
+        |c, old| c.seal(old),
+    );
+    assert_ne!(out.code, Some(0), "{}", out.show());
+    assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(30))
+        .expect("a new active node");
+    let (_, mounts) = c.api(new, "GET", "/v1/sys/mounts", None);
+    assert!(
+        !mounts.contains("\"vblast-") && !out.stderr.contains("is left on"),
+        "{mounts}\n{}",
+        out.show()
+    );
+}
+
+#[test]
+fn worker_processes_follow_a_failover() {
+    let mut c = Cluster::start(2);
+    // 32 connections in processes of 16 descriptors' room: two worker processes.
+    let mut args = failover_args("24s", "32");
+    args.extend(["-t", "2"]);
+    let (out, killed_at, old) = failover_run(
+        &mut c,
+        &args,
+        &[("VBLAST_PROCESS_FDS", "116")],
+        Duration::from_secs(3),
+        |c, old| c.kill(old),
+    );
+    let new = 1 - old;
+    out.assert_code(0);
+    let v = out.json();
+    assert!(
+        common::run::u(&v["run"]["processes"]) >= 2,
+        "{}",
+        out.show()
+    );
+    assert_eq!(c.active(), Some(new), "{}", c.logs());
+    let window = assert_one_window(&out, &c, old, new);
+    compare_with_leader(
+        "kill, worker processes",
+        window,
+        leader_change(&c, new, killed_at),
+    );
+}
+
+#[test]
+fn a_raft_cluster_fails_over_to_the_new_leader() {
+    let mut c = Cluster::start_raft(3);
+    let (out, killed_at, old) = failover_run(
+        &mut c,
+        &failover_args("12s", "8"),
+        &[],
+        Duration::from_secs(3),
+        |c, old| c.kill(old),
+    );
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("no new leader:\n{}", c.logs()));
+    out.assert_code(0);
+    let window = assert_one_window(&out, &c, old, new);
+    compare_with_leader("raft kill", window, leader_change(&c, new, killed_at));
 }

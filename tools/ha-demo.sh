@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Starts a real OpenBao HA cluster on loopback (a private PostgreSQL holding the storage and
-# the HA lock, NODES nodes, default 3), runs vblast against it with --nodes active, kills the
-# active node with SIGKILL in the middle of the run, and prints vblast's report: the cluster
-# before the run, a row per node, and the window of unavailability the failover left, beside
-# the cluster's own leader change (sys/leader's active_time on the new active node).
+# the HA lock, NODES nodes, default 3), runs vblast against it with --nodes active, takes the
+# active node away in the middle of the run (FAILURE: kill, the default, is SIGKILL; seal is
+# `bao operator seal`; step-down is `bao operator step-down`), and prints vblast's report: the
+# cluster before the run, a row per node, and the window of unavailability the failover left,
+# beside the cluster's own leader change (sys/leader's active_time on the new active node).
 #
-#   tools/ha-demo.sh [SECONDS] [extra vblast flags...]     (default 30 s, kill at a third)
+#   tools/ha-demo.sh [SECONDS] [extra vblast flags...]     (default 30 s, failure at a third)
 #   C=64 NODES=2 tools/ha-demo.sh 20   connections and nodes
+#   FAILURE=seal tools/ha-demo.sh 12   seal the active node instead (or FAILURE=step-down)
 #   KEEP=1 tools/ha-demo.sh    leaves the cluster running and prints how to reach it
 #
 # Everything it starts is stopped by pid on exit; its temporary directory is removed.
@@ -14,6 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-30}; shift || true
 NODES=${NODES:-3}
+FAILURE=${FAILURE:-kill}
+case "$FAILURE" in kill|seal|step-down) ;; *)
+    echo "ha-demo: FAILURE must be kill, seal or step-down, not '$FAILURE'" >&2; exit 2 ;;
+esac
 BAO=${VBLAST_BAO:-$(tools/deps.sh | tail -n1)}
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort | tail -n1)
 [ -x "$PGBIN/postgres" ] || { echo "ha-demo: PostgreSQL not found (tools/deps.sh installs it)" >&2; exit 2; }
@@ -92,13 +98,30 @@ if [ "${KEEP:-0}" = 1 ]; then
     trap - EXIT; wait; exit 0
 fi
 
-VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") "$VBLAST" -c "${C:-16}" -z "${SECS}s" --op kv-read --allow-errors "$@" &
+# vblast's messages go to a file (its --progress lines say when the load has begun) and
+# are shown after the run.
+VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") "$VBLAST" -c "${C:-16}" -z "${SECS}s" --op kv-read \
+    --allow-errors --progress "$@" 2>"$DIR/vblast.err" &
 VB=$!
-sleep $((SECS / 3))
-echo "ha-demo: kill -9 the active node ${ADDRS[$A]} (pid ${PIDS[$((A + 1))]}) at $(date -u +%T.%3N)" >&2
-kill -9 "${PIDS[$((A + 1))]}"
+# The failure comes a third of the way into the load, after the setup (a failure during
+# the seeding fails the setup): counted from vblast's first progress line, one second in.
+for _ in $(seq 1200); do
+    grep -q '^progress:' "$DIR/vblast.err" 2>/dev/null && break
+    kill -0 "$VB" 2>/dev/null || break
+    sleep 0.1
+done
+sleep $((SECS / 3 > 1 ? SECS / 3 - 1 : 0))
+case "$FAILURE" in
+kill)
+    echo "ha-demo: kill -9 the active node ${ADDRS[$A]} (pid ${PIDS[$((A + 1))]}) at $(date -u +%T.%3N)" >&2
+    kill -9 "${PIDS[$((A + 1))]}" ;;
+*)
+    echo "ha-demo: bao operator $FAILURE on the active node ${ADDRS[$A]} at $(date -u +%T.%3N)" >&2
+    VAULT_ADDR=${ADDRS[$A]} HOME=$DIR "$BAO" operator "$FAILURE" >/dev/null ;;
+esac
 wait "$VB" || true
+grep -v '^progress:' "$DIR/vblast.err" >&2 || true
 for i in "${!ADDRS[@]}"; do
-    [ "$i" = "$A" ] && continue
+    [ "$i" = "$A" ] && [ "$FAILURE" = kill ] && continue
     curl -s "${ADDRS[$i]}/v1/sys/leader" | jq -r 'select(.is_self) | "ha-demo: cluster: new active node \(.leader_address) since \(.active_time)"' >&2 || true
 done

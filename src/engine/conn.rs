@@ -470,7 +470,10 @@ impl Worker<'_> {
             let node = self.conns[i].node;
             if let Some(n) = s.nodes.get_mut(node) {
                 n.requests += 1;
-                self.windows.failed(since.as_secs_f64());
+                let sent = req
+                    .sent
+                    .saturating_duration_since(self.pacer.measure_from());
+                self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
             }
         }
     }
@@ -744,14 +747,18 @@ impl Worker<'_> {
                 let at = now
                     .saturating_duration_since(self.pacer.measure_from())
                     .as_secs_f64();
+                let sent = req
+                    .sent
+                    .saturating_duration_since(self.pacer.measure_from())
+                    .as_secs_f64();
                 if ok {
                     n.ok += 1;
-                    if let Some(w) = self.windows.ok(at, node) {
+                    if let Some(w) = self.windows.ok(at, sent, node) {
                         s.windows.push(w);
                     }
                 } else if quota.is_none() {
                     // (a throttled answer is the quota at work, not unavailability)
-                    self.windows.failed(at);
+                    self.windows.failed(at, sent);
                 }
             }
             // ab's per-run facts: the first document, its length, and keep-alive reuse.

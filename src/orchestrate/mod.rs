@@ -1,7 +1,8 @@
 //! Spreading a run over worker processes when one process may not hold enough file
 //! descriptors: the layout of processes and threads, and the coordinator's side of the
-//! worker protocol (`protocol`): start the workers, start them together, relay a stop,
-//! collect and merge their results losslessly, and account for any worker that is lost.
+//! worker protocol (`protocol`): start the workers, start them together, relay a stop and
+//! the moves of a cluster's active node, collect and merge their results losslessly, and
+//! account for any worker that is lost.
 //! `worker` is the other side. The engine knows nothing of processes.
 
 pub mod protocol;
@@ -235,6 +236,13 @@ pub fn run_workers(
     let mut go_sent = false;
     let mut latest = vec![Totals::default(); workers.len()];
     let mut clock_start = None;
+    // --nodes active: the route the session's watcher moves, and the node the workers
+    // were last told (their plan's).
+    let route = plans.first().and_then(|p| p.nodes.route.clone());
+    let mut told = plans
+        .first()
+        .and_then(|p| p.nodes.use_nodes.first().copied())
+        .unwrap_or(0);
     if start_failure.is_some() {
         for w in &mut workers {
             w.tell(&ToWorker::Stop);
@@ -270,6 +278,16 @@ pub fn run_workers(
                 w.tell(&ToWorker::Go { at_unix_ns: at });
             }
             go_sent = true;
+        }
+        if go_sent
+            && !stop_sent
+            && let Some(r) = &route
+            && r.active() != told
+        {
+            told = r.active();
+            for w in &mut workers {
+                w.tell(&ToWorker::Route { node: told });
+            }
         }
         let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(50)) else {
             continue;

@@ -5,7 +5,7 @@
 //!
 //! Coordinator -> worker: `plan` (the share of the run, and whether to report progress),
 //! `go` (start the clock at a wall-clock instant), `stop` (end the run now; end of input
-//! means the same).
+//! means the same), `route` (a cluster's active node moved: connections follow it).
 //! Worker -> coordinator: `ready` (connections open), `progress` (its running totals, about
 //! once a second, when the plan asked for them), `result` (its statistics), `error`.
 
@@ -21,7 +21,8 @@ use crate::stats::Stats;
 /// Bumped whenever a message changes shape; both sides refuse another version.
 /// 2: `plan` carries `progress`, and workers may send `progress`.
 /// 3: `progress` carries `figures`, everything `--metrics-listen` serves (src/metrics.rs).
-pub const VERSION: u32 = 3;
+/// 4: the coordinator may send `route` (the new active node after a failover).
+pub const VERSION: u32 = 4;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]
@@ -38,6 +39,11 @@ pub enum ToWorker {
         at_unix_ns: u64,
     },
     Stop,
+    /// `--nodes active`: the cluster's active node is now node `node` (an index into the
+    /// plan's `nodes.targets`); the coordinator's watcher saw the failover.
+    Route {
+        node: usize,
+    },
 }
 
 #[derive(Serialize, Deserialize, Debug)]
@@ -134,6 +140,21 @@ mod tests {
             Some(FromWorker::Ready { connections: 7, .. })
         ));
         assert!(recv::<FromWorker>(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn route_names_the_new_active_node() {
+        let mut buf = Vec::new();
+        send(&mut buf, &ToWorker::Route { node: 2 }).unwrap();
+        assert_eq!(
+            String::from_utf8(buf.clone()).unwrap(),
+            "{\"msg\":\"route\",\"data\":{\"node\":2}}\n"
+        );
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        assert!(matches!(
+            recv::<ToWorker>(&mut r).unwrap(),
+            Some(ToWorker::Route { node: 2 })
+        ));
     }
 
     #[test]

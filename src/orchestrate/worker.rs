@@ -2,15 +2,17 @@
 //! connections, say `ready`, start the clock at the instant `go` names, stop on `stop` or
 //! when the coordinator goes away (end of input, or its death: PR_SET_PDEATHSIG), and send
 //! the result; with a plan that asks for it, its running totals about once a second on the
-//! way. Never quotes the plan (it holds the token).
+//! way; with `--nodes active`, move its connections to the node each `route` names. Never
+//! quotes the plan (it holds the token).
 
 use std::io::{BufRead, BufReader, Write};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Instant;
 
 use super::protocol::{self, FromWorker, ToWorker};
 use crate::engine::{self, EnginePlan, StartGate};
 use crate::error::EXIT_BAD_INPUT;
+use crate::nodes::Route;
 use crate::signals::{Signal, Stop};
 
 /// The worker's start gate: the first thread through says `ready`, reads `go` and waits
@@ -21,6 +23,9 @@ struct ParentGate<R: BufRead + Send> {
     input: Mutex<Option<R>>,
     stop: Stop,
     connections: u64,
+    /// `--nodes active`: the route the coordinator's `route` messages move, and the
+    /// plan's node count.
+    route: Option<(Arc<Route>, usize)>,
 }
 
 fn reply(msg: &FromWorker) {
@@ -38,19 +43,22 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
             let input = self.input.lock().ok().and_then(|mut g| g.take());
             let origin = match input {
                 Some(mut input) => {
-                    let origin = match protocol::recv::<ToWorker>(&mut input) {
-                        Ok(Some(ToWorker::Go { at_unix_ns })) => {
-                            let wait = protocol::until(at_unix_ns);
-                            let origin = Instant::now() + wait;
-                            std::thread::sleep(wait);
-                            origin
-                        }
-                        _ => {
-                            self.stop.request(Signal::Terminate);
-                            Instant::now()
+                    let origin = loop {
+                        match protocol::recv::<ToWorker>(&mut input) {
+                            Ok(Some(ToWorker::Go { at_unix_ns })) => {
+                                let wait = protocol::until(at_unix_ns);
+                                let origin = Instant::now() + wait;
+                                std::thread::sleep(wait);
+                                break origin;
+                            }
+                            Ok(Some(ToWorker::Route { node })) => follow(&self.route, node),
+                            _ => {
+                                self.stop.request(Signal::Terminate);
+                                break Instant::now();
+                            }
                         }
                     };
-                    watch_for_stop(input, self.stop.clone());
+                    watch_for_stop(input, self.stop.clone(), self.route.clone());
                     origin
                 }
                 None => Instant::now(),
@@ -62,8 +70,13 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
     }
 }
 
-/// After `go`: `stop`, or the end of input (the coordinator is gone), stops the run.
-fn watch_for_stop<R: BufRead + Send + 'static>(mut input: R, stop: Stop) {
+/// After `go`: `stop`, or the end of input (the coordinator is gone), stops the run;
+/// `route` moves the connections to the cluster's new active node.
+fn watch_for_stop<R: BufRead + Send + 'static>(
+    mut input: R,
+    stop: Stop,
+    route: Option<(Arc<Route>, usize)>,
+) {
     std::thread::spawn(move || {
         loop {
             match protocol::recv::<ToWorker>(&mut input) {
@@ -71,10 +84,21 @@ fn watch_for_stop<R: BufRead + Send + 'static>(mut input: R, stop: Stop) {
                     stop.request(Signal::Terminate);
                     return;
                 }
+                Ok(Some(ToWorker::Route { node })) => follow(&route, node),
                 Ok(Some(_)) => {}
             }
         }
     });
+}
+
+/// A `route` message: the engine's threads see the move at their next loop pass. A node
+/// the plan does not have is ignored (the coordinator sends only indices of its plan).
+fn follow(route: &Option<(Arc<Route>, usize)>, node: usize) {
+    if let Some((r, nodes)) = route
+        && node < *nodes
+    {
+        r.set(node);
+    }
 }
 
 /// `vblast --worker`. Returns the exit code.
@@ -102,6 +126,16 @@ pub fn main(stop: &Stop) -> i32 {
         Ok(None) => return fail("no plan on stdin"),
         Err(e) => return fail(&format!("bad plan: {e}")),
     };
+    let mut plan = plan;
+    // --nodes active over a cluster: the route starts on the plan's node and moves when the
+    // coordinator says so (the route itself does not travel in the plan).
+    let route = (plan.nodes.is_cluster() && !plan.nodes.spread).then(|| {
+        Arc::new(Route::new(
+            plan.nodes.use_nodes.first().copied().unwrap_or(0),
+        ))
+    });
+    plan.nodes.route.clone_from(&route);
+    let route = route.map(|r| (r, plan.nodes.targets.len()));
     let connections = (plan.thread_offset..plan.thread_offset + plan.threads_here)
         .map(|t| {
             let (slot, slots) = plan.slot(t);
@@ -114,6 +148,7 @@ pub fn main(stop: &Stop) -> i32 {
         input: Mutex::new(Some(input)),
         stop: stop.clone(),
         connections,
+        route,
     };
     // Progress: the threads' totals (sent by them about once a second over the engine's
     // channel, which they never wait on) summed and passed on as one small line, at most

@@ -1,8 +1,9 @@
 //! A real OpenBao HA cluster for the tests: a private PostgreSQL (never the system
 //! service) holding the storage and the HA lock, and two or three `bao server` nodes on
-//! loopback ports sharing it, initialised once and unsealed each. Every process started
-//! here is stopped by its pid when the handle is dropped, and the temporary directory goes
-//! with it.
+//! loopback ports sharing it, initialised once and unsealed each; or (`start_raft`) nodes
+//! with integrated storage (raft), the first initialised and unsealed, the others joining it
+//! (`retry_join`) and unsealed. Every process started here is stopped by its pid when the
+//! handle is dropped, and the temporary directory goes with it.
 
 use std::fs;
 use std::io;
@@ -73,8 +74,8 @@ pub struct Cluster {
     pub token: String,
     unseal_key: String,
     /// The storage: a private PostgreSQL (tests/common/servers.rs), stopped after the
-    /// nodes (fields drop after `Drop::drop`).
-    pg: Postgres,
+    /// nodes (fields drop after `Drop::drop`); None: integrated storage (raft).
+    pg: Option<Postgres>,
     dir: tempfile::TempDir,
 }
 
@@ -95,7 +96,7 @@ impl Cluster {
             nodes: Vec::new(),
             token: String::new(),
             unseal_key: String::new(),
-            pg,
+            pg: Some(pg),
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -108,13 +109,103 @@ impl Cluster {
         for i in 0..n {
             cluster.unseal(i);
         }
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// Starts `n` nodes with integrated storage (raft): node 0 initialised and unsealed,
+    /// the others joining it (`retry_join`) and unsealed; waits for one active node and
+    /// `n - 1` standbys.
+    pub fn start_raft(n: usize) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("vblast-raft-")
+            .tempdir()
+            .expect("tempdir");
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            token: String::new(),
+            unseal_key: String::new(),
+            pg: None,
+            dir,
+        };
+        let base = free_port_run(2 * n as u16);
+        for i in 0..n {
+            let node = cluster.spawn_node(i, base + 2 * i as u16);
+            cluster.nodes.push(node);
+        }
+        cluster.init();
+        cluster.unseal(0);
+        assert!(
+            cluster.wait_active(None, READY_TIMEOUT) == Some(0),
+            "raft node 0 did not become active:\n{}",
+            cluster.logs()
+        );
+        // Autopilot adds a joining node as a non-voter until it has been healthy for the
+        // stabilisation time (10 s by default); a leader killed before then leaves no
+        // quorum. Shortened here, and the start waits for every node to vote.
+        let _ = cluster.try_bao(
+            0,
+            &[
+                "operator",
+                "raft",
+                "autopilot",
+                "set-config",
+                "-server-stabilization-time=1s",
+            ],
+            Some(&cluster.token),
+        );
+        // A joining node completes its join with the unseal key (the leader's challenge is
+        // sealed with it); until it has joined, an unseal may be refused: asked again.
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 1..n {
+            while cluster.health(i) != Some(429) {
+                let key = cluster.unseal_key.clone();
+                let _ = cluster.try_bao(i, &["operator", "unseal", &key], None);
+                assert!(
+                    Instant::now() < deadline,
+                    "raft node {i} did not join:\n{}",
+                    cluster.logs()
+                );
+                thread::sleep(Duration::from_millis(500));
+            }
+        }
+        cluster.wait_ready();
+        loop {
+            let voters = cluster
+                .try_api(0, "GET", "/v1/sys/storage/raft/configuration", None)
+                .ok()
+                .and_then(|(_, body)| serde_json::from_str::<serde_json::Value>(&body).ok())
+                .and_then(|v| {
+                    v["data"]["config"]["servers"].as_array().map(|s| {
+                        s.iter()
+                            .filter(|x| x["voter"].as_bool() == Some(true))
+                            .count()
+                    })
+                })
+                .unwrap_or(0);
+            if voters == n {
+                return cluster;
+            }
+            assert!(
+                Instant::now() < deadline + READY_TIMEOUT,
+                "raft: {voters} of {n} nodes vote:\n{}",
+                cluster.logs()
+            );
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits for one active node and the others standbys.
+    fn wait_ready(&self) {
+        let n = self.nodes.len();
+        let cluster = self;
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let states: Vec<Option<u16>> = (0..n).map(|i| cluster.health(i)).collect();
             let active = states.iter().filter(|s| **s == Some(200)).count();
             let standby = states.iter().filter(|s| **s == Some(429)).count();
             if active == 1 && standby == n - 1 {
-                return cluster;
+                return;
             }
             assert!(
                 Instant::now() < deadline,
@@ -126,11 +217,37 @@ impl Cluster {
     }
 
     fn spawn_node(&self, i: usize, port: u16) -> Node {
-        let config = format!(
-            r#"storage "postgresql" {{
-  connection_url = "{pg}?sslmode=disable"
+        let storage = match &self.pg {
+            Some(pg) => format!(
+                r#"storage "postgresql" {{
+  connection_url = "{}?sslmode=disable"
   ha_enabled = "true"
-}}
+}}"#,
+                pg.url()
+            ),
+            // Raft: node 0 is the first leader, every node joins it; a performance
+            // multiplier of 1 (production timing) rather than the default's relaxed 5.
+            None => {
+                let path = self.dir.path().join(format!("raft{i}"));
+                fs::create_dir_all(&path).unwrap();
+                let join = self.nodes.first().map_or(String::new(), |n| {
+                    format!(
+                        "\n  retry_join {{\n    leader_api_addr = \"{}\"\n  }}",
+                        n.addr
+                    )
+                });
+                format!(
+                    r#"storage "raft" {{
+  path = "{}"
+  node_id = "node{i}"
+  performance_multiplier = 1{join}
+}}"#,
+                    path.display()
+                )
+            }
+        };
+        let config = format!(
+            r#"{storage}
 listener "tcp" {{
   address = "127.0.0.1:{port}"
   cluster_address = "127.0.0.1:{cport}"
@@ -140,7 +257,6 @@ api_addr = "http://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
 "#,
-            pg = self.pg.url(),
             cport = port + 1,
         );
         let cfg = self.dir.path().join(format!("node{i}.hcl"));
@@ -175,21 +291,33 @@ disable_mlock = true
     }
 
     fn bao(&self, i: usize, args: &[&str]) -> String {
+        self.bao_as(i, args, None)
+    }
+
+    /// `bao ARGS` against node `i`, with `token` as VAULT_TOKEN if given.
+    fn bao_as(&self, i: usize, args: &[&str], token: Option<&str>) -> String {
+        self.try_bao(i, args, token)
+            .unwrap_or_else(|e| panic!("bao {args:?} failed: {e}\n{}", self.logs()))
+    }
+
+    /// `bao ARGS` against node `i`: its stdout, or its stderr when it failed.
+    fn try_bao(&self, i: usize, args: &[&str], token: Option<&str>) -> Result<String, String> {
         let mut cmd = Command::new(bao_binary());
         scrub_env(&mut cmd);
+        if let Some(t) = token {
+            cmd.env("VAULT_TOKEN", t);
+        }
         let out = cmd
             .args(args)
             .env("VAULT_ADDR", &self.nodes[i].addr)
             .env("HOME", self.dir.path())
             .output()
             .expect("run bao");
-        assert!(
-            out.status.success(),
-            "bao {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.logs()
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
     }
 
     fn init(&mut self) {
@@ -277,6 +405,36 @@ disable_mlock = true
             None,
         )?;
         Ok((r.status, r.text()))
+    }
+
+    /// `bao operator seal` on node `i` (with the root token).
+    pub fn seal(&self, i: usize) {
+        self.bao_root(i, &["operator", "seal"]);
+    }
+
+    /// `bao operator step-down` on node `i` (with the root token): it gives up the HA lock
+    /// and stays a standby.
+    pub fn step_down(&self, i: usize) {
+        self.bao_root(i, &["operator", "step-down"]);
+    }
+
+    fn bao_root(&self, i: usize, args: &[&str]) -> String {
+        self.bao_as(i, args, Some(&self.token))
+    }
+
+    /// Waits (up to `limit`) until node `i` has a mount whose path starts with `vblast-`
+    /// (a run's setup has begun there); whether it has.
+    pub fn wait_for_vblast_mount(&self, i: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok((200, body)) = self.try_api(i, "GET", "/v1/sys/mounts", None)
+                && body.contains("\"vblast-")
+            {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        false
     }
 
     /// SIGKILL node `i` (no goodbye to the cluster) and reap it.
