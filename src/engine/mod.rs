@@ -7,6 +7,7 @@
 //! event loop and `conn` the per-connection state machine it drives.
 
 mod conn;
+mod hop;
 mod worker;
 
 use std::sync::{Arc, Barrier, OnceLock};
@@ -57,6 +58,9 @@ pub struct EnginePlan {
     /// Shard, start instant, source addresses (`src/shard.rs`).
     #[serde(default)]
     pub spread: crate::shard::Spread,
+    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/redirect.rs).
+    #[serde(default)]
+    pub follow_redirects: bool,
 }
 
 impl EnginePlan {
@@ -135,6 +139,13 @@ pub fn run(
             },
             name: crate::tls::server_name(opts, &plan.target.host)?,
             rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
+            // Each node is reached under its own name (--tls-server-name: that one for all).
+            node_names: plan
+                .nodes
+                .targets
+                .iter()
+                .map(|t| crate::tls::server_name(opts, &t.host))
+                .collect::<Result<_, _>>()?,
         }),
         (None, true) => {
             return Err("https target without TLS settings".into());

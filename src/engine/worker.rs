@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token};
 
 use super::conn::{Conn, Phase};
+use super::hop::HOP;
 use super::{EnginePlan, StartGate, Totals};
 use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
@@ -64,6 +65,8 @@ pub(super) struct Worker<'p> {
     pub(super) windows: crate::nodes::WindowTracker,
     /// Several nodes: how many route moves this thread has acted on.
     pub(super) route_seen: u64,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    pub(super) redirects: Option<crate::redirect::Redirects>,
 }
 
 impl<'p> Worker<'p> {
@@ -163,6 +166,13 @@ impl<'p> Worker<'p> {
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             windows: crate::nodes::WindowTracker::default(),
             route_seen: 0,
+            redirects: plan.follow_redirects.then(|| {
+                crate::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
         })
     }
 
@@ -371,14 +381,21 @@ impl<'p> Worker<'p> {
         }
         let now = Instant::now();
         for ev in events.iter() {
-            let i = ev.token().0;
             if ev.token() == TIMER {
                 if let Some(t) = self.timer.as_mut() {
                     t.fired();
                 }
                 continue;
             }
+            // A connection's own stream has its index as token, its hop stream that and HOP.
+            let hop = ev.token().0 & HOP != 0;
+            let i = ev.token().0 & !HOP;
             if i >= self.conns.len() {
+                continue;
+            }
+            if hop != self.conns[i].on_hop {
+                // The stream parked beside the one in use.
+                self.parked_event(i);
                 continue;
             }
             self.on_event(
@@ -432,12 +449,11 @@ impl<'p> Worker<'p> {
                     }
                 }
                 Phase::Backoff => {
-                    if now >= c.since {
-                        if self.pacer.finished(now) {
-                            self.close(i);
-                        } else {
-                            self.open(i, now);
-                        }
+                    if self.pacer.finished(now) {
+                        // However long a Retry-After said to wait: no work is left.
+                        self.close(i);
+                    } else if now >= c.since {
+                        self.open(i, now);
                     }
                 }
                 Phase::Idle | Phase::Unopened => {}
