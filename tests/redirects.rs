@@ -258,3 +258,50 @@ fn an_openbao_standby_redirect_is_followed() {
     assert_eq!(r[1], [200, 200, 0, 0, 200], "{}", out.show());
     assert_eq!(u(&v["followed"]), 200, "{}", out.show());
 }
+
+/// The latency of a followed request runs from its first send to the final answer: a
+/// standby whose 307 takes about a second to arrive (nginx's `limit_rate`) shows in the
+/// standby's row, although the active node answers the hop at once. (A lower bound
+/// only: noise cannot make it shorter.)
+#[test]
+fn the_latency_of_a_followed_request_includes_every_leg() {
+    let active = Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{ return 200 '{HEALTH}'; }}
+    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}"
+    ));
+    let standby = Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{ return 429 '{HEALTH}'; }}
+    location = /v1/sys/seal-status {{ limit_rate 200; return 307 {}/v1/sys/seal-status; }}",
+        active.addr
+    ));
+    let mut cmd = url_cmd(&[
+        "--address",
+        &standby.addr,
+        "--address",
+        &active.addr,
+        "--nodes",
+        "all",
+        "--follow-redirects",
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "-n",
+        "4",
+        "--op",
+        "seal-status",
+        "--format",
+        "json",
+    ]);
+    cmd.env("VAULT_TOKEN", "test-token");
+    let out = run(cmd);
+    out.assert_code(0);
+    let v = out.json();
+    let nodes = v["nodes"].as_array().unwrap();
+    // (the fast node's connection takes what the slow one leaves of the 4)
+    let s = rows(&v)[0];
+    assert!(s[0] >= 1, "{}", out.show());
+    assert_eq!(s, [s[0], s[0], s[0], s[0], 0], "{}", out.show());
+    let p50 = nodes[0]["p50_ms"].as_f64().unwrap();
+    assert!(p50 >= 500.0, "standby p50 {p50} ms: {}", out.show());
+}
