@@ -789,21 +789,18 @@ impl Worker<'_> {
             s.timeline.record_service(service);
             let redirect = matches!(status, 307 | 308);
             s.redirects += u64::from(redirect);
-            // The request counts for the node it was sent to; a hop's answer, for the
-            // node that gave it too.
+            // The request counts for the node it was sent to; its answer (a hop's, or a
+            // redirect), for the node that gave it.
             let c = &self.conns[i];
             let node = c.home();
-            if req.hops > 0
-                && c.on_hop
-                && let Some(n) = s.nodes.get_mut(c.node)
-            {
-                n.hops += 1;
+            if let Some(n) = s.nodes.get_mut(c.node) {
+                n.hops += u64::from(req.hops > 0 && c.on_hop);
+                n.redirects += u64::from(redirect);
             }
             if let Some(n) = s.nodes.get_mut(node) {
                 n.requests += 1;
                 n.latency.record(latency);
                 n.throttled += u64::from(quota.is_some());
-                n.redirects += u64::from(redirect);
                 let at = now
                     .saturating_duration_since(self.pacer.measure_from())
                     .as_secs_f64();
