@@ -966,8 +966,9 @@ fn rustls_engine_carries_every_version_and_cipher() {
 }
 
 /// Several nodes over TLS: each node is reached under its own name (SNI and certificate
-/// verification), not the first node's. Two nginx as a cluster's nodes on two loopback
-/// addresses, each with a certificate for its own address only.
+/// verification), not the first node's: by the engine, and by the setup client when the
+/// active node is not the first. Two nginx as a cluster's nodes on two loopback addresses,
+/// each with a certificate for its own address only.
 #[test]
 fn each_node_is_verified_under_its_own_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -976,26 +977,32 @@ fn each_node_is_verified_under_its_own_name() {
     let bundle = dir.path().join("cas.pem");
     let cas = [fs::read(&a.ca).unwrap(), fs::read(&b.ca).unwrap()].concat();
     fs::write(&bundle, cas).unwrap();
-    let health = |code: u16, standby: bool| {
+    let health = |active: bool| {
         format!(
-            "location = /v1/sys/health {{ return {code} '{{\"initialized\":true,\"sealed\":false,\"standby\":{standby},\"cluster_id\":\"tls-nodes\"}}'; }}
-    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}"
+            "location = /v1/sys/health {{ return {} '{{\"initialized\":true,\"sealed\":false,\"standby\":{},\"cluster_id\":\"tls-nodes\"}}'; }}
+    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}",
+            if active { 200 } else { 429 },
+            !active
         )
     };
-    let active = Nginx::start_tls_with(&a.cert, &a.key, &health(200, false));
-    // The second node answers on 127.0.0.2 (its certificate names that address alone).
-    let port = common::free_port();
-    let standby = Nginx::start_tls_with(
-        &b.cert,
-        &b.key,
-        &format!("listen 127.0.0.2:{port} ssl;\n    {}", health(429, true)),
-    );
-    // (nginx listens on both addresses once it listens on one)
-    let second = format!("https://127.0.0.2:{port}");
-    let out = run(env_cmd(
-        &[
+    // seal-status needs no setup; kv-read is set up on the active node, here the second.
+    for (first_active, op) in [(true, "seal-status"), (false, "kv-read")] {
+        let first = Nginx::start_tls_with(&a.cert, &a.key, &health(first_active));
+        // The second node answers on 127.0.0.2 (its certificate names that address alone;
+        // nginx listens on both addresses once it listens on one).
+        let port = common::free_port();
+        let _second = Nginx::start_tls_with(
+            &b.cert,
+            &b.key,
+            &format!(
+                "listen 127.0.0.2:{port} ssl;\n    {}",
+                health(!first_active)
+            ),
+        );
+        let second = format!("https://127.0.0.2:{port}");
+        let mut args = vec![
             "--address",
-            &active.addr,
+            &first.addr,
             "--address",
             &second,
             "--ca-cert",
@@ -1009,25 +1016,27 @@ fn each_node_is_verified_under_its_own_name() {
             "-n",
             "200",
             "--op",
-            "seal-status",
+            op,
             "--format",
             "json",
-        ],
-        &[("VAULT_TOKEN", "test-token")],
-    ));
-    assert_eq!(out.code, Some(0), "{}", out.show());
-    let j = out.json();
-    assert_eq!(
-        (j["requests"].as_u64(), j["ok"].as_u64()),
-        (Some(200), Some(200)),
-        "{}",
-        out.show()
-    );
-    let nodes = j["nodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 2, "{}", out.show());
-    for n in nodes {
-        assert!(n["ok"].as_u64().unwrap() > 0, "{}", out.show());
+        ];
+        if op == "kv-read" {
+            args.extend_from_slice(&["--secrets", "10"]);
+        }
+        let out = run(env_cmd(&args, &[("VAULT_TOKEN", "test-token")]));
+        assert_eq!(out.code, Some(0), "{op}: {}", out.show());
+        let j = out.json();
+        assert_eq!(
+            (j["requests"].as_u64(), j["ok"].as_u64()),
+            (Some(200), Some(200)),
+            "{op}: {}",
+            out.show()
+        );
+        let nodes = j["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 2, "{op}: {}", out.show());
+        for n in nodes {
+            assert!(n["ok"].as_u64().unwrap() > 0, "{op}: {}", out.show());
+        }
+        assert_eq!(count(&j, "tls_ms"), 4, "{op}: {}", out.show());
     }
-    assert_eq!(count(&j, "tls_ms"), 4, "{}", out.show());
-    drop(standby);
 }
