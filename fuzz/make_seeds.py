@@ -30,6 +30,8 @@ HTTP = [
     b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
     b"\x15\x03\x03\x00\x02\x02\x28",
     b"hello there\r\n\r\n",
+    b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:8200/v1/secret/data/foo\r\nContent-Length: 2\r\n\r\n{}",
+    b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /a\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n",
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{\"errors\":[\"Vault is sealed\"]}\r\n",
 ]
 

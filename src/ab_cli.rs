@@ -376,6 +376,7 @@ impl AbOptions {
                 pin: true,
                 respect_retry_after: false,
                 no_forwarding: false,
+                follow_redirects: false,
                 spread: Default::default(),
             },
             workload: Workload::Url(UrlRequest {

@@ -363,6 +363,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_forwarding: bool,
 
+    /// Follow a 307/308 answer (a standby's redirect to the active node) to a node of the
+    /// target, on a connection kept for that node; the latency includes the hop. A
+    /// Location elsewhere is counted as an error and never contacted.
+    #[arg(long)]
+    pub follow_redirects: bool,
+
     /// Which nodes of a cluster take the load: the active one (followed through a
     /// failover), all unsealed ones, or each in turn [default: active].
     #[arg(long, value_enum)]
@@ -610,6 +616,7 @@ impl RunArgs {
                 pin: !self.no_pin,
                 respect_retry_after: self.respect_retry_after,
                 no_forwarding: self.no_forwarding,
+                follow_redirects: self.follow_redirects,
                 spread: crate::shard::Spread {
                     shard: self.shard.shard.unwrap_or_default(),
                     start_at: self.shard.start_at.clone(),

@@ -76,7 +76,15 @@ pub struct ResponseParser {
     server_seen: bool,
     /// A 429's rate-limit quota headers (`Retry-After`, `X-Ratelimit-*`), when it has any.
     quota: Option<Quota>,
+    /// A 3xx answer's `Location`, copied in place (no allocation): its length in
+    /// `location_len`, `LOCATION_UNUSABLE` when it was empty, repeated or too long.
+    location: [u8; LOCATION_MAX],
+    location_len: u16,
 }
+
+/// Longest `Location` kept (a Vault standby's is its active node's address and the path).
+pub const LOCATION_MAX: usize = 256;
+const LOCATION_UNUSABLE: u16 = u16::MAX;
 
 /// What a rate-limit quota's 429 said: seconds to wait, the limit, what remains, seconds
 /// to the reset.
@@ -107,6 +115,8 @@ impl Default for ResponseParser {
             server_len: 0,
             server_seen: false,
             quota: None,
+            location: [0; LOCATION_MAX],
+            location_len: 0,
         }
     }
 }
@@ -134,6 +144,27 @@ impl ResponseParser {
         self.quota
     }
 
+    /// The last response was a 3xx: its `Location` header (None when it had none; empty
+    /// when it was empty, repeated or longer than `LOCATION_MAX`).
+    pub fn location(&self) -> Option<&[u8]> {
+        match self.location_len {
+            0 => None,
+            LOCATION_UNUSABLE => Some(&[]),
+            n => Some(&self.location[..n as usize]),
+        }
+    }
+
+    /// Notes a 3xx's `Location` value.
+    fn keep_location(&mut self, value: &[u8]) {
+        let v = value.trim_ascii();
+        if self.location_len != 0 || v.is_empty() || v.len() > LOCATION_MAX {
+            self.location_len = LOCATION_UNUSABLE;
+            return;
+        }
+        self.location[..v.len()].copy_from_slice(v);
+        self.location_len = v.len() as u16;
+    }
+
     /// Prepares for the next response: `capture` keeps its body, `no_body` says the request
     /// was HEAD (no body follows, whatever Content-Length says).
     pub fn reset(&mut self, capture: bool, no_body: bool) {
@@ -147,6 +178,7 @@ impl ResponseParser {
         self.body.clear();
         self.body_len = 0;
         self.quota = None;
+        self.location_len = 0;
     }
 
     /// The captured body of the last response (when capturing).
@@ -269,6 +301,8 @@ impl ResponseParser {
                 self.server_len = n as u8;
             } else if status == 429 && quota_header(h.name, h.value, &mut self.quota) {
                 // Counted in `quota`.
+            } else if (300..400).contains(&status) && h.name.eq_ignore_ascii_case("location") {
+                self.keep_location(h.value);
             } else if h.name.eq_ignore_ascii_case("connection") {
                 if contains_token(h.value, b"close") {
                     close = true;
@@ -516,6 +550,8 @@ pub mod fuzz {
             close: bool,
             extra: bool,
             body: Vec<u8>,
+            /// A 3xx's Location as `location()` gave it.
+            location: Option<Vec<u8>>,
         },
         Error(&'static str),
         Incomplete,
@@ -544,6 +580,7 @@ pub mod fuzz {
                         // Bytes in later reads follow the response just as well.
                         extra: extra || !rest.is_empty(),
                         body: p.take_body(),
+                        location: p.location().map(<[u8]>::to_vec),
                     };
                 }
                 Err(e) => return Outcome::Error(e.0),
@@ -555,6 +592,7 @@ pub mod fuzz {
                 close,
                 extra: false,
                 body: p.take_body(),
+                location: p.location().map(<[u8]>::to_vec),
             },
             _ => Outcome::Incomplete,
         }
@@ -1060,6 +1098,82 @@ mod tests {
         }
     }
 
+    /// A 3xx's Location is kept in place, whatever the reads; other statuses keep none.
+    #[test]
+    fn a_redirect_keeps_its_location() {
+        let resp = b"HTTP/1.1 307 Temporary Redirect\r\nLOCATION:  http://127.0.0.1:8200/v1/x?y=1 \r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}";
+        for step in 1..resp.len() + 1 {
+            let mut p = ResponseParser::new();
+            let r = feed_all(&mut p, resp, step).unwrap();
+            assert_eq!(
+                r,
+                Progress::Done {
+                    status: 307,
+                    close: true,
+                    extra: false
+                },
+                "step {step}"
+            );
+            assert_eq!(
+                p.location(),
+                Some(&b"http://127.0.0.1:8200/v1/x?y=1"[..]),
+                "step {step}"
+            );
+        }
+        let with = |status: u16, headers: &str| {
+            let mut p = ResponseParser::new();
+            let r = format!("HTTP/1.1 {status} X\r\n{headers}Content-Length: 0\r\n\r\n");
+            assert!(matches!(
+                feed_all(&mut p, r.as_bytes(), 5),
+                Ok(Progress::Done { .. })
+            ));
+            p.location().map(<[u8]>::to_vec)
+        };
+        let at = "Location: /a\r\n";
+        // Every 3xx, and nothing else.
+        assert_eq!(with(300, at), Some(b"/a".to_vec()));
+        assert_eq!(with(308, at), Some(b"/a".to_vec()));
+        assert_eq!(with(399, at), Some(b"/a".to_vec()));
+        assert_eq!(with(299, at), None);
+        assert_eq!(with(400, at), None);
+        assert_eq!(with(307, ""), None);
+        // Empty, repeated (even the same twice) or too long: present but unusable.
+        assert_eq!(with(307, "Location: \r\n"), Some(Vec::new()));
+        assert_eq!(
+            with(307, "Location: /a\r\nLocation: /a\r\n"),
+            Some(Vec::new())
+        );
+        let edge = format!("/{}", "a".repeat(LOCATION_MAX - 1));
+        assert_eq!(
+            with(307, &format!("Location: {edge}\r\n")),
+            Some(edge.clone().into_bytes())
+        );
+        assert_eq!(
+            with(307, &format!("Location: {edge}a\r\n")),
+            Some(Vec::new())
+        );
+        // Each response starts afresh; an interim response before it changes nothing.
+        let mut p = ResponseParser::new();
+        feed_all(
+            &mut p,
+            b"HTTP/1.1 307 X\r\nLocation: /a\r\nContent-Length: 0\r\n\r\n",
+            9,
+        )
+        .unwrap();
+        assert_eq!(p.location(), Some(&b"/a"[..]));
+        feed_all(&mut p, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 9).unwrap();
+        assert_eq!(p.location(), None);
+        feed_all(&mut p, b"HTTP/1.1 100 Continue\r\nLocation: /c\r\n\r\nHTTP/1.1 308 X\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n", 4).unwrap();
+        assert_eq!(p.location(), Some(&b"/b"[..]));
+        // The fuzz harness reports it, the same in one read and in many.
+        let mut input = vec![0, 3];
+        input.extend_from_slice(resp);
+        assert!(matches!(
+            fuzz::response(&input),
+            Some(fuzz::Outcome::Done { status: 307, location: Some(l), .. }) if l == b"http://127.0.0.1:8200/v1/x?y=1"
+        ));
+    }
+
     /// The fuzz harness itself: flags, read sizes and the end of a close-delimited body.
     #[test]
     fn fuzz_harness_reports_what_the_parser_saw() {
@@ -1069,6 +1183,7 @@ mod tests {
             close,
             extra,
             body: body.to_vec(),
+            location: None,
         };
         let cl = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         let mut input = vec![1, 9];

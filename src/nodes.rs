@@ -107,6 +107,12 @@ pub struct NodeStats {
     /// Answers 307 (a standby redirecting).
     #[serde(default)]
     pub redirects: u64,
+    /// `--follow-redirects`: its redirects that were followed, and the requests it answered
+    /// after another node's redirect.
+    #[serde(default)]
+    pub followed: u64,
+    #[serde(default)]
+    pub hops: u64,
     /// Latency of its completed requests.
     pub latency: Hist,
     /// Seconds during which it was loaded (rates divide by it).
@@ -129,6 +135,8 @@ impl NodeStats {
         self.ok += o.ok;
         self.throttled += o.throttled;
         self.redirects += o.redirects;
+        self.followed += o.followed;
+        self.hops += o.hops;
         self.latency.add(&o.latency);
         self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
     }

@@ -66,6 +66,9 @@ pub struct Load {
     /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
     #[serde(default)]
     pub no_forwarding: bool,
+    /// Follow a 307/308 to a node of the target (`src/redirect.rs`).
+    #[serde(default)]
+    pub follow_redirects: bool,
     /// Shard, start instant, source addresses (`src/shard.rs`).
     #[serde(default)]
     pub spread: crate::shard::Spread,
@@ -185,6 +188,7 @@ mod tests {
                 pin: true,
                 respect_retry_after: false,
                 no_forwarding: false,
+                follow_redirects: false,
                 spread: Default::default(),
             },
             workload,

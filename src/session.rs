@@ -249,7 +249,17 @@ impl Session {
     /// A setup client with its own connection.
     fn client(&self, timeout: Duration) -> Client {
         let (config, name) = match &self.tls_config {
-            Some((c, n)) => (Some(c.clone()), Some(n.clone())),
+            // The node set up on is reached under its own name (a cluster's active node
+            // need not be the first address).
+            Some((c, n)) => (
+                Some(c.clone()),
+                Some(
+                    self.tls
+                        .as_ref()
+                        .and_then(|o| tls::server_name(o, &self.target.host).ok())
+                        .unwrap_or_else(|| n.clone()),
+                ),
+            ),
             None => (None, None),
         };
         Client::new(
@@ -441,6 +451,7 @@ impl Session {
             nodes: NodePlan::default(),
             respect_retry_after: load.respect_retry_after,
             spread: load.spread.clone(),
+            follow_redirects: load.follow_redirects,
         }
     }
 

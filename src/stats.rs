@@ -539,6 +539,9 @@ pub struct Stats {
     /// Answers 307 (a standby redirecting the request).
     #[serde(default)]
     pub redirects: u64,
+    /// `--follow-redirects`: redirects followed (each one a hop of its request).
+    #[serde(default)]
+    pub followed: u64,
     /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
     #[serde(default)]
     pub ratelimit_limit: u64,
@@ -611,6 +614,7 @@ impl Stats {
         self.throttled += o.throttled;
         self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
         self.redirects += o.redirects;
+        self.followed += o.followed;
         self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
     }
 

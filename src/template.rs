@@ -426,7 +426,8 @@ fn push_decimal(out: &mut Vec<u8>, mut v: usize) {
 }
 
 /// xorshift64*: a small, fast generator for picking secrets and operations (not for secrets).
-#[derive(Clone, Debug)]
+/// Copy: a request that is sent again after a redirect re-renders from its saved state.
+#[derive(Clone, Copy, Debug)]
 pub struct Rng(u64);
 
 impl Rng {

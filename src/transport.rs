@@ -22,6 +22,16 @@ pub struct TlsConnector {
     pub name: ServerName<'static>,
     /// rustls's own record layer instead of the in-place one (`--tls-engine rustls`).
     pub rustls_records: bool,
+    /// Several nodes: each node's own server name (SNI and certificate check), by node
+    /// index; empty: `name` for every connection.
+    pub node_names: Vec<ServerName<'static>>,
+}
+
+impl TlsConnector {
+    /// The server name a connection to node `node` presents and verifies.
+    pub fn name_for(&self, node: usize) -> &ServerName<'static> {
+        self.node_names.get(node).unwrap_or(&self.name)
+    }
 }
 
 pub enum Stream {
@@ -125,11 +135,21 @@ pub fn connect(
     tls: Option<&TlsConnector>,
     ports: Option<&mut PortSlice>,
 ) -> io::Result<Stream> {
+    connect_node(addr, tls, 0, ports)
+}
+
+/// `connect` to node `node` of several: TLS presents and verifies that node's own name.
+pub fn connect_node(
+    addr: SocketAddr,
+    tls: Option<&TlsConnector>,
+    node: usize,
+    ports: Option<&mut PortSlice>,
+) -> io::Result<Stream> {
     let tcp = TcpStream::from_std(start_connect(addr, ports)?.into());
     Ok(match tls {
         None => Stream::Plain(tcp),
         Some(c) if c.rustls_records => Stream::Rustls(Box::new(RustlsStream {
-            conn: rustls::ClientConnection::new(c.config.clone(), c.name.clone())
+            conn: rustls::ClientConnection::new(c.config.clone(), c.name_for(node).clone())
                 .map_err(io::Error::other)?,
             tcp,
             closed: false,
@@ -137,7 +157,7 @@ pub fn connect(
         Some(c) => Stream::Tls(Box::new(TlsStream::new(
             tcp,
             c.config.clone(),
-            c.name.clone(),
+            c.name_for(node).clone(),
         )?)),
     })
 }

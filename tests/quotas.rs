@@ -67,3 +67,28 @@ fn quota_answers_are_throttled_not_errors() {
         polite.show()
     );
 }
+
+/// `--respect-retry-after` with a Retry-After far past the run's end: a timed run still
+/// ends with its time (the connections told to wait close once no work is left), and the
+/// throttled answers are counted. nginx answers every request 429 `Retry-After: 3600`.
+#[test]
+fn a_long_retry_after_does_not_hold_a_timed_run_open() {
+    let ng = common::Nginx::with_extra(
+        "location = /v1/quota { add_header Retry-After 3600 always; return 429 '{\"errors\":[\"rate limit quota exceeded\"]}'; }",
+    );
+    let url = format!("{}/v1/quota", ng.addr);
+    for shape in [&["-z", "2s"][..], &["-R", "20", "-z", "2s"]] {
+        let mut args = vec!["-t", "1", "-c", "4", "--respect-retry-after"];
+        args.extend_from_slice(shape);
+        args.extend_from_slice(&["--allow-errors", "--format", "json", &url]);
+        // (run's watchdog, 60 s, is the hang guard: no time is asserted)
+        let out = run(url_cmd(&args));
+        out.assert_code(0);
+        let v = out.json();
+        // Each connection was told to wait an hour after its first answer.
+        assert_eq!(u(&v["requests"]), 4, "{shape:?}: {}", out.show());
+        assert_eq!(u(&v["throttled"]), 4, "{shape:?}: {}", out.show());
+        assert_eq!(u(&v["retry_after_s"]), 3600, "{shape:?}: {}", out.show());
+        assert_eq!(u(&v["errors"]["status"]), 0, "{shape:?}: {}", out.show());
+    }
+}

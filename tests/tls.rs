@@ -964,3 +964,79 @@ fn rustls_engine_carries_every_version_and_cipher() {
         );
     }
 }
+
+/// Several nodes over TLS: each node is reached under its own name (SNI and certificate
+/// verification), not the first node's: by the engine, and by the setup client when the
+/// active node is not the first. Two nginx as a cluster's nodes on two loopback addresses,
+/// each with a certificate for its own address only.
+#[test]
+fn each_node_is_verified_under_its_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = make_pki(dir.path(), "node-a", &["127.0.0.1"], false);
+    let b = make_pki(dir.path(), "node-b", &["127.0.0.2"], false);
+    let bundle = dir.path().join("cas.pem");
+    let cas = [fs::read(&a.ca).unwrap(), fs::read(&b.ca).unwrap()].concat();
+    fs::write(&bundle, cas).unwrap();
+    let health = |active: bool| {
+        format!(
+            "location = /v1/sys/health {{ return {} '{{\"initialized\":true,\"sealed\":false,\"standby\":{},\"cluster_id\":\"tls-nodes\"}}'; }}
+    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}",
+            if active { 200 } else { 429 },
+            !active
+        )
+    };
+    // seal-status needs no setup; kv-read is set up on the active node, here the second.
+    for (first_active, op) in [(true, "seal-status"), (false, "kv-read")] {
+        let first = Nginx::start_tls_with(&a.cert, &a.key, &health(first_active));
+        // The second node answers on 127.0.0.2 (its certificate names that address alone;
+        // nginx listens on both addresses once it listens on one).
+        let port = common::free_port();
+        let _second = Nginx::start_tls_with(
+            &b.cert,
+            &b.key,
+            &format!(
+                "listen 127.0.0.2:{port} ssl;\n    {}",
+                health(!first_active)
+            ),
+        );
+        let second = format!("https://127.0.0.2:{port}");
+        let mut args = vec![
+            "--address",
+            &first.addr,
+            "--address",
+            &second,
+            "--ca-cert",
+            p(&bundle),
+            "--nodes",
+            "all",
+            "-t",
+            "1",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--op",
+            op,
+            "--format",
+            "json",
+        ];
+        if op == "kv-read" {
+            args.extend_from_slice(&["--secrets", "10"]);
+        }
+        let out = run(env_cmd(&args, &[("VAULT_TOKEN", "test-token")]));
+        assert_eq!(out.code, Some(0), "{op}: {}", out.show());
+        let j = out.json();
+        assert_eq!(
+            (j["requests"].as_u64(), j["ok"].as_u64()),
+            (Some(200), Some(200)),
+            "{op}: {}",
+            out.show()
+        );
+        let nodes = j["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 2, "{op}: {}", out.show());
+        for n in nodes {
+            assert!(n["ok"].as_u64().unwrap() > 0, "{op}: {}", out.show());
+        }
+        assert_eq!(count(&j, "tls_ms"), 4, "{op}: {}", out.show());
+    }
+}

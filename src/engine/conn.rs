@@ -14,7 +14,7 @@ use super::worker::Worker;
 use crate::http::{Progress, ResponseParser};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
-use crate::template::Captures;
+use crate::template::{Captures, Rng};
 use crate::transport::{self, Handshake, Stream, io_error_text};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +41,11 @@ pub(super) struct Req {
     pub(super) resent: bool,
     /// Response bytes have begun to arrive.
     pub(super) started: bool,
+    /// Redirects followed so far (`--follow-redirects`).
+    pub(super) hops: u8,
+    /// The generator's state when the request was first rendered: a request sent again
+    /// after a redirect is rendered from it, so it is the same request.
+    pub(super) rng: Rng,
 }
 
 pub(super) struct Conn {
@@ -64,6 +69,14 @@ pub(super) struct Conn {
     pub(super) captures: Captures,
     /// The node (of several) this connection is open to.
     pub(super) node: usize,
+    /// `--follow-redirects` (src/engine/hop.rs): the connection's other stream, kept
+    /// alive, and its node: the hop's to another node while `stream` is the connection's
+    /// own, the connection's own while `stream` carries a request to another node
+    /// (`on_hop`). A hop stream is registered under `Token(i | HOP)`.
+    pub(super) parked: Option<Stream>,
+    pub(super) parked_node: usize,
+    pub(super) parked_served: u32,
+    pub(super) on_hop: bool,
 }
 
 /// What a step on one connection came to.
@@ -106,6 +119,19 @@ impl Conn {
             parser: ResponseParser::new(),
             captures,
             node: 0,
+            parked: None,
+            parked_node: 0,
+            parked_served: 0,
+            on_hop: false,
+        }
+    }
+
+    /// The node this connection belongs to (its own stream's, also while on a hop).
+    pub(super) fn home(&self) -> usize {
+        if self.on_hop {
+            self.parked_node
+        } else {
+            self.node
         }
     }
 
@@ -340,6 +366,8 @@ impl Worker<'_> {
             measured: due.measured,
             resent: false,
             started: false,
+            hops: 0,
+            rng: self.rng,
         });
         self.busy += 1;
     }
@@ -351,10 +379,9 @@ impl Worker<'_> {
     }
 
     /// Writes the claimed request of connection `i` (which is open).
-    fn write_request(&mut self, i: usize, now: Instant) {
+    pub(super) fn write_request(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         let Some(req) = c.req.as_mut() else { return };
-        req.sent = now;
         req.started = false;
         let template = &mut self.templates[req.op];
         c.parser.reset(
@@ -362,7 +389,16 @@ impl Worker<'_> {
             !template.response_has_body(),
         );
         c.phase = Phase::Busy;
-        let (n, outcome) = c.write(template.render_with(&mut self.rng, &c.captures));
+        // A request sent again after a redirect is the same request, and its clock runs on.
+        let mut again = req.rng;
+        let rng = if req.hops == 0 {
+            req.sent = now;
+            req.rng = self.rng;
+            &mut self.rng
+        } else {
+            &mut again
+        };
+        let (n, outcome) = c.write(template.render_with(rng, &c.captures));
         self.stats.bytes_sent += n;
         self.settle(i, outcome, now);
     }
@@ -377,21 +413,33 @@ impl Worker<'_> {
     /// Starts a non-blocking connect on slot `i`.
     pub(super) fn open(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
+        // (a hop's stream, if any, goes with the connection's own)
+        c.parked = None;
+        c.on_hop = false;
+        let node = self.plan.nodes.pick(i + self.global);
+        self.connect_to(i, node, false, now);
+    }
+
+    /// Starts a non-blocking connect on slot `i` to `node`: the connection's own stream,
+    /// or (`hop`) a stream to the node a redirect named.
+    pub(super) fn connect_to(&mut self, i: usize, node: usize, hop: bool, now: Instant) {
+        let c = &mut self.conns[i];
         c.stream = None;
         c.since = now;
         c.served = 0;
         c.pending.clear();
         let nodes = &self.plan.nodes;
-        c.node = nodes.pick(i + self.global);
+        c.node = node;
         let addr = match nodes.targets.get(c.node) {
             Some(t) => t.addr(),
             None => self.plan.target.addr(),
         };
-        match transport::connect(addr, self.tls.as_ref(), self.ports.as_mut()) {
+        let token = if hop { i | super::hop::HOP } else { i };
+        match transport::connect_node(addr, self.tls.as_ref(), node, self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
                     stream.tcp(),
-                    Token(i),
+                    Token(token),
                     Interest::READABLE | Interest::WRITABLE,
                 );
                 match reg {
@@ -467,7 +515,7 @@ impl Worker<'_> {
             s.note(msg, 1);
             let since = now.saturating_duration_since(self.pacer.measure_from());
             s.timeline.record(since.as_secs(), false, None);
-            let node = self.conns[i].node;
+            let node = self.conns[i].home();
             if let Some(n) = s.nodes.get_mut(node) {
                 n.requests += 1;
                 let sent = req
@@ -608,6 +656,8 @@ impl Worker<'_> {
     pub(super) fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
         c.stream = None;
+        c.parked = None;
+        c.on_hop = false;
         c.phase = Phase::Unopened;
     }
 
@@ -648,6 +698,7 @@ impl Worker<'_> {
         if r.first_byte
             && let Some(req) = c.req
             && req.measured
+            && req.hops == 0
         {
             // Every request's wait for its first byte (ab's "Waiting"); ttfb is that of
             // each connection's first request (or of every one without keep-alive).
@@ -666,6 +717,10 @@ impl Worker<'_> {
 
     /// A whole response arrived on `i`.
     fn complete(&mut self, i: usize, status: u16, close: bool, now: Instant) {
+        if matches!(status, 307 | 308) && self.redirects.is_some() && self.follow(i, close, now) {
+            // Sent again to the node the Location named; the request goes on.
+            return;
+        }
         let c = &mut self.conns[i];
         let Some(req) = c.req.take() else {
             return;
@@ -735,15 +790,20 @@ impl Worker<'_> {
                 .as_secs();
             s.timeline.record(sec, ok, Some(latency));
             s.timeline.record_service(service);
-            if status == 307 {
-                s.redirects += 1;
+            let redirect = matches!(status, 307 | 308);
+            s.redirects += u64::from(redirect);
+            // The request counts for the node it was sent to; its answer (a hop's, or a
+            // redirect), for the node that gave it.
+            let c = &self.conns[i];
+            let node = c.home();
+            if let Some(n) = s.nodes.get_mut(c.node) {
+                n.hops += u64::from(req.hops > 0 && c.on_hop);
+                n.redirects += u64::from(redirect);
             }
-            let node = self.conns[i].node;
             if let Some(n) = s.nodes.get_mut(node) {
                 n.requests += 1;
                 n.latency.record(latency);
                 n.throttled += u64::from(quota.is_some());
-                n.redirects += u64::from(status == 307);
                 let at = now
                     .saturating_duration_since(self.pacer.measure_from())
                     .as_secs_f64();
@@ -773,6 +833,16 @@ impl Worker<'_> {
             self.idle.push(i);
             return;
         }
+        // After a hop: back to the connection's own stream (re-opened if it is gone).
+        let close = if self.conns[i].on_hop {
+            if self.end_hop(i, close) {
+                self.reopen(i, now);
+                return;
+            }
+            false
+        } else {
+            close
+        };
         if close {
             self.stats.server_closes += 1;
             self.reopen(i, now);
@@ -829,6 +899,8 @@ mod tests {
             measured: true,
             resent: false,
             started: false,
+            hops: 0,
+            rng: Rng::new(1),
         });
         c.parser.reset(false, false);
         (c, peer)

@@ -9,6 +9,7 @@
 
 mod conn;
 mod held;
+mod hop;
 mod worker;
 
 pub use held::{StepPlan, run_held};
@@ -61,6 +62,9 @@ pub struct EnginePlan {
     /// Shard, start instant, source addresses (`src/shard.rs`).
     #[serde(default)]
     pub spread: crate::shard::Spread,
+    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/redirect.rs).
+    #[serde(default)]
+    pub follow_redirects: bool,
 }
 
 impl EnginePlan {
@@ -185,6 +189,13 @@ fn build_workers<'p>(
             },
             name: crate::tls::server_name(opts, &plan.target.host)?,
             rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
+            // Each node is reached under its own name (--tls-server-name: that one for all).
+            node_names: plan
+                .nodes
+                .targets
+                .iter()
+                .map(|t| crate::tls::server_name(opts, &t.host))
+                .collect::<Result<_, _>>()?,
         }),
         (None, true) => {
             return Err("https target without TLS settings".into());

@@ -13,6 +13,7 @@ use mio::{Events, Poll, Token};
 
 use super::conn::{Conn, Phase};
 use super::held::{Link, StepPlan};
+use super::hop::HOP;
 use super::{EnginePlan, StartGate, Totals};
 use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
@@ -73,6 +74,8 @@ pub(super) struct Worker<'p> {
     pub(super) step: StepPlan,
     /// A held run: connections stay open when a step's schedule is done.
     pub(super) hold: bool,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    pub(super) redirects: Option<crate::redirect::Redirects>,
 }
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given).
@@ -178,6 +181,13 @@ impl<'p> Worker<'p> {
             route_seen: 0,
             step: StepPlan::of(plan),
             hold: false,
+            redirects: plan.follow_redirects.then(|| {
+                crate::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
         })
     }
 
@@ -446,14 +456,21 @@ impl<'p> Worker<'p> {
         }
         let now = Instant::now();
         for ev in events.iter() {
-            let i = ev.token().0;
             if ev.token() == TIMER {
                 if let Some(t) = self.timer.as_mut() {
                     t.fired();
                 }
                 continue;
             }
+            // A connection's own stream has its index as token, its hop stream that and HOP.
+            let hop = ev.token().0 & HOP != 0;
+            let i = ev.token().0 & !HOP;
             if i >= self.conns.len() {
+                continue;
+            }
+            if hop != self.conns[i].on_hop {
+                // The stream parked beside the one in use.
+                self.parked_event(i);
                 continue;
             }
             self.on_event(
@@ -507,12 +524,11 @@ impl<'p> Worker<'p> {
                     }
                 }
                 Phase::Backoff => {
-                    if now >= c.since {
-                        if self.ending(now) {
-                            self.close(i);
-                        } else {
-                            self.open(i, now);
-                        }
+                    if self.ending(now) {
+                        // However long a Retry-After said to wait: no work is left.
+                        self.close(i);
+                    } else if now >= c.since {
+                        self.open(i, now);
                     }
                 }
                 Phase::Idle | Phase::Unopened => {}

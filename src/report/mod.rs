@@ -180,6 +180,9 @@ pub struct Summary {
     /// Answers 307 (a standby redirecting).
     #[serde(skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// `--follow-redirects`: redirects followed (hops).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub followed: u64,
     /// Largest X-Ratelimit-Limit seen on a throttled answer.
     #[serde(skip_serializing_if = "is_zero")]
     pub ratelimit_limit: u64,
@@ -318,6 +321,7 @@ impl Summary {
             throttled: stats.throttled,
             retry_after_s: stats.retry_after_s,
             redirects: stats.redirects,
+            followed: stats.followed,
             ratelimit_limit: stats.ratelimit_limit,
             run,
             latency_hist: latency,

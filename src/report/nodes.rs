@@ -24,6 +24,10 @@ pub struct NodeSummary {
     pub p99_ms: f64,
     pub throttled: u64,
     pub redirects: u64,
+    /// `--follow-redirects`: this node's redirects followed, and the requests it answered
+    /// after another node's redirect.
+    pub followed: u64,
+    pub hops: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -58,6 +62,8 @@ pub fn nodes(stats: &Stats) -> Vec<NodeSummary> {
                 p99_ms: p.p99,
                 throttled: n.throttled,
                 redirects: n.redirects,
+                followed: n.followed,
+                hops: n.hops,
             }
         })
         .collect()
@@ -139,6 +145,17 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
     }
     if s.redirects > 0 {
         writeln!(o, "Redirected (307 from a standby): {}", s.redirects)?;
+    }
+    if s.followed > 0 {
+        // (--follow-redirects: the requests' latency includes their hops)
+        writeln!(o, "Redirects followed: {}", s.followed)?;
+        for n in s.nodes.iter().filter(|n| n.followed + n.hops > 0) {
+            writeln!(
+                o,
+                "  node {} {}: {} redirects followed, {} answers after a redirect",
+                n.node, n.addr, n.followed, n.hops
+            )?;
+        }
     }
     Ok(())
 }

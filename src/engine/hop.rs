@@ -1,0 +1,178 @@
+//! `--follow-redirects` in the engine: a 307/308 whose Location names a node of the target
+//! (`src/redirect.rs` judges it) sends the same request again, on the same connection when
+//! it names the same node, else on a second stream the connection keeps for the other node
+//! (opened when first needed, kept alive, registered under `Token(i | HOP)`). While the
+//! request is away, the connection's own stream is parked beside it; when the answer is
+//! in, the two change places again. The request keeps its clock (its latency includes
+//! every hop) and is counted once, for the node it was sent to.
+
+use std::io;
+use std::time::Instant;
+
+use super::worker::Worker;
+use crate::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
+use crate::transport::Stream;
+
+/// Marks the token of a connection's hop stream.
+pub(super) const HOP: usize = 1 << (usize::BITS - 2);
+
+impl Worker<'_> {
+    /// A 307/308 completed on connection `i` (`close`: its stream cannot carry more).
+    /// Returns true when the request was sent on (or is being sent) to the Location's
+    /// node; false when the redirect is the request's final answer (the reason noted).
+    pub(super) fn follow(&mut self, i: usize, close: bool, now: Instant) -> bool {
+        let Some(redirects) = self.redirects.as_ref() else {
+            return false;
+        };
+        let c = &self.conns[i];
+        let Some(req) = c.req else {
+            return false;
+        };
+        let verdict = if req.hops >= MAX_HOPS {
+            Verdict::Refused(TOO_MANY)
+        } else {
+            // The request as it went out: the Location must name its target.
+            let mut rng = req.rng;
+            let sent = self.templates[req.op].render_with(&mut rng, &c.captures);
+            redirects.judge(
+                c.parser.location().unwrap_or(&[]),
+                c.node,
+                request_target(sent),
+            )
+        };
+        let node = match verdict {
+            Verdict::Node(n) => n,
+            Verdict::Refused(why) => {
+                if req.measured {
+                    self.stats.note(why, 1);
+                }
+                return false;
+            }
+        };
+        if req.measured {
+            let s = &mut self.stats;
+            s.redirects += 1;
+            s.followed += 1;
+            if let Some(n) = s.nodes.get_mut(c.node) {
+                n.redirects += 1;
+                n.followed += 1;
+            }
+        }
+        if close {
+            self.stats.server_closes += 1;
+        }
+        let c = &mut self.conns[i];
+        c.served += 1;
+        if let Some(r) = c.req.as_mut() {
+            r.hops += 1;
+        }
+        // (an answer before the whole request went out leaves the stream unusable)
+        let reusable = !close && !c.request_unsent();
+        c.pending.clear();
+        if node == c.node {
+            if reusable {
+                self.write_request(i, now);
+            } else {
+                let hop = c.on_hop;
+                self.connect_to(i, node, hop, now);
+            }
+            return true;
+        }
+        let current: Option<Stream> = if reusable { c.stream.take() } else { None };
+        c.stream = None;
+        let (current_node, current_served) = (c.node, c.served);
+        let other = c.parked.take();
+        let (other_node, other_served) = (c.parked_node, c.parked_served);
+        if c.on_hop && node == other_node {
+            // Back to the connection's own node: the hop's stream is parked.
+            c.on_hop = false;
+            c.parked = current;
+            c.parked_node = current_node;
+            c.parked_served = current_served;
+            self.send_on(i, other, node, other_served, false, now);
+        } else if c.on_hop {
+            // A third node: the connection keeps one hop stream, now to that node.
+            c.parked = other;
+            c.parked_node = other_node;
+            c.parked_served = other_served;
+            self.connect_to(i, node, true, now);
+        } else {
+            // Away from the connection's own node, which is parked.
+            c.on_hop = true;
+            c.parked = current;
+            c.parked_node = current_node;
+            c.parked_served = current_served;
+            let kept = other.filter(|_| other_node == node);
+            self.send_on(i, kept, node, other_served, true, now);
+        }
+        true
+    }
+
+    /// Sends the request of `i` on `stream` (to `node`), or on a new one when there is none.
+    fn send_on(
+        &mut self,
+        i: usize,
+        stream: Option<Stream>,
+        node: usize,
+        served: u32,
+        hop: bool,
+        now: Instant,
+    ) {
+        match stream {
+            Some(s) => {
+                let c = &mut self.conns[i];
+                c.stream = Some(s);
+                c.node = node;
+                c.served = served;
+                self.write_request(i, now);
+            }
+            None => self.connect_to(i, node, hop, now),
+        }
+    }
+
+    /// The answer to a hop is in: the connection's own stream takes its place again and
+    /// the hop's is parked (dropped when `close` or when the request was not all sent).
+    /// Returns true when the connection's own stream is gone (it must re-open).
+    pub(super) fn end_hop(&mut self, i: usize, close: bool) -> bool {
+        let c = &mut self.conns[i];
+        let unsent = c.request_unsent();
+        c.pending.clear();
+        if close {
+            self.stats.server_closes += 1;
+        }
+        let hop = if close || unsent {
+            None
+        } else {
+            c.stream.take()
+        };
+        let (hop_node, hop_served) = (c.node, c.served);
+        c.stream = c.parked.take();
+        c.node = c.parked_node;
+        c.served = c.parked_served;
+        c.parked = hop;
+        c.parked_node = hop_node;
+        c.parked_served = hop_served;
+        c.on_hop = false;
+        c.stream.is_none()
+    }
+
+    /// An event on the parked stream of `i`: the server closed it (or sent what nobody
+    /// asked for), so it is dropped; the next hop opens a new one.
+    pub(super) fn parked_event(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(s) = c.parked.as_mut() else {
+            return;
+        };
+        match s.read(&mut self.buf) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            _ => {
+                c.parked = None;
+                self.stats.server_closes += 1;
+            }
+        }
+    }
+}
