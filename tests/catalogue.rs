@@ -610,21 +610,11 @@ fn pki_sign_signs_csrs_made_at_setup_with_an_intermediate() {
 #[test]
 fn new_operations_run_inside_a_namespace() {
     let bao = OpenBao::start();
-    let (status, body) = bao.api("POST", "/v1/sys/namespaces/ns1", Some("{}"));
-    assert_eq!(status, 200, "namespace create: {body}");
+    bao.namespace("ns1");
     let in_ns = |method: &str, path: &str| {
-        let r = common::http_request(
-            &bao.addr,
-            method,
-            path,
-            &[("X-Vault-Token", "root"), ("X-Vault-Namespace", "ns1")],
-            None,
-            None,
-        )
-        .unwrap();
-        let text = r.text();
+        let (status, text) = bao.api_in("ns1", method, path);
         (
-            r.status,
+            status,
             serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
         )
     };

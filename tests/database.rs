@@ -121,20 +121,8 @@ fn unusable_databases_are_one_message_and_leave_nothing() {
 fn db_creds_run_inside_a_namespace() {
     let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
     let bao = OpenBao::start();
-    let (status, body) = bao.api("POST", "/v1/sys/namespaces/ns1", Some("{}"));
-    assert_eq!(status, 200, "namespace create: {body}");
-    let in_ns = |method: &str, path: &str| {
-        let r = common::http_request(
-            &bao.addr,
-            method,
-            path,
-            &[("X-Vault-Token", "root"), ("X-Vault-Namespace", "ns1")],
-            None,
-            None,
-        )
-        .unwrap();
-        (r.status, r.text())
-    };
+    bao.namespace("ns1");
+    let in_ns = |method: &str, path: &str| bao.api_in("ns1", method, path);
     let ns_mounts = || -> Vec<String> {
         let (s, b) = in_ns("GET", "/v1/sys/mounts");
         assert_eq!(s, 200, "{b}");

@@ -36,35 +36,8 @@ fn prometheus_scrapes_the_request_count() {
     let ng = Nginx::start();
     let url = format!("{}/v1/secret/data/foo", ng.addr);
     let dir = tempfile::tempdir().unwrap();
-    let (mport, pport) = (free_port(), free_port());
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: vblast\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
-        ),
-    )
-    .unwrap();
-    let _prom = Killed(
-        Command::new(&prom)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus"),
-    );
-    let papi = format!("http://127.0.0.1:{pport}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http_request(&papi, "GET", "/-/ready", &[], None, None).map_or(true, |r| r.status != 200)
-    {
-        assert!(Instant::now() < deadline, "prometheus did not become ready");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mport = free_port();
+    let (_prom, papi) = start_prometheus(&prom, dir.path(), mport);
     let n = 1200u64;
     let maddr = format!("127.0.0.1:{mport}");
     let running = spawn(url_cmd(&[

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -31,14 +30,7 @@ impl Live {
         let mut child = cmd.spawn().expect("spawn vblast");
         let out = child.stdout.take().unwrap();
         let err = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = common::run::lines(out);
         Live {
             child,
             lines,

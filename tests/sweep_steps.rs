@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -179,14 +178,7 @@ impl Sweeping {
         let mut child = cmd.spawn().expect("spawn vblast");
         let out = child.stdout.take().unwrap();
         let err = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = common::run::lines(out);
         Sweeping {
             child,
             lines,

@@ -388,24 +388,21 @@ impl Chart {
 /// An HTML table; every cell is escaped. `numeric` columns are right-aligned.
 pub fn table(header: &[&str], rows: &[Vec<String>], numeric_from: usize) -> String {
     let mut o = String::from("<table><thead><tr>");
-    for (i, h) in header.iter().enumerate() {
-        let class = if i >= numeric_from {
+    let class = |i: usize| {
+        if i >= numeric_from {
             " class=\"num\""
         } else {
             ""
-        };
-        let _ = write!(o, "<th{class}>{}</th>", escape(h));
+        }
+    };
+    for (i, h) in header.iter().enumerate() {
+        let _ = write!(o, "<th{}>{}</th>", class(i), escape(h));
     }
     o.push_str("</tr></thead><tbody>");
     for row in rows {
         o.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
-            let class = if i >= numeric_from {
-                " class=\"num\""
-            } else {
-                ""
-            };
-            let _ = write!(o, "<td{class}>{}</td>", escape(cell));
+            let _ = write!(o, "<td{}>{}</td>", class(i), escape(cell));
         }
         o.push_str("</tr>");
     }

@@ -100,6 +100,19 @@ fn joined(h: &mut Option<JoinHandle<String>>) -> String {
     h.take().and_then(|h| h.join().ok()).unwrap_or_default()
 }
 
+/// Each line `r` gives, as it comes, on a channel (ends when `r` does).
+pub fn lines(r: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(r)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
 /// Start `cmd` in the background with stdout and stderr captured.
 pub fn spawn(mut cmd: Command) -> Running {
     let args = format!("{:?}", cmd.get_args().collect::<Vec<_>>());
