@@ -24,6 +24,9 @@ use crate::vault::ops::{self, Created, SetupCtx, VaultOp};
 use crate::vault::preflight::preflight;
 use crate::workload::Operation;
 
+/// How long standbys may take to serve a fresh fixture (`Session::wait_for_standbys`).
+const STANDBY_READY_WAIT: Duration = Duration::from_secs(10);
+
 /// Timeout of each cleanup request.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -149,6 +152,7 @@ impl Session {
                     session.close_reporting();
                     return Err(stop.signal().map_or(e, Error::Stopped));
                 }
+                session.wait_for_standbys();
                 for (fixture, choice) in session.fixtures.iter().zip(choices) {
                     let mut steps = fixture.operations();
                     if let Some(first) = steps.first_mut() {
@@ -246,8 +250,55 @@ impl Session {
         Ok(())
     }
 
+    /// `--nodes all` / `each` send load to standbys, which load a new fixture (a mount) a
+    /// moment after the active node it was made on: wait, bounded, until every unsealed
+    /// node answers for each fixture itself (asked without forwarding), so the run does
+    /// not count that moment as failures. A node still not ready is only noted: its
+    /// answers are then measured as they are.
+    fn wait_for_standbys(&self) {
+        let Some(cluster) = self
+            .cluster
+            .as_ref()
+            .filter(|c| c.mode != NodesMode::Active)
+        else {
+            return;
+        };
+        let active = cluster.route.active();
+        let deadline = std::time::Instant::now() + STANDBY_READY_WAIT;
+        for i in cluster.view.unsealed().into_iter().filter(|&i| i != active) {
+            let t = &cluster.targets[i];
+            let mut client = self.client_for(t, self.timeout).without_forwarding();
+            for f in &self.fixtures {
+                loop {
+                    if self.stop.signal().is_some() {
+                        return;
+                    }
+                    match f.ready_on(&mut client) {
+                        Ok(true) => break,
+                        Ok(false) | Err(_) if std::time::Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        Ok(false) | Err(_) => {
+                            eprintln!(
+                                "vblast: note: {} does not serve the fixture yet after {} s; its answers are measured as they come",
+                                t.base(),
+                                STANDBY_READY_WAIT.as_secs()
+                            );
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// A setup client with its own connection.
     fn client(&self, timeout: Duration) -> Client {
+        self.client_for(&self.target, timeout)
+    }
+
+    /// A client of node `target` with the run's token and TLS settings.
+    fn client_for(&self, target: &Target, timeout: Duration) -> Client {
         let (config, name) = match &self.tls_config {
             // The node set up on is reached under its own name (a cluster's active node
             // need not be the first address).
@@ -256,14 +307,14 @@ impl Session {
                 Some(
                     self.tls
                         .as_ref()
-                        .and_then(|o| tls::server_name(o, &self.target.host).ok())
+                        .and_then(|o| tls::server_name(o, &target.host).ok())
                         .unwrap_or_else(|| n.clone()),
                 ),
             ),
             None => (None, None),
         };
         Client::new(
-            &self.target,
+            target,
             config,
             name,
             self.token.clone(),

@@ -231,6 +231,8 @@ pub struct Client {
     namespace: Option<String>,
     timeout: Duration,
     stop: Option<Stop>,
+    /// Sends `X-Vault-No-Request-Forwarding: true`: a standby answers itself.
+    no_forwarding: bool,
     conn: Option<Conn>,
 }
 
@@ -273,6 +275,7 @@ impl Client {
             namespace: namespace.filter(|n| !n.is_empty()),
             timeout,
             stop: None,
+            no_forwarding: false,
             conn: None,
         }
     }
@@ -287,6 +290,7 @@ impl Client {
             namespace: self.namespace.clone(),
             timeout: self.timeout,
             stop: self.stop.clone(),
+            no_forwarding: self.no_forwarding,
             conn: None,
         }
     }
@@ -301,6 +305,12 @@ impl Client {
     /// For setup calls only: cleanup after a first signal must still run.
     pub fn with_stop(mut self, stop: Stop) -> Client {
         self.stop = Some(stop);
+        self
+    }
+
+    /// Asks a standby to answer itself (`X-Vault-No-Request-Forwarding`), not forward.
+    pub fn without_forwarding(mut self) -> Client {
+        self.no_forwarding = true;
         self
     }
 
@@ -411,6 +421,9 @@ impl Client {
             head.push_str("X-Vault-Token: ");
             head.push_str(t);
             head.push_str("\r\n");
+        }
+        if self.no_forwarding {
+            head.push_str("X-Vault-No-Request-Forwarding: true\r\n");
         }
         if let Some(ns) = self.namespace.as_ref().filter(|_| with_namespace) {
             head.push_str("X-Vault-Namespace: ");

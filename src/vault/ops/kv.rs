@@ -307,6 +307,13 @@ impl VaultOp for KvOp {
         out
     }
 
+    fn ready_on(&self, client: &mut Client) -> Result<bool, String> {
+        match &self.setup {
+            Some(s) if s.mount != CUBBYHOLE => Ok(usable_now(client, s)?.is_ok()),
+            _ => Ok(true),
+        }
+    }
+
     fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
         let Some(s) = self.setup.clone() else {
             return Ok(());
@@ -541,32 +548,43 @@ fn write_body(version: u8, value: &str) -> String {
 /// no error message (a secret that simply does not exist yet).
 fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
     let base = client.base();
-    let path = data_path(&setup.mount, setup.version, &secret_name(0, 1));
     let start = Instant::now();
     loop {
-        let r = client.request("GET", &path, None)?;
-        let ready = match r.status {
-            200 => true,
-            404 => r
-                .json()
-                .and_then(|v| v.get("errors").and_then(Value::as_array).map(Vec::is_empty))
-                .unwrap_or(true),
-            _ => false,
-        };
-        if ready {
+        let r = usable_now(client, setup)?;
+        if r.is_ok() {
             return Ok(());
         }
         if start.elapsed() >= MOUNT_READY_WAIT {
+            let (status, text) = r.unwrap_err();
             return Err(format!(
-                "new mount '{}' on {base} did not become usable within {}s: HTTP {}: {}",
+                "new mount '{}' on {base} did not become usable within {}s: HTTP {status}: {text}",
                 setup.mount,
                 MOUNT_READY_WAIT.as_secs(),
-                r.status,
-                r.error_text()
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Whether the mount serves reads now (a read of the first secret answers 200, a plain 404,
+/// or the 307 of a standby that sends it on), or the status and error text that say it does
+/// not yet (a KV v2 mount upgrading its data answers 400).
+fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, String)>, String> {
+    let path = data_path(&setup.mount, setup.version, &secret_name(0, 1));
+    let r = client.request("GET", &path, None)?;
+    let ready = match r.status {
+        200 | 307 => true,
+        404 => r
+            .json()
+            .and_then(|v| v.get("errors").and_then(Value::as_array).map(Vec::is_empty))
+            .unwrap_or(true),
+        _ => false,
+    };
+    Ok(if ready {
+        Ok(())
+    } else {
+        Err((r.status, r.error_text()))
+    })
 }
 
 /// Runs `f(client, i)` for every `i` in `0..count` on up to 16 threads, each with its own

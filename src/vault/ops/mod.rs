@@ -64,6 +64,13 @@ pub trait VaultOp: Send {
     fn operations(&self) -> Vec<Operation> {
         vec![self.operation()]
     }
+    /// Whether `client`'s node, another node of the cluster than the one set up on, serves
+    /// this fixture already: a standby loads a new mount a moment after the active node
+    /// (a KV v2 mount answers 400 there while its data upgrade is not yet seen). Asked
+    /// after setup, before load goes to standbys (`--nodes all` / `each`).
+    fn ready_on(&self, _client: &mut Client) -> Result<bool, String> {
+        Ok(true)
+    }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
