@@ -239,6 +239,37 @@ mod tests {
     }
 
     #[test]
+    fn closed_model_leaves_the_warmup_out_and_spends_the_budget_on_measured_requests() {
+        let origin = Instant::now();
+        let warmup = Duration::from_secs(1);
+        let mut p = Pacer::closed(origin, warmup, None, Some(2));
+        assert!(!p.is_open());
+        assert_eq!(p.measure_from(), origin + warmup);
+        assert_eq!(p.remaining(), Some(2));
+        // Warm-up requests are due at once, not measured, and cost nothing of the budget.
+        let d = p.take_due(origin).unwrap();
+        assert_eq!(
+            d,
+            Due {
+                intended: origin,
+                measured: false
+            }
+        );
+        assert_eq!(p.remaining(), Some(2));
+        let after = origin + warmup;
+        assert!(p.take_due(after).unwrap().measured);
+        assert_eq!(p.remaining(), Some(1));
+        assert!(p.take_due(after).unwrap().measured);
+        assert_eq!(p.remaining(), Some(0));
+        assert!(p.finished(after));
+        assert_eq!(p.take_due(after), None);
+        assert_eq!(Pacer::closed(origin, warmup, None, None).remaining(), None);
+        let open = Pacer::open(origin, warmup, None, Some(5), &c(10.0), 0, 1);
+        assert!(open.is_open());
+        assert_eq!(open.remaining(), Some(5));
+    }
+
+    #[test]
     fn union_of_threads_is_the_constant_rate_schedule() {
         let origin = Instant::now();
         for &(rate, threads) in &[
