@@ -270,6 +270,18 @@ mod tests {
     }
 
     #[test]
+    fn a_request_is_due_at_its_intended_instant_not_a_moment_later() {
+        let origin = Instant::now();
+        let mut p = Pacer::open(origin, Duration::ZERO, None, None, &c(10.0), 0, 1);
+        let second = p.intended(1).unwrap();
+        assert_eq!(second, origin + Duration::from_millis(100));
+        assert!(p.take_due(origin).is_some());
+        assert_eq!(p.take_due(second - Duration::from_nanos(1)), None);
+        let d = p.take_due(second).unwrap();
+        assert_eq!(d.intended, second);
+    }
+
+    #[test]
     fn union_of_threads_is_the_constant_rate_schedule() {
         let origin = Instant::now();
         for &(rate, threads) in &[
