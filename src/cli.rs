@@ -86,10 +86,12 @@ pub enum Command {
     /// `vault-benchmark review -result_file=FILE ...` (its flags, its report layouts).
     #[command(name = "vault-benchmark", disable_help_flag = true)]
     VaultBenchmark(VaultBenchmarkArgs),
-    /// Sets up the fixture the shards of one run share, once (`--run-id ID` and the run's
-    /// --op flags; names follow the run id, nothing secret is written or printed).
+    /// Sets up the fixture the shards of one run share, once, for shards run with
+    /// --external-setup (`--run-id ID` and the run's --op flags; names follow the run id,
+    /// nothing secret is written or printed).
     Setup(Box<RunArgs>),
-    /// Removes the fixture `vblast setup --run-id ID` made (same --run-id and --op flags).
+    /// Removes the fixture `vblast setup --run-id ID` made, or what a killed shard 0 left
+    /// (same --run-id and --op flags).
     Cleanup(Box<RunArgs>),
 }
 

@@ -1,6 +1,8 @@
-//! Fixtures shared by the shards of one run, set up once and removed once: `vblast setup
-//! --run-id ID` creates them, every shard (`--shard I/N --run-id ID`) uses them, and
-//! `vblast cleanup --run-id ID` removes them.
+//! Fixtures shared by the shards of one run, set up once and removed once. By default
+//! shard 0 of a sharded run does both (`src/fixtures/rendezvous.rs`: it sets the fixture
+//! up, runs its own share, waits for the other shards to end, then removes it); with
+//! `--external-setup` on every shard, `vblast setup --run-id ID` creates it before the
+//! shards and `vblast cleanup --run-id ID` removes it after them.
 //!
 //! No file and no message carries anything secret between the steps: the names of what
 //! setup creates (the mount `vblast-xxxxxxxx`, the auth path `vblast-approle-xxxxxxxx`) are
@@ -14,13 +16,15 @@
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete) and approle-login; others are refused with one message.
 
+pub mod rendezvous;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::cli::RunArgs;
 use crate::error::{Ending, Error};
-use crate::scenario::Workload;
+use crate::scenario::{Scenario, Workload};
 use crate::session::Session;
 use crate::signals::Stop;
 
@@ -31,7 +35,8 @@ pub enum Mode {
     Own,
     /// `vblast setup`: create the shared fixture and keep it.
     Create,
-    /// A shard: use the fixture `vblast setup` made; only per-shard credentials are its own.
+    /// A shard: use the fixture shard 0 (or `vblast setup`) made; only per-shard
+    /// credentials are its own.
     Join,
     /// `vblast cleanup`: remove the shared fixture.
     Remove,
@@ -46,7 +51,7 @@ pub const SHARED_OPS: &[&str] = &[
     "approle-login",
 ];
 
-/// How long a shard waits for `vblast setup` to have made the fixture.
+/// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
 pub const JOIN_WAIT: Duration = Duration::from_secs(120);
 
 struct Shared {
@@ -88,14 +93,20 @@ pub fn derived_name(prefix: &str) -> Option<String> {
     let mut guard = SHARED.lock().ok()?;
     let s = guard.as_mut()?;
     let n = s.seen.entry(prefix.to_string()).or_insert(0);
-    let text = format!("vblast-fixture\n{}\n{prefix}\n{n}", s.run_id);
+    let name = name_of(&s.run_id, prefix, *n);
     *n += 1;
+    Some(name)
+}
+
+/// The `n`th fixture name with `prefix` of run `run_id` (what `derived_name` gives).
+pub fn name_of(run_id: &str, prefix: &str, n: u32) -> String {
+    let text = format!("vblast-fixture\n{run_id}\n{prefix}\n{n}");
     let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
     let hex: String = digest.as_ref()[..4]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    Some(format!("{prefix}{hex}"))
+    format!("{prefix}{hex}")
 }
 
 /// Waits until `ready` says the fixture is there (Ok(true)), bounded by `JOIN_WAIT` and
@@ -115,8 +126,13 @@ pub fn wait_for(
         }
         if Instant::now() > deadline {
             return Err(Error::Setup(format!(
-                "{what} is not there after {} s: run `vblast setup` with this run's --run-id and operation flags first",
-                JOIN_WAIT.as_secs()
+                "{what} is not there after {} s: it comes from shard 0 (or, with --external-setup, from `vblast setup`) given this run's --run-id and the same operation flags; {}",
+                JOIN_WAIT.as_secs(),
+                if external_setup() {
+                    "this shard has --external-setup: run `vblast setup` first, or start every shard without --external-setup (then shard 0 sets the fixture up)"
+                } else {
+                    "check that every shard has the same operation flags"
+                }
             )));
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -142,15 +158,50 @@ pub fn check_ops(op: &str, context: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A shard of a Vault-mode run that sets nothing up itself joins the shared fixture.
-pub fn join_if_sharded(args: &RunArgs) {
+/// The run id under which a shard of a Vault-mode run shares a fixture: a sharded run
+/// (N > 1) of an operation that makes one, without --no-setup, given `--run-id`.
+pub fn shared_run_id(args: &RunArgs) -> Option<&str> {
     let sharded = args.shard.shard.is_some_and(|s| !s.is_whole());
-    let op = args.op.as_deref().or(args.scenario.as_deref());
-    if let (true, Some(op), false, Some(id)) = (sharded, op, args.no_setup, &args.shard.run_id)
-        && op_names(op).any(|n| !crate::shard::NO_FIXTURE_OPS.contains(&n))
-    {
-        enter(Mode::Join, id);
+    let op = args.op.as_deref().or(args.scenario.as_deref())?;
+    if !sharded || args.no_setup || args.url.is_some() {
+        return None;
     }
+    let id = args.shard.run_id.as_deref()?;
+    op_names(op)
+        .any(|n| !crate::shard::NO_FIXTURE_OPS.contains(&n))
+        .then_some(id)
+}
+
+/// Marks this process as joining a fixture `vblast setup` made (`--external-setup`), for
+/// the messages of a wait that times out.
+pub fn set_external_setup(on: bool) {
+    EXTERNAL.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn external_setup() -> bool {
+    EXTERNAL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static EXTERNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Opens and closes one session of the shared fixture in `mode` (Create keeps what it
+/// made, Remove removes it) and returns what the session held, for messages.
+pub fn shared_session(
+    scenario: &Scenario,
+    stop: &Stop,
+    mode: Mode,
+    run_id: &str,
+) -> Result<Vec<String>, Error> {
+    enter(mode, run_id);
+    let mut scenario = scenario.clone();
+    // A setup failing half-way removes what it made; cleanup removes the fixture on close.
+    scenario.keep = false;
+    let mut session = Session::open(&scenario, stop)?;
+    // A complete setup keeps the fixture (the shards use it).
+    session.set_keep(mode == Mode::Create);
+    let what: Vec<String> = session.created().into_iter().map(|c| c.what).collect();
+    session.close()?;
+    Ok(what)
 }
 
 /// `vblast setup` (`remove` false) and `vblast cleanup` (`remove` true).
@@ -174,29 +225,30 @@ pub fn command(args: &RunArgs, stop: &Stop, remove: bool) -> Ending {
     if let Err(e) = check_ops(op, &format!("vblast {name}")).and_then(|_| args.validate()) {
         return Ending::Failed(Error::Input(e));
     }
-    let mut scenario = match args.scenario() {
+    let scenario = match args.scenario() {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
     if !matches!(scenario.workload, Workload::Vault(_)) {
         return Ending::Failed(Error::Input(format!("vblast {name} needs --op")));
     }
-    enter(if remove { Mode::Remove } else { Mode::Create }, &run_id);
-    // Setup keeps what it made (the shards use it); cleanup removes it on close.
-    scenario.keep = !remove;
-    let mut session = match Session::open(&scenario, stop) {
-        Ok(s) => s,
-        Err(e) => return Ending::Failed(e),
-    };
-    let what: Vec<String> = session.created().into_iter().map(|c| c.what).collect();
-    match session.close() {
-        Ok(()) if remove => {
+    let mode = if remove { Mode::Remove } else { Mode::Create };
+    match shared_session(&scenario, stop, mode, &run_id) {
+        Ok(what) if remove => {
             for w in &what {
                 eprintln!("vblast: removed {w}");
             }
-            Ending::Ok
+            // What a shard 0 that was killed left of the shards' rendezvous.
+            match rendezvous::remove_leftover(&scenario, &run_id) {
+                Ok(Some(m)) => {
+                    eprintln!("vblast: removed {m}");
+                    Ending::Ok
+                }
+                Ok(None) => Ending::Ok,
+                Err(e) => Ending::Failed(e),
+            }
         }
-        Ok(()) => Ending::Ok,
+        Ok(_) => Ending::Ok,
         Err(e) => Ending::Failed(e),
     }
 }

@@ -4,10 +4,11 @@
 use crate::cli::RunArgs;
 use crate::engine;
 use crate::error::{Ending, Error};
+use crate::fixtures::rendezvous::Tally;
 use crate::live::Live;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::scenario::Workload;
+use crate::scenario::{Scenario, Workload};
 use crate::session::Session;
 use crate::signals::Stop;
 
@@ -42,13 +43,34 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         },
         None => None,
     };
-    // A shard uses the fixture `vblast setup` made for its run (src/fixtures.rs).
-    crate::fixtures::join_if_sharded(cli);
+    // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
+    // shard has ended, the others join it (src/fixtures/rendezvous.rs).
+    crate::fixtures::rendezvous::around(cli, &scenario, stop, &mut |joined| {
+        load(cli, &scenario, metrics.as_ref(), stop, joined)
+    })
+}
+
+/// The session, the load step, cleanup and the report; `joined` runs once the session is
+/// open. Returns how the run ended and its totals.
+fn load(
+    cli: &RunArgs,
+    scenario: &Scenario,
+    metrics: Option<&crate::metrics::Metrics>,
+    stop: &Stop,
+    joined: &mut dyn FnMut() -> Result<(), Error>,
+) -> (Ending, Tally) {
+    let none = Tally::default();
     let setup_started = std::time::Instant::now();
-    let mut session = match Session::open(&scenario, stop) {
+    let mut session = match Session::open(scenario, stop) {
         Ok(s) => s,
-        Err(e) => return Ending::Failed(e),
+        Err(e) => return (Ending::Failed(e), none),
     };
+    if let Err(e) = joined() {
+        if let Err(c) = session.close() {
+            eprintln!("vblast: {c}");
+        }
+        return (Ending::Failed(e), none);
+    }
     let setup_s = setup_started.elapsed().as_secs_f64();
     // https: one handshake before the load, not counted, for ab's TLS lines (saved with
     // the results, so `vblast report --format ab` prints them too).
@@ -71,7 +93,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         if live.enabled() {
             live.show(p);
         }
-        if let Some(m) = &metrics {
+        if let Some(m) = metrics {
             m.update(p);
         }
     };
@@ -80,7 +102,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
-    if let (Some(m), Ok(s)) = (&metrics, &step) {
+    if let (Some(m), Ok(s)) = (metrics, &step) {
         m.finish(&s.outcome.stats);
     }
     let cleanup_started = std::time::Instant::now();
@@ -93,7 +115,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
             if let Err(c) = cleanup {
                 eprintln!("vblast: {c}");
             }
-            return Ending::Failed(e);
+            return (Ending::Failed(e), none);
         }
     };
     let target = session.target();
@@ -129,11 +151,15 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     );
     results.shard = crate::shard::record(
         &cli.shard,
-        &scenario,
+        scenario,
         step.outcome.clock_start.unwrap_or(step.started_at),
     );
     results.tls_probe = tls_probe;
     let summary = results.summary();
+    let tally = Tally {
+        requests: summary.requests,
+        ok: summary.ok,
+    };
     let written = crate::report_command::deliver(&summary, &results, &cli.out);
     if metrics.is_some()
         && let Some(hold) = cli.metrics.metrics_hold
@@ -145,27 +171,27 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");
         }
-        return Ending::Stopped(s);
+        return (Ending::Stopped(s), tally);
     }
     if let Err(c) = cleanup {
-        return Ending::Failed(c);
+        return (Ending::Failed(c), tally);
     }
     if let Err(e) = written {
-        return Ending::Failed(e);
+        return (Ending::Failed(e), tally);
     }
     if let Some(lost) = step.outcome.lost {
         if cli.allow_errors {
             eprintln!("vblast: {lost}");
         } else {
-            return Ending::Failed(Error::LostLoad(lost));
+            return (Ending::Failed(Error::LostLoad(lost)), tally);
         }
     }
     if !cli.allow_errors && summary.failed > 0 {
-        return Ending::FailedRequests;
+        return (Ending::FailedRequests, tally);
     }
     if !cli.allow_errors && summary.requests == 0 {
         eprintln!("vblast: no request completed");
-        return Ending::FailedRequests;
+        return (Ending::FailedRequests, tally);
     }
-    Ending::Ok
+    (Ending::Ok, tally)
 }

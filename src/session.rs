@@ -603,6 +603,13 @@ impl Session {
         Ok(outcome)
     }
 
+    /// Keeps what the session created at `close` (or removes it): a shared fixture's setup
+    /// opens with `keep` false, so that a setup failing half-way removes what it made, and
+    /// keeps the fixture once it is complete (src/fixtures.rs).
+    pub fn set_keep(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
     /// What is on the server because of this session.
     pub fn created(&self) -> Vec<Created> {
         self.fixtures.iter().flat_map(|f| f.created()).collect()

@@ -45,6 +45,26 @@ pub struct ShardArgs {
     /// from the start instant and the scenario).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+
+    /// A sharded Vault run's shared fixture comes from `vblast setup --run-id ID` and goes
+    /// with `vblast cleanup` (default: shard 0 sets it up, and removes it once every shard
+    /// has ended). Give it to every shard or to none (`--external-setup=false` is the default).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        default_value = "false",
+        action = clap::ArgAction::Set
+    )]
+    pub external_setup: bool,
+
+    /// Shard 0 (sharing a fixture it set up): how long, after its own load, it waits for the
+    /// other shards to end before it removes the fixture (default: until --start-at +
+    /// -z + --timeout + 60 s when both are given, else 10m).
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub shards_wait: Option<Duration>,
 }
 
 /// Shard `index` of `count`; 0 of 1 is the whole run.
@@ -174,8 +194,9 @@ pub const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"
 
 /// Checks the shard flags against the rest of the run: a sharded run needs a run id
 /// (`--run-id` or `--start-at`), `--start-at` must lie ahead, and Vault operations that
-/// create fixtures run in shards only over data set up beforehand (`--no-setup`): setup
-/// and cleanup happen once, outside the shards (see the README, "Beyond one machine").
+/// create fixtures share one fixture named after `--run-id` (set up and removed once, by
+/// shard 0 or by `vblast setup`/`cleanup`; src/fixtures.rs), or run over data set up
+/// beforehand (`--no-setup`).
 pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<(), String> {
     if let Some(at) = &args.start_at {
         parse_start_at(at, SystemTime::now())?;
@@ -186,8 +207,17 @@ pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<()
         return Err("--run-id must be 1 to 128 printable characters".into());
     }
     let Some(shard) = args.shard.filter(|s| !s.is_whole()) else {
+        if args.external_setup || args.shards_wait.is_some() {
+            return Err(
+                "--external-setup and --shards-wait apply to sharded runs (--shard I/N, N > 1)"
+                    .into(),
+            );
+        }
         return Ok(());
     };
+    if args.shards_wait.is_some_and(|w| w.is_zero()) {
+        return Err("--shards-wait must be longer than zero".into());
+    }
     if args.run_id.is_none() && args.start_at.is_none() {
         return Err(format!(
             "--shard {shard} needs --start-at (every shard starts its clock together) or --run-id, so that `vblast report` can tell this run's shards from any other's"
@@ -205,7 +235,7 @@ pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<()
             && args.run_id.is_none()
         {
             return Err(format!(
-                "--shard {shard} with {name}: the shards share one fixture, made once by `vblast setup --run-id ID` with the same flags: give the shards that --run-id too"
+                "--shard {shard} with {name}: the shards share one fixture named after the run id (shard 0 makes it, or `vblast setup --run-id ID` with --external-setup): give every shard the same --run-id"
             ));
         }
     }

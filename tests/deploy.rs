@@ -30,8 +30,8 @@ fn manifests() -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    // The cleanup Job, applied after the shards.
-    if let Ok(after) = std::fs::read_dir(root().join("deploy/kubernetes/after")) {
+    // The --external-setup alternative: the setup and cleanup Jobs, applied one by one.
+    if let Ok(after) = std::fs::read_dir(root().join("deploy/kubernetes/external-setup")) {
         v.extend(
             after
                 .map(|e| e.unwrap().path())
@@ -68,6 +68,32 @@ fn manifests_pass_the_kubernetes_schemas() {
         job.contains("job-completion-index"),
         "shard index from the completion index"
     );
+    // Every $(NAME) the Job's args use is a ConfigMap key or one of its env entries (a
+    // missing one would reach vblast as the literal text); fixtures: pod 0 sets up and
+    // cleans up unless EXTERNAL_SETUP says otherwise, so no setup Job starts with the shards.
+    let config = std::fs::read_to_string(root().join("deploy/kubernetes/configmap.yaml")).unwrap();
+    for var in job.split("$(").skip(1).filter_map(|r| r.split(')').next()) {
+        assert!(
+            config.contains(&format!("\n  {var}: ")) || job.contains(&format!("- name: {var}\n")),
+            "job.yaml uses $({var}), which neither the ConfigMap nor the Job defines"
+        );
+    }
+    assert!(
+        job.contains("\"--external-setup=$(EXTERNAL_SETUP)\""),
+        "{job}"
+    );
+    assert!(config.contains("EXTERNAL_SETUP: \"false\""), "{config}");
+    for f in files
+        .iter()
+        .filter(|f| f.parent() == Some(&root().join("deploy/kubernetes")))
+    {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !text.contains("- \"setup\""),
+            "{} starts a setup Job",
+            f.display()
+        );
+    }
     // The token: from the Secret, never a value in a manifest.
     let token_env = job.split("- name: VAULT_TOKEN").nth(1).unwrap_or("");
     assert!(

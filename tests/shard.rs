@@ -2,8 +2,13 @@
 //! together (`--shard i/4 --start-at`) and as one process give the same request count,
 //! each shard exactly its share; `vblast report` merges the shards only when they are one
 //! run's, every shard once; bad shard flags are one clear message. Vault operations that
-//! create fixtures: `vblast setup` once, the shards (started first, so they wait), then
-//! `vblast cleanup` once, against an OpenBao dev server.
+//! create fixtures, against an OpenBao dev server: by default shard 0 sets the shared
+//! fixture up, the others (started first) wait for its `ready` in the sync mount, shard 0
+//! waits for every shard's `done` and removes everything (also when a shard never reports,
+//! and at once on SIGTERM); a joiner whose shard 0 never comes fails before its start;
+//! mismatched `--external-setup` flags are one message; a killed shard 0's leftovers go
+//! with `vblast cleanup`. With `--external-setup`: `vblast setup` once, the shards (started
+//! first, so they wait), then `vblast cleanup` once.
 
 mod common;
 
@@ -241,6 +246,11 @@ fn bad_shard_flags_are_one_clear_message() {
             &["--shard", "0/2", "--run-id", "x", "--op", "userpass-login"],
             "--no-setup",
         ),
+        (&["--external-setup"], "apply to sharded runs"),
+        (
+            &["--shard", "0/2", "--run-id", "x", "--shards-wait", "0s"],
+            "--shards-wait must be longer than zero",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["-n", "1"];
@@ -286,7 +296,15 @@ fn shards_share_one_setup_and_one_cleanup() {
         .map(|i| {
             let shard = format!("{i}/3");
             let mut args = vec![
-                "-n", "150", "-c", "6", "--shard", &shard, "--format", "json",
+                "-n",
+                "150",
+                "-c",
+                "6",
+                "--shard",
+                &shard,
+                "--format",
+                "json",
+                "--external-setup",
             ];
             args.extend_from_slice(&op);
             spawn(vault_cmd(&bao, &args))
@@ -356,4 +374,305 @@ fn shards_share_one_setup_and_one_cleanup() {
     out.assert_code(2);
     assert!(out.stderr.contains("--run-id"), "{}", out.stderr);
     assert_eq!(server_state(&bao), before);
+}
+
+const DEFAULT_OP: &str = "kv-read:80,kv-write:10,approle-login:10";
+
+/// Shard `i` of `count` of run `run_id` over `DEFAULT_OP` (-n 150 -c 6 in all), writing
+/// `file`, with `extra` flags.
+fn default_shard(
+    bao: &OpenBao,
+    run_id: &str,
+    i: u64,
+    count: u64,
+    file: &std::path::Path,
+    extra: &[&str],
+) -> common::run::Running {
+    let shard = format!("{i}/{count}");
+    let mut args = vec![
+        "-n",
+        "150",
+        "-c",
+        "6",
+        "--op",
+        DEFAULT_OP,
+        "--secrets",
+        "40",
+        "--run-id",
+        run_id,
+        "--shard",
+        &shard,
+        "--format",
+        "json",
+        "--output",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    spawn(vault_cmd(bao, &args))
+}
+
+/// The sync mounts on the server (shard 0's rendezvous).
+fn sync_mounts(bao: &OpenBao) -> Vec<String> {
+    mounts(bao)
+        .into_iter()
+        .map(|(k, _)| k.trim_end_matches('/').to_string())
+        .filter(|k| k.starts_with("vblast-sync-"))
+        .collect()
+}
+
+#[test]
+fn shard0_sets_up_waits_for_every_shard_and_cleans_up() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("shard0-test-{}", std::process::id());
+    let files: Vec<_> = (0..3)
+        .map(|i| dir.path().join(format!("shard-{i}.json")))
+        .collect();
+    // Shards 1 and 2 first: they wait for shard 0's `ready`. Shard 2 starts its clock
+    // seconds after shard 0's own load has ended, so shard 0 must wait for it: removing
+    // the fixture earlier would fail shard 2's requests.
+    let at = start_in(8);
+    let joiners: Vec<_> = (1..3)
+        .map(|i| {
+            let extra: &[&str] = if i == 2 { &["--start-at", &at] } else { &[] };
+            default_shard(&bao, &run_id, i, 3, &files[i as usize], extra)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(sync_mounts(&bao).is_empty(), "nothing before shard 0");
+    let lead = default_shard(&bao, &run_id, 0, 3, &files[0], &[]);
+    let mut outs = Vec::new();
+    for (i, s) in joiners.into_iter().enumerate() {
+        let out = s.finish(Duration::from_secs(120));
+        out.assert_code(0);
+        outs.push((i + 1, out));
+    }
+    let lead = lead.finish(Duration::from_secs(120));
+    lead.assert_code(0);
+    for i in 1..3 {
+        assert!(
+            lead.stderr.contains(&format!(
+                "shard {i} ended (completed: 50 requests, 50 ok, exit 0)"
+            )),
+            "{}",
+            lead.show()
+        );
+    }
+    assert!(
+        lead.stderr.contains("every shard has ended"),
+        "{}",
+        lead.show()
+    );
+    assert!(
+        lead.stderr.contains("removed sync mount 'vblast-sync-"),
+        "{}",
+        lead.show()
+    );
+    outs.push((0, lead));
+    for (i, f) in files.iter().enumerate() {
+        let j = read(f);
+        assert_eq!(u(&j["requests"]), 50, "shard {i}: {j:#}");
+        assert_eq!(u(&j["ok"]), 50, "shard {i}: {j:#}");
+    }
+    // One report over the three files.
+    let mut args = vec!["report", "--format", "json"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let merged = run(url_cmd(&args));
+    merged.assert_code(0);
+    assert_eq!(u(&merged.json()["requests"]), 150, "{}", merged.show());
+    assert_eq!(u(&merged.json()["ok"]), 150, "{}", merged.show());
+    // Mounts (the sync mount too), auth paths (with every AppRole secret_id on them) and
+    // policies are as before the run.
+    assert_eq!(server_state(&bao), before);
+    for (i, o) in &outs {
+        assert!(!o.stderr.contains("panicked"), "shard {i}: {}", o.show());
+    }
+}
+
+#[test]
+fn shard0_cleans_up_when_a_shard_never_reports() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("shard0-missing-{}", std::process::id());
+    let f = |i: u64| dir.path().join(format!("shard-{i}.json"));
+    // Shard 2 of 3 is never started.
+    let joiner = default_shard(&bao, &run_id, 1, 3, &f(1), &[]);
+    let lead = default_shard(&bao, &run_id, 0, 3, &f(0), &["--shards-wait", "3s"]);
+    let lead = lead.finish(Duration::from_secs(120));
+    joiner.finish(Duration::from_secs(120)).assert_code(0);
+    // Its own result: every request of its share succeeded.
+    lead.assert_code(0);
+    assert_eq!(u(&read(&f(0))["ok"]), 50, "{}", lead.show());
+    assert!(
+        lead.stderr.contains("shard 2 of run") && lead.stderr.contains("never reported"),
+        "{}",
+        lead.show()
+    );
+    assert!(lead.stderr.contains("shard 1 ended"), "{}", lead.show());
+    assert_eq!(server_state(&bao), before, "{}", lead.show());
+}
+
+#[test]
+fn sigterm_during_shard0s_wait_cleans_up_at_once() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("shard0-term-{}", std::process::id());
+    let f = |i: u64| dir.path().join(format!("shard-{i}.json"));
+    let joiner = default_shard(&bao, &run_id, 1, 3, &f(1), &[]);
+    let lead = default_shard(&bao, &run_id, 0, 3, &f(0), &["--shards-wait", "5m"]);
+    let joined = joiner.finish(Duration::from_secs(120));
+    joined.assert_code(0);
+    // Shard 0 writes its results before it waits for shard 2 (never started).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !f(0).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no results from shard 0"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(u(&read(&f(0))["ok"]), 50);
+    // The rendezvous: `ready`, and shard 1's `done` with its totals and nothing secret.
+    let sync = sync_mounts(&bao);
+    assert_eq!(sync.len(), 1, "{sync:?}");
+    let (st, ready) = bao.api("GET", &format!("/v1/{}/ready", sync[0]), None);
+    assert_eq!(st, 200, "{ready}");
+    let (st, done) = bao.api("GET", &format!("/v1/{}/done/1", sync[0]), None);
+    assert_eq!(st, 200, "{done}");
+    let done: Value = serde_json::from_str(&done).unwrap();
+    let mut keys: Vec<&String> = done["data"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["ended", "exit", "ok", "requests"], "{done}");
+    assert_eq!(done["data"]["ended"], "completed", "{done}");
+    assert_eq!(u(&done["data"]["requests"]), 50, "{done}");
+    assert_eq!(u(&done["data"]["ok"]), 50, "{done}");
+    let (st, none) = bao.api("GET", &format!("/v1/{}/done/2", sync[0]), None);
+    assert_eq!(st, 404, "{none}");
+    // Shards 0 and 1 destroyed their own secret_ids; the role has none left.
+    let (_, auth) = bao.api("GET", "/v1/sys/auth", None);
+    let auth: Value = serde_json::from_str(&auth).unwrap();
+    let path = auth["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .find(|k| k.starts_with("vblast-approle-"))
+        .expect("the shared approle path")
+        .trim_end_matches('/')
+        .to_string();
+    let (st, ids) = bao.api(
+        "LIST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id"),
+        None,
+    );
+    assert!(st == 404 || !ids.contains("keys"), "{st} {ids}");
+    unsafe {
+        libc::kill(lead.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let lead = lead.finish(Duration::from_secs(60));
+    lead.assert_code(143);
+    assert!(
+        lead.stderr.contains("removing the shared fixture now"),
+        "{}",
+        lead.show()
+    );
+    assert_eq!(server_state(&bao), before, "{}", lead.show());
+}
+
+#[test]
+fn joiner_without_shard0_fails_before_its_start() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let at = start_in(4);
+    let out = default_shard(
+        &bao,
+        "no-shard0",
+        1,
+        2,
+        &dir.path().join("shard-1.json"),
+        &["--start-at", &at],
+    )
+    .finish(Duration::from_secs(60));
+    out.assert_code(2);
+    for needle in [
+        "shard 0 of run no-shard0 has not marked the shared fixture ready",
+        "sync mount 'vblast-sync-",
+        &format!("by the start instant {at}"),
+        "--external-setup",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle:?}: {}", out.show());
+    }
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.show());
+    assert!(!dir.path().join("shard-1.json").exists());
+    assert_eq!(server_state(&bao), before);
+}
+
+#[test]
+fn mismatched_external_setup_and_a_killed_shard0() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let f = |i: u64| dir.path().join(format!("shard-{i}.json"));
+    // Shard 1 with --external-setup, shard 0 without: shard 1 says so and tells shard 0
+    // it ended, so shard 0 does not wait for it.
+    let run_id = format!("shard0-mismatch-{}", std::process::id());
+    let joiner = default_shard(&bao, &run_id, 1, 2, &f(1), &["--external-setup"]);
+    let lead = default_shard(&bao, &run_id, 0, 2, &f(0), &["--shards-wait", "5m"]);
+    let joined = joiner.finish(Duration::from_secs(180));
+    joined.assert_code(2);
+    assert!(
+        joined
+            .stderr
+            .contains("this shard has --external-setup, but shard 0"),
+        "{}",
+        joined.show()
+    );
+    let lead = lead.finish(Duration::from_secs(120));
+    lead.assert_code(0);
+    assert!(
+        lead.stderr
+            .contains("shard 1 ended (failed: 0 requests, 0 ok, exit 2)"),
+        "{}",
+        lead.show()
+    );
+    assert_eq!(server_state(&bao), before);
+
+    // Shard 0 killed -9 while it waits: `vblast cleanup` with the run's flags removes its
+    // fixture and the sync mount.
+    let run_id = format!("shard0-killed-{}", std::process::id());
+    let mut lead = default_shard(&bao, &run_id, 0, 2, &f(2), &["--shards-wait", "5m"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !f(2).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no results from shard 0"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    lead.child.kill().unwrap();
+    lead.child.wait().unwrap();
+    assert_eq!(sync_mounts(&bao).len(), 1);
+    assert_ne!(server_state(&bao), before);
+    let cleanup = run(vault_cmd(
+        &bao,
+        &[
+            "cleanup",
+            "--run-id",
+            &run_id,
+            "--op",
+            DEFAULT_OP,
+            "--secrets",
+            "40",
+        ],
+    ));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("removed sync mount 'vblast-sync-"),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
 }
