@@ -282,6 +282,44 @@ mod tests {
     }
 
     #[test]
+    fn the_next_wakeup_is_the_next_slot_before_the_deadline_and_none_once_spent() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis;
+        // 10/s: slots at 0, 100, 200 ms; the deadline falls exactly on the third.
+        let mut p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(origin + ms(200)),
+            None,
+            &c(10.0),
+            0,
+            1,
+        );
+        assert_eq!(p.next_wakeup(), Some(origin));
+        p.take_due(origin).unwrap();
+        assert_eq!(p.next_wakeup(), Some(origin + ms(100)));
+        p.take_due(origin + ms(100)).unwrap();
+        // A slot at the deadline is never started, so nothing to wake up for.
+        assert_eq!(p.next_wakeup(), None);
+        let mut q = Pacer::open(origin, Duration::ZERO, None, Some(1), &c(10.0), 0, 1);
+        assert_eq!(q.next_wakeup(), Some(origin));
+        q.take_due(origin).unwrap();
+        assert_eq!(q.next_wakeup(), None);
+        // A count of zero: no window either, not even the deadline's.
+        let z = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(origin + ms(500)),
+            Some(0),
+            &c(10.0),
+            0,
+            1,
+        );
+        assert_eq!(z.window_end(), None);
+        assert_eq!(z.next_wakeup(), None);
+    }
+
+    #[test]
     fn union_of_threads_is_the_constant_rate_schedule() {
         let origin = Instant::now();
         for &(rate, threads) in &[
