@@ -12,7 +12,9 @@
 //! Kubernetes setup Job may still be running when the shards' pods start.
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
-//! kv-write, kv-list, kv-delete) and approle-login; others are refused with one message.
+//! kv-write, kv-list, kv-delete), approle-login and the transit family (each family's
+//! Join and Remove live in its file under src/vault/ops/); others are refused with one
+//! message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -44,6 +46,11 @@ pub const SHARED_OPS: &[&str] = &[
     "kv-list",
     "kv-delete",
     "approle-login",
+    "transit-encrypt",
+    "transit-decrypt",
+    "transit-sign",
+    "transit-verify",
+    "transit-hmac",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

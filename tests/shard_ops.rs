@@ -1,0 +1,129 @@
+//! Shared fixtures of the operation families beyond KV and AppRole, end to end against an
+//! OpenBao dev server: two shards (`--shard 0/2`, `--shard 1/2`, one `--run-id`) started
+//! first, so each waits for the fixture; `vblast setup` once; every request of each shard
+//! succeeds; what the shards made for themselves is gone when they end while the fixture
+//! outlives them; `vblast cleanup` once leaves `sys/mounts`, `sys/auth` and the ACL
+//! policies as they were before.
+
+mod common;
+
+use std::time::Duration;
+
+use common::OpenBao;
+use common::run::{Out, mounts, run, spawn, u, vault_cmd};
+use serde_json::Value;
+
+/// The mounts, the auth paths and the ACL policies of the server.
+fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
+    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
+    assert_eq!(st, 200, "{auth}");
+    let auth: Value = serde_json::from_str(&auth).unwrap();
+    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
+    auth.sort();
+    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
+    assert_eq!(st, 200, "{policies}");
+    let policies: Value = serde_json::from_str(&policies).unwrap();
+    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
+    m.sort();
+    (m, auth, policies["data"]["keys"].to_string())
+}
+
+/// What `shared_run` saw: every output, and the mounts and auth paths setup made.
+struct Shared {
+    outs: Vec<Out>,
+    mounts: Vec<String>,
+    auth: Vec<String>,
+}
+
+/// `vblast setup`, two shards of `requests` in all (started before setup, so they wait)
+/// and `vblast cleanup`, all with `flags` (the operations and their flags). `between`
+/// runs after the shards ended, before cleanup, with the mounts and auth paths setup
+/// made. Asserts each shard's every request succeeded, the fixture outlived the shards
+/// and the server is as before after cleanup.
+fn shared_run(
+    bao: &OpenBao,
+    flags: &[&str],
+    requests: u64,
+    between: &dyn Fn(&[String], &[String]),
+) -> Shared {
+    let before = server_state(bao);
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let run_id = format!("shard-ops-{}-{k}", std::process::id());
+    let n = requests.to_string();
+    let mut common = flags.to_vec();
+    common.extend_from_slice(&["--run-id", &run_id]);
+    let shards: Vec<_> = ["0/2", "1/2"]
+        .iter()
+        .map(|shard| {
+            let mut args = vec!["-n", &n, "-c", "4", "--shard", shard, "--format", "json"];
+            args.extend_from_slice(&common);
+            spawn(vault_cmd(bao, &args))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(800));
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&common);
+    let setup = run(vault_cmd(bao, &args));
+    setup.assert_code(0);
+    let during = server_state(bao);
+    let made = |now: &[String], then: &[String]| -> Vec<String> {
+        now.iter()
+            .filter(|m| !then.contains(m))
+            .map(|m| m.trim_end_matches('/').to_string())
+            .collect()
+    };
+    let new_mounts = made(&during.0, &before.0);
+    let new_auth = made(&during.1, &before.1);
+    assert!(
+        new_mounts
+            .iter()
+            .chain(&new_auth)
+            .all(|m| m.starts_with("vblast-")),
+        "{new_mounts:?} {new_auth:?}"
+    );
+    let mut outs = vec![setup];
+    for (i, s) in shards.into_iter().enumerate() {
+        let out = s.finish(Duration::from_secs(150));
+        out.assert_code(0);
+        let j = out.json();
+        assert_eq!(u(&j["requests"]), requests / 2, "shard {i}: {}", out.show());
+        assert_eq!(u(&j["ok"]), requests / 2, "shard {i}: {}", out.show());
+        outs.push(out);
+    }
+    // The fixture outlived the shards; what they made for themselves went with them.
+    assert_eq!(server_state(bao), during);
+    between(&new_mounts, &new_auth);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&common);
+    let cleanup = run(vault_cmd(bao, &args));
+    cleanup.assert_code(0);
+    for m in new_mounts.iter().chain(&new_auth) {
+        assert!(cleanup.stderr.contains(m.as_str()), "{}", cleanup.show());
+    }
+    assert_eq!(server_state(bao), before);
+    outs.push(cleanup);
+    Shared {
+        outs,
+        mounts: new_mounts,
+        auth: new_auth,
+    }
+}
+
+#[test]
+fn secrets_engines_share_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let ops = "transit-encrypt:1,transit-decrypt:1,transit-sign:1,transit-verify:1,transit-hmac:1";
+    let r = shared_run(&bao, &["--op", ops], 200, &|_, _| {});
+    // One mount per operation, each with its key.
+    let transit: Vec<&String> = r
+        .mounts
+        .iter()
+        .filter(|m| m.starts_with("vblast-transit-"))
+        .collect();
+    assert_eq!(transit.len(), 5, "{:?}", r.mounts);
+    assert!(r.auth.is_empty(), "{:?}", r.auth);
+    for o in &r.outs {
+        assert!(!o.stderr.contains("panicked"), "{}", o.show());
+    }
+}
