@@ -12,9 +12,9 @@
 //! Kubernetes setup Job may still be running when the shards' pods start.
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
-//! kv-write, kv-list, kv-delete), approle-login and the transit family (each family's
-//! Join and Remove live in its file under src/vault/ops/); others are refused with one
-//! message.
+//! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
+//! pki-sign and ssh-sign (each family's Join and Remove live in its file under
+//! src/vault/ops/); others are refused with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -51,6 +51,9 @@ pub const SHARED_OPS: &[&str] = &[
     "transit-sign",
     "transit-verify",
     "transit-hmac",
+    "pki-issue",
+    "pki-sign",
+    "ssh-sign",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::OpenBao;
-use common::run::{Out, mounts, run, spawn, u, vault_cmd};
+use common::run::{mounts, run, spawn, u, vault_cmd};
 use serde_json::Value;
 
 /// The mounts, the auth paths and the ACL policies of the server.
@@ -28,9 +28,8 @@ fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
     (m, auth, policies["data"]["keys"].to_string())
 }
 
-/// What `shared_run` saw: every output, and the mounts and auth paths setup made.
+/// What `shared_run` saw: the mounts and auth paths setup made.
 struct Shared {
-    outs: Vec<Out>,
     mounts: Vec<String>,
     auth: Vec<String>,
 }
@@ -61,7 +60,7 @@ fn shared_run(
             spawn(vault_cmd(bao, &args))
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(Duration::from_millis(500));
     let mut args = vec!["setup"];
     args.extend_from_slice(&common);
     let setup = run(vault_cmd(bao, &args));
@@ -89,6 +88,19 @@ fn shared_run(
         let j = out.json();
         assert_eq!(u(&j["requests"]), requests / 2, "shard {i}: {}", out.show());
         assert_eq!(u(&j["ok"]), requests / 2, "shard {i}: {}", out.show());
+        // Every operation of the mix ran in each shard.
+        for name in flags[1].split(',').map(|p| p.split(':').next().unwrap()) {
+            let row = j["ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["name"] == name);
+            assert!(
+                row.is_some_and(|r| u(&r["requests"]) > 0),
+                "shard {i}: no {name}: {}",
+                out.show()
+            );
+        }
         outs.push(out);
     }
     // The fixture outlived the shards; what they made for themselves went with them.
@@ -103,27 +115,56 @@ fn shared_run(
     }
     assert_eq!(server_state(bao), before);
     outs.push(cleanup);
+    for o in &outs {
+        assert!(!o.stderr.contains("panicked"), "{}", o.show());
+    }
     Shared {
-        outs,
         mounts: new_mounts,
         auth: new_auth,
     }
 }
 
-#[test]
-fn secrets_engines_share_one_setup_and_one_cleanup() {
-    let bao = OpenBao::start();
-    let ops = "transit-encrypt:1,transit-decrypt:1,transit-sign:1,transit-verify:1,transit-hmac:1";
-    let r = shared_run(&bao, &["--op", ops], 200, &|_, _| {});
-    // One mount per operation, each with its key.
-    let transit: Vec<&String> = r
-        .mounts
-        .iter()
-        .filter(|m| m.starts_with("vblast-transit-"))
-        .collect();
-    assert_eq!(transit.len(), 5, "{:?}", r.mounts);
-    assert!(r.auth.is_empty(), "{:?}", r.auth);
-    for o in &r.outs {
-        assert!(!o.stderr.contains("panicked"), "{}", o.show());
+/// Each of `ops` alone (its wait is then a shard's only one, so a missing wait shows),
+/// then all of them in one mix (fixture names derived per occurrence of a prefix), with
+/// `extra` flags; returns what the mix saw.
+fn each_then_mixed(bao: &OpenBao, ops: &[&str], extra: &[&str]) -> Shared {
+    let no_check = |_: &[String], _: &[String]| {};
+    for op in ops {
+        let mut flags = vec!["--op", op];
+        flags.extend_from_slice(extra);
+        shared_run(bao, &flags, 40, &no_check);
     }
+    let mix = ops.join(",");
+    let mut flags = vec!["--op", &mix];
+    flags.extend_from_slice(extra);
+    shared_run(bao, &flags, 40 * ops.len() as u64, &no_check)
+}
+
+fn count(names: &[String], prefix: &str) -> usize {
+    names.iter().filter(|m| m.starts_with(prefix)).count()
+}
+
+#[test]
+fn transit_shares_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let ops = [
+        "transit-encrypt",
+        "transit-decrypt",
+        "transit-sign",
+        "transit-verify",
+        "transit-hmac",
+    ];
+    let r = each_then_mixed(&bao, &ops, &[]);
+    // One mount per operation, each with its key.
+    assert_eq!(count(&r.mounts, "vblast-transit-"), 5, "{:?}", r.mounts);
+    assert!(r.auth.is_empty(), "{:?}", r.auth);
+}
+
+#[test]
+fn pki_and_ssh_share_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let r = each_then_mixed(&bao, &["pki-issue", "pki-sign", "ssh-sign"], &[]);
+    // pki-issue's mount, and pki-sign's root and intermediate.
+    assert_eq!(count(&r.mounts, "vblast-pki-"), 3, "{:?}", r.mounts);
+    assert_eq!(count(&r.mounts, "vblast-ssh-"), 1, "{:?}", r.mounts);
 }
