@@ -13,8 +13,8 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign and ssh-sign (each family's Join and Remove live in its file under
-//! src/vault/ops/); others are refused with one message.
+//! pki-sign, ssh-sign and the totp family (each family's Join and Remove live in its file
+//! under src/vault/ops/); others are refused with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -54,6 +54,9 @@ pub const SHARED_OPS: &[&str] = &[
     "pki-issue",
     "pki-sign",
     "ssh-sign",
+    "totp-generate",
+    "totp-read",
+    "totp-create",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

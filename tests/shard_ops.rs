@@ -127,18 +127,24 @@ fn shared_run(
 /// Each of `ops` alone (its wait is then a shard's only one, so a missing wait shows),
 /// then all of them in one mix (fixture names derived per occurrence of a prefix), with
 /// `extra` flags; returns what the mix saw.
-fn each_then_mixed(bao: &OpenBao, ops: &[&str], extra: &[&str]) -> Shared {
-    let no_check = |_: &[String], _: &[String]| {};
+fn each_then_mixed(
+    bao: &OpenBao,
+    ops: &[&str],
+    extra: &[&str],
+    between: &dyn Fn(&[String], &[String]),
+) -> Shared {
     for op in ops {
         let mut flags = vec!["--op", op];
         flags.extend_from_slice(extra);
-        shared_run(bao, &flags, 40, &no_check);
+        shared_run(bao, &flags, 40, between);
     }
     let mix = ops.join(",");
     let mut flags = vec!["--op", &mix];
     flags.extend_from_slice(extra);
-    shared_run(bao, &flags, 40 * ops.len() as u64, &no_check)
+    shared_run(bao, &flags, 40 * ops.len() as u64, between)
 }
+
+fn no_check(_: &[String], _: &[String]) {}
 
 fn count(names: &[String], prefix: &str) -> usize {
     names.iter().filter(|m| m.starts_with(prefix)).count()
@@ -154,7 +160,7 @@ fn transit_shares_one_setup_and_one_cleanup() {
         "transit-verify",
         "transit-hmac",
     ];
-    let r = each_then_mixed(&bao, &ops, &[]);
+    let r = each_then_mixed(&bao, &ops, &[], &no_check);
     // One mount per operation, each with its key.
     assert_eq!(count(&r.mounts, "vblast-transit-"), 5, "{:?}", r.mounts);
     assert!(r.auth.is_empty(), "{:?}", r.auth);
@@ -163,8 +169,40 @@ fn transit_shares_one_setup_and_one_cleanup() {
 #[test]
 fn pki_and_ssh_share_one_setup_and_one_cleanup() {
     let bao = OpenBao::start();
-    let r = each_then_mixed(&bao, &["pki-issue", "pki-sign", "ssh-sign"], &[]);
+    let r = each_then_mixed(&bao, &["pki-issue", "pki-sign", "ssh-sign"], &[], &no_check);
     // pki-issue's mount, and pki-sign's root and intermediate.
     assert_eq!(count(&r.mounts, "vblast-pki-"), 3, "{:?}", r.mounts);
     assert_eq!(count(&r.mounts, "vblast-ssh-"), 1, "{:?}", r.mounts);
+}
+
+/// The names a LIST of `path` gives (none when it answers 404).
+fn listed(bao: &OpenBao, path: &str) -> Vec<String> {
+    let (st, body) = bao.api("LIST", path, None);
+    if st == 404 {
+        return Vec::new();
+    }
+    assert_eq!(st, 200, "{path}: {body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn totp_shares_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let ops = ["totp-generate", "totp-read", "totp-create"];
+    // When the shards have ended, only setup's key is left: totp-create's shards deleted
+    // the keys they made.
+    let only_setups_key = |mounts: &[String], _: &[String]| {
+        for m in mounts {
+            let keys = listed(&bao, &format!("/v1/{m}/keys"));
+            assert!(keys.is_empty() || keys == ["vblast"], "{m}: {keys:?}");
+        }
+    };
+    let r = each_then_mixed(&bao, &ops, &[], &only_setups_key);
+    assert_eq!(count(&r.mounts, "vblast-totp-"), 3, "{:?}", r.mounts);
 }

@@ -35,3 +35,10 @@ pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Va
     })?;
     Ok(found)
 }
+
+/// The name of something a shard makes for itself under a shared fixture (a user, a
+/// role, a prefix): `base`, '-' and 8 random hex digits, never derived from the run id,
+/// so that each shard's differs.
+pub(crate) fn own_name(base: &str) -> String {
+    super::fresh_name(&format!("{base}-"))
+}
