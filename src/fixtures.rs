@@ -13,8 +13,8 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign and the totp family (each family's Join and Remove live in its file
-//! under src/vault/ops/); others are refused with one message.
+//! pki-sign, ssh-sign, the totp family and db-creds (each family's Join and Remove live in
+//! its file under src/vault/ops/); others are refused with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -57,6 +57,7 @@ pub const SHARED_OPS: &[&str] = &[
     "totp-generate",
     "totp-read",
     "totp-create",
+    "db-creds",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

@@ -10,7 +10,8 @@ mod common;
 use std::time::Duration;
 
 use common::OpenBao;
-use common::run::{mounts, run, spawn, u, vault_cmd};
+use common::run::{Out, mounts, run, spawn, u, vault_cmd};
+use common::servers::{MariaDb, Postgres};
 use serde_json::Value;
 
 /// The mounts, the auth paths and the ACL policies of the server.
@@ -28,8 +29,9 @@ fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
     (m, auth, policies["data"]["keys"].to_string())
 }
 
-/// What `shared_run` saw: the mounts and auth paths setup made.
+/// What `shared_run` saw: every output, and the mounts and auth paths setup made.
 struct Shared {
+    outs: Vec<Out>,
     mounts: Vec<String>,
     auth: Vec<String>,
 }
@@ -119,6 +121,7 @@ fn shared_run(
         assert!(!o.stderr.contains("panicked"), "{}", o.show());
     }
     Shared {
+        outs,
         mounts: new_mounts,
         auth: new_auth,
     }
@@ -205,4 +208,76 @@ fn totp_shares_one_setup_and_one_cleanup() {
     };
     let r = each_then_mixed(&bao, &ops, &[], &only_setups_key);
     assert_eq!(count(&r.mounts, "vblast-totp-"), 3, "{:?}", r.mounts);
+}
+
+/// db-creds of `url` shared by two shards: no database user of the run is left when the
+/// shards have ended (each revoked the leases it was given) nor after cleanup, and the
+/// database's URL (its password) is never printed.
+fn db_creds_shared(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, extra: &[&str]) {
+    let before = users();
+    let mut flags = vec!["--op", "db-creds", "--db-url", url];
+    flags.extend_from_slice(extra);
+    let r = shared_run(bao, &flags, 60, &|mounts, _| {
+        assert_eq!(users(), before, "database users outlived the shards");
+        // Each shard's own role went with it: setup's is the only one.
+        for m in mounts {
+            assert_eq!(listed(bao, &format!("/v1/{m}/roles")), ["vblast"], "{m}");
+        }
+    });
+    assert_eq!(count(&r.mounts, "vblast-db-"), 1, "{:?}", r.mounts);
+    assert_eq!(users(), before, "database users outlived the run");
+    for o in &r.outs {
+        assert!(
+            !o.stdout.contains(url) && !o.stderr.contains(url),
+            "URL shown: {}",
+            o.show()
+        );
+    }
+}
+
+#[test]
+fn db_creds_postgresql_shares_one_setup_and_one_cleanup() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    db_creds_shared(&bao, &pg.url(), &|| pg.vault_users(), &[]);
+
+    // A shard killed mid-run leaves its role and its users: cleanup revokes every lease
+    // under the mount, so none outlives the run.
+    let before = (server_state(&bao), pg.vault_users());
+    let url = pg.url();
+    let run_id = format!("shard-ops-killed-{}", std::process::id());
+    let flags = ["--op", "db-creds", "--db-url", &url, "--run-id", &run_id];
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    let mut args = vec!["-z", "30s", "-R", "40", "-c", "2", "--shard", "0/2"];
+    args.extend_from_slice(&flags);
+    let mut shard = spawn(vault_cmd(&bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while pg.vault_users() < before.1 + 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no users"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    shard.child.kill().unwrap();
+    shard.finish(Duration::from_secs(10));
+    assert!(pg.vault_users() >= before.1 + 5);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    assert_eq!((server_state(&bao), pg.vault_users()), before);
+}
+
+#[test]
+fn db_creds_mariadb_shares_one_setup_and_one_cleanup() {
+    let db = MariaDb::start().expect("MariaDB missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    db_creds_shared(
+        &bao,
+        &db.url(),
+        &|| db.vault_users(),
+        &["--db-plugin", "mysql"],
+    );
 }
