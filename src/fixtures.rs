@@ -13,8 +13,8 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign, the totp family and db-creds (each family's Join and Remove live in
-//! its file under src/vault/ops/); others are refused with one message.
+//! pki-sign, ssh-sign, the totp family, db-creds and userpass-login (each family's Join
+//! and Remove live in its file under src/vault/ops/); others are refused with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -58,6 +58,7 @@ pub const SHARED_OPS: &[&str] = &[
     "totp-read",
     "totp-create",
     "db-creds",
+    "userpass-login",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.
@@ -246,10 +247,7 @@ mod tests {
     fn only_shareable_fixtures_are_accepted() {
         assert!(check_ops("kv-read:80,kv-write:20", "x").is_ok());
         assert!(check_ops("approle-login,sys-health", "x").is_ok());
-        let e = check_ops("kv-read,userpass-login", "--shard 1/2").unwrap_err();
-        assert!(
-            e.contains("userpass-login") && e.contains("--shard 1/2"),
-            "{e}"
-        );
+        let e = check_ops("kv-read,jwt-login", "--shard 1/2").unwrap_err();
+        assert!(e.contains("jwt-login") && e.contains("--shard 1/2"), "{e}");
     }
 }

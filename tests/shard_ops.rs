@@ -281,3 +281,21 @@ fn db_creds_mariadb_shares_one_setup_and_one_cleanup() {
         &["--db-plugin", "mysql"],
     );
 }
+
+#[test]
+fn userpass_shares_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    // When the shards have ended, the users they made for themselves are gone.
+    let no_users = |_: &[String], auth: &[String]| {
+        for p in auth {
+            assert_eq!(
+                listed(&bao, &format!("/v1/auth/{p}/users")),
+                Vec::<String>::new()
+            );
+        }
+    };
+    let r = shared_run(&bao, &["--op", "userpass-login"], 40, &no_users);
+    assert_eq!(r.auth.len(), 1, "{:?}", r.auth);
+    assert!(r.auth[0].starts_with("vblast-userpass-"), "{:?}", r.auth);
+    assert!(r.mounts.is_empty(), "{:?}", r.mounts);
+}
