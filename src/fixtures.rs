@@ -13,8 +13,9 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign, the totp family, db-creds and userpass-login (each family's Join
-//! and Remove live in its file under src/vault/ops/); others are refused with one message.
+//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login and cert-login (each
+//! family's Join and Remove live in its file under src/vault/ops/); others are refused
+//! with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -59,6 +60,7 @@ pub const SHARED_OPS: &[&str] = &[
     "totp-create",
     "db-creds",
     "userpass-login",
+    "cert-login",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

@@ -299,3 +299,39 @@ fn userpass_shares_one_setup_and_one_cleanup() {
     assert!(r.auth[0].starts_with("vblast-userpass-"), "{:?}", r.auth);
     assert!(r.mounts.is_empty(), "{:?}", r.mounts);
 }
+
+/// A self-signed client certificate (trusted as itself by cert-login's role) in `dir`.
+fn self_signed(dir: &std::path::Path) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "vblast shard client");
+    let cert = params.self_signed(&key).unwrap();
+    let (c, k) = (dir.join("client-cert.pem"), dir.join("client-key.pem"));
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    (c.display().to_string(), k.display().to_string())
+}
+
+#[test]
+fn cert_login_shares_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    // Every shard is given the client certificate and key by its flags, as setup is.
+    let (cert, key) = self_signed(dir.path());
+    let flags = [
+        "--op",
+        "cert-login",
+        "--ca-cert",
+        &ca,
+        "--client-cert",
+        &cert,
+        "--client-key",
+        &key,
+    ];
+    let r = shared_run(&bao, &flags, 40, &no_check);
+    assert_eq!(r.auth.len(), 1, "{:?}", r.auth);
+    assert!(r.auth[0].starts_with("vblast-cert-"), "{:?}", r.auth);
+}
