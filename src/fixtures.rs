@@ -13,9 +13,9 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login and cert-login (each
-//! family's Join and Remove live in its file under src/vault/ops/); others are refused
-//! with one message.
+//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login and the
+//! token family (each family's Join and Remove live in its file under src/vault/ops/);
+//! others are refused with one message.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -61,6 +61,10 @@ pub const SHARED_OPS: &[&str] = &[
     "db-creds",
     "userpass-login",
     "cert-login",
+    "token-create",
+    "token-lookup",
+    "token-renew",
+    "token-revoke",
 ];
 
 /// How long a shard waits for `vblast setup` to have made the fixture.

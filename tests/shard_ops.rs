@@ -335,3 +335,29 @@ fn cert_login_shares_one_setup_and_one_cleanup() {
     assert_eq!(r.auth.len(), 1, "{:?}", r.auth);
     assert!(r.auth[0].starts_with("vblast-cert-"), "{:?}", r.auth);
 }
+
+/// How many tokens the server holds.
+fn tokens(bao: &OpenBao) -> usize {
+    listed(bao, "/v1/auth/token/accessors").len()
+}
+
+#[test]
+fn token_operations_share_one_setup_and_one_cleanup() {
+    let bao = OpenBao::start();
+    let before = tokens(&bao);
+    // When the shards have ended, their parent tokens and every child are revoked.
+    let no_tokens = |_: &[String], _: &[String]| assert_eq!(tokens(&bao), before);
+    let ops = [
+        "token-create",
+        "token-lookup",
+        "token-renew",
+        "token-revoke",
+    ];
+    let r = each_then_mixed(&bao, &ops, &[], &no_tokens);
+    assert!(
+        r.mounts.is_empty() && r.auth.is_empty(),
+        "{:?}",
+        (r.mounts, r.auth)
+    );
+    assert_eq!(tokens(&bao), before);
+}
