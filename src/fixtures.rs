@@ -14,7 +14,10 @@
 //! Kubernetes setup Job may still be running when the shards' pods start.
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
-//! kv-write, kv-list, kv-delete) and approle-login; others are refused with one message.
+//! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
+//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login and the
+//! token family (each family's Join and Remove live in its file under src/vault/ops/);
+//! others are refused with one message.
 
 pub mod rendezvous;
 
@@ -49,6 +52,24 @@ pub const SHARED_OPS: &[&str] = &[
     "kv-list",
     "kv-delete",
     "approle-login",
+    "transit-encrypt",
+    "transit-decrypt",
+    "transit-sign",
+    "transit-verify",
+    "transit-hmac",
+    "pki-issue",
+    "pki-sign",
+    "ssh-sign",
+    "totp-generate",
+    "totp-read",
+    "totp-create",
+    "db-creds",
+    "userpass-login",
+    "cert-login",
+    "token-create",
+    "token-lookup",
+    "token-renew",
+    "token-revoke",
 ];
 
 /// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
@@ -284,10 +305,7 @@ mod tests {
     fn only_shareable_fixtures_are_accepted() {
         assert!(check_ops("kv-read:80,kv-write:20", "x").is_ok());
         assert!(check_ops("approle-login,sys-health", "x").is_ok());
-        let e = check_ops("kv-read,userpass-login", "--shard 1/2").unwrap_err();
-        assert!(
-            e.contains("userpass-login") && e.contains("--shard 1/2"),
-            "{e}"
-        );
+        let e = check_ops("kv-read,jwt-login", "--shard 1/2").unwrap_err();
+        assert!(e.contains("jwt-login") && e.contains("--shard 1/2"), "{e}");
     }
 }

@@ -3,6 +3,12 @@
 //! or user whose tokens carry only the `default` policy and a short TTL; each request logs
 //! in and must answer with `auth.client_token`. Cleanup disables the path, which revokes
 //! every token its logins made.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the path (and the
+//! AppRole role) under a name derived from the run id; no credential travels: an AppRole
+//! shard makes its own secret_id, a userpass shard its own user (`vblast-xxxxxxxx`, a
+//! random password kept in memory), each removed at the shard's end; `vblast cleanup`
+//! disables the path.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -10,6 +16,7 @@ use serde_json::{Value, json};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_auth, json_str, needs_setup,
     random_name, random_secret, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -127,6 +134,9 @@ struct Login {
     own_secret: Option<(String, String)>,
     /// The shared auth path a shard logs in at (not its own: never disabled by it).
     shared_path: Option<String>,
+    /// A userpass shard's: the auth path and the user it made for itself (deleted at
+    /// its end).
+    own_user: Option<(String, String)>,
 }
 
 impl Login {
@@ -138,34 +148,35 @@ impl Login {
             body: String::new(),
             own_secret: None,
             shared_path: None,
+            own_user: None,
         }
     }
 
-    /// The fixture shared by a run's shards (src/fixtures.rs), AppRole only. `vblast setup`
+    /// The fixture shared by a run's shards (src/fixtures.rs). AppRole: `vblast setup`
     /// makes the path and the role but no secret_id; a shard waits for the role, reads its
-    /// role_id and makes a secret_id of its own; `vblast cleanup` disables the path.
-    /// Returns false outside those modes.
+    /// role_id and makes a secret_id of its own. Userpass: `vblast setup` makes the path
+    /// alone; a shard waits for it and makes a user of its own. `vblast cleanup` disables
+    /// the path. Returns false outside those modes.
     fn shared(&mut self, ctx: &SetupCtx) -> Result<bool, Error> {
-        use crate::fixtures::Mode;
-        let mode = crate::fixtures::mode();
+        let mode = shared::mode();
         if mode == Mode::Own {
             return Ok(false);
         }
-        if self.method != Method::AppRole {
-            return Err(Error::Input(format!(
-                "{}: its fixture cannot be shared by shards (approle-login can)",
-                self.method.op_name()
-            )));
-        }
-        match mode {
-            Mode::Create => {
+        match (mode, self.method) {
+            (Mode::Create, Method::Userpass) => {
+                setup_with(ctx, self.method.op_name(), |client| {
+                    self.enable(client).map(drop)
+                })?;
+            }
+            (Mode::Create, _) => {
                 setup_with(ctx, self.method.op_name(), |client| {
                     self.prepare_with(client, false)
                 })?;
             }
-            Mode::Remove => {
-                self.path = Some(random_name("vblast-approle-"));
+            (Mode::Remove, _) => {
+                self.path = Some(random_name(&format!("vblast-{}-", self.method.kind())));
             }
+            (_, Method::Userpass) => self.join_userpass(ctx)?,
             _ => {
                 let path = random_name("vblast-approle-");
                 let mut client = (ctx.make_client)();
@@ -206,12 +217,52 @@ impl Login {
         Ok(true)
     }
 
+    /// A userpass shard of a run sharing the fixture: waits for the path `vblast setup`
+    /// makes, then makes a user of its own there, with a random password that stays in
+    /// this process.
+    fn join_userpass(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let path = random_name("vblast-userpass-");
+        let v = shared::wait_readable(
+            ctx,
+            &format!("the shared userpass path '{path}'"),
+            &format!("/v1/sys/auth/{path}"),
+        )?;
+        let kind = v
+            .pointer("/data/type")
+            .or_else(|| v.get("type"))
+            .and_then(Value::as_str);
+        if kind != Some("userpass") {
+            return Err(Error::Setup(format!(
+                "the shared auth path '{path}' is not userpass ({kind:?})"
+            )));
+        }
+        let user = shared::own_name(NAME);
+        let password = random_secret();
+        let mut body = self.token_settings();
+        body["password"] = Value::String(password.clone());
+        // From here on the user may exist: the shard's cleanup deletes it whatever
+        // happens next.
+        self.own_user = Some((path.clone(), user.clone()));
+        let mut client = (ctx.make_client)();
+        call(
+            &mut client,
+            "POST",
+            &format!("/v1/auth/{path}/users/{user}"),
+            Some(&body),
+            &format!("creating this shard's user '{user}' at '{path}'"),
+        )
+        .map_err(Error::Setup)?;
+        self.body = json!({ "password": password }).to_string();
+        self.shared_path = Some(path);
+        Ok(())
+    }
+
     fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
         self.prepare_with(client, true)
     }
 
-    /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
-    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), String> {
+    /// Enables the auth method at a fresh path; returns the path.
+    fn enable(&mut self, client: &mut Client) -> Result<String, String> {
         let kind = self.method.kind();
         let path = random_name(&format!("vblast-{kind}-"));
         // From here on the path may exist: the session disables it whatever happens next.
@@ -224,12 +275,23 @@ impl Login {
             &format!("enabling {kind} auth at '{path}'"),
         )
         .inspect_err(|_| self.path = None)?;
-        let token = json!({
+        Ok(path)
+    }
+
+    /// The settings of the tokens a role's or user's logins make.
+    fn token_settings(&self) -> Value {
+        json!({
             "token_ttl": self.config.token_ttl,
             "token_max_ttl": self.config.token_ttl,
             "token_type": self.config.token_type,
             "token_policies": ["default"],
-        });
+        })
+    }
+
+    /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
+    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), String> {
+        let path = self.enable(client)?;
+        let token = self.token_settings();
         match self.method {
             Method::Userpass => {
                 let password = random_secret();
@@ -295,7 +357,10 @@ impl VaultOp for Login {
             .unwrap_or("unset");
         let url = match self.method {
             Method::AppRole => format!("/v1/auth/{path}/login"),
-            Method::Userpass => format!("/v1/auth/{path}/login/{NAME}"),
+            Method::Userpass => {
+                let user = self.own_user.as_ref().map_or(NAME, |(_, u)| u.as_str());
+                format!("/v1/auth/{path}/login/{user}")
+            }
         };
         login_operation(self.method.op_name(), url, &self.body)
     }
@@ -308,6 +373,12 @@ impl VaultOp for Login {
             }],
             None => Vec::new(),
         };
+        if let Some((p, user)) = &self.own_user {
+            out.push(Created {
+                what: format!("this shard's user '{user}' at '{p}'"),
+                remove_with: format!("vault delete auth/{p}/users/{user}"),
+            });
+        }
         if let Some((p, accessor)) = &self.own_secret {
             // The accessor names the secret_id without being it.
             out.push(Created {
@@ -321,6 +392,16 @@ impl VaultOp for Login {
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some((p, user)) = self.own_user.clone() {
+            call(
+                client,
+                "DELETE",
+                &format!("/v1/auth/{p}/users/{user}"),
+                None,
+                &format!("deleting this shard's user '{user}' at '{p}'"),
+            )?;
+            self.own_user = None;
+        }
         if let Some((p, accessor)) = self.own_secret.clone() {
             call(
                 client,

@@ -1,12 +1,18 @@
 //! The cert family: `cert-login`, logins to the TLS certificate auth method (auth/cert)
 //! over mutual TLS. Setup enables the method at a fresh path and trusts the client
 //! certificate's issuer as the role `vblast`; cleanup disables it again.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the path and the
+//! role under a name derived from the run id; a shard waits for the role and logs in with
+//! the client certificate its own flags give (vblast hands no key from one step to
+//! another); `vblast cleanup` disables the path.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::shared::{self, Mode};
 use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
 use crate::error::Error;
 use crate::signals::Stop;
@@ -100,6 +106,33 @@ impl VaultOp for CertLogin {
         if ctx.no_setup {
             self.setup = Some(existing(self.config.path.as_deref().unwrap_or("cert")));
             return Ok(());
+        }
+        match shared::mode() {
+            Mode::Join => {
+                let path = random_auth_path();
+                shared::wait_readable(
+                    ctx,
+                    &format!("the shared cert role '{ROLE}' at '{path}'"),
+                    &format!("/v1/auth/{path}/certs/{ROLE}"),
+                )?;
+                // Not its own: never disabled by the shard.
+                self.setup = Some(CertSetup {
+                    path,
+                    created: false,
+                    role: Some(ROLE.into()),
+                });
+                return Ok(());
+            }
+            // `vblast cleanup`: the path setup made, to disable.
+            Mode::Remove => {
+                self.setup = Some(CertSetup {
+                    path: random_auth_path(),
+                    created: true,
+                    role: Some(ROLE.into()),
+                });
+                return Ok(());
+            }
+            Mode::Own | Mode::Create => {}
         }
         let ca_pem = read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
             .map_err(Error::Input)?;

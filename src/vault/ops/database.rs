@@ -6,12 +6,21 @@
 //! the role (each revocation drops its user in the database) before disabling the mount,
 //! so no database user outlives the run. The database password and the credentials are
 //! never printed.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount, the
+//! connection (which also allows the roles `ROLE-*`) and the role under names derived
+//! from the run id; a shard waits for the role, then makes a role of its own
+//! (`ROLE-xxxxxxxx`, the same statements and TTLs) whose credentials it reads, so that at
+//! its end it revokes exactly the leases it was given (their users dropped) and deletes
+//! its role; `vblast cleanup` revokes every lease left under the mount's `creds/` (a
+//! killed shard's) and disables the mount.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, needs_setup, random_name,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -222,6 +231,9 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(Db {
         config,
         mount: None,
+        shared_mount: None,
+        own_role: None,
+        all_roles: false,
     }))
 }
 
@@ -229,6 +241,12 @@ struct Db {
     config: DbConfig,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
+    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
+    shared_mount: Option<String>,
+    /// A shard's: its own role under the shared mount, as soon as it may exist.
+    own_role: Option<String>,
+    /// `vblast cleanup`: revoke the leases of every role of the mount (the shards' too).
+    all_roles: bool,
 }
 
 impl Db {
@@ -273,6 +291,10 @@ impl Db {
             "allowed_roles": [role.name],
             "verify_connection": c.verify_connection,
         });
+        if shared::mode() == Mode::Create {
+            // The shards' own roles (`join`).
+            conn["allowed_roles"] = json!([role.name, format!("{}-*", role.name)]);
+        }
         if let Some(n) = c.max_open_connections {
             conn["max_open_connections"] = json!(n);
         }
@@ -293,8 +315,21 @@ impl Db {
             ),
         )
         .map_err(|e| self.masked(e))?;
+        call(
+            client,
+            "POST",
+            &format!("/v1/{mount}/roles/{}", role.name),
+            Some(&self.role_body()),
+            &format!("creating role '{}' in '{mount}'", role.name),
+        )?;
+        Ok(())
+    }
+
+    /// The role's settings, as setup writes them.
+    fn role_body(&self) -> Value {
+        let role = &self.config.role;
         let mut r = json!({
-            "db_name": c.name,
+            "db_name": self.config.db_connection.name,
             "creation_statements": self.creation_statements(),
             "default_ttl": role.default_ttl,
             "max_ttl": role.max_ttl,
@@ -302,14 +337,47 @@ impl Db {
         if let Some(s) = &role.revocation_statements {
             r["revocation_statements"] = json!(s);
         }
+        r
+    }
+
+    /// A shard of a run sharing the fixture: waits for the role `vblast setup` makes
+    /// (the last thing it makes), then makes its own beside it.
+    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let mount = random_name("vblast-db-");
+        let role = &self.config.role.name;
+        shared::wait_readable(
+            ctx,
+            &format!("the shared database role '{role}' in '{mount}'"),
+            &format!("/v1/{mount}/roles/{role}"),
+        )?;
+        let own = shared::own_name(role);
+        // From here on the role may exist: the shard's cleanup deletes it whatever
+        // happens next.
+        self.shared_mount = Some(mount.clone());
+        self.own_role = Some(own.clone());
+        let mut client = (ctx.make_client)();
+        call(
+            &mut client,
+            "POST",
+            &format!("/v1/{mount}/roles/{own}"),
+            Some(&self.role_body()),
+            &format!("creating this shard's role '{own}' in '{mount}'"),
+        )
+        .map(drop)
+        .map_err(Error::Setup)
+    }
+
+    /// Revokes every lease under `prefix` (each revocation drops its database user).
+    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), String> {
         call(
             client,
-            "POST",
-            &format!("/v1/{mount}/roles/{}", role.name),
-            Some(&r),
-            &format!("creating role '{}' in '{mount}'", role.name),
-        )?;
-        Ok(())
+            "PUT",
+            &format!("/v1/sys/leases/revoke-prefix/{prefix}?sync=true"),
+            None,
+            &format!("revoking the leases under '{prefix}'"),
+        )
+        .map(drop)
+        .map_err(|e| self.masked(e))
     }
 }
 
@@ -327,20 +395,32 @@ impl VaultOp for Db {
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
+        match shared::mode() {
+            Mode::Join => return self.join(ctx),
+            // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.
+            Mode::Remove => {
+                self.mount = Some(random_name("vblast-db-"));
+                self.all_roles = true;
+                return Ok(());
+            }
+            Mode::Own | Mode::Create => {}
+        }
         let mut client = (ctx.make_client)();
         self.prepare(&mut client).map_err(Error::Setup)
     }
 
     fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mount = self
+            .mount
+            .as_deref()
+            .or(self.shared_mount.as_deref())
+            .unwrap_or("unset");
+        let role = self.own_role.as_deref().unwrap_or(&self.config.role.name);
         let mut op = Operation::new(
             CREDS.name,
             RequestSpec {
                 method: "GET".into(),
-                path: vec![Piece::lit(format!(
-                    "/v1/{mount}/creds/{}",
-                    self.config.role.name
-                ))],
+                path: vec![Piece::lit(format!("/v1/{mount}/creds/{role}"))],
                 headers: vec![],
                 body: None,
                 captured_headers: vec![],
@@ -354,31 +434,57 @@ impl VaultOp for Db {
     }
 
     fn created(&self) -> Vec<Created> {
-        self.mount
+        let role = if self.all_roles {
+            String::new()
+        } else {
+            self.config.role.name.clone()
+        };
+        let mut out: Vec<Created> = self
+            .mount
             .as_deref()
             .map(|m| Created {
                 what: format!("database mount '{m}' and the database users of its leases"),
                 remove_with: format!(
-                    "vault lease revoke -prefix {m}/creds/{} && vault secrets disable {m}",
-                    self.config.role.name
+                    "vault lease revoke -prefix {m}/creds/{role} && vault secrets disable {m}"
                 ),
             })
             .into_iter()
-            .collect()
+            .collect();
+        if let (Some(m), Some(own)) = (&self.shared_mount, &self.own_role) {
+            out.push(Created {
+                what: format!(
+                    "this shard's database role '{own}' in '{m}' and the database users of its leases"
+                ),
+                remove_with: format!(
+                    "vault lease revoke -prefix {m}/creds/{own} && vault delete {m}/roles/{own}"
+                ),
+            });
+        }
+        out
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
-        if let Some(m) = self.mount.clone() {
-            // Every lease of the role, revoked (its user dropped) before the mount goes.
-            let prefix = format!("{m}/creds/{}", self.config.role.name);
+        if let (Some(m), Some(own)) = (self.shared_mount.clone(), self.own_role.clone()) {
+            // The leases this shard was given, revoked (their users dropped), then its role.
+            self.revoke(client, &format!("{m}/creds/{own}"))?;
             call(
                 client,
-                "PUT",
-                &format!("/v1/sys/leases/revoke-prefix/{prefix}?sync=true"),
+                "DELETE",
+                &format!("/v1/{m}/roles/{own}"),
                 None,
-                &format!("revoking the leases under '{prefix}'"),
-            )
-            .map_err(|e| self.masked(e))?;
+                &format!("deleting this shard's role '{own}' in '{m}'"),
+            )?;
+            self.own_role = None;
+        }
+        if let Some(m) = self.mount.clone() {
+            // Every lease of the role, revoked (its user dropped) before the mount goes;
+            // at `vblast cleanup`, every role's.
+            let prefix = if self.all_roles {
+                format!("{m}/creds")
+            } else {
+                format!("{m}/creds/{}", self.config.role.name)
+            };
+            self.revoke(client, &prefix)?;
         }
         disable_mount(client, "database", &mut self.mount)
     }

@@ -13,6 +13,7 @@ pub mod jwt;
 pub mod kv;
 pub mod login_read;
 pub mod pki;
+pub mod shared;
 pub mod ssh;
 pub mod sys;
 pub mod token;

@@ -4,6 +4,10 @@
 //! `--key-type` (rsa-2048, ec-256, ed25519); each request issues a certificate with a new
 //! key, and the answer must hold it. Cleanup disables the mount, and with it every
 //! certificate it stored.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mounts, CAs
+//! and role under names derived from the run id; a shard waits for the role (pki-sign:
+//! after making its own CSRs and their keys locally); `vblast cleanup` disables the mounts.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -11,6 +15,7 @@ use serde_json::{Value, json};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
     random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -82,6 +87,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(Pki {
         config,
         mount: None,
+        shared_mount: None,
     }))
 }
 
@@ -89,6 +95,19 @@ struct Pki {
     config: PkiConfig,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
+    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
+    shared_mount: Option<String>,
+}
+
+/// A shard of a run sharing the fixture: waits until `vblast setup` has made `role` in
+/// `mount` (the last thing it makes there).
+fn wait_for_role(ctx: &SetupCtx, mount: &str, role: &str) -> Result<(), Error> {
+    shared::wait_readable(
+        ctx,
+        &format!("the shared pki role '{role}' in '{mount}'"),
+        &format!("/v1/{mount}/roles/{role}"),
+    )
+    .map(drop)
 }
 
 impl Pki {
@@ -144,11 +163,28 @@ impl VaultOp for Pki {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, ISSUE.name, |client| self.prepare(client))
+        match shared::mode() {
+            Mode::Join => {
+                let mount = random_name("vblast-pki-");
+                wait_for_role(ctx, &mount, ROLE)?;
+                self.shared_mount = Some(mount);
+                Ok(())
+            }
+            // `vblast cleanup`: the mount setup made, to disable.
+            Mode::Remove => {
+                self.mount = Some(random_name("vblast-pki-"));
+                Ok(())
+            }
+            Mode::Own | Mode::Create => setup_with(ctx, ISSUE.name, |client| self.prepare(client)),
+        }
     }
 
     fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mount = self
+            .mount
+            .as_deref()
+            .or(self.shared_mount.as_deref())
+            .unwrap_or("unset");
         let mut op = Operation::new(
             ISSUE.name,
             RequestSpec {
@@ -322,6 +358,7 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
         root: None,
         int: None,
         bodies: Vec::new(),
+        shared_int: None,
     }))
 }
 
@@ -332,6 +369,8 @@ struct PkiSign {
     int: Option<String>,
     /// The sign requests' bodies, padded to one length.
     bodies: Vec<Vec<u8>>,
+    /// A shard's: the intermediate's mount `vblast setup` made (never disabled by it).
+    shared_int: Option<String>,
 }
 
 /// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
@@ -379,12 +418,13 @@ impl PkiSign {
         .map(drop)
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    /// Makes the CSRs (their keys stay in this process) and the request bodies; returns
+    /// the role's key type and bits in Vault's names.
+    fn make_bodies(&mut self) -> Result<(&'static str, u32), String> {
         let &(_, kind, bits) = KEY_TYPES
             .iter()
             .find(|k| k.0 == self.config.role.key_type)
             .ok_or("unknown key type")?;
-        // The CSRs first: nothing is on the server if making them fails.
         let salt = random_name("");
         let mut bodies: Vec<Vec<u8>> = (0..self.config.csrs)
             .map(|i| {
@@ -400,7 +440,25 @@ impl PkiSign {
             b.push(close);
         }
         self.bodies = bodies;
+        Ok((kind, bits))
+    }
 
+    /// A shard of a run sharing the fixture: its own CSRs (keys made here, never sent),
+    /// then a wait for the role `vblast setup` makes in the intermediate's mount.
+    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        self.make_bodies().map_err(Error::Setup)?;
+        // The root's name is derived too, in setup's order, though a shard uses only the
+        // intermediate.
+        let _root = random_name("vblast-pki-");
+        let int = random_name("vblast-pki-int-");
+        wait_for_role(ctx, &int, &self.config.role.name)?;
+        self.shared_int = Some(int);
+        Ok(())
+    }
+
+    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        // The CSRs first: nothing is on the server if making them fails.
+        let (kind, bits) = self.make_bodies()?;
         let c = &self.config;
         let root = random_name("vblast-pki-");
         self.root = Some(root.clone());
@@ -484,11 +542,24 @@ impl VaultOp for PkiSign {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, SIGN.name, |client| self.prepare(client))
+        match shared::mode() {
+            Mode::Join => self.join(ctx),
+            // `vblast cleanup`: the mounts setup made, in its order, to disable.
+            Mode::Remove => {
+                self.root = Some(random_name("vblast-pki-"));
+                self.int = Some(random_name("vblast-pki-int-"));
+                Ok(())
+            }
+            Mode::Own | Mode::Create => setup_with(ctx, SIGN.name, |client| self.prepare(client)),
+        }
     }
 
     fn operation(&self) -> Operation {
-        let int = self.int.as_deref().unwrap_or("unset");
+        let int = self
+            .int
+            .as_deref()
+            .or(self.shared_int.as_deref())
+            .unwrap_or("unset");
         let mut op = Operation::new(
             SIGN.name,
             RequestSpec {

@@ -3,6 +3,10 @@
 //! for user certificates, and makes an Ed25519 client key pair (ring) whose public key
 //! every request has signed; the answer must hold the signed certificate. Cleanup
 //! disables the mount.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount, the CA
+//! and the role under names derived from the run id; a shard makes its own client key
+//! pair locally and waits for the role; `vblast cleanup` disables the mount.
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -11,6 +15,7 @@ use serde_json::{Value, json};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
     random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -44,6 +49,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     Ok(Box::new(Ssh {
         mount: None,
         public_key: String::new(),
+        shared_mount: None,
     }))
 }
 
@@ -71,6 +77,8 @@ struct Ssh {
     /// The mount, as soon as it may exist.
     mount: Option<String>,
     public_key: String,
+    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
+    shared_mount: Option<String>,
 }
 
 impl Ssh {
@@ -116,11 +124,33 @@ impl VaultOp for Ssh {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, SIGN.name, |client| self.prepare(client))
+        match shared::mode() {
+            Mode::Join => {
+                self.public_key = client_public_key().map_err(Error::Setup)?;
+                let mount = random_name("vblast-ssh-");
+                shared::wait_readable(
+                    ctx,
+                    &format!("the shared ssh role '{ROLE}' in '{mount}'"),
+                    &format!("/v1/{mount}/roles/{ROLE}"),
+                )?;
+                self.shared_mount = Some(mount);
+                Ok(())
+            }
+            // `vblast cleanup`: the mount setup made, to disable.
+            Mode::Remove => {
+                self.mount = Some(random_name("vblast-ssh-"));
+                Ok(())
+            }
+            Mode::Own | Mode::Create => setup_with(ctx, SIGN.name, |client| self.prepare(client)),
+        }
     }
 
     fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mount = self
+            .mount
+            .as_deref()
+            .or(self.shared_mount.as_deref())
+            .unwrap_or("unset");
         let body = json!({ "public_key": self.public_key, "valid_principals": ROLE });
         let mut op = Operation::new(
             SIGN.name,

@@ -4,6 +4,11 @@
 //! (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it;
 //! every token of the run is that parent's child with the `default` policy and a short
 //! TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` writes the policy under
+//! a name derived from the run id and makes no token; a shard waits for the policy and
+//! makes a parent token of its own with it, revoked (with every child) at the shard's end;
+//! `vblast cleanup` deletes the policy.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -12,6 +17,7 @@ use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, json_str, needs_setup,
     random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
 use crate::error::Error;
@@ -178,6 +184,12 @@ impl TokenOp {
     }
 
     fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let policy = self.write_policy(client)?;
+        self.make_parent(client, &policy)
+    }
+
+    /// Writes the parent's policy under a fresh name; returns the name.
+    fn write_policy(&mut self, client: &mut Client) -> Result<String, String> {
         let policy = random_name("vblast-token-");
         self.policy = Some(policy.clone());
         call(
@@ -187,6 +199,25 @@ impl TokenOp {
             Some(&json!({ "policy": POLICY })),
             &format!("writing policy '{policy}'"),
         )?;
+        Ok(policy)
+    }
+
+    /// A shard of a run sharing the fixture: waits for the policy `vblast setup` writes,
+    /// then makes a parent token of its own with it (revoked, with every child, at the
+    /// shard's end: no token travels between the steps).
+    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let policy = random_name("vblast-token-");
+        shared::wait_readable(
+            ctx,
+            &format!("the shared policy '{policy}'"),
+            &format!("/v1/sys/policies/acl/{policy}"),
+        )?;
+        let mut client = (ctx.make_client)();
+        self.make_parent(&mut client, &policy).map_err(Error::Setup)
+    }
+
+    /// Makes the parent token with `policy` (and, for lookup and renew, its child).
+    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
         let what = "creating the parent token".to_string();
         let v = call(
             client,
@@ -248,7 +279,19 @@ impl VaultOp for TokenOp {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, self.kind.name(), |client| self.prepare(client))
+        match shared::mode() {
+            // `vblast setup`: the policy alone; each shard makes its own parent token.
+            Mode::Create => setup_with(ctx, self.kind.name(), |client| {
+                self.write_policy(client).map(drop)
+            }),
+            Mode::Join => self.join(ctx),
+            // `vblast cleanup`: the policy setup wrote, to delete.
+            Mode::Remove => {
+                self.policy = Some(random_name("vblast-token-"));
+                Ok(())
+            }
+            Mode::Own => setup_with(ctx, self.kind.name(), |client| self.prepare(client)),
+        }
     }
 
     fn operations(&self) -> Vec<Operation> {

@@ -3,6 +3,12 @@
 //! has it generate the key `vblast`; generate asks for the key's current code, read for
 //! the key's settings, create has the server generate a new key under a fresh random name
 //! per request. Cleanup deletes every key of the mount, then disables the mount.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount and
+//! the key under names derived from the run id; a shard waits for the key (totp-create:
+//! for the mount). totp-create's shards name their keys under a prefix of their own and
+//! delete them at their end; `vblast cleanup` deletes whatever keys are left (a shard that
+//! was killed) and disables the mount.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -10,6 +16,7 @@ use serde_json::{Value, json};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
     random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -74,7 +81,12 @@ fn config_from_flags(_: &OpFlags) -> Value {
 
 fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, String> {
     serde_json::from_value::<TotpConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
-    Ok(Box::new(Totp { kind, mount: None }))
+    Ok(Box::new(Totp {
+        kind,
+        mount: None,
+        shared_mount: None,
+        own_prefix: None,
+    }))
 }
 
 fn build_generate(v: &Value) -> Result<Box<dyn VaultOp>, String> {
@@ -104,6 +116,10 @@ struct Totp {
     kind: Kind,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
+    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
+    shared_mount: Option<String>,
+    /// A totp-create shard's: the prefix of the keys it creates (deleted at its end).
+    own_prefix: Option<String>,
 }
 
 impl Totp {
@@ -130,22 +146,71 @@ impl Totp {
         Ok(())
     }
 
+    /// A shard of a run sharing the fixture: waits for what `vblast setup` makes (the key;
+    /// totp-create: the mount) and, for totp-create, takes a key prefix of its own.
+    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let mount = random_name("vblast-totp-");
+        if self.kind == Kind::Create {
+            let v = shared::wait_readable(
+                ctx,
+                &format!("the shared totp mount '{mount}'"),
+                &format!("/v1/sys/mounts/{mount}"),
+            )?;
+            let kind = v.pointer("/data/type").and_then(Value::as_str);
+            if kind != Some("totp") {
+                return Err(Error::Setup(format!(
+                    "the shared mount '{mount}' is not a totp secrets engine ({kind:?})"
+                )));
+            }
+            self.own_prefix = Some(format!("{}-", shared::own_name(KEY)));
+        } else {
+            shared::wait_readable(
+                ctx,
+                &format!("the shared TOTP key '{KEY}' in '{mount}'"),
+                &format!("/v1/{mount}/keys/{KEY}"),
+            )?;
+        }
+        self.shared_mount = Some(mount);
+        Ok(())
+    }
+
     /// Deletes every key of the mount (the run's, the setup's), one by one; a second stop
     /// request cuts it short (disabling the mount then removes the rest).
     fn delete_keys(client: &mut Client, mount: &str, stop: &Stop) -> Result<(), String> {
-        let listed = call(
-            client,
-            "GET",
-            &format!("/v1/{mount}/keys?list=true"),
-            None,
-            &format!("listing the TOTP keys of '{mount}'"),
-        )?;
+        Self::delete_keys_with(client, mount, "", stop)
+    }
+
+    /// Deletes the keys of the mount whose names start with `prefix`, as `delete_keys`.
+    fn delete_keys_with(
+        client: &mut Client,
+        mount: &str,
+        prefix: &str,
+        stop: &Stop,
+    ) -> Result<(), String> {
+        let what = format!("listing the TOTP keys of '{mount}'");
+        let path = format!("/v1/{mount}/keys?list=true");
+        let r = client
+            .request("GET", &path, None)
+            .map_err(|e| format!("{what} failed: {e}"))?;
+        let listed = match r.status {
+            // A mount without keys lists as not found.
+            404 => Value::Null,
+            200..=299 => r.json().unwrap_or(Value::Null),
+            status => {
+                return Err(format!(
+                    "{what} on {} failed: HTTP {status}: {}",
+                    client.base(),
+                    r.error_text()
+                ));
+            }
+        };
         let names: Vec<String> = listed
             .pointer("/data/keys")
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
                     .filter_map(Value::as_str)
+                    .filter(|n| n.starts_with(prefix))
                     .map(String::from)
                     .collect()
             })
@@ -172,11 +237,27 @@ impl VaultOp for Totp {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, self.kind.name(), |client| self.prepare(client))
+        match shared::mode() {
+            Mode::Join => self.join(ctx),
+            // `vblast cleanup`: the mount setup made, to empty and disable.
+            Mode::Remove => {
+                self.mount = Some(random_name("vblast-totp-"));
+                Ok(())
+            }
+            Mode::Own | Mode::Create => {
+                setup_with(ctx, self.kind.name(), |client| self.prepare(client))
+            }
+        }
     }
 
     fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mount = self
+            .mount
+            .as_deref()
+            .or(self.shared_mount.as_deref())
+            .unwrap_or("unset");
+        // A shard's keys carry its own prefix, so that it deletes only its own.
+        let key_prefix = self.own_prefix.as_deref().unwrap_or("vblast-");
         let (method, path, body, expect) = match self.kind {
             Kind::Generate => (
                 "GET",
@@ -194,7 +275,7 @@ impl VaultOp for Totp {
             Kind::Create => (
                 "POST",
                 vec![
-                    Piece::lit(format!("/v1/{mount}/keys/vblast-")),
+                    Piece::lit(format!("/v1/{mount}/keys/{key_prefix}")),
                     Piece::Hex { width: 16 },
                 ],
                 Some(vec![Piece::lit(key_body(true).to_string())]),
@@ -220,10 +301,23 @@ impl VaultOp for Totp {
     }
 
     fn created(&self) -> Vec<Created> {
-        mount_created("totp", self.mount.as_deref())
+        let mut out = mount_created("totp", self.mount.as_deref());
+        if let (Some(m), Some(p)) = (&self.shared_mount, &self.own_prefix) {
+            out.push(Created {
+                what: format!("this shard's TOTP keys '{p}*' in '{m}'"),
+                remove_with: format!(
+                    "vault list {m}/keys, then vault delete {m}/keys/NAME for each NAME starting with {p}"
+                ),
+            });
+        }
+        out
     }
 
     fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+        if let (Some(m), Some(p)) = (self.shared_mount.clone(), self.own_prefix.clone()) {
+            Self::delete_keys_with(client, &m, &p, stop)?;
+            self.own_prefix = None;
+        }
         if let Some(m) = self.mount.clone() {
             Self::delete_keys(client, &m, stop)?;
         }

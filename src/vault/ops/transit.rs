@@ -4,6 +4,11 @@
 //! verify get a ciphertext or signature made at setup. Every answer is checked: a
 //! ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a
 //! verify saying `valid: true`. Cleanup disables the mount.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount and the
+//! key under names derived from the run id; a shard waits for the key and, for decrypt and
+//! verify, has the server make its own ciphertext or signature (nothing persistent);
+//! `vblast cleanup` disables the mount.
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -12,6 +17,7 @@ use serde_json::{Value, json};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, json_str, mount_created,
     needs_setup, random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -181,6 +187,7 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
         payload: payload(c.payload_size),
         mount: None,
         made: String::new(),
+        shared_mount: None,
     }))
 }
 
@@ -215,6 +222,8 @@ struct Transit {
     mount: Option<String>,
     /// The ciphertext (decrypt) or signature (verify) made at setup.
     made: String,
+    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
+    shared_mount: Option<String>,
 }
 
 impl Transit {
@@ -236,6 +245,13 @@ impl Transit {
             Some(&json!({ "type": self.key_type })),
             &format!("creating {} key '{KEY}' in '{mount}'", self.key_type),
         )?;
+        self.made = self.sample(client, &mount)?;
+        Ok(())
+    }
+
+    /// What decrypt and verify send: a ciphertext or signature of the payload by the key
+    /// in `mount` (empty for the others). It creates nothing on the server.
+    fn sample(&self, client: &mut Client, mount: &str) -> Result<String, String> {
         match self.kind {
             Kind::Decrypt => {
                 let what = "encrypting the plaintext decrypt sends back".to_string();
@@ -246,7 +262,7 @@ impl Transit {
                     Some(&json!({ "plaintext": self.payload })),
                     &what,
                 )?;
-                self.made = json_str(&v, "data.ciphertext", &what)?;
+                json_str(&v, "data.ciphertext", &what)
             }
             Kind::Verify => {
                 let what = "signing the input verify checks".to_string();
@@ -257,10 +273,35 @@ impl Transit {
                     Some(&json!({ "input": self.payload })),
                     &what,
                 )?;
-                self.made = json_str(&v, "data.signature", &what)?;
+                json_str(&v, "data.signature", &what)
             }
-            _ => {}
+            _ => Ok(String::new()),
         }
+    }
+
+    /// A shard of a run sharing the fixture: waits for the key `vblast setup` makes,
+    /// checks its type and makes what decrypt or verify sends.
+    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let mount = random_name("vblast-transit-");
+        let v = shared::wait_readable(
+            ctx,
+            &format!("the shared transit key '{KEY}' in '{mount}'"),
+            &format!("/v1/{mount}/keys/{KEY}"),
+        )?;
+        let kind = v
+            .pointer("/data/type")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if kind != self.key_type {
+            return Err(Error::Setup(format!(
+                "the shared transit key '{KEY}' in '{mount}' is {kind}, but this shard's {} asks for {}: give the shards the flags `vblast setup` was given",
+                self.kind.name(),
+                self.key_type
+            )));
+        }
+        let mut client = (ctx.make_client)();
+        self.made = self.sample(&mut client, &mount).map_err(Error::Setup)?;
+        self.shared_mount = Some(mount);
         Ok(())
     }
 }
@@ -271,11 +312,25 @@ impl VaultOp for Transit {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        setup_with(ctx, self.kind.name(), |client| self.prepare(client))
+        match shared::mode() {
+            Mode::Join => self.join(ctx),
+            // `vblast cleanup`: the mount setup made, to disable.
+            Mode::Remove => {
+                self.mount = Some(random_name("vblast-transit-"));
+                Ok(())
+            }
+            Mode::Own | Mode::Create => {
+                setup_with(ctx, self.kind.name(), |client| self.prepare(client))
+            }
+        }
     }
 
     fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
+        let mount = self
+            .mount
+            .as_deref()
+            .or(self.shared_mount.as_deref())
+            .unwrap_or("unset");
         let (verb, body, expect) = match self.kind {
             Kind::Encrypt => (
                 "encrypt",

@@ -1,0 +1,44 @@
+//! What the operation families use when the shards of a run share one fixture
+//! (src/fixtures.rs): the mode of this process, a bounded wait for a fixture that
+//! `vblast setup` makes, and the names of what a shard makes for itself under it.
+
+use serde_json::Value;
+
+use super::SetupCtx;
+use crate::error::Error;
+pub(crate) use crate::fixtures::Mode;
+
+/// The mode of this process (`Own` unless it is a setup, a shard or a cleanup step).
+pub(crate) fn mode() -> Mode {
+    crate::fixtures::mode()
+}
+
+/// Waits (bounded: `fixtures::wait_for`) until GET `path` answers 2xx, the sign that
+/// `vblast setup` made what `what` names; returns the answer. 400, 403, 404 and no
+/// connection mean "not yet"; any other status is an error.
+pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Value, Error> {
+    let mut client = (ctx.make_client)();
+    let mut found = Value::Null;
+    crate::fixtures::wait_for(what, ctx.stop, || match client.request("GET", path, None) {
+        Ok(r) if (200..300).contains(&r.status) => {
+            found = r.json().unwrap_or(Value::Null);
+            Ok(true)
+        }
+        Ok(r) if matches!(r.status, 400 | 403 | 404) => Ok(false),
+        Ok(r) => Err(format!(
+            "reading {path} on {}: HTTP {}: {}",
+            client.base(),
+            r.status,
+            r.error_text()
+        )),
+        Err(_) => Ok(false),
+    })?;
+    Ok(found)
+}
+
+/// The name of something a shard makes for itself under a shared fixture (a user, a
+/// role, a prefix): `base`, '-' and 8 random hex digits, never derived from the run id,
+/// so that each shard's differs.
+pub(crate) fn own_name(base: &str) -> String {
+    super::fresh_name(&format!("{base}-"))
+}
