@@ -16,10 +16,11 @@
 # on two. Prints medians and ratios vblast / sequential (goal <= 0.33). Never asserts.
 #
 # TOKENS=1 (the default; TOKENS=0 leaves it out) adds the token A/B: vblast's seeding on CONNS
-# connections again with a service token and with a batch token (no storage lookup per
-# request), both carrying one policy that allows just what the seeding does (mounts under
-# vblast-*, writes in them), against the root token of the first row. Service against root
-# is the cost of the ACL check; batch against service is the token lookup saved.
+# connections again with a service token, a batch token and an orphan batch token, all
+# carrying one policy that allows just what the seeding does (mounts under vblast-*, writes
+# in them), against the root token of the first row. Service against root is the cost of
+# the ACL check (a root token skips it); a batch token is decoded, not looked up in storage,
+# but OpenBao then looks its parent up (the root token) unless it is an orphan.
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
@@ -106,14 +107,17 @@ path "sys/mounts/vblast-*" { capabilities = ["create", "update", "read"] }
 path "vblast-*" { capabilities = ["create", "update", "read"] }'
     jq -n --arg p "$POLICY" '{policy: $p}' | curl -sf -H 'X-Vault-Token: root' -X PUT -d @- \
         "$BAO_ADDR/v1/sys/policies/acl/bench-seed" >/dev/null || die "cannot write the policy"
-    make_token() { # type
+    make_token() { # type endpoint (create, create-orphan)
         curl -sf -H 'X-Vault-Token: root' -X POST \
             -d "{\"type\":\"$1\",\"policies\":[\"bench-seed\"],\"no_default_policy\":true,\"ttl\":\"2h\"}" \
-            "$BAO_ADDR/v1/auth/token/create" | jq -er '.auth.client_token'
+            "$BAO_ADDR/v1/auth/token/$2" | jq -er '.auth.client_token'
     }
-    SERVICE_TOKEN="$(make_token service)" || die "cannot create a service token"
-    BATCH_TOKEN="$(make_token batch)" || die "cannot create a batch token"
+    declare -A TOKEN
+    TOKEN[service]="$(make_token service create)" || die "cannot create a service token"
+    TOKEN[batch]="$(make_token batch create)" || die "cannot create a batch token"
+    TOKEN[orphan-batch]="$(make_token batch create-orphan)" || die "cannot create an orphan batch token"
 fi
+TOKEN_KINDS=(service batch orphan-batch)
 
 log "seeding $SECRETS KV v$KV secrets of $SIZE B; server $([ "$PIN" = 1 ] && echo "on core 0" || echo "on both cores"), clients on core 1"
 for run in $(seq "$RUNS"); do
@@ -125,10 +129,10 @@ for run in $(seq "$RUNS"); do
     show "sequential: VBLAST_SEED_CONNS=1 vblast ... (vblast's seeding on one keep-alive connection)"
     measure vblast1 vblast_setup 1
     if [ "$TOKENS" = 1 ]; then
-        show "VAULT_TOKEN=<service token, policy bench-seed> vblast ... (seeding on $CONNS connections)"
-        measure service vblast_setup "$CONNS" "$SERVICE_TOKEN"
-        show "VAULT_TOKEN=<batch token, policy bench-seed> vblast ... (seeding on $CONNS connections)"
-        measure batch vblast_setup "$CONNS" "$BATCH_TOKEN"
+        for t in "${TOKEN_KINDS[@]}"; do
+            show "VAULT_TOKEN=<$t token, policy bench-seed> vblast ... (seeding on $CONNS connections)"
+            measure "$t" vblast_setup "$CONNS" "${TOKEN[$t]}"
+        done
     fi
 done
 
@@ -152,7 +156,7 @@ log "  vblast (${CONNS} connections) ${vm}s, server CPU ${vs}s ($(per_write_us "
 log "  sequential, python http.client ${pm}s, server CPU ${ps}s ($(per_write_us "$ps") us/write, $(share "$ps" "$pm") busy), client CPU ${pc}s: ratio $(ratio "$vm" "$pm")"
 log "  sequential, vblast on 1 connection ${om}s, server CPU ${os}s ($(per_write_us "$os") us/write, $(share "$os" "$om") busy), client CPU ${oc}s: ratio $(ratio "$vm" "$om")"
 if [ "$TOKENS" = 1 ]; then
-    for t in service batch; do
+    for t in "${TOKEN_KINDS[@]}"; do
         tm="$(col 1 "$t")"; ts="$(col 2 "$t")"; tc="$(col 3 "$t")"
         log "  vblast (${CONNS} connections), $t token ${tm}s, server CPU ${ts}s ($(per_write_us "$ts") us/write, x$(ratio "$ts" "$vs") of root's), vblast CPU ${tc}s: ratio $(ratio "$tm" "$pm") (python), $(ratio "$tm" "$om") (vblast, 1 connection)"
     done
