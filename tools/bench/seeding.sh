@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: tools/bench/seeding.sh   [env: RUNS=3 SECRETS=20000 SIZE=1024 PIN_SERVER=1 KV=2 CONNS=16]
+# usage: tools/bench/seeding.sh   [env: RUNS=3 SECRETS=20000 SIZE=1024 PIN_SERVER=1 KV=2 CONNS=16 TOKENS=1]
 # Issue 9's setup goal: seeding SECRETS KV secrets of SIZE bytes into an OpenBao dev server
 # with vblast (its setup, reported as run.setup_s: preflight, mount, readiness, concurrent
 # seeding on CONNS connections) against the same writes sent one at a time on one keep-alive
@@ -14,6 +14,13 @@
 # floor the server's CPU puts under the ratio: vblast cannot seed in less wall time than the
 # CPU its writes cost, server_cpu on one core (server pinned), (server_cpu + client_cpu) / 2
 # on two. Prints medians and ratios vblast / sequential (goal <= 0.33). Never asserts.
+#
+# TOKENS=1 (the default; TOKENS=0 leaves it out) adds the token A/B: vblast's seeding on CONNS
+# connections again with a service token, a batch token and an orphan batch token, all
+# carrying one policy that allows just what the seeding does (mounts under vblast-*, writes
+# in them), against the root token of the first row. Service against root is the cost of
+# the ACL check (a root token skips it); a batch token is decoded, not looked up in storage,
+# but OpenBao then looks its parent up (the root token) unless it is an orphan.
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
@@ -67,9 +74,9 @@ PY
 # vblast's setup on CONNS connections -> "setup_s client_cpu_seconds"; the mount is kept
 # (--keep), so that cleanup's work stays out of the server's CPU figure, as the sequential
 # writes stay on the server too.
-vblast_setup() { # conns
+vblast_setup() { # conns [token]
     local out="$BENCH_TMP/vblast.json" err="$BENCH_TMP/vblast.err" tm="$BENCH_TMP/time"
-    VBLAST_SEED_CONNS="$1" VBLAST_SETUP_TIMING=1 VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root \
+    VBLAST_SEED_CONNS="$1" VBLAST_SETUP_TIMING=1 VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN="${2:-root}" \
         /usr/bin/time -o "$tm" -f '%U %S' taskset -c 1 "$VBLAST" --op kv-read --kv-version "$KV" \
         --secrets "$SECRETS" --secret-size "$SIZE" -c 1 -n 1 --keep --format json >"$out" 2>"$err" \
         || die "vblast failed: $(cat "$err")"
@@ -91,6 +98,27 @@ measure() {
     echo "$secs $scpu $ccpu" >>"$FIG/$name"
 }
 
+TOKENS="${TOKENS:-1}"
+if [ "$TOKENS" = 1 ]; then
+    # The policy of the token A/B: what vblast's seeding sends (preflight's lookup-self, the
+    # mount, its readiness read, the writes), nothing else. Tokens stay in variables.
+    POLICY='path "auth/token/lookup-self" { capabilities = ["read"] }
+path "sys/mounts/vblast-*" { capabilities = ["create", "update", "read"] }
+path "vblast-*" { capabilities = ["create", "update", "read"] }'
+    jq -n --arg p "$POLICY" '{policy: $p}' | curl -sf -H 'X-Vault-Token: root' -X PUT -d @- \
+        "$BAO_ADDR/v1/sys/policies/acl/bench-seed" >/dev/null || die "cannot write the policy"
+    make_token() { # type endpoint (create, create-orphan)
+        curl -sf -H 'X-Vault-Token: root' -X POST \
+            -d "{\"type\":\"$1\",\"policies\":[\"bench-seed\"],\"no_default_policy\":true,\"ttl\":\"2h\"}" \
+            "$BAO_ADDR/v1/auth/token/$2" | jq -er '.auth.client_token'
+    }
+    declare -A TOKEN
+    TOKEN[service]="$(make_token service create)" || die "cannot create a service token"
+    TOKEN[batch]="$(make_token batch create)" || die "cannot create a batch token"
+    TOKEN[orphan-batch]="$(make_token batch create-orphan)" || die "cannot create an orphan batch token"
+fi
+TOKEN_KINDS=(service batch orphan-batch)
+
 log "seeding $SECRETS KV v$KV secrets of $SIZE B; server $([ "$PIN" = 1 ] && echo "on core 0" || echo "on both cores"), clients on core 1"
 for run in $(seq "$RUNS"); do
     log "run $run"
@@ -100,6 +128,12 @@ for run in $(seq "$RUNS"); do
     measure python python_sequential "run$run"
     show "sequential: VBLAST_SEED_CONNS=1 vblast ... (vblast's seeding on one keep-alive connection)"
     measure vblast1 vblast_setup 1
+    if [ "$TOKENS" = 1 ]; then
+        for t in "${TOKEN_KINDS[@]}"; do
+            show "VAULT_TOKEN=<$t token, policy bench-seed> vblast ... (seeding on $CONNS connections)"
+            measure "$t" vblast_setup "$CONNS" "${TOKEN[$t]}"
+        done
+    fi
 done
 
 col() { awk -v c="$1" '{ print $c }' "$FIG/$2" | median; }
@@ -121,6 +155,12 @@ log "medians of $RUNS runs ($SECRETS x $SIZE B, KV v$KV):"
 log "  vblast (${CONNS} connections) ${vm}s, server CPU ${vs}s ($(per_write_us "$vs") us/write), vblast CPU ${vc}s"
 log "  sequential, python http.client ${pm}s, server CPU ${ps}s ($(per_write_us "$ps") us/write, $(share "$ps" "$pm") busy), client CPU ${pc}s: ratio $(ratio "$vm" "$pm")"
 log "  sequential, vblast on 1 connection ${om}s, server CPU ${os}s ($(per_write_us "$os") us/write, $(share "$os" "$om") busy), client CPU ${oc}s: ratio $(ratio "$vm" "$om")"
+if [ "$TOKENS" = 1 ]; then
+    for t in "${TOKEN_KINDS[@]}"; do
+        tm="$(col 1 "$t")"; ts="$(col 2 "$t")"; tc="$(col 3 "$t")"
+        log "  vblast (${CONNS} connections), $t token ${tm}s, server CPU ${ts}s ($(per_write_us "$ts") us/write, x$(ratio "$ts" "$vs") of root's), vblast CPU ${tc}s: ratio $(ratio "$tm" "$pm") (python), $(ratio "$tm" "$om") (vblast, 1 connection)"
+    done
+fi
 log "  floor: ${floor}s ($why): lowest ratio this server allows against these runs $(ratio "$floor" "$pm") (python), $(ratio "$floor" "$om") (vblast, 1 connection)"
 log "  floor against sequential runs that wait for nothing but CPU (server + client, a quiet machine): $(ratio "$floor" "$(busy "$ps" "$pc")") (python), $(ratio "$floor" "$(busy "$os" "$oc")") (vblast, 1 connection); goal <= 0.33"
 [ -z "$BUILD_NOTE" ] || log "$BUILD_NOTE"
