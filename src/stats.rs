@@ -693,6 +693,16 @@ mod tests {
     }
 
     #[test]
+    fn a_histogram_is_empty_until_it_records_and_again_after_a_reset() {
+        let mut h = Hist::default();
+        assert!(h.is_empty());
+        h.record(0);
+        assert!(!h.is_empty(), "0 us is recorded as 1 us, not dropped");
+        h.reset();
+        assert!(h.is_empty());
+    }
+
+    #[test]
     fn merge_is_lossless() {
         let mut a = Stats::new(2);
         let mut b = Stats::new(2);
