@@ -16,8 +16,8 @@
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login, jwt-login
-//! and the token family (each family's Join and Remove live in its file under src/vault/ops/);
+//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login, jwt-login,
+//! login-read and the token family (each family's Join and Remove live in its file under src/vault/ops/);
 //! others are refused with one message.
 
 pub mod rendezvous;
@@ -68,6 +68,7 @@ pub const SHARED_OPS: &[&str] = &[
     "userpass-login",
     "cert-login",
     "jwt-login",
+    "login-read",
     "token-create",
     "token-lookup",
     "token-renew",
@@ -308,7 +309,11 @@ mod tests {
         assert!(check_ops("kv-read:80,kv-write:20", "x").is_ok());
         assert!(check_ops("approle-login,sys-health", "x").is_ok());
         assert!(check_ops("jwt-login", "x").is_ok());
-        let e = check_ops("kv-read,login-read", "--shard 1/2").unwrap_err();
-        assert!(e.contains("login-read") && e.contains("--shard 1/2"), "{e}");
+        assert!(check_ops("login-read", "x").is_ok());
+        let e = check_ops("kv-read,cubbyhole-read", "--shard 1/2").unwrap_err();
+        assert!(
+            e.contains("cubbyhole-read") && e.contains("--shard 1/2"),
+            "{e}"
+        );
     }
 }

@@ -29,9 +29,11 @@ fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
     (m, auth, policies["data"]["keys"].to_string())
 }
 
-/// A jwt-login shard's own auth path: `vblast-jwt-xxxxxxxx-yyyyyyyy/`.
+/// A jwt-login or login-read shard's own auth path: `vblast-jwt-xxxxxxxx-yyyyyyyy/`,
+/// `vblast-read-xxxxxxxx-yyyyyyyy/`.
 fn is_shards_own_jwt_path(p: &str) -> bool {
     p.strip_prefix("vblast-jwt-")
+        .or_else(|| p.strip_prefix("vblast-read-"))
         .and_then(|r| r.strip_suffix('/'))
         .is_some_and(|r| r.len() == 17 && r.as_bytes()[8] == b'-')
 }
@@ -488,4 +490,58 @@ fn jwt_login_shards_each_make_their_own_key_and_path() {
         assert!(!out.stderr.contains("panicked"), "{}", out.show());
     }
     assert_eq!(server_state(&bao), before);
+}
+
+#[test]
+fn login_read_shards_each_make_their_own_users() {
+    let bao = OpenBao::start();
+    // Setup makes the secrets' mount and the policy, no auth path; each shard's own path
+    // (its users) went with it.
+    let none_left = |_: &[String], _: &[String]| {
+        assert_eq!(auth_paths(&bao, "vblast-read-"), Vec::<String>::new());
+    };
+    let flags = ["--op", "login-read", "--users", "5", "--secrets", "10"];
+    let r = shared_run(&bao, &flags, 40, &none_left);
+    assert!(r.auth.is_empty(), "{:?}", r.auth);
+    assert_eq!(count(&r.mounts, "vblast-"), 1, "{:?}", r.mounts);
+
+    // A shard killed mid-run (SIGKILL) leaves its path: cleanup disables it by the run's
+    // prefix.
+    let before = server_state(&bao);
+    let run_id = format!("shard-ops-read-killed-{}", std::process::id());
+    let mut flags = flags.to_vec();
+    flags.extend_from_slice(&["--run-id", &run_id]);
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    let mut args = vec![
+        "-z",
+        "30s",
+        "-R",
+        "40",
+        "-c",
+        "2",
+        "--shard",
+        "0/2",
+        "--external-setup",
+    ];
+    args.extend_from_slice(&flags);
+    let mut shard = spawn(vault_cmd(&bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while auth_paths(&bao, "vblast-read-").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no path"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    shard.child.kill().unwrap();
+    shard.finish(Duration::from_secs(10));
+    assert_eq!(auth_paths(&bao, "vblast-read-").len(), 1);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&flags);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
 }

@@ -331,26 +331,6 @@ impl Jwt {
         }
         Ok(true)
     }
-
-    /// Cleanup of a shared run: disables every auth path under `prefix` (the shards'
-    /// own, a killed one's included).
-    fn sweep_paths(client: &mut Client, prefix: &str) -> Result<(), String> {
-        let v = call(client, "GET", "/v1/sys/auth", None, "listing auth paths")?;
-        let table = v.get("data").filter(|d| d.is_object()).unwrap_or(&v);
-        let paths: Vec<String> = table
-            .as_object()
-            .map(|o| {
-                o.keys()
-                    .filter(|k| k.starts_with(prefix))
-                    .map(|k| k.trim_end_matches('/').to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        for p in paths {
-            disable_auth(client, &mut Some(p))?;
-        }
-        Ok(())
-    }
 }
 
 impl VaultOp for Jwt {
@@ -417,7 +397,7 @@ impl VaultOp for Jwt {
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
         if let Some(prefix) = self.sweep.clone() {
-            Self::sweep_paths(client, &prefix)?;
+            shared::disable_auth_under(client, &prefix)?;
             self.sweep = None;
         }
         disable_auth(client, &mut self.path)?;
