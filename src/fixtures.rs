@@ -8,15 +8,16 @@
 //! setup creates (the mount `vblast-xxxxxxxx`, the auth path `vblast-approle-xxxxxxxx`) are
 //! derived from the run id (SHA-256 of the run id, the name's prefix and its occurrence), so
 //! every shard and the cleanup step compute them from the flags they are given. Credentials
-//! are never shared: each shard makes its own (an AppRole secret_id) at its start and
-//! destroys it at its end; the tokens its logins make go with the auth path at cleanup.
+//! are never shared: each shard makes its own (an AppRole secret_id; for jwt-login a key
+//! pair in memory and an auth path of its own trusting it) at its start and removes it at
+//! its end; the tokens its logins make go with the auth path at cleanup.
 //! A shard waits (bounded, `JOIN_WAIT`) for the fixture to be readable before its run, so a
 //! Kubernetes setup Job may still be running when the shards' pods start.
 //!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
-//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login and the
-//! token family (each family's Join and Remove live in its file under src/vault/ops/);
+//! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login, jwt-login,
+//! login-read and the token family (each family's Join and Remove live in its file under src/vault/ops/);
 //! others are refused with one message.
 
 pub mod rendezvous;
@@ -66,6 +67,8 @@ pub const SHARED_OPS: &[&str] = &[
     "db-creds",
     "userpass-login",
     "cert-login",
+    "jwt-login",
+    "login-read",
     "token-create",
     "token-lookup",
     "token-renew",
@@ -305,7 +308,12 @@ mod tests {
     fn only_shareable_fixtures_are_accepted() {
         assert!(check_ops("kv-read:80,kv-write:20", "x").is_ok());
         assert!(check_ops("approle-login,sys-health", "x").is_ok());
-        let e = check_ops("kv-read,jwt-login", "--shard 1/2").unwrap_err();
-        assert!(e.contains("jwt-login") && e.contains("--shard 1/2"), "{e}");
+        assert!(check_ops("jwt-login", "x").is_ok());
+        assert!(check_ops("login-read", "x").is_ok());
+        let e = check_ops("kv-read,cubbyhole-read", "--shard 1/2").unwrap_err();
+        assert!(
+            e.contains("cubbyhole-read") && e.contains("--shard 1/2"),
+            "{e}"
+        );
     }
 }

@@ -243,7 +243,7 @@ fn bad_shard_flags_are_one_clear_message() {
         ),
         (&["--start-at", "soon"], "not an RFC 3339 instant"),
         (
-            &["--shard", "0/2", "--run-id", "x", "--op", "jwt-login"],
+            &["--shard", "0/2", "--run-id", "x", "--op", "cubbyhole-read"],
             "--no-setup",
         ),
         (&["--external-setup"], "apply to sharded runs"),
@@ -366,10 +366,10 @@ fn shards_share_one_setup_and_one_cleanup() {
     // Operations whose fixture cannot be shared, and a setup without a run id: one message.
     let out = run(vault_cmd(
         &bao,
-        &["setup", "--op", "jwt-login", "--run-id", "x"],
+        &["setup", "--op", "cubbyhole-read", "--run-id", "x"],
     ));
     out.assert_code(2);
-    assert!(out.stderr.contains("jwt-login"), "{}", out.stderr);
+    assert!(out.stderr.contains("cubbyhole-read"), "{}", out.stderr);
     let out = run(vault_cmd(&bao, &["cleanup", "--op", "kv-read"]));
     out.assert_code(2);
     assert!(out.stderr.contains("--run-id"), "{}", out.stderr);

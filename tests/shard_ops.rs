@@ -29,6 +29,15 @@ fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
     (m, auth, policies["data"]["keys"].to_string())
 }
 
+/// A jwt-login or login-read shard's own auth path: `vblast-jwt-xxxxxxxx-yyyyyyyy/`,
+/// `vblast-read-xxxxxxxx-yyyyyyyy/`.
+fn is_shards_own_jwt_path(p: &str) -> bool {
+    p.strip_prefix("vblast-jwt-")
+        .or_else(|| p.strip_prefix("vblast-read-"))
+        .and_then(|r| r.strip_suffix('/'))
+        .is_some_and(|r| r.len() == 17 && r.as_bytes()[8] == b'-')
+}
+
 /// What `shared_run` saw: every output, and the mounts and auth paths setup made.
 struct Shared {
     outs: Vec<Out>,
@@ -78,7 +87,9 @@ fn shared_run(
     args.extend_from_slice(&common);
     let setup = run(vault_cmd(bao, &args));
     setup.assert_code(0);
-    let during = server_state(bao);
+    // A shard may already have made its own jwt auth path: not the fixture's.
+    let mut during = server_state(bao);
+    during.1.retain(|p| !is_shards_own_jwt_path(p));
     let made = |now: &[String], then: &[String]| -> Vec<String> {
         now.iter()
             .filter(|m| !then.contains(m))
@@ -381,4 +392,156 @@ fn token_operations_share_one_setup_and_one_cleanup() {
         (r.mounts, r.auth)
     );
     assert_eq!(tokens(&bao), before);
+}
+
+/// The server's auth paths under `prefix`.
+fn auth_paths(bao: &OpenBao, prefix: &str) -> Vec<String> {
+    server_state(bao)
+        .1
+        .into_iter()
+        .filter(|p| p.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn jwt_login_shards_each_make_their_own_key_and_path() {
+    let bao = OpenBao::start();
+    // Setup makes no auth path (only the policy); each shard's own path went with it.
+    let none_left = |_: &[String], _: &[String]| {
+        assert_eq!(auth_paths(&bao, "vblast-jwt-"), Vec::<String>::new());
+    };
+    let r = shared_run(&bao, &["--op", "jwt-login"], 40, &none_left);
+    assert!(
+        r.auth.is_empty() && r.mounts.is_empty(),
+        "{:?} {:?}",
+        r.auth,
+        r.mounts
+    );
+
+    // A shard killed mid-run (SIGKILL) leaves its path: cleanup disables it by the run's
+    // prefix.
+    let before = server_state(&bao);
+    let run_id = format!("shard-ops-jwt-killed-{}", std::process::id());
+    let flags = ["--op", "jwt-login", "--run-id", &run_id];
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    let mut args = vec![
+        "-z",
+        "30s",
+        "-R",
+        "40",
+        "-c",
+        "2",
+        "--shard",
+        "0/2",
+        "--external-setup",
+    ];
+    args.extend_from_slice(&flags);
+    let mut shard = spawn(vault_cmd(&bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while auth_paths(&bao, "vblast-jwt-").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no path"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    shard.child.kill().unwrap();
+    shard.finish(Duration::from_secs(10));
+    assert_eq!(auth_paths(&bao, "vblast-jwt-").len(), 1);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&flags);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
+
+    // The default mode: shard 0 sets up, runs, waits for shard 1 and cleans up.
+    let run_id = format!("shard-ops-jwt-default-{}", std::process::id());
+    let shards: Vec<_> = ["1/2", "0/2"]
+        .iter()
+        .map(|shard| {
+            let args = [
+                "-n",
+                "40",
+                "-c",
+                "4",
+                "--shard",
+                shard,
+                "--format",
+                "json",
+                "--op",
+                "jwt-login",
+                "--run-id",
+                &run_id,
+            ];
+            let s = spawn(vault_cmd(&bao, &args));
+            std::thread::sleep(Duration::from_millis(300));
+            s
+        })
+        .collect();
+    for (i, s) in shards.into_iter().enumerate() {
+        let out = s.finish(Duration::from_secs(150));
+        out.assert_code(0);
+        let j = out.json();
+        assert_eq!(u(&j["requests"]), 20, "shard {i}: {}", out.show());
+        assert_eq!(u(&j["ok"]), 20, "shard {i}: {}", out.show());
+        assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    }
+    assert_eq!(server_state(&bao), before);
+}
+
+#[test]
+fn login_read_shards_each_make_their_own_users() {
+    let bao = OpenBao::start();
+    // Setup makes the secrets' mount and the policy, no auth path; each shard's own path
+    // (its users) went with it.
+    let none_left = |_: &[String], _: &[String]| {
+        assert_eq!(auth_paths(&bao, "vblast-read-"), Vec::<String>::new());
+    };
+    let flags = ["--op", "login-read", "--users", "5", "--secrets", "10"];
+    let r = shared_run(&bao, &flags, 40, &none_left);
+    assert!(r.auth.is_empty(), "{:?}", r.auth);
+    assert_eq!(count(&r.mounts, "vblast-"), 1, "{:?}", r.mounts);
+
+    // A shard killed mid-run (SIGKILL) leaves its path: cleanup disables it by the run's
+    // prefix.
+    let before = server_state(&bao);
+    let run_id = format!("shard-ops-read-killed-{}", std::process::id());
+    let mut flags = flags.to_vec();
+    flags.extend_from_slice(&["--run-id", &run_id]);
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    let mut args = vec![
+        "-z",
+        "30s",
+        "-R",
+        "40",
+        "-c",
+        "2",
+        "--shard",
+        "0/2",
+        "--external-setup",
+    ];
+    args.extend_from_slice(&flags);
+    let mut shard = spawn(vault_cmd(&bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while auth_paths(&bao, "vblast-read-").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no path"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    shard.child.kill().unwrap();
+    shard.finish(Duration::from_secs(10));
+    assert_eq!(auth_paths(&bao, "vblast-read-").len(), 1);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&flags);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
 }

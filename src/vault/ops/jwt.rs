@@ -5,6 +5,13 @@
 //! in with those JWTs in turn and must answer with `auth.client_token`. Cleanup disables
 //! the path (revoking every token the logins made) and deletes the policy. The private key
 //! never leaves the process, so the pre-signed JWTs are worthless once the path is gone.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): setup writes the policy alone (its
+//! name derived from the run id); no key travels: each shard makes its own key pair in
+//! memory and its own auth path (`vblast-jwt-xxxxxxxx-yyyyyyyy`: a prefix derived from the
+//! run id, then 8 random hex digits) trusting its public key, with the role, logs in
+//! there, and disables the path at its end; cleanup disables every path under the run's
+//! prefix (a killed shard's) and deletes the policy.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -17,6 +24,7 @@ use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
     random_name, setup_with,
+    shared::{self, Mode},
 };
 use crate::capture::Expect;
 use crate::error::Error;
@@ -137,6 +145,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
         path: None,
         policy: None,
         jwts: Vec::new(),
+        sweep: None,
     }))
 }
 
@@ -147,6 +156,9 @@ struct Jwt {
     policy: Option<String>,
     /// The pre-signed JWTs, all of one length (never printed).
     jwts: Vec<Vec<u8>>,
+    /// Cleanup of a shared run (src/fixtures.rs): the prefix of the shards' own auth
+    /// paths, every one of which it disables.
+    sweep: Option<String>,
 }
 
 /// The SubjectPublicKeyInfo (PEM) of an uncompressed P-256 point: a fixed 26-byte DER
@@ -202,7 +214,38 @@ fn sign_pool(
 }
 
 impl Jwt {
+    /// Own mode: the policy, then a path of its own trusting a fresh key.
     fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+        let policy = random_name("vblast-jwt-");
+        self.write_policy(client, &policy)?;
+        let path = random_name("vblast-jwt-");
+        self.login_path(client, path, policy)
+    }
+
+    /// Writes the policy the role's tokens carry; from then on cleanup deletes it.
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+        self.policy = Some(policy.to_string());
+        call(
+            client,
+            "PUT",
+            &format!("/v1/sys/policies/acl/{policy}"),
+            Some(&json!({
+                "policy": "path \"auth/token/lookup-self\" { capabilities = [\"read\"] }\n"
+            })),
+            &format!("writing policy '{policy}'"),
+        )
+        .map(drop)
+    }
+
+    /// Makes a key pair in memory, signs the pool, enables jwt auth at `path` (disabled
+    /// by cleanup from then on) trusting the public key, and makes the role there whose
+    /// tokens carry `policy`.
+    fn login_path(
+        &mut self,
+        client: &mut Client,
+        path: String,
+        policy: String,
+    ) -> Result<(), String> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| "making an ECDSA P-256 key pair failed".to_string())?;
@@ -214,18 +257,6 @@ impl Jwt {
             .unwrap_or(0);
         self.jwts = sign_pool(&key, &rng, &self.config.role, self.config.pool, now)?;
 
-        let policy = random_name("vblast-jwt-");
-        self.policy = Some(policy.clone());
-        call(
-            client,
-            "PUT",
-            &format!("/v1/sys/policies/acl/{policy}"),
-            Some(&json!({
-                "policy": "path \"auth/token/lookup-self\" { capabilities = [\"read\"] }\n"
-            })),
-            &format!("writing policy '{policy}'"),
-        )?;
-        let path = random_name("vblast-jwt-");
         // From here on the path may exist: the session disables it whatever happens next.
         self.path = Some(path.clone());
         call(
@@ -266,6 +297,40 @@ impl Jwt {
         )?;
         Ok(())
     }
+
+    /// The fixture shared by a run's shards (src/fixtures.rs). Setup writes the policy
+    /// (named after the run id) and nothing else; a shard waits for it, then makes its own
+    /// key pair and its own path under the run's prefix (`shared::own_name`); cleanup
+    /// disables every path under that prefix and deletes the policy. Names are derived
+    /// in one order in every mode: the policy, then the prefix. Returns false outside
+    /// those modes.
+    fn shared(&mut self, ctx: &SetupCtx) -> Result<bool, Error> {
+        match shared::mode() {
+            Mode::Own => return Ok(false),
+            Mode::Create => setup_with(ctx, LOGIN.name, |client| {
+                let policy = random_name("vblast-jwt-");
+                self.write_policy(client, &policy)
+            })?,
+            Mode::Remove => {
+                self.policy = Some(random_name("vblast-jwt-"));
+                self.sweep = Some(format!("{}-", random_name("vblast-jwt-")));
+            }
+            Mode::Join => {
+                needs_setup(ctx, LOGIN.name)?;
+                let policy = random_name("vblast-jwt-");
+                shared::wait_readable(
+                    ctx,
+                    &format!("the shared jwt policy '{policy}'"),
+                    &format!("/v1/sys/policies/acl/{policy}"),
+                )?;
+                let path = shared::own_name(&random_name("vblast-jwt-"));
+                let mut client = (ctx.make_client)();
+                self.login_path(&mut client, path, policy)
+                    .map_err(Error::Setup)?;
+            }
+        }
+        Ok(true)
+    }
 }
 
 impl VaultOp for Jwt {
@@ -274,6 +339,9 @@ impl VaultOp for Jwt {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        if self.shared(ctx)? {
+            return Ok(());
+        }
         setup_with(ctx, LOGIN.name, |client| self.prepare(client))
     }
 
@@ -304,6 +372,14 @@ impl VaultOp for Jwt {
 
     fn created(&self) -> Vec<Created> {
         let mut out = Vec::new();
+        if let Some(prefix) = &self.sweep {
+            out.push(Created {
+                what: format!("the shards' jwt auth paths '{prefix}*'"),
+                remove_with: format!(
+                    "vault auth disable <path> for each path {prefix}* of vault auth list"
+                ),
+            });
+        }
         if let Some(p) = &self.path {
             out.push(Created {
                 what: format!("jwt auth path '{p}'"),
@@ -320,6 +396,10 @@ impl VaultOp for Jwt {
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+        if let Some(prefix) = self.sweep.clone() {
+            shared::disable_auth_under(client, &prefix)?;
+            self.sweep = None;
+        }
         disable_auth(client, &mut self.path)?;
         delete_policy(client, &mut self.policy)
     }

@@ -6,6 +6,13 @@
 //! `kv-read` does), writes a policy that lets its users read exactly those secrets, and
 //! creates the users; cleanup disables the auth path (revoking every token the logins
 //! made), deletes the policy and removes the secrets.
+//!
+//! Shared by the shards of a run (src/fixtures.rs): setup seeds the secrets (as kv-read's
+//! shared fixture) and writes the policy; no password travels: each shard makes its own
+//! userpass path (`vblast-read-xxxxxxxx-yyyyyyyy`: a prefix derived from the run id, then
+//! 8 random hex digits) with its own users and a random password kept in memory, and
+//! disables it at its end; cleanup disables every path under the prefix (a killed
+//! shard's), deletes the policy and removes the secrets.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -14,6 +21,7 @@ use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
     random_name, random_secret,
+    shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
 use crate::error::Error;
@@ -93,6 +101,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
         policy: None,
         path: None,
         password: String::new(),
+        sweep: None,
     }))
 }
 
@@ -104,6 +113,8 @@ struct LoginRead {
     path: Option<String>,
     /// The users' password (never printed).
     password: String,
+    /// Cleanup of a shared run: the prefix of the shards' own auth paths.
+    sweep: Option<String>,
 }
 
 /// The user names: "u" and the index, padded as secret names are.
@@ -122,25 +133,43 @@ impl LoginRead {
         format!("{}*", first.trim_start_matches("/v1/"))
     }
 
-    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), String> {
-        let mut client = (ctx.make_client)();
-        let policy = random_name("vblast-read-");
-        self.policy = Some(policy.clone());
+    /// Writes the policy letting the users read the secrets; cleanup deletes it from then on.
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+        self.policy = Some(policy.to_string());
         let rules = format!(
             "path \"{}\" {{ capabilities = [\"read\"] }}\n",
             self.secrets_glob()
         );
         call(
-            &mut client,
+            client,
             "PUT",
             &format!("/v1/sys/policies/acl/{policy}"),
             Some(&json!({ "policy": rules })),
             &format!("writing policy '{policy}'"),
-        )?;
+        )
+        .map(drop)
+    }
+
+    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), String> {
+        let mut client = (ctx.make_client)();
+        let policy = random_name("vblast-read-");
+        self.write_policy(&mut client, &policy)?;
         let path = random_name("vblast-userpass-");
+        self.users_at(ctx, &mut client, path, &policy)
+    }
+
+    /// Enables userpass at `path` (disabled by cleanup from then on) and creates the
+    /// users there, with one random password kept in memory and `policy`.
+    fn users_at(
+        &mut self,
+        ctx: &SetupCtx,
+        client: &mut Client,
+        path: String,
+        policy: &str,
+    ) -> Result<(), String> {
         self.path = Some(path.clone());
         call(
-            &mut client,
+            client,
             "POST",
             &format!("/v1/sys/auth/{path}"),
             Some(&json!({"type": "userpass", "description": "vblast load test (temporary)"})),
@@ -189,7 +218,34 @@ impl VaultOp for LoginRead {
         if let Some(s) = ctx.stop.signal() {
             return Err(Error::Stopped(s));
         }
-        self.prepare(ctx).map_err(|e| match ctx.stop.signal() {
+        // Shared runs (src/fixtures.rs): names derived in one order in every mode, the
+        // policy, then the prefix of the shards' own paths.
+        let result = match shared::mode() {
+            Mode::Own => self.prepare(ctx),
+            Mode::Create => {
+                let policy = random_name("vblast-read-");
+                let _prefix = random_name("vblast-read-");
+                let mut client = (ctx.make_client)();
+                self.write_policy(&mut client, &policy)
+            }
+            Mode::Remove => {
+                self.policy = Some(random_name("vblast-read-"));
+                self.sweep = Some(format!("{}-", random_name("vblast-read-")));
+                Ok(())
+            }
+            Mode::Join => {
+                let policy = random_name("vblast-read-");
+                shared::wait_readable(
+                    ctx,
+                    &format!("the shared login-read policy '{policy}'"),
+                    &format!("/v1/sys/policies/acl/{policy}"),
+                )?;
+                let path = shared::own_name(&random_name("vblast-read-"));
+                let mut client = (ctx.make_client)();
+                self.users_at(ctx, &mut client, path, &policy)
+            }
+        };
+        result.map_err(|e| match ctx.stop.signal() {
             Some(s) => Error::Stopped(s),
             None => Error::Setup(e),
         })
@@ -239,6 +295,14 @@ impl VaultOp for LoginRead {
 
     fn created(&self) -> Vec<Created> {
         let mut out = Vec::new();
+        if let Some(prefix) = &self.sweep {
+            out.push(Created {
+                what: format!("the shards' userpass auth paths '{prefix}*'"),
+                remove_with: format!(
+                    "vault auth disable <path> for each path {prefix}* of vault auth list"
+                ),
+            });
+        }
         if let Some(p) = &self.path {
             out.push(Created {
                 what: format!("userpass auth path '{p}' ({} users)", self.config.users),
@@ -256,6 +320,10 @@ impl VaultOp for LoginRead {
     }
 
     fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+        if let Some(prefix) = self.sweep.clone() {
+            shared::disable_auth_under(client, &prefix)?;
+            self.sweep = None;
+        }
         disable_auth(client, &mut self.path)?;
         delete_policy(client, &mut self.policy)?;
         self.kv.cleanup(client, stop)

@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-use super::SetupCtx;
+use super::{SetupCtx, call, disable_auth};
 use crate::error::Error;
 pub(crate) use crate::fixtures::Mode;
+use crate::vault::client::Client;
 
 /// The mode of this process (`Own` unless it is a setup, a shard or a cleanup step).
 pub(crate) fn mode() -> Mode {
@@ -41,4 +42,24 @@ pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Va
 /// so that each shard's differs.
 pub(crate) fn own_name(base: &str) -> String {
     super::fresh_name(&format!("{base}-"))
+}
+
+/// Cleanup of a shared run: disables every auth path under `prefix` (the shards' own, a
+/// killed one's included).
+pub(crate) fn disable_auth_under(client: &mut Client, prefix: &str) -> Result<(), String> {
+    let v = call(client, "GET", "/v1/sys/auth", None, "listing auth paths")?;
+    let table = v.get("data").filter(|d| d.is_object()).unwrap_or(&v);
+    let paths: Vec<String> = table
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .filter(|k| k.starts_with(prefix))
+                .map(|k| k.trim_end_matches('/').to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    for p in paths {
+        disable_auth(client, &mut Some(p))?;
+    }
+    Ok(())
 }
