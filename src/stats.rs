@@ -708,6 +708,33 @@ mod tests {
     }
 
     #[test]
+    fn errors_merge_adds_every_kind() {
+        let mut a = Errors {
+            connect: 1,
+            read: 2,
+            write: 3,
+            timeout: 4,
+            status: 5,
+        };
+        let b = Errors {
+            connect: 10,
+            read: 20,
+            write: 30,
+            timeout: 40,
+            status: 50,
+        };
+        a.merge(&b);
+        let sum = Errors {
+            connect: 11,
+            read: 22,
+            write: 33,
+            timeout: 44,
+            status: 55,
+        };
+        assert_eq!(a, sum);
+    }
+
+    #[test]
     fn merge_is_lossless() {
         let mut a = Stats::new(2);
         let mut b = Stats::new(2);
