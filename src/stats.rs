@@ -89,7 +89,8 @@ impl Hist {
     fn default_high() -> u64 {
         use std::sync::OnceLock;
         static HIGH: OnceLock<u64> = OnceLock::new();
-        *HIGH.get_or_init(|| Hist::default().0.high())
+        // Not `high()`: a value recorded at MAX_US reads back as the top of its bucket.
+        *HIGH.get_or_init(|| Hist::default().0.highest_equivalent(MAX_US))
     }
 
     pub fn from_base64(text: &str) -> Result<Hist, String> {
