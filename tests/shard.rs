@@ -14,7 +14,7 @@ mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::run::{mounts, run, spawn, strict_timing, u, url_cmd, vault_cmd};
+use common::run::{mounts, run, server_state, spawn, strict_timing, u, url_cmd, vault_cmd};
 use common::{Nginx, OpenBao};
 use serde_json::Value;
 
@@ -261,21 +261,6 @@ fn bad_shard_flags_are_one_clear_message() {
         assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
         assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     }
-}
-
-/// The names under `data` of a sys/ listing (mounts, auth paths), and the ACL policies.
-fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
-    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
-    assert_eq!(st, 200, "{auth}");
-    let auth: Value = serde_json::from_str(&auth).unwrap();
-    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
-    auth.sort();
-    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
-    assert_eq!(st, 200, "{policies}");
-    let policies: Value = serde_json::from_str(&policies).unwrap();
-    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
-    m.sort();
-    (m, auth, policies["data"]["keys"].to_string())
 }
 
 #[test]

@@ -10,24 +10,9 @@ mod common;
 use std::time::Duration;
 
 use common::OpenBao;
-use common::run::{Out, mounts, run, spawn, u, vault_cmd};
+use common::run::{Out, run, server_state, spawn, u, vault_cmd};
 use common::servers::{MariaDb, Postgres};
 use serde_json::Value;
-
-/// The mounts, the auth paths and the ACL policies of the server.
-fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
-    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
-    assert_eq!(st, 200, "{auth}");
-    let auth: Value = serde_json::from_str(&auth).unwrap();
-    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
-    auth.sort();
-    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
-    assert_eq!(st, 200, "{policies}");
-    let policies: Value = serde_json::from_str(&policies).unwrap();
-    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
-    m.sort();
-    (m, auth, policies["data"]["keys"].to_string())
-}
 
 /// A jwt-login or login-read shard's own auth path: `vblast-jwt-xxxxxxxx-yyyyyyyy/`,
 /// `vblast-read-xxxxxxxx-yyyyyyyy/`.
@@ -403,6 +388,48 @@ fn auth_paths(bao: &OpenBao, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// A shard killed mid-run (SIGKILL) leaves the auth path it made for itself (`prefix`):
+/// cleanup disables it by the run's prefix, and the server is as before.
+fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], prefix: &str) {
+    let before = server_state(bao);
+    let run_id = format!("shard-ops-{name}-killed-{}", std::process::id());
+    let mut flags = op_flags.to_vec();
+    flags.extend_from_slice(&["--run-id", &run_id]);
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(bao, &args)).assert_code(0);
+    let mut args = vec![
+        "-z",
+        "30s",
+        "-R",
+        "40",
+        "-c",
+        "2",
+        "--shard",
+        "0/2",
+        "--external-setup",
+    ];
+    args.extend_from_slice(&flags);
+    let mut shard = spawn(vault_cmd(bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while auth_paths(bao, prefix).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no path"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    shard.child.kill().unwrap();
+    shard.finish(Duration::from_secs(10));
+    assert_eq!(auth_paths(bao, prefix).len(), 1);
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&flags);
+    let cleanup = run(vault_cmd(bao, &args));
+    cleanup.assert_code(0);
+    assert_eq!(server_state(bao), before, "{}", cleanup.show());
+}
+
 #[test]
 fn jwt_login_shards_each_make_their_own_key_and_path() {
     let bao = OpenBao::start();
@@ -418,46 +445,10 @@ fn jwt_login_shards_each_make_their_own_key_and_path() {
         r.mounts
     );
 
-    // A shard killed mid-run (SIGKILL) leaves its path: cleanup disables it by the run's
-    // prefix.
-    let before = server_state(&bao);
-    let run_id = format!("shard-ops-jwt-killed-{}", std::process::id());
-    let flags = ["--op", "jwt-login", "--run-id", &run_id];
-    let mut args = vec!["setup"];
-    args.extend_from_slice(&flags);
-    run(vault_cmd(&bao, &args)).assert_code(0);
-    let mut args = vec![
-        "-z",
-        "30s",
-        "-R",
-        "40",
-        "-c",
-        "2",
-        "--shard",
-        "0/2",
-        "--external-setup",
-    ];
-    args.extend_from_slice(&flags);
-    let mut shard = spawn(vault_cmd(&bao, &args));
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while auth_paths(&bao, "vblast-jwt-").is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the shard made no path"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    shard.child.kill().unwrap();
-    shard.finish(Duration::from_secs(10));
-    assert_eq!(auth_paths(&bao, "vblast-jwt-").len(), 1);
-    let mut args = vec!["cleanup"];
-    args.extend_from_slice(&flags);
-    let cleanup = run(vault_cmd(&bao, &args));
-    cleanup.assert_code(0);
-    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
+    killed_shards_path_is_swept(&bao, "jwt", &["--op", "jwt-login"], "vblast-jwt-");
 
     // The default mode: shard 0 sets up, runs, waits for shard 1 and cleans up.
+    let before = server_state(&bao);
     let run_id = format!("shard-ops-jwt-default-{}", std::process::id());
     let shards: Vec<_> = ["1/2", "0/2"]
         .iter()
@@ -505,43 +496,5 @@ fn login_read_shards_each_make_their_own_users() {
     assert!(r.auth.is_empty(), "{:?}", r.auth);
     assert_eq!(count(&r.mounts, "vblast-"), 1, "{:?}", r.mounts);
 
-    // A shard killed mid-run (SIGKILL) leaves its path: cleanup disables it by the run's
-    // prefix.
-    let before = server_state(&bao);
-    let run_id = format!("shard-ops-read-killed-{}", std::process::id());
-    let mut flags = flags.to_vec();
-    flags.extend_from_slice(&["--run-id", &run_id]);
-    let mut args = vec!["setup"];
-    args.extend_from_slice(&flags);
-    run(vault_cmd(&bao, &args)).assert_code(0);
-    let mut args = vec![
-        "-z",
-        "30s",
-        "-R",
-        "40",
-        "-c",
-        "2",
-        "--shard",
-        "0/2",
-        "--external-setup",
-    ];
-    args.extend_from_slice(&flags);
-    let mut shard = spawn(vault_cmd(&bao, &args));
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while auth_paths(&bao, "vblast-read-").is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the shard made no path"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    shard.child.kill().unwrap();
-    shard.finish(Duration::from_secs(10));
-    assert_eq!(auth_paths(&bao, "vblast-read-").len(), 1);
-    let mut args = vec!["cleanup"];
-    args.extend_from_slice(&flags);
-    let cleanup = run(vault_cmd(&bao, &args));
-    cleanup.assert_code(0);
-    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
+    killed_shards_path_is_swept(&bao, "read", &flags, "vblast-read-");
 }

@@ -266,6 +266,22 @@ pub fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// What a run must leave as it found it: the mounts, the auth paths (sorted) and the ACL
+/// policies of the server.
+pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
+    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
+    assert_eq!(st, 200, "{auth}");
+    let auth: Value = serde_json::from_str(&auth).unwrap();
+    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
+    auth.sort();
+    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
+    assert_eq!(st, 200, "{policies}");
+    let policies: Value = serde_json::from_str(&policies).unwrap();
+    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
+    m.sort();
+    (m, auth, policies["data"]["keys"].to_string())
+}
+
 /// The mounts a vblast run created (named `vblast-...`), without trailing slash.
 pub fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
     mounts(bao)
