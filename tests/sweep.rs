@@ -7,83 +7,9 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::Duration;
-
-use common::run::{Out, run, vault_cmd, vblast_mounts};
+use common::run::{Live, is_sweep_row as is_row, run, vault_cmd, vblast_mounts};
 use common::{OpenBao, RawServer, vblast};
 use serde_json::Value;
-
-/// A sweep run in the background whose stdout lines arrive as they are printed.
-struct Live {
-    child: std::process::Child,
-    lines: mpsc::Receiver<String>,
-    stdout: Vec<String>,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Live {
-    fn start(bao: &OpenBao, args: &[&str]) -> Live {
-        let mut cmd = vault_cmd(bao, args);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn vblast");
-        let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
-        let lines = common::run::lines(out);
-        Live {
-            child,
-            lines,
-            stdout: Vec::new(),
-            stderr: Some(common::run::reader(err)),
-        }
-    }
-
-    /// Waits for the next table row (a line starting with a step number); None at the end.
-    fn next_row(&mut self) -> Option<String> {
-        loop {
-            let line = self.lines.recv_timeout(Duration::from_secs(60)).ok()?;
-            self.stdout.push(line.clone());
-            if is_row(&line) {
-                return Some(line);
-            }
-        }
-    }
-
-    fn finish(mut self) -> Out {
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
-            self.stdout.push(line);
-        }
-        let status = self.child.wait().expect("wait vblast");
-        let mut stdout = self.stdout.join("\n");
-        stdout.push('\n');
-        Out {
-            code: status.code(),
-            stdout,
-            stderr: self
-                .stderr
-                .take()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_default(),
-            elapsed: Duration::ZERO,
-        }
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-fn is_row(line: &str) -> bool {
-    let mut cols = line.split_whitespace();
-    cols.next().is_some_and(|c| c.parse::<u64>().is_ok())
-        && matches!(cols.next(), Some("coarse" | "bisect"))
-}
 
 fn read_json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read results")).expect("JSON")
@@ -152,7 +78,7 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
     let page = dir.path().join("sweep.html");
     // One connection cannot carry 20,000 req/s to OpenBao: the achieved-rate bound breaks
     // somewhere in the range, and the bisection narrows in on it.
-    let mut live = Live::start(
+    let mut live = Live::start(vault_cmd(
         &bao,
         &[
             "sweep",
@@ -179,7 +105,7 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
             "--html",
             page.to_str().unwrap(),
         ],
-    );
+    ));
     let mut mounts_seen = Vec::new();
     while let Some(_row) = live.next_row() {
         // Between steps: the one fixture made at setup, the same for every step.
@@ -345,7 +271,7 @@ fn errors_above_the_bound_end_the_sweep_at_once() {
     let bao = OpenBao::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    let mut live = Live::start(
+    let mut live = Live::start(vault_cmd(
         &bao,
         &[
             "sweep",
@@ -374,7 +300,7 @@ fn errors_above_the_bound_end_the_sweep_at_once() {
             "--output",
             file.to_str().unwrap(),
         ],
-    );
+    ));
     let first = live.next_row().expect("a first step");
     assert!(first.contains("pass"), "{first}");
     // The server stops answering: the next step's requests time out.

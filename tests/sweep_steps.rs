@@ -7,11 +7,9 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::run::{run, url_cmd, vault_cmd, vblast_mounts};
+use common::run::{Live, is_sweep_row as is_row, run, url_cmd, vault_cmd, vblast_mounts};
 use common::{Nginx, OpenBao};
 use serde_json::Value;
 
@@ -138,108 +136,35 @@ fn rate_steps_over_worker_processes_say_they_reopen() {
     assert_eq!(accepted(&ng) - before - 1, 3 * 60 + 1, "{}", out.show());
 }
 
-/// A sweep in the background whose stdout lines arrive as they are printed.
-struct Sweeping {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stdout: Vec<String>,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Sweeping {
-    fn start(bao: &OpenBao, file: &std::path::Path) -> Sweeping {
-        let mut cmd = vault_cmd(
-            bao,
-            &[
-                "sweep",
-                "--op",
-                "kv-read",
-                "--secrets",
-                "10",
-                "--rate",
-                "20..2000",
-                "--steps",
-                "6",
-                "--step-duration",
-                "2s",
-                "--step-warmup",
-                "200ms",
-                "--slo",
-                "p99=10s",
-                "--slo",
-                "rate=90%",
-                "-c",
-                "4",
-                "--output",
-                file.to_str().unwrap(),
-            ],
-        );
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn vblast");
-        let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
-        let lines = common::run::lines(out);
-        Sweeping {
-            child,
-            lines,
-            stdout: Vec::new(),
-            stderr: Some(common::run::reader(err)),
-        }
-    }
-
-    /// Waits for `n` table rows in all.
-    fn rows(&mut self, n: usize) {
-        while self.stdout.iter().filter(|l| is_row(l)).count() < n {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|_| panic!("no row {n}:\n{}", self.stdout.join("\n")));
-            self.stdout.push(line);
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, sig);
-        }
-    }
-
-    /// Waits for the end (60 s at most): the exit code (None: killed), stdout, stderr.
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "the sweep did not end");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
-            self.stdout.push(line);
-        }
-        let err = self
-            .stderr
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
-        (status.code(), self.stdout.join("\n"), err)
-    }
-}
-
-impl Drop for Sweeping {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-fn is_row(line: &str) -> bool {
-    let mut cols = line.split_whitespace();
-    cols.next().is_some_and(|c| c.parse::<u64>().is_ok())
-        && matches!(cols.next(), Some("coarse" | "bisect"))
+/// The sweep the signal tests stop: rate steps over a kv-read fixture, results to `file`.
+fn start_sweep(bao: &OpenBao, file: &std::path::Path) -> Live {
+    let cmd = vault_cmd(
+        bao,
+        &[
+            "sweep",
+            "--op",
+            "kv-read",
+            "--secrets",
+            "10",
+            "--rate",
+            "20..2000",
+            "--steps",
+            "6",
+            "--step-duration",
+            "2s",
+            "--step-warmup",
+            "200ms",
+            "--slo",
+            "p99=10s",
+            "--slo",
+            "rate=90%",
+            "-c",
+            "4",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    );
+    Live::start(cmd)
 }
 
 #[test]
@@ -250,7 +175,7 @@ fn a_stopped_sweep_keeps_its_steps_and_removes_its_fixture() {
     // SIGKILL after two steps: no cleanup runs, but the file holds both steps and reads
     // back as a sweep interrupted after them.
     let file = dir.path().join("killed.json");
-    let mut s = Sweeping::start(&bao, &file);
+    let mut s = start_sweep(&bao, &file);
     s.rows(2);
     // The row is printed, then the file saved: wait for the save (the third step runs).
     let saved = |n: usize| {
@@ -265,7 +190,8 @@ fn a_stopped_sweep_keeps_its_steps_and_removes_its_fixture() {
         std::thread::sleep(Duration::from_millis(5));
     }
     s.signal(libc::SIGKILL);
-    let (code, stdout, _) = s.finish();
+    let out = s.finish();
+    let (code, stdout) = (out.code, out.stdout);
     assert_eq!(code, None, "{stdout}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let steps = doc["steps"].as_array().unwrap();
@@ -286,13 +212,14 @@ fn a_stopped_sweep_keeps_its_steps_and_removes_its_fixture() {
 
     for (sig, status) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let file = dir.path().join(format!("stopped-{sig}.json"));
-        let mut s = Sweeping::start(&bao, &file);
+        let mut s = start_sweep(&bao, &file);
         s.rows(1);
         // In the second step.
         std::thread::sleep(Duration::from_millis(700));
         assert!(vblast_mounts(&bao).len() == 1, "the fixture is there");
         s.signal(sig);
-        let (code, stdout, stderr) = s.finish();
+        let out = s.finish();
+        let (code, stdout, stderr) = (out.code, out.stdout, out.stderr);
         assert_eq!(code, Some(status), "{stdout}\n{stderr}");
         let rows: Vec<&str> = stdout.lines().filter(|l| is_row(l)).collect();
         assert_eq!(

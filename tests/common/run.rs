@@ -100,6 +100,98 @@ fn joined(h: &mut Option<JoinHandle<String>>) -> String {
     h.take().and_then(|h| h.join().ok()).unwrap_or_default()
 }
 
+/// A table row of `vblast sweep`: a step number, then `coarse` or `bisect`.
+pub fn is_sweep_row(line: &str) -> bool {
+    let mut cols = line.split_whitespace();
+    cols.next().is_some_and(|c| c.parse::<u64>().is_ok())
+        && matches!(cols.next(), Some("coarse" | "bisect"))
+}
+
+/// A vblast run in the background (a sweep) whose stdout lines arrive as they are printed;
+/// killed on drop if still running.
+pub struct Live {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stdout: Vec<String>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Live {
+    pub fn start(mut cmd: Command) -> Live {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn vblast");
+        let out = child.stdout.take().unwrap();
+        let err = child.stderr.take().unwrap();
+        Live {
+            child,
+            lines: lines(out),
+            stdout: Vec::new(),
+            stderr: Some(reader(err)),
+        }
+    }
+
+    /// Waits (60 s at most per line) for the next sweep table row; None at the end.
+    pub fn next_row(&mut self) -> Option<String> {
+        loop {
+            let line = self.lines.recv_timeout(Duration::from_secs(60)).ok()?;
+            self.stdout.push(line.clone());
+            if is_sweep_row(&line) {
+                return Some(line);
+            }
+        }
+    }
+
+    /// Waits for `n` table rows in all; panics with the output so far if one takes 60 s.
+    pub fn rows(&mut self, n: usize) {
+        while self.stdout.iter().filter(|l| is_sweep_row(l)).count() < n {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no row {n}:\n{}", self.stdout.join("\n")));
+            self.stdout.push(line);
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, sig);
+        }
+    }
+
+    /// The rest of stdout, then the end (60 s at most): exit code, stdout, stderr.
+    pub fn finish(mut self) -> Out {
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
+            self.stdout.push(line);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "vblast did not end");
+            thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = self.stdout.join("\n");
+        stdout.push('\n');
+        Out {
+            code: status.code(),
+            stdout,
+            stderr: joined(&mut self.stderr),
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Each line `r` gives, as it comes, on a channel (ends when `r` does).
 pub fn lines(r: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     let (tx, lines) = std::sync::mpsc::channel();
