@@ -318,11 +318,7 @@ impl Jwt {
             Mode::Join => {
                 needs_setup(ctx, LOGIN.name)?;
                 let policy = random_name("vblast-jwt-");
-                shared::wait_readable(
-                    ctx,
-                    &format!("the shared jwt policy '{policy}'"),
-                    &format!("/v1/sys/policies/acl/{policy}"),
-                )?;
+                shared::wait_policy(ctx, "jwt ", &policy)?;
                 let path = shared::own_name(&random_name("vblast-jwt-"));
                 let mut client = (ctx.make_client)();
                 self.login_path(&mut client, path, policy)

@@ -235,11 +235,7 @@ impl VaultOp for LoginRead {
             }
             Mode::Join => {
                 let policy = random_name("vblast-read-");
-                shared::wait_readable(
-                    ctx,
-                    &format!("the shared login-read policy '{policy}'"),
-                    &format!("/v1/sys/policies/acl/{policy}"),
-                )?;
+                shared::wait_policy(ctx, "login-read ", &policy)?;
                 let path = shared::own_name(&random_name("vblast-read-"));
                 let mut client = (ctx.make_client)();
                 self.users_at(ctx, &mut client, path, &policy)

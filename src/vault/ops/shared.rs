@@ -37,6 +37,17 @@ pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Va
     Ok(found)
 }
 
+/// Waits (as `wait_readable`) for the ACL policy `policy` that the shared setup writes;
+/// `family` names the operation family in the message.
+pub(crate) fn wait_policy(ctx: &SetupCtx, family: &str, policy: &str) -> Result<(), Error> {
+    wait_readable(
+        ctx,
+        &format!("the shared {family}policy '{policy}'"),
+        &format!("/v1/sys/policies/acl/{policy}"),
+    )
+    .map(|_| ())
+}
+
 /// The name of something a shard makes for itself under a shared fixture (a user, a
 /// role, a prefix): `base`, '-' and 8 random hex digits, never derived from the run id,
 /// so that each shard's differs.

@@ -207,11 +207,7 @@ impl TokenOp {
     /// shard's end: no token travels between the steps).
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         let policy = random_name("vblast-token-");
-        shared::wait_readable(
-            ctx,
-            &format!("the shared policy '{policy}'"),
-            &format!("/v1/sys/policies/acl/{policy}"),
-        )?;
+        shared::wait_policy(ctx, "", &policy)?;
         let mut client = (ctx.make_client)();
         self.make_parent(&mut client, &policy).map_err(Error::Setup)
     }
