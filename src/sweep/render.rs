@@ -243,9 +243,9 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
                         j.figures.achieved,
                         fmt_ms(j.figures.p99_ms),
                         if j.verdict == Verdict::Pass {
-                            "ok"
+                            "pass"
                         } else {
-                            "x"
+                            "FAIL"
                         }
                     )
                 })
