@@ -1147,3 +1147,202 @@ fn vblast_ab_client_certificate_with_e() {
     let (_, v) = both(&["-n", "10", "-c", "2", &url]);
     assert_eq!(v.get("Non-2xx responses"), "10");
 }
+
+/// Health answers of a fake two-node cluster (nginx): one active, one standby.
+const NODE_HEALTH: &str = r#"{"initialized":true,"sealed":false,"standby":false,"cluster_id":"reports-test","cluster_name":"nginx"}"#;
+
+/// An nginx node of that cluster: `standby` answers sys/health 429; both answer
+/// seal-status themselves.
+fn cluster_node(standby: bool) -> Nginx {
+    let (status, health) = if standby {
+        (
+            429,
+            NODE_HEALTH.replace("\"standby\":false", "\"standby\":true"),
+        )
+    } else {
+        (200, NODE_HEALTH.to_string())
+    };
+    Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{ return {status} '{health}'; }}
+    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}"
+    ))
+}
+
+/// The per-node table line of `addr` in a text layout: (role, requests, ok).
+fn node_line(text: &str, addr: &str) -> Option<(String, u64, u64)> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 5 || f[1] != addr {
+            return None;
+        }
+        Some((f[2].to_string(), f[3].parse().ok()?, f[4].parse().ok()?))
+    })
+}
+
+/// Several nodes as one target: every report format carries a row per node, and the
+/// windows of unavailability: ab's and vault-benchmark's layouts after their own lines,
+/// vault-benchmark's JSON as `nodes`/`windows`, the HTML report as tables. Rendered from
+/// the results files of two runs against two nginx nodes, one of them stopped mid-run.
+#[test]
+fn every_format_carries_the_node_rows_and_the_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (active, standby) = (cluster_node(false), cluster_node(true));
+    let all = dir.path().join("all.json");
+    let mut cmd = url_cmd(&[
+        "--address",
+        &active.addr,
+        "--address",
+        &standby.addr,
+        "--nodes",
+        "all",
+        "-t",
+        "1",
+        "-c",
+        "4",
+        "-n",
+        "200",
+        "--op",
+        "seal-status",
+        "--output",
+        all.to_str().unwrap(),
+    ]);
+    cmd.env("VAULT_TOKEN", "test-token");
+    let out = run(cmd);
+    out.assert_code(0);
+    let report = |file: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["report", file.to_str().unwrap()];
+        args.extend(extra);
+        let out = run(url_cmd(&args));
+        out.assert_code(0);
+        out.stdout
+    };
+    for format in ["text", "verbose", "ab", "vb-terse", "vb-verbose"] {
+        let text = report(&all, &["--format", format]);
+        let a = node_line(&text, &active.addr);
+        let s = node_line(&text, &standby.addr);
+        let (Some(a), Some(s)) = (a, s) else {
+            panic!("{format}: no row per node:\n{text}")
+        };
+        assert_eq!(
+            (a.0.as_str(), s.0.as_str()),
+            ("active", "standby"),
+            "{format}:\n{text}"
+        );
+        assert!(
+            a.1 > 0 && s.1 > 0 && a.1 == a.2 && s.1 == s.2,
+            "{format}:\n{text}"
+        );
+        assert_eq!(a.1 + s.1, 200, "{format}:\n{text}");
+    }
+    let vb: serde_json::Value =
+        serde_json::from_str(&report(&all, &["--format", "vb-json"])).unwrap();
+    let rows = vb["nodes"].as_array().unwrap_or_else(|| panic!("{vb:#}"));
+    let addrs: Vec<&str> = rows.iter().map(|r| r["addr"].as_str().unwrap()).collect();
+    assert_eq!(
+        addrs,
+        [active.addr.as_str(), standby.addr.as_str()],
+        "{vb:#}"
+    );
+    let sum: u64 = rows.iter().map(|r| r["requests"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 200, "{vb:#}");
+    assert!(vb["metrics"]["total"].is_object(), "{vb:#}");
+    let html = dir.path().join("all.html");
+    report(&all, &["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let nodes = page
+        .split("<h2>Nodes</h2>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no node table: {page}"));
+    assert!(
+        nodes.contains(&format!("<td>{}</td><td>active</td>", active.addr)),
+        "{nodes}"
+    );
+    assert!(
+        nodes.contains(&format!("<td>{}</td><td>standby</td>", standby.addr)),
+        "{nodes}"
+    );
+    assert!(!page.contains("Unavailability"), "no window in this run");
+
+    // The active node stops answering mid-run (SIGSTOP) and the standby never takes over:
+    // one window, open to the end of the run.
+    let (active, standby) = (cluster_node(false), cluster_node(true));
+    let failed = dir.path().join("failed.json");
+    let mut cmd = url_cmd(&[
+        "--address",
+        &active.addr,
+        "--address",
+        &standby.addr,
+        "-c",
+        "2",
+        "-R",
+        "200",
+        "-z",
+        "2s",
+        "--timeout",
+        "1s",
+        "--op",
+        "seal-status",
+        "--allow-errors",
+        "--output",
+        failed.to_str().unwrap(),
+    ]);
+    cmd.env("VAULT_TOKEN", "test-token");
+    let running = spawn(cmd);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // nginx's master and its worker are stopped (the worker answers; stopping the master
+    // alone would change nothing), and woken after the run so that it can be stopped.
+    let pids = Command::new("pgrep")
+        .args(["-P", &active.pid().to_string()])
+        .output()
+        .unwrap();
+    let mut pids: Vec<String> = String::from_utf8_lossy(&pids.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert!(!pids.is_empty(), "no nginx worker");
+    pids.push(active.pid().to_string());
+    let signal = |sig: &str| {
+        let s = Command::new("kill").arg(sig).args(&pids).status().unwrap();
+        assert!(s.success());
+    };
+    signal("-STOP");
+    let out = running.finish(WATCHDOG);
+    signal("-CONT");
+    assert!(out.code.is_some(), "{}", out.show());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&failed).unwrap()).unwrap();
+    let windows = v["windows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", out.show()));
+    assert_eq!(windows.len(), 1, "{}", out.show());
+    assert!(windows[0]["end_s"].is_null(), "{}", out.show());
+    for format in ["ab", "vb-terse", "vb-verbose"] {
+        let text = report(&failed, &["--format", format]);
+        assert!(text.contains("Unavailable from "), "{format}:\n{text}");
+    }
+    let vb: serde_json::Value =
+        serde_json::from_str(&report(&failed, &["--format", "vb-json"])).unwrap();
+    assert_eq!(vb["windows"].as_array().map(Vec::len), Some(1), "{vb:#}");
+    let html = dir.path().join("failed.html");
+    report(&failed, &["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let w = page
+        .split("<h2>Unavailability</h2>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no window table: {page}"));
+    assert!(w.contains("<td class=\"num\">end of run</td>"), "{w}");
+
+    // A single target's ab report stays ab's, line for line: no node table after it.
+    let single = dir.path().join("single.json");
+    let out = run(url_cmd(&[
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--output",
+        single.to_str().unwrap(),
+        &format!("{}/v1/sys/seal-status", standby.addr),
+    ]));
+    out.assert_code(0);
+    let text = report(&single, &["--format", "ab"]);
+    assert!(text.trim_end().ends_with("(longest request)"), "{text}");
+}

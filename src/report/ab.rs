@@ -369,7 +369,7 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
             }
         }
     }
-    Ok(())
+    super::nodes::write_after_peer_layout(s, o)
 }
 
 /// Writes ab `-e`'s CSV: the time in ms within which each percentage (0..100) was served.

@@ -801,11 +801,81 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     if let Some(note) = tails::note(&thin) {
         let _ = write!(body, "<p class=\"note thin\">{}</p>", escape(&note));
     }
+    cluster_tables(runs, &mut body);
     for run in runs {
         let _ = write!(body, "<h2>Run: {}</h2>", escape(&run.name));
         description(run, &mut body);
     }
     page(title, &body)
+}
+
+/// Several nodes as one target: a row per node and the windows of unavailability, as in the
+/// text report (`nodes.rs`).
+fn cluster_tables(runs: &[HtmlRun], body: &mut String) {
+    let mut nodes = Vec::new();
+    let mut windows = Vec::new();
+    for run in runs {
+        for n in &run.summary.nodes {
+            nodes.push(vec![
+                run.name.clone(),
+                n.node.to_string(),
+                n.addr.clone(),
+                n.role.clone(),
+                n.requests.to_string(),
+                n.ok.to_string(),
+                format!("{:.2}/s", n.rps),
+                fmt_ms(n.p50_ms),
+                fmt_ms(n.p99_ms),
+                n.throttled.to_string(),
+                n.redirects.to_string(),
+                n.followed.to_string(),
+                n.hops.to_string(),
+            ]);
+        }
+        for w in &run.summary.windows {
+            windows.push(vec![
+                run.name.clone(),
+                format!("{:.3}s", w.start_s),
+                w.end_s.map_or("end of run".into(), |e| format!("{e:.3}s")),
+                w.length_s.map_or("-".into(), |l| format!("{l:.3}s")),
+                w.failed.to_string(),
+                w.recovered_on.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+    }
+    if !nodes.is_empty() {
+        body.push_str("<h2>Nodes</h2>");
+        body.push_str(&table(
+            &[
+                "run",
+                "node",
+                "address",
+                "role",
+                "requests",
+                "ok",
+                "rate",
+                "p50",
+                "p99",
+                "throttled",
+                "307",
+                "followed",
+                "hops",
+            ],
+            &nodes,
+            4,
+        ));
+    }
+    if !windows.is_empty() {
+        body.push_str("<h2>Unavailability</h2>");
+        body.push_str(
+            "<p class=\"note\">From the first failed request to the first success of a request sent after it, in seconds of the measured run.</p>",
+        );
+        body.push_str(&table(
+            &["run", "from", "to", "length", "failed", "answered by"],
+            &windows,
+            1,
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,16 @@ pub fn windows(stats: &Stats) -> Vec<WindowSummary> {
         .collect()
 }
 
+/// The layouts borrowed from ab and vault-benchmark have no place for a cluster: with
+/// several nodes, the per-node table and the windows follow their own lines (a single
+/// target's report stays line for line the peer's).
+pub fn write_after_peer_layout(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
+    if s.nodes.is_empty() {
+        return Ok(());
+    }
+    write(s, o)
+}
+
 /// The per-node table and the windows, after the totals.
 pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
     if !s.nodes.is_empty() {

@@ -51,9 +51,15 @@ struct Metrics {
 }
 
 #[derive(Serialize)]
-struct Report {
+struct Report<'a> {
     target_addr: String,
     metrics: BTreeMap<String, Metrics>,
+    /// Several nodes as one target (not in vault-benchmark's layout, which has no cluster
+    /// results): a row per node and the windows of unavailability, as in vblast's JSON.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    nodes: &'a [super::nodes::NodeSummary],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    windows: &'a [super::nodes::WindowSummary],
 }
 
 fn ns(ms: f64) -> u64 {
@@ -161,6 +167,8 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         &Report {
             target_addr: s.run.target.clone(),
             metrics: m,
+            nodes: &s.nodes,
+            windows: &s.windows,
         },
     )?;
     writeln!(o)

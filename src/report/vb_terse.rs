@@ -151,7 +151,8 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         &s.latency_ms,
         s.success_ratio,
     ));
-    tabwrite(&lines, o)
+    tabwrite(&lines, o)?;
+    super::nodes::write_after_peer_layout(s, o)
 }
 
 #[cfg(test)]

@@ -120,5 +120,6 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             run_wide: true,
         },
         o,
-    )
+    )?;
+    super::nodes::write_after_peer_layout(s, o)
 }
