@@ -5,7 +5,8 @@
 //! create fixtures, against an OpenBao dev server: by default shard 0 sets the shared
 //! fixture up, the others (started first) wait for its `ready` in the sync mount, shard 0
 //! waits for every shard's `done` and removes everything (also when a shard never reports,
-//! and at once on SIGTERM); a joiner whose shard 0 never comes fails before its start;
+//! and at once on SIGTERM); a joiner stopped before `ready` still reports its end; a
+//! joiner whose shard 0 never comes fails before its start;
 //! mismatched `--external-setup` flags are one message; a killed shard 0's leftovers go
 //! with `vblast cleanup`. With `--external-setup`: `vblast setup` once, the shards (started
 //! first, so they wait), then `vblast cleanup` once.
@@ -363,8 +364,8 @@ fn shards_share_one_setup_and_one_cleanup() {
 
 const DEFAULT_OP: &str = "kv-read:80,kv-write:10,approle-login:10";
 
-/// Shard `i` of `count` of run `run_id` over `DEFAULT_OP` (-n 150 -c 6 in all), writing
-/// `file`, with `extra` flags.
+/// Shard `i` of `count` of run `run_id` over `DEFAULT_OP` (-n 150 -c 6 in all, 40
+/// secrets unless `extra` says), writing `file`, with `extra` flags.
 fn default_shard(
     bao: &OpenBao,
     run_id: &str,
@@ -381,8 +382,6 @@ fn default_shard(
         "6",
         "--op",
         DEFAULT_OP,
-        "--secrets",
-        "40",
         "--run-id",
         run_id,
         "--shard",
@@ -392,6 +391,9 @@ fn default_shard(
         "--output",
         file.to_str().unwrap(),
     ];
+    if !extra.contains(&"--secrets") {
+        args.extend(["--secrets", "40"]);
+    }
     args.extend_from_slice(extra);
     spawn(vault_cmd(bao, &args))
 }
@@ -560,6 +562,60 @@ fn sigterm_during_shard0s_wait_cleans_up_at_once() {
     lead.assert_code(143);
     assert!(
         lead.stderr.contains("removing the shared fixture now"),
+        "{}",
+        lead.show()
+    );
+    assert_eq!(server_state(&bao), before, "{}", lead.show());
+}
+
+/// A joiner stopped while it still waits for `ready` (shard 0 is setting up) says so in
+/// its `done` marker, so shard 0 does not wait for it until its bound (5 minutes here).
+#[test]
+fn a_joiner_stopped_before_ready_still_reports_its_end() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = format!("shard0-early-{}", std::process::id());
+    let f = |i: u64| dir.path().join(format!("shard-{i}.json"));
+    // Seeding 20,000 secrets keeps shard 0 in its setup for seconds, between the sync
+    // mount and `ready`.
+    let joiner = default_shard(&bao, &run_id, 1, 2, &f(1), &["--secrets", "20000"]);
+    let lead = default_shard(
+        &bao,
+        &run_id,
+        0,
+        2,
+        &f(0),
+        &["--shards-wait", "5m", "--secrets", "20000"],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let sync = loop {
+        if let Some(m) = sync_mounts(&bao).pop() {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no sync mount");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (st, _) = bao.api("GET", &format!("/v1/{sync}/ready"), None);
+    assert_eq!(st, 404, "shard 0 still sets up");
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    unsafe {
+        libc::kill(joiner.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let joined = joiner.finish(Duration::from_secs(60));
+    joined.assert_code(143);
+    let (st, done) = bao.api("GET", &format!("/v1/{sync}/done/1"), None);
+    assert_eq!(st, 200, "{done}: {}", joined.show());
+    let done: Value = serde_json::from_str(&done).unwrap();
+    assert_eq!(done["data"]["ended"], "signal", "{done}");
+    assert_eq!(u(&done["data"]["requests"]), 0, "{done}");
+    assert_eq!(u(&done["data"]["exit"]), 143, "{done}");
+    let lead = lead.finish(Duration::from_secs(120));
+    lead.assert_code(0);
+    assert!(
+        lead.stderr
+            .contains("shard 1 ended (signal: 0 requests, 0 ok, exit 143)")
+            && lead.stderr.contains("every shard has ended"),
         "{}",
         lead.show()
     );
