@@ -217,6 +217,16 @@ fn active_mode_holds_one_set_of_connections_on_the_active_node() {
         "{}",
         out.show()
     );
+    // The cluster as its nodes answered, shown before the steps.
+    assert!(
+        out.stderr.contains("Cluster:")
+            && out
+                .stderr
+                .lines()
+                .any(|l| l.contains(&active.ng.addr) && l.ends_with(" active")),
+        "{}",
+        out.show()
+    );
     let steps = assert_steps(&read(&file), &[40, 80, 160], &out.show());
     assert_eq!(
         active.load_connections(),

@@ -57,6 +57,12 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(e),
     };
     let setup_s = setup_started.elapsed().as_secs_f64();
+    // A cluster target: its nodes as they answered, before the first step (as a run shows).
+    if let Some(view) = session.cluster_view()
+        && !args.run.quiet
+    {
+        eprint!("{}", view.render());
+    }
     let target = session.target();
     let mut spec = plan.spec.clone();
     spec.target = if matches!(scenario.workload, Workload::Url(_)) {
