@@ -281,7 +281,9 @@ fn all_mode_holds_one_set_of_connections_per_node() {
             ("standby", "active"),
             "{st}"
         );
-        assert!(r.iter().all(|n| n.1 > 0 && n.1 == n.2), "{st}");
+        // (Which node a step's requests went to is the pacer's choice of free
+        // connections: at these rates one connection per thread may take them all.)
+        assert!(r.iter().all(|n| n.1 == n.2), "{st}");
         assert_eq!(r[0].1 + r[1].1, u(&st["load"]), "{st}");
     }
 }
