@@ -67,6 +67,64 @@ struct ClusterRun {
     route: Arc<Route>,
 }
 
+impl ClusterRun {
+    /// Where a step's connections go, per `--nodes`: `active`, one plan on the active node
+    /// whose route the watcher moves; `all`, one plan spread over the unsealed nodes;
+    /// `each`, a plan per unsealed node, run one after another. `Session::step` runs them
+    /// all; `Session::hold` holds the one plan of `active` and `all`.
+    fn node_plans(&self) -> Vec<NodePlan> {
+        let unsealed = self.view.unsealed();
+        let base = NodePlan {
+            targets: self.targets.clone(),
+            ..NodePlan::default()
+        };
+        match self.mode {
+            NodesMode::Active => vec![NodePlan {
+                use_nodes: vec![self.route.active()],
+                route: Some(self.route.clone()),
+                ..base
+            }],
+            NodesMode::All => vec![NodePlan {
+                use_nodes: unsealed,
+                spread: true,
+                ..base
+            }],
+            NodesMode::Each => unsealed
+                .into_iter()
+                .map(|n| NodePlan {
+                    use_nodes: vec![n],
+                    ..base.clone()
+                })
+                .collect(),
+        }
+    }
+
+    /// `--nodes active`: the watcher that moves the route while the load runs. It runs in
+    /// this process; worker processes hear of its moves from the coordinator
+    /// (src/orchestrate/).
+    fn watcher(&self) -> Option<Watcher> {
+        (self.mode == NodesMode::Active).then(|| {
+            Watcher::start(
+                self.prober.clone(),
+                self.targets.clone(),
+                self.route.clone(),
+            )
+        })
+    }
+
+    /// Each node's row says what the node was before the run.
+    fn set_roles(&self, stats: &mut crate::stats::Stats) {
+        for (n, v) in stats.nodes.iter_mut().zip(&self.view.nodes) {
+            n.role = v.state.word();
+        }
+    }
+
+    /// The node active now (as the watcher last saw it).
+    fn active_target(&self) -> Target {
+        self.targets[self.route.active()].clone()
+    }
+}
+
 fn has_control(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_control())
 }
@@ -388,40 +446,7 @@ impl Session {
                 started_at,
             });
         };
-        let unsealed = cluster.view.unsealed();
-        let base = NodePlan {
-            targets: cluster.targets.clone(),
-            ..NodePlan::default()
-        };
-        let plans: Vec<NodePlan> = match cluster.mode {
-            NodesMode::Active => vec![NodePlan {
-                use_nodes: vec![cluster.route.active()],
-                route: Some(cluster.route.clone()),
-                ..base
-            }],
-            NodesMode::All => vec![NodePlan {
-                use_nodes: unsealed,
-                spread: true,
-                ..base
-            }],
-            NodesMode::Each => unsealed
-                .into_iter()
-                .map(|n| NodePlan {
-                    use_nodes: vec![n],
-                    ..base.clone()
-                })
-                .collect(),
-        };
-        let roles: Vec<String> = cluster.view.nodes.iter().map(|n| n.state.word()).collect();
-        // The watcher runs in this process; worker processes hear of its moves from the
-        // coordinator (src/orchestrate/).
-        let watch = (cluster.mode == NodesMode::Active).then(|| {
-            (
-                cluster.prober.clone(),
-                cluster.targets.clone(),
-                cluster.route.clone(),
-            )
-        });
+        let plans = cluster.node_plans();
         let mut total: Option<Outcome> = None;
         let mut elapsed = 0.0;
         // --nodes each: where the next step begins in the timeline (src/nodes.rs).
@@ -432,7 +457,7 @@ impl Session {
                 nodes,
                 ..plan.clone()
             };
-            let watcher = watch.clone().map(|(p, t, r)| Watcher::start(p, t, r));
+            let watcher = cluster.watcher();
             let outcome = self.run_plan(&plan, &layout, progress);
             if let Some(w) = watcher {
                 w.stop();
@@ -454,13 +479,11 @@ impl Session {
             }
         }
         // What the session removes at the end goes to the node active now.
-        self.target = cluster.targets[cluster.route.active()].clone();
+        self.target = cluster.active_target();
         let mut outcome = total.ok_or_else(|| Error::input("no unsealed node to load"))?;
         // Steps one after another: the run lasts as long as all of them.
         outcome.stats.elapsed_s = elapsed;
-        for (n, role) in outcome.stats.nodes.iter_mut().zip(roles) {
-            n.role = role;
-        }
+        cluster.set_roles(&mut outcome.stats);
         Ok(StepResult {
             outcome,
             layout,
@@ -507,7 +530,8 @@ impl Session {
     }
 
     /// Why the steps of `load` cannot run over the same open connections (`hold`), or
-    /// None when they can: open-model steps with keep-alive, in one process, on one node.
+    /// None when they can: open-model steps with keep-alive, in one process, on one node or
+    /// a cluster's `--nodes active` / `all` (not node after node).
     pub fn hold_refusal(&self, load: &Load) -> Result<Option<&'static str>, Error> {
         let layout = self.layout(load)?;
         Ok(if load.schedule.is_none() {
@@ -516,8 +540,12 @@ impl Session {
             Some("--no-keepalive opens a connection per request")
         } else if layout.processes > 1 {
             Some("the connections are spread over worker processes, which run one step each")
-        } else if self.cluster.is_some() {
-            Some("a cluster target runs each step over its nodes")
+        } else if self
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.mode == NodesMode::Each)
+        {
+            Some("--nodes each runs each step over each node in turn")
         } else if load.spread.start_at().is_some() {
             Some("--start-at starts one step at a wall-clock instant")
         } else {
@@ -528,7 +556,10 @@ impl Session {
     /// Runs `first`, then each load `next` returns for the step just ended, over the same
     /// event-loop threads and open connections, until it returns None (`hold_refusal`
     /// says when they can be held). A later load changes only the schedule, the warm-up
-    /// and the bounds; its connections and the rest are the first's.
+    /// and the bounds; its connections and the rest are the first's. A cluster target
+    /// holds the node plan a `step` has (the failover watcher of `--nodes active` runs
+    /// through every step and the waits between them), each step's node rows carry their
+    /// roles, and the cleanup goes to the node active at the end.
     pub fn hold(
         &mut self,
         first: &Load,
@@ -539,10 +570,26 @@ impl Session {
         if let Some(s) = self.stop.signal() {
             return Err(Error::Stopped(s));
         }
-        let plan = self.engine_plan(first, &layout);
+        let mut plan = self.engine_plan(first, &layout);
+        // A cluster target: the node plan a step has, held (one plan, or refused above).
+        let cluster = self.cluster.as_ref();
+        if let Some(c) = cluster {
+            let [nodes] = <[NodePlan; 1]>::try_from(c.node_plans())
+                .map_err(|_| Error::input("--nodes each cannot hold its connections"))?;
+            plan.target = nodes.targets[nodes.pick(0)].clone();
+            plan.nodes = nodes;
+        }
+        // For the whole held run: a failover between steps moves the load too.
+        let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
         let mut on_step = |r: Result<crate::stats::Stats, String>| {
-            let result = r.map_err(Error::Engine).map(|stats| StepResult {
+            let result = r.map_err(Error::Engine).map(|mut stats| {
+                if let Some(c) = cluster {
+                    c.set_roles(&mut stats);
+                }
+                stats
+            });
+            let result = result.map(|stats| StepResult {
                 outcome: Outcome {
                     stats,
                     lost: None,
@@ -560,7 +607,15 @@ impl Session {
                 requests: load.requests,
             })
         };
-        engine::run_held(&plan, &self.stop, progress, &mut on_step).map_err(Error::Engine)
+        let ran = engine::run_held(&plan, &self.stop, progress, &mut on_step);
+        if let Some(w) = watcher {
+            w.stop();
+        }
+        // What the session removes at the end goes to the node active now.
+        if let Some(c) = &self.cluster {
+            self.target = c.active_target();
+        }
+        ran.map_err(Error::Engine)
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.

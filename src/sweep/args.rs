@@ -213,6 +213,18 @@ impl SweepArgs {
         self.run.connections = connections;
         let r = &self.run;
         let mut scenario = scenario.map_err(|e| e.to_string())?;
+        // A sweep searches one edge of one target; over nodes in turn its steps would
+        // judge every node's figures as one, and find no node's edge.
+        if scenario
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.mode == crate::cluster::NodesMode::Each)
+        {
+            return Err(
+                "--nodes each does not go with sweep: a sweep finds the edge of one target, and each node has its own; sweep each node on its own (`vblast sweep --address NODE ... --output NODE.json`, one per node) and put them side by side with `vblast compare NODE1.json NODE2.json`"
+                    .into(),
+            );
+        }
         // The engine measures `duration` after `warmup` (as `-z` after `--warmup`).
         scenario.load.duration = Some(self.step_duration);
         scenario.load.warmup = self.step_warmup;

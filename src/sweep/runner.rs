@@ -5,9 +5,11 @@
 //!
 //! Rate steps run over one held engine (`Session::hold`): the connections are opened
 //! once, before the first step's warm-up, and stay open and idle while the search picks
-//! the next step; each step has its own schedule, warm-up and statistics. Steps that
+//! the next step; each step has its own schedule, warm-up and statistics. A cluster
+//! target (`--nodes active` or `all`; `each` is refused in `args`) is held the same way,
+//! on the nodes its single run loads. Steps that
 //! cannot share connections (closed-model steps, whose connection count is the load;
-//! worker processes; a cluster target; --no-keepalive) are each a `Session::step`, which
+//! worker processes; --no-keepalive) are each a `Session::step`, which
 //! opens and closes its own. What a step costs beyond its planned time is in
 //! `timing.overhead_ms` of the results file. The results file is written after every
 //! step.
@@ -55,6 +57,12 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(e),
     };
     let setup_s = setup_started.elapsed().as_secs_f64();
+    // A cluster target: its nodes as they answered, before the first step (as a run shows).
+    if let Some(view) = session.cluster_view()
+        && !args.run.quiet
+    {
+        eprint!("{}", view.render());
+    }
     let target = session.target();
     let mut spec = plan.spec.clone();
     spec.target = if matches!(scenario.workload, Workload::Url(_)) {
