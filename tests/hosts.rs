@@ -107,22 +107,28 @@ impl Node {
 
 const OK: &str = "return 200 '{\"sealed\":false}';";
 
+/// 32 connections in processes of 16 descriptors' room: two worker processes, which
+/// build their requests from the plan they are sent (src/orchestrate/).
+const WORKERS: [&str; 4] = ["-t", "2", "-c", "32"];
+const WORKER_FDS: (&str, &str) = ("VBLAST_PROCESS_FDS", "116");
+
 fn seal_status_run(nodes: &[&Node], extra: &[&str]) -> common::run::Out {
+    seal_status_run_env(nodes, extra, &[])
+}
+
+fn seal_status_run_env(nodes: &[&Node], extra: &[&str], env: &[(&str, &str)]) -> common::run::Out {
     let mut args = Vec::new();
     for n in nodes {
         args.extend_from_slice(&["--address", n.addr.as_str()]);
     }
-    args.extend_from_slice(&[
-        "-t",
-        "1",
-        "--op",
-        "seal-status",
-        "--format",
-        "json",
-        "--allow-errors",
-    ]);
+    if !extra.contains(&"-t") {
+        args.extend_from_slice(&["-t", "1"]);
+    }
+    args.extend_from_slice(&["--op", "seal-status", "--format", "json", "--allow-errors"]);
     args.extend_from_slice(extra);
-    run(env_cmd(&args, &[("VAULT_TOKEN", "test-token")]))
+    let mut env = env.to_vec();
+    env.push(("VAULT_TOKEN", "test-token"));
+    run(env_cmd(&args, &env))
 }
 
 #[test]
@@ -159,6 +165,22 @@ fn each_node_gets_its_own_host_over_all_and_each() {
         .collect();
     let each: Vec<u64> = per2.iter().zip(&per).map(|(b, a)| b - a).collect();
     assert_eq!(each, [100, 100, 100], "{}", out.show());
+
+    // Worker processes: the same.
+    let mut extra = vec!["--nodes", "all", "-n", "960"];
+    extra.extend(WORKERS);
+    let out = seal_status_run_env(&all, &extra, &[WORKER_FDS]);
+    out.assert_code(0);
+    let v = out.json();
+    assert!(u(&v["run"]["processes"]) >= 2, "{}", out.show());
+    assert_eq!(u(&v["ok"]), 960, "{}", out.show());
+    let per3: Vec<u64> = nodes
+        .iter()
+        .map(|n| n.load_with_own_host("--nodes all, worker processes"))
+        .collect();
+    let all3: Vec<u64> = per3.iter().zip(&per2).map(|(b, a)| b - a).collect();
+    assert!(all3.iter().all(|&n| n > 0), "{all3:?}");
+    assert_eq!(all3.iter().sum::<u64>(), 960, "{all3:?}");
 }
 
 #[test]
@@ -202,21 +224,28 @@ fn a_redirect_hop_carries_the_host_of_the_locations_node() {
 
 #[test]
 fn after_a_failover_the_new_active_node_gets_its_own_host() {
+    failover(&["-t", "1", "-c", "4"], &[]);
+}
+
+#[test]
+fn worker_processes_give_the_new_active_node_its_own_host() {
+    let out = failover(&WORKERS, &[WORKER_FDS]);
+    assert!(u(&out.json()["run"]["processes"]) >= 2, "{}", out.show());
+}
+
+/// `--nodes active` over two nginx nodes; the second becomes the active one mid-run.
+fn failover(extra: &[&str], env: &[(&str, &str)]) -> common::run::Out {
     let dir = tempfile::tempdir().unwrap();
     let first = Node::start(dir.path(), "127.0.0.1", OK);
     let second = Node::start(dir.path(), "127.0.0.2", OK);
     second.standby(true);
-    let args = [
+    let mut args = vec![
         "--address",
         first.addr.as_str(),
         "--address",
         second.addr.as_str(),
         "--nodes",
         "active",
-        "-t",
-        "1",
-        "-c",
-        "4",
         "-z",
         "3s",
         "--op",
@@ -225,7 +254,10 @@ fn after_a_failover_the_new_active_node_gets_its_own_host() {
         "json",
         "--allow-errors",
     ];
-    let running = spawn(env_cmd(&args, &[("VAULT_TOKEN", "test-token")]));
+    args.extend_from_slice(extra);
+    let mut env = env.to_vec();
+    env.push(("VAULT_TOKEN", "test-token"));
+    let running = spawn(env_cmd(&args, &env));
     // The watcher reads sys/health every 100 ms: the second node becomes the active one.
     let deadline = Instant::now() + Duration::from_secs(20);
     while first.load_with_own_host("before") == 0 {
@@ -240,6 +272,7 @@ fn after_a_failover_the_new_active_node_gets_its_own_host() {
     let moved = second.load_with_own_host("the new active node");
     assert!(moved > 0, "the load did not move: {}", out.show());
     assert!(first.load_with_own_host("the old active node") > 0);
+    out
 }
 
 /// A node of raw sockets that keeps every request's bytes (head and body), in order, and
@@ -513,8 +546,23 @@ fn a_redirected_jwt_login_is_resent_with_the_same_jwt() {
     for r in &at_first {
         assert_eq!(host_of(r), first.host, "{r}");
     }
-    // Six requests, six JWTs of the pool, one after another (none skipped by a re-send).
-    let distinct: std::collections::HashSet<_> = by_request.iter().collect();
-    assert_eq!(distinct.len(), 6, "{by_request:?}");
-    assert!(by_request.iter().all(|j| j.split('.').count() == 3));
+    // Six requests, the pool's first six JWTs in order: no re-send (nor the judging of a
+    // redirect) took a turn of its own.
+    let order: Vec<u64> = by_request.iter().map(|j| pool_index(j)).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4, 5], "{by_request:?}");
+}
+
+/// The index in its pool of a JWT vblast signed (its `jti` ends `-NNNNNNNN`).
+fn pool_index(jwt: &str) -> u64 {
+    use base64::Engine as _;
+    let payload = jwt.split('.').nth(1).unwrap_or_default();
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap_or_else(|e| panic!("not a JWT ({e}): {jwt}"));
+    let claims: serde_json::Value = serde_json::from_slice(&claims).unwrap();
+    let jti = claims["jti"].as_str().unwrap_or_default();
+    jti.rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no pool index in jti {jti:?}"))
 }
