@@ -115,9 +115,11 @@ pub struct Template {
     /// Variable requests are assembled here.
     #[serde(skip)]
     out: Vec<u8>,
-    /// The items of `Pool` slots, each pool's items concatenated.
-    #[serde(default)]
-    pools: Vec<Vec<u8>>,
+    /// The items of `Pool` slots, each pool's items concatenated; shared by the template's
+    /// clones (threads) and its other nodes' versions (`sharing_turns_with`), as a JWT pool
+    /// may be large.
+    #[serde(default, with = "shared_pools")]
+    pools: std::sync::Arc<Vec<Vec<u8>>>,
     /// Requests rendered so far by this template and its clones (the threads' copies), for
     /// `Turn` and `Pool` slots; counted only when the template has such a slot.
     #[serde(skip)]
@@ -312,8 +314,29 @@ impl Template {
             inserts,
             length,
             has_turns,
-            pools,
+            pools: std::sync::Arc::new(pools),
             turn: Default::default(),
+        }
+    }
+
+    /// This template (another node's version of the same request: another Host) taking
+    /// its turns and pools from `other`, so that the i-th request of the operation gets
+    /// turn i whichever node it goes to, and a pool is held once.
+    pub fn sharing_turns_with(mut self, other: &Template) -> Template {
+        debug_assert_eq!(self.pools, other.pools);
+        self.turn = other.turn.clone();
+        self.pools = other.pools.clone();
+        self
+    }
+
+    /// The turn the next request rendered from this template takes (advancing the count
+    /// its clones share); 0, without touching the count, when it has no turn or pool slot.
+    #[inline]
+    pub fn next_turn(&self) -> u64 {
+        if self.has_turns {
+            self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        } else {
+            0
         }
     }
 
@@ -326,10 +349,19 @@ impl Template {
     /// inserts nothing); returns the request bytes.
     #[inline]
     pub fn render_with(&mut self, rng: &mut Rng, captures: &Captures) -> &[u8] {
+        let turn = self.next_turn();
+        self.render_at(rng, turn, captures)
+    }
+
+    /// As `render_with`, with the turn given (`next_turn`): a request sent again (after a
+    /// redirect) is rendered with its saved generator state and turn, so it is the same
+    /// request, with the same pool item.
+    #[inline]
+    pub fn render_at(&mut self, rng: &mut Rng, turn: u64, captures: &Captures) -> &[u8] {
         if self.inserts.is_empty() {
-            return self.render(rng);
+            return self.fill(rng, turn);
         }
-        self.render(rng);
+        self.fill(rng, turn);
         let out = &mut self.out;
         out.clear();
         let mut pos = 0;
@@ -366,11 +398,13 @@ impl Template {
     /// Fills every slot with fresh values and returns the request bytes.
     #[inline]
     pub fn render(&mut self, rng: &mut Rng) -> &[u8] {
-        let turn = if self.has_turns {
-            self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        } else {
-            0
-        };
+        let turn = self.next_turn();
+        self.fill(rng, turn)
+    }
+
+    /// Fills every slot (`Turn` and `Pool` slots with `turn`) and returns the bytes.
+    #[inline]
+    fn fill(&mut self, rng: &mut Rng, turn: u64) -> &[u8] {
         for s in &self.slots {
             let dst = &mut self.bytes[s.offset..s.offset + s.width];
             match s.kind {
@@ -407,6 +441,20 @@ impl Template {
             }
         }
         &self.bytes
+    }
+}
+
+/// Serde for the shared pools (serde's own `Arc` support needs its `rc` feature).
+mod shared_pools {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::sync::Arc;
+
+    pub fn serialize<S: Serializer>(v: &Arc<Vec<Vec<u8>>>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<Vec<Vec<u8>>>, D::Error> {
+        Vec::<Vec<u8>>::deserialize(d).map(Arc::new)
     }
 }
 
@@ -664,6 +712,38 @@ mod turn_tests {
             .map(|i| ["aaa", "bbb", "ccc"][i % 3].to_string())
             .collect();
         assert_eq!(tokens, want);
+    }
+
+    #[test]
+    fn a_request_rendered_again_at_its_turn_is_the_same_and_nodes_share_turns() {
+        let s = spec(
+            vec![Piece::lit("/v1/auth/u/login/u"), Piece::Turn { count: 50 }],
+            Some(vec![Piece::Pool {
+                items: vec![b"aaa".to_vec(), b"bbb".to_vec(), b"ccc".to_vec()],
+            }]),
+        );
+        let host = |h: &str| Common {
+            host: h.into(),
+            ..Common::default()
+        };
+        let mut a = Template::build(&s, &host("n1:1"));
+        let mut b = Template::build(&s, &host("n2:2")).sharing_turns_with(&a);
+        assert!(std::sync::Arc::ptr_eq(&a.pools, &b.pools));
+        let caps = Captures::default();
+        let mut rng = Rng::new(5);
+        let turn = a.next_turn();
+        let first = a.render_at(&mut rng.clone(), turn, &caps).to_vec();
+        // Judged, then re-sent to another node: the same turn, the same pool item.
+        let again = a.render_at(&mut rng.clone(), turn, &caps).to_vec();
+        let hop = b.render_at(&mut rng, turn, &caps).to_vec();
+        assert_eq!(first, again);
+        let text = |r: &[u8]| String::from_utf8(r.to_vec()).unwrap();
+        assert_eq!(text(&hop), text(&first).replace("Host: n1:1", "Host: n2:2"));
+        assert!(text(&first).ends_with("aaa"), "{}", text(&first));
+        // Neither rendering took a turn: the next request (on either node) takes turn 1.
+        assert_eq!(b.next_turn(), 1);
+        assert!(text(b.render(&mut rng)).ends_with("ccc"));
+        assert_eq!(a.next_turn(), 3);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub(super) struct Req {
     /// The generator's state when the request was first rendered: a request sent again
     /// after a redirect is rendered from it, so it is the same request.
     pub(super) rng: Rng,
+    /// Its turn (`Template::next_turn`), kept for the same reason: the same pool item.
+    pub(super) turn: u64,
 }
 
 pub(super) struct Conn {
@@ -368,6 +370,7 @@ impl Worker<'_> {
             started: false,
             hops: 0,
             rng: self.rng,
+            turn: 0,
         });
         self.busy += 1;
     }
@@ -383,22 +386,26 @@ impl Worker<'_> {
         let c = &mut self.conns[i];
         let Some(req) = c.req.as_mut() else { return };
         req.started = false;
-        let template = &mut self.templates[req.op];
+        // The template of the node this stream is open to: its Host.
+        let template = self.requests.get(c.node, req.op);
         c.parser.reset(
             self.plan.ops[req.op].reads_body(),
             !template.response_has_body(),
         );
         c.phase = Phase::Busy;
-        // A request sent again after a redirect is the same request, and its clock runs on.
+        // A request sent again after a redirect is the same request (the same generator
+        // state and turn, so the same pool item), and its clock runs on.
         let mut again = req.rng;
         let rng = if req.hops == 0 {
             req.sent = now;
             req.rng = self.rng;
+            req.turn = template.next_turn();
             &mut self.rng
         } else {
             &mut again
         };
-        let (n, outcome) = c.write(template.render_with(rng, &c.captures));
+        let turn = req.turn;
+        let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
         self.stats.bytes_sent += n;
         self.settle(i, outcome, now);
     }
@@ -901,6 +908,7 @@ mod tests {
             started: false,
             hops: 0,
             rng: Rng::new(1),
+            turn: 0,
         });
         c.parser.reset(false, false);
         (c, peer)

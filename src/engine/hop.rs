@@ -33,7 +33,10 @@ impl Worker<'_> {
         } else {
             // The request as it went out: the Location must name its target.
             let mut rng = req.rng;
-            let sent = self.templates[req.op].render_with(&mut rng, &c.captures);
+            let sent = self
+                .requests
+                .get(c.node, req.op)
+                .render_at(&mut rng, req.turn, &c.captures);
             redirects.judge(
                 c.parser.location().unwrap_or(&[]),
                 c.node,

@@ -10,6 +10,7 @@
 mod conn;
 mod held;
 mod hop;
+mod requests;
 mod worker;
 
 pub use held::{StepPlan, run_held};
@@ -23,7 +24,7 @@ use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::target::Target;
-use crate::template::{Common, Template};
+use crate::template::Common;
 use crate::tls::TlsOptions;
 use crate::transport::TlsConnector;
 use crate::workload::Operation;
@@ -202,12 +203,7 @@ fn build_workers<'p>(
         }
         _ => None,
     };
-    let common = plan.common();
-    let templates: Vec<Template> = plan
-        .ops
-        .iter()
-        .map(|o| Template::build(&o.request, &common))
-        .collect();
+    let requests = requests::Requests::build(plan);
     let cores = if plan.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
@@ -216,7 +212,7 @@ fn build_workers<'p>(
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = Worker::new(plan, global, templates.clone(), tls.clone())?;
+        let mut worker = Worker::new(plan, global, requests.clone(), tls.clone())?;
         worker.report = report.map(|r| (local, r.clone()));
         let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
         workers.push((worker, core));

@@ -19,7 +19,7 @@ use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::template::{Captures, Rng, Template};
+use crate::template::{Captures, Rng};
 use crate::timer::Timer;
 use crate::transport::{PortSlice, TlsConnector};
 use crate::workload::Picker;
@@ -50,7 +50,8 @@ pub(super) struct Worker<'p> {
     pub(super) opening: Vec<usize>,
     /// Connections that have not carried a request yet.
     pub(super) unstarted: usize,
-    pub(super) templates: Vec<Template>,
+    /// The request templates, one set per node (`requests.rs`).
+    pub(super) requests: super::requests::Requests,
     pub(super) picker: Picker,
     pub(super) rng: Rng,
     pub(super) tls: Option<TlsConnector>,
@@ -99,7 +100,7 @@ impl<'p> Worker<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
         global: usize,
-        templates: Vec<Template>,
+        requests: super::requests::Requests,
         tls: Option<TlsConnector>,
     ) -> Result<Worker<'p>, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
@@ -154,7 +155,7 @@ impl<'p> Worker<'p> {
             opening: Vec::with_capacity(CONNECT_WINDOW),
             unstarted: mine as usize,
             picker: Picker::new(&plan.ops),
-            templates,
+            requests,
             rng: Rng::seeded(global as u64),
             timer,
             report: None,

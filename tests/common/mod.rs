@@ -484,6 +484,11 @@ impl Nginx {
         Self::start_with("", server_snippet, None)
     }
 
+    /// Plain HTTP nginx with directives at the `http { }` level too (a `log_format`).
+    pub fn with_http_extra(http_snippet: &str, server_snippet: &str) -> Nginx {
+        Self::start_full("", http_snippet, server_snippet, None)
+    }
+
     /// TLS nginx using the given certificate chain and key (PEM paths).
     /// `ca_cert` is set to `cert_pem` (right for a self-signed cert; set it to
     /// the CA yourself otherwise).
@@ -545,9 +550,18 @@ impl Nginx {
     }
 
     fn start_with(listen_suffix: &str, server_snippet: &str, ca: Option<PathBuf>) -> Nginx {
+        Self::start_full(listen_suffix, "", server_snippet, ca)
+    }
+
+    fn start_full(
+        listen_suffix: &str,
+        http_snippet: &str,
+        server_snippet: &str,
+        ca: Option<PathBuf>,
+    ) -> Nginx {
         let mut last_err = String::new();
         for _ in 0..3 {
-            match Self::try_start(listen_suffix, server_snippet, ca.clone()) {
+            match Self::try_start(listen_suffix, http_snippet, server_snippet, ca.clone()) {
                 Ok(n) => return n,
                 Err(e) => last_err = e,
             }
@@ -557,6 +571,7 @@ impl Nginx {
 
     fn try_start(
         listen_suffix: &str,
+        http_snippet: &str,
         server_snippet: &str,
         ca: Option<PathBuf>,
     ) -> Result<Nginx, String> {
@@ -602,6 +617,7 @@ http {{
     keepalive_timeout 75s;
     default_type application/json;
     server_tokens off;
+    {http_snippet}
     server {{
     listen 127.0.0.1:{port}{listen_suffix};
     {server_snippet}
