@@ -507,15 +507,14 @@ impl Session {
     }
 
     /// Why the steps of `load` cannot run over the same open connections (`hold`), or
-    /// None when they can: open-model steps with keep-alive, in one process, on one node.
+    /// None when they can: open-model steps with keep-alive, on one node (in one process
+    /// or over worker processes).
     pub fn hold_refusal(&self, load: &Load) -> Result<Option<&'static str>, Error> {
-        let layout = self.layout(load)?;
+        self.layout(load)?;
         Ok(if load.schedule.is_none() {
             Some("closed-model steps each have their own number of connections")
         } else if !load.keepalive {
             Some("--no-keepalive opens a connection per request")
-        } else if layout.processes > 1 {
-            Some("the connections are spread over worker processes, which run one step each")
         } else if self.cluster.is_some() {
             Some("a cluster target runs each step over its nodes")
         } else if load.spread.start_at().is_some() {
@@ -527,8 +526,9 @@ impl Session {
 
     /// Runs `first`, then each load `next` returns for the step just ended, over the same
     /// event-loop threads and open connections, until it returns None (`hold_refusal`
-    /// says when they can be held). A later load changes only the schedule, the warm-up
-    /// and the bounds; its connections and the rest are the first's.
+    /// says when they can be held), in this process or over worker processes (which are
+    /// started once and kept for every step). A later load changes only the schedule, the
+    /// warm-up and the bounds; its connections and the rest are the first's.
     pub fn hold(
         &mut self,
         first: &Load,
@@ -541,13 +541,9 @@ impl Session {
         }
         let plan = self.engine_plan(first, &layout);
         let mut started_at = SystemTime::now();
-        let mut on_step = |r: Result<crate::stats::Stats, String>| {
-            let result = r.map_err(Error::Engine).map(|stats| StepResult {
-                outcome: Outcome {
-                    stats,
-                    lost: None,
-                    clock_start: None,
-                },
+        let mut on_step = |r: Result<Outcome, String>| {
+            let result = r.map_err(Error::Engine).map(|outcome| StepResult {
+                outcome,
                 layout,
                 started_at,
             });
@@ -560,7 +556,19 @@ impl Session {
                 requests: load.requests,
             })
         };
-        engine::run_held(&plan, &self.stop, progress, &mut on_step).map_err(Error::Engine)
+        if layout.processes > 1 {
+            let plans = process_plans(&plan, &layout);
+            return orchestrate::hold_workers(&plans, &self.stop, progress, &mut on_step)
+                .map_err(Error::Engine);
+        }
+        let mut on_stats = |r: Result<crate::stats::Stats, String>| {
+            on_step(r.map(|stats| Outcome {
+                stats,
+                lost: None,
+                clock_start: None,
+            }))
+        };
+        engine::run_held(&plan, &self.stop, progress, &mut on_stats).map_err(Error::Engine)
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.
@@ -588,16 +596,7 @@ impl Session {
                 clock_start: wall.and_then(|w| w.started()),
             }
         } else {
-            let plans: Vec<EnginePlan> = (0..layout.processes)
-                .map(|p| {
-                    let (first, n) = layout.threads_of(p);
-                    EnginePlan {
-                        thread_offset: first,
-                        threads_here: n,
-                        ..plan.clone()
-                    }
-                })
-                .collect();
+            let plans = process_plans(plan, layout);
             orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::Engine)?
         };
         Ok(outcome)
@@ -673,6 +672,21 @@ impl Session {
             eprintln!("vblast: {e}");
         }
     }
+}
+
+/// `plan` split over `layout`'s processes: each runs its threads' share (the threads
+/// divide the connections and the rate among themselves as in one process).
+fn process_plans(plan: &EnginePlan, layout: &Layout) -> Vec<EnginePlan> {
+    (0..layout.processes)
+        .map(|p| {
+            let (first, n) = layout.threads_of(p);
+            EnginePlan {
+                thread_offset: first,
+                threads_here: n,
+                ..plan.clone()
+            }
+        })
+        .collect()
 }
 
 /// How long the cleanup waits for a cluster to have an active node again (a PostgreSQL HA

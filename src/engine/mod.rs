@@ -12,7 +12,7 @@ mod held;
 mod hop;
 mod worker;
 
-pub use held::{StepPlan, run_held};
+pub use held::{StepPlan, run_held, run_held_at};
 
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
