@@ -176,60 +176,72 @@ fn rate_steps_over_worker_processes_keep_their_connections() {
     );
 }
 
-/// A worker process killed during a held step ends the sweep with one message naming
-/// the lost share (no hang, no step counted without it), and the other worker ends too.
+/// A worker process killed during a held step (SIGKILL), or stopped by a signal of its
+/// own (SIGTERM to it alone), ends the sweep with one message naming the lost share (no
+/// hang, and the step cut short is not counted), and the other worker ends too.
 #[test]
 fn a_worker_lost_mid_sweep_ends_it_with_one_message() {
     let ng = Nginx::start();
     let url = format!("{}/v1/secret/data/foo", ng.addr);
-    let cmd = common::run::env_cmd(
-        &[
-            "sweep",
-            "--rate",
-            "20..80",
-            "--steps",
-            "3",
-            "--step-duration",
-            "2s",
-            "--step-warmup",
-            "200ms",
-            "--slo",
-            "success=100",
-            "-c",
-            "40",
-            &url,
-        ],
-        &[("VBLAST_PROCESS_FDS", "120")],
-    );
-    let mut s = Live::start(cmd);
-    s.rows(1);
-    let workers = workers_of(s.pid());
-    assert_eq!(workers.len(), 2, "two worker processes: {workers:?}");
-    // In the second step.
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill(2) on a worker process of the sweep this test started, found by its
-    // parent's pid and its command line just now.
-    unsafe {
-        libc::kill(workers[1] as libc::pid_t, libc::SIGKILL);
-    }
-    let out = s.finish();
-    assert_eq!(out.code, Some(1), "{}", out.show());
-    let rows: Vec<&str> = out.stdout.lines().filter(|l| is_row(l)).collect();
-    assert_eq!(rows.len(), 1, "{}", out.show());
-    let lost: Vec<&str> = out
-        .stderr
-        .lines()
-        .filter(|l| l.contains("was lost"))
-        .collect();
-    assert_eq!(lost.len(), 1, "{}", out.show());
-    assert!(
-        lost[0].contains("worker process 1 was lost")
-            && lost[0].contains("20 of the 40 planned connections"),
-        "{}",
-        out.show()
-    );
-    for w in workers {
-        assert!(!is_worker(w), "worker {w} is left\n{}", out.show());
+    for (sig, how) in [
+        (libc::SIGKILL, "signal: 9"),
+        (libc::SIGTERM, "stopped by SIGTERM during a step"),
+    ] {
+        let cmd = common::run::env_cmd(
+            &[
+                "sweep",
+                "--rate",
+                "20..80",
+                "--steps",
+                "3",
+                "--step-duration",
+                "2s",
+                "--step-warmup",
+                "200ms",
+                "--slo",
+                "success=100",
+                "-c",
+                "40",
+                &url,
+            ],
+            &[("VBLAST_PROCESS_FDS", "120")],
+        );
+        let mut s = Live::start(cmd);
+        s.rows(1);
+        let workers = workers_of(s.pid());
+        assert_eq!(workers.len(), 2, "two worker processes: {workers:?}");
+        // In the second step.
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) on a worker process of the sweep this test started, found by
+        // its parent's pid and its command line just now.
+        unsafe {
+            libc::kill(workers[1] as libc::pid_t, sig);
+        }
+        let out = s.finish();
+        assert_eq!(out.code, Some(1), "{}", out.show());
+        let rows: Vec<&str> = out.stdout.lines().filter(|l| is_row(l)).collect();
+        assert_eq!(
+            rows.len(),
+            1,
+            "the step cut short is not a row\n{}",
+            out.show()
+        );
+        let lost: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("was lost"))
+            .collect();
+        assert_eq!(lost.len(), 1, "{}", out.show());
+        assert!(
+            lost[0].contains("worker process 1 was lost")
+                && lost[0].contains(how)
+                && lost[0].contains("20 of the 40 planned connections"),
+            "{}",
+            out.show()
+        );
+        for w in workers {
+            assert!(!is_worker(w), "worker {w} is left\n{}", out.show());
+        }
     }
 }
 

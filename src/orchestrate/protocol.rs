@@ -249,6 +249,49 @@ mod tests {
     }
 
     #[test]
+    fn held_steps_carry_their_schedule_and_results() {
+        let step = StepPlan {
+            schedule: Some(crate::schedule::Schedule::from_flags("250", None).unwrap()),
+            warmup: Duration::from_millis(200),
+            duration: Some(Duration::from_secs(3)),
+            requests: None,
+        };
+        let mut stats = Stats::new(1);
+        stats.ops[0].requests = 750;
+        let mut buf = Vec::new();
+        send(
+            &mut buf,
+            &ToWorker::Step {
+                step: Box::new(step),
+                at_unix_ns: 9,
+            },
+        )
+        .unwrap();
+        send(
+            &mut buf,
+            &FromWorker::StepDone {
+                stats: Box::new(stats),
+            },
+        )
+        .unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.starts_with("{\"msg\":\"step\",\"data\":{"), "{text}");
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        let Some(ToWorker::Step { step, at_unix_ns }) = recv::<ToWorker>(&mut r).unwrap() else {
+            panic!("not a step: {text}");
+        };
+        assert_eq!(at_unix_ns, 9);
+        assert_eq!(step.schedule.unwrap().constant_rate(), Some(250.0));
+        assert_eq!(step.warmup, Duration::from_millis(200));
+        assert_eq!(step.duration, Some(Duration::from_secs(3)));
+        assert_eq!(step.requests, None);
+        let Some(FromWorker::StepDone { stats }) = recv::<FromWorker>(&mut r).unwrap() else {
+            panic!("not a step's results: {text}");
+        };
+        assert_eq!(stats.ops[0].requests, 750);
+    }
+
+    #[test]
     fn malformed_lines_are_not_quoted() {
         let mut r = std::io::BufReader::new(&b"{\"msg\":\"plan\",\"token\":\"hvs.SECRET\"\n"[..]);
         let e = recv::<ToWorker>(&mut r).err().unwrap();

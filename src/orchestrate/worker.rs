@@ -8,6 +8,7 @@
 //! Never quotes the plan (it holds the token).
 
 use std::io::{BufRead, BufReader, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,9 @@ struct ParentGate<R: BufRead + Send> {
     route: Option<(Arc<Route>, usize)>,
     /// A held run: where the `step` messages read after `go` go.
     steps: Mutex<Option<Sender<(StepPlan, u64)>>>,
+    /// The coordinator said stop (or went away): a stop not set by it is this process's
+    /// own signal.
+    told: Arc<AtomicBool>,
 }
 
 /// A held step as the coordinator sent it: the plan and its wall-clock start.
@@ -62,13 +66,19 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
                             }
                             Ok(Some(ToWorker::Route { node })) => follow(&self.route, node),
                             _ => {
+                                self.told.store(true, Ordering::SeqCst);
                                 self.stop.request(Signal::Terminate);
                                 break Instant::now();
                             }
                         }
                     };
                     let steps = self.steps.lock().ok().and_then(|mut g| g.take());
-                    watch_for_stop(input, self.stop.clone(), self.route.clone(), steps);
+                    watch_for_stop(
+                        input,
+                        (self.stop.clone(), self.told.clone()),
+                        self.route.clone(),
+                        steps,
+                    );
                     origin
                 }
                 None => Instant::now(),
@@ -85,7 +95,7 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
 /// the cluster's new active node; `step` goes to `steps` (a held run's next step).
 fn watch_for_stop<R: BufRead + Send + 'static>(
     mut input: R,
-    stop: Stop,
+    (stop, told): (Stop, Arc<AtomicBool>),
     route: Option<(Arc<Route>, usize)>,
     steps: Option<Sender<NextStep>>,
 ) {
@@ -93,6 +103,7 @@ fn watch_for_stop<R: BufRead + Send + 'static>(
         loop {
             match protocol::recv::<ToWorker>(&mut input) {
                 Ok(Some(ToWorker::Stop)) | Ok(None) | Err(_) => {
+                    told.store(true, Ordering::SeqCst);
                     stop.request(Signal::Terminate);
                     return;
                 }
@@ -110,17 +121,26 @@ fn watch_for_stop<R: BufRead + Send + 'static>(
 
 /// A held run's step boundary in the worker: the step's statistics go to the coordinator
 /// (or its failure, which ends the run), then the next step it sends, started at the
-/// instant it names; None once the run is stopped or the coordinator says no more.
+/// instant it names; None once the run is stopped or the coordinator says no more. A step
+/// cut short by a signal to this process alone is not a step: it is reported as an error.
 fn next_step(
     ended: Result<crate::stats::Stats, String>,
     steps: &Receiver<NextStep>,
     stop: &Stop,
+    told: &AtomicBool,
 ) -> Option<StepPlan> {
-    match ended {
-        Ok(stats) => reply(&FromWorker::StepDone {
+    match (ended, stop.signal()) {
+        (Ok(_), Some(s)) if !told.load(Ordering::SeqCst) => {
+            // The coordinator says whether it matters (it may have the same signal).
+            reply(&FromWorker::Error {
+                message: format!("stopped by {s} during a step"),
+            });
+            return None;
+        }
+        (Ok(stats), _) => reply(&FromWorker::StepDone {
             stats: Box::new(stats),
         }),
-        Err(e) => {
+        (Err(e), _) => {
             let _ = writeln!(std::io::stderr(), "vblast worker: {e}");
             reply(&FromWorker::Error { message: e });
             return None;
@@ -197,6 +217,7 @@ pub fn main(stop: &Stop) -> i32 {
         })
         .sum();
     let (steps_tx, steps) = crossbeam_channel::unbounded::<NextStep>();
+    let told = Arc::new(AtomicBool::new(false));
     let gate = ParentGate {
         barrier: Barrier::new(plan.threads_here),
         origin: OnceLock::new(),
@@ -205,6 +226,7 @@ pub fn main(stop: &Stop) -> i32 {
         connections,
         route,
         steps: Mutex::new(held.then_some(steps_tx)),
+        told: told.clone(),
     };
     // Progress: the threads' totals (sent by them about once a second over the engine's
     // channel, which they never wait on) summed and passed on as one small line, at most
@@ -231,7 +253,7 @@ pub fn main(stop: &Stop) -> i32 {
     };
     let relay: Option<engine::ProgressFn<'_>> = progress.then_some(&relay);
     if held {
-        let mut next = |ended| next_step(ended, &steps, stop);
+        let mut next = |ended| next_step(ended, &steps, stop, &told);
         return match engine::run_held_at(&plan, stop, &gate, relay, &mut next) {
             Ok(()) => 0,
             Err(e) => fail(&e),
