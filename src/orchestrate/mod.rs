@@ -288,8 +288,10 @@ fn drive(
     drop(tx);
     let mut stop_sent = false;
     let mut go_sent = false;
-    // A held run: a step is under way (from `go`, then from each `step`).
+    // A held run: a step is under way (from `go`, then from each `step`); whether one has
+    // ended (been given to `held`).
     let mut step_open = false;
+    let mut stepped = false;
     let mut latest = vec![Totals::default(); workers.len()];
     let mut clock_start = None;
     // --nodes active: the route the session's watcher moves, and the node the workers
@@ -414,6 +416,7 @@ fn drive(
                 lost: (!lost.is_empty()).then(|| lost.join("; ")),
                 clock_start: None,
             };
+            stepped = true;
             match next(Ok(outcome)) {
                 Some(step) => {
                     let at = protocol::unix_ns(SystemTime::now() + STEP_LEAD);
@@ -466,6 +469,10 @@ fn drive(
     }
     if let Some(e) = start_failure.or_else(|| not_started.into_iter().next()) {
         return Err(e);
+    }
+    if held.is_some() && !stepped {
+        // Stopped before the workers were started together: no step ran.
+        return Err("stopped before the first step".into());
     }
     Ok(Outcome {
         stats: total,
