@@ -168,8 +168,8 @@ impl Worker {
     }
 }
 
-/// A held run's step boundary: the step's merged results (or the coordinator's failure),
-/// and the next step (None: the run ends).
+/// A held run's step boundary: the step's merged results (a worker's failure during the
+/// step makes its `lost`), and the next step (None: the run ends).
 pub type NextFn<'a> = &'a mut dyn FnMut(Result<Outcome, String>) -> Option<StepPlan>;
 
 /// Runs one plan per worker process and merges their results.
