@@ -530,16 +530,14 @@ impl Session {
     }
 
     /// Why the steps of `load` cannot run over the same open connections (`hold`), or
-    /// None when they can: open-model steps with keep-alive, in one process, on one node or
-    /// a cluster's `--nodes active` / `all` (not node after node).
+    /// None when they can: open-model steps with keep-alive, in one process or over worker
+    /// processes, on one node or a cluster's `--nodes active` / `all` (not node after node).
     pub fn hold_refusal(&self, load: &Load) -> Result<Option<&'static str>, Error> {
-        let layout = self.layout(load)?;
+        self.layout(load)?;
         Ok(if load.schedule.is_none() {
             Some("closed-model steps each have their own number of connections")
         } else if !load.keepalive {
             Some("--no-keepalive opens a connection per request")
-        } else if layout.processes > 1 {
-            Some("the connections are spread over worker processes, which run one step each")
         } else if self
             .cluster
             .as_ref()
@@ -555,11 +553,12 @@ impl Session {
 
     /// Runs `first`, then each load `next` returns for the step just ended, over the same
     /// event-loop threads and open connections, until it returns None (`hold_refusal`
-    /// says when they can be held). A later load changes only the schedule, the warm-up
-    /// and the bounds; its connections and the rest are the first's. A cluster target
-    /// holds the node plan a `step` has (the failover watcher of `--nodes active` runs
-    /// through every step and the waits between them), each step's node rows carry their
-    /// roles, and the cleanup goes to the node active at the end.
+    /// says when they can be held), in this process or over worker processes (which are
+    /// started once and kept for every step). A later load changes only the schedule, the
+    /// warm-up and the bounds; its connections and the rest are the first's. A cluster
+    /// target holds the node plan a `step` has (the failover watcher of `--nodes active`
+    /// runs through every step and the waits between them), each step's node rows carry
+    /// their roles, and the cleanup goes to the node active at the end.
     pub fn hold(
         &mut self,
         first: &Load,
@@ -582,19 +581,15 @@ impl Session {
         // For the whole held run: a failover between steps moves the load too.
         let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
-        let mut on_step = |r: Result<crate::stats::Stats, String>| {
-            let result = r.map_err(Error::Engine).map(|mut stats| {
+        let mut on_step = |r: Result<Outcome, String>| {
+            let result = r.map_err(Error::Engine).map(|mut outcome| {
                 if let Some(c) = cluster {
-                    c.set_roles(&mut stats);
+                    c.set_roles(&mut outcome.stats);
                 }
-                stats
+                outcome
             });
-            let result = result.map(|stats| StepResult {
-                outcome: Outcome {
-                    stats,
-                    lost: None,
-                    clock_start: None,
-                },
+            let result = result.map(|outcome| StepResult {
+                outcome,
                 layout,
                 started_at,
             });
@@ -607,7 +602,19 @@ impl Session {
                 requests: load.requests,
             })
         };
-        let ran = engine::run_held(&plan, &self.stop, progress, &mut on_step);
+        let ran = if layout.processes > 1 {
+            let plans = process_plans(&plan, &layout);
+            orchestrate::hold_workers(&plans, &self.stop, progress, &mut on_step)
+        } else {
+            let mut on_stats = |r: Result<crate::stats::Stats, String>| {
+                on_step(r.map(|stats| Outcome {
+                    stats,
+                    lost: None,
+                    clock_start: None,
+                }))
+            };
+            engine::run_held(&plan, &self.stop, progress, &mut on_stats)
+        };
         if let Some(w) = watcher {
             w.stop();
         }
@@ -643,16 +650,7 @@ impl Session {
                 clock_start: wall.and_then(|w| w.started()),
             }
         } else {
-            let plans: Vec<EnginePlan> = (0..layout.processes)
-                .map(|p| {
-                    let (first, n) = layout.threads_of(p);
-                    EnginePlan {
-                        thread_offset: first,
-                        threads_here: n,
-                        ..plan.clone()
-                    }
-                })
-                .collect();
+            let plans = process_plans(plan, layout);
             orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::Engine)?
         };
         Ok(outcome)
@@ -728,6 +726,21 @@ impl Session {
             eprintln!("vblast: {e}");
         }
     }
+}
+
+/// `plan` split over `layout`'s processes: each runs its threads' share (the threads
+/// divide the connections and the rate among themselves as in one process).
+fn process_plans(plan: &EnginePlan, layout: &Layout) -> Vec<EnginePlan> {
+    (0..layout.processes)
+        .map(|p| {
+            let (first, n) = layout.threads_of(p);
+            EnginePlan {
+                thread_offset: first,
+                threads_here: n,
+                ..plan.clone()
+            }
+        })
+        .collect()
 }
 
 /// How long the cleanup waits for a cluster to have an active node again (a PostgreSQL HA

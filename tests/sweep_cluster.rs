@@ -293,18 +293,34 @@ fn all_mode_holds_one_set_of_connections_per_node() {
 /// the load, and the later steps' connections go to the new active node, once.
 #[test]
 fn a_failover_between_held_steps_moves_the_load() {
+    failover_between_held_steps(4, &[]);
+}
+
+/// The same over two worker processes (32 connections in processes of 16 descriptors'
+/// room): the workers are started once, and the coordinator relays the watcher's move.
+#[test]
+fn a_failover_between_held_steps_moves_the_load_of_worker_processes() {
+    failover_between_held_steps(32, &[("VBLAST_PROCESS_FDS", "116")]);
+}
+
+fn failover_between_held_steps(conns: u64, env: &[(&str, &str)]) {
     let a = Node::start(true);
     let b = Node::start(false);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    let conns = 4;
-    let mut live = Live::start(command(&sweep_cmd(&[&a, &b], "40..160", conns, &file, &[])));
+    let mut cmd = command(&sweep_cmd(&[&a, &b], "40..160", conns, &file, &[]));
+    cmd.envs(env.iter().copied());
+    let mut live = Live::start(cmd);
     live.rows(1);
     a.set_active(false);
     b.set_active(true);
     let out = live.finish();
     out.assert_code(0);
     let steps = assert_steps(&read(&file), &[40, 80, 160], &out.show());
+    let processes = if env.is_empty() { 1 } else { 2 };
+    for st in &steps {
+        assert_eq!(u(&st["results"]["run"]["processes"]), processes, "{st}");
+    }
     // Roles as the nodes were before the sweep.
     let first = rows(&steps[0]);
     assert_eq!(

@@ -87,11 +87,40 @@ fn rate_steps_run_over_the_same_connections() {
     assert_eq!(doc["interrupted"], false);
 }
 
-/// Rate steps spread over worker processes (one process may not hold the connections) are
-/// each a run of the workers: they work, each opening its own connections, and the sweep
-/// says so.
+/// The worker processes (`vblast --worker`) whose parent is `pid`, from /proc.
+fn workers_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // "PID (comm) STATE PPID ...": the fields after the last ')'.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) && is_worker(child) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// Process `pid` exists and is a vblast worker (a zombie has no command line).
+fn is_worker(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--worker"))
+}
+
+/// Rate steps spread over worker processes (one process may not hold the connections)
+/// keep the same workers and connections too: the server accepts the load connections
+/// once for all three steps, and each step's share of the rate is split over the
+/// processes' threads as in a single run (exactly rate x duration requests a step).
 #[test]
-fn rate_steps_over_worker_processes_say_they_reopen() {
+fn rate_steps_over_worker_processes_keep_their_connections() {
     let ng = Nginx::with_extra("location = /vblast_status { stub_status; }");
     let url = format!("{}/v1/secret/data/foo", ng.addr);
     let before = accepted(&ng);
@@ -112,33 +141,119 @@ fn rate_steps_over_worker_processes_say_they_reopen() {
             "rate=50%",
             "-c",
             "60",
+            "-t",
+            "4",
             "--format",
             "json",
             &url,
         ],
-        // 30 connections per process: two worker processes.
+        // 30 connections per process: two worker processes, of two threads each.
         &[("VBLAST_PROCESS_FDS", "130")],
     ));
     out.assert_code(0);
     assert!(
-        out.stderr.contains(
-            "each step opens its own connections: the connections are spread over worker processes"
-        ),
+        !out.stderr.contains("each step opens its own connections"),
         "{}",
         out.show()
     );
     let doc = out.json();
     let steps = doc["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 3, "{}", out.show());
+    let loads: Vec<u64> = steps.iter().map(|s| u(&s["load"])).collect();
+    assert_eq!(loads, [20, 40, 80], "{}", out.show());
     for s in steps {
-        assert_eq!(u(&s["results"]["run"]["processes"]), 2, "{s}");
+        let r = &s["results"];
+        assert_eq!(u(&r["run"]["processes"]), 2, "{s}");
+        assert_eq!(u(&r["run"]["threads"]), 4, "{s}");
+        assert_eq!(u(&r["requests"]), u(&s["load"]), "{s}");
+        assert_eq!(u(&r["failed"]), 0, "{s}");
     }
-    assert_eq!(accepted(&ng) - before - 1, 3 * 60 + 1, "{}", out.show());
+    // The load connections and the reachability check; this read's own is the last 1.
+    assert_eq!(
+        accepted(&ng) - before - 1,
+        60 + 1,
+        "three rate steps over worker processes must open their 60 connections once\n{}",
+        out.show()
+    );
+}
+
+/// A worker process killed during a held step (SIGKILL), or stopped by a signal of its
+/// own (SIGTERM to it alone), ends the sweep with one message naming the lost share (no
+/// hang, and the step cut short is not counted), and the other worker ends too.
+#[test]
+fn a_worker_lost_mid_sweep_ends_it_with_one_message() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    for (sig, how) in [
+        (libc::SIGKILL, "signal: 9"),
+        (libc::SIGTERM, "stopped by SIGTERM during a step"),
+    ] {
+        let cmd = common::run::env_cmd(
+            &[
+                "sweep",
+                "--rate",
+                "20..80",
+                "--steps",
+                "3",
+                "--step-duration",
+                "2s",
+                "--step-warmup",
+                "200ms",
+                "--slo",
+                "success=100",
+                "-c",
+                "40",
+                &url,
+            ],
+            &[("VBLAST_PROCESS_FDS", "120")],
+        );
+        let mut s = Live::start(cmd);
+        s.rows(1);
+        let workers = workers_of(s.pid());
+        assert_eq!(workers.len(), 2, "two worker processes: {workers:?}");
+        // In the second step.
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) on a worker process of the sweep this test started, found by
+        // its parent's pid and its command line just now.
+        unsafe {
+            libc::kill(workers[1] as libc::pid_t, sig);
+        }
+        let out = s.finish();
+        assert_eq!(out.code, Some(1), "{}", out.show());
+        let rows: Vec<&str> = out.stdout.lines().filter(|l| is_row(l)).collect();
+        assert_eq!(
+            rows.len(),
+            1,
+            "the step cut short is not a row\n{}",
+            out.show()
+        );
+        let lost: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("was lost"))
+            .collect();
+        assert_eq!(lost.len(), 1, "{}", out.show());
+        assert!(
+            lost[0].contains("worker process 1 was lost")
+                && lost[0].contains(how)
+                && lost[0].contains("20 of the 40 planned connections"),
+            "{}",
+            out.show()
+        );
+        for w in workers {
+            assert!(!is_worker(w), "worker {w} is left\n{}", out.show());
+        }
+    }
 }
 
 /// The sweep the signal tests stop: rate steps over a kv-read fixture, results to `file`.
 fn start_sweep(bao: &OpenBao, file: &std::path::Path) -> Live {
-    let cmd = vault_cmd(
+    Live::start(sweep_cmd(bao, file, 4))
+}
+
+/// `start_sweep`'s command, over `conns` connections.
+fn sweep_cmd(bao: &OpenBao, file: &std::path::Path, conns: u64) -> std::process::Command {
+    let conns = conns.to_string();
+    vault_cmd(
         bao,
         &[
             "sweep",
@@ -159,12 +274,11 @@ fn start_sweep(bao: &OpenBao, file: &std::path::Path) -> Live {
             "--slo",
             "rate=90%",
             "-c",
-            "4",
+            &conns,
             "--output",
             file.to_str().unwrap(),
         ],
-    );
-    Live::start(cmd)
+    )
 }
 
 #[test]
@@ -240,4 +354,52 @@ fn a_stopped_sweep_keeps_its_steps_and_removes_its_fixture() {
             "the fixture is removed"
         );
     }
+}
+
+/// SIGTERM during a sweep whose steps are held over worker processes: the workers end with
+/// it, the step done is printed and saved, the fixture is removed, exit 143.
+#[test]
+fn a_stopped_sweep_over_worker_processes_ends_its_workers() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stopped.json");
+    let mut cmd = sweep_cmd(&bao, &file, 40);
+    // 20 connections per process: two worker processes.
+    cmd.env("VBLAST_PROCESS_FDS", "120");
+    let mut s = Live::start(cmd);
+    s.rows(1);
+    let workers = workers_of(s.pid());
+    assert_eq!(workers.len(), 2, "two worker processes: {workers:?}");
+    // In the second step.
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        workers_of(s.pid()),
+        workers,
+        "the same workers run the second step"
+    );
+    assert!(vblast_mounts(&bao).len() == 1, "the fixture is there");
+    s.signal(libc::SIGTERM);
+    let out = s.finish();
+    assert_eq!(out.code, Some(143), "{}", out.show());
+    let rows: Vec<&str> = out.stdout.lines().filter(|l| is_row(l)).collect();
+    assert_eq!(rows.len(), 1, "{}", out.show());
+    assert!(
+        out.stdout
+            .contains("Interrupted after 1 steps: 20 req/s was the highest load"),
+        "{}",
+        out.show()
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{doc}");
+    assert_eq!(u(&steps[0]["results"]["run"]["processes"]), 2, "{doc}");
+    assert_eq!(doc["interrupted"], true);
+    for w in workers {
+        assert!(!is_worker(w), "worker {w} is left\n{}", out.show());
+    }
+    assert_eq!(
+        vblast_mounts(&bao),
+        Vec::<String>::new(),
+        "the fixture is removed"
+    );
 }

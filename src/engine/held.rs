@@ -13,14 +13,16 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use serde::{Deserialize, Serialize};
 
-use super::{EnginePlan, LocalGate, ProgressFn, Totals, build_workers};
+use super::{EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 
-/// What changes from one step of a held run to the next.
-#[derive(Clone, Debug)]
+/// What changes from one step of a held run to the next (also sent to worker processes,
+/// src/orchestrate/).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepPlan {
     /// Open model: the step's schedule (its times counted from the step's start).
     pub schedule: Option<Schedule>,
@@ -63,11 +65,30 @@ impl Link {
 /// Runs `plan` (its own schedule as the first step), then each step `next` returns,
 /// over the same threads and connections, until it returns None. `next` receives each
 /// step's merged statistics (or the first thread failure, after which the run ends).
-/// Only keep-alive runs in one process hold their connections; every step must keep the
-/// first one's model (open or closed).
+/// Only keep-alive runs hold their connections; every step must keep the first one's
+/// model (open or closed).
 pub fn run_held(
     plan: &EnginePlan,
     stop: &Stop,
+    progress: Option<ProgressFn<'_>>,
+    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
+) -> Result<(), String> {
+    run_held_at(
+        plan,
+        stop,
+        &LocalGate::new(plan.threads_here),
+        progress,
+        next,
+    )
+}
+
+/// `run_held` whose first step starts at `gate` (a worker process's share of a held run
+/// starts with the other processes: src/orchestrate/worker.rs). Each later step starts
+/// when `next` returns it.
+pub fn run_held_at(
+    plan: &EnginePlan,
+    stop: &Stop,
+    gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
     next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
 ) -> Result<(), String> {
@@ -78,7 +99,6 @@ pub fn run_held(
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
     let workers = build_workers(plan, progress.map(|_| &report))?;
     drop(report);
-    let gate = LocalGate::new(threads);
     let (done, dones) = crossbeam_channel::unbounded();
     let open_model = plan.schedule.is_some();
     std::thread::scope(|s| {
@@ -91,7 +111,6 @@ pub fn run_held(
                 done: done.clone(),
                 next: rx,
             };
-            let gate = &gate;
             s.spawn(move || {
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);

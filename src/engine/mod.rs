@@ -13,7 +13,7 @@ mod hop;
 mod requests;
 mod worker;
 
-pub use held::{StepPlan, run_held};
+pub use held::{StepPlan, run_held, run_held_at};
 
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};

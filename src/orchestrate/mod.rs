@@ -2,7 +2,9 @@
 //! descriptors: the layout of processes and threads, and the coordinator's side of the
 //! worker protocol (`protocol`): start the workers, start them together, relay a stop and
 //! the moves of a cluster's active node, collect and merge their results losslessly, and
-//! account for any worker that is lost.
+//! account for any worker that is lost. A held run (`hold_workers`, a sweep's rate steps)
+//! keeps the workers and their connections from step to step: each step's results are
+//! merged at its end, and the next step is sent to every worker.
 //! `worker` is the other side. The engine knows nothing of processes.
 
 pub mod protocol;
@@ -12,7 +14,7 @@ use std::io::BufReader;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use crate::engine::{EnginePlan, ProgressFn, Totals};
+use crate::engine::{EnginePlan, ProgressFn, StepPlan, Totals};
 use crate::pacing::share;
 use crate::signals::Stop;
 use crate::stats::Stats;
@@ -24,6 +26,8 @@ use protocol::{FromWorker, ToWorker};
 pub const FD_RESERVE: u64 = 100;
 /// Time between `go` and the common start, for every worker to read it.
 const GO_LEAD: Duration = Duration::from_millis(50);
+/// Time between a held run's `step` and its start: the workers are idle and waiting.
+const STEP_LEAD: Duration = Duration::from_millis(10);
 
 /// What the engine returned over all processes.
 #[derive(Debug)]
@@ -147,6 +151,8 @@ struct Worker {
     stdin: Option<ChildStdin>,
     ready: bool,
     result: Option<Stats>,
+    /// A held run: its statistics of the step under way, once it has sent them.
+    step: Option<Stats>,
     /// Its output ended (or was unreadable): no more messages.
     gone: bool,
     error: Option<String>,
@@ -162,6 +168,10 @@ impl Worker {
     }
 }
 
+/// A held run's step boundary: the step's merged results (a worker's failure during the
+/// step makes its `lost`), and the next step (None: the run ends).
+pub type NextFn<'a> = &'a mut dyn FnMut(Result<Outcome, String>) -> Option<StepPlan>;
+
 /// Runs one plan per worker process and merges their results.
 /// With `progress`, workers send their running totals about once a second, and `progress`
 /// is called with the latest of every worker (one `Totals` per worker process).
@@ -169,6 +179,48 @@ pub fn run_workers(
     plans: &[EnginePlan],
     stop: &Stop,
     progress: Option<ProgressFn<'_>>,
+) -> Result<Outcome, String> {
+    drive(plans, stop, progress, None)
+}
+
+/// A held run over worker processes (`engine::run_held` in each): the workers are started
+/// and open their connections once; the plans' own step runs first, then each step `next`
+/// returns for the step just ended, sent to every worker (each takes its threads' share
+/// of the step's rate, as in a single run), until it returns None, which ends the workers.
+/// A worker lost during a step makes that step's `Outcome::lost`; a worker that cannot
+/// start is the error returned (nothing ran).
+pub fn hold_workers(
+    plans: &[EnginePlan],
+    stop: &Stop,
+    progress: Option<ProgressFn<'_>>,
+    next: NextFn<'_>,
+) -> Result<(), String> {
+    drive(plans, stop, progress, Some(next)).map(|_| ())
+}
+
+/// Why worker `w` ended without its results: its error, or how it ended.
+fn how_lost(w: &mut Worker) -> String {
+    if let Some(e) = &w.error {
+        return e.clone();
+    }
+    // Its output has ended: it is ending, if not gone already.
+    for _ in 0..50 {
+        match w.child.try_wait() {
+            Ok(Some(s)) => return format!("ended with {s} and gave no result"),
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return e.to_string(),
+        }
+    }
+    "its output ended and it gave no result".into()
+}
+
+/// `run_workers`, or with `held` a held run (`hold_workers`); the outcome of a held run
+/// is empty (each step's went to `held`).
+fn drive(
+    plans: &[EnginePlan],
+    stop: &Stop,
+    progress: Option<ProgressFn<'_>>,
+    mut held: Option<NextFn<'_>>,
 ) -> Result<Outcome, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let (tx, rx) = crossbeam_channel::unbounded::<(usize, Option<Result<FromWorker, String>>)>();
@@ -195,6 +247,7 @@ pub fn run_workers(
             stdin,
             ready: false,
             result: None,
+            step: None,
             gone: false,
             error: None,
         };
@@ -202,6 +255,7 @@ pub fn run_workers(
             version: protocol::VERSION,
             plan: Box::new(plan.clone()),
             progress: progress.is_some(),
+            held: held.is_some(),
         });
         if let Some(out) = stdout {
             let tx = tx.clone();
@@ -234,6 +288,10 @@ pub fn run_workers(
     drop(tx);
     let mut stop_sent = false;
     let mut go_sent = false;
+    // A held run: a step is under way (from `go`, then from each `step`); whether one has
+    // ended (been given to `held`).
+    let mut step_open = false;
+    let mut stepped = false;
     let mut latest = vec![Totals::default(); workers.len()];
     let mut clock_start = None;
     // --nodes active: the route the session's watcher moves, and the node the workers
@@ -278,6 +336,7 @@ pub fn run_workers(
                 w.tell(&ToWorker::Go { at_unix_ns: at });
             }
             go_sent = true;
+            step_open = held.is_some();
         }
         if go_sent
             && !stop_sent
@@ -318,6 +377,7 @@ pub fn run_workers(
                 }
             }
             Some(Ok(FromWorker::Result { stats })) => w.result = Some(*stats),
+            Some(Ok(FromWorker::StepDone { stats })) => w.step = Some(*stats),
             Some(Ok(FromWorker::Error { message })) => w.error = Some(message),
             Some(Err(e)) => w.error = Some(e),
             None => {
@@ -332,6 +392,51 @@ pub fn run_workers(
                 }
             }
         }
+        // A held run's step ends when every worker has sent its results or is gone.
+        if let Some(next) = held.as_mut()
+            && step_open
+            && workers.iter().all(|w| w.step.is_some() || w.gone)
+        {
+            step_open = false;
+            let mut total = Stats::new(plans.first().map_or(0, |p| p.ops.len()));
+            let mut lost = Vec::new();
+            for (i, w) in workers.iter_mut().enumerate() {
+                match w.step.take() {
+                    Some(s) => total.merge(&s),
+                    None => lost.push(format!(
+                        "worker process {i} was lost ({}): {} are missing from the step",
+                        how_lost(w),
+                        share_text(&plans[i])
+                    )),
+                }
+            }
+            latest.iter_mut().for_each(|t| *t = Totals::default());
+            let outcome = Outcome {
+                stats: total,
+                lost: (!lost.is_empty()).then(|| lost.join("; ")),
+                clock_start: None,
+            };
+            stepped = true;
+            match next(Ok(outcome)) {
+                Some(step) => {
+                    let at = protocol::unix_ns(SystemTime::now() + STEP_LEAD);
+                    let step = Box::new(step);
+                    for w in workers.iter_mut().filter(|w| !w.gone) {
+                        w.tell(&ToWorker::Step {
+                            step: step.clone(),
+                            at_unix_ns: at,
+                        });
+                    }
+                    step_open = true;
+                }
+                None => {
+                    // No more steps: the end of their input ends the workers.
+                    for w in &mut workers {
+                        w.stdin = None;
+                    }
+                }
+            }
+        }
     }
     let mut total = Stats::new(plans.first().map_or(0, |p| p.ops.len()));
     let mut lost = Vec::new();
@@ -339,6 +444,10 @@ pub fn run_workers(
     for (i, mut w) in workers.into_iter().enumerate() {
         drop(w.stdin.take());
         let status = w.child.wait();
+        if held.is_some() && w.ready {
+            // Its steps' results (and losses) went to `held`.
+            continue;
+        }
         match w.result {
             Some(s) => total.merge(&s),
             None => {
@@ -360,6 +469,10 @@ pub fn run_workers(
     }
     if let Some(e) = start_failure.or_else(|| not_started.into_iter().next()) {
         return Err(e);
+    }
+    if held.is_some() && !stepped {
+        // Stopped before the workers were started together: no step ran.
+        return Err("stopped before the first step".into());
     }
     Ok(Outcome {
         stats: total,

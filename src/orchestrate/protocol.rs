@@ -3,11 +3,17 @@
 //! and stdout); the same messages can travel over any byte stream, so a worker on another
 //! machine can speak them too.
 //!
-//! Coordinator -> worker: `plan` (the share of the run, and whether to report progress),
-//! `go` (start the clock at a wall-clock instant), `stop` (end the run now; end of input
-//! means the same), `route` (a cluster's active node moved: connections follow it).
+//! Coordinator -> worker: `plan` (the share of the run, whether to report progress, and
+//! whether the run is held), `go` (start the clock at a wall-clock instant), `stop` (end the
+//! run now; end of input means the same), `route` (a cluster's active node moved:
+//! connections follow it), `step` (a held run's next step, over the same connections).
 //! Worker -> coordinator: `ready` (connections open), `progress` (its running totals, about
-//! once a second, when the plan asked for them), `result` (its statistics), `error`.
+//! once a second, when the plan asked for them), `result` (its statistics), `step_done` (a
+//! held run's statistics of the step just ended), `error`.
+//!
+//! A held run (`vblast sweep`'s rate steps): after `go` the worker runs the plan's own
+//! step, sends `step_done`, and waits, its connections open, for the next `step` (or for
+//! `stop` / the end of input, which end it).
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,14 +21,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::EnginePlan;
+use crate::engine::{EnginePlan, StepPlan};
 use crate::stats::Stats;
 
 /// Bumped whenever a message changes shape; both sides refuse another version.
 /// 2: `plan` carries `progress`, and workers may send `progress`.
 /// 3: `progress` carries `figures`, everything `--metrics-listen` serves (src/metrics.rs).
 /// 4: the coordinator may send `route` (the new active node after a failover).
-pub const VERSION: u32 = 4;
+/// 5: `plan` carries `held`; held runs add `step` and `step_done`.
+pub const VERSION: u32 = 5;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]
@@ -33,6 +40,9 @@ pub enum ToWorker {
         /// Send `progress` messages during the run (the coordinator shows a progress line).
         #[serde(default)]
         progress: bool,
+        /// A held run: several steps over the same connections (`step`, `step_done`).
+        #[serde(default)]
+        held: bool,
     },
     /// Start the measured run at this wall-clock instant (nanoseconds since the Unix epoch).
     Go {
@@ -43,6 +53,12 @@ pub enum ToWorker {
     /// plan's `nodes.targets`); the coordinator's watcher saw the failover.
     Route {
         node: usize,
+    },
+    /// A held run's next step (its schedule, warm-up and bounds), starting at this
+    /// wall-clock instant (nanoseconds since the Unix epoch).
+    Step {
+        step: Box<StepPlan>,
+        at_unix_ns: u64,
     },
 }
 
@@ -62,6 +78,10 @@ pub enum FromWorker {
         figures: Box<crate::metrics::Figures>,
     },
     Result {
+        stats: Box<Stats>,
+    },
+    /// A held run: the statistics of the step just ended (connections stay open).
+    StepDone {
         stats: Box<Stats>,
     },
     Error {
@@ -226,6 +246,49 @@ mod tests {
         assert_eq!(stats.ops[0].requests, 9);
         assert_eq!(stats.ops[0].latency.0.len(), 1);
         assert_eq!(stats.timeline.seconds().len(), 1);
+    }
+
+    #[test]
+    fn held_steps_carry_their_schedule_and_results() {
+        let step = StepPlan {
+            schedule: Some(crate::schedule::Schedule::from_flags("250", None).unwrap()),
+            warmup: Duration::from_millis(200),
+            duration: Some(Duration::from_secs(3)),
+            requests: None,
+        };
+        let mut stats = Stats::new(1);
+        stats.ops[0].requests = 750;
+        let mut buf = Vec::new();
+        send(
+            &mut buf,
+            &ToWorker::Step {
+                step: Box::new(step),
+                at_unix_ns: 9,
+            },
+        )
+        .unwrap();
+        send(
+            &mut buf,
+            &FromWorker::StepDone {
+                stats: Box::new(stats),
+            },
+        )
+        .unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.starts_with("{\"msg\":\"step\",\"data\":{"), "{text}");
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        let Some(ToWorker::Step { step, at_unix_ns }) = recv::<ToWorker>(&mut r).unwrap() else {
+            panic!("not a step: {text}");
+        };
+        assert_eq!(at_unix_ns, 9);
+        assert_eq!(step.schedule.unwrap().constant_rate(), Some(250.0));
+        assert_eq!(step.warmup, Duration::from_millis(200));
+        assert_eq!(step.duration, Some(Duration::from_secs(3)));
+        assert_eq!(step.requests, None);
+        let Some(FromWorker::StepDone { stats }) = recv::<FromWorker>(&mut r).unwrap() else {
+            panic!("not a step's results: {text}");
+        };
+        assert_eq!(stats.ops[0].requests, 750);
     }
 
     #[test]

@@ -2,15 +2,20 @@
 //! connections, say `ready`, start the clock at the instant `go` names, stop on `stop` or
 //! when the coordinator goes away (end of input, or its death: PR_SET_PDEATHSIG), and send
 //! the result; with a plan that asks for it, its running totals about once a second on the
-//! way; with `--nodes active`, move its connections to the node each `route` names. Never
-//! quotes the plan (it holds the token).
+//! way; with `--nodes active`, move its connections to the node each `route` names. A held
+//! plan (a sweep's rate steps) runs step after step over the same connections: `step_done`
+//! at each step's end, then the next `step` it is sent, until `stop` or the end of input.
+//! Never quotes the plan (it holds the token).
 
 use std::io::{BufRead, BufReader, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::protocol::{self, FromWorker, ToWorker};
-use crate::engine::{self, EnginePlan, StartGate};
+use crate::engine::{self, EnginePlan, StartGate, StepPlan};
 use crate::error::EXIT_BAD_INPUT;
 use crate::nodes::Route;
 use crate::signals::{Signal, Stop};
@@ -26,7 +31,15 @@ struct ParentGate<R: BufRead + Send> {
     /// `--nodes active`: the route the coordinator's `route` messages move, and the
     /// plan's node count.
     route: Option<(Arc<Route>, usize)>,
+    /// A held run: where the `step` messages read after `go` go.
+    steps: Mutex<Option<Sender<(StepPlan, u64)>>>,
+    /// The coordinator said stop (or went away): a stop not set by it is this process's
+    /// own signal.
+    told: Arc<AtomicBool>,
 }
+
+/// A held step as the coordinator sent it: the plan and its wall-clock start.
+type NextStep = (StepPlan, u64);
 
 fn reply(msg: &FromWorker) {
     // The coordinator may be gone: nothing useful to do about a closed pipe.
@@ -53,12 +66,19 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
                             }
                             Ok(Some(ToWorker::Route { node })) => follow(&self.route, node),
                             _ => {
+                                self.told.store(true, Ordering::SeqCst);
                                 self.stop.request(Signal::Terminate);
                                 break Instant::now();
                             }
                         }
                     };
-                    watch_for_stop(input, self.stop.clone(), self.route.clone());
+                    let steps = self.steps.lock().ok().and_then(|mut g| g.take());
+                    watch_for_stop(
+                        input,
+                        (self.stop.clone(), self.told.clone()),
+                        self.route.clone(),
+                        steps,
+                    );
                     origin
                 }
                 None => Instant::now(),
@@ -70,25 +90,77 @@ impl<R: BufRead + Send + 'static> StartGate for ParentGate<R> {
     }
 }
 
-/// After `go`: `stop`, or the end of input (the coordinator is gone), stops the run;
-/// `route` moves the connections to the cluster's new active node.
+/// After `go`: `stop`, or the end of input (the coordinator is gone), stops the run (and
+/// a held run: `steps` is dropped, so no step follows); `route` moves the connections to
+/// the cluster's new active node; `step` goes to `steps` (a held run's next step).
 fn watch_for_stop<R: BufRead + Send + 'static>(
     mut input: R,
-    stop: Stop,
+    (stop, told): (Stop, Arc<AtomicBool>),
     route: Option<(Arc<Route>, usize)>,
+    steps: Option<Sender<NextStep>>,
 ) {
     std::thread::spawn(move || {
         loop {
             match protocol::recv::<ToWorker>(&mut input) {
                 Ok(Some(ToWorker::Stop)) | Ok(None) | Err(_) => {
+                    told.store(true, Ordering::SeqCst);
                     stop.request(Signal::Terminate);
                     return;
                 }
                 Ok(Some(ToWorker::Route { node })) => follow(&route, node),
+                Ok(Some(ToWorker::Step { step, at_unix_ns })) => {
+                    if let Some(tx) = &steps {
+                        let _ = tx.send((*step, at_unix_ns));
+                    }
+                }
                 Ok(Some(_)) => {}
             }
         }
     });
+}
+
+/// A held run's step boundary in the worker: the step's statistics go to the coordinator
+/// (or its failure, which ends the run), then the next step it sends, started at the
+/// instant it names; None once the run is stopped or the coordinator says no more. A step
+/// cut short by a signal to this process alone is not a step: it is reported as an error.
+fn next_step(
+    ended: Result<crate::stats::Stats, String>,
+    steps: &Receiver<NextStep>,
+    stop: &Stop,
+    told: &AtomicBool,
+) -> Option<StepPlan> {
+    match (ended, stop.signal()) {
+        (Ok(_), Some(s)) if !told.load(Ordering::SeqCst) => {
+            // The coordinator says whether it matters (it may have the same signal).
+            reply(&FromWorker::Error {
+                message: format!("stopped by {s} during a step"),
+            });
+            return None;
+        }
+        (Ok(stats), _) => reply(&FromWorker::StepDone {
+            stats: Box::new(stats),
+        }),
+        (Err(e), _) => {
+            let _ = writeln!(std::io::stderr(), "vblast worker: {e}");
+            reply(&FromWorker::Error { message: e });
+            return None;
+        }
+    }
+    loop {
+        // A stop (from the coordinator, or a signal to this process) ends the run even
+        // when no message follows it.
+        if stop.is_set() {
+            return None;
+        }
+        match steps.recv_timeout(Duration::from_millis(50)) {
+            Ok((step, at)) => {
+                std::thread::sleep(protocol::until(at));
+                return Some(step);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return None,
+        }
+    }
 }
 
 /// A `route` message: the engine's threads see the move at their next loop pass. A node
@@ -110,22 +182,24 @@ pub fn main(stop: &Stop) -> i32 {
     }
     crate::sys::raise_nofile();
     let mut input = BufReader::new(std::io::stdin());
-    let (plan, progress): (EnginePlan, bool) = match protocol::recv::<ToWorker>(&mut input) {
-        Ok(Some(ToWorker::Plan {
-            version,
-            plan,
-            progress,
-        })) if version == protocol::VERSION => (*plan, progress),
-        Ok(Some(ToWorker::Plan { version, .. })) => {
-            return fail(&format!(
-                "coordinator speaks protocol version {version}, not {}",
-                protocol::VERSION
-            ));
-        }
-        Ok(Some(_)) => return fail("expected a plan first"),
-        Ok(None) => return fail("no plan on stdin"),
-        Err(e) => return fail(&format!("bad plan: {e}")),
-    };
+    let (plan, progress, held): (EnginePlan, bool, bool) =
+        match protocol::recv::<ToWorker>(&mut input) {
+            Ok(Some(ToWorker::Plan {
+                version,
+                plan,
+                progress,
+                held,
+            })) if version == protocol::VERSION => (*plan, progress, held),
+            Ok(Some(ToWorker::Plan { version, .. })) => {
+                return fail(&format!(
+                    "coordinator speaks protocol version {version}, not {}",
+                    protocol::VERSION
+                ));
+            }
+            Ok(Some(_)) => return fail("expected a plan first"),
+            Ok(None) => return fail("no plan on stdin"),
+            Err(e) => return fail(&format!("bad plan: {e}")),
+        };
     let mut plan = plan;
     // --nodes active over a cluster: the route starts on the plan's node and moves when the
     // coordinator says so (the route itself does not travel in the plan).
@@ -142,6 +216,8 @@ pub fn main(stop: &Stop) -> i32 {
             crate::pacing::share(plan.connections, slots, slot)
         })
         .sum();
+    let (steps_tx, steps) = crossbeam_channel::unbounded::<NextStep>();
+    let told = Arc::new(AtomicBool::new(false));
     let gate = ParentGate {
         barrier: Barrier::new(plan.threads_here),
         origin: OnceLock::new(),
@@ -149,6 +225,8 @@ pub fn main(stop: &Stop) -> i32 {
         stop: stop.clone(),
         connections,
         route,
+        steps: Mutex::new(held.then_some(steps_tx)),
+        told: told.clone(),
     };
     // Progress: the threads' totals (sent by them about once a second over the engine's
     // channel, which they never wait on) summed and passed on as one small line, at most
@@ -174,6 +252,13 @@ pub fn main(stop: &Stop) -> i32 {
         });
     };
     let relay: Option<engine::ProgressFn<'_>> = progress.then_some(&relay);
+    if held {
+        let mut next = |ended| next_step(ended, &steps, stop, &told);
+        return match engine::run_held_at(&plan, stop, &gate, relay, &mut next) {
+            Ok(()) => 0,
+            Err(e) => fail(&e),
+        };
+    }
     match engine::run(&plan, stop, &gate, relay) {
         Ok(stats) => {
             reply(&FromWorker::Result {

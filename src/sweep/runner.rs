@@ -5,11 +5,11 @@
 //!
 //! Rate steps run over one held engine (`Session::hold`): the connections are opened
 //! once, before the first step's warm-up, and stay open and idle while the search picks
-//! the next step; each step has its own schedule, warm-up and statistics. A cluster
-//! target (`--nodes active` or `all`; `each` is refused in `args`) is held the same way,
-//! on the nodes its single run loads. Steps that
-//! cannot share connections (closed-model steps, whose connection count is the load;
-//! worker processes; --no-keepalive) are each a `Session::step`, which
+//! the next step; each step has its own schedule, warm-up and statistics (over worker
+//! processes too, which are started once). A cluster target (`--nodes active` or `all`;
+//! `each` is refused in `args`) is held the same way, on the nodes its single run loads.
+//! Steps that cannot share connections (closed-model steps, whose connection count is the
+//! load; --no-keepalive) are each a `Session::step`, which
 //! opens and closes its own. What a step costs beyond its planned time is in
 //! `timing.overhead_ms` of the results file. The results file is written after every
 //! step.

@@ -152,6 +152,11 @@ impl Live {
         }
     }
 
+    /// The process id of the vblast run.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
         unsafe {
