@@ -566,3 +566,70 @@ fn pool_index(jwt: &str) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no pool index in jti {jti:?}"))
 }
+
+/// The nodes of `--nodes all` take jwt-login's turns from one count: the JWTs that reach
+/// two capture nodes beside a real OpenBao (which set the JWT auth up and answers its
+/// share) are each a different pool item, never the same one twice (each node's requests
+/// counting their own turns would send the pool's first items to every node).
+#[test]
+fn nodes_share_one_pool_of_jwts() {
+    let bao = OpenBao::start();
+    let (status, health) = bao.api("GET", "/v1/sys/health", None);
+    assert_eq!(status, 200, "{health}");
+    let id = serde_json::from_str::<serde_json::Value>(&health).unwrap()["cluster_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let standby_health =
+        format!(r#"{{"initialized":true,"sealed":false,"standby":true,"cluster_id":"{id}"}}"#);
+    let logged_in = r#"{"auth":{"client_token":"hvs.fake-token"}}"#;
+    let node = |ip: &str| {
+        let health = standby_health.clone();
+        Capture::start(
+            ip,
+            Arc::new(move |req: &[u8], _| {
+                if req.starts_with(b"GET /v1/sys/health") {
+                    response("429 Too Many Requests", "", &health)
+                } else {
+                    response("200 OK", "", logged_in)
+                }
+            }),
+        )
+    };
+    let (second, third) = (node("127.0.0.2"), node("127.0.0.3"));
+    let args = [
+        "--address",
+        bao.addr.as_str(),
+        "--address",
+        second.addr.as_str(),
+        "--address",
+        third.addr.as_str(),
+        "--nodes",
+        "all",
+        "-t",
+        "1",
+        "-c",
+        "3",
+        "-n",
+        "30",
+        "--op",
+        "jwt-login",
+        "--format",
+        "json",
+    ];
+    let out = run(env_cmd(&args, &[("VAULT_TOKEN", bao.token.as_str())]));
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!((u(&v["requests"]), u(&v["ok"])), (30, 30), "{}", out.show());
+    let mut seen: Vec<u64> = [&second, &third]
+        .iter()
+        .flat_map(|n| n.requests("POST /v1/auth/"))
+        .map(|r| pool_index(&jwt(&r)))
+        .collect();
+    assert!(seen.len() >= 2, "{seen:?}: {}", out.show());
+    seen.sort_unstable();
+    let n = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), n, "a pool item went out twice: {seen:?}");
+    assert!(seen.iter().all(|i| *i < 30), "{seen:?}");
+}
