@@ -17,8 +17,8 @@
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
 //! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login, jwt-login,
-//! login-read and the token family (each family's Join and Remove live in its file under src/vault/ops/);
-//! others are refused with one message.
+//! login-read and the token family (each family's Join and Remove live in its file under
+//! src/vault/ops/); others are refused with one message.
 
 pub mod rendezvous;
 

@@ -586,12 +586,11 @@ impl Session {
                 if let Some(c) = cluster {
                     c.set_roles(&mut outcome.stats);
                 }
-                outcome
-            });
-            let result = result.map(|outcome| StepResult {
-                outcome,
-                layout,
-                started_at,
+                StepResult {
+                    outcome,
+                    layout,
+                    started_at,
+                }
             });
             let load = next(result)?;
             started_at = SystemTime::now();

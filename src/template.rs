@@ -346,8 +346,9 @@ impl Template {
     }
 
     /// Fills every slot and inserts this connection's captured values (an empty slot
-    /// inserts nothing); returns the request bytes.
-    #[inline]
+    /// inserts nothing); returns the request bytes. (The engine takes the turn itself,
+    /// `next_turn`, and keeps it for a re-send: `render_at`.)
+    #[cfg(test)]
     pub fn render_with(&mut self, rng: &mut Rng, captures: &Captures) -> &[u8] {
         let turn = self.next_turn();
         self.render_at(rng, turn, captures)

@@ -434,33 +434,45 @@ fn host_of(request: &str) -> &str {
         .unwrap_or("")
 }
 
-/// jwt-login takes the next JWT of its pool for each request; a request sent again after a
-/// 307 is the same request, with the same JWT: to another node (a standby's redirect to
-/// the active node) and to the same node (a redirect to a path alone).
-#[test]
-fn a_redirected_jwt_login_is_resent_with_the_same_jwt() {
-    let bao = OpenBao::start();
+/// What a capture node answers a login (vblast reads only that it succeeded).
+const LOGGED_IN: &str = r#"{"auth":{"client_token":"hvs.fake-token"}}"#;
+
+/// `sys/health` of a standby in `bao`'s cluster (its cluster_id), for capture nodes that
+/// stand beside it as one cluster.
+fn standby_health_of(bao: &OpenBao) -> String {
     let (status, health) = bao.api("GET", "/v1/sys/health", None);
     assert_eq!(status, 200, "{health}");
     let id = serde_json::from_str::<serde_json::Value>(&health).unwrap()["cluster_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let standby_health =
-        format!(r#"{{"initialized":true,"sealed":false,"standby":true,"cluster_id":"{id}"}}"#);
-    let logged_in = r#"{"auth":{"client_token":"hvs.fake-token"}}"#;
-    // The active node the standby redirects to: answers the login.
-    let health = standby_health.clone();
-    let second = Capture::start(
-        "127.0.0.3",
+    format!(r#"{{"initialized":true,"sealed":false,"standby":true,"cluster_id":"{id}"}}"#)
+}
+
+/// A capture node on `ip`: a standby by `health`, answering every login itself.
+fn login_node(ip: &str, health: &str) -> Capture {
+    let health = health.to_string();
+    Capture::start(
+        ip,
         Arc::new(move |req: &[u8], _| {
             if req.starts_with(b"GET /v1/sys/health") {
                 response("429 Too Many Requests", "", &health)
             } else {
-                response("200 OK", "", logged_in)
+                response("200 OK", "", LOGGED_IN)
             }
         }),
-    );
+    )
+}
+
+/// jwt-login takes the next JWT of its pool for each request; a request sent again after a
+/// 307 is the same request, with the same JWT: to another node (a standby's redirect to
+/// the active node) and to the same node (a redirect to a path alone).
+#[test]
+fn a_redirected_jwt_login_is_resent_with_the_same_jwt() {
+    let bao = OpenBao::start();
+    let standby_health = standby_health_of(&bao);
+    // The active node the standby redirects to: answers the login.
+    let second = login_node("127.0.0.3", &standby_health);
     let to_second = second.addr.clone();
     // The standby: a redirect to the second node's address, or (every other login on
     // a connection) to the path alone, answered on its own connection after that.
@@ -487,7 +499,7 @@ fn a_redirected_jwt_login_is_resent_with_the_same_jwt() {
                     &format!("Location: {path}\r\n"),
                     "",
                 ),
-                _ => response("200 OK", "", logged_in),
+                _ => response("200 OK", "", LOGGED_IN),
             }
         }),
     );
@@ -574,29 +586,11 @@ fn pool_index(jwt: &str) -> u64 {
 #[test]
 fn nodes_share_one_pool_of_jwts() {
     let bao = OpenBao::start();
-    let (status, health) = bao.api("GET", "/v1/sys/health", None);
-    assert_eq!(status, 200, "{health}");
-    let id = serde_json::from_str::<serde_json::Value>(&health).unwrap()["cluster_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let standby_health =
-        format!(r#"{{"initialized":true,"sealed":false,"standby":true,"cluster_id":"{id}"}}"#);
-    let logged_in = r#"{"auth":{"client_token":"hvs.fake-token"}}"#;
-    let node = |ip: &str| {
-        let health = standby_health.clone();
-        Capture::start(
-            ip,
-            Arc::new(move |req: &[u8], _| {
-                if req.starts_with(b"GET /v1/sys/health") {
-                    response("429 Too Many Requests", "", &health)
-                } else {
-                    response("200 OK", "", logged_in)
-                }
-            }),
-        )
-    };
-    let (second, third) = (node("127.0.0.2"), node("127.0.0.3"));
+    let standby_health = standby_health_of(&bao);
+    let (second, third) = (
+        login_node("127.0.0.2", &standby_health),
+        login_node("127.0.0.3", &standby_health),
+    );
     let args = [
         "--address",
         bao.addr.as_str(),

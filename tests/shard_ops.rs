@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::OpenBao;
-use common::run::{Out, run, server_state, spawn, u, vault_cmd};
+use common::run::{Out, Running, run, server_state, spawn, u, vault_cmd};
 use common::servers::{MariaDb, Postgres};
 use serde_json::Value;
 
@@ -254,41 +254,23 @@ fn db_creds_postgresql_shares_one_setup_and_one_cleanup() {
     let url = pg.url();
     let run_id = format!("shard-ops-killed-{}", std::process::id());
     let flags = ["--op", "db-creds", "--db-url", &url, "--run-id", &run_id];
-    let mut args = vec!["setup"];
-    args.extend_from_slice(&flags);
-    run(vault_cmd(&bao, &args)).assert_code(0);
-    let mut args = vec![
-        "-z",
-        "30s",
-        "-R",
-        "40",
-        "-c",
-        "2",
-        "--shard",
-        "0/2",
-        "--external-setup",
-    ];
-    args.extend_from_slice(&flags);
-    let mut shard = spawn(vault_cmd(&bao, &args));
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while pg.vault_users() < before.1 + 5 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the shard made no users"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Stopped first, so that the requests in flight are answered (their leases registered)
-    // before the kill: a request the server is still handling when its connection drops
-    // can leave a database user for which the server never registers a lease, which no
-    // cleanup through the server can see.
-    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
-    unsafe {
-        libc::kill(shard.child.id() as libc::pid_t, libc::SIGSTOP);
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    shard.child.kill().unwrap();
-    shard.finish(Duration::from_secs(10));
+    setup_and_kill_a_shard(
+        &bao,
+        &flags,
+        "the shard made no users",
+        &|| pg.vault_users() >= before.1 + 5,
+        &|shard| {
+            // Stopped first, so that the requests in flight are answered (their leases
+            // registered) before the kill: a request the server is still handling when its
+            // connection drops can leave a database user for which the server never
+            // registers a lease, which no cleanup through the server can see.
+            // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+            unsafe {
+                libc::kill(shard.child.id() as libc::pid_t, libc::SIGSTOP);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        },
+    );
     assert!(pg.vault_users() >= before.1 + 5);
     let mut args = vec!["cleanup"];
     args.extend_from_slice(&flags);
@@ -397,15 +379,18 @@ fn auth_paths(bao: &OpenBao, prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// A shard killed mid-run (SIGKILL) leaves the auth path it made for itself (`prefix`):
-/// cleanup disables it by the run's prefix, and the server is as before.
-fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], prefix: &str) {
-    let before = server_state(bao);
-    let run_id = format!("shard-ops-{name}-killed-{}", std::process::id());
-    let mut flags = op_flags.to_vec();
-    flags.extend_from_slice(&["--run-id", &run_id]);
+/// `vblast setup` with `flags` (an `--external-setup` run), then its shard 0 of 2 (-R 40
+/// for up to 30 s), killed (SIGKILL) once `made` holds (within 15 s, else `what`) and
+/// `before_kill` has run.
+fn setup_and_kill_a_shard(
+    bao: &OpenBao,
+    flags: &[&str],
+    what: &str,
+    made: &dyn Fn() -> bool,
+    before_kill: &dyn Fn(&Running),
+) {
     let mut args = vec!["setup"];
-    args.extend_from_slice(&flags);
+    args.extend_from_slice(flags);
     run(vault_cmd(bao, &args)).assert_code(0);
     let mut args = vec![
         "-z",
@@ -418,19 +403,32 @@ fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], pre
         "0/2",
         "--external-setup",
     ];
-    args.extend_from_slice(&flags);
+    args.extend_from_slice(flags);
     let mut shard = spawn(vault_cmd(bao, &args));
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while auth_paths(bao, prefix).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the shard made no path"
-        );
+    while !made() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    before_kill(&shard);
     shard.child.kill().unwrap();
     shard.finish(Duration::from_secs(10));
+}
+
+/// A shard killed mid-run (SIGKILL) leaves the auth path it made for itself (`prefix`):
+/// cleanup disables it by the run's prefix, and the server is as before.
+fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], prefix: &str) {
+    let before = server_state(bao);
+    let run_id = format!("shard-ops-{name}-killed-{}", std::process::id());
+    let mut flags = op_flags.to_vec();
+    flags.extend_from_slice(&["--run-id", &run_id]);
+    setup_and_kill_a_shard(
+        bao,
+        &flags,
+        "the shard made no path",
+        &|| !auth_paths(bao, prefix).is_empty(),
+        &|_| std::thread::sleep(Duration::from_millis(500)),
+    );
     assert_eq!(auth_paths(bao, prefix).len(), 1);
     let mut args = vec!["cleanup"];
     args.extend_from_slice(&flags);

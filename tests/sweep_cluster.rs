@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use common::Nginx;
 use common::cluster::Cluster;
-use common::run::{Live, env_cmd, run, u};
+use common::run::{Live, Out, env_cmd, run, u};
 use serde_json::Value;
 
 const HEALTH: &str = r#"{"initialized":true,"sealed":false,"standby":false,"cluster_id":"sweep-cluster-test","cluster_name":"nginx"}"#;
@@ -197,21 +197,30 @@ fn assert_steps(doc: &Value, loads: &[u64], show: &str) -> Vec<Value> {
     steps
 }
 
-#[test]
-fn active_mode_holds_one_set_of_connections_on_the_active_node() {
+/// A rate sweep at 40..160 req/s and -c `conns` (with `extra` flags) over a standby and
+/// an active node, in that order, which must pass: the nodes, the output and the steps
+/// (`assert_steps`).
+fn sweep_standby_and_active(conns: u64, extra: &[&str]) -> (Node, Node, Out, Vec<Value>) {
     let standby = Node::start(false);
     let active = Node::start(true);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    let conns = 4;
     let out = run(command(&sweep_cmd(
         &[&standby, &active],
         "40..160",
         conns,
         &file,
-        &[],
+        extra,
     )));
     out.assert_code(0);
+    let steps = assert_steps(&read(&file), &[40, 80, 160], &out.show());
+    (standby, active, out, steps)
+}
+
+#[test]
+fn active_mode_holds_one_set_of_connections_on_the_active_node() {
+    let conns = 4;
+    let (standby, active, out, steps) = sweep_standby_and_active(conns, &[]);
     assert!(
         !out.stderr.contains("each step opens its own connections"),
         "{}",
@@ -227,7 +236,6 @@ fn active_mode_holds_one_set_of_connections_on_the_active_node() {
         "{}",
         out.show()
     );
-    let steps = assert_steps(&read(&file), &[40, 80, 160], &out.show());
     assert_eq!(
         active.load_connections(),
         conns,
@@ -252,20 +260,8 @@ fn active_mode_holds_one_set_of_connections_on_the_active_node() {
 
 #[test]
 fn all_mode_holds_one_set_of_connections_per_node() {
-    let standby = Node::start(false);
-    let active = Node::start(true);
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sweep.json");
     let conns = 4;
-    let out = run(command(&sweep_cmd(
-        &[&standby, &active],
-        "40..160",
-        conns,
-        &file,
-        &["--nodes", "all"],
-    )));
-    out.assert_code(0);
-    let steps = assert_steps(&read(&file), &[40, 80, 160], &out.show());
+    let (standby, active, out, steps) = sweep_standby_and_active(conns, &["--nodes", "all"]);
     let (s, a) = (standby.load_connections(), active.load_connections());
     assert!(s > 0 && a > 0, "({s}, {a}): {}", out.show());
     assert_eq!(

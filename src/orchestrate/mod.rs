@@ -198,20 +198,38 @@ pub fn hold_workers(
     drive(plans, stop, progress, Some(next)).map(|_| ())
 }
 
-/// Why worker `w` ended without its results: its error, or how it ended.
+/// Why a worker ended without its results: its error, else its exit status.
+fn how_ended(error: &Option<String>, status: std::io::Result<std::process::ExitStatus>) -> String {
+    match (error, status) {
+        (Some(e), _) => e.clone(),
+        (None, Ok(s)) => format!("ended with {s} and gave no result"),
+        (None, Err(e)) => e.to_string(),
+    }
+}
+
+/// A held run's lost worker, mid-run: as `how_ended`, its status waited for briefly (its
+/// output has ended: it is ending, if not gone already).
 fn how_lost(w: &mut Worker) -> String {
     if let Some(e) = &w.error {
         return e.clone();
     }
-    // Its output has ended: it is ending, if not gone already.
     for _ in 0..50 {
         match w.child.try_wait() {
-            Ok(Some(s)) => return format!("ended with {s} and gave no result"),
+            Ok(Some(s)) => return how_ended(&None, Ok(s)),
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return e.to_string(),
+            Err(e) => return how_ended(&None, Err(e)),
         }
     }
     "its output ended and it gave no result".into()
+}
+
+/// Worker `i` lost after it started: what is missing, and from what (`from`: the report,
+/// or a held run's step).
+fn lost_text(i: usize, how: &str, plan: &EnginePlan, from: &str) -> String {
+    format!(
+        "worker process {i} was lost ({how}): {} are missing from the {from}",
+        share_text(plan)
+    )
 }
 
 /// `run_workers`, or with `held` a held run (`hold_workers`); the outcome of a held run
@@ -403,11 +421,7 @@ fn drive(
             for (i, w) in workers.iter_mut().enumerate() {
                 match w.step.take() {
                     Some(s) => total.merge(&s),
-                    None => lost.push(format!(
-                        "worker process {i} was lost ({}): {} are missing from the step",
-                        how_lost(w),
-                        share_text(&plans[i])
-                    )),
+                    None => lost.push(lost_text(i, &how_lost(w), &plans[i], "step")),
                 }
             }
             latest.iter_mut().for_each(|t| *t = Totals::default());
@@ -451,16 +465,9 @@ fn drive(
         match w.result {
             Some(s) => total.merge(&s),
             None => {
-                let how = match (&w.error, status) {
-                    (Some(e), _) => e.clone(),
-                    (None, Ok(s)) => format!("ended with {s} and gave no result"),
-                    (None, Err(e)) => e.to_string(),
-                };
+                let how = how_ended(&w.error, status);
                 if w.ready {
-                    lost.push(format!(
-                        "worker process {i} was lost ({how}): {} are missing from the report",
-                        share_text(&plans[i])
-                    ));
+                    lost.push(lost_text(i, &how, &plans[i], "report"));
                 } else {
                     not_started.push(format!("worker process {i} did not start: {how}"));
                 }
