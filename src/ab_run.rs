@@ -98,7 +98,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
             Ok(facts) => style.tls = Some(facts),
             Err(e) => {
                 let _ = session.close();
-                return (Ending::Failed(Error::Unreachable(e)), None);
+                return (Ending::Failed(Error::unreachable(e)), None);
             }
         }
     }
@@ -142,7 +142,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     let _ = report::ab::render_with(&summary, &style, &mut text);
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
     let written = match &opts.csv {
-        Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::Output),
+        Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),
         None => Ok(()),
     };
     let ending = if let Some(s) = interrupted {
@@ -152,7 +152,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     } else if let Err(e) = written {
         Ending::Failed(e)
     } else if let Some(lost) = step.outcome.lost {
-        Ending::Failed(Error::LostLoad(lost))
+        Ending::Failed(Error::lost_load(lost))
     } else if summary.failed > 0 || summary.requests == 0 {
         Ending::FailedRequests
     } else {

@@ -441,7 +441,7 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
         std::fs::File::open(path).and_then(|f| f.take(64 * 1024).read_to_string(&mut text))
     };
     read.map_err(|e| {
-        Error::Input(format!(
+        Error::input(format!(
             "cannot read the token file {}: {}",
             path.display(),
             crate::transport::io_error_text(&e)
@@ -449,7 +449,7 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
     })?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.is_empty() {
-        return Err(Error::Input(format!(
+        return Err(Error::input(format!(
             "the token file {} is empty",
             path.display()
         )));
@@ -503,10 +503,10 @@ impl RunArgs {
     pub fn scenario(&self) -> Result<Scenario, Error> {
         if let Some(path) = &self.config {
             return crate::vbconfig::merge(self, path)
-                .map_err(Error::Input)?
+                .map_err(Error::input)?
                 .scenario();
         }
-        self.validate().map_err(Error::Input)?;
+        self.validate().map_err(Error::input)?;
         let (from_file, file_token) = match &self.cluster {
             Some(p) => crate::cluster::read_cluster_json(p)?,
             None => (Vec::new(), None),
@@ -583,7 +583,7 @@ impl RunArgs {
                     db_url: self.db_url.clone(),
                     db_plugin: self.db_plugin.clone(),
                 };
-                Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::Input)?)
+                Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::input)?)
             }
             None => Workload::Url(UrlRequest {
                 method: self.method.clone(),
@@ -592,7 +592,7 @@ impl RunArgs {
                     .iter()
                     .map(|h| parse_header(h))
                     .collect::<Result<_, _>>()
-                    .map_err(Error::Input)?,
+                    .map_err(Error::input)?,
                 body: match (&self.data, &self.post_file) {
                     (Some(d), _) => Some(Body::Inline(d.clone())),
                     (None, Some(p)) => Some(Body::File(p.clone())),
@@ -611,7 +611,7 @@ impl RunArgs {
                 requests: self.requests,
                 duration: self.run_duration(),
                 warmup: self.warmup.unwrap_or_default(),
-                schedule: self.schedule().map_err(Error::Input)?,
+                schedule: self.schedule().map_err(Error::input)?,
                 keepalive: !self.no_keepalive,
                 timeout: self.timeout,
                 threads: self.threads,
@@ -623,7 +623,7 @@ impl RunArgs {
                     shard: self.shard.shard.unwrap_or_default(),
                     start_at: self.shard.start_at.clone(),
                     source_addrs: crate::source_addrs::resolve(&self.source)
-                        .map_err(Error::Input)?,
+                        .map_err(Error::input)?,
                 },
             },
             workload,

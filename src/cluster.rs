@@ -49,15 +49,15 @@ struct ClusterJson {
 /// Reads a `cluster_json` file: its addresses and its token (if it has one).
 pub fn read_cluster_json(path: &Path) -> Result<(Vec<String>, Option<String>), Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
     let c: ClusterJson = serde_json::from_str(&text).map_err(|e| {
-        Error::Input(format!(
+        Error::input(format!(
             "{} is not a cluster file ({{\"token\": \"...\", \"vault_addrs\": [\"http://...\", ...]}}): {e}",
             path.display()
         ))
     })?;
     if c.vault_addrs.is_empty() {
-        return Err(Error::Input(format!(
+        return Err(Error::input(format!(
             "{} lists no address in vault_addrs",
             path.display()
         )));
@@ -84,7 +84,7 @@ pub fn addresses(
         let Ok(t) = Target::parse(a) else { continue };
         let key = format!("{:?} {}", t.scheme, t.addr());
         if let Some((first, _)) = seen.iter().find(|(_, k)| *k == key) {
-            return Err(Error::Input(format!(
+            return Err(Error::input(format!(
                 "the same node is given twice: {first} and {a}"
             )));
         }
@@ -266,7 +266,7 @@ impl ClusterView {
             .iter()
             .all(|n| matches!(n.state, NodeState::Unreachable(_)))
         {
-            return Err(Error::Unreachable(format!(
+            return Err(Error::unreachable(format!(
                 "no node of the cluster is reachable\n{}",
                 self.render()
             )));
@@ -278,14 +278,14 @@ impl ClusterView {
         if let Some((first, id)) = ids.next()
             && let Some((other, other_id)) = ids.find(|(_, o)| *o != id)
         {
-            return Err(Error::Input(format!(
+            return Err(Error::input(format!(
                 "the nodes belong to different clusters: {} has cluster_id {id}, {} has {other_id}",
                 first.target.base(),
                 other.target.base()
             )));
         }
         self.active().ok_or_else(|| {
-            Error::Unreachable(format!(
+            Error::unreachable(format!(
                 "no node of the cluster is active (sys/health 200)\n{}",
                 self.render()
             ))

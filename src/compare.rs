@@ -18,7 +18,7 @@ pub fn run(args: &CompareArgs) -> Ending {
         return ending;
     }
     if args.files.len() < 2 {
-        return Ending::Failed(Error::Input(format!(
+        return Ending::Failed(Error::input(format!(
             "compare needs at least two results files, got {}: to show one run, use vblast report {}",
             args.files.len(),
             args.files
@@ -35,7 +35,7 @@ pub fn run(args: &CompareArgs) -> Ending {
                 runs.push((name(path), r.summary()));
                 saved.push(r);
             }
-            Err(e) => return Ending::Failed(Error::Input(e)),
+            Err(e) => return Ending::Failed(Error::input(e)),
         }
     }
     let mut text = Vec::new();
@@ -55,7 +55,7 @@ pub fn run(args: &CompareArgs) -> Ending {
             .collect();
         let page = html::report(&format!("vblast compare: {}", names_of(&runs)), &pages);
         if let Err(e) = std::fs::write(path, page) {
-            return Ending::Failed(Error::Output(format!(
+            return Ending::Failed(Error::output(format!(
                 "cannot write {}: {e}",
                 path.display()
             )));

@@ -1,9 +1,13 @@
 //! The one error type of vblast, and the one place that turns how a command ended into an
 //! exit status.
 //!
-//! Every fallible step reports an `Error` whose variant says what kind of failure it was;
-//! callers match on variants, never on message text. `exit_status` is the only mapping from
-//! outcomes to process exit codes (documented in the README's "Exit status").
+//! An `Error` says which kind of failure it was (its variant: bad input, setup, engine, ...),
+//! and carries the typed `Cause` beneath it: an io error, a rustls error, an HTTP status
+//! with an excerpt of the body, an HCL position, a JSON error, or a sentence of vblast's
+//! own. Callers match on variants and causes, never on message text; nothing rewrites a
+//! message either. `exit_status` is the only mapping from outcomes to process exit codes.
+
+use std::fmt;
 
 use crate::signals::Signal;
 
@@ -19,40 +23,191 @@ pub const EXIT_HANGUP: i32 = 129;
 pub enum Error {
     /// Bad flags, files or values: nothing was sent.
     #[error("{0}")]
-    Input(String),
+    Input(Cause),
     /// The server could not be reached or refused the checks before setup.
     #[error("{0}")]
-    Unreachable(String),
+    Unreachable(Cause),
     /// Preflight or fixture setup failed (what was created half-way is removed).
     #[error("{0}")]
-    Setup(String),
+    Setup(Cause),
     /// The event loop or a worker process could not run.
     #[error("{0}")]
-    Engine(String),
+    Engine(Cause),
     /// Part of the load was lost (a worker process died): the report covers less than asked.
     #[error("{0}")]
-    LostLoad(String),
+    LostLoad(Cause),
     /// Removing what vblast created failed; the message names it and how to remove it.
     #[error("{0}")]
-    Cleanup(String),
+    Cleanup(Cause),
     /// A report or results file could not be read or written.
     #[error("{0}")]
-    Output(String),
+    Output(Cause),
     /// A signal stopped the command before it could finish.
     #[error("stopped by {0}")]
     Stopped(Signal),
 }
 
+/// What went wrong beneath an `Error`'s kind, typed. Its text is the message a user reads;
+/// code inspects the variant and its fields.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    /// A complete sentence of vblast's own: a refused value or combination, a state the
+    /// server is in. Shown as it is; never parsed.
+    #[error("{0}")]
+    Said(String),
+    /// An io error while doing `what` ("cannot read the token file x").
+    #[error("{what}: {}", io_text(source))]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A TLS error while doing `what`.
+    #[error("{what}: {source}")]
+    Tls {
+        what: String,
+        #[source]
+        source: rustls::Error,
+    },
+    /// An HTTP answer that is not the one expected: its status and an excerpt of its body
+    /// (the server's reason, never a secret vblast sent).
+    #[error("{what}: HTTP {status}: {excerpt}")]
+    Http {
+        what: String,
+        status: u16,
+        excerpt: String,
+    },
+    /// A place in an HCL file (1-based line and column) and what is wrong there.
+    #[error("{file}:{line}:{column}: {message}")]
+    Hcl {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A JSON document that could not be read or written while doing `what`.
+    #[error("{what}: {source}")]
+    Json {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Several causes at once (every refusal of one file, every file that could not be
+    /// written), shown joined by "; ".
+    #[error("{}", Joined(.0))]
+    Several(Vec<Cause>),
+    /// A cause from a lower layer, with what was being done when it happened.
+    #[error("{what}: {source}")]
+    Within {
+        what: String,
+        #[source]
+        source: Box<Cause>,
+    },
+}
+
+/// An io error's text without Rust's " (os error N)" suffix: the operating system's own
+/// sentence for an os error ("Connection refused"), the error's text otherwise.
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => crate::sys::strerror(code),
+        None => e.to_string(),
+    }
+}
+
+struct Joined<'a>(&'a [Cause]);
+
+impl fmt::Display for Joined<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<String> for Cause {
+    fn from(s: String) -> Cause {
+        Cause::Said(s)
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(s: &str) -> Cause {
+        Cause::Said(s.to_string())
+    }
+}
+
+impl Cause {
+    /// This cause, with what was being done when it happened in front of it.
+    pub fn within(self, what: impl Into<String>) -> Cause {
+        Cause::Within {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// An io error while doing `what`.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Cause {
+        Cause::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
 impl Error {
-    /// Wraps a message from a lower layer as this kind of error.
-    pub fn input(e: impl Into<String>) -> Error {
-        Error::Input(e.into())
+    /// Bad input: `Error::input("-c must be at least 1")`, or any typed cause.
+    pub fn input(c: impl Into<Cause>) -> Error {
+        Error::Input(c.into())
     }
-    pub fn setup(e: impl Into<String>) -> Error {
-        Error::Setup(e.into())
+    pub fn unreachable(c: impl Into<Cause>) -> Error {
+        Error::Unreachable(c.into())
     }
-    pub fn engine(e: impl Into<String>) -> Error {
-        Error::Engine(e.into())
+    pub fn setup(c: impl Into<Cause>) -> Error {
+        Error::Setup(c.into())
+    }
+    pub fn engine(c: impl Into<Cause>) -> Error {
+        Error::Engine(c.into())
+    }
+    pub fn lost_load(c: impl Into<Cause>) -> Error {
+        Error::LostLoad(c.into())
+    }
+    pub fn cleanup(c: impl Into<Cause>) -> Error {
+        Error::Cleanup(c.into())
+    }
+    pub fn output(c: impl Into<Cause>) -> Error {
+        Error::Output(c.into())
+    }
+
+    /// The typed cause beneath the kind (None for a signal).
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            Error::Input(c)
+            | Error::Unreachable(c)
+            | Error::Setup(c)
+            | Error::Engine(c)
+            | Error::LostLoad(c)
+            | Error::Cleanup(c)
+            | Error::Output(c) => Some(c),
+            Error::Stopped(_) => None,
+        }
+    }
+
+    /// The same kind, with what was being done in front of its cause.
+    pub fn within(self, what: impl Into<String>) -> Error {
+        match self {
+            Error::Input(c) => Error::Input(c.within(what)),
+            Error::Unreachable(c) => Error::Unreachable(c.within(what)),
+            Error::Setup(c) => Error::Setup(c.within(what)),
+            Error::Engine(c) => Error::Engine(c.within(what)),
+            Error::LostLoad(c) => Error::LostLoad(c.within(what)),
+            Error::Cleanup(c) => Error::Cleanup(c.within(what)),
+            Error::Output(c) => Error::Output(c.within(what)),
+            Error::Stopped(s) => Error::Stopped(s),
+        }
     }
 }
 
@@ -106,14 +261,14 @@ mod tests {
     fn every_ending_has_its_documented_status() {
         assert_eq!(exit_status(&Ending::Ok), 0);
         assert_eq!(exit_status(&Ending::FailedRequests), 1);
-        assert_eq!(exit_status(&Ending::Failed(Error::LostLoad("x".into()))), 1);
+        assert_eq!(exit_status(&Ending::Failed(Error::lost_load("x"))), 1);
         for e in [
-            Error::Input("x".into()),
-            Error::Unreachable("x".into()),
-            Error::Setup("x".into()),
-            Error::Engine("x".into()),
-            Error::Cleanup("x".into()),
-            Error::Output("x".into()),
+            Error::input("x"),
+            Error::unreachable("x"),
+            Error::setup("x"),
+            Error::engine("x"),
+            Error::cleanup("x"),
+            Error::output("x"),
         ] {
             assert_eq!(exit_status(&Ending::Failed(e)), 2);
         }
@@ -124,5 +279,30 @@ mod tests {
             exit_status(&Ending::Failed(Error::Stopped(Signal::Terminate))),
             143
         );
+    }
+
+    #[test]
+    fn causes_read_as_one_message_and_keep_their_sources() {
+        let e = Error::setup(Cause::Http {
+            what: "enabling kv mount 'vblast-1'".into(),
+            status: 403,
+            excerpt: "permission denied".into(),
+        })
+        .within("setup");
+        assert_eq!(
+            e.to_string(),
+            "setup: enabling kv mount 'vblast-1': HTTP 403: permission denied"
+        );
+        assert!(matches!(
+            e.cause(),
+            Some(Cause::Within { source, .. }) if matches!(**source, Cause::Http { status: 403, .. })
+        ));
+        let io = Cause::io(
+            "cannot read x",
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        assert_eq!(io.to_string(), "cannot read x: No such file or directory");
+        let both = Cause::Several(vec!["a".into(), "b".into()]);
+        assert_eq!(both.to_string(), "a; b");
     }
 }

@@ -142,14 +142,14 @@ pub fn wait_for(
 ) -> Result<(), Error> {
     let deadline = Instant::now() + JOIN_WAIT;
     loop {
-        if ready().map_err(Error::Setup)? {
+        if ready().map_err(Error::setup)? {
             return Ok(());
         }
         if let Some(s) = stop.signal() {
             return Err(Error::Stopped(s));
         }
         if Instant::now() > deadline {
-            return Err(Error::Setup(format!(
+            return Err(Error::setup(format!(
                 "{what} is not there after {} s: it comes from shard 0 (or, with --external-setup, from `vblast setup`) given this run's --run-id and the same operation flags; {}",
                 JOIN_WAIT.as_secs(),
                 if external_setup() {
@@ -232,29 +232,29 @@ pub fn shared_session(
 pub fn command(args: &RunArgs, stop: &Stop, remove: bool) -> Ending {
     let name = if remove { "cleanup" } else { "setup" };
     let Some(run_id) = args.shard.run_id.clone() else {
-        return Ending::Failed(Error::Input(format!(
+        return Ending::Failed(Error::input(format!(
             "vblast {name} needs --run-id (the one the shards are given)"
         )));
     };
     let Some(op) = args.op.as_deref() else {
-        return Ending::Failed(Error::Input(format!(
+        return Ending::Failed(Error::input(format!(
             "vblast {name} needs --op (the operations and flags the shards run)"
         )));
     };
     if args.no_setup || args.url.is_some() || args.shard.shard.is_some() {
-        return Ending::Failed(Error::Input(format!(
+        return Ending::Failed(Error::input(format!(
             "vblast {name} takes the run's Vault flags without --no-setup, --shard or a URL"
         )));
     }
     if let Err(e) = check_ops(op, &format!("vblast {name}")).and_then(|_| args.validate()) {
-        return Ending::Failed(Error::Input(e));
+        return Ending::Failed(Error::input(e));
     }
     let scenario = match args.scenario() {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
     if !matches!(scenario.workload, Workload::Vault(_)) {
-        return Ending::Failed(Error::Input(format!("vblast {name} needs --op")));
+        return Ending::Failed(Error::input(format!("vblast {name} needs --op")));
     }
     let mode = if remove { Mode::Remove } else { Mode::Create };
     match shared_session(&scenario, stop, mode, &run_id) {

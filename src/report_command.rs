@@ -14,7 +14,7 @@ pub fn run(args: &ReportArgs) -> Ending {
     }
     let merged = match results::load(&args.files) {
         Ok(r) => r,
-        Err(e) => return Ending::Failed(Error::Input(e)),
+        Err(e) => return Ending::Failed(Error::input(e)),
     };
     let summary = merged.summary();
     match deliver(&summary, &merged, &args.out) {
@@ -100,6 +100,6 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(Error::Output(failures.join("; ")))
+        Err(Error::output(failures.join("; ")))
     }
 }

@@ -27,7 +27,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
                 merged = m;
                 &merged
             }
-            Err(e) => return Ending::Failed(Error::Input(e)),
+            Err(e) => return Ending::Failed(Error::input(e)),
         },
         None => cli,
     };
@@ -39,7 +39,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     let metrics = match &cli.metrics.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
             Ok(m) => Some(m),
-            Err(e) => return Ending::Failed(Error::Input(e)),
+            Err(e) => return Ending::Failed(Error::input(e)),
         },
         None => None,
     };
@@ -183,7 +183,7 @@ fn load(
         if cli.allow_errors {
             eprintln!("vblast: {lost}");
         } else {
-            return (Ending::Failed(Error::LostLoad(lost)), tally);
+            return (Ending::Failed(Error::lost_load(lost)), tally);
         }
     }
     if !cli.allow_errors && summary.failed > 0 {

@@ -133,7 +133,7 @@ impl Session {
     /// Resolves the scenario's target, checks the server and sets every operation up. On
     /// any failure what was created so far is removed before the error is returned.
     pub fn open(scenario: &Scenario, stop: &Stop) -> Result<Session, Error> {
-        let mut target = Target::parse(&scenario.address).map_err(Error::Input)?;
+        let mut target = Target::parse(&scenario.address).map_err(Error::input)?;
         if !matches!(scenario.workload, Workload::Url(_)) {
             target.path = "/".into();
         }
@@ -145,8 +145,8 @@ impl Session {
         // Bad files and names are reported now, before anything is sent.
         let tls_config = match &tls {
             Some(opts) => Some((
-                tls::client_config(opts).map_err(Error::Input)?,
-                tls::server_name(opts, &target.host).map_err(Error::Input)?,
+                tls::client_config(opts).map_err(Error::input)?,
+                tls::server_name(opts, &target.host).map_err(Error::input)?,
             )),
             None => None,
         };
@@ -199,12 +199,12 @@ impl Session {
             Workload::Url(req) => {
                 // The request first: a bad body file is reported whatever the server's state.
                 let op =
-                    crate::url_request::operation(req, &session.target).map_err(Error::Input)?;
+                    crate::url_request::operation(req, &session.target).map_err(Error::input)?;
                 session.check_reachable()?;
                 session.operations = vec![op];
             }
             Workload::Vault(choices) => {
-                session.fixtures = ops::build(choices).map_err(Error::Input)?;
+                session.fixtures = ops::build(choices).map_err(Error::input)?;
                 if let Err(e) = session.set_up(scenario.no_setup) {
                     // Whatever was created half-way goes now, before the error is shown.
                     session.close_reporting();
@@ -241,7 +241,7 @@ impl Session {
     ) -> Result<ClusterRun, Error> {
         let mut targets = Vec::with_capacity(spec.nodes.len());
         for a in &spec.nodes {
-            let mut t = Target::parse(a).map_err(Error::Input)?;
+            let mut t = Target::parse(a).map_err(Error::input)?;
             t.path = "/".into();
             targets.push(t);
         }
@@ -294,7 +294,7 @@ impl Session {
         if no_setup {
             self.check_reachable()?;
         } else {
-            preflight(&mut proto.clone_fresh()).map_err(Error::Unreachable)?;
+            preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)?;
         }
         for f in &mut self.fixtures {
             if let Some(s) = self.stop.signal() {
@@ -389,16 +389,16 @@ impl Session {
         let base = self.target.base();
         let limit = self.timeout.min(Duration::from_secs(10));
         let tcp = TcpStream::connect_timeout(&addr, limit).map_err(|e| {
-            Error::Unreachable(format!("cannot connect to {base}: {}", io_error_text(&e)))
+            Error::unreachable(format!("cannot connect to {base}: {}", io_error_text(&e)))
         })?;
         if let Some((config, name)) = &self.tls_config {
             let _ = tcp.set_read_timeout(Some(limit));
             let _ = tcp.set_write_timeout(Some(limit));
             let mut conn = rustls::ClientConnection::new(config.clone(), name.clone())
-                .map_err(|e| Error::Unreachable(format!("TLS setup failed: {e}")))?;
+                .map_err(|e| Error::unreachable(format!("TLS setup failed: {e}")))?;
             let mut tcp = tcp;
             let host_port = base.rsplit("://").next().unwrap_or(&base);
-            tls::blocking_handshake(&mut conn, &mut tcp, host_port).map_err(Error::Unreachable)?;
+            tls::blocking_handshake(&mut conn, &mut tcp, host_port).map_err(Error::unreachable)?;
         }
         Ok(())
     }
@@ -422,7 +422,7 @@ impl Session {
             self.fd_limit,
             &load.spread.source_addrs,
         )
-        .map_err(Error::Input)
+        .map_err(Error::input)
     }
 
     /// Runs one load step over the fixtures: in this process, or spread over worker
@@ -582,7 +582,7 @@ impl Session {
         let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
         let mut on_step = |r: Result<Outcome, String>| {
-            let result = r.map_err(Error::Engine).map(|mut outcome| {
+            let result = r.map_err(Error::engine).map(|mut outcome| {
                 if let Some(c) = cluster {
                     c.set_roles(&mut outcome.stats);
                 }
@@ -621,7 +621,7 @@ impl Session {
         if let Some(c) = &self.cluster {
             self.target = c.active_target();
         }
-        ran.map_err(Error::Engine)
+        ran.map_err(Error::engine)
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.
@@ -642,7 +642,7 @@ impl Session {
                 Some(w) => w,
                 None => &local,
             };
-            let stats = engine::run(plan, &self.stop, gate, progress).map_err(Error::Engine)?;
+            let stats = engine::run(plan, &self.stop, gate, progress).map_err(Error::engine)?;
             Outcome {
                 stats,
                 lost: None,
@@ -650,7 +650,7 @@ impl Session {
             }
         } else {
             let plans = process_plans(plan, layout);
-            orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::Engine)?
+            orchestrate::run_workers(&plans, &self.stop, progress).map_err(Error::engine)?
         };
         Ok(outcome)
     }
@@ -715,7 +715,7 @@ impl Session {
         if left.is_empty() {
             Ok(())
         } else {
-            Err(Error::Cleanup(left.join("\n")))
+            Err(Error::cleanup(left.join("\n")))
         }
     }
 

@@ -1,4 +1,5 @@
-//! What the operating system allows: open-file limits and the ephemeral port range.
+//! What the operating system allows and says: open-file limits, the ephemeral port range,
+//! and its sentence for an error number.
 
 /// Current and hard RLIMIT_NOFILE.
 pub fn nofile() -> (u64, u64) {
@@ -34,4 +35,16 @@ pub fn ephemeral_ports() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
     let mut it = text.split_whitespace().map(|v| v.parse::<u64>().ok());
     Some((it.next()??, it.next()??))
+}
+
+/// The operating system's sentence for error number `code` ("Connection refused").
+pub fn strerror(code: i32) -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the XSI strerror_r writes a NUL-terminated string of at most buf.len() bytes.
+    let rc = unsafe { libc::strerror_r(code, buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    if rc != 0 || end == 0 {
+        return format!("error {code}");
+    }
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }

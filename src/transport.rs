@@ -122,11 +122,7 @@ impl PortSlice {
 
 /// One line for an I/O error: its text without the "(os error N)" suffix.
 pub fn io_error_text(e: &io::Error) -> String {
-    let s = e.to_string();
-    match s.split_once(" (os error") {
-        Some((text, _)) => text.to_string(),
-        None => s,
-    }
+    crate::error::io_text(e)
 }
 
 /// Starts a non-blocking connect. The result shows on the first writable event.

@@ -243,7 +243,7 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
 pub fn run(args: &[String], stop: &Stop) -> Ending {
     match dispatch(args, stop) {
         Ok(e) => e,
-        Err(msg) => Ending::Failed(Error::Input(msg)),
+        Err(msg) => Ending::Failed(Error::input(msg)),
     }
 }
 

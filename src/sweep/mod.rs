@@ -30,14 +30,14 @@ pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Optio
         .collect();
     let (path, sweep) = sweeps.into_iter().next()?;
     if files.len() > 1 {
-        return Some(Ending::Failed(Error::Input(format!(
+        return Some(Ending::Failed(Error::input(format!(
             "{} is a sweep: report shows one sweep at a time (to put sweeps side by side: vblast compare)",
             path.display()
         ))));
     }
     let sweep = match sweep {
         Ok(s) => s,
-        Err(e) => return Some(Ending::Failed(Error::Input(e))),
+        Err(e) => return Some(Ending::Failed(Error::input(e))),
     };
     use crate::cli::Format;
     if !matches!(out.format, Format::Text | Format::Json)
@@ -46,7 +46,7 @@ pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Optio
         || out.ab_csv.is_some()
         || out.hlog.is_some()
     {
-        return Some(Ending::Failed(Error::Input(format!(
+        return Some(Ending::Failed(Error::input(format!(
             "{} is a sweep: it is reported as text or json, with --output and --html (--latency, --hgrm, --ab-csv, --hlog and the ab and verbose formats are for single runs)",
             path.display()
         ))));
@@ -56,13 +56,13 @@ pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Optio
     if let Some(copy) = &out.output
         && let Err(e) = sweep.write(copy)
     {
-        return Some(Ending::Failed(Error::Output(e)));
+        return Some(Ending::Failed(Error::output(e)));
     }
     let mut text = Vec::new();
     if json {
         match sweep.to_json() {
             Ok(t) => text = t.into_bytes(),
-            Err(e) => return Some(Ending::Failed(Error::Output(e))),
+            Err(e) => return Some(Ending::Failed(Error::output(e))),
         }
     } else {
         let _ = render::render(&sweep, &mut text);
@@ -87,7 +87,7 @@ fn path_name(path: &Path) -> String {
 fn save(path: &Path, page: String) -> Ending {
     match std::fs::write(path, page) {
         Ok(()) => Ending::Ok,
-        Err(e) => Ending::Failed(Error::Output(format!(
+        Err(e) => Ending::Failed(Error::output(format!(
             "cannot write {}: {e}",
             path.display()
         ))),
@@ -108,7 +108,7 @@ pub fn compare_if_sweeps(files: &[PathBuf], html: Option<&Path>) -> Option<Endin
         let name = path_name(path);
         match r {
             None => {
-                return Some(Ending::Failed(Error::Input(format!(
+                return Some(Ending::Failed(Error::input(format!(
                     "{} is not a sweep, but {} is: compare sweeps with sweeps, runs with runs",
                     path.display(),
                     files
@@ -118,7 +118,7 @@ pub fn compare_if_sweeps(files: &[PathBuf], html: Option<&Path>) -> Option<Endin
                         .unwrap_or_default()
                 ))));
             }
-            Some(Err(e)) => return Some(Ending::Failed(Error::Input(e))),
+            Some(Err(e)) => return Some(Ending::Failed(Error::input(e))),
             Some(Ok(s)) => sweeps.push((name, s)),
         }
     }

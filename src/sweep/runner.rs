@@ -43,13 +43,13 @@ fn out(bytes: &[u8]) {
 pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
     let plan = match args.plan() {
         Ok(p) => p,
-        Err(e) => return Ending::Failed(Error::Input(e)),
+        Err(e) => return Ending::Failed(Error::input(e)),
     };
     let text = args.run.out.format == crate::cli::Format::Text;
     let scenario = &plan.scenario;
     let search = match plan.spec.search() {
         Ok(s) => s,
-        Err(e) => return Ending::Failed(Error::Input(e)),
+        Err(e) => return Ending::Failed(Error::input(e)),
     };
     let setup_started = Instant::now();
     let mut session = match Session::open(scenario, stop) {
@@ -241,7 +241,7 @@ impl Steps<'_> {
             }
         };
         if let Some(lost) = step.outcome.lost {
-            self.failure = Some(Error::LostLoad(lost));
+            self.failure = Some(Error::lost_load(lost));
             return false;
         }
         let sweep = &mut self.sweep;
@@ -382,7 +382,7 @@ fn finish(
         return Ending::Failed(c);
     }
     if let Err(w) = written {
-        return Ending::Failed(Error::Output(w));
+        return Ending::Failed(Error::output(w));
     }
     if let Some(End::FirstFailed { load }) = end {
         let unit = sweep.spec.unit();

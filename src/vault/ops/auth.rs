@@ -205,10 +205,10 @@ impl Login {
                     Some(&json!({"metadata": "{\"vblast\":\"shard\"}"})),
                     &what,
                 )
-                .map_err(Error::Setup)?;
-                let secret_id = json_str(&v, "data.secret_id", &what).map_err(Error::Setup)?;
+                .map_err(Error::setup)?;
+                let secret_id = json_str(&v, "data.secret_id", &what).map_err(Error::setup)?;
                 let accessor =
-                    json_str(&v, "data.secret_id_accessor", &what).map_err(Error::Setup)?;
+                    json_str(&v, "data.secret_id_accessor", &what).map_err(Error::setup)?;
                 self.own_secret = Some((path.clone(), accessor));
                 self.body = json!({ "role_id": role_id, "secret_id": secret_id }).to_string();
                 self.shared_path = Some(path);
@@ -232,7 +232,7 @@ impl Login {
             .or_else(|| v.get("type"))
             .and_then(Value::as_str);
         if kind != Some("userpass") {
-            return Err(Error::Setup(format!(
+            return Err(Error::setup(format!(
                 "the shared auth path '{path}' is not userpass ({kind:?})"
             )));
         }
@@ -251,7 +251,7 @@ impl Login {
             Some(&body),
             &format!("creating this shard's user '{user}' at '{path}'"),
         )
-        .map_err(Error::Setup)?;
+        .map_err(Error::setup)?;
         self.body = json!({ "password": password }).to_string();
         self.shared_path = Some(path);
         Ok(())

@@ -78,14 +78,13 @@ impl CertLogin {
     fn client_cert<'a>(&self, ctx: &'a SetupCtx) -> Result<&'a Path, Error> {
         let Some(opts) = ctx.tls else {
             let base = (ctx.make_client)().base();
-            return Err(Error::Input(format!(
+            return Err(Error::input(format!(
                 "cert-login needs an https:// address (mutual TLS), not {base}"
             )));
         };
         opts.client_cert.as_deref().ok_or_else(|| {
-            Error::Input(
-                "cert-login needs a client certificate and key: --client-cert/--client-key or VAULT_CLIENT_CERT/VAULT_CLIENT_KEY"
-                    .into(),
+            Error::input(
+                "cert-login needs a client certificate and key: --client-cert/--client-key or VAULT_CLIENT_CERT/VAULT_CLIENT_KEY",
             )
         })
     }
@@ -96,7 +95,7 @@ impl VaultOp for CertLogin {
         let client_cert = self.client_cert(ctx)?;
         if !ctx.no_setup {
             read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
-                .map_err(Error::Input)?;
+                .map_err(Error::input)?;
         }
         Ok(())
     }
@@ -135,9 +134,9 @@ impl VaultOp for CertLogin {
             Mode::Own | Mode::Create => {}
         }
         let ca_pem = read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
-            .map_err(Error::Input)?;
+            .map_err(Error::input)?;
         let mut client = (ctx.make_client)();
-        prepare(&mut client, &ca_pem, &mut self.setup).map_err(Error::Setup)
+        prepare(&mut client, &ca_pem, &mut self.setup).map_err(Error::setup)
     }
 
     fn operation(&self) -> Operation {

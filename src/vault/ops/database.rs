@@ -364,7 +364,7 @@ impl Db {
             &format!("creating this shard's role '{own}' in '{mount}'"),
         )
         .map(drop)
-        .map_err(Error::Setup)
+        .map_err(Error::setup)
     }
 
     /// Revokes every lease under `prefix` (each revocation drops its database user).
@@ -385,9 +385,8 @@ impl VaultOp for Db {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         needs_setup(ctx, CREDS.name)?;
         if self.config.db_connection.connection_url.is_empty() {
-            return Err(Error::Input(
-                "db-creds needs a database: --db-url postgres://USER:PASS@HOST:PORT/DB (or mysql://...)"
-                    .into(),
+            return Err(Error::input(
+                "db-creds needs a database: --db-url postgres://USER:PASS@HOST:PORT/DB (or mysql://...)",
             ));
         }
         Ok(())
@@ -406,7 +405,7 @@ impl VaultOp for Db {
             Mode::Own | Mode::Create => {}
         }
         let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::Setup)
+        self.prepare(&mut client).map_err(Error::setup)
     }
 
     fn operation(&self) -> Operation {

@@ -322,7 +322,7 @@ impl Jwt {
                 let path = shared::own_name(&random_name("vblast-jwt-"));
                 let mut client = (ctx.make_client)();
                 self.login_path(&mut client, path, policy)
-                    .map_err(Error::Setup)?;
+                    .map_err(Error::setup)?;
             }
         }
         Ok(true)

@@ -248,7 +248,7 @@ impl KvOp {
 impl VaultOp for KvOp {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         if ctx.no_setup && self.config.mount.as_deref() == Some(CUBBYHOLE) {
-            return Err(Error::Input(format!(
+            return Err(Error::input(format!(
                 "{} writes its secrets to the token's cubbyhole and cannot run with --no-setup",
                 self.name
             )));
@@ -638,8 +638,8 @@ pub(crate) fn for_each_secret(
     }
     match first_error.into_inner() {
         Ok(None) => Ok(()),
-        Ok(Some(e)) => Err(Error::Setup(e)),
-        Err(_) => Err(Error::Setup("a seeding thread panicked".to_string())),
+        Ok(Some(e)) => Err(Error::setup(e)),
+        Err(_) => Err(Error::setup("a seeding thread panicked".to_string())),
     }
 }
 
@@ -738,8 +738,8 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
         return Ok(None);
     }
     if plan.mount.is_some() {
-        return Err(Error::Input(
-            "a fixture shared by shards is a mount of vblast's own: leave out --mount (or run the shards with --no-setup --mount)".into(),
+        return Err(Error::input(
+            "a fixture shared by shards is a mount of vblast's own: leave out --mount (or run the shards with --no-setup --mount)",
         ));
     }
     if mode == Mode::Create {
@@ -790,16 +790,16 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
                 // Every token has one; sys/mounts lists it as type "cubbyhole".
                 ("kv".to_string(), 1)
             } else {
-                describe_existing(&mut client, &mount).map_err(Error::Setup)?
+                describe_existing(&mut client, &mount).map_err(Error::setup)?
             };
             if kind != "kv" && kind != "generic" {
-                return Err(Error::Setup(format!(
+                return Err(Error::setup(format!(
                     "mount '{mount}' on {base} is a '{kind}' secrets engine, not kv"
                 )));
             }
             let version = if kind == "generic" { 1 } else { version };
             if version != plan.version {
-                return Err(Error::Setup(format!(
+                return Err(Error::setup(format!(
                     "mount '{mount}' on {base} is kv version {version}, but kv version {} was asked for: pass --kv-version {version}",
                     plan.version
                 )));
@@ -836,17 +836,17 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
                     &format!("/v1/sys/mounts/{mount}"),
                     Some(body.as_bytes()),
                 )
-                .map_err(|e| Error::Setup(format!("creating kv mount '{mount}' failed: {e}")))?;
+                .map_err(|e| Error::setup(format!("creating kv mount '{mount}' failed: {e}")))?;
             if !(200..300).contains(&r.status) {
                 *slot = None;
-                return Err(Error::Setup(format!(
+                return Err(Error::setup(format!(
                     "cannot create kv mount '{mount}' on {base}: HTTP {}: {}",
                     r.status,
                     r.error_text()
                 )));
             }
             phases.mark("mount created");
-            wait_until_usable(&mut client, &fixture).map_err(Error::Setup)?;
+            wait_until_usable(&mut client, &fixture).map_err(Error::setup)?;
             phases.mark("mount usable");
             fixture
         }
@@ -857,7 +857,7 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
     if !setup.created {
         // An existing mount may still be settling too (a KV v2 mount upgrading its data
         // answers 400 for a while, as a fresh dev server's secret/ does).
-        wait_until_usable(&mut client, &setup).map_err(Error::Setup)?;
+        wait_until_usable(&mut client, &setup).map_err(Error::setup)?;
         phases.mark("existing mount usable");
         setup.wrote_prefix = true;
     }

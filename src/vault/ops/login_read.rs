@@ -243,7 +243,7 @@ impl VaultOp for LoginRead {
         };
         result.map_err(|e| match ctx.stop.signal() {
             Some(s) => Error::Stopped(s),
-            None => Error::Setup(e),
+            None => Error::setup(e),
         })
     }
 

@@ -333,7 +333,7 @@ pub(crate) fn delete_policy(
 
 pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
     if ctx.no_setup {
-        return Err(Error::Input(format!(
+        return Err(Error::input(format!(
             "{name} creates what it uses and cannot run with --no-setup"
         )));
     }
@@ -349,7 +349,7 @@ pub(crate) fn setup_with(
 ) -> Result<(), Error> {
     needs_setup(ctx, name)?;
     let mut client = (ctx.make_client)();
-    prepare(&mut client).map_err(Error::Setup)
+    prepare(&mut client).map_err(Error::setup)
 }
 
 /// 32 random lowercase hex digits (passwords of users vblast creates).

@@ -446,7 +446,7 @@ impl PkiSign {
     /// A shard of a run sharing the fixture: its own CSRs (keys made here, never sent),
     /// then a wait for the role `vblast setup` makes in the intermediate's mount.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        self.make_bodies().map_err(Error::Setup)?;
+        self.make_bodies().map_err(Error::setup)?;
         // The root's name is derived too, in setup's order, though a shard uses only the
         // intermediate.
         let _root = random_name("vblast-pki-");

@@ -126,7 +126,7 @@ impl VaultOp for Ssh {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         match shared::mode() {
             Mode::Join => {
-                self.public_key = client_public_key().map_err(Error::Setup)?;
+                self.public_key = client_public_key().map_err(Error::setup)?;
                 let mount = random_name("vblast-ssh-");
                 shared::wait_readable(
                     ctx,

@@ -209,7 +209,7 @@ impl TokenOp {
         let policy = random_name("vblast-token-");
         shared::wait_policy(ctx, "", &policy)?;
         let mut client = (ctx.make_client)();
-        self.make_parent(&mut client, &policy).map_err(Error::Setup)
+        self.make_parent(&mut client, &policy).map_err(Error::setup)
     }
 
     /// Makes the parent token with `policy` (and, for lookup and renew, its child).

@@ -158,7 +158,7 @@ impl Totp {
             )?;
             let kind = v.pointer("/data/type").and_then(Value::as_str);
             if kind != Some("totp") {
-                return Err(Error::Setup(format!(
+                return Err(Error::setup(format!(
                     "the shared mount '{mount}' is not a totp secrets engine ({kind:?})"
                 )));
             }

@@ -293,14 +293,14 @@ impl Transit {
             .and_then(Value::as_str)
             .unwrap_or("");
         if kind != self.key_type {
-            return Err(Error::Setup(format!(
+            return Err(Error::setup(format!(
                 "the shared transit key '{KEY}' in '{mount}' is {kind}, but this shard's {} asks for {}: give the shards the flags `vblast setup` was given",
                 self.kind.name(),
                 self.key_type
             )));
         }
         let mut client = (ctx.make_client)();
-        self.made = self.sample(&mut client, &mount).map_err(Error::Setup)?;
+        self.made = self.sample(&mut client, &mount).map_err(Error::setup)?;
         self.shared_mount = Some(mount);
         Ok(())
     }
