@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use vblast::http::{Progress, ResponseParser};
+use vblast::net::http::{Progress, ResponseParser};
 use vblast::template::{Common, Piece, RequestSpec, Rng, Template};
 
 /// The body the bench nginx serves (a kv-v2 read, ~148 bytes).

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use rustls::{CipherSuite, NamedGroup, ProtocolVersion};
 
+use crate::net::target::Target;
+use crate::net::tls::{TlsOptions, blocking_handshake, client_config, server_name};
 use crate::report::ab::TlsFacts;
-use crate::target::Target;
-use crate::tls::{TlsOptions, blocking_handshake, client_config, server_name};
 
 /// Handshakes with `target` and describes the result as ab would.
 pub fn probe(target: &Target, opts: &TlsOptions, timeout: Duration) -> Result<TlsFacts, String> {

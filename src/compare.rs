@@ -1,27 +1,27 @@
-//! The `compare` command: saved runs side by side (rate, throughput, p50, p99, p99.9, max,
+//! Saved runs compared (`vblast compare`): side by side (rate, throughput, p50, p99, p99.9, max,
 //! success ratio), each with its ratio against the first run, per operation where the runs
 //! share operations, and what differs in the runs' descriptions. A thin tail is marked `*`,
 //! with a note of the samples it rests on.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::cli::CompareArgs;
 use crate::error::{Ending, Error};
 use crate::report::tails::{self, mark};
 use crate::report::{Percentiles, Summary, fmt_ms, html};
 use crate::results::Results;
 
-/// `vblast compare A B ...`.
-pub fn run(args: &CompareArgs) -> Ending {
-    if let Some(ending) = crate::sweep::compare_if_sweeps(&args.files, args.html.as_deref()) {
+/// `vblast compare A B ...`: the runs in `files` (or sweeps), the first the reference;
+/// also an HTML page at `html_page`.
+pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
+    if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
         return ending;
     }
-    if args.files.len() < 2 {
+    if files.len() < 2 {
         return Ending::Failed(Error::input(format!(
             "compare needs at least two results files, got {}: to show one run, use vblast report {}",
-            args.files.len(),
-            args.files
+            files.len(),
+            files
                 .first()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "FILE".into())
@@ -29,7 +29,7 @@ pub fn run(args: &CompareArgs) -> Ending {
     }
     let mut runs = Vec::new();
     let mut saved = Vec::new();
-    for path in &args.files {
+    for path in files {
         match Results::read(path) {
             Ok(r) => {
                 runs.push((name(path), r.summary()));
@@ -42,7 +42,7 @@ pub fn run(args: &CompareArgs) -> Ending {
     let _ = render(&runs, &mut text);
     // A closed pipe (`vblast compare ... | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
-    if let Some(path) = &args.html {
+    if let Some(path) = html_page {
         let pages: Vec<html::HtmlRun> = runs
             .iter()
             .zip(&saved)

@@ -1,50 +1,34 @@
-//! vblast: a load generator for HashiCorp Vault and OpenBao, as a library of parts: the
-//! command line (`cli`) describes a `scenario`; a `session` sets it up on the server, runs
-//! load steps through the `engine` (in this process or over worker processes:
-//! `orchestrate`) and removes what it created; `stats` are merged losslessly and rendered
-//! by `report`; Vault operations live in a registry (`vault::ops`); `error` holds the one
-//! error type and the exit statuses.
+//! vblast: a load generator for HashiCorp Vault and OpenBao, in layers (docs/design.md):
+//! the command line (`cli`, clap structs only); one thin file per command (`commands`),
+//! which turns the flags into a `config::scenario::Scenario` once; below them the library:
+//! a `session` sets a scenario up on the server, runs load steps through the `engine` (in
+//! this process or over worker processes: `orchestrate`) and removes what it created;
+//! `stats` are merged losslessly, kept in `results` files and rendered by `report`; Vault
+//! operations live in a registry (`vault::ops`); `net` is the wire; `error` holds the one
+//! error type and the exit statuses. Nothing imports upward (tools/check-layers.sh).
 
-pub mod ab_cli;
-pub mod ab_run;
 pub mod ab_tls;
 pub mod capture;
 pub mod cli;
-pub mod cluster;
+pub mod commands;
 pub mod compare;
+pub mod config;
 pub mod engine;
 pub mod error;
-pub mod fixtures;
-pub mod http;
-pub mod live;
 pub mod metrics;
-pub mod nodes;
+pub mod net;
 pub mod orchestrate;
 pub mod pacing;
-pub mod redirect;
 pub mod report;
-pub mod report_command;
 pub mod results;
-pub mod run;
-pub mod scenario;
-pub mod schedule;
 pub mod session;
-pub mod shard;
 pub mod signals;
-pub mod source_addrs;
 pub mod stats;
 pub mod sweep;
 pub mod sys;
-pub mod target;
 pub mod template;
 pub mod timer;
-pub mod tls;
-pub mod tlsio;
-pub mod transport;
-pub mod units;
-pub mod url_request;
 pub mod vault;
-pub mod vault_benchmark_cli;
 pub mod vbconfig;
 pub mod workload;
 
@@ -54,32 +38,53 @@ use signals::Stop;
 /// The whole program: parses the command line, runs the command, prints the one error
 /// message if any, and returns the exit status.
 pub fn main() -> i32 {
-    let cli = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let cli = commands::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let stop = Stop::new();
     if let Err(e) = stop.install(cli.worker) {
         eprintln!("vblast: {e}");
         return error::EXIT_BAD_INPUT;
     }
     if cli.worker {
-        return orchestrate::worker::main(&stop);
+        return commands::worker::run(&stop);
     }
     if let Some(cli::Command::Ab(args)) = &cli.command {
-        return ab_run::main(&args.args, &stop);
+        return commands::ab::main(&args.args, &stop);
     }
     let mut cli = cli;
     let ending = match &mut cli.command {
-        None => run::run(&cli.run, &stop),
-        Some(cli::Command::Run(args)) => run::run(args, &stop),
-        Some(cli::Command::Report(args)) => report_command::run(args),
-        Some(cli::Command::Compare(args)) => compare::run(args),
-        Some(cli::Command::Sweep(args)) => sweep::run(args, &stop),
+        None => commands::run::run(&cli.run, &stop),
+        Some(cli::Command::Run(args)) => commands::run::run(args, &stop),
+        Some(cli::Command::Report(args)) => commands::report::run(args),
+        Some(cli::Command::Compare(args)) => commands::compare::run(args),
+        Some(cli::Command::Sweep(args)) => commands::sweep::run(args, &stop),
         Some(cli::Command::Ab(_)) => Ending::Ok,
-        Some(cli::Command::VaultBenchmark(args)) => vault_benchmark_cli::run(&args.args, &stop),
-        Some(cli::Command::Setup(args)) => fixtures::command(args, &stop, false),
-        Some(cli::Command::Cleanup(args)) => fixtures::command(args, &stop, true),
+        Some(cli::Command::VaultBenchmark(args)) => {
+            commands::vault_benchmark::run(&args.args, &stop)
+        }
+        Some(cli::Command::Setup(args)) => commands::fixture::run(args, &stop, false),
+        Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, &stop, true),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");
     }
     exit_status(&ending)
+}
+
+#[cfg(test)]
+mod layers {
+    /// docs/design.md: no cycle between the top-level modules, no `cli::` below the commands.
+    #[test]
+    fn the_layer_check_passes() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/check-layers.sh");
+        let out = std::process::Command::new("bash")
+            .arg(script)
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -22,129 +22,10 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::Args;
-
+use crate::config::schedule::Schedule;
 use crate::engine::Totals;
-use crate::schedule::Schedule;
-use crate::stats::{Errors, Stats};
-
-/// `--metrics-listen`, `--metrics-hold`.
-#[derive(Args, Debug, Clone, Default)]
-pub struct MetricsArgs {
-    /// Serve live figures for Prometheus at http://ADDR/metrics (e.g. 0.0.0.0:9464).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<String>,
-
-    /// Keep serving the final figures this long after the run (so the last scrape sees them).
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, requires = "metrics_listen")]
-    pub metrics_hold: Option<Duration>,
-}
-
-/// Upper bounds of the latency buckets, in microseconds (`le` in seconds; +Inf added).
-pub const BUCKETS_US: [u64; 16] = [
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 5_000_000, 10_000_000,
-];
-const NB: usize = BUCKETS_US.len();
-/// Status codes carried per snapshot (the most frequent first is not needed: few differ).
-const CODES: usize = 16;
-
-/// One histogram's cumulative bucket counts, sum and count.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
-pub struct Buckets {
-    pub le: [u64; NB],
-    pub sum_us: f64,
-    pub count: u64,
-}
-
-impl Buckets {
-    fn add_hist(&mut self, h: &crate::stats::Hist) {
-        let h = &h.0;
-        if h.is_empty() {
-            return;
-        }
-        // One pass over the recorded values, then cumulative.
-        let mut per = [0u64; NB];
-        for v in h.iter_recorded() {
-            let i =
-                BUCKETS_US.partition_point(|&le| le < h.lowest_equivalent(v.value_iterated_to()));
-            if let Some(b) = per.get_mut(i) {
-                *b += v.count_at_value();
-            }
-        }
-        let mut acc = 0;
-        for (b, n) in self.le.iter_mut().zip(per) {
-            acc += n;
-            *b += acc;
-        }
-        self.sum_us += h.mean() * h.len() as f64;
-        self.count += h.len();
-    }
-
-    fn add(&mut self, o: &Buckets) {
-        for (a, b) in self.le.iter_mut().zip(&o.le) {
-            *a += b;
-        }
-        self.sum_us += o.sum_us;
-        self.count += o.count;
-    }
-}
-
-/// What a thread's snapshot carries beyond requests and ok. Fixed size, no allocation.
-/// A worker process sums its threads' and sends the sum in its `progress` message
-/// (`orchestrate::protocol`), so the coordinator serves the figures of every process.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
-pub struct Figures {
-    pub errors: Errors,
-    /// (status code, responses); unused entries have code 0.
-    pub status: [(u16, u64); CODES],
-    pub connections_open: u64,
-    pub connections_opened: u64,
-    pub latency: Buckets,
-    pub service: Buckets,
-}
-
-impl Figures {
-    /// A thread's figures from its statistics and its status counts (indexed by code).
-    pub fn of(stats: &Stats, status: &[u64], connections_open: u64) -> Figures {
-        let mut f = Figures {
-            errors: stats.errors,
-            connections_open,
-            connections_opened: stats.connections_opened,
-            ..Figures::default()
-        };
-        let codes = status
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .map(|(c, n)| (c as u16, *n));
-        for (slot, code) in f.status.iter_mut().zip(codes) {
-            *slot = code;
-        }
-        for op in &stats.ops {
-            f.latency.add_hist(&op.latency);
-            f.service.add_hist(&op.service);
-        }
-        f
-    }
-
-    /// Adds another thread's (or process's) figures: counts add, histogram buckets add,
-    /// status codes add by code (codes beyond the fixed slots are dropped from this
-    /// snapshot only; the final figures come from the merged statistics).
-    pub fn add(&mut self, o: &Figures) {
-        self.errors.merge(&o.errors);
-        self.connections_open += o.connections_open;
-        self.connections_opened += o.connections_opened;
-        self.latency.add(&o.latency);
-        self.service.add(&o.service);
-        for &(code, n) in o.status.iter().filter(|(c, _)| *c != 0) {
-            if let Some(slot) = self.status.iter_mut().find(|(c, _)| *c == code || *c == 0) {
-                slot.0 = code;
-                slot.1 += n;
-            }
-        }
-    }
-}
+use crate::stats::Stats;
+use crate::stats::figures::{BUCKETS_US, Buckets, Figures};
 
 /// What the server renders: the sum over threads, and the rates.
 #[derive(Default)]
@@ -175,7 +56,7 @@ impl Metrics {
             ),
             _ => format!(
                 "--metrics-listen {addr}: cannot listen there: {}",
-                crate::transport::io_error_text(&e)
+                crate::net::transport::io_error_text(&e)
             ),
         })?;
         let local = listener
@@ -414,7 +295,13 @@ mod tests {
         // le 100us: 50 | 90; le 1ms: 50, 300, 800 | 90, 1000; le 10s: all but 20 s.
         assert_eq!((fa.latency.le[0], fb.latency.le[0]), (1, 1));
         assert_eq!((fa.latency.le[3], fb.latency.le[3]), (3, 2));
-        assert_eq!((fa.latency.le[NB - 1], fb.latency.le[NB - 1]), (5, 2));
+        assert_eq!(
+            (
+                fa.latency.le[BUCKETS_US.len() - 1],
+                fb.latency.le[BUCKETS_US.len() - 1]
+            ),
+            (5, 2)
+        );
         // sum by (le) of the shards == the buckets of both shards' samples together.
         let mut both = a.clone();
         both.merge(&b);

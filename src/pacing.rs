@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::schedule::Schedule;
+use crate::config::schedule::Schedule;
 
 /// Open model with a deadline: requests whose intended start falls before the deadline but
 /// are still unsent when it passes (the thread fell behind) go out for up to this long
@@ -215,12 +215,8 @@ impl Pacer {
     }
 }
 
-/// Splits `total` items over `parts` as evenly as possible; part `i` gets the result.
-pub fn share(total: u64, parts: usize, i: usize) -> u64 {
-    let parts = parts as u64;
-    let i = i as u64;
-    total / parts + u64::from(i < total % parts)
-}
+/// Splits `total` items over `parts` as evenly as possible (threads, processes, shards).
+pub use crate::config::spread::share;
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@ use common::OpenBao;
 use std::time::Duration;
 use vblast::capture::Capture;
 use vblast::engine::{self, EnginePlan, LocalGate};
+use vblast::net::target::Target;
 use vblast::signals::Stop;
-use vblast::target::Target;
 use vblast::template::{Piece, RequestSpec};
 use vblast::workload::Operation;
 

@@ -2,7 +2,7 @@
 //! pieces; see `http::fuzz::response` for the input layout and the checks.
 #![no_main]
 
-use vblast::http;
+use vblast::net::http;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = http::fuzz::response(data);

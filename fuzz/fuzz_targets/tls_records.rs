@@ -2,7 +2,7 @@
 //! records, or raw bytes; see `tlsio::fuzz::records_input` for the input layout.
 #![no_main]
 
-use vblast::tlsio;
+use vblast::net::tlsio;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     tlsio::fuzz::records_input(data);

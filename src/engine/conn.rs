@@ -11,11 +11,11 @@ use bytes::{Buf, BytesMut};
 use mio::{Interest, Token};
 
 use super::worker::Worker;
-use crate::http::{Progress, ResponseParser};
+use crate::net::http::{Progress, ResponseParser};
+use crate::net::transport::{self, Handshake, Stream, io_error_text};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
 use crate::template::{Captures, Rng};
-use crate::transport::{self, Handshake, Stream, io_error_text};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -321,7 +321,7 @@ impl Conn {
                 kind: ErrorKind::Timeout,
                 msg: format!(
                     "no response within {}",
-                    crate::units::show_duration(timeout)
+                    crate::config::units::show_duration(timeout)
                 ),
             }
         })

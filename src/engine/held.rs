@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
 use super::{EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
-use crate::schedule::Schedule;
+use crate::config::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 

@@ -10,8 +10,8 @@ use std::io;
 use std::time::Instant;
 
 use super::worker::Worker;
-use crate::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
-use crate::transport::Stream;
+use crate::net::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
+use crate::net::transport::Stream;
 
 /// Marks the token of a connection's hop stream.
 pub(super) const HOP: usize = 1 << (usize::BITS - 2);

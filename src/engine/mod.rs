@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::Schedule;
+use crate::config::schedule::Schedule;
+use crate::net::target::Target;
+use crate::net::tls::TlsOptions;
+use crate::net::transport::TlsConnector;
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::target::Target;
 use crate::template::Common;
-use crate::tls::TlsOptions;
-use crate::transport::TlsConnector;
 use crate::workload::Operation;
 
 use worker::Worker;
@@ -56,13 +56,13 @@ pub struct EnginePlan {
     pub pin: bool,
     /// Several nodes as one target: where each connection goes.
     #[serde(default)]
-    pub nodes: crate::nodes::NodePlan,
+    pub nodes: crate::net::route::NodePlan,
     /// A connection told to wait by a quota's `Retry-After` waits that long.
     #[serde(default)]
     pub respect_retry_after: bool,
     /// Shard, start instant, source addresses (`src/shard.rs`).
     #[serde(default)]
-    pub spread: crate::shard::Spread,
+    pub spread: crate::config::spread::Spread,
     /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/redirect.rs).
     #[serde(default)]
     pub follow_redirects: bool,
@@ -120,7 +120,7 @@ pub struct Totals {
     pub requests: u64,
     pub ok: u64,
     /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
-    pub more: crate::metrics::Figures,
+    pub more: crate::stats::figures::Figures,
 }
 
 /// Called with every thread's latest totals whenever one of them reports.
@@ -184,18 +184,18 @@ fn build_workers<'p>(
             config: {
                 // The engine seals and opens records itself after the handshake
                 // (src/tlsio.rs), so rustls must hand over the traffic keys.
-                let mut config = (*crate::tls::client_config(opts)?).clone();
+                let mut config = (*crate::net::tls::client_config(opts)?).clone();
                 config.enable_secret_extraction = true;
                 Arc::new(config)
             },
-            name: crate::tls::server_name(opts, &plan.target.host)?,
-            rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
+            name: crate::net::tls::server_name(opts, &plan.target.host)?,
+            rustls_records: opts.engine == crate::net::tls::TlsEngine::Rustls,
             // Each node is reached under its own name (--tls-server-name: that one for all).
             node_names: plan
                 .nodes
                 .targets
                 .iter()
-                .map(|t| crate::tls::server_name(opts, &t.host))
+                .map(|t| crate::net::tls::server_name(opts, &t.host))
                 .collect::<Result<_, _>>()?,
         }),
         (None, true) => {

@@ -15,13 +15,13 @@ use super::conn::{Conn, Phase};
 use super::held::{Link, StepPlan};
 use super::hop::HOP;
 use super::{EnginePlan, StartGate, Totals};
+use crate::config::schedule::Schedule;
+use crate::net::transport::{PortSlice, TlsConnector};
 use crate::pacing::{Pacer, share};
-use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
 use crate::template::{Captures, Rng};
 use crate::timer::Timer;
-use crate::transport::{PortSlice, TlsConnector};
 use crate::workload::Picker;
 
 /// The pacing timer's token (connections use their index).
@@ -68,7 +68,7 @@ pub(super) struct Worker<'p> {
     pub(super) producers: Vec<usize>,
     pub(super) buf: Box<[u8]>,
     /// Several nodes: the window of failures this thread has open.
-    pub(super) windows: crate::nodes::WindowTracker,
+    pub(super) windows: crate::stats::nodes::WindowTracker,
     /// Several nodes: how many route moves this thread has acted on.
     pub(super) route_seen: u64,
     /// The current step's schedule, warm-up and bounds (the plan's own in a single run).
@@ -76,7 +76,7 @@ pub(super) struct Worker<'p> {
     /// A held run: connections stay open when a step's schedule is done.
     pub(super) hold: bool,
     /// `--follow-redirects`: the nodes a redirect may be followed to.
-    pub(super) redirects: Option<crate::redirect::Redirects>,
+    pub(super) redirects: Option<crate::net::redirect::Redirects>,
 }
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given).
@@ -86,7 +86,7 @@ fn fresh_stats(plan: &EnginePlan) -> Stats {
         .nodes
         .targets
         .iter()
-        .map(|t| crate::nodes::NodeStats {
+        .map(|t| crate::stats::nodes::NodeStats {
             addr: t.base(),
             ..Default::default()
         })
@@ -178,12 +178,12 @@ impl<'p> Worker<'p> {
                 1,
             ),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            windows: crate::nodes::WindowTracker::default(),
+            windows: crate::stats::nodes::WindowTracker::default(),
             route_seen: 0,
             step: StepPlan::of(plan),
             hold: false,
             redirects: plan.follow_redirects.then(|| {
-                crate::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
+                crate::net::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
                     std::slice::from_ref(&plan.target)
                 } else {
                     &plan.nodes.targets
@@ -350,7 +350,7 @@ impl<'p> Worker<'p> {
                 requests: self.stats.requests(),
                 ok: self.stats.ok(),
                 // Once a second, off the request path (src/metrics.rs).
-                more: crate::metrics::Figures::of(
+                more: crate::stats::figures::Figures::of(
                     &self.stats,
                     &self.status[..],
                     self.conns.iter().filter(|c| c.stream.is_some()).count() as u64,

@@ -63,7 +63,7 @@ impl Layout {
         sources: &[std::net::IpAddr],
     ) -> Result<Layout, String> {
         if !sources.is_empty() {
-            crate::source_addrs::check_capacity(connections, sources)?;
+            crate::net::source_addrs::check_capacity(connections, sources)?;
         } else if let Some((lo, hi)) = ephemeral_ports() {
             let ports = hi.saturating_sub(lo) + 1;
             if connections > ports {

@@ -75,7 +75,7 @@ pub enum FromWorker {
         requests: u64,
         ok: u64,
         #[serde(default)]
-        figures: Box<crate::metrics::Figures>,
+        figures: Box<crate::stats::figures::Figures>,
     },
     Result {
         stats: Box<Stats>,
@@ -187,7 +187,7 @@ mod tests {
         let mut status = vec![0u64; 1000];
         status[200] = 10;
         status[429] = 1;
-        let figures = crate::metrics::Figures::of(&stats, &status, 4);
+        let figures = crate::stats::figures::Figures::of(&stats, &status, 4);
         let mut buf = Vec::new();
         send(
             &mut buf,
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn held_steps_carry_their_schedule_and_results() {
         let step = StepPlan {
-            schedule: Some(crate::schedule::Schedule::from_flags("250", None).unwrap()),
+            schedule: Some(crate::config::schedule::Schedule::from_flags("250", None).unwrap()),
             warmup: Duration::from_millis(200),
             duration: Some(Duration::from_secs(3)),
             requests: None,

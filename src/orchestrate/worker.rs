@@ -17,7 +17,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::protocol::{self, FromWorker, ToWorker};
 use crate::engine::{self, EnginePlan, StartGate, StepPlan};
 use crate::error::EXIT_BAD_INPUT;
-use crate::nodes::Route;
+use crate::net::route::Route;
 use crate::signals::{Signal, Stop};
 
 /// The worker's start gate: the first thread through says `ready`, reads `go` and waits
@@ -241,7 +241,7 @@ pub fn main(stop: &Stop) -> i32 {
             return;
         }
         *last = Some(now);
-        let mut figures = Box::<crate::metrics::Figures>::default();
+        let mut figures = Box::<crate::stats::figures::Figures>::default();
         for t in threads {
             figures.add(&t.more);
         }

@@ -12,6 +12,7 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod nodes;
+pub mod redact;
 pub mod tails;
 pub mod text;
 pub mod vb_json;

@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::report::Summary;
 use crate::results::Results;
 
-use super::args::Spec;
 use super::objective::{Figures, misses};
+use super::plan::Spec;
 use super::search::{End, Next, Phase, Verdict};
 
 /// The results version of sweep files (run files stay at 1).

@@ -1,15 +1,15 @@
 //! `vblast sweep`: right-sizing. Steps of increasing load (target rates in the open model,
 //! connections in the closed model) over one session, a coarse pass then a bisection to
 //! the edge of an objective, and the answer: the highest load sustained within it and the
-//! first that broke it. The parts: `args` (flags into a checked plan), `objective` (the
+//! first that broke it. The parts: `plan` (the checked plan the commands build from the flags), `objective` (the
 //! `--slo` bounds), `search` (the pure state machine choosing each next load), `runner`
 //! (the steps over a `Session`), `file` (the sweep as data and its results file), `render`
 //! (the table, the answer, and comparisons of sweeps).
 
-pub mod args;
 pub mod file;
 pub mod html;
 pub mod objective;
+pub mod plan;
 pub mod render;
 pub mod runner;
 pub mod search;
@@ -17,13 +17,13 @@ pub mod search;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Ending, Error};
+use crate::results::deliver::{Format, Output};
 
-pub use args::SweepArgs;
 pub use runner::run;
 
 /// `vblast report FILE`: when FILE is a sweep, renders it (exactly as printed live);
 /// None when no file given is a sweep.
-pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Option<Ending> {
+pub fn report_if_sweep(files: &[PathBuf], out: &Output) -> Option<Ending> {
     let sweeps: Vec<_> = files
         .iter()
         .filter_map(|p| file::Sweep::read_if_sweep(p).map(|s| (p, s)))
@@ -39,7 +39,6 @@ pub fn report_if_sweep(files: &[PathBuf], out: &crate::cli::OutputArgs) -> Optio
         Ok(s) => s,
         Err(e) => return Some(Ending::Failed(Error::input(e))),
     };
-    use crate::cli::Format;
     if !matches!(out.format, Format::Text | Format::Json)
         || out.latency
         || out.hgrm.is_some()

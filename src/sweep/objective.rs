@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::units::parse_duration;
 use crate::report::fmt_ms;
-use crate::units::parse_duration;
 
 /// The tolerance of the achieved rate when `--slo rate=` is not given.
 pub const DEFAULT_RATE_TOLERANCE: f64 = 2.0;

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use crate::report::{Model, fmt_ms};
 
-use super::args::Spec;
 use super::file::{Judged, Step, Sweep};
+use super::plan::Spec;
 use super::search::{End, Phase, Verdict};
 
 /// The highest sustained load and the first that broke, as the end says.

@@ -1,4 +1,4 @@
-//! The sweep run: flags checked into a plan (nothing sent before), one session (checks and
+//! The sweep run: a checked plan (nothing sent before it is checked), one session (checks and
 //! setup once), the search's steps over it, each judged and printed as soon as it ends,
 //! one cleanup, then the answer, the results file and the exit status: 0 with an answer,
 //! 1 when the first step already breaks the objective, 2 for bad input.
@@ -7,7 +7,7 @@
 //! once, before the first step's warm-up, and stay open and idle while the search picks
 //! the next step; each step has its own schedule, warm-up and statistics (over worker
 //! processes too, which are started once). A cluster target (`--nodes active` or `all`;
-//! `each` is refused in `args`) is held the same way, on the nodes its single run loads.
+//! `each` is refused when the plan is made) is held the same way, on the nodes its single run loads.
 //! Steps that cannot share connections (closed-model steps, whose connection count is the
 //! load; --no-keepalive) are each a `Session::step`, which
 //! opens and closes its own. What a step costs beyond its planned time is in
@@ -18,17 +18,17 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use crate::config::scenario::{Load, Workload};
 use crate::engine;
 use crate::error::{Ending, Error};
-use crate::live::Live;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::scenario::{Load, Workload};
+use crate::session::live::Live;
 use crate::session::{Session, StepResult};
 use crate::signals::Stop;
 
-use super::args::SweepArgs;
 use super::file::{Step, Sweep, Timing, judge};
+use super::plan::{Plan, SweepOutput};
 use super::render;
 use super::search::{End, Next, Phase};
 
@@ -40,12 +40,8 @@ fn out(bytes: &[u8]) {
 }
 
 /// Runs `vblast sweep ...`.
-pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
-    let plan = match args.plan() {
-        Ok(p) => p,
-        Err(e) => return Ending::Failed(Error::input(e)),
-    };
-    let text = args.run.out.format == crate::cli::Format::Text;
+pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
+    let text = args.text;
     let scenario = &plan.scenario;
     let search = match plan.spec.search() {
         Ok(s) => s,
@@ -59,7 +55,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
     let setup_s = setup_started.elapsed().as_secs_f64();
     // A cluster target: its nodes as they answered, before the first step (as a run shows).
     if let Some(view) = session.cluster_view()
-        && !args.run.quiet
+        && !args.quiet
     {
         eprint!("{}", view.render());
     }
@@ -89,7 +85,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
     }
     let mut steps = Steps {
         args,
-        plan: &plan,
+        plan,
         op_names: session.op_names(),
         stop,
         text,
@@ -100,7 +96,7 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
         end: None,
         saving: None,
     };
-    let quiet = (steps.args.run.quiet, steps.args.run.progress);
+    let quiet = (steps.args.quiet, steps.args.progress);
     if let Some((load, phase, first)) = steps.next() {
         match session.hold_refusal(&first) {
             Ok(None) => {
@@ -180,8 +176,8 @@ pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
 
 /// The sweep as it goes: the search, the steps judged so far, and how it ended.
 struct Steps<'a> {
-    args: &'a SweepArgs,
-    plan: &'a super::args::Plan,
+    args: &'a SweepOutput,
+    plan: &'a Plan,
     op_names: Vec<String>,
     stop: &'a Stop,
     text: bool,
@@ -301,7 +297,7 @@ impl Steps<'_> {
         // The file holds every step so far, so a sweep killed mid-way leaves them; until
         // the sweep ends it says "interrupted" (the final write says how it ended). It is
         // written by a thread of its own, so the next step need not wait for it.
-        if let Some(path) = &self.args.run.out.output {
+        if let Some(path) = &self.args.output {
             let mut copy = sweep.clone();
             self.saved();
             copy.interrupted = true;
@@ -334,7 +330,7 @@ impl Steps<'_> {
 
 /// The answer, the files, and the exit status.
 fn finish(
-    args: &SweepArgs,
+    args: &SweepOutput,
     sweep: &Sweep,
     judged: &[super::file::Judged],
     end: Option<End>,
@@ -353,10 +349,10 @@ fn finish(
         }
     }
     let mut written = Ok(());
-    if let Some(path) = &args.run.out.output {
+    if let Some(path) = &args.output {
         written = sweep.write(path);
     }
-    if let Some(path) = &args.run.out.html {
+    if let Some(path) = &args.html {
         let page = super::html::render("vblast sweep", &[(String::new(), sweep)]);
         if let Err(e) = std::fs::write(path, page) {
             let e = format!("cannot write {}: {e}", path.display());

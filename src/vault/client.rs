@@ -14,10 +14,10 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 #[cfg(test)]
-use crate::http::MAX_HEAD;
-use crate::http::{Progress, ResponseParser};
+use crate::net::http::MAX_HEAD;
+use crate::net::http::{Progress, ResponseParser};
+use crate::net::target::Target;
 use crate::signals::Stop;
-use crate::target::Target;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Longest single wait on the socket: how often the deadline and the stop flag are looked at.
@@ -513,7 +513,7 @@ impl Client {
         }
         let config = match &self.tls {
             Some(c) => c.clone(),
-            None => crate::tls::client_config(&crate::tls::TlsOptions::default())?,
+            None => crate::net::tls::client_config(&crate::net::tls::TlsOptions::default())?,
         };
         let name = match &self.server_name {
             Some(n) => n.clone(),
@@ -524,7 +524,7 @@ impl Client {
         let mut tls = ClientConnection::new(config, name)
             .map_err(|e| format!("TLS setup for {hp} failed: {e}"))?;
         let mut sock = sock;
-        crate::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
+        crate::net::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
             if sock.stop.as_ref().is_some_and(|s| s.is_set()) {
                 "interrupted".to_string()
             } else if e.contains(" timed out") {

@@ -2,5 +2,6 @@
 //! the operation registry (`ops`). The load engine knows none of it.
 
 pub mod client;
+pub mod fixture;
 pub mod ops;
 pub mod preflight;

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::as_u64;
-use crate::scenario::OpChoice;
+use crate::config::scenario::OpChoice;
 use crate::vault::ops::{OpFlags, find};
 
 /// A translated test: the operation, and notes for what vblast does differently.

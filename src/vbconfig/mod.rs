@@ -1,8 +1,8 @@
 //! vault-benchmark's HCL configuration files, read unchanged (`vblast --config FILE`,
 //! `vblast vault-benchmark run -config=FILE`): the file parsed with a real HCL parser
 //! (hcl-rs), its global keys checked and typed, its `test "TYPE" "NAME" {...}` blocks
-//! turned into vblast operations (`mapping`), and the merge of file, environment and
-//! flags (flags over environment over file) into the `RunArgs` a run is built from.
+//! turned into vblast operations (`mapping`). The commands decide what the file gives
+//! way to (flags over environment over file).
 
 pub mod mapping;
 
@@ -13,8 +13,8 @@ use hcl::eval::{Context, Evaluate};
 use hcl::{Body, Structure};
 use serde_json::{Map, Value};
 
-use crate::cli::{Format, RunArgs, env};
-use crate::scenario::OpChoice;
+use crate::config::scenario::OpChoice;
+use crate::results::deliver::Format;
 
 /// vault-benchmark's `report_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +114,7 @@ pub fn load(path: &Path) -> Result<VbConfig, String> {
         format!(
             "cannot read the config file {}: {}",
             path.display(),
-            crate::transport::io_error_text(&e)
+            crate::net::transport::io_error_text(&e)
         )
     })?;
     parse(&text, &path.display().to_string())
@@ -303,7 +303,7 @@ fn global(c: &mut VbConfig, key: &str, v: &Value, file: &str, text: &str) -> Res
         }
         "duration" => {
             let d = want_str(v, key, file)?;
-            let d = crate::units::parse_duration(&d)
+            let d = crate::config::units::parse_duration(&d)
                 .map_err(|e| format!("{file}: duration '{d}': {e}"))?;
             if d.is_zero() {
                 return Err(format!("{file}: duration must be longer than zero"));
@@ -376,7 +376,7 @@ pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<Strin
         format!(
             "cannot read the cluster file {}: {}",
             path.display(),
-            crate::transport::io_error_text(&e)
+            crate::net::transport::io_error_text(&e)
         )
     })?;
     let c: Cluster = serde_json::from_str(&text).map_err(|e| {
@@ -389,75 +389,6 @@ pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<Strin
         return Err(format!("{}: vault_addrs is empty", path.display()));
     };
     Ok((first.clone(), c.token, None))
-}
-
-/// Whether the flag with this clap id was given on the command line.
-fn given(args: &RunArgs, id: &str) -> bool {
-    args.explicit.iter().any(|e| e == id)
-}
-
-/// `args` with the file's values where neither a flag nor the environment gives one
-/// (flags over environment over file), and the file's tests as the workload. Notes go to
-/// stderr once.
-pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
-    if args.op.is_some() || args.scenario.is_some() || args.url.is_some() {
-        return Err("--config gives the tests: leave out --op, --scenario and the URL".into());
-    }
-    let c = load(path)?;
-    let mut notes = c.notes.clone();
-    let mut m = args.clone();
-    m.config = None;
-    let (addr, mut token) = (c.vault_addr.clone(), c.vault_token.clone());
-    let no_address = m.address.is_empty() && m.cluster.is_none() && env("VAULT_ADDR").is_none();
-    if let Some(cluster) = &c.cluster_json {
-        // Checked here for the file's own message; the nodes are read by `--cluster`.
-        let (_, t, _) = load_cluster(cluster)?;
-        token = t.or(token);
-        if no_address {
-            m.cluster = Some(cluster.clone());
-        }
-    } else if no_address {
-        m.address = addr.into_iter().collect();
-    }
-    if m.token.is_none() && m.token_file.is_none() && env("VAULT_TOKEN").is_none() {
-        m.token = token;
-    }
-    if m.namespace.is_none() && env("VAULT_NAMESPACE").is_none() {
-        m.namespace = c.vault_namespace.clone();
-    }
-    if m.ca_cert.is_none() && env("VAULT_CACERT").is_none() {
-        m.ca_cert = c.ca_pem_file.clone();
-    }
-    if m.duration.is_none() && m.requests.is_none() {
-        m.duration = c.duration;
-    }
-    if m.rate.is_none()
-        && !given(args, "rate")
-        && let Some(r) = c.rps
-    {
-        m.rate = Some(r.to_string());
-    }
-    if !given(args, "connections")
-        && let Some(w) = c.workers
-    {
-        m.connections = w;
-    }
-    if !m.keep && c.cleanup == Some(false) {
-        m.keep = true;
-        notes.push(
-            "cleanup = false: what vblast creates is kept after the run (vblast removes it by default; set cleanup = true or leave it out to remove it)".into(),
-        );
-    }
-    if !given(args, "format")
-        && let Some(mode) = c.report_mode
-    {
-        m.out.format = mode.format();
-    }
-    m.preset_ops = Some(c.tests);
-    for n in notes {
-        eprintln!("vblast: note: {n}");
-    }
-    Ok(m)
 }
 
 #[cfg(test)]

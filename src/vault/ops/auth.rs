@@ -78,7 +78,7 @@ fn config_from_flags(f: &OpFlags) -> Value {
 
 /// Checks a token TTL and type as Vault would take them.
 pub fn check_token_settings(ttl: &str, kind: &str) -> Result<(), String> {
-    crate::units::parse_duration(ttl)
+    crate::config::units::parse_duration(ttl)
         .map_err(|e| format!("token TTL '{ttl}' is not a duration: {e}"))?;
     if kind != "service" && kind != "batch" {
         return Err(format!("token type '{kind}' is not one of service, batch"));
@@ -183,7 +183,7 @@ impl Login {
                 let role = format!("/v1/auth/{path}/role/{NAME}");
                 let what = format!("reading the role_id of '{NAME}' at '{path}'");
                 let mut role_id = String::new();
-                crate::fixtures::wait_for(
+                crate::vault::fixture::wait_for(
                     &format!("the shared approle path '{path}'"),
                     ctx.stop,
                     || match client.request("GET", &format!("{role}/role-id"), None) {

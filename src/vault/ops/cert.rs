@@ -193,7 +193,7 @@ pub fn read_ca_pem(path: &Path) -> Result<String, String> {
         format!(
             "cannot read client CA file {}: {}",
             path.display(),
-            crate::transport::io_error_text(&e)
+            crate::net::transport::io_error_text(&e)
         )
     })?;
     let mut out = String::new();

@@ -215,7 +215,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
         ("default_ttl", &config.role.default_ttl),
         ("max_ttl", &config.role.max_ttl),
     ] {
-        crate::units::parse_duration(ttl)
+        crate::config::units::parse_duration(ttl)
             .map_err(|e| format!("{what} '{ttl}' is not a duration: {e}"))?;
     }
     let name_ok = |s: &str| {

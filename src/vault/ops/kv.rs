@@ -732,8 +732,8 @@ fn remove_prefixed(
 /// after the run id and waits until its last secret is readable; `vblast cleanup` takes
 /// the mount as its own, to remove it. None outside those modes.
 fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> {
-    use crate::fixtures::Mode;
-    let mode = crate::fixtures::mode();
+    use crate::vault::fixture::Mode;
+    let mode = crate::vault::fixture::mode();
     if !matches!(mode, Mode::Join | Mode::Remove | Mode::Create) {
         return Ok(None);
     }
@@ -760,7 +760,7 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
             setup.version,
             &secret_name(plan.secrets.saturating_sub(1), plan.secrets),
         );
-        crate::fixtures::wait_for(
+        crate::vault::fixture::wait_for(
             &format!("the shared kv mount '{}' (its secret {last})", setup.mount),
             ctx.stop,
             || match client.request("GET", &last, None) {

@@ -22,10 +22,10 @@ pub mod transit;
 
 use serde_json::Value;
 
+use crate::config::scenario::OpChoice;
 use crate::error::Error;
-use crate::scenario::OpChoice;
+use crate::net::tls::TlsOptions;
 use crate::signals::Stop;
-use crate::tls::TlsOptions;
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
@@ -362,7 +362,7 @@ pub(crate) fn random_secret() -> String {
 pub fn random_name(prefix: &str) -> String {
     // The shards of one run share their fixture: its names follow the run id
     // (src/fixtures.rs), never a secret.
-    if let Some(name) = crate::fixtures::derived_name(prefix) {
+    if let Some(name) = crate::vault::fixture::derived_name(prefix) {
         return name;
     }
     fresh_name(prefix)

@@ -82,7 +82,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
             names.join(", ")
         ));
     }
-    crate::units::parse_duration(&config.ttl)
+    crate::config::units::parse_duration(&config.ttl)
         .map_err(|e| format!("certificate TTL '{}' is not a duration: {e}", config.ttl))?;
     Ok(Box::new(Pki {
         config,
@@ -347,7 +347,7 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
         ("root CA", &config.root_ca.ttl),
         ("intermediate CA", &config.intermediate_ca.ttl),
     ] {
-        crate::units::parse_duration(ttl)
+        crate::config::units::parse_duration(ttl)
             .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
     }
     if config.csrs == 0 || config.csrs > 10_000 {

@@ -6,12 +6,12 @@ use serde_json::Value;
 
 use super::{SetupCtx, call, disable_auth};
 use crate::error::Error;
-pub(crate) use crate::fixtures::Mode;
 use crate::vault::client::Client;
+pub(crate) use crate::vault::fixture::Mode;
 
 /// The mode of this process (`Own` unless it is a setup, a shard or a cleanup step).
 pub(crate) fn mode() -> Mode {
-    crate::fixtures::mode()
+    crate::vault::fixture::mode()
 }
 
 /// Waits (bounded: `fixtures::wait_for`) until GET `path` answers 2xx, the sign that
@@ -20,7 +20,7 @@ pub(crate) fn mode() -> Mode {
 pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Value, Error> {
     let mut client = (ctx.make_client)();
     let mut found = Value::Null;
-    crate::fixtures::wait_for(what, ctx.stop, || match client.request("GET", path, None) {
+    crate::vault::fixture::wait_for(what, ctx.stop, || match client.request("GET", path, None) {
         Ok(r) if (200..300).contains(&r.status) => {
             found = r.json().unwrap_or(Value::Null);
             Ok(true)

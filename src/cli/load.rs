@@ -1,0 +1,69 @@
+//! How much load, for how long, over which connections and threads.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::config::units::parse_duration;
+
+/// `-c`, `-n`, `-z`, `-t`, `-R`, `--ramp`, `--warmup`, keep-alive, timeout, retries, forwarding, redirects, pinning.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
+    /// Connections (concurrency).
+    #[arg(short = 'c', long = "concurrency", default_value_t = 10)]
+    pub connections: u64,
+
+    /// Total requests; with -z, whichever is reached first ends the run.
+    #[arg(short = 'n', long = "requests")]
+    pub requests: Option<u64>,
+
+    /// Run duration (e.g. 30s, 2m, 1h); default 10s when -n is not given.
+    #[arg(short = 'z', long = "duration", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Event-loop threads in total (default: one per available core).
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+
+    /// Open model: the total target rate, requests per second: 2000; a ramp 100..5000 (with
+    /// --ramp); or steps 100:10s,500:10s,1000:20s (the last rate is held after them).
+    #[arg(short = 'R', long, allow_hyphen_values = true)]
+    pub rate: Option<String>,
+
+    /// With -R FROM..TO: how long the rate takes to ramp from FROM to TO (then held).
+    #[arg(long, value_parser = parse_duration)]
+    pub ramp: Option<Duration>,
+
+    /// Load run first and left out of every statistic.
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+
+    /// A new connection per request (ab without -k); connect time is reported separately.
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// A connection answered 429 by a rate-limit quota waits as its Retry-After says
+    /// (closed model), so a quota can be measured from the client's side.
+    #[arg(long)]
+    pub respect_retry_after: bool,
+
+    /// Send X-Vault-No-Request-Forwarding: true, to see what a standby does on its own
+    /// (instead of forwarding requests to the active node).
+    #[arg(long)]
+    pub no_forwarding: bool,
+
+    /// Follow a 307/308 answer (a standby's redirect to the active node) to a node of the
+    /// target, on a connection kept for that node; the latency includes the hop. A
+    /// Location elsewhere is counted as an error and never contacted.
+    #[arg(long)]
+    pub follow_redirects: bool,
+
+    /// Do not pin event-loop threads to cores.
+    #[arg(long)]
+    pub no_pin: bool,
+}

@@ -1,0 +1,29 @@
+//! `vblast report` and `vblast compare`: the saved results files and what to show of them.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::OutputArgs;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files written by `vblast ... --output FILE`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results files written by `vblast ... --output FILE`; the first is the reference.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Also save the comparison as one self-contained HTML page (spectra and timelines
+    /// overlaid, summary table, descriptions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}

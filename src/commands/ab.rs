@@ -1,0 +1,162 @@
+//! The `vblast ab` command: ab's command line (`ab_cli`) run by vblast's engine and
+//! reported as ab reports, with vblast's exit statuses, or ab's with `--ab-exit`.
+//!
+//! ab's exit statuses (httpd 2.4 `support/ab.c`): 0 when the run completed, whatever
+//! failed; 22 (EINVAL) for a usage error; 1 for a fatal error (unreadable -p file, more
+//! than 10 failed connects, Ctrl-C after the report); a socket receive error without `-r`
+//! stops ab with the error's number (vblast: 1, after the full report).
+
+use crate::commands::ab_options::{self as ab_cli, AbCommand, AbError, AbOptions};
+use crate::engine;
+use crate::error::{self, Ending, Error};
+use crate::report::{self, Model, RunInfo, Summary};
+use crate::results::Results;
+use crate::session::Session;
+use crate::session::live::Live;
+use crate::signals::Stop;
+
+/// ab's status for a usage error (EINVAL).
+pub const AB_EXIT_USAGE: i32 = 22;
+/// ab's status for a fatal error.
+pub const AB_EXIT_FATAL: i32 = 1;
+/// ab stops the run ("Test aborted after 10 failures") past this many failed connects.
+const AB_CONNECT_FAILURES: u64 = 10;
+
+/// Runs `vblast ab ARGS...`; returns the exit status.
+pub fn main(args: &[String], stop: &Stop) -> i32 {
+    let ab_exit = args.iter().any(|a| a == "--ab-exit");
+    let opts = match ab_cli::parse(args) {
+        Ok(AbCommand::Help) => {
+            print!("{}", ab_cli::USAGE);
+            return error::EXIT_OK;
+        }
+        Ok(AbCommand::Version) => {
+            println!(
+                "This is vblast {}, taking ApacheBench 2.4's options",
+                env!("CARGO_PKG_VERSION")
+            );
+            return error::EXIT_OK;
+        }
+        Ok(AbCommand::Run(o)) => o,
+        Err(e) => {
+            return match e {
+                AbError::Usage(m) => {
+                    eprintln!("vblast ab: {m} (vblast ab -h lists the options)");
+                    if ab_exit {
+                        AB_EXIT_USAGE
+                    } else {
+                        error::EXIT_BAD_INPUT
+                    }
+                }
+                AbError::Unsupported(m) => {
+                    eprintln!("vblast ab: {m}");
+                    error::EXIT_BAD_INPUT
+                }
+            };
+        }
+    };
+    let (ending, summary) = run(&opts, stop);
+    if let Ending::Failed(e) = &ending {
+        eprintln!("vblast: {e}");
+    }
+    if opts.ab_exit {
+        ab_status(&opts, &ending, summary.as_ref())
+    } else {
+        error::exit_status(&ending)
+    }
+}
+
+/// ab's exit status for how the run ended.
+fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i32 {
+    match ending {
+        Ending::Stopped(_) | Ending::Failed(_) => AB_EXIT_FATAL,
+        Ending::Ok | Ending::FailedRequests => {
+            let Some(s) = summary else {
+                return AB_EXIT_FATAL;
+            };
+            if s.errors.connect > AB_CONNECT_FAILURES || (!opts.recv_errors_ok && s.errors.read > 0)
+            {
+                AB_EXIT_FATAL
+            } else {
+                error::EXIT_OK
+            }
+        }
+    }
+}
+
+/// The run, its report and files; how it ended, and its summary when it ran.
+fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
+    let scenario = opts.scenario();
+    let mut session = match Session::open(&scenario, stop) {
+        Ok(s) => s,
+        Err(e) => return (Ending::Failed(e), None),
+    };
+    let mut style = opts.style();
+    if let Some(tls) = &scenario.tls {
+        let timeout = scenario.load.timeout;
+        match crate::ab_tls::probe(session.target(), tls, timeout) {
+            Ok(facts) => style.tls = Some(facts),
+            Err(e) => {
+                let _ = session.close();
+                return (Ending::Failed(Error::unreachable(e)), None);
+            }
+        }
+    }
+    let live = Live::new(opts.quiet, false);
+    let show = |p: &[engine::Totals]| live.show(p);
+    let step = session.step(
+        &scenario.load,
+        live.enabled().then_some(&show as engine::ProgressFn<'_>),
+    );
+    live.clear();
+    let cleanup = session.close();
+    let interrupted = stop.signal();
+    let step = match step {
+        Ok(s) => s,
+        Err(e) => return (Ending::Failed(e), None),
+    };
+    let target = session.target();
+    let info = RunInfo {
+        target: format!("{}{}", target.base(), target.path),
+        operation: session.op_names().join(","),
+        connections: scenario.load.connections,
+        threads: step.layout.threads,
+        processes: step.layout.processes,
+        model: Model::Closed,
+        target_rate: None,
+        keepalive: scenario.load.keepalive,
+        warmup_s: 0.0,
+        interrupted: interrupted.is_some(),
+        setup_s: 0.0,
+        cleanup_s: 0.0,
+    };
+    let results = Results::build(
+        info,
+        step.outcome.stats,
+        session.op_names(),
+        scenario.redacted(),
+        step.started_at,
+    );
+    let summary = results.summary();
+    let mut text = Vec::new();
+    let _ = report::ab::render_with(&summary, &style, &mut text);
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    let written = match &opts.csv {
+        Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),
+        None => Ok(()),
+    };
+    let ending = if let Some(s) = interrupted {
+        Ending::Stopped(s)
+    } else if let Err(c) = cleanup {
+        Ending::Failed(c)
+    } else if let Err(e) = written {
+        Ending::Failed(e)
+    } else if let Some(lost) = step.outcome.lost {
+        Ending::Failed(Error::lost_load(lost))
+    } else if summary.failed > 0 || summary.requests == 0 {
+        Ending::FailedRequests
+    } else {
+        Ending::Ok
+    };
+    (ending, Some(summary))
+}

@@ -1,0 +1,234 @@
+//! `vblast sweep`: its flags checked into a `Plan` before anything is sent (a range upside
+//! down, an objective that does not parse or a step shorter than its warm-up is one message
+//! and exit 2), then the sweep run by the library (`sweep::runner`).
+
+use crate::cli::sweep::SweepArgs;
+use crate::config::schedule::Schedule;
+use crate::config::units::show_duration;
+use crate::error::{Ending, Error};
+use crate::report::Model;
+use crate::results::deliver::Format;
+use crate::signals::Stop;
+use crate::sweep::objective;
+use crate::sweep::plan::{Plan, Spec, SweepOutput};
+use crate::sweep::search::{Resolution, Search};
+
+/// Runs `vblast sweep ...`.
+pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
+    let plan = match plan(args) {
+        Ok(p) => p,
+        Err(e) => return Ending::Failed(Error::input(e)),
+    };
+    let r = &args.run;
+    let out = SweepOutput {
+        text: r.out.format == Format::Text,
+        quiet: r.show.quiet,
+        progress: r.show.progress,
+        output: r.out.output.clone(),
+        html: r.out.html.clone(),
+    };
+    crate::sweep::runner::run(&plan, &out, stop)
+}
+
+/// "500..20000" into whole numbers.
+fn parse_range(flag: &str, text: &str) -> Result<(u64, u64), String> {
+    let bad =
+        || format!("{flag} {text}: give a range FROM..TO of whole numbers, e.g. {flag} 500..20000");
+    let (a, b) = text.split_once("..").ok_or_else(bad)?;
+    let a: u64 = a.trim().parse().map_err(|_| bad())?;
+    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    if a == 0 {
+        return Err(format!("{flag} {text}: the range must start at 1 or more"));
+    }
+    if a >= b {
+        return Err(format!(
+            "{flag} {text}: the range is upside down or empty: FROM must be below TO"
+        ));
+    }
+    Ok((a, b))
+}
+
+/// "10%" or "0.1" as a fraction in (0, 1].
+fn parse_ratio(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        format!("--max-error-ratio {text}: give a percentage (10%) or a fraction (0.1)")
+    })?;
+    if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+        return Err(format!(
+            "--max-error-ratio {text}: must be above 0 and at most 100%"
+        ));
+    }
+    Ok(v)
+}
+
+/// The sweep these flags describe, checked; nothing is sent before this succeeds.
+pub fn plan(args: &mut SweepArgs) -> Result<Plan, String> {
+    let r = &args.run;
+    if r.ops.list_ops {
+        return Err("--list-ops is vblast --list-ops, not a sweep".into());
+    }
+    for (given, flag) in [
+        (r.load.requests.is_some(), "-n"),
+        (r.load.duration.is_some(), "-z"),
+        (r.load.warmup.is_some(), "--warmup"),
+        (r.load.ramp.is_some(), "--ramp"),
+    ] {
+        if given {
+            return Err(format!(
+                "{flag} does not go with sweep: each step lasts --step-duration after --step-warmup"
+            ));
+        }
+    }
+    let (model, (from, to)) = match (&r.load.rate, &args.concurrency) {
+        (Some(rate), None) => (Model::Open, parse_range("--rate", rate)?),
+        (None, Some(c)) => (Model::Closed, parse_range("--concurrency", c)?),
+        _ => {
+            return Err(
+                    "give the range to sweep: --rate FROM..TO (open model) or --concurrency FROM..TO (closed model)"
+                        .into(),
+                );
+        }
+    };
+    if model == Model::Open {
+        Schedule::Constant { rate: to as f64 }
+            .validate()
+            .map_err(|e| format!("--rate {}: {e}", r.load.rate.as_deref().unwrap_or("")))?;
+    }
+    if args.step_duration.is_zero() {
+        return Err("--step-duration must be longer than zero".into());
+    }
+    if args.step_duration < args.step_warmup {
+        return Err(format!(
+            "--step-duration {} is shorter than --step-warmup {}: a step is measured after its warm-up, and should be at least as long",
+            show_duration(args.step_duration),
+            show_duration(args.step_warmup)
+        ));
+    }
+    let resolution = args.resolution.trim().to_string();
+    Search::new(from, to, args.steps, Resolution::parse(&resolution)?)?;
+    let max_error_ratio = parse_ratio(&args.max_error_ratio)?;
+    let objectives = objective::objectives(&args.slo, model == Model::Open)?;
+    let o = &r.out;
+    if !matches!(o.format, Format::Text | Format::Json) {
+        return Err("sweep prints --format text or json".into());
+    }
+    if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {
+        return Err(
+                "--latency, --hgrm, --ab-csv and --hlog are for single runs: a sweep saves every step with its histograms in --output".into(),
+            );
+    }
+    // The run's own checks, on the largest load a step will put up (layout, -c).
+    // The range is not a -R or -c of its own: taken out for the check, then put back.
+    let connections = r.load.connections;
+    let rate = args.run.load.rate.take();
+    if model == Model::Closed {
+        args.run.load.connections = to;
+    }
+    let scenario = super::scenario::scenario(&args.run);
+    args.run.load.rate = rate;
+    args.run.load.connections = connections;
+    let r = &args.run;
+    let mut scenario = scenario.map_err(|e| e.to_string())?;
+    // A sweep searches one edge of one target; over nodes in turn its steps would
+    // judge every node's figures as one, and find no node's edge.
+    if scenario
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.mode == crate::config::cluster::NodesMode::Each)
+    {
+        return Err(
+                "--nodes each does not go with sweep: a sweep finds the edge of one target, and each node has its own; sweep each node on its own (`vblast sweep --address NODE ... --output NODE.json`, one per node) and put them side by side with `vblast compare NODE1.json NODE2.json`"
+                    .into(),
+            );
+    }
+    // The engine measures `duration` after `warmup` (as `-z` after `--warmup`).
+    scenario.load.duration = Some(args.step_duration);
+    scenario.load.warmup = args.step_warmup;
+    scenario.load.requests = None;
+    let spec = Spec {
+        model,
+        from,
+        to,
+        steps: args.steps,
+        resolution,
+        max_error_ratio,
+        objectives,
+        step_duration_s: args.step_duration.as_secs_f64(),
+        step_warmup_s: args.step_warmup.as_secs_f64(),
+        connections: (model == Model::Open).then_some(r.load.connections),
+        target: String::new(),
+        operation: String::new(),
+    };
+    Ok(Plan { scenario, spec })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::{CommandFactory, Parser};
+    use std::time::Duration;
+
+    fn sweep(args: &[&str]) -> Result<Plan, String> {
+        let mut v = vec!["vblast", "sweep", "--op", "kv-read"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
+            Some(Command::Sweep(mut a)) => plan(&mut a),
+            _ => Err("not a sweep".into()),
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks (names, shorts, conflicts), which release builds skip.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn plans_and_refusals() {
+        let p = sweep(&["--rate", "500..20000", "--slo", "p99=20ms"]).unwrap();
+        assert_eq!(
+            (p.spec.from, p.spec.to, p.spec.model),
+            (500, 20000, Model::Open)
+        );
+        assert_eq!(p.spec.connections, Some(100), "the sweep's default -c");
+        assert_eq!(p.scenario.load.duration, Some(Duration::from_secs(20)));
+        assert_eq!(p.scenario.load.warmup, Duration::from_secs(2));
+        assert_eq!(
+            p.load_for(700).schedule,
+            Some(Schedule::Constant { rate: 700.0 })
+        );
+        let p = sweep(&["--concurrency", "10..200", "--slo", "p50=5ms", "-c", "7"]).unwrap();
+        assert_eq!(p.spec.model, Model::Closed);
+        assert_eq!(p.spec.connections, None);
+        assert_eq!(p.load_for(42).connections, 42);
+        assert!(p.load_for(42).schedule.is_none());
+        for (args, why) in [
+            (&["--rate", "9..3", "--slo", "p99=1s"][..], "upside down"),
+            (&["--rate", "0..3", "--slo", "p99=1s"], "at 1 or more"),
+            (&["--concurrency", "1..3"], "give an objective"),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--format", "ab"],
+                "text or json",
+            ),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--hgrm", "x"],
+                "single runs",
+            ),
+            (
+                &["--rate", "1..3", "--slo", "p99=1s", "--step-duration", "0s"],
+                "longer than zero",
+            ),
+            (&["--rate", "1..30000000", "--slo", "p99=1s"], "--rate"),
+        ] {
+            let e = sweep(args).unwrap_err();
+            assert!(e.contains(why), "{args:?}: {e}");
+        }
+        assert!(sweep(&["--rate", "1..3", "--concurrency", "1..3", "--slo", "p99=1s"]).is_err());
+    }
+}

@@ -1,0 +1,264 @@
+//! A run described as data: where the load goes, with which credentials and TLS settings,
+//! its shape (connections, count or duration, rate, warm-up) and its workload (a URL
+//! request, or Vault operations with weights and configs). Built from flags today; the
+//! same structure will come from an HCL file. Serialisable, with the token left out and
+//! secrets redacted (`Scenario::redacted`), so it can be saved with a run's results.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::schedule::Schedule;
+use crate::net::tls::TlsOptions;
+
+/// The token, kept out of every serialised form and of `Debug` output.
+#[derive(Clone, Default)]
+pub struct Token(pub Option<String>);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Token(<redacted>)"
+        } else {
+            "Token(None)"
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Vault address (Vault mode) or the full URL (URL mode).
+    pub address: String,
+    #[serde(skip)]
+    pub token: Token,
+    pub namespace: Option<String>,
+    /// TLS settings for https:// addresses (Vault's conventions resolved).
+    pub tls: Option<TlsOptions>,
+    pub load: Load,
+    pub workload: Workload,
+    /// Keep what setup created (default: removed after the run).
+    pub keep: bool,
+    /// Use the target as it is: no preflight, no fixtures.
+    pub no_setup: bool,
+    /// Several nodes of one HA cluster as the target (`address` is the first of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::config::cluster::ClusterSpec>,
+}
+
+/// The shape of the load.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Load {
+    pub connections: u64,
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    /// Open model: the schedule of the total target rate (None: closed model).
+    pub schedule: Option<Schedule>,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    /// Event-loop threads in total (None: one per core).
+    pub threads: Option<usize>,
+    pub pin: bool,
+    /// A connection told to wait by a rate-limit quota's `Retry-After` waits that long.
+    #[serde(default)]
+    pub respect_retry_after: bool,
+    /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
+    #[serde(default)]
+    pub no_forwarding: bool,
+    /// Follow a 307/308 to a node of the target (`src/redirect.rs`).
+    #[serde(default)]
+    pub follow_redirects: bool,
+    /// Shard, start instant, source addresses (`src/shard.rs`).
+    #[serde(default)]
+    pub spread: crate::config::spread::Spread,
+}
+
+/// What each request is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Workload {
+    /// One request, as given on the command line (like ab, wrk, oha).
+    Url(UrlRequest),
+    /// Vault operations from the registry, picked by weight.
+    Vault(Vec<OpChoice>),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UrlRequest {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Body>,
+    pub content_type: Option<String>,
+}
+
+/// A request body: given inline or read from a file when the run starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Body {
+    Inline(String),
+    File(PathBuf),
+}
+
+/// One operation of the mix: its registry name, weight and family-specific config.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct OpChoice {
+    pub name: String,
+    pub weight: u32,
+    pub config: serde_json::Value,
+    /// The name reports give its rows (a vault-benchmark test's name); None: `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Config keys whose values are credentials (a database's root password).
+const SECRET_KEYS: &[&str] = &["password", "connection_url", "token", "private_key"];
+
+/// Header names whose values are credentials.
+const SECRET_HEADERS: &[&str] = &[
+    "x-vault-token",
+    "authorization",
+    "cookie",
+    "proxy-authorization",
+];
+
+impl Scenario {
+    /// The scenario as JSON with nothing secret in it: no token, credential headers and
+    /// inline bodies replaced by a placeholder.
+    pub fn redacted(&self) -> serde_json::Value {
+        let mut s = self.clone();
+        if let Workload::Vault(ops) = &mut s.workload {
+            for op in ops {
+                if let Some(cfg) = op.config.as_object_mut() {
+                    for (k, v) in cfg.iter_mut() {
+                        if SECRET_KEYS.contains(&k.as_str()) && v.is_string() {
+                            *v = "<redacted>".into();
+                        }
+                    }
+                }
+            }
+        }
+        if let Workload::Url(r) = &mut s.workload {
+            for (name, value) in &mut r.headers {
+                if SECRET_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+                    *value = "<redacted>".into();
+                }
+            }
+            if let Some(Body::Inline(b)) = &mut r.body {
+                *b = format!("<{} bytes>", b.len());
+            }
+        }
+        serde_json::to_value(&s).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// "kv-read:80,kv-write:20", or "url" in URL mode: the operations as reports name them.
+    pub fn describe_ops(&self) -> String {
+        match &self.workload {
+            Workload::Url(_) => "url".into(),
+            Workload::Vault(ops) if ops.len() == 1 => ops[0].name.clone(),
+            Workload::Vault(ops) => ops
+                .iter()
+                .map(|o| format!("{}:{}", o.name, o.weight))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(workload: Workload) -> Scenario {
+        Scenario {
+            address: "http://127.0.0.1:8200".into(),
+            cluster: None,
+            token: Token(Some("hvs.SECRET".into())),
+            namespace: None,
+            tls: None,
+            load: Load {
+                connections: 10,
+                requests: Some(100),
+                duration: None,
+                warmup: Duration::ZERO,
+                schedule: None,
+                keepalive: true,
+                timeout: Duration::from_secs(30),
+                threads: None,
+                pin: true,
+                respect_retry_after: false,
+                no_forwarding: false,
+                follow_redirects: false,
+                spread: Default::default(),
+            },
+            workload,
+            keep: false,
+            no_setup: false,
+        }
+    }
+
+    #[test]
+    fn redacted_form_holds_no_credential() {
+        let s = scenario(Workload::Url(UrlRequest {
+            method: "POST".into(),
+            headers: vec![
+                ("X-Vault-Token".into(), "hvs.HEADER".into()),
+                ("Authorization".into(), "Bearer abc".into()),
+                ("X-Custom".into(), "visible".into()),
+            ],
+            body: Some(Body::Inline("{\"password\":\"hunter2\"}".into())),
+            content_type: None,
+        }));
+        let text = s.redacted().to_string();
+        for secret in ["hvs.SECRET", "hvs.HEADER", "Bearer abc", "hunter2"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(text.contains("visible"));
+        assert!(!format!("{:?}", s.token).contains("SECRET"));
+        // Round trip: the scenario is data.
+        let back: Scenario = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        assert_eq!(back.load, s.load);
+        assert!(back.token.0.is_none());
+    }
+
+    #[test]
+    fn credentials_in_op_configs_are_redacted() {
+        let s = scenario(Workload::Vault(vec![OpChoice {
+            name: "db-creds".into(),
+            weight: 1,
+            config: serde_json::json!({"password": "hunter2", "connection_url": "postgres://u:pw@h/db", "username": "u"}),
+            label: Some("pg".into()),
+        }]));
+        let text = s.redacted().to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("u:pw"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"label\":\"pg\"") && text.contains("\"username\":\"u\""),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ops_are_described_with_weights_only_in_a_mix() {
+        let one = |n: &str, w| OpChoice {
+            name: n.into(),
+            weight: w,
+            config: serde_json::Value::Null,
+            label: None,
+        };
+        assert_eq!(
+            scenario(Workload::Vault(vec![one("kv-read", 1)])).describe_ops(),
+            "kv-read"
+        );
+        assert_eq!(
+            scenario(Workload::Vault(vec![
+                one("kv-read", 80),
+                one("kv-write", 20)
+            ]))
+            .describe_ops(),
+            "kv-read:80,kv-write:20"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! The wire below the engine and the setup client: HTTP/1.1 parsing (`http`), TLS
+//! (`tls` configuration, `tlsio` records without allocation), byte streams (`transport`),
+//! redirects (`redirect`), the server as a target (`target`), the nodes a connection may
+//! go to (`route`) and the local source addresses (`source_addrs`).
+
+pub mod http;
+pub mod redirect;
+pub mod route;
+pub mod source_addrs;
+pub mod target;
+pub mod tls;
+pub mod tlsio;
+pub mod transport;

@@ -1,0 +1,301 @@
+//! TLS client configuration following Vault's conventions (VAULT_CACERT, VAULT_CAPATH,
+//! VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT/KEY, VAULT_TLS_SERVER_NAME), built once per run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::net::transport::io_error_text;
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct TlsOptions {
+    pub ca_cert: Option<PathBuf>,
+    pub ca_path: Option<PathBuf>,
+    pub insecure: bool,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    pub server_name: Option<String>,
+    /// Session resumption on re-opened connections.
+    pub resume: bool,
+    /// Which record layer carries requests after the handshake.
+    #[serde(default)]
+    pub engine: TlsEngine,
+}
+
+/// The TLS record layer of the load engine.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsEngine {
+    /// Records sealed and opened in place with ring (src/tlsio.rs): no allocation per request.
+    #[default]
+    InPlace,
+    /// rustls's own buffered ClientConnection: the cross-check of the in-place layer.
+    Rustls,
+}
+
+/// ring's provider with AES-128-GCM first: TLS 1.3's mandatory suite, and with SHA-256
+/// (which CPUs accelerate) instead of SHA-384 for the handshake's hashing, the cheapest
+/// secure choice for a client that opens thousands of connections. The server still picks.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    let mut p = rustls::crypto::ring::default_provider();
+    p.cipher_suites.sort_by_key(|s| {
+        let name = format!("{:?}", s.suite());
+        (!name.contains("AES_128_GCM"), !name.starts_with("TLS13"))
+    });
+    Arc::new(p)
+}
+
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let data = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read certificate file {}: {}",
+            path.display(),
+            io_error_text(&e)
+        )
+    })?;
+    let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut data.as_slice()).collect();
+    let certs =
+        certs.map_err(|e| format!("cannot parse PEM certificates in {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no PEM certificate found in {}", path.display()));
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    let data = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read key file {}: {}",
+            path.display(),
+            io_error_text(&e)
+        )
+    })?;
+    match rustls_pemfile::private_key(&mut data.as_slice()) {
+        Ok(Some(k)) => Ok(k),
+        Ok(None) => Err(format!(
+            "no PEM private key (RSA, EC or PKCS#8) found in {}",
+            path.display()
+        )),
+        Err(e) => Err(format!(
+            "cannot parse private key in {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+fn add_roots(store: &mut RootCertStore, path: &Path) -> Result<usize, String> {
+    let mut added = 0;
+    for cert in read_certs(path)? {
+        store
+            .add(cert)
+            .map_err(|e| format!("invalid CA certificate in {}: {e}", path.display()))?;
+        added += 1;
+    }
+    Ok(added)
+}
+
+/// Builds the one client configuration every connection of a run shares.
+pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup failed: {e}"))?;
+    let builder = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+    } else {
+        let mut roots = RootCertStore::empty();
+        if let Some(file) = &opts.ca_cert {
+            add_roots(&mut roots, file)?;
+        }
+        if let Some(dir) = &opts.ca_path {
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                format!(
+                    "cannot read CA directory {}: {}",
+                    dir.display(),
+                    io_error_text(&e)
+                )
+            })?;
+            for entry in entries.flatten() {
+                let p = entry.path();
+                if p.is_file() {
+                    add_roots(&mut roots, &p)?;
+                }
+            }
+            if roots.is_empty() {
+                return Err(format!("no CA certificate found in {}", dir.display()));
+            }
+        }
+        if opts.ca_cert.is_none() && opts.ca_path.is_none() {
+            let found = rustls_native_certs::load_native_certs();
+            for cert in found.certs {
+                let _ = roots.add(cert);
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match (&opts.client_cert, &opts.client_key) {
+        (Some(c), Some(k)) => {
+            let certs = read_certs(c)?;
+            let key = read_key(k)?;
+            builder.with_client_auth_cert(certs, key).map_err(|e| {
+                format!(
+                    "client certificate {} and key {} do not go together: {e}",
+                    c.display(),
+                    k.display()
+                )
+            })?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        (Some(_), None) => return Err("a client certificate needs its key (--client-key)".into()),
+        (None, Some(_)) => {
+            return Err("a client key needs its certificate (--client-cert)".into());
+        }
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if !opts.resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// The name the server's certificate must carry.
+pub fn server_name(opts: &TlsOptions, host: &str) -> Result<ServerName<'static>, String> {
+    let name = opts.server_name.as_deref().unwrap_or(host);
+    ServerName::try_from(name.to_string())
+        .map_err(|_| format!("'{name}' is not a valid TLS server name"))
+}
+
+/// `-k`: accepts any certificate, and so skips the handshake signature check too.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    // The handshake signature proves that the server holds the key of the certificate it
+    // showed; with that certificate unverified, the proof is worth nothing, so -k does not
+    // spend a signature verification per handshake on it (as ab and h2load do not).
+    fn verify_tls12_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The first bytes the server sent, kept to explain a failed handshake.
+struct Recording<'a, S> {
+    inner: &'a mut S,
+    first: Vec<u8>,
+}
+
+impl<S: std::io::Read> std::io::Read for Recording<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.first.len() < 8 {
+            let take = n.min(8 - self.first.len());
+            self.first.extend_from_slice(&buf[..take]);
+        }
+        Ok(n)
+    }
+}
+
+impl<S: std::io::Write> std::io::Write for Recording<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Completes a TLS handshake on a connected blocking socket (with its timeouts set), for
+/// checks before the run and for setup requests. The error names the server (`host_port`)
+/// and says what went wrong, including a server that answers in plain HTTP.
+pub fn blocking_handshake<S: std::io::Read + std::io::Write>(
+    conn: &mut rustls::ClientConnection,
+    sock: &mut S,
+    host_port: &str,
+) -> Result<(), String> {
+    let mut rec = Recording {
+        inner: sock,
+        first: Vec::new(),
+    };
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut rec) {
+            return Err(handshake_error(&e, &rec.first, host_port));
+        }
+    }
+    Ok(())
+}
+
+/// One clear message for a failed handshake.
+pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> String {
+    use std::io::ErrorKind;
+    if first.starts_with(b"HTTP/") || first.starts_with(b"<") {
+        return format!(
+            "{host_port} answered in plain HTTP, not TLS: use an http:// address (or check the port)"
+        );
+    }
+    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        return format!("TLS handshake with {host_port} timed out (no answer from the server)");
+    }
+    if e.kind() == ErrorKind::UnexpectedEof
+        || first.is_empty() && e.kind() != ErrorKind::InvalidData
+    {
+        return format!(
+            "TLS handshake with {host_port} failed: the server closed the connection ({})",
+            io_error_text(e)
+        );
+    }
+    let text = io_error_text(e);
+    let hint = if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
+        " (trust the server's CA with --ca-cert/VAULT_CACERT or --ca-path/VAULT_CAPATH, or skip verification with -k)"
+    } else if text.contains("NotValidForName") || text.contains("not valid for name") {
+        " (connect by the certificate's name, or give it with --tls-server-name/VAULT_TLS_SERVER_NAME)"
+    } else if text.contains("CertificateRequired") || text.contains("certificate required") {
+        " (the server wants a client certificate: --client-cert/--client-key)"
+    } else {
+        ""
+    };
+    format!("TLS handshake with {host_port} failed: {text}{hint}")
+}

@@ -1,0 +1,864 @@
+//! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
+//! (also across worker processes, through their serialized form).
+
+pub mod figures;
+pub mod nodes;
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{
+    Deserializer as HistReader, Serializer as _, V2DeflateSerializer,
+};
+use serde::{Deserialize, Serialize};
+
+/// Highest trackable value: one hour in microseconds.
+pub const MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds, 1 us to 1 h, 3 significant digits.
+#[derive(Clone, Debug)]
+pub struct Hist(pub Histogram<u64>);
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist(Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds"))
+    }
+}
+
+impl Hist {
+    /// Records one value, clamped into the trackable range.
+    #[inline]
+    pub fn record(&mut self, us: u64) {
+        let v = us.clamp(1, MAX_US);
+        // Cannot fail: the value is within bounds.
+        let _ = self.0.record(v);
+    }
+
+    pub fn add(&mut self, other: &Hist) {
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
+    pub fn to_base64(&self) -> String {
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.0, &mut buf)
+            .expect("serializing into memory");
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    /// Adds a histogram in the form `to_base64` makes, without building a second
+    /// full-range histogram for it.
+    pub fn add_base64(&mut self, text: &str) -> Result<(), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        self.0
+            .add(&h)
+            .map_err(|e| format!("bad histogram range: {e:?}"))
+    }
+
+    /// Checks a histogram in the form `to_base64` makes, as `from_base64` would, without
+    /// building a full-range histogram for it (reading a long timeline checks every second).
+    pub fn check_base64(text: &str) -> Result<(), String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        if !h.is_empty() && h.max() > Hist::default_high() {
+            return Err(format!(
+                "bad histogram range: a value of {} us is beyond {MAX_US} us",
+                h.max()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The highest value the histograms hold (MAX_US, as HdrHistogram rounds it).
+    fn default_high() -> u64 {
+        use std::sync::OnceLock;
+        static HIGH: OnceLock<u64> = OnceLock::new();
+        // Not `high()`: a value recorded at MAX_US reads back as the top of its bucket.
+        *HIGH.get_or_init(|| Hist::default().0.highest_equivalent(MAX_US))
+    }
+
+    pub fn from_base64(text: &str) -> Result<Hist, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("bad histogram encoding: {e}"))?;
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("bad histogram: {e:?}"))?;
+        let mut out = Hist::default();
+        out.0
+            .add(&h)
+            .map_err(|e| format!("bad histogram range: {e:?}"))?;
+        Ok(out)
+    }
+}
+
+impl Serialize for Hist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_base64())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Hist::from_base64(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Per-operation results.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OpStats {
+    /// Requests that completed or failed (every request counted once).
+    pub requests: u64,
+    /// Requests answered with a success status.
+    pub ok: u64,
+    /// Corrected latency: completion minus intended start (= actual start in the closed model).
+    pub latency: Hist,
+    /// Service time: completion minus the moment the request's first byte was written.
+    pub service: Hist,
+}
+
+impl OpStats {
+    pub fn merge(&mut self, o: &OpStats) {
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.latency.add(&o.latency);
+        self.service.add(&o.service);
+    }
+}
+
+/// Failed requests, by kind.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Errors {
+    /// Could not open a connection (refused, unreachable, TLS handshake failed, connect timeout).
+    pub connect: u64,
+    /// The response was lost or malformed (reset, EOF mid-response, non-HTTP bytes).
+    pub read: u64,
+    /// The request could not be written.
+    pub write: u64,
+    /// No complete response within --timeout.
+    pub timeout: u64,
+    /// A response arrived with a status the operation does not count as success.
+    pub status: u64,
+}
+
+impl Errors {
+    pub fn merge(&mut self, o: &Errors) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.status += o.status;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+}
+
+/// One second of the run: counts and a compact latency histogram.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Second {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency: Hist,
+    /// Service time (uncorrected) of the same requests; absent from older results files.
+    #[serde(default)]
+    pub service: Hist,
+}
+
+/// Per-second timeline. Each closed second is kept as a compressed histogram, so memory
+/// grows by a few hundred bytes per second of run, whatever the request rate.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Closed seconds, in order.
+    closed: Vec<Row>,
+    current_index: u64,
+    current: Second,
+}
+
+/// Upper bound on timeline length (one day of seconds).
+pub const TIMELINE_MAX_SECONDS: u64 = 86_400;
+
+impl Timeline {
+    /// Records one finished request in second `sec` (seconds since the measured start).
+    #[inline]
+    pub fn record(&mut self, sec: u64, ok: bool, latency_us: Option<u64>) {
+        if sec != self.current_index {
+            self.roll(sec);
+        }
+        let c = &mut self.current;
+        c.requests += 1;
+        if ok {
+            c.ok += 1;
+        } else {
+            c.errors += 1;
+        }
+        if let Some(us) = latency_us {
+            c.latency.record(us);
+        }
+    }
+
+    /// Records the service time of the request just recorded (same second).
+    #[inline]
+    pub fn record_service(&mut self, us: u64) {
+        self.current.service.record(us);
+    }
+
+    fn roll(&mut self, sec: u64) {
+        if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
+            let c = std::mem::take(&mut self.current);
+            self.closed.push((
+                self.current_index,
+                c.requests,
+                c.ok,
+                c.errors,
+                c.latency.to_base64(),
+                c.service.to_base64(),
+            ));
+            // Keep the histograms' allocations for the next second.
+            self.current.latency = c.latency;
+            self.current.latency.reset();
+            self.current.service = c.service;
+            self.current.service.reset();
+        }
+        self.current_index = sec;
+    }
+
+    /// Every second as kept: (index, requests, ok, errors, compressed latency and service
+    /// histograms), in order.
+    fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        let c = &self.current;
+        self.closed.iter().cloned().chain((c.requests > 0).then(|| {
+            (
+                self.current_index,
+                c.requests,
+                c.ok,
+                c.errors,
+                c.latency.to_base64(),
+                c.service.to_base64(),
+            )
+        }))
+    }
+
+    /// Seconds in order, each histogram decompressed only when the iterator reaches it (a
+    /// long run's timeline never sits decompressed in memory at once).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Second)> + '_ {
+        self.rows().map(|(i, requests, ok, errors, h, sv)| {
+            (
+                i,
+                Second {
+                    requests,
+                    ok,
+                    errors,
+                    latency: Hist::from_base64(&h).unwrap_or_default(),
+                    service: Hist::from_base64(&sv).unwrap_or_default(),
+                },
+            )
+        })
+    }
+
+    /// Calls `f` with each second in order, decoding one at a time.
+    pub fn for_each_second(&self, mut f: impl FnMut(u64, &Second)) {
+        for (i, s) in self.iter() {
+            f(i, &s);
+        }
+    }
+
+    /// Seconds in order, all decompressed (for tests and short timelines).
+    pub fn seconds(&self) -> Vec<(u64, Second)> {
+        self.iter().collect()
+    }
+
+    /// The last second that holds a request, if any.
+    pub fn last_second(&self) -> Option<u64> {
+        if self.current.requests > 0 {
+            return Some(self.current_index);
+        }
+        self.closed.last().map(|r| r.0)
+    }
+
+    /// Moves every second `by` seconds later (a step that began that far into the run).
+    pub fn shift(&mut self, by: u64) {
+        for row in &mut self.closed {
+            row.0 += by;
+        }
+        if self.current.requests > 0 {
+            self.current_index += by;
+        }
+    }
+
+    /// Adds another timeline, second by second: a merge of two sorted lists in which only
+    /// the seconds both have are decompressed, two histograms at a time.
+    pub fn merge(&mut self, other: &Timeline) {
+        let mut a = self.rows().collect::<Vec<_>>().into_iter().peekable();
+        let mut b = other.rows().peekable();
+        let mut out: Vec<Row> = Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
+        let add = |x: &str, y: &str| {
+            let mut h = Hist::from_base64(x).unwrap_or_default();
+            h.add(&Hist::from_base64(y).unwrap_or_default());
+            h.to_base64()
+        };
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
+                (Some(_), Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, Some(_)) => b.next(),
+                (None, None) => break,
+            };
+            let Some(row) = next else { break };
+            match out.last_mut() {
+                Some(last) if last.0 == row.0 => {
+                    last.1 += row.1;
+                    last.2 += row.2;
+                    last.3 += row.3;
+                    last.4 = add(&last.4, &row.4);
+                    last.5 = add(&last.5, &row.5);
+                }
+                _ => out.push(row),
+            }
+        }
+        self.closed = out;
+        self.current = Second::default();
+        self.current_index = u64::MAX;
+    }
+}
+
+impl Timeline {
+    /// Several timelines added second by second at once, each moved later by its own
+    /// whole seconds (the shard of a run whose clock started that much later): a second
+    /// only one of them has is kept as it is; a shared second decodes each histogram
+    /// once and encodes the sum once, however many timelines there are (pairwise merges
+    /// re-encoded every partial sum: 16 shards of 10 minutes took seconds).
+    pub fn merge_shifted(parts: &[(&Timeline, u64)]) -> Timeline {
+        let mut rows: Vec<Row> = parts
+            .iter()
+            .flat_map(|(t, shift)| {
+                t.rows().map(move |mut r| {
+                    r.0 = r.0.saturating_add(*shift);
+                    r
+                })
+            })
+            .filter(|r| r.0 < TIMELINE_MAX_SECONDS)
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        let mut closed: Vec<Row> = Vec::with_capacity(rows.len() / parts.len().max(1) + 1);
+        let mut group: Vec<Row> = Vec::with_capacity(parts.len());
+        let flush = |group: &mut Vec<Row>, closed: &mut Vec<Row>| {
+            if group.len() == 1 {
+                closed.append(group);
+                return;
+            }
+            let Some(first) = group.first() else { return };
+            let index = first.0;
+            let (mut requests, mut ok, mut errors) = (0, 0, 0);
+            let (mut latency, mut service) = (Hist::default(), Hist::default());
+            for r in group.drain(..) {
+                requests += r.1;
+                ok += r.2;
+                errors += r.3;
+                let _ = latency.add_base64(&r.4);
+                let _ = service.add_base64(&r.5);
+            }
+            closed.push((
+                index,
+                requests,
+                ok,
+                errors,
+                latency.to_base64(),
+                service.to_base64(),
+            ));
+        };
+        for r in rows {
+            if group.first().is_some_and(|g| g.0 != r.0) {
+                flush(&mut group, &mut closed);
+            }
+            group.push(r);
+        }
+        flush(&mut group, &mut closed);
+        Timeline {
+            closed,
+            current: Second::default(),
+            current_index: u64::MAX,
+        }
+    }
+}
+
+/// A second as kept: index, requests, ok, errors, base64 V2 latency and service histograms.
+type Row = (u64, u64, u64, u64, String, String);
+
+/// A second on the wire: the same keys as `Second`, its histograms left compressed.
+#[derive(Serialize, Deserialize)]
+struct SecondWire {
+    requests: u64,
+    ok: u64,
+    errors: u64,
+    latency: String,
+    /// Absent from older results files.
+    #[serde(default)]
+    service: Option<String>,
+}
+
+impl Serialize for Timeline {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.rows()
+                .map(|(i, requests, ok, errors, latency, service)| {
+                    (
+                        i,
+                        SecondWire {
+                            requests,
+                            ok,
+                            errors,
+                            latency,
+                            service: Some(service),
+                        },
+                    )
+                }),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let rows: Vec<(u64, SecondWire)> = Vec::deserialize(d)?;
+        let mut closed = Vec::with_capacity(rows.len());
+        for (i, w) in rows {
+            // A report makes a row for every second up to the last: refuse indices no run
+            // can have, rather than building billions of rows from a corrupt file.
+            if i >= TIMELINE_MAX_SECONDS {
+                return Err(serde::de::Error::custom(format!(
+                    "timeline second {i} is beyond the longest run kept ({TIMELINE_MAX_SECONDS} s)"
+                )));
+            }
+            // Checked one at a time: a bad histogram is an error, not a silent zero.
+            Hist::check_base64(&w.latency).map_err(serde::de::Error::custom)?;
+            let service = match w.service {
+                Some(sv) => {
+                    Hist::check_base64(&sv).map_err(serde::de::Error::custom)?;
+                    sv
+                }
+                None => Hist::default().to_base64(),
+            };
+            closed.push((i, w.requests, w.ok, w.errors, w.latency, service));
+        }
+        Ok(Timeline {
+            closed,
+            current_index: u64::MAX,
+            current: Second::default(),
+        })
+    }
+}
+
+/// Everything one event-loop thread (or one worker process, or a whole run) measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub ops: Vec<OpStats>,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    pub errors: Errors,
+    /// Time to open a TCP connection.
+    pub connect: Hist,
+    /// TLS handshake time.
+    pub tls: Hist,
+    /// Time from the request's first byte written to the response's first byte read.
+    pub ttfb: Hist,
+    /// Open model: requests sent more than `LATE_US` after their intended start.
+    pub late: u64,
+    /// Open model: largest lag between intended and actual start, in microseconds.
+    pub max_lag_us: u64,
+    pub connections_opened: u64,
+    /// TLS handshakes that resumed an earlier session (the rest were full handshakes).
+    #[serde(default)]
+    pub tls_resumed: u64,
+    /// Keep-alive connections the server closed (re-opened transparently).
+    pub server_closes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Measured wall time of this source, seconds (merging takes the largest).
+    pub elapsed_s: f64,
+    pub timeline: Timeline,
+    /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
+    pub messages: BTreeMap<String, u64>,
+    /// The `Server` header of the first measured response (ab's "Server Software").
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Body length of the first measured response (ab's "Document Length").
+    #[serde(default)]
+    pub doc_length: Option<u64>,
+    /// Measured responses by body length (at most `MAX_LENGTHS` distinct lengths).
+    #[serde(default)]
+    pub body_lengths: BTreeMap<u64, u64>,
+    /// Measured responses whose body length did not fit in `body_lengths`.
+    #[serde(default)]
+    pub other_lengths: u64,
+    /// Body bytes of the measured responses (ab's "HTML transferred").
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// Measured responses after which the connection stayed open (ab's "Keep-Alive requests").
+    #[serde(default)]
+    pub kept_alive: u64,
+    /// Time from a request's first byte written to its response's first byte, every
+    /// measured request (ab's "Waiting").
+    #[serde(default)]
+    pub waiting: Hist,
+    /// Several nodes as one target: what each node answered (by node index).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::stats::nodes::NodeStats>,
+    /// Several nodes as one target: the windows in which requests failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<crate::stats::nodes::Window>,
+    /// Answers 429 from a rate-limit quota (with `Retry-After` or `X-Ratelimit-*`
+    /// headers): failed, but not counted in `errors`.
+    #[serde(default)]
+    pub throttled: u64,
+    /// Largest `Retry-After` seen on a throttled answer, seconds.
+    #[serde(default)]
+    pub retry_after_s: u64,
+    /// Answers 307 (a standby redirecting the request).
+    #[serde(default)]
+    pub redirects: u64,
+    /// `--follow-redirects`: redirects followed (each one a hop of its request).
+    #[serde(default)]
+    pub followed: u64,
+    /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
+    #[serde(default)]
+    pub ratelimit_limit: u64,
+}
+
+/// Distinct response body lengths counted one by one; more fall into `other_lengths`.
+pub const MAX_LENGTHS: usize = 16;
+
+/// Distinct failure messages kept.
+pub const MAX_MESSAGES: usize = 16;
+
+impl Stats {
+    pub fn new(op_count: usize) -> Stats {
+        Stats {
+            ops: vec![OpStats::default(); op_count],
+            ..Default::default()
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.ops.iter().map(|o| o.requests).sum()
+    }
+
+    pub fn ok(&self) -> u64 {
+        self.ops.iter().map(|o| o.ok).sum()
+    }
+
+    /// Adds another source's results to this one. Lossless: counts add, histograms add.
+    pub fn merge(&mut self, o: &Stats) {
+        if self.ops.len() < o.ops.len() {
+            self.ops.resize(o.ops.len(), OpStats::default());
+        }
+        for (a, b) in self.ops.iter_mut().zip(&o.ops) {
+            a.merge(b);
+        }
+        for (code, n) in &o.status {
+            *self.status.entry(*code).or_default() += n;
+        }
+        self.errors.merge(&o.errors);
+        self.connect.add(&o.connect);
+        self.tls.add(&o.tls);
+        self.ttfb.add(&o.ttfb);
+        self.late += o.late;
+        self.max_lag_us = self.max_lag_us.max(o.max_lag_us);
+        self.connections_opened += o.connections_opened;
+        self.tls_resumed += o.tls_resumed;
+        self.server_closes += o.server_closes;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+        self.timeline.merge(&o.timeline);
+        for (m, n) in &o.messages {
+            self.note(m, *n);
+        }
+        if self.server.is_none() {
+            self.server.clone_from(&o.server);
+        }
+        if self.doc_length.is_none() {
+            self.doc_length = o.doc_length;
+        }
+        for (len, n) in &o.body_lengths {
+            self.count_length(*len, *n);
+        }
+        self.other_lengths += o.other_lengths;
+        self.body_bytes += o.body_bytes;
+        self.kept_alive += o.kept_alive;
+        self.waiting.add(&o.waiting);
+        crate::stats::nodes::merge_nodes(&mut self.nodes, &o.nodes);
+        crate::stats::nodes::merge_windows(&mut self.windows, &o.windows);
+        self.throttled += o.throttled;
+        self.retry_after_s = self.retry_after_s.max(o.retry_after_s);
+        self.redirects += o.redirects;
+        self.followed += o.followed;
+        self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
+    }
+
+    /// Counts one measured response's body (no allocation once its length is known).
+    #[inline]
+    pub fn count_body(&mut self, len: u64, kept_alive: bool) {
+        self.body_bytes += len;
+        self.kept_alive += u64::from(kept_alive);
+        if self.doc_length.is_none() {
+            self.doc_length = Some(len);
+        }
+        self.count_length(len, 1);
+    }
+
+    fn count_length(&mut self, len: u64, n: u64) {
+        if let Some(c) = self.body_lengths.get_mut(&len) {
+            *c += n;
+        } else if self.body_lengths.len() < MAX_LENGTHS {
+            self.body_lengths.insert(len, n);
+        } else {
+            self.other_lengths += n;
+        }
+    }
+
+    /// Responses whose body length differs from the first one's (ab's "Length" failures).
+    pub fn length_mismatches(&self) -> u64 {
+        let same = self
+            .doc_length
+            .and_then(|d| self.body_lengths.get(&d))
+            .copied()
+            .unwrap_or(0);
+        self.body_lengths.values().sum::<u64>() + self.other_lengths - same
+    }
+
+    /// Counts a failure message (no allocation when the message is already known).
+    pub fn note(&mut self, message: &str, n: u64) {
+        if let Some(c) = self.messages.get_mut(message) {
+            *c += n;
+        } else if self.messages.len() < MAX_MESSAGES {
+            self.messages.insert(message.to_string(), n);
+        }
+    }
+
+    pub fn count_error(&mut self, kind: ErrorKind) {
+        let e = &mut self.errors;
+        match kind {
+            ErrorKind::Connect => e.connect += 1,
+            ErrorKind::Read => e.read += 1,
+            ErrorKind::Write => e.write += 1,
+            ErrorKind::Timeout => e.timeout += 1,
+        }
+    }
+}
+
+/// Lag past the intended start beyond which a request counts as late (open model).
+pub const LATE_US: u64 = 10_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeline_histograms_are_checked_without_full_decoding() {
+        let mut h = Hist::default();
+        h.record(1234);
+        assert!(Hist::check_base64(&h.to_base64()).is_ok());
+        assert!(Hist::check_base64("AAAA").is_err());
+        // The highest value vblast records (anything longer is clamped to it) passes.
+        let mut top = Hist::default();
+        top.record(u64::MAX);
+        assert!(Hist::check_base64(&top.to_base64()).is_ok());
+        assert!(Hist::from_base64(&top.to_base64()).is_ok());
+        // A histogram of a wider range, holding a value beyond vblast's: refused, as
+        // `from_base64` refuses it.
+        let mut wide = Hist(Histogram::new_with_bounds(1, MAX_US * 1000, 3).unwrap());
+        wide.0.record(MAX_US * 100).unwrap();
+        let text = wide.to_base64();
+        assert!(Hist::from_base64(&text).is_err());
+        let e = Hist::check_base64(&text).unwrap_err();
+        assert!(e.contains("range"), "{e}");
+    }
+
+    #[test]
+    fn a_histogram_is_empty_until_it_records_and_again_after_a_reset() {
+        let mut h = Hist::default();
+        assert!(h.is_empty());
+        h.record(0);
+        assert!(!h.is_empty(), "0 us is recorded as 1 us, not dropped");
+        h.reset();
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn errors_merge_adds_every_kind() {
+        let mut a = Errors {
+            connect: 1,
+            read: 2,
+            write: 3,
+            timeout: 4,
+            status: 5,
+        };
+        let b = Errors {
+            connect: 10,
+            read: 20,
+            write: 30,
+            timeout: 40,
+            status: 50,
+        };
+        a.merge(&b);
+        let sum = Errors {
+            connect: 11,
+            read: 22,
+            write: 33,
+            timeout: 44,
+            status: 55,
+        };
+        assert_eq!(a, sum);
+    }
+
+    #[test]
+    fn merge_is_lossless() {
+        let mut a = Stats::new(2);
+        let mut b = Stats::new(2);
+        for v in 1..=1000u64 {
+            a.ops[0].latency.record(v);
+            b.ops[0].latency.record(v * 1000);
+        }
+        a.ops[0].requests = 1000;
+        b.ops[0].requests = 1000;
+        b.ops[1].ok = 3;
+        a.status.insert(200, 5);
+        b.status.insert(200, 7);
+        b.status.insert(503, 1);
+        a.timeline.record(0, true, Some(10));
+        b.timeline.record(0, false, Some(20));
+        b.timeline.record(3, true, Some(30));
+        // Through the wire format, as worker processes send it.
+        let wire = serde_json::to_string(&b).unwrap();
+        let b2: Stats = serde_json::from_str(&wire).unwrap();
+        a.merge(&b2);
+        assert_eq!(a.ops[0].requests, 2000);
+        assert_eq!(a.ops[0].latency.0.len(), 2000);
+        assert_eq!(a.ops[1].ok, 3);
+        assert_eq!(a.status[&200], 12);
+        assert_eq!(a.status[&503], 1);
+        let max = a.ops[0].latency.0.max();
+        assert!(a.ops[0].latency.0.equivalent(max, 1_000_000));
+        let secs = a.timeline.seconds();
+        assert_eq!(secs.len(), 2);
+        assert_eq!(secs[0].1.requests, 2);
+        assert_eq!(secs[0].1.errors, 1);
+        assert_eq!(secs[1].0, 3);
+    }
+
+    #[test]
+    fn timelines_merge_second_by_second() {
+        let mut a = Timeline::default();
+        let mut b = Timeline::default();
+        for (t, secs) in [(&mut a, [0u64, 2, 5]), (&mut b, [1, 2, 6])] {
+            for s in secs {
+                for _ in 0..=s {
+                    t.record(s, s != 2, Some(1000 * (s + 1)));
+                }
+            }
+        }
+        let wire = serde_json::to_string(&b).unwrap();
+        let b: Timeline = serde_json::from_str(&wire).unwrap();
+        a.merge(&b);
+        let got: Vec<(u64, u64, u64, u64)> = a
+            .seconds()
+            .iter()
+            .map(|(i, s)| (*i, s.requests, s.ok, s.latency.0.len()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, 1, 1),
+                (1, 2, 2, 2),
+                (2, 6, 0, 6),
+                (5, 6, 6, 6),
+                (6, 7, 7, 7)
+            ]
+        );
+        // Merging into an empty timeline and back out changes nothing.
+        let mut c = Timeline::default();
+        c.merge(&a);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            serde_json::to_string(&a).unwrap()
+        );
+        // A second no run can have is an error, not billions of report rows.
+        let far = wire.replacen("[[1,", "[[86400000000,", 1);
+        assert_ne!(far, wire);
+        assert!(serde_json::from_str::<Timeline>(&far).is_err());
+        // A corrupt histogram on the wire is an error.
+        let bad = wire.replacen("\"latency\":\"", "\"latency\":\"!!", 1);
+        assert!(serde_json::from_str::<Timeline>(&bad).is_err());
+    }
+
+    #[test]
+    fn body_lengths_merge_against_the_first_document() {
+        let mut a = Stats::new(1);
+        let mut b = Stats::new(1);
+        a.count_body(10, true);
+        a.count_body(10, true);
+        a.count_body(11, false);
+        b.count_body(11, true);
+        b.count_body(12, true);
+        for len in 100..100 + MAX_LENGTHS as u64 + 3 {
+            b.count_body(len, false);
+        }
+        let wire = serde_json::to_string(&b).unwrap();
+        let b2: Stats = serde_json::from_str(&wire).unwrap();
+        assert_eq!(b2.length_mismatches(), b.length_mismatches());
+        a.merge(&b2);
+        assert_eq!(a.doc_length, Some(10));
+        // Everything but the two 10-byte bodies differs from the first document.
+        let all = 5 + MAX_LENGTHS as u64 + 3;
+        assert_eq!(a.length_mismatches(), all - 2);
+        assert_eq!(a.kept_alive, 4);
+        assert_eq!(
+            a.body_bytes,
+            10 + 10 + 11 + 11 + 12 + (100..119).sum::<u64>()
+        );
+        // An older results file without these keys still reads.
+        let old: Stats = serde_json::from_str(r#"{"ops":[],"status":{},"errors":{"connect":0,"read":0,"write":0,"timeout":0,"status":0},"connect":"HISTOGRAM","tls":"HISTOGRAM","ttfb":"HISTOGRAM","late":0,"max_lag_us":0,"connections_opened":0,"server_closes":0,"bytes_sent":0,"bytes_received":0,"elapsed_s":0.0,"timeline":[],"messages":{}}"#.replace("HISTOGRAM", &Hist::default().to_base64()).as_str()).unwrap();
+        assert_eq!(old.doc_length, None);
+        assert_eq!(old.length_mismatches(), 0);
+    }
+
+    #[test]
+    fn timeline_rolls_seconds() {
+        let mut t = Timeline::default();
+        for s in 0..5u64 {
+            for _ in 0..10 {
+                t.record(s, true, Some(100 + s));
+            }
+        }
+        let secs = t.seconds();
+        assert_eq!(secs.len(), 5);
+        assert!(secs.iter().all(|(_, s)| s.requests == 10));
+    }
+}

@@ -1,0 +1,83 @@
+//! A sweep as the library runs it: what it was asked to do (`Spec`, saved with it), the
+//! checked `Plan` (the scenario and the spec; the commands build it from the flags), the
+//! load of each step, and where its figures go (`SweepOutput`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::scenario::{Load, Scenario};
+use crate::config::schedule::Schedule;
+use crate::report::Model;
+
+use super::objective::Objective;
+use super::search::{Resolution, Search};
+
+/// What a sweep was asked to do; saved with it, and all `vblast report` needs to render it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Spec {
+    /// Open: rate steps; closed: concurrency steps.
+    pub model: Model,
+    pub from: u64,
+    pub to: u64,
+    pub steps: usize,
+    pub resolution: String,
+    pub max_error_ratio: f64,
+    pub objectives: Vec<Objective>,
+    pub step_duration_s: f64,
+    pub step_warmup_s: f64,
+    /// Rate sweeps: the open connections of every step.
+    pub connections: Option<u64>,
+    pub target: String,
+    pub operation: String,
+}
+
+impl Spec {
+    /// What a load is counted in.
+    pub fn unit(&self) -> &'static str {
+        match self.model {
+            Model::Open => "req/s",
+            Model::Closed => "connections",
+        }
+    }
+
+    pub fn search(&self) -> Result<Search, String> {
+        Search::new(
+            self.from,
+            self.to,
+            self.steps,
+            Resolution::parse(&self.resolution)?,
+        )
+    }
+}
+
+/// A checked sweep.
+#[derive(Debug)]
+pub struct Plan {
+    pub scenario: Scenario,
+    pub spec: Spec,
+}
+
+impl Plan {
+    /// The load of one step at `load` req/s or connections.
+    pub fn load_for(&self, load: u64) -> Load {
+        let mut l = self.scenario.load.clone();
+        match self.spec.model {
+            Model::Open => l.schedule = Some(Schedule::Constant { rate: load as f64 }),
+            Model::Closed => {
+                l.connections = load;
+                l.schedule = None;
+            }
+        }
+        l
+    }
+}
+
+/// Where a sweep's figures go: printed as text (else JSON), the live progress line, the
+/// results file and the HTML page.
+#[derive(Clone, Debug, Default)]
+pub struct SweepOutput {
+    pub text: bool,
+    pub quiet: bool,
+    pub progress: bool,
+    pub output: Option<std::path::PathBuf>,
+    pub html: Option<std::path::PathBuf>,
+}
