@@ -38,7 +38,8 @@ use signals::Stop;
 /// The whole program: parses the command line, runs the command, prints the one error
 /// message if any, and returns the exit status.
 pub fn main() -> i32 {
-    let cli = commands::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let (cli, matches) = commands::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let given = commands::scenario::Given::by(commands::command_matches(&matches));
     let stop = Stop::new();
     if let Err(e) = stop.install(cli.worker) {
         eprintln!("vblast: {e}");
@@ -52,17 +53,17 @@ pub fn main() -> i32 {
     }
     let mut cli = cli;
     let ending = match &mut cli.command {
-        None => commands::run::run(&cli.run, &stop),
-        Some(cli::Command::Run(args)) => commands::run::run(args, &stop),
+        None => commands::run::run(&cli.run, given, &stop),
+        Some(cli::Command::Run(args)) => commands::run::run(args, given, &stop),
         Some(cli::Command::Report(args)) => commands::report::run(args),
         Some(cli::Command::Compare(args)) => commands::compare::run(args),
-        Some(cli::Command::Sweep(args)) => commands::sweep::run(args, &stop),
+        Some(cli::Command::Sweep(args)) => commands::sweep::run(args, given, &stop),
         Some(cli::Command::Ab(_)) => Ending::Ok,
         Some(cli::Command::VaultBenchmark(args)) => {
             commands::vault_benchmark::run(&args.args, &stop)
         }
-        Some(cli::Command::Setup(args)) => commands::fixture::run(args, &stop, false),
-        Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, &stop, true),
+        Some(cli::Command::Setup(args)) => commands::fixture::run(args, given, &stop, false),
+        Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, given, &stop, true),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

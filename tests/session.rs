@@ -30,7 +30,7 @@ fn many_steps_over_one_setup() {
         "200",
     ])
     .unwrap();
-    let scenario = vblast::commands::scenario::scenario(&args.run).unwrap();
+    let scenario = vblast::commands::scenario::scenario(&args.run, Default::default()).unwrap();
     let stop = Stop::new();
     let mut session = Session::open(&scenario, &stop).unwrap();
     let mounts = vblast_mounts(&bao);

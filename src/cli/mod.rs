@@ -90,11 +90,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["op", "scenario"])]
     pub config: Option<PathBuf>,
 
-    /// Ids of the flags given on the command line (filled after parsing: a flag's default
-    /// does not override a config file's value).
-    #[arg(skip)]
-    pub explicit: Vec<String>,
-
     /// Operations given as data (a config file's tests) instead of --op.
     #[arg(skip)]
     pub preset_ops: Option<Vec<crate::config::scenario::OpChoice>>,

@@ -7,16 +7,12 @@ use crate::cli::RunArgs;
 use crate::vbconfig::{load, load_cluster};
 
 use super::env;
-
-/// Whether the flag with this clap id was given on the command line.
-fn given(args: &RunArgs, id: &str) -> bool {
-    args.explicit.iter().any(|e| e == id)
-}
+use super::scenario::Given;
 
 /// `args` with the file's values where neither a flag nor the environment gives one
 /// (flags over environment over file), and the file's tests as the workload. Notes go to
 /// stderr once.
-pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
+pub fn merge(args: &RunArgs, given: Given, path: &Path) -> Result<RunArgs, String> {
     if args.ops.op.is_some() || args.ops.scenario.is_some() || args.url.is_some() {
         return Err("--config gives the tests: leave out --op, --scenario and the URL".into());
     }
@@ -50,12 +46,12 @@ pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
         m.load.duration = c.duration;
     }
     if m.load.rate.is_none()
-        && !given(args, "rate")
+        && !given.flag("rate")
         && let Some(r) = c.rps
     {
         m.load.rate = Some(r.to_string());
     }
-    if !given(args, "connections")
+    if !given.flag("connections")
         && let Some(w) = c.workers
     {
         m.load.connections = w;
@@ -66,7 +62,7 @@ pub fn merge(args: &RunArgs, path: &Path) -> Result<RunArgs, String> {
             "cleanup = false: what vblast creates is kept after the run (vblast removes it by default; set cleanup = true or leave it out to remove it)".into(),
         );
     }
-    if !given(args, "format")
+    if !given.flag("format")
         && let Some(mode) = c.report_mode
     {
         m.out.format = mode.format();

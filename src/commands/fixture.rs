@@ -8,10 +8,10 @@ use crate::session::fixtures::shared_session;
 use crate::signals::Stop;
 use crate::vault::fixture::{Mode, check_ops};
 
-use super::scenario::{scenario, validate};
+use super::scenario::{Given, scenario, validate};
 
 /// `vblast setup` (`remove` false) and `vblast cleanup` (`remove` true).
-pub fn run(args: &RunArgs, stop: &Stop, remove: bool) -> Ending {
+pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     let name = if remove { "cleanup" } else { "setup" };
     let Some(run_id) = args.shard.run_id.clone() else {
         return Ending::Failed(Error::input(format!(
@@ -31,7 +31,7 @@ pub fn run(args: &RunArgs, stop: &Stop, remove: bool) -> Ending {
     if let Err(e) = check_ops(op, &format!("vblast {name}")).and_then(|_| validate(args)) {
         return Ending::Failed(Error::input(e));
     }
-    let scenario = match scenario(args) {
+    let scenario = match scenario(args, given) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
@@ -72,7 +72,7 @@ mod tests {
         let mut all = vec!["vblast", "--address", "http://127.0.0.1:9", "--token", "t"];
         all.extend_from_slice(v);
         let a = crate::cli::Cli::try_parse_from(all).unwrap().run;
-        let s = scenario(&a).unwrap();
+        let s = scenario(&a, Given::default()).unwrap();
         (a, s)
     }
 

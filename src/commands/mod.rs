@@ -15,31 +15,25 @@ pub mod sweep;
 pub mod vault_benchmark;
 pub mod worker;
 
-use crate::cli::{Cli, Command};
+use crate::cli::Cli;
 
-/// Parses a command line, noting which flags of `run` it gave (so that a config file's
-/// values give way only to flags actually given, not to clap's defaults).
-pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+/// Parses a command line: the clap structs, and the matches that say which flags it gave
+/// (`scenario::Given`).
+pub fn parse_from<I, T>(argv: I) -> Result<(Cli, clap::ArgMatches), clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
     use clap::{CommandFactory, FromArgMatches};
     let matches = Cli::command().try_get_matches_from(argv)?;
-    let mut cli = Cli::from_arg_matches(&matches)?;
-    let given = |m: &clap::ArgMatches| -> Vec<String> {
-        m.ids()
-            .filter(|id| {
-                m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
-            })
-            .map(|id| id.as_str().to_string())
-            .collect()
-    };
-    cli.run.explicit = given(&matches);
-    if let (Some(Command::Run(args)), Some(("run", m))) = (&mut cli.command, matches.subcommand()) {
-        args.explicit = given(m);
-    }
-    Ok(cli)
+    let cli = Cli::from_arg_matches(&matches)?;
+    Ok((cli, matches))
+}
+
+/// The matches of the command's own flags: a subcommand's, or the top level's for
+/// `vblast [OPTIONS]`.
+pub fn command_matches(matches: &clap::ArgMatches) -> &clap::ArgMatches {
+    matches.subcommand().map_or(matches, |(_, m)| m)
 }
 
 /// Reads an environment variable, treating empty as unset.

@@ -5,7 +5,7 @@ use crate::cli::RunArgs;
 use crate::engine;
 use crate::results::deliver::Format;
 
-use super::scenario::{output, scenario, sharding};
+use super::scenario::{Given, output, scenario, sharding};
 
 use crate::config::scenario::{Scenario, Workload};
 use crate::error::{Ending, Error};
@@ -17,7 +17,7 @@ use crate::session::live::Live;
 use crate::signals::Stop;
 
 /// Runs `vblast [run] ...`.
-pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
+pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if cli.ops.list_ops {
         print!("{}", crate::vault::ops::list_text());
         return Ending::Ok;
@@ -26,7 +26,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     // the report format included, before anything else reads the flags.
     let merged;
     let cli = match &cli.config {
-        Some(path) => match super::config_file::merge(cli, path) {
+        Some(path) => match super::config_file::merge(cli, given, path) {
             Ok(m) => {
                 merged = m;
                 &merged
@@ -35,7 +35,7 @@ pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
         },
         None => cli,
     };
-    let scenario = match scenario(cli) {
+    let scenario = match scenario(cli, given) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };

@@ -43,13 +43,36 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
     Ok(token)
 }
 
+/// Which of a run's flags the command line gave, from clap's value sources (a default is
+/// not given): what the environment and a vault-benchmark file give way to.
+#[derive(Clone, Copy, Default)]
+pub struct Given<'a>(Option<&'a clap::ArgMatches>);
+
+impl<'a> Given<'a> {
+    /// The flags these matches gave.
+    pub fn by(matches: &'a clap::ArgMatches) -> Given<'a> {
+        Given(Some(matches))
+    }
+
+    /// Whether the flag with this clap id was given on the command line.
+    pub fn flag(&self, id: &str) -> bool {
+        self.0.is_some_and(|m| {
+            m.ids().any(|i| i.as_str() == id)
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+    }
+}
+
 /// Most event-loop threads: one per core is the design; this bounds a typo.
 pub const MAX_THREADS: usize = 1024;
 
 /// The run these flags (and Vault's environment variables) describe, checked.
-pub fn scenario(args: &RunArgs) -> Result<Scenario, Error> {
+pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
     if let Some(path) = &args.config {
-        return scenario(&super::config_file::merge(args, path).map_err(Error::input)?);
+        return scenario(
+            &super::config_file::merge(args, given, path).map_err(Error::input)?,
+            given,
+        );
     }
     validate(args).map_err(Error::input)?;
     let (from_file, file_token) = match &args.cluster.cluster {

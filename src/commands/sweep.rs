@@ -9,13 +9,15 @@ use crate::error::{Ending, Error};
 use crate::report::Model;
 use crate::results::deliver::Format;
 use crate::signals::Stop;
+
+use super::scenario::Given;
 use crate::sweep::objective;
 use crate::sweep::plan::{Plan, Spec, SweepOutput};
 use crate::sweep::search::{Resolution, Search};
 
 /// Runs `vblast sweep ...`.
-pub fn run(args: &mut SweepArgs, stop: &Stop) -> Ending {
-    let plan = match plan(args) {
+pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
+    let plan = match plan(args, given) {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
@@ -67,7 +69,7 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 }
 
 /// The sweep these flags describe, checked; nothing is sent before this succeeds.
-pub fn plan(args: &mut SweepArgs) -> Result<Plan, String> {
+pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, String> {
     let r = &args.run;
     if r.ops.list_ops {
         return Err("--list-ops is vblast --list-ops, not a sweep".into());
@@ -129,7 +131,7 @@ pub fn plan(args: &mut SweepArgs) -> Result<Plan, String> {
     if model == Model::Closed {
         args.run.load.connections = to;
     }
-    let scenario = super::scenario::scenario(&args.run);
+    let scenario = super::scenario::scenario(&args.run, given);
     args.run.load.rate = rate;
     args.run.load.connections = connections;
     let r = &args.run;
@@ -178,7 +180,7 @@ mod tests {
         let mut v = vec!["vblast", "sweep", "--op", "kv-read"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
-            Some(Command::Sweep(mut a)) => plan(&mut a),
+            Some(Command::Sweep(mut a)) => plan(&mut a, Given::default()),
             _ => Err("not a sweep".into()),
         }
     }

@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 
 use crate::cli::{Cli, Command};
-use crate::commands::parse_from;
+use crate::commands::config_file::merge;
+use crate::commands::scenario::Given as GivenFlags;
+use crate::commands::{command_matches, parse_from};
 use crate::error::{Ending, Error};
 use crate::results::deliver::Format;
 use crate::signals::Stop;
@@ -273,7 +275,8 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
         "run" => {
             let g = parse_flags("run", rest, RUN_FLAGS)?;
             let (argv, notes) = run_argv(&g)?;
-            let cli = parse_from(&argv).map_err(|e| format!("vault-benchmark run: {e}"))?;
+            let (cli, matches) =
+                parse_from(&argv).map_err(|e| format!("vault-benchmark run: {e}"))?;
             let Cli {
                 command: Some(Command::Run(mut run)),
                 ..
@@ -281,20 +284,25 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
             else {
                 return Err("vault-benchmark run: internal: not a run".into());
             };
+            let given = GivenFlags::by(command_matches(&matches));
             // vault-benchmark's default layout is terse; the file's report_mode still
             // wins over this default (it is not a flag given).
-            if !run.explicit.iter().any(|e| e == "format") {
+            if !given.flag("format") {
                 run.out.format = Format::VbTerse;
-            }
-            // -rps=0 is vault-benchmark's "as fast as possible": the closed model, given
-            // as a flag, so the file's rps gives way to it.
-            if get(&g, "rps") == Some("0") {
-                run.explicit.push("rate".into());
             }
             for n in notes {
                 eprintln!("vblast: note: {n}");
             }
-            Ok(crate::commands::run::run(&run, stop))
+            if let Some(path) = run.config.clone() {
+                let mut merged = merge(&run, given, &path)?;
+                // -rps=0 is vault-benchmark's "as fast as possible": the closed model,
+                // given as a flag, so the file's rps gives way to it.
+                if get(&g, "rps") == Some("0") {
+                    merged.load.rate = None;
+                }
+                *run = merged;
+            }
+            Ok(crate::commands::run::run(&run, given, stop))
         }
         "review" => {
             let g = parse_flags("review", rest, REVIEW_FLAGS)?;
@@ -304,7 +312,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
             };
             let format = report_format("review", &g)?.unwrap_or("vb-terse");
             let argv = ["vblast", "report", file, "--format", format];
-            let cli = parse_from(argv).map_err(|e| format!("vault-benchmark review: {e}"))?;
+            let (cli, _) = parse_from(argv).map_err(|e| format!("vault-benchmark review: {e}"))?;
             let Some(Command::Report(r)) = &cli.command else {
                 return Err("vault-benchmark review: internal: not a report".into());
             };
