@@ -7,12 +7,9 @@
 //! stops ab with the error's number (vblast: 1, after the full report).
 
 use crate::commands::ab_options::{self as ab_cli, AbCommand, AbError, AbOptions};
-use crate::engine;
 use crate::error::{self, Ending, Error};
-use crate::report::{self, Model, RunInfo, Summary};
-use crate::results::Results;
-use crate::session::Session;
-use crate::session::live::Live;
+use crate::report::{self, Summary};
+use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
 /// ab's status for a usage error (EINVAL).
@@ -84,59 +81,26 @@ fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i3
     }
 }
 
-/// The run, its report and files; how it ended, and its summary when it ran.
+/// The run (`session::one_step`), its report and files; how it ended, and its summary
+/// when it ran.
 fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     let scenario = opts.scenario();
-    let mut session = match Session::open(&scenario, stop) {
-        Ok(s) => s,
+    let showing = Showing {
+        quiet: opts.quiet,
+        progress: false,
+        metrics: None,
+        probe: Probe::Required,
+    };
+    let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
+        Ok(r) => r,
         Err(e) => return (Ending::Failed(e), None),
     };
+    let mut results = ran.results;
+    // ab's report: the closed model, no warm-up, no setup or cleanup lines.
+    results.run.setup_s = 0.0;
+    results.run.cleanup_s = 0.0;
     let mut style = opts.style();
-    if let Some(tls) = &scenario.tls {
-        let timeout = scenario.load.timeout;
-        match crate::ab_tls::probe(session.target(), tls, timeout) {
-            Ok(facts) => style.tls = Some(facts),
-            Err(e) => {
-                let _ = session.close();
-                return (Ending::Failed(Error::unreachable(e)), None);
-            }
-        }
-    }
-    let live = Live::new(opts.quiet, false);
-    let show = |p: &[engine::Totals]| live.show(p);
-    let step = session.step(
-        &scenario.load,
-        live.enabled().then_some(&show as engine::ProgressFn<'_>),
-    );
-    live.clear();
-    let cleanup = session.close();
-    let interrupted = stop.signal();
-    let step = match step {
-        Ok(s) => s,
-        Err(e) => return (Ending::Failed(e), None),
-    };
-    let target = session.target();
-    let info = RunInfo {
-        target: format!("{}{}", target.base(), target.path),
-        operation: session.op_names().join(","),
-        connections: scenario.load.connections,
-        threads: step.layout.threads,
-        processes: step.layout.processes,
-        model: Model::Closed,
-        target_rate: None,
-        keepalive: scenario.load.keepalive,
-        warmup_s: 0.0,
-        interrupted: interrupted.is_some(),
-        setup_s: 0.0,
-        cleanup_s: 0.0,
-    };
-    let results = Results::build(
-        info,
-        step.outcome.stats,
-        session.op_names(),
-        scenario.redacted(),
-        step.started_at,
-    );
+    style.tls = results.tls_probe.clone();
     let summary = results.summary();
     let mut text = Vec::new();
     let _ = report::ab::render_with(&summary, &style, &mut text);
@@ -145,13 +109,13 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
         Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),
         None => Ok(()),
     };
-    let ending = if let Some(s) = interrupted {
+    let ending = if let Some(s) = ran.interrupted {
         Ending::Stopped(s)
-    } else if let Err(c) = cleanup {
+    } else if let Err(c) = ran.cleanup {
         Ending::Failed(c)
     } else if let Err(e) = written {
         Ending::Failed(e)
-    } else if let Some(lost) = step.outcome.lost {
+    } else if let Some(lost) = ran.lost {
         Ending::Failed(Error::lost_load(lost))
     } else if summary.failed > 0 || summary.requests == 0 {
         Ending::FailedRequests

@@ -2,19 +2,14 @@
 //! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
 
 use crate::cli::RunArgs;
-use crate::engine;
+use crate::config::scenario::Scenario;
+use crate::error::{Ending, Error};
 use crate::results::deliver::Format;
+use crate::session::fixtures::rendezvous::Tally;
+use crate::session::one_step::{self, Probe, Showing};
+use crate::signals::Stop;
 
 use super::scenario::{Given, output, scenario, sharding};
-
-use crate::config::scenario::{Scenario, Workload};
-use crate::error::{Ending, Error};
-use crate::report::{Model, RunInfo};
-use crate::results::Results;
-use crate::session::Session;
-use crate::session::fixtures::rendezvous::Tally;
-use crate::session::live::Live;
-use crate::signals::Stop;
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -54,8 +49,8 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     })
 }
 
-/// The session, the load step, cleanup and the report; `joined` runs once the session is
-/// open. Returns how the run ended and its totals.
+/// The run's one step (`session::one_step`), its report and files, and how it ended;
+/// `joined` runs once the session is open. Returns how the run ended and its totals.
 fn load(
     cli: &RunArgs,
     scenario: &Scenario,
@@ -63,102 +58,20 @@ fn load(
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
-    let none = Tally::default();
-    let setup_started = std::time::Instant::now();
-    let mut session = match Session::open(scenario, stop) {
-        Ok(s) => s,
-        Err(e) => return (Ending::Failed(e), none),
-    };
-    if let Err(e) = joined() {
-        if let Err(c) = session.close() {
-            eprintln!("vblast: {c}");
-        }
-        return (Ending::Failed(e), none);
-    }
-    let setup_s = setup_started.elapsed().as_secs_f64();
-    // https: one handshake before the load, not counted, for ab's TLS lines (saved with
-    // the results, so `vblast report --format ab` prints them too).
-    let tls_probe = scenario.tls.as_ref().and_then(|tls| {
-        crate::ab_tls::probe(session.target(), tls, scenario.load.timeout)
-            .inspect_err(|e| {
-                if matches!(cli.out.format, Format::Ab) {
-                    eprintln!("vblast: no TLS lines in the ab report: {e}");
-                }
-            })
-            .ok()
-    });
-    if let Some(view) = session.cluster_view()
-        && !cli.show.quiet
-    {
-        eprint!("{}", view.render());
-    }
-    let live = Live::new(cli.show.quiet, cli.show.progress);
-    let show = |p: &[engine::Totals]| {
-        if live.enabled() {
-            live.show(p);
-        }
-        if let Some(m) = metrics {
-            m.update(p);
-        }
-    };
-    let step = session.step(
-        &scenario.load,
-        (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
-    );
-    live.clear();
-    if let (Some(m), Ok(s)) = (metrics, &step) {
-        m.finish(&s.outcome.stats);
-    }
-    let cleanup_started = std::time::Instant::now();
-    let cleanup = session.close();
-    let cleanup_s = cleanup_started.elapsed().as_secs_f64();
-    let interrupted = stop.signal();
-    let step = match step {
-        Ok(s) => s,
-        Err(e) => {
-            if let Err(c) = cleanup {
-                eprintln!("vblast: {c}");
-            }
-            return (Ending::Failed(e), none);
-        }
-    };
-    let target = session.target();
-    let info = RunInfo {
-        target: if matches!(scenario.workload, Workload::Url(_)) {
-            format!("{}{}", target.base(), target.path)
-        } else {
-            target.base()
+    let showing = Showing {
+        quiet: cli.show.quiet,
+        progress: cli.show.progress,
+        metrics,
+        probe: Probe::Lenient {
+            note: matches!(cli.out.format, Format::Ab),
         },
-        operation: session.op_names().join(","),
-        // A shard's own share (src/shard.rs); shards' files add up to -c.
-        connections: scenario.load.spread.shard.share(scenario.load.connections),
-        threads: step.layout.threads,
-        processes: step.layout.processes,
-        model: if scenario.load.schedule.is_some() {
-            Model::Open
-        } else {
-            Model::Closed
-        },
-        target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
-        keepalive: scenario.load.keepalive,
-        warmup_s: scenario.load.warmup.as_secs_f64(),
-        interrupted: interrupted.is_some(),
-        setup_s,
-        cleanup_s,
     };
-    let mut results = Results::build(
-        info,
-        step.outcome.stats,
-        session.op_names(),
-        scenario.redacted(),
-        step.started_at,
-    );
-    results.shard = crate::session::shard::record(
-        &sharding(cli),
-        scenario,
-        step.outcome.clock_start.unwrap_or(step.started_at),
-    );
-    results.tls_probe = tls_probe;
+    let ran = match one_step::run(scenario, stop, &showing, joined) {
+        Ok(r) => r,
+        Err(e) => return (Ending::Failed(e), Tally::default()),
+    };
+    let mut results = ran.results;
+    results.shard = crate::session::shard::record(&sharding(cli), scenario, ran.clock_start);
     let summary = results.summary();
     let tally = Tally {
         requests: summary.requests,
@@ -171,19 +84,19 @@ fn load(
         // The final figures stay up for the last scrape (src/metrics.rs).
         crate::metrics::hold(hold, stop);
     }
-    if let Some(s) = interrupted {
-        if let Err(c) = cleanup {
+    if let Some(s) = ran.interrupted {
+        if let Err(c) = ran.cleanup {
             eprintln!("vblast: {c}");
         }
         return (Ending::Stopped(s), tally);
     }
-    if let Err(c) = cleanup {
+    if let Err(c) = ran.cleanup {
         return (Ending::Failed(c), tally);
     }
     if let Err(e) = written {
         return (Ending::Failed(e), tally);
     }
-    if let Some(lost) = step.outcome.lost {
+    if let Some(lost) = ran.lost {
         if cli.show.allow_errors {
             eprintln!("vblast: {lost}");
         } else {

@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod fixtures;
 pub mod live;
+pub mod one_step;
 pub mod shard;
 pub mod url_request;
 

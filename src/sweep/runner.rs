@@ -54,11 +54,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
     };
     let setup_s = setup_started.elapsed().as_secs_f64();
     // A cluster target: its nodes as they answered, before the first step (as a run shows).
-    if let Some(view) = session.cluster_view()
-        && !args.quiet
-    {
-        eprint!("{}", view.render());
-    }
+    crate::session::one_step::show_cluster(&session, args.quiet);
     let target = session.target();
     let mut spec = plan.spec.clone();
     spec.target = if matches!(scenario.workload, Workload::Url(_)) {

@@ -1,0 +1,192 @@
+//! The skeleton of a run of one load step, shared by `vblast run` and `vblast ab` (a
+//! sweep's steps use its parts: `show_cluster`, `run_info`): open the session, a hook
+//! once it is open (a shard joins its fixture), the TLS probe of ab's report lines, the
+//! cluster as it answered, the live progress (and the metrics exporter), the step, the
+//! cleanup, and the results built from what the step measured.
+
+use std::time::{Instant, SystemTime};
+
+use crate::config::scenario::{Scenario, Workload};
+use crate::engine;
+use crate::error::Error;
+use crate::metrics::Metrics;
+use crate::report::ab::TlsFacts;
+use crate::report::{Model, RunInfo};
+use crate::results::Results;
+use crate::session::live::Live;
+use crate::session::{Session, StepResult};
+use crate::signals::{Signal, Stop};
+
+/// What a one-step run shows while it runs, and how it treats the TLS probe.
+pub struct Showing<'a> {
+    /// No live progress line and no cluster view.
+    pub quiet: bool,
+    /// Progress as plain lines even when stderr is not a terminal.
+    pub progress: bool,
+    /// The Prometheus exporter, fed every snapshot and the final figures.
+    pub metrics: Option<&'a Metrics>,
+    pub probe: Probe,
+}
+
+/// What a failed TLS probe (one handshake before the load, for ab's TLS lines) means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The run goes on without the lines; `note` says so on stderr.
+    Lenient { note: bool },
+    /// The run ends before any load (ab's report needs the lines).
+    Required,
+}
+
+/// How a one-step run went: its results (built from the step, not yet saved), what the
+/// step lost, the cleanup's result and the signal that stopped it, if any.
+pub struct Ran {
+    pub results: Results,
+    /// When the measured run's clock started.
+    pub clock_start: SystemTime,
+    pub lost: Option<String>,
+    pub cleanup: Result<(), Error>,
+    pub interrupted: Option<Signal>,
+}
+
+/// Runs `scenario` as one load step; `opened` runs once the session is open (its error
+/// closes the session and ends the run).
+pub fn run(
+    scenario: &Scenario,
+    stop: &Stop,
+    showing: &Showing,
+    opened: &mut dyn FnMut() -> Result<(), Error>,
+) -> Result<Ran, Error> {
+    let setup_started = Instant::now();
+    let mut session = Session::open(scenario, stop)?;
+    if let Err(e) = opened() {
+        if let Err(c) = session.close() {
+            eprintln!("vblast: {c}");
+        }
+        return Err(e);
+    }
+    let setup_s = setup_started.elapsed().as_secs_f64();
+    let tls_probe = match probe(&session, scenario, showing.probe) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = session.close();
+            return Err(e);
+        }
+    };
+    show_cluster(&session, showing.quiet);
+    let step = step(&mut session, scenario, showing);
+    let cleanup_started = Instant::now();
+    let cleanup = session.close();
+    let cleanup_s = cleanup_started.elapsed().as_secs_f64();
+    let interrupted = stop.signal();
+    let step = match step {
+        Ok(s) => s,
+        Err(e) => {
+            if let Err(c) = cleanup {
+                eprintln!("vblast: {c}");
+            }
+            return Err(e);
+        }
+    };
+    let mut info = run_info(&session, scenario, &step);
+    info.interrupted = interrupted.is_some();
+    info.setup_s = setup_s;
+    info.cleanup_s = cleanup_s;
+    let mut results = Results::build(
+        info,
+        step.outcome.stats,
+        session.op_names(),
+        scenario.redacted(),
+        step.started_at,
+    );
+    results.tls_probe = tls_probe;
+    Ok(Ran {
+        results,
+        clock_start: step.outcome.clock_start.unwrap_or(step.started_at),
+        lost: step.outcome.lost,
+        cleanup,
+        interrupted,
+    })
+}
+
+/// https: one handshake before the load, not counted, for ab's TLS lines (saved with the
+/// results, so `vblast report --format ab` prints them too).
+fn probe(session: &Session, scenario: &Scenario, how: Probe) -> Result<Option<TlsFacts>, Error> {
+    let Some(tls) = &scenario.tls else {
+        return Ok(None);
+    };
+    match crate::ab_tls::probe(session.target(), tls, scenario.load.timeout) {
+        Ok(facts) => Ok(Some(facts)),
+        Err(e) if how == Probe::Required => Err(Error::unreachable(e)),
+        Err(e) => {
+            if how == (Probe::Lenient { note: true }) {
+                eprintln!("vblast: no TLS lines in the ab report: {e}");
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// A cluster target: its nodes as they answered, before the load.
+pub fn show_cluster(session: &Session, quiet: bool) {
+    if let Some(view) = session.cluster_view()
+        && !quiet
+    {
+        eprint!("{}", view.render());
+    }
+}
+
+/// The step, with the live progress line and the exporter fed as it runs.
+fn step(
+    session: &mut Session,
+    scenario: &Scenario,
+    showing: &Showing,
+) -> Result<StepResult, Error> {
+    let live = Live::new(showing.quiet, showing.progress);
+    let metrics = showing.metrics;
+    let show = |p: &[engine::Totals]| {
+        if live.enabled() {
+            live.show(p);
+        }
+        if let Some(m) = metrics {
+            m.update(p);
+        }
+    };
+    let step = session.step(
+        &scenario.load,
+        (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
+    );
+    live.clear();
+    if let (Some(m), Ok(s)) = (metrics, &step) {
+        m.finish(&s.outcome.stats);
+    }
+    step
+}
+
+/// What a run's report says about it (setup and cleanup times, and whether a signal
+/// stopped it, are the caller's).
+pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> RunInfo {
+    let target = session.target();
+    RunInfo {
+        target: if matches!(scenario.workload, Workload::Url(_)) {
+            format!("{}{}", target.base(), target.path)
+        } else {
+            target.base()
+        },
+        operation: session.op_names().join(","),
+        // A shard's own share (`session::shard`); shards' files add up to -c.
+        connections: scenario.load.spread.shard.share(scenario.load.connections),
+        threads: step.layout.threads,
+        processes: step.layout.processes,
+        model: if scenario.load.schedule.is_some() {
+            Model::Open
+        } else {
+            Model::Closed
+        },
+        target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
+        keepalive: scenario.load.keepalive,
+        warmup_s: scenario.load.warmup.as_secs_f64(),
+        interrupted: false,
+        setup_s: 0.0,
+        cleanup_s: 0.0,
+    }
+}
