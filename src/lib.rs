@@ -39,7 +39,7 @@ use signals::Stop;
 /// message if any, and returns the exit status.
 pub fn main() -> i32 {
     let (cli, matches) = commands::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    let given = commands::scenario::Given::by(commands::command_matches(&matches));
+    let given = commands::Given::by(commands::command_matches(&matches));
     let stop = Stop::new();
     if let Err(e) = stop.install(cli.worker) {
         eprintln!("vblast: {e}");

@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-/// `vblast ab`'s arguments, parsed as ab parses them (src/ab_cli.rs).
+/// `vblast ab`'s arguments, parsed as ab parses them (src/commands/ab_options.rs).
 #[derive(Args, Debug)]
 pub struct AbArgs {
     /// ab's options and URL.

@@ -6,8 +6,8 @@ use std::path::Path;
 use crate::cli::RunArgs;
 use crate::vbconfig::{load, load_cluster};
 
+use super::Given;
 use super::env;
-use super::scenario::Given;
 
 /// `args` with the file's values where neither a flag nor the environment gives one
 /// (flags over environment over file), and the file's tests as the workload. Notes go to

@@ -8,7 +8,8 @@ use crate::session::fixtures::shared_session;
 use crate::signals::Stop;
 use crate::vault::fixture::{Mode, check_ops};
 
-use super::scenario::{Given, scenario, validate};
+use super::Given;
+use super::scenario::{scenario, validate};
 
 /// `vblast setup` (`remove` false) and `vblast cleanup` (`remove` true).
 pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {

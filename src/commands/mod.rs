@@ -18,7 +18,7 @@ pub mod worker;
 use crate::cli::Cli;
 
 /// Parses a command line: the clap structs, and the matches that say which flags it gave
-/// (`scenario::Given`).
+/// (`Given`).
 pub fn parse_from<I, T>(argv: I) -> Result<(Cli, clap::ArgMatches), clap::Error>
 where
     I: IntoIterator<Item = T>,
@@ -47,4 +47,24 @@ pub fn env_true(name: &str) -> bool {
         env(name).as_deref().map(str::to_ascii_lowercase).as_deref(),
         Some("1" | "true" | "t" | "yes" | "y")
     )
+}
+
+/// Which of a run's flags the command line gave, from clap's value sources (a default is
+/// not given): what the environment and a vault-benchmark file give way to.
+#[derive(Clone, Copy, Default)]
+pub struct Given<'a>(Option<&'a clap::ArgMatches>);
+
+impl<'a> Given<'a> {
+    /// The flags these matches gave.
+    pub fn by(matches: &'a clap::ArgMatches) -> Given<'a> {
+        Given(Some(matches))
+    }
+
+    /// Whether the flag with this clap id was given on the command line.
+    pub fn flag(&self, id: &str) -> bool {
+        self.0.is_some_and(|m| {
+            m.ids().any(|i| i.as_str() == id)
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+    }
 }

@@ -9,7 +9,8 @@ use crate::session::fixtures::rendezvous::Tally;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
-use super::scenario::{Given, output, scenario, sharding};
+use super::Given;
+use super::scenario::{output, scenario, sharding};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -43,7 +44,7 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         None => None,
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
-    // shard has ended, the others join it (src/fixtures/rendezvous.rs).
+    // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
     crate::session::fixtures::rendezvous::around(&sharding(cli), &scenario, stop, &mut |joined| {
         load(cli, &scenario, metrics.as_ref(), stop, joined)
     })

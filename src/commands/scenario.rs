@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{env, env_true};
+use super::{Given, env, env_true};
 use crate::cli::shards::ShardArgs;
 use crate::cli::{OutputArgs, RunArgs};
 use crate::config::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
@@ -41,26 +41,6 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
         )));
     }
     Ok(token)
-}
-
-/// Which of a run's flags the command line gave, from clap's value sources (a default is
-/// not given): what the environment and a vault-benchmark file give way to.
-#[derive(Clone, Copy, Default)]
-pub struct Given<'a>(Option<&'a clap::ArgMatches>);
-
-impl<'a> Given<'a> {
-    /// The flags these matches gave.
-    pub fn by(matches: &'a clap::ArgMatches) -> Given<'a> {
-        Given(Some(matches))
-    }
-
-    /// Whether the flag with this clap id was given on the command line.
-    pub fn flag(&self, id: &str) -> bool {
-        self.0.is_some_and(|m| {
-            m.ids().any(|i| i.as_str() == id)
-                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
-        })
-    }
 }
 
 /// Most event-loop threads: one per core is the design; this bounds a typo.
@@ -421,12 +401,9 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
     if let Some(op) = op
         && !no_setup
     {
-        // The fixture is shared (src/fixtures.rs): `vblast setup --run-id` makes it once.
+        // The fixture is shared (src/vault/fixture.rs): `vblast setup --run-id` makes it once.
         check_ops(op, &format!("--shard {shard}"))?;
-        let names = op
-            .split(',')
-            .map(|x| x.split(':').next().unwrap_or("").trim());
-        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n))
+        if let Some(name) = op_names(op).find(|n| !NO_FIXTURE_OPS.contains(n))
             && args.run_id.is_none()
         {
             return Err(format!(

@@ -10,7 +10,7 @@ use crate::report::Model;
 use crate::results::deliver::Format;
 use crate::signals::Stop;
 
-use super::scenario::Given;
+use super::Given;
 use crate::sweep::objective;
 use crate::sweep::plan::{Plan, Spec, SweepOutput};
 use crate::sweep::search::{Resolution, Search};

@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use crate::cli::{Cli, Command};
+use crate::commands::Given as GivenFlags;
 use crate::commands::config_file::merge;
-use crate::commands::scenario::Given as GivenFlags;
 use crate::commands::{command_matches, parse_from};
 use crate::error::{Ending, Error};
 use crate::results::deliver::Format;

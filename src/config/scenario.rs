@@ -66,10 +66,10 @@ pub struct Load {
     /// Send `X-Vault-No-Request-Forwarding: true`: a standby answers on its own.
     #[serde(default)]
     pub no_forwarding: bool,
-    /// Follow a 307/308 to a node of the target (`src/redirect.rs`).
+    /// Follow a 307/308 to a node of the target (`src/net/redirect.rs`).
     #[serde(default)]
     pub follow_redirects: bool,
-    /// Shard, start instant, source addresses (`src/shard.rs`).
+    /// Shard, start instant, source addresses (`src/config/spread.rs`).
     #[serde(default)]
     pub spread: crate::config::spread::Spread,
 }

@@ -1,5 +1,5 @@
 //! `--follow-redirects` in the engine: a 307/308 whose Location names a node of the target
-//! (`src/redirect.rs` judges it) sends the same request again, on the same connection when
+//! (`src/net/redirect.rs` judges it) sends the same request again, on the same connection when
 //! it names the same node, else on a second stream the connection keeps for the other node
 //! (opened when first needed, kept alive, registered under `Token(i | HOP)`). While the
 //! request is away, the connection's own stream is parked beside it; when the answer is

@@ -60,17 +60,17 @@ pub struct EnginePlan {
     /// A connection told to wait by a quota's `Retry-After` waits that long.
     #[serde(default)]
     pub respect_retry_after: bool,
-    /// Shard, start instant, source addresses (`src/shard.rs`).
+    /// Shard, start instant, source addresses (`src/config/spread.rs`).
     #[serde(default)]
     pub spread: crate::config::spread::Spread,
-    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/redirect.rs).
+    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/net/redirect.rs).
     #[serde(default)]
     pub follow_redirects: bool,
 }
 
 impl EnginePlan {
     /// Thread `global` of this shard as (slot, slots) of the whole run's request numbering:
-    /// (global, threads_total) when the run is not sharded (`src/shard.rs`).
+    /// (global, threads_total) when the run is not sharded (`src/session/shard.rs`).
     pub fn slot(&self, global: usize) -> (usize, usize) {
         let s = self.spread.shard;
         (s.slot(global), s.slots(self.threads_total))
@@ -183,7 +183,7 @@ fn build_workers<'p>(
         (Some(opts), true) => Some(TlsConnector {
             config: {
                 // The engine seals and opens records itself after the handshake
-                // (src/tlsio.rs), so rustls must hand over the traffic keys.
+                // (src/net/tlsio.rs), so rustls must hand over the traffic keys.
                 let mut config = (*crate::net::tls::client_config(opts)?).clone();
                 config.enable_secret_extraction = true;
                 Arc::new(config)

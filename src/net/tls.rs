@@ -39,7 +39,7 @@ pub struct TlsOptions {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsEngine {
-    /// Records sealed and opened in place with ring (src/tlsio.rs): no allocation per request.
+    /// Records sealed and opened in place with ring (src/net/tlsio.rs): no allocation per request.
     #[default]
     InPlace,
     /// rustls's own buffered ClientConnection: the cross-check of the in-place layer.

@@ -1,7 +1,7 @@
 //! Byte streams to the server, plain TCP or TLS behind one interface, so the connection
 //! state machine never knows which it drives. Non-blocking; registered once with mio.
 //!
-//! TLS has two engines: the in-place record layer (src/tlsio.rs, the default) and, as a
+//! TLS has two engines: the in-place record layer (src/net/tlsio.rs, the default) and, as a
 //! cross-check of it, rustls's own buffered `ClientConnection` (`--tls-engine rustls`).
 
 use std::io::{self, Read, Write};
@@ -65,7 +65,7 @@ pub struct PortSlice {
     /// Per local address (one for the wildcard address): the offset of its next port.
     next: Vec<u16>,
     /// `--source-addrs`: local addresses taken round-robin, one per connection, each with
-    /// every port of the slice (`src/source_addrs.rs`); empty: the wildcard address.
+    /// every port of the slice (`src/net/source_addrs.rs`); empty: the wildcard address.
     addrs: Vec<std::net::IpAddr>,
     addr_next: usize,
     /// The last walk found no free port: the next one gives up sooner.

@@ -335,7 +335,7 @@ fn drive(
             stop_sent = true;
         }
         if !go_sent && !stop_sent && workers.iter().all(|w| w.ready) {
-            // --start-at (src/shard.rs) names the instant; otherwise just after now.
+            // --start-at (src/config/spread.rs) names the instant; otherwise just after now.
             let now = SystemTime::now();
             let go = match plans.first().and_then(|p| p.spread.start_at()) {
                 Some(at) if at > now => at,

@@ -47,7 +47,7 @@ pub struct Results {
     pub stats: Stats,
     /// Where they were read from, for messages (empty when built in memory).
     pub source: String,
-    /// A shard's run id, index and clock start (`--shard`, `src/shard.rs`).
+    /// A shard's run id, index and clock start (`--shard`, `src/results/shards.rs`).
     pub shard: Option<crate::results::shards::ShardRecord>,
     /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
     pub tls_probe: Option<TlsFacts>,
@@ -230,9 +230,9 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
     let Some((first, rest)) = parts.split_first() else {
         return Err("no results to merge".into());
     };
-    // Shards of one run: one run id, every shard once (src/shard.rs).
+    // Shards of one run: one run id, every shard once (src/results/shards.rs).
     crate::results::shards::check_set(parts)?;
-    // Each shard's timeline moves by its clock offset (src/shard.rs, `clock_offsets`), so
+    // Each shard's timeline moves by its clock offset (src/results/shards.rs, `clock_offsets`), so
     // the merged seconds are wall-clock seconds; all are added at once.
     let offsets = crate::results::shards::clock_offsets(parts);
     let timelines: Vec<(&crate::stats::Timeline, u64)> = parts

@@ -424,7 +424,7 @@ impl Session {
     pub fn layout(&self, load: &Load) -> Result<Layout, Error> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Layout::plan_from(
-            // A shard lays out its own share (src/shard.rs).
+            // A shard lays out its own share (src/session/shard.rs).
             load.spread.shard.share(load.connections),
             load.threads.unwrap_or(cores),
             self.fd_limit,
@@ -457,7 +457,7 @@ impl Session {
         let plans = cluster.node_plans();
         let mut total: Option<Outcome> = None;
         let mut elapsed = 0.0;
-        // --nodes each: where the next step begins in the timeline (src/nodes.rs).
+        // --nodes each: where the next step begins in the timeline (src/stats/nodes.rs).
         let mut at_second = 0;
         for nodes in plans {
             let plan = EnginePlan {
@@ -640,7 +640,7 @@ impl Session {
         progress: Option<ProgressFn<'_>>,
     ) -> Result<Outcome, Error> {
         let outcome = if layout.processes == 1 {
-            // --start-at: the clock starts at that wall-clock instant (src/shard.rs).
+            // --start-at: the clock starts at that wall-clock instant (src/session/shard.rs).
             let wall = plan
                 .spread
                 .start_at()
@@ -665,7 +665,7 @@ impl Session {
 
     /// Keeps what the session created at `close` (or removes it): a shared fixture's setup
     /// opens with `keep` false, so that a setup failing half-way removes what it made, and
-    /// keeps the fixture once it is complete (src/fixtures.rs).
+    /// keeps the fixture once it is complete (src/session/fixtures.rs).
     pub fn set_keep(&mut self, keep: bool) {
         self.keep = keep;
     }

@@ -620,7 +620,7 @@ pub(crate) struct Parsed {
     pub keep_alive: bool,
 }
 
-/// Reads one complete HTTP/1.x response from `r` with the engine's parser (src/http.rs),
+/// Reads one complete HTTP/1.x response from `r` with the engine's parser (src/net/http.rs),
 /// keeping its body. `head_request` says the request was HEAD (no body follows). Interim 1xx
 /// responses are skipped.
 pub(crate) fn read_response<R: Read>(r: &mut R, head_request: bool) -> Result<Parsed, ReadError> {

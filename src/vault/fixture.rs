@@ -1,5 +1,5 @@
 //! Fixtures shared by the shards of one run, set up once and removed once. By default
-//! shard 0 of a sharded run does both (`src/fixtures/rendezvous.rs`: it sets the fixture
+//! shard 0 of a sharded run does both (`src/session/fixtures/rendezvous.rs`: it sets the fixture
 //! up, runs its own share, waits for the other shards to end, then removes it); with
 //! `--external-setup` on every shard, `vblast setup --run-id ID` creates it before the
 //! shards and `vblast cleanup --run-id ID` removes it after them.

@@ -370,7 +370,7 @@ pub struct Cluster {
 }
 
 /// Reads a cluster file: its first address and its token (the nodes themselves are read by
-/// `--cluster`, src/cluster.rs).
+/// `--cluster`, src/config/cluster.rs).
 pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<String>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
