@@ -74,7 +74,37 @@ pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
             .cloned()
             .unwrap_or_else(|| "http://127.0.0.1:8200".into()),
     };
-    let tls = address.starts_with("https://").then(|| TlsOptions {
+    let tls = address.starts_with("https://").then(|| tls_options(args));
+    let token = match &args.target.token_file {
+        Some(path) => Some(read_token_file(path)?),
+        None => args
+            .target
+            .token
+            .clone()
+            .or(file_token)
+            .or_else(|| env("VAULT_TOKEN")),
+    };
+    let workload = workload(args)?;
+    Ok(Scenario {
+        address,
+        token: Token(token),
+        namespace: args
+            .target
+            .namespace
+            .clone()
+            .or_else(|| env("VAULT_NAMESPACE")),
+        tls,
+        load: load(args)?,
+        workload,
+        keep: args.ops.keep,
+        no_setup: args.ops.no_setup,
+        cluster,
+    })
+}
+
+/// The TLS settings of an https target: flags over Vault's environment variables.
+fn tls_options(args: &RunArgs) -> TlsOptions {
+    TlsOptions {
         ca_cert: args
             .tls
             .ca_cert
@@ -107,17 +137,13 @@ pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
             (None, Some("rustls")) => TlsEngine::Rustls,
             _ => TlsEngine::InPlace,
         },
-    });
-    let token = match &args.target.token_file {
-        Some(path) => Some(read_token_file(path)?),
-        None => args
-            .target
-            .token
-            .clone()
-            .or(file_token)
-            .or_else(|| env("VAULT_TOKEN")),
-    };
-    let workload = match args.ops.op.as_ref().or(args.ops.scenario.as_ref()) {
+    }
+}
+
+/// What the run sends: the operations of a vault-benchmark file, `--op` (or
+/// `--scenario`) with the operations' options, or URL mode's request.
+fn workload(args: &RunArgs) -> Result<Workload, Error> {
+    Ok(match args.ops.op.as_ref().or(args.ops.scenario.as_ref()) {
         _ if args.preset_ops.is_some() => {
             Workload::Vault(args.preset_ops.clone().unwrap_or_default())
         }
@@ -156,42 +182,30 @@ pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
             },
             content_type: args.request.content_type.clone(),
         }),
-    };
-    Ok(Scenario {
-        address,
-        token: Token(token),
-        namespace: args
-            .target
-            .namespace
-            .clone()
-            .or_else(|| env("VAULT_NAMESPACE")),
-        tls,
-        load: Load {
-            connections: args.load.connections,
-            requests: args.load.requests,
-            duration: run_duration(args),
-            warmup: args.load.warmup.unwrap_or_default(),
-            schedule: schedule(args).map_err(Error::input)?,
-            keepalive: !args.load.no_keepalive,
-            timeout: args.load.timeout,
-            threads: args.load.threads,
-            pin: !args.load.no_pin,
-            respect_retry_after: args.load.respect_retry_after,
-            no_forwarding: args.load.no_forwarding,
-            follow_redirects: args.load.follow_redirects,
-            spread: crate::config::spread::Spread {
-                shard: args.shard.shard.unwrap_or_default(),
-                start_at: args.shard.start_at.clone(),
-                source_addrs: crate::net::source_addrs::resolve(
-                    args.source.source_addrs.as_deref(),
-                )
+    })
+}
+
+/// The load: connections, length, schedule, keep-alive, spread.
+fn load(args: &RunArgs) -> Result<Load, Error> {
+    Ok(Load {
+        connections: args.load.connections,
+        requests: args.load.requests,
+        duration: run_duration(args),
+        warmup: args.load.warmup.unwrap_or_default(),
+        schedule: schedule(args).map_err(Error::input)?,
+        keepalive: !args.load.no_keepalive,
+        timeout: args.load.timeout,
+        threads: args.load.threads,
+        pin: !args.load.no_pin,
+        respect_retry_after: args.load.respect_retry_after,
+        no_forwarding: args.load.no_forwarding,
+        follow_redirects: args.load.follow_redirects,
+        spread: crate::config::spread::Spread {
+            shard: args.shard.shard.unwrap_or_default(),
+            start_at: args.shard.start_at.clone(),
+            source_addrs: crate::net::source_addrs::resolve(args.source.source_addrs.as_deref())
                 .map_err(Error::input)?,
-            },
         },
-        workload,
-        keep: args.ops.keep,
-        no_setup: args.ops.no_setup,
-        cluster,
     })
 }
 
