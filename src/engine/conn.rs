@@ -1,7 +1,7 @@
 //! One connection's state machine: its phase (connecting, TLS handshake, idle, busy,
 //! backing off) and the request it carries. The connection's own steps (writing a request,
 //! reading a response, noticing a timeout) touch only the connection and return an
-//! `Outcome`; the worker (the one owner of statistics, the pacer and the idle list) acts
+//! `Exchange`; the worker (the one owner of statistics, the pacer and the idle list) acts
 //! on it in `settle` and the handlers below, as wrk's small handlers do.
 
 use std::io;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use mio::{Interest, Token};
 
-use super::worker::Worker;
+use super::worker::EventLoop;
 use crate::http::{Progress, ResponseParser};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
@@ -83,7 +83,7 @@ pub(super) struct Conn {
 
 /// What a step on one connection came to.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Outcome {
+pub(super) enum Exchange {
     /// Nothing final yet: more response bytes to come, or a write to finish.
     Pending,
     /// The whole response is in; `close`: the connection cannot carry another request.
@@ -97,8 +97,8 @@ pub(super) enum Outcome {
 
 /// What reading from a connection came to, with what the worker counts.
 #[derive(Debug)]
-pub(super) struct Read {
-    pub(super) outcome: Outcome,
+pub(super) struct Received {
+    pub(super) outcome: Exchange,
     pub(super) bytes: u64,
     /// The first byte of this request's response arrived in this read.
     pub(super) first_byte: bool,
@@ -138,9 +138,9 @@ impl Conn {
     }
 
     /// Writes a rendered request; returns the bytes written and the outcome.
-    pub(super) fn write(&mut self, bytes: &[u8]) -> (u64, Outcome) {
+    pub(super) fn write(&mut self, bytes: &[u8]) -> (u64, Exchange) {
         let Some(stream) = self.stream.as_mut() else {
-            return (0, Outcome::Pending);
+            return (0, Exchange::Pending);
         };
         match stream.write(bytes).and_then(|n| stream.flush().map(|_| n)) {
             Ok(n) => {
@@ -148,25 +148,25 @@ impl Conn {
                     self.pending.clear();
                     self.pending.extend_from_slice(&bytes[n..]);
                 }
-                (n as u64, Outcome::Pending)
+                (n as u64, Exchange::Pending)
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.pending.clear();
                 self.pending.extend_from_slice(bytes);
-                (0, Outcome::Pending)
+                (0, Exchange::Pending)
             }
             Err(e) => (0, self.write_failed(&e)),
         }
     }
 
     /// Continues a short write when the socket becomes writable again.
-    pub(super) fn continue_write(&mut self) -> (u64, Outcome) {
+    pub(super) fn continue_write(&mut self) -> (u64, Exchange) {
         let Some(stream) = self.stream.as_mut() else {
-            return (0, Outcome::Pending);
+            return (0, Exchange::Pending);
         };
         if self.pending.is_empty() {
             return match stream.flush() {
-                Ok(_) => (0, Outcome::Pending),
+                Ok(_) => (0, Exchange::Pending),
                 Err(e) => (0, self.write_failed(&e)),
             };
         }
@@ -176,23 +176,23 @@ impl Conn {
         {
             Ok(n) => {
                 self.pending.advance(n);
-                (n as u64, Outcome::Pending)
+                (n as u64, Exchange::Pending)
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (0, Outcome::Pending),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => (0, Exchange::Pending),
             Err(e) => (0, self.write_failed(&e)),
         }
     }
 
     /// A write failed: on a reused keep-alive connection the server most likely closed it
     /// between responses, so the request goes out once more on a fresh connection.
-    fn write_failed(&mut self, e: &io::Error) -> Outcome {
+    fn write_failed(&mut self, e: &io::Error) -> Exchange {
         let reused = self.served > 0;
         match self.req.as_mut() {
             Some(r) if reused && !r.resent => {
                 r.resent = true;
-                Outcome::Resend
+                Exchange::Resend
             }
-            _ => Outcome::Failed {
+            _ => Exchange::Failed {
                 kind: ErrorKind::Write,
                 msg: format!("write failed: {}", io_error_text(e)),
             },
@@ -200,9 +200,9 @@ impl Conn {
     }
 
     /// Reads what the socket holds and feeds the response parser.
-    pub(super) fn read(&mut self, buf: &mut [u8], peer_closed: bool) -> Read {
-        let mut r = Read {
-            outcome: Outcome::Pending,
+    pub(super) fn read(&mut self, buf: &mut [u8], peer_closed: bool) -> Received {
+        let mut r = Received {
+            outcome: Exchange::Pending,
             bytes: 0,
             first_byte: false,
             extra: false,
@@ -219,11 +219,11 @@ impl Conn {
             match read {
                 Ok((0, _)) => {
                     r.outcome = match self.parser.eof() {
-                        Some(Progress::Done { status, .. }) if clean => Outcome::Done {
+                        Some(Progress::Done { status, .. }) if clean => Exchange::Done {
                             status,
                             close: true,
                         },
-                        Some(_) => Outcome::Failed {
+                        Some(_) => Exchange::Failed {
                             kind: ErrorKind::Read,
                             msg: "server closed the connection without TLS close_notify: the response may be truncated".into(),
                         },
@@ -251,14 +251,14 @@ impl Conn {
                             extra,
                         }) => {
                             r.extra = extra;
-                            r.outcome = Outcome::Done {
+                            r.outcome = Exchange::Done {
                                 status,
                                 close: close || extra || peer_closed,
                             };
                             return r;
                         }
                         Err(e) => {
-                            r.outcome = Outcome::Failed {
+                            r.outcome = Exchange::Failed {
                                 kind: ErrorKind::Read,
                                 msg: format!("bad response: {}", e.0),
                             };
@@ -274,7 +274,7 @@ impl Conn {
                     } else {
                         format!("read failed: {}", io_error_text(&e))
                     };
-                    r.outcome = Outcome::Failed {
+                    r.outcome = Exchange::Failed {
                         kind: ErrorKind::Read,
                         msg,
                     };
@@ -285,7 +285,7 @@ impl Conn {
     }
 
     /// The server closed the connection before the response was complete.
-    fn closed_early(&mut self, peer_closed: bool) -> Outcome {
+    fn closed_early(&mut self, peer_closed: bool) -> Exchange {
         let reused = self.served > 0;
         let started = self.req.is_some_and(|r| r.started);
         match self.req.as_mut() {
@@ -293,9 +293,9 @@ impl Conn {
             // never reached it.
             Some(r) if !started && reused && !r.resent && peer_closed => {
                 r.resent = true;
-                Outcome::Resend
+                Exchange::Resend
             }
-            _ => Outcome::Failed {
+            _ => Exchange::Failed {
                 kind: ErrorKind::Read,
                 msg: if started {
                     "server closed the connection mid-response"
@@ -314,10 +314,10 @@ impl Conn {
     }
 
     /// The request has waited `timeout` for its response.
-    pub(super) fn timed_out(&self, now: Instant, timeout: Duration) -> Option<Outcome> {
+    pub(super) fn timed_out(&self, now: Instant, timeout: Duration) -> Option<Exchange> {
         let r = self.req?;
         (self.phase == Phase::Busy && now.saturating_duration_since(r.sent) >= timeout).then(|| {
-            Outcome::Failed {
+            Exchange::Failed {
                 kind: ErrorKind::Timeout,
                 msg: format!(
                     "no response within {}",
@@ -328,14 +328,14 @@ impl Conn {
     }
 }
 
-impl Worker<'_> {
+impl EventLoop<'_> {
     /// Acts on what a connection step came to.
-    pub(super) fn settle(&mut self, i: usize, outcome: Outcome, now: Instant) {
+    pub(super) fn settle(&mut self, i: usize, outcome: Exchange, now: Instant) {
         match outcome {
-            Outcome::Pending => {}
-            Outcome::Done { status, close } => self.complete(i, status, close, now),
-            Outcome::Failed { kind, msg } => self.fail(i, kind, &msg, now),
-            Outcome::Resend => {
+            Exchange::Pending => {}
+            Exchange::Done { status, close } => self.complete(i, status, close, now),
+            Exchange::Failed { kind, msg } => self.fail(i, kind, &msg, now),
+            Exchange::Resend => {
                 self.stats.server_closes += 1;
                 self.reopen(i, now);
             }
@@ -915,12 +915,12 @@ mod tests {
     }
 
     /// Reads until the outcome is final or `limit` passes.
-    fn read_until_final(c: &mut Conn, peer_closed: bool) -> Read {
+    fn read_until_final(c: &mut Conn, peer_closed: bool) -> Received {
         let mut buf = vec![0u8; 4096];
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let r = c.read(&mut buf, peer_closed);
-            if r.outcome != Outcome::Pending || Instant::now() > deadline {
+            if r.outcome != Exchange::Pending || Instant::now() > deadline {
                 return r;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -936,7 +936,7 @@ mod tests {
         let r = read_until_final(&mut c, false);
         assert_eq!(
             r.outcome,
-            Outcome::Done {
+            Exchange::Done {
                 status: 200,
                 close: false
             }
@@ -951,7 +951,7 @@ mod tests {
         assert!(r.extra);
         assert_eq!(
             r.outcome,
-            Outcome::Done {
+            Exchange::Done {
                 status: 200,
                 close: true
             }
@@ -964,7 +964,7 @@ mod tests {
         let (mut c, peer) = pair(3);
         drop(peer);
         let r = read_until_final(&mut c, true);
-        assert_eq!(r.outcome, Outcome::Resend);
+        assert_eq!(r.outcome, Exchange::Resend);
         assert!(c.req.unwrap().resent);
         // The same again on the re-sent request: now it is a failure.
         let (mut c2, peer) = pair(3);
@@ -972,7 +972,7 @@ mod tests {
         drop(peer);
         let r = read_until_final(&mut c2, true);
         assert!(
-            matches!(&r.outcome, Outcome::Failed { kind: ErrorKind::Read, msg } if msg.contains("without responding")),
+            matches!(&r.outcome, Exchange::Failed { kind: ErrorKind::Read, msg } if msg.contains("without responding")),
             "{r:?}"
         );
         // A fresh connection closed without a response is a failure at once.
@@ -982,7 +982,7 @@ mod tests {
         assert!(
             matches!(
                 r.outcome,
-                Outcome::Failed {
+                Exchange::Failed {
                     kind: ErrorKind::Read,
                     ..
                 }
@@ -996,7 +996,7 @@ mod tests {
         drop(peer);
         let r = read_until_final(&mut c4, true);
         assert!(
-            matches!(&r.outcome, Outcome::Failed { msg, .. } if msg.contains("mid-response")),
+            matches!(&r.outcome, Exchange::Failed { msg, .. } if msg.contains("mid-response")),
             "{r:?}"
         );
     }
@@ -1008,23 +1008,23 @@ mod tests {
             let (mut c, peer) = pair(served);
             drop(peer);
             std::thread::sleep(Duration::from_millis(20));
-            let mut outcome = Outcome::Pending;
+            let mut outcome = Exchange::Pending;
             for _ in 0..100 {
                 outcome = c.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").1;
-                if outcome != Outcome::Pending {
+                if outcome != Exchange::Pending {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
             outcome
         };
-        assert_eq!(write_to_closed(1), Outcome::Resend);
+        assert_eq!(write_to_closed(1), Exchange::Resend);
         // Not reused: the same failure is a write error.
         let outcome = write_to_closed(0);
         assert!(
             matches!(
                 outcome,
-                Outcome::Failed {
+                Exchange::Failed {
                     kind: ErrorKind::Write,
                     ..
                 }
@@ -1039,7 +1039,7 @@ mod tests {
         // A large request the peer never reads: the kernel buffers fill, the rest waits.
         let big = vec![b'x'; 16 << 20];
         let (n, outcome) = c.write(&big);
-        assert_eq!(outcome, Outcome::Pending);
+        assert_eq!(outcome, Exchange::Pending);
         assert!(n < big.len() as u64, "the whole 16 MiB went out at once");
         assert!(c.request_unsent());
         peer.write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
@@ -1047,7 +1047,7 @@ mod tests {
         let r = read_until_final(&mut c, false);
         assert_eq!(
             r.outcome,
-            Outcome::Done {
+            Exchange::Done {
                 status: 413,
                 close: false
             }
@@ -1070,7 +1070,7 @@ mod tests {
         );
         assert!(matches!(
             c.timed_out(sent + timeout, timeout),
-            Some(Outcome::Failed { kind: ErrorKind::Timeout, msg }) if msg == "no response within 2s"
+            Some(Exchange::Failed { kind: ErrorKind::Timeout, msg }) if msg == "no response within 2s"
         ));
         // Not busy (idle, connecting): no request timeout.
         let mut idle = c;

@@ -29,7 +29,7 @@ use crate::tls::TlsOptions;
 use crate::transport::TlsConnector;
 use crate::workload::Operation;
 
-use worker::Worker;
+use worker::EventLoop;
 
 /// Everything an engine (one process's share of a run) needs. Serializable so that worker
 /// processes receive exactly what an in-process engine would.
@@ -178,7 +178,7 @@ pub fn run(
 fn build_workers<'p>(
     plan: &'p EnginePlan,
     report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
-) -> Result<Vec<(Worker<'p>, Option<core_affinity::CoreId>)>, String> {
+) -> Result<Vec<(EventLoop<'p>, Option<core_affinity::CoreId>)>, String> {
     let tls = match (&plan.tls, plan.target.is_tls()) {
         (Some(opts), true) => Some(TlsConnector {
             config: {
@@ -212,7 +212,7 @@ fn build_workers<'p>(
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = Worker::new(plan, global, requests.clone(), tls.clone())?;
+        let mut worker = EventLoop::new(plan, global, requests.clone(), tls.clone())?;
         worker.report = report.map(|r| (local, r.clone()));
         let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
         workers.push((worker, core));

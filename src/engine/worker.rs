@@ -1,4 +1,4 @@
-//! One event-loop thread: the `Worker` that owns a share of the connections, its pacer
+//! One event-loop thread: the `EventLoop` that owns a share of the connections, its pacer
 //! and its statistics, and the loop that drives them: opening connections, waiting for
 //! the common start, handing due requests to free connections, polling for events,
 //! periodic timeout checks and progress reports, until the schedule is done or the run
@@ -35,7 +35,7 @@ const CONNECT_WINDOW: usize = 256;
 /// Room kept per captured value (a Vault token is about 100 bytes).
 const CAPTURE_BYTES: usize = 256;
 
-pub(super) struct Worker<'p> {
+pub(super) struct EventLoop<'p> {
     pub(super) plan: &'p EnginePlan,
     pub(super) global: usize,
     pub(super) poll: Poll,
@@ -96,13 +96,13 @@ fn fresh_stats(plan: &EnginePlan) -> Stats {
     s
 }
 
-impl<'p> Worker<'p> {
+impl<'p> EventLoop<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
         global: usize,
         requests: super::requests::Requests,
         tls: Option<TlsConnector>,
-    ) -> Result<Worker<'p>, String> {
+    ) -> Result<EventLoop<'p>, String> {
         let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
         let (slot, slots) = plan.slot(global);
@@ -144,7 +144,7 @@ impl<'p> Worker<'p> {
                     .unwrap_or(i)
             })
             .collect();
-        Ok(Worker {
+        Ok(EventLoop {
             plan,
             global,
             poll,

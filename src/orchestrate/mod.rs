@@ -31,7 +31,7 @@ const STEP_LEAD: Duration = Duration::from_millis(10);
 
 /// What the engine returned over all processes.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Measured {
     pub stats: Stats,
     /// Set when part of the planned load is missing (a worker process was lost): what is
     /// missing, in words.
@@ -146,7 +146,7 @@ fn share_text(plan: &EnginePlan) -> String {
     text
 }
 
-struct Worker {
+struct WorkerProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     ready: bool,
@@ -158,7 +158,7 @@ struct Worker {
     error: Option<String>,
 }
 
-impl Worker {
+impl WorkerProcess {
     fn tell(&mut self, msg: &ToWorker) {
         if let Some(stdin) = self.stdin.as_mut()
             && protocol::send(stdin, msg).is_err()
@@ -170,7 +170,7 @@ impl Worker {
 
 /// A held run's step boundary: the step's merged results (a worker's failure during the
 /// step makes its `lost`), and the next step (None: the run ends).
-pub type NextFn<'a> = &'a mut dyn FnMut(Result<Outcome, String>) -> Option<StepPlan>;
+pub type NextFn<'a> = &'a mut dyn FnMut(Result<Measured, String>) -> Option<StepPlan>;
 
 /// Runs one plan per worker process and merges their results.
 /// With `progress`, workers send their running totals about once a second, and `progress`
@@ -179,7 +179,7 @@ pub fn run_workers(
     plans: &[EnginePlan],
     stop: &Stop,
     progress: Option<ProgressFn<'_>>,
-) -> Result<Outcome, String> {
+) -> Result<Measured, String> {
     drive(plans, stop, progress, None)
 }
 
@@ -187,7 +187,7 @@ pub fn run_workers(
 /// and open their connections once; the plans' own step runs first, then each step `next`
 /// returns for the step just ended, sent to every worker (each takes its threads' share
 /// of the step's rate, as in a single run), until it returns None, which ends the workers.
-/// A worker lost during a step makes that step's `Outcome::lost`; a worker that cannot
+/// A worker lost during a step makes that step's `Measured::lost`; a worker that cannot
 /// start is the error returned (nothing ran).
 pub fn hold_workers(
     plans: &[EnginePlan],
@@ -209,7 +209,7 @@ fn how_ended(error: &Option<String>, status: std::io::Result<std::process::ExitS
 
 /// A held run's lost worker, mid-run: as `how_ended`, its status waited for briefly (its
 /// output has ended: it is ending, if not gone already).
-fn how_lost(w: &mut Worker) -> String {
+fn how_lost(w: &mut WorkerProcess) -> String {
     if let Some(e) = &w.error {
         return e.clone();
     }
@@ -223,7 +223,7 @@ fn how_lost(w: &mut Worker) -> String {
     "its output ended and it gave no result".into()
 }
 
-/// Worker `i` lost after it started: what is missing, and from what (`from`: the report,
+/// Worker process `i` lost after it started: what is missing, and from what (`from`: the report,
 /// or a held run's step).
 fn lost_text(i: usize, how: &str, plan: &EnginePlan, from: &str) -> String {
     format!(
@@ -239,10 +239,10 @@ fn drive(
     stop: &Stop,
     progress: Option<ProgressFn<'_>>,
     mut held: Option<NextFn<'_>>,
-) -> Result<Outcome, String> {
+) -> Result<Measured, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
     let (tx, rx) = crossbeam_channel::unbounded::<(usize, Option<Result<FromWorker, String>>)>();
-    let mut workers: Vec<Worker> = Vec::with_capacity(plans.len());
+    let mut workers: Vec<WorkerProcess> = Vec::with_capacity(plans.len());
     let mut start_failure = None;
     for (i, plan) in plans.iter().enumerate() {
         let spawned = Command::new(&exe)
@@ -260,7 +260,7 @@ fn drive(
         };
         let stdout = child.stdout.take();
         let stdin = child.stdin.take();
-        let mut w = Worker {
+        let mut w = WorkerProcess {
             child,
             stdin,
             ready: false,
@@ -425,7 +425,7 @@ fn drive(
                 }
             }
             latest.iter_mut().for_each(|t| *t = Totals::default());
-            let outcome = Outcome {
+            let outcome = Measured {
                 stats: total,
                 lost: (!lost.is_empty()).then(|| lost.join("; ")),
                 clock_start: None,
@@ -481,7 +481,7 @@ fn drive(
         // Stopped before the workers were started together: no step ran.
         return Err("stopped before the first step".into());
     }
-    Ok(Outcome {
+    Ok(Measured {
         stats: total,
         lost: (!lost.is_empty()).then(|| lost.join("; ")),
         clock_start,
