@@ -581,7 +581,7 @@ impl Session {
         // For the whole held run: a failover between steps moves the load too.
         let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
-        let mut on_step = |r: Result<Measured, String>| {
+        let mut on_step = |r: Result<Measured, engine::EngineError>| {
             let result = r.map_err(Error::engine).map(|mut outcome| {
                 if let Some(c) = cluster {
                     c.set_roles(&mut outcome.stats);
@@ -603,16 +603,17 @@ impl Session {
         };
         let ran = if layout.processes > 1 {
             let plans = process_plans(&plan, &layout);
-            orchestrate::hold_workers(&plans, &self.stop, progress, &mut on_step)
+            orchestrate::hold_workers(&plans, &self.stop, progress, &mut |m| on_step(Ok(m)))
+                .map_err(Error::engine)
         } else {
-            let mut on_stats = |r: Result<crate::stats::Stats, String>| {
+            let mut on_stats = |r: Result<crate::stats::Stats, engine::EngineError>| {
                 on_step(r.map(|stats| Measured {
                     stats,
                     lost: None,
                     clock_start: None,
                 }))
             };
-            engine::run_held(&plan, &self.stop, progress, &mut on_stats)
+            engine::run_held(&plan, &self.stop, progress, &mut on_stats).map_err(Error::engine)
         };
         if let Some(w) = watcher {
             w.stop();
@@ -621,7 +622,7 @@ impl Session {
         if let Some(c) = &self.cluster {
             self.target = c.active_target();
         }
-        ran.map_err(Error::engine)
+        ran
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.

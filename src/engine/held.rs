@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
-use super::{EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
+use super::{EngineError, EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
@@ -46,13 +46,13 @@ impl StepPlan {
 /// A thread's end of the step protocol.
 pub(super) struct Link {
     local: usize,
-    done: Sender<(usize, Result<Stats, String>)>,
+    done: Sender<(usize, Result<Stats, EngineError>)>,
     next: Receiver<Option<(StepPlan, Instant)>>,
 }
 
 impl Link {
     /// Sends this thread's results of the step just ended.
-    pub(super) fn done(&self, result: Result<Stats, String>) {
+    pub(super) fn done(&self, result: Result<Stats, EngineError>) {
         let _ = self.done.send((self.local, result));
     }
 
@@ -71,8 +71,8 @@ pub fn run_held(
     plan: &EnginePlan,
     stop: &Stop,
     progress: Option<ProgressFn<'_>>,
-    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
-) -> Result<(), String> {
+    next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
+) -> Result<(), EngineError> {
     run_held_at(
         plan,
         stop,
@@ -90,10 +90,10 @@ pub fn run_held_at(
     stop: &Stop,
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
-    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
-) -> Result<(), String> {
+    next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
+) -> Result<(), EngineError> {
     if !plan.keepalive {
-        return Err("a held run needs keep-alive connections".into());
+        return Err(EngineError::HeldWithoutKeepalive);
     }
     let threads = plan.threads_here;
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
@@ -119,7 +119,7 @@ pub fn run_held_at(
                     worker.run_held(stop, gate, &link)
                 }));
                 if ran.is_err() {
-                    link.done(Err("an event-loop thread panicked".into()));
+                    link.done(Err(EngineError::Panicked));
                 }
             });
         }
@@ -127,7 +127,7 @@ pub fn run_held_at(
         let mut reports = reports;
         let mut latest = vec![Totals::default(); threads];
         let mut total = Stats::new(plan.ops.len());
-        let mut failure: Option<String> = None;
+        let mut failure: Option<EngineError> = None;
         let mut got = 0;
         loop {
             crossbeam_channel::select! {
@@ -168,7 +168,7 @@ pub fn run_held_at(
                     };
                     let step = match step {
                         Some(st) if st.schedule.is_some() != open_model => {
-                            next(Err("a held run cannot change between the open and the closed model".into()));
+                            next(Err(EngineError::HeldModelChanged));
                             None
                         }
                         other => other,

@@ -14,7 +14,7 @@ use mio::{Events, Poll, Token};
 use super::conn::{Conn, Phase};
 use super::held::{Link, StepPlan};
 use super::hop::HOP;
-use super::{EnginePlan, StartGate, Totals};
+use super::{EngineError, EnginePlan, StartGate, Totals};
 use crate::pacing::{Pacer, share};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
@@ -77,6 +77,8 @@ pub(super) struct EventLoop<'p> {
     pub(super) hold: bool,
     /// `--follow-redirects`: the nodes a redirect may be followed to.
     pub(super) redirects: Option<crate::redirect::Redirects>,
+    /// This thread has sent its progress at least once.
+    pub(super) reported: bool,
 }
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given).
@@ -102,8 +104,8 @@ impl<'p> EventLoop<'p> {
         global: usize,
         requests: super::requests::Requests,
         tls: Option<TlsConnector>,
-    ) -> Result<EventLoop<'p>, String> {
-        let poll = Poll::new().map_err(|e| format!("cannot create event loop: {e}"))?;
+    ) -> Result<EventLoop<'p>, EngineError> {
+        let poll = Poll::new().map_err(EngineError::EventLoop)?;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
         let (slot, slots) = plan.slot(global);
         let mut mine = share(plan.connections, slots, slot);
@@ -112,10 +114,7 @@ impl<'p> EventLoop<'p> {
             mine = mine.min(share(n, slots, slot));
         }
         let timer = match plan.schedule {
-            Some(_) => Some(
-                Timer::new(poll.registry(), TIMER)
-                    .map_err(|e| format!("cannot create a timer: {e}"))?,
-            ),
+            Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
             None => None,
         };
         let now = Instant::now();
@@ -182,6 +181,7 @@ impl<'p> EventLoop<'p> {
             route_seen: 0,
             step: StepPlan::of(plan),
             hold: false,
+            reported: false,
             redirects: plan.follow_redirects.then(|| {
                 crate::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
                     std::slice::from_ref(&plan.target)
@@ -205,7 +205,7 @@ impl<'p> EventLoop<'p> {
         }
     }
 
-    pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, String> {
+    pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
         let mut events = Events::with_capacity(1024);
         self.open_first(stop, &mut events)?;
         let origin = gate.wait();
@@ -245,7 +245,7 @@ impl<'p> EventLoop<'p> {
 
     /// Before the first step: connection-per-request slots made free, or (keep-alive)
     /// every connection opened when the run is measured over time.
-    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), String> {
+    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
@@ -266,7 +266,7 @@ impl<'p> EventLoop<'p> {
         origin: Instant,
         stop: &Stop,
         events: &mut Events,
-    ) -> Result<Stats, String> {
+    ) -> Result<Stats, EngineError> {
         self.pacer = self.make_pacer(origin);
         let measure_from = self.pacer.measure_from();
         let mut warm = self.step.warmup > Duration::ZERO;
@@ -321,6 +321,11 @@ impl<'p> EventLoop<'p> {
             let timeout = wake.saturating_duration_since(now);
             now = self.poll_once(events, timeout)?;
         }
+        if !self.reported && !self.hold {
+            // A run that ended before its first report: its figures once, so that a sum
+            // over the threads (--metrics-listen) is not left without them.
+            self.send_progress();
+        }
         let mut stats = std::mem::replace(&mut self.stats, fresh_stats(self.plan));
         if let Some(w) = std::mem::take(&mut self.windows).finish() {
             stats.windows.push(w);
@@ -344,9 +349,11 @@ impl<'p> EventLoop<'p> {
         Ok(stats)
     }
 
-    fn send_progress(&self) {
+    fn send_progress(&mut self) {
         if let Some((thread, tx)) = &self.report {
+            self.reported = true;
             let p = Totals {
+                reported: true,
                 requests: self.stats.requests(),
                 ok: self.stats.ok(),
                 // Once a second, off the request path (src/metrics.rs).
@@ -362,7 +369,7 @@ impl<'p> EventLoop<'p> {
     }
 
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
-    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), String> {
+    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
         let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
         while !stop.is_set() {
             let now = Instant::now();
@@ -449,11 +456,15 @@ impl<'p> EventLoop<'p> {
     }
 
     /// Waits for events (at most `timeout`) and handles them; returns the time it woke.
-    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<Instant, String> {
+    fn poll_once(
+        &mut self,
+        events: &mut Events,
+        timeout: Duration,
+    ) -> Result<Instant, EngineError> {
         match self.poll.poll(events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("event loop failed: {e}")),
+            Err(e) => return Err(EngineError::Poll(e)),
         }
         let now = Instant::now();
         for ev in events.iter() {

@@ -124,7 +124,7 @@ fn watch_for_stop<R: BufRead + Send + 'static>(
 /// instant it names; None once the run is stopped or the coordinator says no more. A step
 /// cut short by a signal to this process alone is not a step: it is reported as an error.
 fn next_step(
-    ended: Result<crate::stats::Stats, String>,
+    ended: Result<crate::stats::Stats, engine::EngineError>,
     steps: &Receiver<NextStep>,
     stop: &Stop,
     told: &AtomicBool,
@@ -142,7 +142,9 @@ fn next_step(
         }),
         (Err(e), _) => {
             let _ = writeln!(std::io::stderr(), "vblast worker: {e}");
-            reply(&FromWorker::Error { message: e });
+            reply(&FromWorker::Error {
+                message: e.to_string(),
+            });
             return None;
         }
     }
@@ -230,9 +232,13 @@ pub fn main(stop: &Stop) -> i32 {
     };
     // Progress: the threads' totals (sent by them about once a second over the engine's
     // channel, which they never wait on) summed and passed on as one small line, at most
-    // once a second, from this thread: nothing in the event loops changes.
+    // once a second, from this thread: nothing in the event loops changes. Only sums over
+    // every thread go out: the coordinator takes each as the whole process's figures.
     let last = Mutex::new(None::<Instant>);
     let relay = |threads: &[engine::Totals]| {
+        if !threads.iter().all(|t| t.reported) {
+            return;
+        }
         let Ok(mut last) = last.lock() else {
             return;
         };
@@ -256,7 +262,7 @@ pub fn main(stop: &Stop) -> i32 {
         let mut next = |ended| next_step(ended, &steps, stop, &told);
         return match engine::run_held_at(&plan, stop, &gate, relay, &mut next) {
             Ok(()) => 0,
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         };
     }
     match engine::run(&plan, stop, &gate, relay) {
@@ -266,7 +272,7 @@ pub fn main(stop: &Stop) -> i32 {
             });
             0
         }
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.to_string()),
     }
 }
 
