@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
+use super::worker::EventLoop;
 use super::{EngineError, EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
@@ -111,17 +112,7 @@ pub fn run_held_at(
                 done: done.clone(),
                 next: rx,
             };
-            s.spawn(move || {
-                if let Some(c) = core {
-                    core_affinity::set_for_current(c);
-                }
-                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    worker.run_held(stop, gate, &link)
-                }));
-                if ran.is_err() {
-                    link.done(Err(EngineError::Panicked));
-                }
-            });
+            s.spawn(move || run_thread(worker, core, stop, gate, &link));
         }
         drop(done);
         let mut reports = reports;
@@ -186,4 +177,21 @@ pub fn run_held_at(
         }
     });
     Ok(())
+}
+
+/// One event-loop thread of a held run, pinned to `core`; a panic is its step's failure.
+fn run_thread(
+    worker: EventLoop<'_>,
+    core: Option<core_affinity::CoreId>,
+    stop: &Stop,
+    gate: &dyn StartGate,
+    link: &Link,
+) {
+    if let Some(c) = core {
+        core_affinity::set_for_current(c);
+    }
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| worker.run_held(stop, gate, link)));
+    if ran.is_err() {
+        link.done(Err(EngineError::Panicked));
+    }
 }

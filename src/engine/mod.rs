@@ -5,13 +5,18 @@
 //! This module holds the plan, the start gate and `run`, which spawns the event-loop
 //! threads, relays their progress and merges their results; `held` runs several load
 //! steps over the same threads and open connections; `worker` is one thread's event loop
-//! and `conn` the per-connection state machine it drives.
+//! (`EventLoop`), `conn` the per-connection state machine it drives, `lifecycle` how it
+//! drives a connection through its phases, `responses` what it does with what a
+//! connection came to, `hop` redirects followed, `requests` the request templates and
+//! `error` why the engine could not run.
 
 mod conn;
 mod error;
 mod held;
 mod hop;
+mod lifecycle;
 mod requests;
+mod responses;
 mod worker;
 
 pub use error::EngineError;

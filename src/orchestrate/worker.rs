@@ -175,6 +175,26 @@ fn follow(route: &Option<(Arc<Route>, usize)>, node: usize) {
     }
 }
 
+/// The plan, first on the input: it, whether to send progress, and whether it is held;
+/// or the exit code of a worker that has none it can run (its error said).
+fn read_plan(input: &mut impl BufRead) -> Result<(EnginePlan, bool, bool), i32> {
+    match protocol::recv::<ToWorker>(input) {
+        Ok(Some(ToWorker::Plan {
+            version,
+            plan,
+            progress,
+            held,
+        })) if version == protocol::VERSION => Ok((*plan, progress, held)),
+        Ok(Some(ToWorker::Plan { version, .. })) => Err(fail(&format!(
+            "coordinator speaks protocol version {version}, not {}",
+            protocol::VERSION
+        ))),
+        Ok(Some(_)) => Err(fail("expected a plan first")),
+        Ok(None) => Err(fail("no plan on stdin")),
+        Err(e) => Err(fail(&format!("bad plan: {e}"))),
+    }
+}
+
 /// `vblast --worker`. Returns the exit code.
 pub fn main(stop: &Stop) -> i32 {
     // Die with the coordinator, so that no orphan keeps sending load.
@@ -184,25 +204,10 @@ pub fn main(stop: &Stop) -> i32 {
     }
     crate::sys::raise_nofile();
     let mut input = BufReader::new(std::io::stdin());
-    let (plan, progress, held): (EnginePlan, bool, bool) =
-        match protocol::recv::<ToWorker>(&mut input) {
-            Ok(Some(ToWorker::Plan {
-                version,
-                plan,
-                progress,
-                held,
-            })) if version == protocol::VERSION => (*plan, progress, held),
-            Ok(Some(ToWorker::Plan { version, .. })) => {
-                return fail(&format!(
-                    "coordinator speaks protocol version {version}, not {}",
-                    protocol::VERSION
-                ));
-            }
-            Ok(Some(_)) => return fail("expected a plan first"),
-            Ok(None) => return fail("no plan on stdin"),
-            Err(e) => return fail(&format!("bad plan: {e}")),
-        };
-    let mut plan = plan;
+    let (mut plan, progress, held) = match read_plan(&mut input) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     // --nodes active over a cluster: the route starts on the plan's node and moves when the
     // coordinator says so (the route itself does not travel in the plan).
     let route = (plan.nodes.is_cluster() && !plan.nodes.spread).then(|| {
