@@ -1,7 +1,7 @@
 //! The messages between a run's coordinator and its workers, one JSON object per line,
-//! versioned. A worker is a local child process today (`vblast --worker`, over its stdin
-//! and stdout); the same messages can travel over any byte stream, so a worker on another
-//! machine can speak them too.
+//! versioned. A worker is a local child process (`vblast --worker`, over its stdin and
+//! stdout); nothing in the messages is tied to a pipe: they are plain lines on a byte
+//! stream.
 //!
 //! Coordinator -> worker: `plan` (the share of the run, whether to report progress, and
 //! whether the run is held), `go` (start the clock at a wall-clock instant), `stop` (end the
