@@ -351,6 +351,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lost_workers_read_as_one_sentence_each() {
+        let lost = Lost(vec![
+            LostWorker {
+                index: 1,
+                how: Ended::OutputEnded,
+                share: "150 of the 300 planned connections (50%) and their requests".into(),
+                from: "step",
+            },
+            LostWorker {
+                index: 2,
+                how: Ended::Failed(WorkerFailure::Version(4)),
+                share: "1 of the 3 planned connections (33%) and up to 5 of the 9 requests".into(),
+                from: "report",
+            },
+        ]);
+        let text = lost.to_string();
+        assert_eq!(
+            text,
+            format!(
+                "worker process 1 was lost (its output ended and it gave no result): 150 of the 300 planned connections (50%) and their requests are missing from the step; \
+                 worker process 2 was lost (speaks protocol version 4, not {}): 1 of the 3 planned connections (33%) and up to 5 of the 9 requests are missing from the report",
+                protocol::VERSION
+            )
+        );
+        assert_eq!(Cause::from(lost).to_string(), text);
+        assert_eq!(
+            WorkersError::StoppedBeforeFirstStep.to_string(),
+            "stopped before the first step"
+        );
+    }
+
+    #[test]
     fn layouts() {
         let l = Layout::plan(20_000, 2, 20_000).unwrap();
         assert_eq!(
