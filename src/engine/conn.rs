@@ -15,7 +15,7 @@ use crate::template::{Captures, Rng};
 use crate::transport::{Stream, io_error_text};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(super) enum ConnPhase {
     /// No socket (connection-per-request slots between requests, or closed for good).
     Unopened,
     Connecting,
@@ -49,7 +49,7 @@ pub(super) struct Req {
 
 pub(super) struct Conn {
     pub(super) stream: Option<Stream>,
-    pub(super) phase: Phase,
+    pub(super) phase: ConnPhase,
     pub(super) req: Option<Req>,
     /// When the current connect attempt (or backoff) began / ends.
     pub(super) since: Instant,
@@ -107,7 +107,7 @@ impl Conn {
     pub(super) fn new(now: Instant, captures: Captures) -> Conn {
         Conn {
             stream: None,
-            phase: Phase::Unopened,
+            phase: ConnPhase::Unopened,
             req: None,
             since: now,
             connected_at: now,
@@ -313,15 +313,15 @@ impl Conn {
     /// The request has waited `timeout` for its response.
     pub(super) fn timed_out(&self, now: Instant, timeout: Duration) -> Option<Exchange> {
         let r = self.req?;
-        (self.phase == Phase::Busy && now.saturating_duration_since(r.sent) >= timeout).then(|| {
-            Exchange::Failed {
+        (self.phase == ConnPhase::Busy && now.saturating_duration_since(r.sent) >= timeout).then(
+            || Exchange::Failed {
                 kind: ErrorKind::Timeout,
                 msg: format!(
                     "no response within {}",
                     crate::units::show_duration(timeout)
                 ),
-            }
-        })
+            },
+        )
     }
 }
 
@@ -347,7 +347,7 @@ mod tests {
             assert!(Instant::now() < deadline, "no connection");
             std::thread::sleep(Duration::from_millis(1));
         }
-        c.phase = Phase::Busy;
+        c.phase = ConnPhase::Busy;
         c.served = served;
         c.req = Some(Req {
             op: 0,
@@ -524,7 +524,7 @@ mod tests {
         ));
         // Not busy (idle, connecting): no request timeout.
         let mut idle = c;
-        idle.phase = Phase::Idle;
+        idle.phase = ConnPhase::Idle;
         assert_eq!(idle.timed_out(sent + timeout, timeout), None);
     }
 }

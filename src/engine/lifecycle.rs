@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
 
-use super::conn::{Phase, Req};
+use super::conn::{ConnPhase, Req};
 use super::worker::EventLoop;
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
@@ -65,7 +65,7 @@ impl EventLoop<'_> {
             self.plan.ops[req.op].reads_body(),
             !template.response_has_body(),
         );
-        c.phase = Phase::Busy;
+        c.phase = ConnPhase::Busy;
         // A request sent again after a redirect is the same request (the same generator
         // state and turn, so the same pool item), and its clock runs on.
         let mut again = req.rng;
@@ -125,7 +125,7 @@ impl EventLoop<'_> {
                 match reg {
                     Ok(()) => {
                         c.stream = Some(stream);
-                        c.phase = Phase::Connecting;
+                        c.phase = ConnPhase::Connecting;
                     }
                     Err(e) => self.connect_failed(i, &e, now),
                 }
@@ -138,7 +138,7 @@ impl EventLoop<'_> {
     pub(super) fn reopen(&mut self, i: usize, now: Instant) {
         self.conns[i].stream = None;
         if self.ending(now) && self.conns[i].req.is_none() {
-            self.conns[i].phase = Phase::Unopened;
+            self.conns[i].phase = ConnPhase::Unopened;
             return;
         }
         self.open(i, now);
@@ -173,12 +173,12 @@ impl EventLoop<'_> {
         }
         let c = &mut self.conns[i];
         if !self.plan.keepalive {
-            c.phase = Phase::Unopened;
+            c.phase = ConnPhase::Unopened;
             self.idle.push(i);
             return;
         }
         let backoff = Duration::from_millis(10) * (1u32 << c.failures.min(7));
-        c.phase = Phase::Backoff;
+        c.phase = ConnPhase::Backoff;
         c.since = now + backoff.min(Duration::from_secs(1));
     }
 
@@ -191,7 +191,7 @@ impl EventLoop<'_> {
         now: Instant,
     ) {
         match self.conns[i].phase {
-            Phase::Connecting => {
+            ConnPhase::Connecting => {
                 if !(readable || writable) {
                     return;
                 }
@@ -206,7 +206,7 @@ impl EventLoop<'_> {
                         self.stats.connect.record(took);
                         self.stats.connections_opened += 1;
                         if c.stream.as_ref().is_some_and(|s| s.is_tls()) {
-                            c.phase = Phase::Handshaking;
+                            c.phase = ConnPhase::Handshaking;
                             self.handshake(i, now);
                         } else {
                             self.ready(i, now);
@@ -216,21 +216,21 @@ impl EventLoop<'_> {
                     Err(e) => self.connect_failed(i, &e, now),
                 }
             }
-            Phase::Handshaking => self.handshake(i, now),
-            Phase::Idle => {
+            ConnPhase::Handshaking => self.handshake(i, now),
+            ConnPhase::Idle => {
                 if readable {
                     self.idle_readable(i, now);
                 }
             }
-            Phase::Busy => {
+            ConnPhase::Busy => {
                 if writable && (!self.conns[i].pending.is_empty() || self.is_tls(i)) {
                     self.continue_write(i, now);
                 }
-                if readable && self.conns[i].phase == Phase::Busy {
+                if readable && self.conns[i].phase == ConnPhase::Busy {
                     self.read_response(i, peer_closed, now);
                 }
             }
-            Phase::Unopened | Phase::Backoff => {}
+            ConnPhase::Unopened | ConnPhase::Backoff => {}
         }
     }
 
@@ -259,7 +259,7 @@ impl EventLoop<'_> {
     /// The connection is open (and its TLS handshake done).
     pub(super) fn ready(&mut self, i: usize, now: Instant) {
         self.conns[i].failures = 0;
-        self.conns[i].phase = Phase::Idle;
+        self.conns[i].phase = ConnPhase::Idle;
         if self.conns[i].req.is_some() {
             // Connection per request, or a re-send after a stale keep-alive connection.
             self.write_request(i, now);
@@ -270,7 +270,7 @@ impl EventLoop<'_> {
 
     /// Connection `i` has no request: give it the next one, park it, or close it.
     pub(super) fn free(&mut self, i: usize, now: Instant) {
-        self.conns[i].phase = Phase::Idle;
+        self.conns[i].phase = ConnPhase::Idle;
         if self.reserved_for_others(i) {
             // Parked until the run ends, when it is closed with the other idle ones.
             return;
@@ -301,7 +301,7 @@ impl EventLoop<'_> {
         c.stream = None;
         c.parked = None;
         c.on_hop = false;
-        c.phase = Phase::Unopened;
+        c.phase = ConnPhase::Unopened;
     }
 
     pub(super) fn close_idle(&mut self) {
@@ -310,7 +310,7 @@ impl EventLoop<'_> {
         }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.req.is_none() && c.phase != Phase::Unopened {
+            if c.req.is_none() && c.phase != ConnPhase::Unopened {
                 self.close(i);
             }
         }

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::conn::{Exchange, Phase, Req};
+use super::conn::{ConnPhase, Exchange, Req};
 use super::worker::EventLoop;
 use crate::http::Quota;
 use crate::stats::ErrorKind;
@@ -67,7 +67,7 @@ impl EventLoop<'_> {
         if self.plan.keepalive {
             self.reopen(i, now);
         } else {
-            self.conns[i].phase = Phase::Unopened;
+            self.conns[i].phase = ConnPhase::Unopened;
             self.idle.push(i);
         }
     }
@@ -274,7 +274,7 @@ impl EventLoop<'_> {
             // opens again.
             let c = &mut self.conns[i];
             c.stream = None;
-            c.phase = Phase::Backoff;
+            c.phase = ConnPhase::Backoff;
             c.since = now + Duration::from_secs(u64::from(q.retry_after));
             return;
         }

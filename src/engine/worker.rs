@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
 
-use super::conn::{Conn, Phase};
+use super::conn::{Conn, ConnPhase};
 use super::held::{Link, StepPlan};
 use super::hop::HOP;
 use super::{EngineError, EnginePlan, StartGate, Totals};
@@ -393,8 +393,12 @@ impl<'p> EventLoop<'p> {
         // the window), not by a pass over every connection: that pass, once per loop
         // turn while 15,000 connections open, was most of the client's own CPU time.
         let conns = &self.conns;
-        self.opening
-            .retain(|&i| matches!(conns[i].phase, Phase::Connecting | Phase::Handshaking));
+        self.opening.retain(|&i| {
+            matches!(
+                conns[i].phase,
+                ConnPhase::Connecting | ConnPhase::Handshaking
+            )
+        });
         while self.next_open < self.conns.len() && self.opening.len() < CONNECT_WINDOW {
             self.open(self.next_open, now);
             self.opening.push(self.next_open);
@@ -421,11 +425,11 @@ impl<'p> EventLoop<'p> {
                 continue;
             }
             match c.phase {
-                Phase::Backoff => {
+                ConnPhase::Backoff => {
                     c.since = now;
                     c.failures = 0;
                 }
-                Phase::Idle => {
+                ConnPhase::Idle => {
                     c.stream = None;
                     if let Some(pos) = self.idle.iter().position(|&x| x == i) {
                         self.idle.swap_remove(pos);
@@ -520,14 +524,14 @@ impl<'p> EventLoop<'p> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.phase {
-                Phase::Busy => {
+                ConnPhase::Busy => {
                     if let Some(outcome) = c.timed_out(now, timeout) {
                         self.settle(i, outcome, now);
                     }
                 }
-                Phase::Connecting | Phase::Handshaking => {
+                ConnPhase::Connecting | ConnPhase::Handshaking => {
                     if now.saturating_duration_since(c.since) >= timeout {
-                        let msg = if c.phase == Phase::Connecting {
+                        let msg = if c.phase == ConnPhase::Connecting {
                             "connect timed out"
                         } else {
                             "TLS handshake timed out"
@@ -535,7 +539,7 @@ impl<'p> EventLoop<'p> {
                         self.connect_failure(i, msg, now);
                     }
                 }
-                Phase::Backoff => {
+                ConnPhase::Backoff => {
                     if self.ending(now) {
                         // However long a Retry-After said to wait: no work is left.
                         self.close(i);
@@ -543,7 +547,7 @@ impl<'p> EventLoop<'p> {
                         self.open(i, now);
                     }
                 }
-                Phase::Idle | Phase::Unopened => {}
+                ConnPhase::Idle | ConnPhase::Unopened => {}
             }
         }
     }
