@@ -43,7 +43,7 @@ pub struct Ran {
     pub results: Results,
     /// When the measured run's clock started.
     pub clock_start: SystemTime,
-    pub lost: Option<String>,
+    pub lost: Option<crate::orchestrate::Lost>,
     pub cleanup: Result<(), Error>,
     pub interrupted: Option<Signal>,
 }
