@@ -388,7 +388,7 @@ pub fn shared_run_id(args: &RunArgs) -> Option<&str> {
 /// beforehand (`--no-setup`).
 fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<(), String> {
     if let Some(at) = &args.start_at {
-        parse_start_at(at, SystemTime::now())?;
+        parse_start_at(at, SystemTime::now()).map_err(|e| e.to_string())?;
     }
     if args.run_id.as_deref().is_some_and(|id| {
         id.is_empty() || id.len() > 128 || id.bytes().any(|b| b.is_ascii_control())

@@ -25,21 +25,20 @@ pub const MAX_SHARDS: u64 = 100_000;
 
 impl Shard {
     /// `I/N`, with 0 <= I < N.
-    pub fn parse(s: &str) -> Result<Shard, String> {
-        let bad = || format!("--shard {s}: expected I/N, shard I of N counted from 0 (0/4 .. 3/4)");
+    pub fn parse(s: &str) -> Result<Shard, SpreadError> {
+        let bad = || SpreadError::NotAShard(s.to_string());
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let index: u64 = i.trim().parse().map_err(|_| bad())?;
         let count: u64 = n.trim().parse().map_err(|_| bad())?;
         if count == 0 || count > MAX_SHARDS {
-            return Err(format!(
-                "--shard {s}: the number of shards must be 1 to {MAX_SHARDS}"
-            ));
+            return Err(SpreadError::ShardCount(s.to_string()));
         }
         if index >= count {
-            return Err(format!(
-                "--shard {s}: shard index {index} is out of range: {count} shards are numbered 0 to {}",
-                count - 1
-            ));
+            return Err(SpreadError::ShardIndex {
+                given: s.to_string(),
+                index,
+                count,
+            });
         }
         Ok(Shard { index, count })
     }
@@ -95,19 +94,53 @@ impl Spread {
 }
 
 /// Parses `--start-at` and refuses an instant that has passed.
-pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, String> {
-    let at = humantime::parse_rfc3339_weak(s).map_err(|e| {
-        format!("--start-at {s}: not an RFC 3339 instant ({e}); example: 2026-12-01T10:00:00Z")
+pub fn parse_start_at(s: &str, now: SystemTime) -> Result<SystemTime, SpreadError> {
+    let at = humantime::parse_rfc3339_weak(s).map_err(|e| SpreadError::NotAnInstant {
+        given: s.to_string(),
+        reason: e.to_string(),
     })?;
     if at <= now {
         let ago = now.duration_since(at).unwrap_or_default();
-        return Err(format!(
-            "--start-at {s} is in the past ({} ago, now is {}): give a later instant, leaving time for setup and opening the connections",
-            humantime::format_duration(Duration::from_secs(ago.as_secs().max(1))),
-            humantime::format_rfc3339_seconds(now)
-        ));
+        return Err(SpreadError::StartPassed {
+            given: s.to_string(),
+            ago: humantime::format_duration(Duration::from_secs(ago.as_secs().max(1))).to_string(),
+            now: humantime::format_rfc3339_seconds(now).to_string(),
+        });
     }
     Ok(at)
+}
+
+/// A refused `--shard` or `--start-at`: which flag, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpreadError {
+    #[error("--shard {0}: expected I/N, shard I of N counted from 0 (0/4 .. 3/4)")]
+    NotAShard(String),
+    #[error("--shard {0}: the number of shards must be 1 to {MAX_SHARDS}")]
+    ShardCount(String),
+    #[error("--shard {given}: shard index {index} is out of range: {count} shards are numbered 0 to {}", count - 1)]
+    ShardIndex {
+        given: String,
+        index: u64,
+        count: u64,
+    },
+    #[error(
+        "--start-at {given}: not an RFC 3339 instant ({reason}); example: 2026-12-01T10:00:00Z"
+    )]
+    NotAnInstant { given: String, reason: String },
+    #[error(
+        "--start-at {given} is in the past ({ago} ago, now is {now}): give a later instant, leaving time for setup and opening the connections"
+    )]
+    StartPassed {
+        given: String,
+        ago: String,
+        now: String,
+    },
+}
+
+impl From<SpreadError> for crate::error::Cause {
+    fn from(e: SpreadError) -> Self {
+        crate::error::Cause::Said(e.to_string())
+    }
 }
 
 /// What a run says about its shards, beyond the load's `Spread`: given by `--shard`,
