@@ -13,9 +13,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped, token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_auth, json_str, needs_setup,
-    random_name, random_secret, setup_with,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, call, disable_auth, json_str, needs_setup, random_name, random_secret, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -30,31 +31,78 @@ pub const DEFAULT_TOKEN_TTL: &str = "2m";
 /// The role or user vblast creates.
 pub const NAME: &str = "vblast";
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--token-ttl DURATION",
-        "TTL of each login's token (default 2m); all are revoked at cleanup",
-    ),
-    (
-        "--token-type service|batch",
-        "type of the tokens (default service; batch spares the server)",
-    ),
-];
+/// `--token-ttl`: the TTL of the tokens logins and token-create make.
+pub(crate) const TOKEN_TTL: OptionSpec = OptionSpec {
+    flag: "token-ttl",
+    value_name: "DURATION",
+    kind: Kind::Text,
+    default: None,
+    help: "TTL of the tokens logins and token-create make (approle-login, userpass-login, token-*; default 2m)",
+};
+
+/// `--token-type`: service or batch.
+pub(crate) const TOKEN_TYPE: OptionSpec = OptionSpec {
+    flag: "token-type",
+    value_name: "service|batch",
+    kind: Kind::Text,
+    default: None,
+    help: "Type of those tokens: service or batch",
+};
+
+const OPTIONS: &[OptionSpec] = &[TOKEN_TTL, TOKEN_TYPE];
+
+const DOC: &str = "Setup enables the auth method at a fresh path (`vblast-approle-xxxxxxxx`, `vblast-userpass-xxxxxxxx`) with one role or user whose tokens carry only the `default` policy and a short TTL; each request logs in and must answer with `auth.client_token`. Cleanup disables the path, which revokes every token its logins made. Shards share the path; each shard makes its own secret_id or user.";
+
+fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    let mut role = c.block("role")?;
+    role.names(&["role_name"]);
+    role.only(
+        "bind_secret_id",
+        &[json!(true)],
+        "its logins always present a secret_id",
+    )?;
+    token_settings(&mut role, &mut out.config)?;
+    role.finish(&mut out.named)?;
+    let secret = c.block("secret_id")?;
+    secret.finish(&mut out.named)
+}
+
+fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    // The password: vblast makes a random one (never printed or saved).
+    c.names(&["username", "password"]);
+    token_settings(c, &mut out.config)
+}
 
 pub const APPROLE: OpInfo = OpInfo {
     name: "approle-login",
     about: "POST auth/<path>/login with the role_id and secret_id of a role made at setup",
+    request: "POST /v1/auth/<path>/login",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_approle,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "approle_auth",
+        config: approle_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 pub const USERPASS: OpInfo = OpInfo {
     name: "userpass-login",
     about: "POST auth/<path>/login/vblast with the password of a user made at setup",
+    request: "POST /v1/auth/<path>/login/<user>",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_userpass,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "userpass_auth",
+        config: userpass_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config (vault-benchmark's `token_ttl`, `token_type`).
@@ -65,13 +113,12 @@ pub struct LoginConfig {
     pub token_type: String,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(LoginConfig {
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
     })
     .unwrap_or(Value::Null)
 }

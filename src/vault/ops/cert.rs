@@ -10,35 +10,72 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::shared::{self, Mode};
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
+use super::vb::{Keys, Mapped};
+use super::{
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, random_name,
+};
 use crate::error::Error;
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
+fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    c.names(&["name", "display_name"]);
+    if let Some(ca) = c.string("certificate")? {
+        if ca.contains("-----BEGIN") {
+            return Err(format!(
+                "test '{}': config.certificate holds PEM text: vblast takes the CA certificate as a file path (certificate = \"ca.pem\")",
+                c.test
+            ));
+        }
+        out.config.insert("client_ca".into(), json!(ca));
+    }
+    Ok(())
+}
+
 pub const LOGIN: OpInfo = OpInfo {
     name: "cert-login",
     about: "POST auth/<path>/login over mutual TLS (https:// address and a client certificate)",
+    request: "POST /v1/auth/<path>/login (over mutual TLS)",
+    doc: "Setup enables the TLS certificate auth method at a fresh path and trusts the client certificate's issuer as the role `vblast`; cleanup disables it again. Shards share the path and the role; each logs in with the client certificate its own flags give.",
     options: &[
+        OptionSpec {
+            flag: "client-ca",
+            value_name: "FILE",
+            kind: Kind::Path,
+            default: None,
+            help: "cert-login: CA certificate (PEM) that issued the client certificate, registered as the trusted role (default: the --client-cert file itself)",
+        },
+        OptionSpec {
+            flag: "mount",
+            value_name: "NAME",
+            kind: Kind::Text,
+            default: None,
+            help: "with --no-setup: the existing auth path to log in at (default cert)",
+        },
+    ],
+    also: &[
         (
             "--client-cert/--client-key",
             "the client certificate presented (or VAULT_CLIENT_CERT/KEY)",
-        ),
-        (
-            "--client-ca FILE",
-            "CA that issued it, trusted as role vblast (default: the certificate itself)",
         ),
         (
             "--no-setup",
             "log in at the existing auth path --mount (default cert)",
         ),
     ],
-    config_from_flags,
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cert_auth",
+        config: cert_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config.
@@ -51,10 +88,10 @@ pub struct CertConfig {
     pub path: Option<String>,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(CertConfig {
-        client_ca: f.client_ca.clone(),
-        path: f.mount.clone(),
+        client_ca: f.path("client-ca"),
+        path: f.text("mount"),
     })
     .unwrap_or(Value::Null)
 }

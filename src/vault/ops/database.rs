@@ -18,8 +18,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped, set_in};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, needs_setup, random_name,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, call, disable_mount, needs_setup, random_name,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -29,21 +31,96 @@ use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
+/// vault-benchmark's postgresql_secret and mysql_secret tests: the connection and the role.
+fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    set_in(
+        &mut out.config,
+        "db_connection",
+        "plugin_name",
+        json!(plugin),
+    );
+    let mut db = c.block("db_connection")?;
+    db.names(&["name"]);
+    for key in ["connection_url", "username", "password"] {
+        if let Some(v) = db.string(key)? {
+            set_in(&mut out.config, "db_connection", key, json!(v));
+        }
+    }
+    if let Some(v) = db.boolean("verify_connection")? {
+        set_in(
+            &mut out.config,
+            "db_connection",
+            "verify_connection",
+            json!(v),
+        );
+    }
+    if let Some(v) = db.number("max_open_connections")? {
+        set_in(
+            &mut out.config,
+            "db_connection",
+            "max_open_connections",
+            json!(v),
+        );
+    }
+    db.finish(&mut out.named)?;
+    let mut role = c.block("role")?;
+    role.names(&["name", "db_name"]);
+    for key in [
+        "creation_statements",
+        "revocation_statements",
+        "default_ttl",
+        "max_ttl",
+    ] {
+        if let Some(v) = role.string(key)? {
+            set_in(&mut out.config, "role", key, json!(v));
+        }
+    }
+    role.finish(&mut out.named)
+}
+
+fn postgresql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    db_hcl(POSTGRES_PLUGIN, c, out)
+}
+
+fn mysql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    db_hcl(MYSQL_PLUGIN, c, out)
+}
+
 pub const CREDS: OpInfo = OpInfo {
     name: "db-creds",
     about: "GET <mount>/creds/vblast: a new database user (PostgreSQL or MySQL/MariaDB)",
+    request: "GET /v1/<mount>/creds/vblast",
+    doc: "Setup enables the database secrets engine at a fresh mount (`vblast-db-xxxxxxxx`), connects it to the PostgreSQL or MySQL/MariaDB server of `--db-url` (plugin from `--db-plugin` or the URL's scheme) and creates a role whose users live a short while; each request reads `creds/ROLE`, a new database user, and the answer must hold its username, password and lease. Cleanup revokes every lease of the role (each revocation drops its user in the database) before disabling the mount, so no database user outlives the run. The database password and the credentials are never printed. Shards share the mount and the connection; each reads the credentials of a role of its own.",
     options: &[
-        (
-            "--db-url URL",
-            "postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB (required)",
-        ),
-        (
-            "--db-plugin NAME",
-            "postgresql or mysql (default: from the URL's scheme)",
-        ),
+        OptionSpec {
+            flag: "db-url",
+            value_name: "URL",
+            kind: Kind::Text,
+            default: None,
+            help: "db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB",
+        },
+        OptionSpec {
+            flag: "db-plugin",
+            value_name: "NAME",
+            kind: Kind::Text,
+            default: None,
+            help: "db-creds: postgresql or mysql (default: from the --db-url scheme)",
+        },
     ],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "postgresql_secret",
+            config: postgresql_hcl,
+        },
+        VbType {
+            name: "mysql_secret",
+            config: mysql_hcl,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 const POSTGRES_PLUGIN: &str = "postgresql-database-plugin";
@@ -158,7 +235,7 @@ fn plugin_for(name: &str) -> Result<&'static str, String> {
     }
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     let unset = || DbConnection {
         name: default_name(),
         plugin_name: POSTGRES_PLUGIN.into(),
@@ -168,7 +245,8 @@ fn config_from_flags(f: &OpFlags) -> Value {
         verify_connection: true,
         max_open_connections: None,
     };
-    let (db_connection, invalid) = match (f.db_url.as_deref(), f.db_plugin.as_deref()) {
+    let (url, plugin) = (f.text("db-url"), f.text("db-plugin"));
+    let (db_connection, invalid) = match (url.as_deref(), plugin.as_deref()) {
         (Some(url), plugin) => match split_url(url, plugin) {
             Ok(c) => (c, None),
             Err(e) => (unset(), Some(e)),
@@ -493,17 +571,21 @@ impl VaultOp for Db {
 mod tests {
     use super::*;
 
-    fn flags(url: Option<&str>, plugin: Option<&str>) -> OpFlags {
-        OpFlags {
-            db_url: url.map(String::from),
-            db_plugin: plugin.map(String::from),
-            ..OpFlags::default()
+    fn flags(url: Option<&str>, plugin: Option<&str>) -> OptionValues {
+        use super::super::OptionValue;
+        let mut v = OptionValues::new();
+        if let Some(u) = url {
+            v.set("db-url", OptionValue::Text(u.into())).unwrap();
         }
+        if let Some(p) = plugin {
+            v.set("db-plugin", OptionValue::Text(p.into())).unwrap();
+        }
+        v
     }
 
     #[test]
     fn urls_become_templated_connections_without_the_password() {
-        let v = config_from_flags(&flags(
+        let v = config_from(&flags(
             Some("postgres://vb%40root:p%3Ass@127.0.0.1:15432/app?sslmode=disable"),
             None,
         ));
@@ -516,7 +598,7 @@ mod tests {
         assert_eq!(c.db_connection.username, "vb@root");
         assert_eq!(c.db_connection.password, "p:ss");
         assert!(build(&v).is_ok());
-        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+        let c: DbConfig = serde_json::from_value(config_from(&flags(
             Some("mysql://root:pw@127.0.0.1:13306/"),
             None,
         )))
@@ -526,7 +608,7 @@ mod tests {
             c.db_connection.connection_url,
             "{{username}}:{{password}}@tcp(127.0.0.1:13306)/"
         );
-        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+        let c: DbConfig = serde_json::from_value(config_from(&flags(
             Some("postgres://root:pw@127.0.0.1:13306/"),
             Some("mysql"),
         )))
@@ -547,7 +629,7 @@ mod tests {
             (Some("not a url sekrit"), None, "not a URL"),
             (None, Some("db2"), "'db2'"),
         ] {
-            let e = build(&config_from_flags(&flags(url, plugin)))
+            let e = build(&config_from(&flags(url, plugin)))
                 .err()
                 .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"));
             assert!(e.contains(needle), "{e}");

@@ -10,9 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
+use super::vb::{Keys, Mapped};
+use super::{
+    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, random_name,
+};
 use crate::error::Error;
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
@@ -26,20 +30,43 @@ const MOUNT_READY_WAIT: Duration = Duration::from_secs(10);
 /// Random characters written into each kv-write value; the rest is fixed filler.
 const VARYING: usize = 16;
 
-const OPTIONS: &[(&str, &str)] = &[
-    ("--kv-version 1|2", "KV engine version (default 2)"),
-    (
-        "--secrets N",
-        "secrets seeded before the run (default 1000)",
-    ),
-    (
-        "--secret-size BYTES",
-        "size of each secret's value (default 100)",
-    ),
-    (
-        "--mount NAME",
-        "use this existing mount: secrets go under a fresh prefix, removed afterwards",
-    ),
+const OPTIONS: &[OptionSpec] = &[KV_VERSION, MOUNT, SECRETS, SECRET_SIZE];
+
+pub(crate) const KV_VERSION: OptionSpec = OptionSpec {
+    flag: "kv-version",
+    value_name: "1|2",
+    kind: ValueKind::Number { min: 1, max: 2 },
+    default: Some("2"),
+    help: "KV engine version for a mount vblast creates (or expects with --mount)",
+};
+
+pub(crate) const MOUNT: OptionSpec = OptionSpec {
+    flag: "mount",
+    value_name: "NAME",
+    kind: ValueKind::Text,
+    default: None,
+    help: "Use this existing KV mount instead of creating a fresh one",
+};
+
+pub(crate) const SECRETS: OptionSpec = OptionSpec {
+    flag: "secrets",
+    value_name: "N",
+    kind: ValueKind::Count { min: 1 },
+    default: Some("1000"),
+    help: "Secrets seeded before the run",
+};
+
+pub(crate) const SECRET_SIZE: OptionSpec = OptionSpec {
+    flag: "secret-size",
+    value_name: "BYTES",
+    kind: ValueKind::Bytes {
+        max: Some(16 * 1024 * 1024),
+    },
+    default: Some("100"),
+    help: "Size of each secret's value, in bytes",
+};
+
+const ALSO: &[(&str, &str)] = &[
     (
         "--no-setup",
         "read s0..sN-1 of --mount (default secret) as they are",
@@ -47,63 +74,152 @@ const OPTIONS: &[(&str, &str)] = &[
     ("--keep", "leave the mount (or prefix) vblast created"),
 ];
 
+const DOC: &str = "Setup creates a fresh KV mount (or, with `--mount`, writes under a fresh prefix inside the user's mount, never touching the user's own secrets), seeds `--secrets` secrets of `--secret-size` bytes concurrently, and cleanup removes exactly what setup wrote. With `--no-setup` the secrets s0..sN-1 of `--mount` (default `secret`) are used as they are.";
+
+/// vault-benchmark's KV tests: `numkvs` secrets (default 1000) of `kvsize` bytes (default 1).
+fn kv_config(version: u8, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    out.config.insert("version".into(), json!(version));
+    let n = c.number("numkvs")?.unwrap_or(1000);
+    if n == 0 {
+        return Err(format!(
+            "test '{}': config.numkvs must be at least 1",
+            c.test
+        ));
+    }
+    out.config.insert("secrets".into(), json!(n));
+    out.config.insert(
+        "secret_size".into(),
+        json!(c.number("kvsize")?.unwrap_or(1)),
+    );
+    Ok(())
+}
+
+fn kv1_config(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    kv_config(1, c, out)
+}
+
+fn kv2_config(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    kv_config(2, c, out)
+}
+
+fn cubby_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), String> {
+    c.names(&["path"]);
+    Ok(())
+}
+
 pub const READ: OpInfo = OpInfo {
     name: "kv-read",
     about: "GET a uniformly random seeded secret",
+    request: "GET /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_read,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "kvv1_read",
+            config: kv1_config,
+        },
+        VbType {
+            name: "kvv2_read",
+            config: kv2_config,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 pub const WRITE: OpInfo = OpInfo {
     name: "kv-write",
     about: "POST a --secret-size value to a uniformly random secret",
+    request: "POST /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_write,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "kvv1_write",
+            config: kv1_config,
+        },
+        VbType {
+            name: "kvv2_write",
+            config: kv2_config,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 pub const LIST: OpInfo = OpInfo {
     name: "kv-list",
     about: "LIST the seeded secrets (their folder); the answer must hold data.keys",
+    request: "LIST /v1/<mount>/metadata/<prefix> (KV v1: /v1/<mount>/<prefix>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_list,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
 pub const DELETE: OpInfo = OpInfo {
     name: "kv-delete",
     about: "DELETE a uniformly random seeded secret (v2: its latest version)",
+    request: "DELETE /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_delete,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
-const CUBBY_OPTIONS: &[(&str, &str)] = &[
-    (
-        "--secrets N",
-        "secrets written to the token's cubbyhole under a fresh prefix (default 1000)",
-    ),
-    (
-        "--secret-size BYTES",
-        "size of each secret's value (default 100)",
-    ),
+const CUBBY_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        help: "secrets written to the token's cubbyhole under a fresh prefix",
+        ..SECRETS
+    },
+    OptionSpec {
+        help: "size of each secret's value",
+        ..SECRET_SIZE
+    },
 ];
+
+const CUBBY_DOC: &str = "The same requests as kv-read and kv-write on the token's cubbyhole (KV v1 at `cubbyhole/`), under a fresh prefix. A cubbyhole belongs to one token, so shards cannot share it.";
 
 pub const CUBBY_READ: OpInfo = OpInfo {
     name: "cubbyhole-read",
     about: "GET a uniformly random secret seeded in the token's cubbyhole",
+    request: "GET /v1/cubbyhole/<prefix>/s<i>",
+    doc: CUBBY_DOC,
     options: CUBBY_OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_cubby_read,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cubbyhole_read",
+        config: cubby_hcl,
+    }]),
+    fixture: Fixture::NotShareable,
 };
 
 pub const CUBBY_WRITE: OpInfo = OpInfo {
     name: "cubbyhole-write",
     about: "POST a --secret-size value to a random secret in the token's cubbyhole",
+    request: "POST /v1/cubbyhole/<prefix>/s<i>",
+    doc: CUBBY_DOC,
     options: CUBBY_OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_cubby_write,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cubbyhole_write",
+        config: cubby_hcl,
+    }]),
+    fixture: Fixture::NotShareable,
 };
 
 /// The mount every token has (per token, not shareable).
@@ -120,12 +236,12 @@ pub struct KvConfig {
     pub secret_size: usize,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+pub(crate) fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(KvConfig {
-        version: f.kv_version,
-        mount: f.mount.clone(),
-        secrets: f.secrets,
-        secret_size: f.secret_size,
+        version: f.number("kv-version").unwrap_or(2) as u8,
+        mount: f.text("mount"),
+        secrets: f.number("secrets").unwrap_or(1000),
+        secret_size: f.number("secret-size").unwrap_or(100) as usize,
     })
     .unwrap_or(Value::Null)
 }

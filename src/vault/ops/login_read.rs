@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
-    random_name, random_secret,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    call, delete_policy, disable_auth, needs_setup, random_name, random_secret,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
@@ -36,21 +36,53 @@ const TOKEN_SLOT: u8 = 2;
 pub const LOGIN_READ: OpInfo = OpInfo {
     name: "login-read",
     about: "scenario: log in as the next of --users users in turn, then read a secret with that token",
+    request: "POST /v1/auth/<path>/login/<user>, then GET /v1/<mount>/data/s<i> with its token",
+    doc: "Run with `--scenario login-read`. Each iteration logs in as the next of `--users` userpass users in turn (the step `login-read/login`) and reads a seeded KV secret with the token that login returned, on the same connection (`login-read`); the read uses the token up, so the next read logs in again. Setup seeds the secrets (as kv-read does), writes a policy that lets its users read exactly those secrets, and creates the users; cleanup disables the auth path (revoking every token the logins made), deletes the policy and removes the secrets. Shards share the secrets and the policy; each makes its own userpass path and users.",
     options: &[
-        ("--auth userpass", "the auth method the users log in with"),
-        ("--users N", "users created at setup (default 100)"),
-        (
-            "--secrets N, --secret-size BYTES",
-            "secrets seeded (as kv-read), readable by every user through a policy vblast writes",
-        ),
-        ("--kv-version 1|2, --mount NAME", "as kv-read"),
-        (
-            "--token-ttl DURATION, --token-type service|batch",
-            "the logins' tokens (default 2m, service); all revoked at cleanup",
-        ),
+        OptionSpec {
+            flag: "auth",
+            value_name: "userpass",
+            kind: Kind::Text,
+            default: None,
+            help: "Auth method of the login-read scenario (userpass)",
+        },
+        OptionSpec {
+            flag: "users",
+            value_name: "N",
+            kind: Kind::Count { min: 0 },
+            default: None,
+            help: "Users of the login-read scenario, created at setup (default 100)",
+        },
+        OptionSpec {
+            help: "secrets seeded (as kv-read), readable by every user through a policy vblast writes",
+            ..super::kv::SECRETS
+        },
+        OptionSpec {
+            help: "size of each secret's value (as kv-read)",
+            ..super::kv::SECRET_SIZE
+        },
+        OptionSpec {
+            help: "as kv-read",
+            ..super::kv::KV_VERSION
+        },
+        OptionSpec {
+            help: "as kv-read",
+            ..super::kv::MOUNT
+        },
+        OptionSpec {
+            help: "the logins' tokens (default 2m); all revoked at cleanup",
+            ..super::auth::TOKEN_TTL
+        },
+        OptionSpec {
+            help: "the logins' tokens (default service)",
+            ..super::auth::TOKEN_TYPE
+        },
     ],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
 /// The scenario's config: the KV part is kv-read's.
@@ -64,16 +96,15 @@ pub struct LoginReadConfig {
     pub kv: Value,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(LoginReadConfig {
-        auth: f.auth.clone().unwrap_or_else(|| "userpass".into()),
-        users: f.users.unwrap_or(100),
+        auth: f.text("auth").unwrap_or_else(|| "userpass".into()),
+        users: f.number("users").unwrap_or(100),
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
-        kv: (super::kv::READ.config_from_flags)(f),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
+        kv: super::kv::config_from(f),
     })
     .unwrap_or(Value::Null)
 }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, json_str, needs_setup,
-    random_name, setup_with,
+    Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, call,
+    delete_policy, json_str, needs_setup, random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
@@ -29,46 +29,68 @@ use crate::workload::Operation;
 /// The parent token lives this long at most, should cleanup never run.
 const PARENT_TTL: &str = "24h";
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--token-ttl DURATION",
-        "TTL of the child tokens (default 2m); all are revoked at cleanup",
-    ),
-    (
-        "--token-type service|batch",
-        "type of the tokens token-create makes (default service)",
-    ),
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        help: "TTL of the child tokens (default 2m); all are revoked at cleanup",
+        ..super::auth::TOKEN_TTL
+    },
+    OptionSpec {
+        help: "type of the tokens token-create makes (default service)",
+        ..super::auth::TOKEN_TYPE
+    },
 ];
+
+const DOC: &str = "Setup writes a policy (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it; every token of the run is that parent's child with the `default` policy and a short TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy. Shards share the policy; each makes a parent token of its own. Each token-revoke is preceded, on its connection, by the creation of the token it revokes: a step reported as its own row, `token-revoke/create`.";
 
 pub const CREATE: OpInfo = OpInfo {
     name: "token-create",
+    request: "POST /v1/auth/token/create",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/create: a child token with the default policy and a short TTL",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_create,
 };
 
 pub const LOOKUP: OpInfo = OpInfo {
     name: "token-lookup",
+    request: "GET /v1/auth/token/lookup-self",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "GET auth/token/lookup-self with a child token made at setup",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_lookup,
 };
 
 pub const RENEW: OpInfo = OpInfo {
     name: "token-renew",
+    request: "POST /v1/auth/token/renew-self",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/renew-self of a child token made at setup, by --token-ttl",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_renew,
 };
 
 pub const REVOKE: OpInfo = OpInfo {
     name: "token-revoke",
+    request: "POST /v1/auth/token/revoke",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/revoke of a child token the connection created just before",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_revoke,
 };
 
@@ -83,13 +105,12 @@ pub struct TokenConfig {
     pub token_type: String,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(TokenConfig {
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
     })
     .unwrap_or(Value::Null)
 }

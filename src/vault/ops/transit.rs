@@ -14,9 +14,11 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, json_str, mount_created,
-    needs_setup, random_name, setup_with,
+    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
+    random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -43,58 +45,115 @@ const KEY_TYPES: &[(&str, bool, bool)] = &[
     ("rsa-4096", true, true),
 ];
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--key-type TYPE",
-        "aes256-gcm96 (encrypt, decrypt, hmac), ecdsa-p256 (sign, verify), ed25519, rsa-2048, ...",
-    ),
-    (
-        "--payload-size BYTES",
-        "plaintext or input bytes per request (default 128)",
-    ),
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        flag: "key-type",
+        value_name: "TYPE",
+        kind: ValueKind::Text,
+        default: None,
+        help: "Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...)",
+    },
+    OptionSpec {
+        flag: "payload-size",
+        value_name: "BYTES",
+        kind: ValueKind::Bytes { max: None },
+        default: None,
+        help: "Bytes of plaintext or input per transit request (default 128)",
+    },
 ];
 
+const DOC: &str = "Setup enables transit at a fresh mount (`vblast-transit-xxxxxxxx`) and creates the key `vblast` of `--key-type` (aes256-gcm96 for encrypt, decrypt and hmac, ecdsa-p256 for sign and verify, ed25519, rsa-2048, ...); decrypt and verify get a ciphertext or signature made at setup. Every answer is checked: a ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a verify saying `valid: true`. Cleanup disables the mount. Shards share the mount and the key.";
+
+/// vault-benchmark's transit tests: `payload_len`, the key's `type`; the rest names things.
+fn transit_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+    if let Some(n) = c.number("payload_len")? {
+        out.config.insert("payload_size".into(), json!(n));
+    }
+    let mut keys = c.block("keys")?;
+    keys.names(&["name"]);
+    if let Some(t) = keys.string("type")? {
+        out.config.insert("key_type".into(), json!(t));
+    }
+    for flag in [
+        "convergent_encryption",
+        "derived",
+        "exportable",
+        "allow_plaintext_backup",
+    ] {
+        keys.only(flag, &[json!(false)], "its keys are plain named keys")?;
+    }
+    keys.finish(&mut out.named)?;
+    for block in ["encrypt", "decrypt", "sign", "verify"] {
+        let mut b = c.block(block)?;
+        b.names(&["name"]);
+        b.finish(&mut out.named)?;
+    }
+    Ok(())
+}
+
 macro_rules! op_info {
-    ($const:ident, $name:literal, $about:literal, $build:ident) => {
+    ($const:ident, $name:literal, $about:literal, $request:literal, $build:ident, $vb:expr) => {
         pub const $const: OpInfo = OpInfo {
             name: $name,
             about: $about,
+            request: $request,
+            doc: DOC,
             options: OPTIONS,
-            config_from_flags,
+            also: &[],
+            config_from,
             build: $build,
+            vault_benchmark: $vb,
+            fixture: Fixture::Shared,
         };
     };
+}
+
+const fn vb(name: &'static str) -> VbType {
+    VbType {
+        name,
+        config: transit_hcl,
+    }
 }
 
 op_info!(
     ENCRYPT,
     "transit-encrypt",
     "POST <mount>/encrypt/vblast; the answer must hold a ciphertext",
-    build_encrypt
+    "POST /v1/<mount>/encrypt/vblast",
+    build_encrypt,
+    VaultBenchmark::Types(&[vb("transit_encrypt")])
 );
 op_info!(
     DECRYPT,
     "transit-decrypt",
     "POST <mount>/decrypt/vblast of a ciphertext made at setup; the plaintext must match",
-    build_decrypt
+    "POST /v1/<mount>/decrypt/vblast",
+    build_decrypt,
+    VaultBenchmark::Types(&[vb("transit_decrypt")])
 );
 op_info!(
     SIGN,
     "transit-sign",
     "POST <mount>/sign/vblast (an asymmetric --key-type, default ecdsa-p256)",
-    build_sign
+    "POST /v1/<mount>/sign/vblast",
+    build_sign,
+    VaultBenchmark::Types(&[vb("transit_sign")])
 );
 op_info!(
     VERIFY,
     "transit-verify",
     "POST <mount>/verify/vblast of a signature made at setup; it must be valid",
-    build_verify
+    "POST /v1/<mount>/verify/vblast",
+    build_verify,
+    VaultBenchmark::Types(&[vb("transit_verify")])
 );
 op_info!(
     HMAC,
     "transit-hmac",
     "POST <mount>/hmac/vblast; the answer must hold an HMAC",
-    build_hmac
+    "POST /v1/<mount>/hmac/vblast",
+    build_hmac,
+    VaultBenchmark::NoType
 );
 
 /// The family's config (vault-benchmark's transit `type` and payload size).
@@ -106,10 +165,12 @@ pub struct TransitConfig {
     pub payload_size: usize,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(TransitConfig {
-        key_type: f.key_type.clone(),
-        payload_size: f.payload_size.unwrap_or(DEFAULT_PAYLOAD),
+        key_type: f.text("key-type"),
+        payload_size: f
+            .number("payload-size")
+            .map_or(DEFAULT_PAYLOAD, |n| n as usize),
     })
     .unwrap_or(Value::Null)
 }
