@@ -670,7 +670,7 @@ impl RunArgs {
                     .into(),
             );
         }
-        self.op_options.check()?;
+        self.op_options.check().map_err(|e| e.to_string())?;
         for h in &self.headers {
             parse_header(h)?;
         }

@@ -6,6 +6,7 @@
 //! `vault::ops::vb`), where every config key is translated, accepted because it only names
 //! something (vblast names what it creates itself, and says so), or refused by name.
 
+use crate::error::Cause;
 use serde_json::{Map, Value};
 
 use crate::scenario::OpChoice;
@@ -39,12 +40,12 @@ pub fn op_of(kind: &str) -> Option<&'static str> {
 }
 
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
-pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, String> {
+pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, Cause> {
     let Some((vb_type, info)) = types().find(|(t, _)| t.name == kind) else {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "test '{name}': unsupported test type '{kind}': vblast runs {}",
             supported_types()
-        ));
+        )));
     };
     let op = info.name;
     let mut test = Keys::new(name, op, "test", body.clone());
@@ -101,7 +102,7 @@ mod tests {
     }
 
     fn tr(kind: &str, text: &str) -> Result<Test, String> {
-        translate(kind, "t1", &block(text))
+        translate(kind, "t1", &block(text)).map_err(|e| e.to_string())
     }
 
     #[test]

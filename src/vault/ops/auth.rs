@@ -20,7 +20,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -53,7 +53,7 @@ const OPTIONS: &[OptionSpec] = &[TOKEN_TTL, TOKEN_TYPE];
 
 const DOC: &str = "Setup enables the auth method at a fresh path (`vblast-approle-xxxxxxxx`, `vblast-userpass-xxxxxxxx`) with one role or user whose tokens carry only the `default` policy and a short TTL; each request logs in and must answer with `auth.client_token`. Cleanup disables the path, which revokes every token its logins made. Shards share the path; each shard makes its own secret_id or user.";
 
-fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let mut role = c.block("role")?;
     role.names(&["role_name"]);
     role.only(
@@ -67,7 +67,7 @@ fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
     secret.finish(&mut out.named)
 }
 
-fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     // The password: vblast makes a random one (never printed or saved).
     c.names(&["username", "password"]);
     token_settings(c, &mut out.config)
@@ -124,16 +124,18 @@ fn config_from(f: &OptionValues) -> Value {
 }
 
 /// Checks a token TTL and type as Vault would take them.
-pub fn check_token_settings(ttl: &str, kind: &str) -> Result<(), String> {
+pub fn check_token_settings(ttl: &str, kind: &str) -> Result<(), Cause> {
     crate::units::parse_duration(ttl)
         .map_err(|e| format!("token TTL '{ttl}' is not a duration: {e}"))?;
     if kind != "service" && kind != "batch" {
-        return Err(format!("token type '{kind}' is not one of service, batch"));
+        return Err(Cause::from(format!(
+            "token type '{kind}' is not one of service, batch"
+        )));
     }
     Ok(())
 }
 
-fn parse(v: &Value) -> Result<LoginConfig, String> {
+fn parse(v: &Value) -> Result<LoginConfig, Cause> {
     let c: LoginConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&c.token_ttl, &c.token_type)?;
@@ -161,11 +163,11 @@ impl Method {
     }
 }
 
-fn build_approle(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_approle(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(Login::new(Method::AppRole, parse(v)?)))
 }
 
-fn build_userpass(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_userpass(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(Login::new(Method::Userpass, parse(v)?)))
 }
 
@@ -236,7 +238,8 @@ impl Login {
                     || match client.request("GET", &format!("{role}/role-id"), None) {
                         Ok(r) if (200..300).contains(&r.status) => {
                             let v = r.json().unwrap_or(Value::Null);
-                            role_id = json_str(&v, "data.role_id", &what)?;
+                            role_id =
+                                json_str(&v, "data.role_id", &what).map_err(|e| e.to_string())?;
                             Ok(true)
                         }
                         Ok(r) if r.status == 404 || r.status == 400 || r.status == 403 => Ok(false),
@@ -304,12 +307,12 @@ impl Login {
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         self.prepare_with(client, true)
     }
 
     /// Enables the auth method at a fresh path; returns the path.
-    fn enable(&mut self, client: &mut Client) -> Result<String, String> {
+    fn enable(&mut self, client: &mut Client) -> Result<String, Cause> {
         let kind = self.method.kind();
         let path = random_name(&format!("vblast-{kind}-"));
         // From here on the path may exist: the session disables it whatever happens next.
@@ -336,7 +339,7 @@ impl Login {
     }
 
     /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
-    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), String> {
+    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), Cause> {
         let path = self.enable(client)?;
         let token = self.token_settings();
         match self.method {
@@ -438,7 +441,7 @@ impl VaultOp for Login {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some((p, user)) = self.own_user.clone() {
             call(
                 client,
@@ -490,11 +493,13 @@ mod tests {
         assert!(
             check_token_settings("soon", "service")
                 .unwrap_err()
+                .to_string()
                 .contains("soon")
         );
         assert!(
             check_token_settings("2m", "default")
                 .unwrap_err()
+                .to_string()
                 .contains("service, batch")
         );
     }

@@ -18,20 +18,20 @@ use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
     VbType, random_name,
 };
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
-fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["name", "display_name"]);
     if let Some(ca) = c.string("certificate")? {
         if ca.contains("-----BEGIN") {
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "test '{}': config.certificate holds PEM text: vblast takes the CA certificate as a file path (certificate = \"ca.pem\")",
                 c.test
-            ));
+            )));
         }
         out.config.insert("client_ca".into(), json!(ca));
     }
@@ -96,7 +96,7 @@ fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: CertConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(CertLogin {
@@ -194,7 +194,7 @@ impl VaultOp for CertLogin {
         }
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(s) = &self.setup {
             cleanup(client, s)?;
         }
@@ -225,7 +225,7 @@ pub fn random_auth_path() -> String {
 }
 
 /// The PEM CERTIFICATE blocks of `path` (other blocks, such as a key, are left out).
-pub fn read_ca_pem(path: &Path) -> Result<String, String> {
+pub fn read_ca_pem(path: &Path) -> Result<String, Cause> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read client CA file {}: {}",
@@ -249,30 +249,30 @@ pub fn read_ca_pem(path: &Path) -> Result<String, String> {
         }
     }
     if out.is_empty() || inside {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "no complete PEM certificate found in {}",
             path.display()
-        ));
+        )));
     }
     Ok(out)
 }
 
-fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(), String> {
+fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(), Cause> {
     if (200..300).contains(&r.status) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::from(format!(
             "{what} on {base} failed: HTTP {}: {}",
             r.status,
             r.error_text()
-        ))
+        )))
     }
 }
 
 /// Enables cert auth at a fresh path and registers `ca_pem` as the trusted certificate
 /// of role `vblast`. `slot` holds the path as soon as it may exist, so that the session
 /// disables it whatever happens next.
-fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), String> {
+fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), Cause> {
     let base = client.base();
     let path = random_auth_path();
     let body = serde_json::json!({
@@ -341,7 +341,7 @@ pub fn login(setup: &CertSetup) -> Operation {
 }
 
 /// Disables the auth path when we enabled it.
-pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), String> {
+pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), Cause> {
     if !setup.created {
         return Ok(());
     }
@@ -388,7 +388,12 @@ mod tests {
             "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----\n"
         );
         std::fs::write(&f, "nothing").unwrap();
-        assert!(read_ca_pem(&f).unwrap_err().contains("no complete PEM"));
+        assert!(
+            read_ca_pem(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("no complete PEM")
+        );
         assert!(read_ca_pem(&dir.path().join("missing")).is_err());
     }
 }

@@ -25,14 +25,14 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
 /// vault-benchmark's postgresql_secret and mysql_secret tests: the connection and the role.
-fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     set_in(
         &mut out.config,
         "db_connection",
@@ -78,11 +78,11 @@ fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
     role.finish(&mut out.named)
 }
 
-fn postgresql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn postgresql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     db_hcl(POSTGRES_PLUGIN, c, out)
 }
 
-fn mysql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn mysql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     db_hcl(MYSQL_PLUGIN, c, out)
 }
 
@@ -178,7 +178,7 @@ fn default_true() -> bool {
 }
 
 /// `--db-url` split into the templated URL Vault stores, the user and the password.
-fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
+fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, Cause> {
     let shown = url.rsplit_once('@').map(|(_, h)| h).unwrap_or("");
     let u =
         url::Url::parse(url).map_err(|e| format!("--db-url '...@{shown}' is not a URL: {e}"))?;
@@ -192,9 +192,9 @@ fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
     let username = decode(u.username());
     let password = u.password().map(decode).unwrap_or_default();
     if username.is_empty() {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--db-url '...@{shown}' names no user (scheme://USER:PASS@HOST:PORT/DB)"
-        ));
+        )));
     }
     let host = u
         .host_str()
@@ -225,13 +225,13 @@ fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
 }
 
 /// Vault's plugin for a `--db-plugin` name or a URL scheme.
-fn plugin_for(name: &str) -> Result<&'static str, String> {
+fn plugin_for(name: &str) -> Result<&'static str, Cause> {
     match name {
         "postgres" | "postgresql" => Ok(POSTGRES_PLUGIN),
         "mysql" | "mariadb" => Ok(MYSQL_PLUGIN),
-        other => Err(format!(
+        other => Err(Cause::from(format!(
             "database plugin '{other}' is not one of postgresql, mysql (--db-plugin, or a postgres:// or mysql:// --db-url)"
-        )),
+        ))),
     }
 }
 
@@ -249,7 +249,7 @@ fn config_from(f: &OptionValues) -> Value {
     let (db_connection, invalid) = match (url.as_deref(), plugin.as_deref()) {
         (Some(url), plugin) => match split_url(url, plugin) {
             Ok(c) => (c, None),
-            Err(e) => (unset(), Some(e)),
+            Err(e) => (unset(), Some(e.to_string())),
         },
         (None, Some(p)) => match plugin_for(p) {
             Ok(name) => (
@@ -259,7 +259,7 @@ fn config_from(f: &OptionValues) -> Value {
                 },
                 None,
             ),
-            Err(e) => (unset(), Some(e)),
+            Err(e) => (unset(), Some(e.to_string())),
         },
         (None, None) => (unset(), None),
     };
@@ -277,17 +277,17 @@ fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: DbConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if let Some(e) = &config.invalid {
-        return Err(e.clone());
+        return Err(Cause::from(e.clone()));
     }
     let plugin = config.db_connection.plugin_name.as_str();
     if plugin != POSTGRES_PLUGIN && plugin != MYSQL_PLUGIN {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "plugin_name '{plugin}' is not one of {POSTGRES_PLUGIN}, {MYSQL_PLUGIN}"
-        ));
+        )));
     }
     for (what, ttl) in [
         ("default_ttl", &config.role.default_ttl),
@@ -303,7 +303,9 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     };
     for n in [&config.db_connection.name, &config.role.name] {
         if !name_ok(n) {
-            return Err(format!("name '{n}' must be letters, digits, '-' or '_'"));
+            return Err(Cause::from(format!(
+                "name '{n}' must be letters, digits, '-' or '_'"
+            )));
         }
     }
     Ok(Box::new(Db {
@@ -339,16 +341,16 @@ impl Db {
     }
 
     /// A server message with the database password (if it shows) masked.
-    fn masked(&self, e: String) -> String {
+    fn masked(&self, e: Cause) -> Cause {
         let p = &self.config.db_connection.password;
         if p.len() >= 3 {
-            e.replace(p.as_str(), "***")
+            Cause::Said(e.to_string().replace(p.as_str(), "***"))
         } else {
             e
         }
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let c = &self.config.db_connection;
         let role = &self.config.role;
         let mount = random_name("vblast-db-");
@@ -446,7 +448,7 @@ impl Db {
     }
 
     /// Revokes every lease under `prefix` (each revocation drops its database user).
-    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), String> {
+    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), Cause> {
         call(
             client,
             "PUT",
@@ -540,7 +542,7 @@ impl VaultOp for Db {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let (Some(m), Some(own)) = (self.shared_mount.clone(), self.own_role.clone()) {
             // The leases this shard was given, revoked (their users dropped), then its role.
             self.revoke(client, &format!("{m}/creds/{own}"))?;
@@ -631,7 +633,8 @@ mod tests {
         ] {
             let e = build(&config_from(&flags(url, plugin)))
                 .err()
-                .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"));
+                .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"))
+                .to_string();
             assert!(e.contains(needle), "{e}");
             assert!(!e.contains("sekrit"), "{e}");
         }

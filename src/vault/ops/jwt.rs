@@ -28,7 +28,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -39,7 +39,7 @@ pub const DEFAULT_POOL: usize = 100;
 /// How long the pre-signed JWTs are valid (the run must end before; the key dies with it).
 const JWT_LIFETIME_S: u64 = 24 * 3600;
 
-fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let auth = c.block("auth")?;
     auth.finish(&mut out.named)?;
     let mut role = c.block("role")?;
@@ -141,18 +141,20 @@ fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: JwtConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.role.token_ttl, &config.role.token_type)?;
     if config.pool == 0 || config.pool > 100_000 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "JWT pool of {} is not between 1 and 100000",
             config.pool
-        ));
+        )));
     }
     if config.role.bound_audiences.is_empty() {
-        return Err("the jwt role needs at least one bound audience".into());
+        return Err(Cause::from(
+            "the jwt role needs at least one bound audience",
+        ));
     }
     let name_ok = |s: &str| {
         !s.is_empty()
@@ -160,13 +162,13 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
     if !name_ok(&config.role.name) {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "role name '{}' must be letters, digits, '-' or '_'",
             config.role.name
-        ));
+        )));
     }
     if config.role.user_claim.is_empty() {
-        return Err("user_claim is empty".into());
+        return Err(Cause::from("user_claim is empty"));
     }
     Ok(Box::new(Jwt {
         config,
@@ -217,7 +219,7 @@ fn sign_pool(
     role: &JwtRoleConfig,
     count: usize,
     now: u64,
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Vec<u8>>, Cause> {
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
     let salt = random_name("");
     (0..count)
@@ -243,7 +245,7 @@ fn sign_pool(
 
 impl Jwt {
     /// Own mode: the policy, then a path of its own trusting a fresh key.
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let policy = random_name("vblast-jwt-");
         self.write_policy(client, &policy)?;
         let path = random_name("vblast-jwt-");
@@ -251,7 +253,7 @@ impl Jwt {
     }
 
     /// Writes the policy the role's tokens carry; from then on cleanup deletes it.
-    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         self.policy = Some(policy.to_string());
         call(
             client,
@@ -273,7 +275,7 @@ impl Jwt {
         client: &mut Client,
         path: String,
         policy: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| "making an ECDSA P-256 key pair failed".to_string())?;
@@ -419,7 +421,7 @@ impl VaultOp for Jwt {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(prefix) = self.sweep.clone() {
             shared::disable_auth_under(client, &prefix)?;
             self.sweep = None;
@@ -478,12 +480,18 @@ mod tests {
     fn bad_configs_are_refused() {
         let mut cfg = config_from(&OptionValues::new());
         cfg["pool"] = json!(0);
-        assert!(build(&cfg).err().unwrap().contains("pool"));
+        assert!(build(&cfg).err().unwrap().to_string().contains("pool"));
         let mut cfg = config_from(&OptionValues::new());
         cfg["role"]["token_type"] = json!("default");
-        assert!(build(&cfg).err().unwrap().contains("service, batch"));
+        assert!(
+            build(&cfg)
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("service, batch")
+        );
         let mut cfg = config_from(&OptionValues::new());
         cfg["role"]["name"] = json!("a/b");
-        assert!(build(&cfg).err().unwrap().contains("role name"));
+        assert!(build(&cfg).err().unwrap().to_string().contains("role name"));
     }
 }

@@ -17,7 +17,7 @@ use super::{
     Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
     VaultBenchmark, VaultOp, VbType, random_name,
 };
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -77,14 +77,14 @@ const ALSO: &[(&str, &str)] = &[
 const DOC: &str = "Setup creates a fresh KV mount (or, with `--mount`, writes under a fresh prefix inside the user's mount, never touching the user's own secrets), seeds `--secrets` secrets of `--secret-size` bytes concurrently, and cleanup removes exactly what setup wrote. With `--no-setup` the secrets s0..sN-1 of `--mount` (default `secret`) are used as they are.";
 
 /// vault-benchmark's KV tests: `numkvs` secrets (default 1000) of `kvsize` bytes (default 1).
-fn kv_config(version: u8, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn kv_config(version: u8, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     out.config.insert("version".into(), json!(version));
     let n = c.number("numkvs")?.unwrap_or(1000);
     if n == 0 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "test '{}': config.numkvs must be at least 1",
             c.test
-        ));
+        )));
     }
     out.config.insert("secrets".into(), json!(n));
     out.config.insert(
@@ -94,15 +94,15 @@ fn kv_config(version: u8, c: &mut Keys, out: &mut Mapped) -> Result<(), String> 
     Ok(())
 }
 
-fn kv1_config(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn kv1_config(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     kv_config(1, c, out)
 }
 
-fn kv2_config(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn kv2_config(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     kv_config(2, c, out)
 }
 
-fn cubby_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), String> {
+fn cubby_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
     c.names(&["path"]);
     Ok(())
 }
@@ -246,22 +246,22 @@ pub(crate) fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn parse_config(v: &Value) -> Result<KvConfig, String> {
+fn parse_config(v: &Value) -> Result<KvConfig, Cause> {
     let c: KvConfig = serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if c.version != 1 && c.version != 2 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "kv version {} is not supported (use 1 or 2)",
             c.version
-        ));
+        )));
     }
     if c.secrets == 0 {
-        return Err("--secrets must be at least 1".into());
+        return Err(Cause::from("--secrets must be at least 1"));
     }
     if c.mount
         .as_deref()
         .is_some_and(|m| normalize_mount(m).is_empty())
     {
-        return Err("the mount name is empty".into());
+        return Err(Cause::from("the mount name is empty"));
     }
     Ok(c)
 }
@@ -274,37 +274,37 @@ enum Kind {
     Delete,
 }
 
-pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
 }
 
-fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Write, parse_config(v)?)))
 }
 
-fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::List, parse_config(v)?)))
 }
 
-fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Delete, parse_config(v)?)))
 }
 
 /// The cubbyhole is KV v1 at `cubbyhole/`: the same fixture under a fresh prefix.
-fn cubby_config(v: &Value) -> Result<KvConfig, String> {
+fn cubby_config(v: &Value) -> Result<KvConfig, Cause> {
     let mut c = parse_config(v)?;
     c.mount = Some(CUBBYHOLE.into());
     c.version = 1;
     Ok(c)
 }
 
-fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let mut op = KvOp::new(Kind::Read, cubby_config(v)?);
     op.name = CUBBY_READ.name;
     Ok(Box::new(op))
 }
 
-fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let mut op = KvOp::new(Kind::Write, cubby_config(v)?);
     op.name = CUBBY_WRITE.name;
     Ok(Box::new(op))
@@ -423,14 +423,14 @@ impl VaultOp for KvOp {
         out
     }
 
-    fn ready_on(&self, client: &mut Client) -> Result<bool, String> {
+    fn ready_on(&self, client: &mut Client) -> Result<bool, Cause> {
         match &self.setup {
             Some(s) if s.mount != CUBBYHOLE => Ok(usable_now(client, s)?.is_ok()),
             _ => Ok(true),
         }
     }
 
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         let Some(s) = self.setup.clone() else {
             return Ok(());
         };
@@ -604,7 +604,7 @@ fn mount_kind(entry: &Value) -> (String, u8) {
 
 /// Looks an existing mount up: via sys/mounts, or, when the token may not list mounts,
 /// via sys/internal/ui/mounts/<mount> (open to any token that can use the mount).
-fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), String> {
+fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), Cause> {
     let base = client.base();
     let place = match client.namespace() {
         Some(ns) => format!("{base} (namespace '{ns}')"),
@@ -616,14 +616,16 @@ fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), S
         let list = r
             .json()
             .ok_or_else(|| format!("{base}/v1/sys/mounts answered with something not JSON"))?;
-        return find_mount(&list, mount).map(mount_kind).ok_or_else(missing);
+        return find_mount(&list, mount)
+            .map(mount_kind)
+            .ok_or_else(|| missing().into());
     }
     if r.status != 403 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "listing mounts on {base} failed: HTTP {}: {}",
             r.status,
             r.error_text()
-        ));
+        )));
     }
     let listing_error = r.error_text();
     let r = client.request("GET", &format!("/v1/sys/internal/ui/mounts/{mount}"), None)?;
@@ -634,14 +636,14 @@ fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), S
         if normalize_mount(path) == mount {
             return Ok(mount_kind(data));
         }
-        return Err(missing());
+        return Err(Cause::from(missing()));
     }
     if r.status == 404 || r.status == 400 {
-        return Err(missing());
+        return Err(Cause::from(missing()));
     }
-    Err(format!(
+    Err(Cause::from(format!(
         "cannot check mount '{mount}' on {base}: the token may not list mounts ({listing_error})"
-    ))
+    )))
 }
 
 fn data_path(mount: &str, version: u8, name: &str) -> String {
@@ -662,7 +664,7 @@ fn write_body(version: u8, value: &str) -> String {
 
 /// Polls a read until the fresh mount answers like a working KV engine: 200, or 404 with
 /// no error message (a secret that simply does not exist yet).
-fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), Cause> {
     let base = client.base();
     let start = Instant::now();
     loop {
@@ -672,11 +674,11 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
         }
         if start.elapsed() >= MOUNT_READY_WAIT {
             let (status, text) = r.unwrap_err();
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "new mount '{}' on {base} did not become usable within {}s: HTTP {status}: {text}",
                 setup.mount,
                 MOUNT_READY_WAIT.as_secs(),
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -685,7 +687,7 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
 /// Whether the mount serves reads now (a read of the first secret answers 200, a plain 404,
 /// or the 307 of a standby that sends it on), or the status and error text that say it does
 /// not yet (a KV v2 mount upgrading its data answers 400).
-fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, String)>, String> {
+fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, String)>, Cause> {
     let path = data_path(&setup.mount, setup.version, &secret_name(0, 1));
     let r = client.request("GET", &path, None)?;
     let ready = match r.status {
@@ -709,7 +711,7 @@ pub(crate) fn for_each_secret(
     make_client: &(dyn Fn() -> Client + Sync),
     count: u64,
     stop: &Stop,
-    f: &(dyn Fn(&mut Client, u64) -> Result<(), String> + Sync),
+    f: &(dyn Fn(&mut Client, u64) -> Result<(), Cause> + Sync),
 ) -> Result<(), Error> {
     if count == 0 {
         return Ok(());
@@ -724,7 +726,7 @@ pub(crate) fn for_each_secret(
             .unwrap_or(SEED_THREADS),
     );
     let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let first_error: Mutex<Option<Cause>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for t in 0..threads {
             let (failed, first_error) = (&failed, &first_error);
@@ -773,17 +775,17 @@ fn seed(
         let path = data_path(&setup.mount, setup.version, &name);
         match client.request("POST", &path, Some(body.as_bytes())) {
             Ok(r) if (200..300).contains(&r.status) => Ok(()),
-            Ok(r) => Err(format!(
+            Ok(r) => Err(Cause::from(format!(
                 "writing secret '{}/{name}' to {} failed: HTTP {}: {}",
                 setup.mount,
                 client.base(),
                 r.status,
                 r.error_text()
-            )),
-            Err(e) => Err(format!(
+            ))),
+            Err(e) => Err(Cause::from(format!(
                 "writing secret '{}/{name}' failed: {e}",
                 setup.mount
-            )),
+            ))),
         }
     })
 }
@@ -794,7 +796,7 @@ fn remove_prefixed(
     make_client: &(dyn Fn() -> Client + Sync),
     setup: &KvSetup,
     stop: &Stop,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     let count = setup.secrets;
     // Cleanup goes on after a first stop request; only a second one cuts it short.
     let urgent = Stop::new();
@@ -823,22 +825,22 @@ fn remove_prefixed(
             };
             match client.request("DELETE", &path, None) {
                 Ok(r) if (200..300).contains(&r.status) || r.status == 404 => Ok(()),
-                Ok(r) => Err(format!(
+                Ok(r) => Err(Cause::from(format!(
                     "cannot remove secret '{}/{name}': HTTP {}: {}",
                     setup.mount,
                     r.status,
                     r.error_text()
-                )),
-                Err(e) => Err(format!(
+                ))),
+                Err(e) => Err(Cause::from(format!(
                     "cannot remove secret '{}/{name}': {e}",
                     setup.mount
-                )),
+                ))),
             }
         });
         done.store(true, Ordering::Relaxed);
         r
     });
-    result.map_err(|e| e.to_string())
+    result.map_err(|e| Cause::from(e.to_string()))
 }
 
 /// Sets up the KV fixture: checks the given mount (secrets then go under a fresh prefix)
@@ -1023,7 +1025,7 @@ impl Phases {
 }
 
 /// Removes the mount when we created it.
-pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), Cause> {
     if !setup.created {
         return Ok(());
     }
@@ -1033,13 +1035,13 @@ pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
     if (200..300).contains(&r.status) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::from(format!(
             "cannot remove mount '{}' from {}: HTTP {}: {}",
             setup.mount,
             client.base(),
             r.status,
             r.error_text()
-        ))
+        )))
     }
 }
 

@@ -24,7 +24,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -109,20 +109,20 @@ fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: LoginReadConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if config.auth != "userpass" {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--auth {} is not supported by login-read: use userpass",
             config.auth
-        ));
+        )));
     }
     if config.users == 0 || config.users > 1_000_000 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--users {} is not between 1 and 1000000",
             config.users
-        ));
+        )));
     }
     check_token_settings(&config.token_ttl, &config.token_type)?;
     let kv = super::kv::build_read(&config.kv)?;
@@ -165,7 +165,7 @@ impl LoginRead {
     }
 
     /// Writes the policy letting the users read the secrets; cleanup deletes it from then on.
-    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         self.policy = Some(policy.to_string());
         let rules = format!(
             "path \"{}\" {{ capabilities = [\"read\"] }}\n",
@@ -181,7 +181,7 @@ impl LoginRead {
         .map(drop)
     }
 
-    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), String> {
+    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), Cause> {
         let mut client = (ctx.make_client)();
         let policy = random_name("vblast-read-");
         self.write_policy(&mut client, &policy)?;
@@ -197,7 +197,7 @@ impl LoginRead {
         client: &mut Client,
         path: String,
         policy: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         self.path = Some(path.clone());
         call(
             client,
@@ -227,14 +227,14 @@ impl LoginRead {
             if (200..300).contains(&r.status) {
                 Ok(())
             } else {
-                Err(format!(
+                Err(Cause::from(format!(
                     "creating user '{name}' at '{path}' failed: HTTP {}: {}",
                     r.status,
                     r.error_text()
-                ))
+                )))
             }
         })
-        .map_err(|e| e.to_string())
+        .map_err(|e| Cause::from(e.to_string()))
     }
 }
 
@@ -346,7 +346,7 @@ impl VaultOp for LoginRead {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         if let Some(prefix) = self.sweep.clone() {
             shared::disable_auth_under(client, &prefix)?;
             self.sweep = None;

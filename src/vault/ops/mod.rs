@@ -27,7 +27,7 @@ pub use vb::{VaultBenchmark, VbType};
 
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::scenario::OpChoice;
 use crate::signals::Stop;
 use crate::tls::TlsOptions;
@@ -74,13 +74,13 @@ pub trait VaultOp: Send {
     /// this fixture already: a standby loads a new mount a moment after the active node
     /// (a KV v2 mount answers 400 there while its data upgrade is not yet seen). Asked
     /// after setup, before load goes to standbys (`--nodes all` / `each`).
-    fn ready_on(&self, _client: &mut Client) -> Result<bool, String> {
+    fn ready_on(&self, _client: &mut Client) -> Result<bool, Cause> {
         Ok(true)
     }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String>;
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause>;
 }
 
 /// Whether the shards of one run share an operation's fixture (made once, named after the
@@ -124,7 +124,7 @@ pub struct OpInfo {
     /// The family's config (as JSON) from the options' values.
     pub config_from: fn(&OptionValues) -> Value,
     /// The operation from its config (checked: unknown keys and bad values are errors).
-    pub build: fn(&Value) -> Result<Box<dyn VaultOp>, String>,
+    pub build: fn(&Value) -> Result<Box<dyn VaultOp>, Cause>,
     /// The vault-benchmark test types that become this operation, with their mapping.
     pub vault_benchmark: VaultBenchmark,
     /// Whether shards share its fixture.
@@ -197,7 +197,7 @@ fn names() -> String {
 
 /// Parses `--op`: one name, or a weighted mix "kv-read:80,kv-write:20" (weight 1 when
 /// left out). Unknown names, repeated names and zero weights are errors.
-pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, String> {
+pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, Cause> {
     let mut out: Vec<OpChoice> = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
@@ -211,19 +211,21 @@ pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, Stri
             None => (part, 1),
         };
         if name.is_empty() {
-            return Err(format!("--op '{text}' names no operation"));
+            return Err(Cause::from(format!("--op '{text}' names no operation")));
         }
         let Some(info) = find(name) else {
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "unknown operation '{name}': choose one of {} (vblast --list-ops)",
                 names()
-            ));
+            )));
         };
         if weight == 0 {
-            return Err(format!("operation '{name}' has weight 0"));
+            return Err(Cause::from(format!("operation '{name}' has weight 0")));
         }
         if out.iter().any(|o| o.name == name) {
-            return Err(format!("operation '{name}' is named twice in --op"));
+            return Err(Cause::from(format!(
+                "operation '{name}' is named twice in --op"
+            )));
         }
         out.push(OpChoice {
             name: name.into(),
@@ -236,14 +238,14 @@ pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, Stri
 }
 
 /// Builds the configured operations of a mix.
-pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, String> {
+pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, Cause> {
     choices
         .iter()
         .map(|c| {
             let info = find(&c.name).ok_or_else(|| {
                 format!("unknown operation '{}': choose one of {}", c.name, names())
             })?;
-            (info.build)(&c.config).map_err(|e| format!("operation '{}': {e}", c.name))
+            (info.build)(&c.config).map_err(|e| e.within(format!("operation '{}'", c.name)))
         })
         .collect()
 }
@@ -360,30 +362,29 @@ pub(crate) fn call(
     path: &str,
     body: Option<&Value>,
     what: &str,
-) -> Result<Value, String> {
+) -> Result<Value, Cause> {
     let text = body.map(Value::to_string);
     let r = client
         .request(method, path, text.as_deref().map(str::as_bytes))
-        .map_err(|e| format!("{what} failed: {e}"))?;
+        .map_err(|e| e.within(format!("{what} failed")))?;
     if (200..300).contains(&r.status) {
         Ok(r.json().unwrap_or(Value::Null))
     } else {
-        Err(format!(
-            "{what} on {} failed: HTTP {}: {}",
-            client.base(),
-            r.status,
-            r.error_text()
-        ))
+        Err(Cause::Http {
+            what: format!("{what} on {} failed", client.base()),
+            status: r.status,
+            excerpt: r.error_text(),
+        })
     }
 }
 
 /// The string at `path` ("data.role_id") of a setup answer, or a message naming it.
-pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, String> {
+pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, Cause> {
     path.split('.')
         .try_fold(v, |v, k| v.get(k))
         .and_then(Value::as_str)
         .map(String::from)
-        .ok_or_else(|| format!("{what}: the answer has no {path}"))
+        .ok_or_else(|| Cause::from(format!("{what}: the answer has no {path}")))
 }
 
 /// Refuses `--no-setup` for operations that cannot run without their fixture.
@@ -403,7 +404,7 @@ pub(crate) fn disable_mount(
     client: &mut Client,
     kind: &str,
     mount: &mut Option<String>,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     if let Some(m) = mount.as_deref() {
         call(
             client,
@@ -419,7 +420,7 @@ pub(crate) fn disable_mount(
 
 /// `cleanup()` of an operation whose setup enabled an auth method at `path`: disables it
 /// (which also revokes every token its logins made), once.
-pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), String> {
+pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), Cause> {
     if let Some(p) = path.as_deref() {
         call(
             client,
@@ -434,10 +435,7 @@ pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Re
 }
 
 /// Deletes an ACL policy setup wrote, once.
-pub(crate) fn delete_policy(
-    client: &mut Client,
-    policy: &mut Option<String>,
-) -> Result<(), String> {
+pub(crate) fn delete_policy(client: &mut Client, policy: &mut Option<String>) -> Result<(), Cause> {
     if let Some(p) = policy.as_deref() {
         call(
             client,
@@ -465,7 +463,7 @@ pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
 pub(crate) fn setup_with(
     ctx: &SetupCtx,
     name: &str,
-    prepare: impl FnOnce(&mut Client) -> Result<(), String>,
+    prepare: impl FnOnce(&mut Client) -> Result<(), Cause>,
 ) -> Result<(), Error> {
     needs_setup(ctx, name)?;
     let mut client = (ctx.make_client)();
@@ -535,7 +533,7 @@ mod tests {
         ] {
             assert!(parse_mix(bad, &flags()).is_err(), "{bad}");
         }
-        let e = parse_mix("kv-remove", &flags()).unwrap_err();
+        let e = parse_mix("kv-remove", &flags()).unwrap_err().to_string();
         assert!(
             e.contains("unknown operation 'kv-remove'") && e.contains("kv-read"),
             "{e}"

@@ -2,6 +2,7 @@
 //! flag, value kind, default as typed, help line); a run's values are parsed once, by the
 //! spec's kind, into an `OptionValues` map from which each family builds its config.
 
+use crate::error::Cause;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -59,7 +60,7 @@ impl OptionSpec {
 
     /// `text` parsed by this option's kind (the default, or a value from elsewhere than
     /// clap), checked against the kind's bounds.
-    pub fn parse(&self, text: &str) -> Result<OptionValue, String> {
+    pub fn parse(&self, text: &str) -> Result<OptionValue, Cause> {
         let number = || {
             text.trim()
                 .parse::<u64>()
@@ -77,23 +78,24 @@ impl OptionSpec {
     }
 
     /// A value of this option checked against the kind's bounds (one message each).
-    pub fn check(&self, v: &OptionValue) -> Result<(), String> {
+    pub fn check(&self, v: &OptionValue) -> Result<(), Cause> {
         let OptionValue::Number(n) = *v else {
             return Ok(());
         };
         match self.kind {
-            Kind::Count { min } if n < min => {
-                Err(format!("--{} must be at least {min}", self.flag))
-            }
-            Kind::Number { min, max } if n < min || n > max => Err(format!(
+            Kind::Count { min } if n < min => Err(Cause::from(format!(
+                "--{} must be at least {min}",
+                self.flag
+            ))),
+            Kind::Number { min, max } if n < min || n > max => Err(Cause::from(format!(
                 "--{} {n} is not between {min} and {max}",
                 self.flag
-            )),
-            Kind::Bytes { max: Some(max) } if n > max as u64 => Err(format!(
+            ))),
+            Kind::Bytes { max: Some(max) } if n > max as u64 => Err(Cause::from(format!(
                 "--{} is larger than {}",
                 self.flag,
                 show_bytes(max)
-            )),
+            ))),
             _ => Ok(()),
         }
     }
@@ -131,7 +133,7 @@ impl OptionValues {
     }
 
     /// Sets the value of `flag` (a flag of the registry); `check` checks it.
-    pub fn set(&mut self, flag: &str, v: OptionValue) -> Result<(), String> {
+    pub fn set(&mut self, flag: &str, v: OptionValue) -> Result<(), Cause> {
         let spec = spec_of(flag).ok_or_else(|| format!("--{flag} is no operation option"))?;
         self.given.insert(spec.flag, v);
         Ok(())
@@ -139,7 +141,7 @@ impl OptionValues {
 
     /// Checks the values given against their kinds' bounds, in the registry's order: the
     /// first refused is the message.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Cause> {
         for spec in all_options() {
             if let Some(v) = self.given.get(spec.flag) {
                 spec.check(v)?;
@@ -228,11 +230,14 @@ mod tests {
         assert!(!v.switch("no-store"));
         let mut v = OptionValues::new();
         v.set("secrets", OptionValue::Number(0)).unwrap();
-        assert_eq!(v.check().unwrap_err(), "--secrets must be at least 1");
+        assert_eq!(
+            v.check().unwrap_err().to_string(),
+            "--secrets must be at least 1"
+        );
         let mut v = OptionValues::new();
         v.set("secret-size", OptionValue::Number(17 << 20)).unwrap();
         assert_eq!(
-            v.check().unwrap_err(),
+            v.check().unwrap_err().to_string(),
             "--secret-size is larger than 16 MiB"
         );
         v.set("secret-size", OptionValue::Number(5)).unwrap();

@@ -19,7 +19,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -56,7 +56,7 @@ const KEY_TYPE: OptionSpec = OptionSpec {
 };
 
 /// vault-benchmark's PKI tests: the CA blocks, the role, the issue or sign block.
-fn pki_hcl(sign: bool, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn pki_hcl(sign: bool, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["setup_delay"]);
     if !sign {
         out.notes.push(format!(
@@ -134,11 +134,11 @@ fn pki_hcl(sign: bool, c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
     req.finish(&mut out.named)
 }
 
-fn issue_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn issue_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     pki_hcl(false, c, out)
 }
 
-fn sign_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn sign_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     pki_hcl(true, c, out)
 }
 
@@ -179,16 +179,16 @@ fn config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: PkiConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if !KEY_TYPES.iter().any(|k| k.0 == config.key_type) {
         let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
-        return Err(format!(
+        return Err(Cause::from(format!(
             "key type '{}' is not one of {}",
             config.key_type,
             names.join(", ")
-        ));
+        )));
     }
     crate::units::parse_duration(&config.ttl)
         .map_err(|e| format!("certificate TTL '{}' is not a duration: {e}", config.ttl))?;
@@ -219,7 +219,7 @@ fn wait_for_role(ctx: &SetupCtx, mount: &str, role: &str) -> Result<(), Error> {
 }
 
 impl Pki {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let mount = random_name("vblast-pki-");
         self.mount = Some(mount.clone());
         call(
@@ -315,7 +315,7 @@ impl VaultOp for Pki {
         mount_created("pki", self.mount.as_deref())
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "pki", &mut self.mount)
     }
 }
@@ -447,16 +447,16 @@ fn sign_config_from(f: &OptionValues) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: PkiSignConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if !KEY_TYPES.iter().any(|k| k.0 == config.role.key_type) {
         let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
-        return Err(format!(
+        return Err(Cause::from(format!(
             "key type '{}' is not one of {}",
             config.role.key_type,
             names.join(", ")
-        ));
+        )));
     }
     for (what, ttl) in [
         ("certificate", &config.role.ttl),
@@ -467,7 +467,10 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
             .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
     }
     if config.csrs == 0 || config.csrs > 10_000 {
-        return Err(format!("{} CSRs is not between 1 and 10000", config.csrs));
+        return Err(Cause::from(format!(
+            "{} CSRs is not between 1 and 10000",
+            config.csrs
+        )));
     }
     Ok(Box::new(PkiSign {
         config,
@@ -492,7 +495,7 @@ struct PkiSign {
 /// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
 /// Ed25519 keys come from ring through rcgen; ring cannot make RSA keys, so those come from
 /// the `rsa` crate and are handed to rcgen (and ring) as PKCS#8 to sign the request.
-fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, String> {
+fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, Cause> {
     use rcgen::{CertificateParams, DnType, KeyPair};
     let fail = |e: &dyn std::fmt::Display| format!("making a {kind} CSR failed: {e}");
     let key = match (kind, bits) {
@@ -509,17 +512,17 @@ fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, String> {
                 &rcgen::PKCS_RSA_SHA256,
             )
         }
-        _ => return Err(format!("no CSR key of type {kind} {bits}")),
+        _ => return Err(Cause::from(format!("no CSR key of type {kind} {bits}"))),
     }
     .map_err(|e| fail(&e))?;
     let mut params = CertificateParams::new(vec![name.to_string()]).map_err(|e| fail(&e))?;
     params.distinguished_name.push(DnType::CommonName, name);
     let csr = params.serialize_request(&key).map_err(|e| fail(&e))?;
-    csr.pem().map_err(|e| fail(&e))
+    csr.pem().map_err(|e| Cause::from(fail(&e)))
 }
 
 impl PkiSign {
-    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), String> {
+    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), Cause> {
         call(
             client,
             "POST",
@@ -536,7 +539,7 @@ impl PkiSign {
 
     /// Makes the CSRs (their keys stay in this process) and the request bodies; returns
     /// the role's key type and bits in Vault's names.
-    fn make_bodies(&mut self) -> Result<(&'static str, u32), String> {
+    fn make_bodies(&mut self) -> Result<(&'static str, u32), Cause> {
         let &(_, kind, bits) = KEY_TYPES
             .iter()
             .find(|k| k.0 == self.config.role.key_type)
@@ -547,7 +550,7 @@ impl PkiSign {
                 let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
                 Ok(json!({ "csr": csr }).to_string().into_bytes())
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, Cause>>()?;
         let width = bodies.iter().map(Vec::len).max().unwrap_or(0);
         for b in &mut bodies {
             // JSON allows whitespace before the closing brace: one length for the pool.
@@ -572,7 +575,7 @@ impl PkiSign {
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         // The CSRs first: nothing is on the server if making them fails.
         let (kind, bits) = self.make_bodies()?;
         let c = &self.config;
@@ -701,7 +704,7 @@ impl VaultOp for PkiSign {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "pki", &mut self.int)?;
         disable_mount(client, "pki", &mut self.root)
     }
@@ -743,10 +746,19 @@ mod sign_tests {
                 super::super::OptionValue::Text("ecdsa-p256".into()),
             )
             .unwrap();
-        let e = build_sign(&sign_config_from(&flags)).err().unwrap();
+        let e = build_sign(&sign_config_from(&flags))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("not one of") && e.contains("ec-256"), "{e}");
         let mut cfg = sign_config_from(&OptionValues::new());
         cfg["intermediate_ca"]["ttl"] = json!("forever");
-        assert!(build_sign(&cfg).err().unwrap().contains("forever"));
+        assert!(
+            build_sign(&cfg)
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("forever")
+        );
     }
 }

@@ -19,7 +19,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -29,7 +29,7 @@ use crate::workload::Operation;
 pub const ROLE: &str = "vblast";
 
 /// vault-benchmark's ssh_sign test: its role, CA and signing settings are vblast's own.
-fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let mut role = c.block("role")?;
     role.names(&["name"]);
     role.only(
@@ -76,7 +76,7 @@ fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(SshConfig {}).unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     serde_json::from_value::<SshConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Ssh {
         mount: None,
@@ -86,7 +86,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
 }
 
 /// A fresh Ed25519 public key in OpenSSH's one-line form ("ssh-ed25519 AAAA... vblast").
-pub fn client_public_key() -> Result<String, String> {
+pub fn client_public_key() -> Result<String, Cause> {
     use ring::signature::{Ed25519KeyPair, KeyPair};
     let rng = ring::rand::SystemRandom::new();
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
@@ -114,7 +114,7 @@ struct Ssh {
 }
 
 impl Ssh {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         self.public_key = client_public_key()?;
         let mount = random_name("vblast-ssh-");
         self.mount = Some(mount.clone());
@@ -202,7 +202,7 @@ impl VaultOp for Ssh {
         mount_created("ssh", self.mount.as_deref())
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "ssh", &mut self.mount)
     }
 }

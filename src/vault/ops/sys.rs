@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::vb::{Keys, Mapped, no_settings};
 use super::{Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType};
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -19,7 +19,7 @@ const DOC: &str =
     "Nothing to set up or remove; like vault-benchmark's ha_status, seal_status and metrics tests.";
 
 /// vault-benchmark's ha_status test: sent as sys-health, with a note saying so.
-fn ha_status_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), String> {
+fn ha_status_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     out.notes.push(format!(
         "test '{}': ha_status is sent as GET /v1/sys/health (vblast's sys-health; it has no ha-status request)",
         c.test
@@ -84,10 +84,10 @@ fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(SysConfig {}).unwrap_or(Value::Null)
 }
 
-fn parse(v: &Value) -> Result<(), String> {
+fn parse(v: &Value) -> Result<(), Cause> {
     serde_json::from_value::<SysConfig>(v.clone())
         .map(|_| ())
-        .map_err(|e| format!("bad config: {e}"))
+        .map_err(|e| Cause::from(format!("bad config: {e}")))
 }
 
 #[derive(Clone, Copy)]
@@ -97,17 +97,17 @@ enum Kind {
     Metrics,
 }
 
-fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::Health)))
 }
 
-fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::SealStatus)))
 }
 
-fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::Metrics)))
 }
@@ -151,7 +151,7 @@ impl VaultOp for Sys {
         Vec::new()
     }
 
-    fn cleanup(&mut self, _client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, _client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         Ok(())
     }
 }

@@ -20,7 +20,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -134,15 +134,15 @@ impl Kind {
     }
 }
 
-fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: TokenConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.token_ttl, &config.token_type)?;
     if kind != Kind::Create && config.token_type == "batch" {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "{} works on service tokens (batch tokens are neither renewable nor revocable): leave --token-type out",
             kind.name()
-        ));
+        )));
     }
     Ok(Box::new(TokenOp {
         kind,
@@ -153,19 +153,19 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
     }))
 }
 
-fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Create, v)
 }
 
-fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Lookup, v)
 }
 
-fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Renew, v)
 }
 
-fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Revoke, v)
 }
 
@@ -204,13 +204,13 @@ impl TokenOp {
         })
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let policy = self.write_policy(client)?;
         self.make_parent(client, &policy)
     }
 
     /// Writes the parent's policy under a fresh name; returns the name.
-    fn write_policy(&mut self, client: &mut Client) -> Result<String, String> {
+    fn write_policy(&mut self, client: &mut Client) -> Result<String, Cause> {
         let policy = random_name("vblast-token-");
         self.policy = Some(policy.clone());
         call(
@@ -234,7 +234,7 @@ impl TokenOp {
     }
 
     /// Makes the parent token with `policy` (and, for lookup and renew, its child).
-    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         let what = "creating the parent token".to_string();
         let v = call(
             client,
@@ -406,7 +406,7 @@ impl VaultOp for TokenOp {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(p) = &self.parent {
             call(
                 client,

@@ -20,7 +20,7 @@ use super::{
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -33,7 +33,7 @@ const DOC: &str = "Setup enables the TOTP secrets engine at a fresh mount (`vbla
 
 /// vault-benchmark's totp_create: its request carries only generate, issuer and
 /// account_name (its algorithm, digits and period are never sent).
-fn create_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), String> {
+fn create_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
     c.names(&[
         "key_name",
         "issuer",
@@ -46,7 +46,7 @@ fn create_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), String> {
 }
 
 /// vault-benchmark's totp_generate and totp_read: the key's settings are vblast's.
-fn key_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), String> {
+fn key_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
     c.names(&["key_name", "issuer", "account_name"]);
     c.only(
         "algorithm",
@@ -133,7 +133,7 @@ fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(TotpConfig {}).unwrap_or(Value::Null)
 }
 
-fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, Cause> {
     serde_json::from_value::<TotpConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Totp {
         kind,
@@ -143,15 +143,15 @@ fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, String> {
     }))
 }
 
-fn build_generate(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_generate(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(v, Kind::Generate)
 }
 
-fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(v, Kind::Read)
 }
 
-fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(v, Kind::Create)
 }
 
@@ -177,7 +177,7 @@ struct Totp {
 }
 
 impl Totp {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let mount = random_name("vblast-totp-");
         self.mount = Some(mount.clone());
         call(
@@ -230,7 +230,7 @@ impl Totp {
 
     /// Deletes every key of the mount (the run's, the setup's), one by one; a second stop
     /// request cuts it short (disabling the mount then removes the rest).
-    fn delete_keys(client: &mut Client, mount: &str, stop: &Stop) -> Result<(), String> {
+    fn delete_keys(client: &mut Client, mount: &str, stop: &Stop) -> Result<(), Cause> {
         Self::delete_keys_with(client, mount, "", stop)
     }
 
@@ -240,7 +240,7 @@ impl Totp {
         mount: &str,
         prefix: &str,
         stop: &Stop,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         let what = format!("listing the TOTP keys of '{mount}'");
         let path = format!("/v1/{mount}/keys?list=true");
         let r = client
@@ -251,11 +251,11 @@ impl Totp {
             404 => Value::Null,
             200..=299 => r.json().unwrap_or(Value::Null),
             status => {
-                return Err(format!(
+                return Err(Cause::from(format!(
                     "{what} on {} failed: HTTP {status}: {}",
                     client.base(),
                     r.error_text()
-                ));
+                )));
             }
         };
         let names: Vec<String> = listed
@@ -367,7 +367,7 @@ impl VaultOp for Totp {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         if let (Some(m), Some(p)) = (self.shared_mount.clone(), self.own_prefix.clone()) {
             Self::delete_keys_with(client, &m, &p, stop)?;
             self.own_prefix = None;

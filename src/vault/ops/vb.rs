@@ -4,6 +4,7 @@
 //! refused by name). The operations' families hold their types and mapping functions; the
 //! HCL file itself is read in `vbconfig`.
 
+use crate::error::Cause;
 use serde_json::{Map, Value, json};
 
 /// A vault-benchmark test type an operation runs, and how its config block maps.
@@ -13,7 +14,7 @@ pub struct VbType {
     pub name: &'static str,
     /// Takes the keys of the test's `config` block into `out.config` (which starts as the
     /// operation's defaults); what is left in `c` afterwards is refused.
-    pub config: fn(c: &mut Keys, out: &mut Mapped) -> Result<(), String>,
+    pub config: fn(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause>,
 }
 
 /// An operation's vault-benchmark types, or the explicit word that it has none.
@@ -52,7 +53,7 @@ pub fn as_u64(v: &Value) -> Option<u64> {
 }
 
 /// A config block that takes no keys (the operation has no settings).
-pub fn no_settings(_: &mut Keys, _: &mut Mapped) -> Result<(), String> {
+pub fn no_settings(_: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
     Ok(())
 }
 
@@ -83,30 +84,36 @@ impl<'a> Keys<'a> {
     pub fn take(&mut self, key: &str) -> Option<Value> {
         self.map.remove(key)
     }
-    pub fn string(&mut self, key: &str) -> Result<Option<String>, String> {
+    pub fn string(&mut self, key: &str) -> Result<Option<String>, Cause> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(v) => Err(format!("{} must be a string, not {v}", self.where_(key))),
+            Some(v) => Err(Cause::from(format!(
+                "{} must be a string, not {v}",
+                self.where_(key)
+            ))),
         }
     }
-    pub fn number(&mut self, key: &str) -> Result<Option<u64>, String> {
+    pub fn number(&mut self, key: &str) -> Result<Option<u64>, Cause> {
         match self.take(key) {
             None => Ok(None),
-            Some(v) => as_u64(&v)
-                .map(Some)
-                .ok_or_else(|| format!("{} must be a whole number, not {v}", self.where_(key))),
+            Some(v) => as_u64(&v).map(Some).ok_or_else(|| {
+                Cause::from(format!(
+                    "{} must be a whole number, not {v}",
+                    self.where_(key)
+                ))
+            }),
         }
     }
-    pub fn boolean(&mut self, key: &str) -> Result<Option<bool>, String> {
+    pub fn boolean(&mut self, key: &str) -> Result<Option<bool>, Cause> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(b)),
-            Some(v) => Err(format!(
+            Some(v) => Err(Cause::from(format!(
                 "{} must be true or false, not {v}",
                 self.where_(key)
-            )),
+            ))),
         }
     }
     /// A key vblast accepts only with this value (what its operation always does).
@@ -115,7 +122,7 @@ impl<'a> Keys<'a> {
         key: &str,
         allowed: &[Value],
         what_vblast_does: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         if let Some(v) = self.take(key) {
             let same = allowed.iter().any(|a| {
                 a == &v
@@ -124,11 +131,11 @@ impl<'a> Keys<'a> {
                     || as_u64(a).is_some_and(|x| as_u64(&v) == Some(x))
             });
             if !same {
-                return Err(format!(
+                return Err(Cause::from(format!(
                     "{} = {v} is not supported by vblast's {}: {what_vblast_does}",
                     self.where_(key),
                     self.op
-                ));
+                )));
             }
         }
         Ok(())
@@ -146,7 +153,7 @@ impl<'a> Keys<'a> {
         }
     }
     /// A nested block, or an empty one.
-    pub fn block(&mut self, key: &str) -> Result<Keys<'a>, String> {
+    pub fn block(&mut self, key: &str) -> Result<Keys<'a>, Cause> {
         // The test block's own keys are written bare ("config", "weight").
         let path = if self.path == "test" {
             key.to_string()
@@ -156,17 +163,20 @@ impl<'a> Keys<'a> {
         match self.take(key) {
             None => Ok(Keys::new(self.test, self.op, &path, Map::new())),
             Some(Value::Object(m)) => Ok(Keys::new(self.test, self.op, &path, m)),
-            Some(v) => Err(format!("{} must be a block, not {v}", self.where_(key))),
+            Some(v) => Err(Cause::from(format!(
+                "{} must be a block, not {v}",
+                self.where_(key)
+            ))),
         }
     }
     /// Every key left is one vblast's operation cannot honour: the first is refused.
-    pub fn finish(self, named: &mut Vec<String>) -> Result<(), String> {
+    pub fn finish(self, named: &mut Vec<String>) -> Result<(), Cause> {
         if let Some(key) = self.map.keys().next() {
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "{} is not supported by vblast's {} (it has no such setting); remove it to run this test",
                 self.where_(key),
                 self.op
-            ));
+            )));
         }
         named.extend(self.named);
         Ok(())
@@ -174,7 +184,7 @@ impl<'a> Keys<'a> {
 }
 
 /// Token settings of the login families (`token_ttl`, `token_type`).
-pub fn token_settings(k: &mut Keys, cfg: &mut Map<String, Value>) -> Result<(), String> {
+pub fn token_settings(k: &mut Keys, cfg: &mut Map<String, Value>) -> Result<(), Cause> {
     if let Some(ttl) = k.string("token_ttl")? {
         cfg.insert("token_ttl".into(), json!(ttl));
     }
@@ -188,7 +198,7 @@ pub fn token_settings(k: &mut Keys, cfg: &mut Map<String, Value>) -> Result<(), 
 
 /// vault-benchmark's PKI key (`key_type` "rsa"/"ec"/"ed25519", `key_bits`) as vblast's
 /// `--key-type` (rsa-2048, ec-256, ed25519...). vault-benchmark's default is RSA 2048.
-pub fn pki_key(k: &mut Keys) -> Result<Option<String>, String> {
+pub fn pki_key(k: &mut Keys) -> Result<Option<String>, Cause> {
     let kind = k.string("key_type")?;
     let bits = k.number("key_bits")?;
     Ok(match (kind.as_deref(), bits) {
