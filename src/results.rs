@@ -3,7 +3,7 @@
 //!
 //! It holds every key of the JSON report (the same values, so scripts read either), and:
 //! `results_version`, `started_at` (RFC 3339, UTC), `host`, `scenario` (what the run was
-//! asked to do, with tokens and secret values removed by `redact`), `op_names`, for an
+//! asked to do, with tokens and secret values removed by `crate::redact`), `op_names`, for an
 //! https target `tls_probe` (ab's TLS lines, optional: older files lack it), and
 //! `stats`: the raw mergeable counters, every histogram per operation as a compressed
 //! HdrHistogram V2 (base64), and the per-second timeline. Reading rebuilds the `Summary`
@@ -92,7 +92,7 @@ impl Results {
         mut scenario: Value,
         started_at: SystemTime,
     ) -> Results {
-        redact(&mut scenario);
+        crate::redact::json(&mut scenario);
         Results {
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             started_at: humantime::format_rfc3339_millis(started_at).to_string(),
@@ -348,66 +348,6 @@ pub fn report_files(
     let summary = load(paths)?.summary();
     report::render(&summary, format, out).map_err(|e| format!("cannot write the report: {e}"))?;
     Ok(summary)
-}
-
-/// Removes, recursively, every object key that names a credential (token, secret,
-/// password, ...: compared without case, `-` taken as `_`), and from header lists
-/// (`[name, value]` pairs, or `{name, value}` objects) every header that carries one
-/// (X-Vault-Token, Authorization, Cookie, ...). Counts and sizes such as `secrets` or
-/// `secret_size` stay. Free-form strings (a request body) are not looked into: a scenario
-/// must keep credentials under keys, not inside text.
-pub fn redact(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.retain(|k, _| !sensitive_key(k));
-            for x in map.values_mut() {
-                redact(x);
-            }
-        }
-        Value::Array(items) => {
-            items.retain(|x| !sensitive_header(x));
-            for x in items.iter_mut() {
-                redact(x);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn sensitive_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase().replace('-', "_");
-    const EXACT: &[&str] = &[
-        "token",
-        "secret",
-        "password",
-        "passphrase",
-        "secret_id",
-        "private_key",
-        "authorization",
-        "proxy_authorization",
-        "cookie",
-        "set_cookie",
-        "credentials",
-    ];
-    const SUFFIX: &[&str] = &[
-        "_token",
-        "_password",
-        "_secret",
-        "_secret_id",
-        "_private_key",
-    ];
-    EXACT.contains(&k.as_str()) || SUFFIX.iter().any(|s| k.ends_with(s))
-}
-
-/// A header given as `["Name", "value"]` or `{"name": "Name", "value": "..."}` whose name
-/// is sensitive.
-fn sensitive_header(v: &Value) -> bool {
-    let name = match v {
-        Value::Array(pair) if pair.len() == 2 => pair[0].as_str(),
-        Value::Object(m) if m.contains_key("value") => m.get("name").and_then(Value::as_str),
-        _ => None,
-    };
-    name.is_some_and(sensitive_key)
 }
 
 /// This machine's host name ("unknown" if it cannot be had).
@@ -845,7 +785,7 @@ mod tests {
             "secret": "H",
             "tls": {"client_cert": "/c.pem", "client_key": "/k.pem", "ca_cert": "/ca.pem"},
         });
-        redact(&mut v);
+        crate::redact::json(&mut v);
         assert_eq!(
             v,
             json!({

@@ -618,7 +618,7 @@ fn description(run: &HtmlRun, o: &mut String) {
     }
     if let Some(scenario) = run.scenario {
         let mut redacted = scenario.clone();
-        crate::results::redact(&mut redacted);
+        crate::redact::json(&mut redacted);
         let text = serde_json::to_string_pretty(&redacted).unwrap_or_default();
         let _ = write!(
             o,
