@@ -353,6 +353,16 @@ test "postgresql_secret" "creds_in_url" {{
         0,
     );
 
+    // A password in a target URL is refused, and not echoed.
+    let in_url = c.secret("vbsecret-url-password-a61b");
+    let mut cmd = vblast();
+    cmd.args(["-n", "1", &format!("http://u:{in_url}@127.0.0.1:1/")]);
+    c.refused("a URL with a password", cmd);
+    let mut cmd = at(&bao, &base);
+    cmd.args(["--address", &format!("http://u:{in_url}@127.0.0.1:1")]);
+    cmd.env("VAULT_TOKEN", &env);
+    c.refused("an address with a password", cmd);
+
     // --client-key and VAULT_CLIENT_KEY: the key's text is never shown.
     let (tls, files) = Nginx::start_tls_generated();
     let client = gen_tls_files(c.dir.path());
