@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod load;
 pub mod metrics;
 pub mod operations;
+pub mod ops;
 pub mod output;
 pub mod report;
 pub mod shards;
@@ -93,6 +94,11 @@ pub struct RunArgs {
     /// Operations given as data (a config file's tests) instead of --op.
     #[arg(skip)]
     pub preset_ops: Option<Vec<crate::config::scenario::OpChoice>>,
+
+    /// The operations' options given (filled after parsing from the arguments
+    /// `ops::register` adds: their defaults are the registry's).
+    #[arg(skip)]
+    pub op_options: crate::vault::ops::OptionValues,
 
     #[command(flatten)]
     pub ops: operations::OperationArgs,

@@ -1,5 +1,6 @@
 //! What a run sends: Vault operations (`--op`, `--scenario`, `--list-ops`) with the setup
-//! flags and the operations' own options, or URL mode's one request.
+//! flags (the operations' own options come from the registry: `ops`), or URL mode's one
+//! request.
 
 use std::path::PathBuf;
 
@@ -28,65 +29,6 @@ pub struct OperationArgs {
     /// Use the target as it is: no mount, no seeding, no checks of the token.
     #[arg(long)]
     pub no_setup: bool,
-
-    // The operations' own options (each is read by the operations that name it).
-    /// Auth method of the login-read scenario (userpass).
-    #[arg(long)]
-    pub auth: Option<String>,
-
-    /// Users of the login-read scenario, created at setup (default 100).
-    #[arg(long)]
-    pub users: Option<u64>,
-
-    /// KV engine version for a mount vblast creates (or expects with --mount).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
-    pub kv_version: u8,
-
-    /// Use this existing KV mount instead of creating a fresh one.
-    #[arg(long)]
-    pub mount: Option<String>,
-
-    /// Secrets seeded before the run.
-    #[arg(long, default_value_t = 1000)]
-    pub secrets: u64,
-
-    /// Size of each secret's value, in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub secret_size: usize,
-
-    /// TTL of the tokens logins and token-create make (approle-login, userpass-login,
-    /// token-*; default 2m).
-    #[arg(long)]
-    pub token_ttl: Option<String>,
-
-    /// Type of those tokens: service or batch.
-    #[arg(long)]
-    pub token_type: Option<String>,
-
-    /// Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...).
-    #[arg(long)]
-    pub key_type: Option<String>,
-
-    /// Bytes of plaintext or input per transit request (default 128).
-    #[arg(long)]
-    pub payload_size: Option<usize>,
-
-    /// pki-issue, pki-sign: certificates are not stored on the server (no_store).
-    #[arg(long)]
-    pub no_store: bool,
-
-    /// db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB.
-    #[arg(long)]
-    pub db_url: Option<String>,
-
-    /// db-creds: postgresql or mysql (default: from the --db-url scheme).
-    #[arg(long)]
-    pub db_plugin: Option<String>,
-
-    /// cert-login: CA certificate (PEM) that issued the client certificate, registered as
-    /// the trusted role (default: the --client-cert file itself).
-    #[arg(long)]
-    pub client_ca: Option<PathBuf>,
 }
 
 /// URL mode: the request sent.

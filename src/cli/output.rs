@@ -9,7 +9,7 @@ use crate::results::deliver::Format;
 
 /// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
 fn parse_whole_seconds(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text)?;
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
     if d.subsec_nanos() != 0 || d.as_secs() == 0 {
         return Err(format!(
             "{text} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"

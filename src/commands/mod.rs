@@ -15,7 +15,7 @@ pub mod sweep;
 pub mod vault_benchmark;
 pub mod worker;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
 
 /// Parses a command line: the clap structs, and the matches that say which flags it gave
 /// (`Given`).
@@ -25,8 +25,16 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(argv)?;
-    let cli = Cli::from_arg_matches(&matches)?;
+    let matches = crate::cli::ops::register(Cli::command()).try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.run.op_options = crate::cli::ops::values(&matches);
+    match (&mut cli.command, matches.subcommand()) {
+        (Some(Command::Run(a) | Command::Setup(a) | Command::Cleanup(a)), Some((_, m))) => {
+            a.op_options = crate::cli::ops::values(m);
+        }
+        (Some(Command::Sweep(a)), Some((_, m))) => a.run.op_options = crate::cli::ops::values(m),
+        _ => {}
+    }
     Ok((cli, matches))
 }
 

@@ -15,7 +15,13 @@ use super::scenario::{output, scenario, sharding};
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if cli.ops.list_ops {
-        print!("{}", crate::vault::ops::list_text());
+        print!(
+            "{}",
+            match cli.out.format {
+                Format::Markdown => crate::vault::ops::list_markdown(),
+                _ => crate::vault::ops::list_text(),
+            }
+        );
         return Ending::Ok;
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,

@@ -13,9 +13,9 @@ use crate::config::spread::{Sharding, parse_start_at};
 use crate::config::units::show_duration;
 use crate::error::Error;
 use crate::net::tls::{TlsEngine, TlsOptions};
-use crate::results::deliver::Output;
-use crate::vault::fixture::{NO_FIXTURE_OPS, check_ops, op_names};
-use crate::vault::ops::OpFlags;
+use crate::results::deliver::{Format, MARKDOWN_ONLY_FOR_LIST_OPS, Output};
+use crate::vault::fixture::{check_ops, op_names};
+use crate::vault::ops::{Fixture, fixture_of};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
 fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
@@ -147,25 +147,9 @@ fn workload(args: &RunArgs) -> Result<Workload, Error> {
         _ if args.preset_ops.is_some() => {
             Workload::Vault(args.preset_ops.clone().unwrap_or_default())
         }
-        Some(op) => {
-            let flags = OpFlags {
-                kv_version: args.ops.kv_version,
-                mount: args.ops.mount.clone(),
-                secrets: args.ops.secrets,
-                secret_size: args.ops.secret_size,
-                client_ca: args.ops.client_ca.clone(),
-                token_ttl: args.ops.token_ttl.clone(),
-                token_type: args.ops.token_type.clone(),
-                key_type: args.ops.key_type.clone(),
-                payload_size: args.ops.payload_size,
-                auth: args.ops.auth.clone(),
-                users: args.ops.users,
-                no_store: args.ops.no_store,
-                db_url: args.ops.db_url.clone(),
-                db_plugin: args.ops.db_plugin.clone(),
-            };
-            Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::input)?)
-        }
+        Some(op) => Workload::Vault(
+            crate::vault::ops::parse_mix(op, &args.op_options).map_err(Error::input)?,
+        ),
         None => Workload::Url(UrlRequest {
             method: args.request.method.clone(),
             headers: args
@@ -210,28 +194,21 @@ fn load(args: &RunArgs) -> Result<Load, Error> {
 }
 
 /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
-pub fn schedule(args: &RunArgs) -> Result<Option<Schedule>, String> {
-    let Some(r) = &args.load.rate else {
-        return Ok(None);
-    };
-    Schedule::from_flags(r, args.load.ramp)
-        .map(Some)
-        .map_err(|e| {
-            let rest = e.strip_prefix(&format!("-R {r}: ")).unwrap_or(&e);
-            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '-') && !rest.starts_with("-R")
-            {
-                // "0 is not a usable rate..." names the rate itself: "-R 0 is not ...".
-                format!("-R {rest}")
-            } else if e.starts_with("-R") {
-                e
-            } else {
-                format!("-R {r}: {e}")
-            }
-        })
+pub fn schedule(
+    args: &RunArgs,
+) -> Result<Option<Schedule>, crate::config::schedule::ScheduleError> {
+    args.load
+        .rate
+        .as_deref()
+        .map(|r| Schedule::from_flags(r, args.load.ramp))
+        .transpose()
 }
 
 /// Checks flag combinations that clap cannot express.
 pub fn validate(args: &RunArgs) -> Result<(), String> {
+    if args.out.format == Format::Markdown {
+        return Err(MARKDOWN_ONLY_FOR_LIST_OPS.into());
+    }
     if args.load.connections == 0 {
         return Err("-c must be at least 1".into());
     }
@@ -262,7 +239,7 @@ pub fn validate(args: &RunArgs) -> Result<(), String> {
         return Err("--ramp goes with -R FROM..TO".into());
     }
     if args.load.rate.is_some() {
-        schedule(args)?;
+        schedule(args).map_err(|e| e.to_string())?;
         if let Some(n) = args.load.requests
             && n < args.load.connections
         {
@@ -300,12 +277,7 @@ pub fn validate(args: &RunArgs) -> Result<(), String> {
             "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)".into(),
         );
     }
-    if args.ops.secrets == 0 {
-        return Err("--secrets must be at least 1".into());
-    }
-    if args.ops.secret_size > 16 * 1024 * 1024 {
-        return Err("--secret-size is larger than 16 MiB".into());
-    }
+    args.op_options.check().map_err(|e| e.to_string())?;
     for h in &args.request.headers {
         parse_header(h)?;
     }
@@ -377,7 +349,7 @@ pub fn shared_run_id(args: &RunArgs) -> Option<&str> {
     }
     let id = args.shard.run_id.as_deref()?;
     op_names(op)
-        .any(|n| !NO_FIXTURE_OPS.contains(&n))
+        .any(|n| fixture_of(n) != Some(Fixture::None))
         .then_some(id)
 }
 
@@ -417,7 +389,7 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
     {
         // The fixture is shared (src/vault/fixture.rs): `vblast setup --run-id` makes it once.
         check_ops(op, &format!("--shard {shard}"))?;
-        if let Some(name) = op_names(op).find(|n| !NO_FIXTURE_OPS.contains(n))
+        if let Some(name) = op_names(op).find(|n| fixture_of(n) != Some(Fixture::None))
             && args.run_id.is_none()
         {
             return Err(format!(

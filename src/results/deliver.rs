@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::report::{self, Summary};
 use crate::results::Results;
 
@@ -24,7 +24,12 @@ pub enum Format {
     VbVerbose,
     /// vault-benchmark's JSON report (`-report_mode=json`).
     VbJson,
+    /// Markdown, with --list-ops only: the operations' reference (docs/operations.md).
+    Markdown,
 }
+
+/// The refusal of `--format markdown` anywhere but with --list-ops.
+pub const MARKDOWN_ONLY_FOR_LIST_OPS: &str = "--format markdown goes with --list-ops (the operations' reference): a run's report is text, json, ab, verbose, vb-terse, vb-verbose or vb-json";
 
 /// What to print and which files to save: the same for a run and for saved results.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +58,9 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
         Format::VbTerse => report::Format::VbTerse,
         Format::VbVerbose => report::Format::VbVerbose,
         Format::VbJson => report::Format::VbJson,
+        Format::Markdown => {
+            return Err(Error::input(MARKDOWN_ONLY_FOR_LIST_OPS));
+        }
     };
     let mut text = Vec::new();
     let _ = match format {
@@ -113,12 +121,12 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
             }],
         );
         if let Err(e) = std::fs::write(path, page) {
-            failures.push(format!("cannot write {}: {e}", path.display()));
+            failures.push(Cause::io(format!("cannot write {}", path.display()), e));
         }
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::output(failures.join("; ")))
+    match failures.len() {
+        0 => Ok(()),
+        1 => Err(Error::output(failures.remove(0))),
+        _ => Err(Error::output(Cause::Several(failures))),
     }
 }

@@ -46,6 +46,7 @@ impl Spec {
             self.steps,
             Resolution::parse(&self.resolution)?,
         )
+        .map_err(String::from)
     }
 }
 
