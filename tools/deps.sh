@@ -18,9 +18,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql mariadb-server mariadb-client)
-# Beyond one machine (tests/shard.rs, tests/metrics.rs, tests/deploy.rs): a real Prometheus
-# scraping --metrics-listen, podman building the FROM-scratch image.
-APT_PKGS+=(prometheus podman)
+# Beyond one machine (tests/integration/ shard, metrics, deploy, multihost): a real
+# Prometheus scraping --metrics-listen, podman building the FROM-scratch image, `ip` for
+# the network namespaces of tools/multihost-demo.sh.
+APT_PKGS+=(prometheus podman iproute2)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {
