@@ -1,6 +1,6 @@
 //! The processes the tests start: signals by pid, waiting for a process to stop or exit,
 //! stopping one (gracefully or not), finding a program on PATH, and the system users the
-//! database servers run as. Every server handle stops its process through these by pid.
+//! database servers run as. Every handle of a server process stops it through these, by pid.
 
 use std::fs;
 use std::path::{Path, PathBuf};
