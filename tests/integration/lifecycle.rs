@@ -242,7 +242,7 @@ fn subcommands_and_the_operation_registry() {
     let out = run(url_cmd(&["--list-ops", "--format", "markdown"]));
     out.assert_code(0);
     assert!(
-        out.stdout == include_str!("../docs/operations.md"),
+        out.stdout == include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")),
         "docs/operations.md differs from `vblast --list-ops --format markdown`"
     );
     // `run` is the default command: the same flags work after it.
