@@ -11,25 +11,28 @@ use std::time::Duration;
 
 use rustls::{CipherSuite, NamedGroup, ProtocolVersion};
 
+use crate::error::Cause;
 use crate::report::ab::TlsFacts;
 use crate::target::Target;
 use crate::tls::{TlsOptions, blocking_handshake, client_config, server_name};
 
 /// Handshakes with `target` and describes the result as ab would.
-pub fn probe(target: &Target, opts: &TlsOptions, timeout: Duration) -> Result<TlsFacts, String> {
+pub fn probe(target: &Target, opts: &TlsOptions, timeout: Duration) -> Result<TlsFacts, Cause> {
     let host_port = format!("{}:{}", target.host, target.port);
     let addr = target
         .addrs
         .first()
-        .ok_or_else(|| format!("{host_port} has no address"))?;
+        .ok_or_else(|| Cause::Said(format!("{host_port} has no address")))?;
     let mut sock = TcpStream::connect_timeout(addr, timeout)
-        .map_err(|e| format!("cannot connect to {host_port}: {e}"))?;
+        .map_err(|e| Cause::io(format!("cannot connect to {host_port}"), e))?;
     let _ = sock.set_read_timeout(Some(timeout));
     let _ = sock.set_write_timeout(Some(timeout));
     let config = client_config(opts)?;
     let name = server_name(opts, &target.host)?;
-    let mut conn = rustls::ClientConnection::new(config, name)
-        .map_err(|e| format!("TLS setup failed: {e}"))?;
+    let mut conn = rustls::ClientConnection::new(config, name).map_err(|source| Cause::Tls {
+        what: "TLS setup failed".into(),
+        source,
+    })?;
     blocking_handshake(&mut conn, &mut sock, &host_port)?;
     let version = match conn.protocol_version() {
         Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",

@@ -16,7 +16,7 @@ use crate::vault::ops::OptionValues;
 
 /// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
 fn parse_whole_seconds(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text)?;
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
     if d.subsec_nanos() != 0 || d.as_secs() == 0 {
         return Err(format!(
             "{text} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"
@@ -578,22 +578,11 @@ impl RunArgs {
     }
 
     /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
-    pub fn schedule(&self) -> Result<Option<Schedule>, String> {
-        let Some(r) = &self.rate else {
-            return Ok(None);
-        };
-        Schedule::from_flags(r, self.ramp).map(Some).map_err(|e| {
-            let rest = e.strip_prefix(&format!("-R {r}: ")).unwrap_or(&e);
-            if rest.starts_with(|c: char| c.is_ascii_digit() || c == '-') && !rest.starts_with("-R")
-            {
-                // "0 is not a usable rate..." names the rate itself: "-R 0 is not ...".
-                format!("-R {rest}")
-            } else if e.starts_with("-R") {
-                e
-            } else {
-                format!("-R {r}: {e}")
-            }
-        })
+    pub fn schedule(&self) -> Result<Option<Schedule>, crate::schedule::ScheduleError> {
+        self.rate
+            .as_deref()
+            .map(|r| Schedule::from_flags(r, self.ramp))
+            .transpose()
     }
 
     /// Checks flag combinations that clap cannot express.
@@ -631,7 +620,7 @@ impl RunArgs {
             return Err("--ramp goes with -R FROM..TO".into());
         }
         if self.rate.is_some() {
-            self.schedule()?;
+            self.schedule().map_err(|e| e.to_string())?;
             if let Some(n) = self.requests
                 && n < self.connections
             {

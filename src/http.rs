@@ -363,6 +363,10 @@ impl ResponseParser {
         }
     }
 
+    /// The body's states in one match (length, chunk sizes, chunk data, trailers).
+    // Over 100 lines, on purpose: this is the per-response hot path, one loop over the
+    // parser's states that the compiler keeps inlined and branch-predictable; split into
+    // functions per state it would pass the cursor and state back and forth per chunk.
     fn body_bytes(&mut self, mut data: &[u8]) -> Result<Progress, ParseError> {
         loop {
             match self.state {

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod nodes;
 pub mod orchestrate;
 pub mod pacing;
+pub mod redact;
 pub mod redirect;
 pub mod report;
 pub mod report_command;

@@ -3,7 +3,7 @@
 //! run prints its report and saves its files.
 
 use crate::cli::{Format, OutputArgs, ReportArgs};
-use crate::error::{Ending, Error};
+use crate::error::{Cause, Ending, Error};
 use crate::report::{self, Summary};
 use crate::results::{self, Results};
 
@@ -97,12 +97,12 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
             }],
         );
         if let Err(e) = std::fs::write(path, page) {
-            failures.push(format!("cannot write {}: {e}", path.display()));
+            failures.push(Cause::io(format!("cannot write {}", path.display()), e));
         }
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::output(failures.join("; ")))
+    match failures.len() {
+        0 => Ok(()),
+        1 => Err(Error::output(failures.remove(0))),
+        _ => Err(Error::output(Cause::Several(failures))),
     }
 }

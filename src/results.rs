@@ -3,7 +3,7 @@
 //!
 //! It holds every key of the JSON report (the same values, so scripts read either), and:
 //! `results_version`, `started_at` (RFC 3339, UTC), `host`, `scenario` (what the run was
-//! asked to do, with tokens and secret values removed by `redact`), `op_names`, for an
+//! asked to do, with tokens and secret values removed by `crate::redact`), `op_names`, for an
 //! https target `tls_probe` (ab's TLS lines, optional: older files lack it), and
 //! `stats`: the raw mergeable counters, every histogram per operation as a compressed
 //! HdrHistogram V2 (base64), and the per-second timeline. Reading rebuilds the `Summary`
@@ -20,6 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::report::ab::TlsFacts;
 use crate::report::{self, Format, RunInfo, Summary};
 use crate::stats::Stats;
@@ -92,7 +93,7 @@ impl Results {
         mut scenario: Value,
         started_at: SystemTime,
     ) -> Results {
-        redact(&mut scenario);
+        crate::redact::json(&mut scenario);
         Results {
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             started_at: humantime::format_rfc3339_millis(started_at).to_string(),
@@ -109,12 +110,13 @@ impl Results {
 
     /// Saves the HdrHistogram interval log of the run (`--hlog`), in intervals of
     /// `interval_s` seconds.
-    pub fn save_hlog(&self, path: &std::path::Path, interval_s: u64) -> Result<(), String> {
+    pub fn save_hlog(&self, path: &std::path::Path, interval_s: u64) -> Result<(), Cause> {
         let start = humantime::parse_rfc3339(&self.started_at).unwrap_or(SystemTime::UNIX_EPOCH);
         let mut text = Vec::new();
         crate::report::hlog::render(&self.stats, start, interval_s, &mut text)
-            .map_err(|e| format!("cannot write the interval log: {e}"))?;
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(|e| Cause::io("cannot write the interval log", e))?;
+        std::fs::write(path, text)
+            .map_err(|e| Cause::io(format!("cannot write {}", path.display()), e))
     }
 
     /// The summary every format renders, rebuilt from the raw stats.
@@ -144,26 +146,28 @@ impl Results {
 
     /// Writes the results file at `path`; `-` prints it on stdout between the lines
     /// `crate::shard::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), Cause> {
         if path.as_os_str() == "-" {
-            return crate::shard::print_results(self);
+            return crate::shard::print_results(self).map_err(Cause::from);
         }
         let mut buf = Vec::new();
         self.write_to(&mut buf)
             .and_then(|()| std::fs::write(path, &buf))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(|e| Cause::io(format!("cannot write {}", path.display()), e))
     }
 
     /// Reads a results file.
-    pub fn read(path: &Path) -> Result<Results, String> {
+    pub fn read(path: &Path) -> Result<Results, Cause> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Cause::io(format!("cannot read {name}"), e))?;
         Results::parse(&text, &name)
     }
 
     /// Reads a results document; `name` is where it came from, for messages.
-    pub fn parse(text: &str, name: &str) -> Result<Results, String> {
-        let not_results = |why: &str| format!("{name} is not a vblast results file ({why})");
+    pub fn parse(text: &str, name: &str) -> Result<Results, Cause> {
+        let not_results =
+            |why: &str| Cause::Said(format!("{name} is not a vblast results file ({why})"));
         let mut doc: Value =
             serde_json::from_str(text).map_err(|e| not_results(&format!("not JSON: {e}")))?;
         let Some(obj) = doc.as_object_mut() else {
@@ -171,9 +175,9 @@ impl Results {
         };
         let version = match obj.get("results_version") {
             None if obj.contains_key("vblast_version") && obj.contains_key("latency_ms") => {
-                return Err(format!(
+                return Err(Cause::Said(format!(
                     "{name} is a vblast JSON report, not a results file: it has no histograms to merge (results files come from --output)"
-                ));
+                )));
             }
             None => return Err(not_results("no results_version")),
             Some(v) => v
@@ -182,26 +186,28 @@ impl Results {
                 .ok_or_else(|| not_results(&format!("results_version {v}")))?,
         };
         if obj.get("kind").and_then(Value::as_str) == Some("sweep") {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{name} is a sweep (vblast sweep --output), not one run's results: show it with vblast report {name} alone, or compare sweeps with vblast compare"
-            ));
+            )));
         }
         if version > RESULTS_VERSION {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{name} is results version {version}, newer than this vblast reads (up to {RESULTS_VERSION}): use a newer vblast"
-            ));
+            )));
         }
         let stats = obj.remove("stats").unwrap_or(Value::Null);
-        let stored: Stored =
-            serde_json::from_value(doc).map_err(|e| format!("{name}: damaged results: {e}"))?;
-        let stats: Stats = serde_json::from_value(stats)
-            .map_err(|e| format!("{name}: damaged results: stats: {e}"))?;
+        let damaged = |what: &str, source| Cause::Json {
+            what: format!("{name}: damaged results{what}"),
+            source,
+        };
+        let stored: Stored = serde_json::from_value(doc).map_err(|e| damaged("", e))?;
+        let stats: Stats = serde_json::from_value(stats).map_err(|e| damaged(": stats", e))?;
         if stats.ops.len() != stored.op_names.len() {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{name}: damaged results: {} operation names but {} operations in stats",
                 stored.op_names.len(),
                 stats.ops.len()
-            ));
+            )));
         }
         Ok(Results {
             vblast_version: stored.vblast_version,
@@ -222,12 +228,12 @@ impl Results {
 /// histograms add, the timeline adds second by second (shards started together), the
 /// duration is the longest shard's. The shards must run the same operations in the same
 /// load model at the same target rate, with the same keep-alive setting.
-pub fn merge(parts: &[Results]) -> Result<Results, String> {
+pub fn merge(parts: &[Results]) -> Result<Results, Cause> {
     let Some((first, rest)) = parts.split_first() else {
         return Err("no results to merge".into());
     };
     // Shards of one run: one run id, every shard once (src/shard.rs).
-    crate::shard::check_set(parts)?;
+    crate::shard::check_set(parts).map_err(Cause::from)?;
     // Each shard's timeline moves by its clock offset (src/shard.rs, `clock_offsets`), so
     // the merged seconds are wall-clock seconds; all are added at once.
     let offsets = crate::shard::clock_offsets(parts);
@@ -258,11 +264,11 @@ pub fn merge(parts: &[Results]) -> Result<Results, String> {
     };
     for (i, r) in rest.iter().enumerate() {
         let mismatch = |what: &str, a: String, b: String| {
-            format!(
+            Cause::Said(format!(
                 "{} and {} are not shards of one run: {what} {a} and {b}",
                 label(first, 0),
                 label(r, i + 1)
-            )
+            ))
         };
         if r.op_names != first.op_names {
             return Err(mismatch(
@@ -326,7 +332,7 @@ fn add_distinct(list: &mut String, item: &str) {
 }
 
 /// Reads results files and merges them when there are several.
-pub fn load(paths: &[PathBuf]) -> Result<Results, String> {
+pub fn load(paths: &[PathBuf]) -> Result<Results, Cause> {
     let parts = paths
         .iter()
         .map(|p| Results::read(p))
@@ -344,70 +350,10 @@ pub fn report_files(
     paths: &[PathBuf],
     format: Format,
     out: &mut dyn Write,
-) -> Result<Summary, String> {
+) -> Result<Summary, Cause> {
     let summary = load(paths)?.summary();
-    report::render(&summary, format, out).map_err(|e| format!("cannot write the report: {e}"))?;
+    report::render(&summary, format, out).map_err(|e| Cause::io("cannot write the report", e))?;
     Ok(summary)
-}
-
-/// Removes, recursively, every object key that names a credential (token, secret,
-/// password, ...: compared without case, `-` taken as `_`), and from header lists
-/// (`[name, value]` pairs, or `{name, value}` objects) every header that carries one
-/// (X-Vault-Token, Authorization, Cookie, ...). Counts and sizes such as `secrets` or
-/// `secret_size` stay. Free-form strings (a request body) are not looked into: a scenario
-/// must keep credentials under keys, not inside text.
-pub fn redact(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.retain(|k, _| !sensitive_key(k));
-            for x in map.values_mut() {
-                redact(x);
-            }
-        }
-        Value::Array(items) => {
-            items.retain(|x| !sensitive_header(x));
-            for x in items.iter_mut() {
-                redact(x);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn sensitive_key(key: &str) -> bool {
-    let k = key.to_ascii_lowercase().replace('-', "_");
-    const EXACT: &[&str] = &[
-        "token",
-        "secret",
-        "password",
-        "passphrase",
-        "secret_id",
-        "private_key",
-        "authorization",
-        "proxy_authorization",
-        "cookie",
-        "set_cookie",
-        "credentials",
-    ];
-    const SUFFIX: &[&str] = &[
-        "_token",
-        "_password",
-        "_secret",
-        "_secret_id",
-        "_private_key",
-    ];
-    EXACT.contains(&k.as_str()) || SUFFIX.iter().any(|s| k.ends_with(s))
-}
-
-/// A header given as `["Name", "value"]` or `{"name": "Name", "value": "..."}` whose name
-/// is sensitive.
-fn sensitive_header(v: &Value) -> bool {
-    let name = match v {
-        Value::Array(pair) if pair.len() == 2 => pair[0].as_str(),
-        Value::Object(m) if m.contains_key("value") => m.get("name").and_then(Value::as_str),
-        _ => None,
-    };
-    name.is_some_and(sensitive_key)
 }
 
 /// This machine's host name ("unknown" if it cannot be had).
@@ -773,13 +719,15 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = Results::parse(&text, "f").expect_err(want);
+            let e = Results::parse(&text, "f").expect_err(want).to_string();
             assert!(e.starts_with(want), "'{e}' is not '{want}...'");
         }
-        let e = Results::read(Path::new("/nonexistent/r.json")).unwrap_err();
+        let e = Results::read(Path::new("/nonexistent/r.json"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("cannot read /nonexistent/r.json"), "{e}");
         assert_eq!(
-            load(&[]).unwrap_err(),
+            load(&[]).unwrap_err().to_string(),
             "give at least one results file".to_string()
         );
     }
@@ -796,7 +744,7 @@ mod tests {
         };
         let mut y = base.clone();
         y.op_names = vec!["kv-read".into(), "cert-login".into()];
-        let e = merge(&[x.clone(), y]).unwrap_err();
+        let e = merge(&[x.clone(), y]).unwrap_err().to_string();
         assert!(
             e.starts_with("x.json and y.json are not shards of one run: operations"),
             "{e}"
@@ -804,15 +752,25 @@ mod tests {
         let mut y = base.clone();
         y.run.model = Model::Closed;
         y.run.target_rate = None;
-        let e = merge(&[x.clone(), y]).unwrap_err();
+        let e = merge(&[x.clone(), y]).unwrap_err().to_string();
         assert!(e.contains("load models open and closed"), "{e}");
         let mut y = base.clone();
         y.run.target_rate = Some(100.0);
-        assert!(merge(&[x.clone(), y]).unwrap_err().contains("target rates"));
+        assert!(
+            merge(&[x.clone(), y])
+                .unwrap_err()
+                .to_string()
+                .contains("target rates")
+        );
         let mut y = base.clone();
         y.run.keepalive = false;
-        assert!(merge(&[x.clone(), y]).unwrap_err().contains("keep-alive"));
-        assert_eq!(merge(&[]).unwrap_err(), "no results to merge");
+        assert!(
+            merge(&[x.clone(), y])
+                .unwrap_err()
+                .to_string()
+                .contains("keep-alive")
+        );
+        assert_eq!(merge(&[]).unwrap_err().to_string(), "no results to merge");
         // Same run on two hosts against two nodes: both named.
         let mut y = base.clone();
         y.host = "other-host".into();
@@ -845,7 +803,7 @@ mod tests {
             "secret": "H",
             "tls": {"client_cert": "/c.pem", "client_key": "/k.pem", "ca_cert": "/ca.pem"},
         });
-        redact(&mut v);
+        crate::redact::json(&mut v);
         assert_eq!(
             v,
             json!({

@@ -111,44 +111,20 @@ pub struct OpChoice {
     pub label: Option<String>,
 }
 
-/// Config keys whose values are credentials (a database's root password).
-const SECRET_KEYS: &[&str] = &["password", "connection_url", "token", "private_key"];
-
-/// Header names whose values are credentials.
-const SECRET_HEADERS: &[&str] = &[
-    "x-vault-token",
-    "authorization",
-    "cookie",
-    "proxy-authorization",
-];
-
 impl Scenario {
-    /// The scenario as JSON with nothing secret in it: no token, credential headers and
-    /// inline bodies replaced by a placeholder.
+    /// The scenario as JSON with nothing secret in it (`crate::redact`'s one policy): no
+    /// token, no credential key or header, no URL password, inline bodies as their size.
     pub fn redacted(&self) -> serde_json::Value {
         let mut s = self.clone();
-        if let Workload::Vault(ops) = &mut s.workload {
-            for op in ops {
-                if let Some(cfg) = op.config.as_object_mut() {
-                    for (k, v) in cfg.iter_mut() {
-                        if SECRET_KEYS.contains(&k.as_str()) && v.is_string() {
-                            *v = "<redacted>".into();
-                        }
-                    }
-                }
-            }
-        }
         if let Workload::Url(r) = &mut s.workload {
-            for (name, value) in &mut r.headers {
-                if SECRET_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
-                    *value = "<redacted>".into();
-                }
-            }
+            crate::redact::headers(&mut r.headers);
             if let Some(Body::Inline(b)) = &mut r.body {
-                *b = format!("<{} bytes>", b.len());
+                *b = crate::redact::body(b);
             }
         }
-        serde_json::to_value(&s).unwrap_or(serde_json::Value::Null)
+        let mut v = serde_json::to_value(&s).unwrap_or(serde_json::Value::Null);
+        crate::redact::json(&mut v);
+        v
     }
 
     /// "kv-read:80,kv-write:20", or "url" in URL mode: the operations as reports name them.

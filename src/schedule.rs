@@ -257,41 +257,32 @@ impl Schedule {
     /// Refuses schedules whose requests cannot be placed in time: rates that are not
     /// finite, below `MIN_RATE` (other than a ramp's start or a pausing step at 0) or above
     /// `MAX_RATE`; ramps and steps of no length or longer than `MAX_SPAN`.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Refusal> {
         match self {
             Schedule::Constant { rate } => check_rate(*rate, false),
             Schedule::Ramp { from, to, over } => {
-                check_rate(*from, true).map_err(|e| format!("ramp start: {e}"))?;
-                check_rate(*to, false).map_err(|e| format!("ramp end: {e}"))?;
+                check_rate(*from, true).map_err(|e| Refusal::RampStart(Box::new(e)))?;
+                check_rate(*to, false).map_err(|e| Refusal::RampEnd(Box::new(e)))?;
                 check_span(*over, "the ramp")
             }
             Schedule::Steps(steps) => {
                 if steps.is_empty() {
-                    return Err("a step schedule needs at least one step".into());
+                    return Err(Refusal::NoSteps);
                 }
                 if steps.len() > MAX_STEPS {
-                    return Err(format!(
-                        "{} steps are more than vblast paces (at most {MAX_STEPS})",
-                        steps.len()
-                    ));
+                    return Err(Refusal::TooManySteps(steps.len()));
                 }
                 for (i, &(rate, d)) in steps.iter().enumerate() {
                     let last = i + 1 == steps.len();
                     check_rate(rate, !last).map_err(|e| {
                         if last && rate == 0.0 {
-                            format!(
-                                "step {}: the last step's rate is held after it, so it cannot be 0",
-                                i + 1
-                            )
+                            Refusal::LastStepZero(i + 1)
                         } else {
-                            format!("step {}: {e}", i + 1)
+                            Refusal::Step(i + 1, Box::new(e))
                         }
                     })?;
                     if d.is_zero() {
-                        return Err(format!(
-                            "step {}: its duration must be longer than zero",
-                            i + 1
-                        ));
+                        return Err(Refusal::ZeroStep(i + 1));
                     }
                 }
                 check_span(self.span(), "the steps")
@@ -302,64 +293,143 @@ impl Schedule {
     /// The schedule of the command line's `-R RATE` (and `--ramp DURATION`):
     /// `2000` is a constant rate, `100..5000` with `--ramp 60s` a ramp, and
     /// `100:10s,500:10s,1000:20s` steps. Validated; errors name the flag.
-    pub fn from_flags(rate: &str, ramp: Option<Duration>) -> Result<Schedule, String> {
+    pub fn from_flags(rate: &str, ramp: Option<Duration>) -> Result<Schedule, ScheduleError> {
         let text = rate.trim();
+        let refused = |source| ScheduleError::Refused {
+            text: text.into(),
+            source,
+        };
         let schedule = if text.is_empty() {
-            return Err(
-                "-R needs a rate: e.g. -R 2000, -R 100..5000 --ramp 60s, or -R 100:10s,500:20s"
-                    .into(),
-            );
+            return Err(ScheduleError::NoRate);
         } else if text.contains(':') || text.contains(',') {
             if ramp.is_some() {
-                return Err(format!(
-                    "-R {text} is a step schedule: --ramp applies only to a ramp (-R FROM..TO)"
-                ));
+                return Err(ScheduleError::RampOnSteps(text.into()));
             }
             let mut steps = Vec::new();
             for (i, part) in text.split(',').enumerate() {
                 let part = part.trim();
                 let Some((r, d)) = part.split_once(':') else {
-                    return Err(format!(
-                        "-R {text}: step {} '{part}' is not RATE:DURATION (e.g. 500:10s)",
-                        i + 1
-                    ));
+                    return Err(ScheduleError::NotAStep {
+                        text: text.into(),
+                        step: i + 1,
+                        part: part.into(),
+                    });
                 };
-                let r = parse_rate(r).map_err(|e| format!("-R {text}: step {}: {e}", i + 1))?;
+                let r = parse_rate(r).map_err(|e| refused(Refusal::Step(i + 1, Box::new(e))))?;
                 let d = crate::units::parse_duration(d)
-                    .map_err(|e| format!("-R {text}: step {}: {e}", i + 1))?;
+                    .map_err(|e| refused(Refusal::Step(i + 1, Box::new(Refusal::Duration(e)))))?;
                 steps.push((r, d));
             }
             Schedule::Steps(steps)
         } else if let Some((from, to)) = text.split_once("..") {
-            let from = parse_rate(from).map_err(|e| format!("-R {text}: ramp start: {e}"))?;
-            let to = parse_rate(to).map_err(|e| format!("-R {text}: ramp end: {e}"))?;
+            let from = parse_rate(from).map_err(|e| refused(Refusal::RampStart(Box::new(e))))?;
+            let to = parse_rate(to).map_err(|e| refused(Refusal::RampEnd(Box::new(e))))?;
             let Some(over) = ramp else {
-                return Err(format!(
-                    "-R {text} is a ramp: give its length with --ramp (e.g. --ramp 60s)"
-                ));
+                return Err(ScheduleError::RampWithoutLength(text.into()));
             };
             Schedule::Ramp { from, to, over }
         } else {
-            let rate = parse_rate(text).map_err(|e| format!("-R {text}: {e}"))?;
+            let rate = parse_rate(text).map_err(refused)?;
             if ramp.is_some() {
-                return Err(format!(
-                    "--ramp needs a range to ramp over: -R FROM..TO (e.g. -R 100..{text} --ramp 60s)"
-                ));
+                return Err(ScheduleError::RampWithoutRange(text.into()));
             }
             Schedule::Constant { rate }
         };
-        schedule.validate().map_err(|e| format!("-R {text}: {e}"))?;
+        schedule.validate().map_err(refused)?;
         Ok(schedule)
     }
 }
 
-fn parse_rate(text: &str) -> Result<f64, String> {
+/// A `-R` (and `--ramp`) that is refused; its text names the flag.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("-R needs a rate: e.g. -R 2000, -R 100..5000 --ramp 60s, or -R 100:10s,500:20s")]
+    NoRate,
+    #[error("-R {0} is a step schedule: --ramp applies only to a ramp (-R FROM..TO)")]
+    RampOnSteps(String),
+    #[error("-R {text}: step {step} '{part}' is not RATE:DURATION (e.g. 500:10s)")]
+    NotAStep {
+        text: String,
+        step: usize,
+        part: String,
+    },
+    #[error("-R {0} is a ramp: give its length with --ramp (e.g. --ramp 60s)")]
+    RampWithoutLength(String),
+    #[error("-R {0}: --ramp needs a range to ramp over: -R FROM..TO (e.g. -R 100..{0} --ramp 60s)")]
+    RampWithoutRange(String),
+    /// What is wrong with the schedule `-R text` gives: "-R 0 is not a usable rate..." when
+    /// the refusal starts with the rate itself, "-R 0..0: ramp end: ..." otherwise.
+    #[error("{}", refused_text(text, source))]
+    Refused { text: String, source: Refusal },
+}
+
+fn refused_text(text: &str, source: &Refusal) -> String {
+    if source.starts_with_a_number() {
+        format!("-R {source}")
+    } else {
+        format!("-R {text}: {source}")
+    }
+}
+
+impl From<ScheduleError> for crate::error::Cause {
+    fn from(e: ScheduleError) -> Self {
+        crate::error::Cause::Said(e.to_string())
+    }
+}
+
+/// Why a schedule (or a rate in it) is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("missing rate")]
+    MissingRate,
+    #[error("'{0}' is not a rate in requests per second")]
+    NotARate(String),
+    #[error("{} is not a usable rate: give requests per second above 0", show_rate(*.0))]
+    Unusable(f64),
+    #[error("{} requests per second is below the lowest rate vblast paces (1 per hour, {MIN_RATE:.6}/s)", show_rate(*.0))]
+    BelowMin(f64),
+    #[error("{} requests per second is beyond what one client can send (at most {MAX_RATE:.0})", show_rate(*.0))]
+    AboveMax(f64),
+    #[error("{0} must last longer than zero")]
+    NoLength(&'static str),
+    #[error("{0} last longer than a year")]
+    OverAYear(&'static str),
+    #[error("a step schedule needs at least one step")]
+    NoSteps,
+    #[error("{0} steps are more than vblast paces (at most {MAX_STEPS})")]
+    TooManySteps(usize),
+    #[error("step {0}: the last step's rate is held after it, so it cannot be 0")]
+    LastStepZero(usize),
+    #[error("step {0}: its duration must be longer than zero")]
+    ZeroStep(usize),
+    #[error("step {0}: {1}")]
+    Step(usize, Box<Refusal>),
+    #[error("ramp start: {0}")]
+    RampStart(Box<Refusal>),
+    #[error("ramp end: {0}")]
+    RampEnd(Box<Refusal>),
+    #[error("{0}")]
+    Duration(crate::units::DurationError),
+}
+
+impl Refusal {
+    /// Whether the text starts with a number (the rate or the count refused).
+    fn starts_with_a_number(&self) -> bool {
+        let shown = match self {
+            Refusal::Unusable(r) | Refusal::BelowMin(r) | Refusal::AboveMax(r) => show_rate(*r),
+            Refusal::TooManySteps(_) => return true,
+            _ => return false,
+        };
+        shown.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+    }
+}
+
+fn parse_rate(text: &str) -> Result<f64, Refusal> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("missing rate".into());
+        return Err(Refusal::MissingRate);
     }
-    t.parse::<f64>()
-        .map_err(|_| format!("'{t}' is not a rate in requests per second"))
+    t.parse::<f64>().map_err(|_| Refusal::NotARate(t.into()))
 }
 
 /// A rate as people write it: "2000", "0.5", "1e-300" (not 300 decimal places).
@@ -372,32 +442,25 @@ fn show_rate(rate: f64) -> String {
     }
 }
 
-fn check_rate(rate: f64, zero_ok: bool) -> Result<(), String> {
-    let shown = show_rate(rate);
+fn check_rate(rate: f64, zero_ok: bool) -> Result<(), Refusal> {
     if !rate.is_finite() || rate < 0.0 || (rate == 0.0 && !zero_ok) {
-        return Err(format!(
-            "{shown} is not a usable rate: give requests per second above 0"
-        ));
+        return Err(Refusal::Unusable(rate));
     }
     if rate > 0.0 && rate < MIN_RATE {
-        return Err(format!(
-            "{shown} requests per second is below the lowest rate vblast paces (1 per hour, {MIN_RATE:.6}/s)"
-        ));
+        return Err(Refusal::BelowMin(rate));
     }
     if rate > MAX_RATE {
-        return Err(format!(
-            "{shown} requests per second is beyond what one client can send (at most {MAX_RATE:.0})"
-        ));
+        return Err(Refusal::AboveMax(rate));
     }
     Ok(())
 }
 
-fn check_span(d: Duration, what: &str) -> Result<(), String> {
+fn check_span(d: Duration, what: &'static str) -> Result<(), Refusal> {
     if d.is_zero() {
-        return Err(format!("{what} must last longer than zero"));
+        return Err(Refusal::NoLength(what));
     }
     if d > MAX_SPAN {
-        return Err(format!("{what} last longer than a year"));
+        return Err(Refusal::OverAYear(what));
     }
     Ok(())
 }
@@ -612,9 +675,12 @@ mod tests {
             Schedule::Steps(vec![(1.0, Duration::from_secs(1)); MAX_STEPS + 1]),
         ] {
             let e = bad.validate().expect_err(&format!("{bad:?} accepted"));
-            assert!(!e.is_empty());
+            assert!(!e.to_string().is_empty());
         }
-        let e = Schedule::Constant { rate: 1e-300 }.validate().unwrap_err();
+        let e = Schedule::Constant { rate: 1e-300 }
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("1e-300 requests per second is below the lowest rate"),
             "{e}"
@@ -646,7 +712,7 @@ mod tests {
         );
         assert_eq!(ok("300:2s", None), Ok(steps(&[(300.0, 2.0)])));
         let err = |r: &str, ramp: Option<&str>, want: &str| {
-            let e = ok(r, ramp).expect_err(r);
+            let e = ok(r, ramp).expect_err(r).to_string();
             assert!(e.contains(want), "-R {r}: '{e}' lacks '{want}'");
         };
         err("", None, "-R needs a rate");

@@ -55,32 +55,22 @@ impl Hist {
 
     /// Adds a histogram in the form `to_base64` makes, without building a second
     /// full-range histogram for it.
-    pub fn add_base64(&mut self, text: &str) -> Result<(), String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| format!("bad histogram encoding: {e}"))?;
-        let h: Histogram<u64> = HistReader::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("bad histogram: {e:?}"))?;
+    pub fn add_base64(&mut self, text: &str) -> Result<(), HistError> {
+        let h = decode(text)?;
         self.0
             .add(&h)
-            .map_err(|e| format!("bad histogram range: {e:?}"))
+            .map_err(|e| HistError::Range(format!("{e:?}")))
     }
 
     /// Checks a histogram in the form `to_base64` makes, as `from_base64` would, without
     /// building a full-range histogram for it (reading a long timeline checks every second).
-    pub fn check_base64(text: &str) -> Result<(), String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| format!("bad histogram encoding: {e}"))?;
-        let h: Histogram<u64> = HistReader::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("bad histogram: {e:?}"))?;
+    pub fn check_base64(text: &str) -> Result<(), HistError> {
+        let h = decode(text)?;
         if !h.is_empty() && h.max() > Hist::default_high() {
-            return Err(format!(
-                "bad histogram range: a value of {} us is beyond {MAX_US} us",
+            return Err(HistError::Range(format!(
+                "a value of {} us is beyond {MAX_US} us",
                 h.max()
-            ));
+            )));
         }
         Ok(())
     }
@@ -93,19 +83,34 @@ impl Hist {
         *HIGH.get_or_init(|| Hist::default().0.highest_equivalent(MAX_US))
     }
 
-    pub fn from_base64(text: &str) -> Result<Hist, String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|e| format!("bad histogram encoding: {e}"))?;
-        let h: Histogram<u64> = HistReader::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("bad histogram: {e:?}"))?;
+    pub fn from_base64(text: &str) -> Result<Hist, HistError> {
+        let h = decode(text)?;
         let mut out = Hist::default();
         out.0
             .add(&h)
-            .map_err(|e| format!("bad histogram range: {e:?}"))?;
+            .map_err(|e| HistError::Range(format!("{e:?}")))?;
         Ok(out)
     }
+}
+
+/// A histogram of a results file that cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum HistError {
+    #[error("bad histogram encoding: {0}")]
+    Encoding(#[from] base64::DecodeError),
+    /// The V2 decoder's own error (its Debug text: it has no Display).
+    #[error("bad histogram: {0}")]
+    Format(String),
+    #[error("bad histogram range: {0}")]
+    Range(String),
+}
+
+/// A histogram in the form `to_base64` makes, as HdrHistogram reads it.
+fn decode(text: &str) -> Result<Histogram<u64>, HistError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
+    HistReader::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| HistError::Format(format!("{e:?}")))
 }
 
 impl Serialize for Hist {
@@ -694,7 +699,7 @@ mod tests {
         wide.0.record(MAX_US * 100).unwrap();
         let text = wide.to_base64();
         assert!(Hist::from_base64(&text).is_err());
-        let e = Hist::check_base64(&text).unwrap_err();
+        let e = Hist::check_base64(&text).unwrap_err().to_string();
         assert!(e.contains("range"), "{e}");
     }
 

@@ -58,112 +58,194 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(p)
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let data = std::fs::read(path).map_err(|e| {
-        format!(
-            "cannot read certificate file {}: {}",
-            path.display(),
-            io_error_text(&e)
+/// A TLS setting that cannot be used: a file that cannot be read or holds no usable PEM,
+/// a certificate and key that do not go together, a name that is not a server name.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {what} {}: {}", path.display(), io_error_text(source))]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot parse PEM certificates in {}: {source}", path.display())]
+    BadPem {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no PEM certificate found in {}", .0.display())]
+    NoCertificate(PathBuf),
+    #[error("no PEM private key (RSA, EC or PKCS#8) found in {}", .0.display())]
+    NoKey(PathBuf),
+    #[error("cannot parse private key in {}: {source}", path.display())]
+    BadKey {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid CA certificate in {}: {source}", path.display())]
+    BadCa {
+        path: PathBuf,
+        source: rustls::Error,
+    },
+    #[error("no CA certificate found in {}", .0.display())]
+    NoCa(PathBuf),
+    #[error("TLS setup failed: {0}")]
+    Setup(rustls::Error),
+    #[error("client certificate {} and key {} do not go together: {source}", cert.display(), key.display())]
+    Mismatch {
+        cert: PathBuf,
+        key: PathBuf,
+        source: rustls::Error,
+    },
+    #[error("a client certificate needs its key (--client-key)")]
+    CertWithoutKey,
+    #[error("a client key needs its certificate (--client-cert)")]
+    KeyWithoutCert,
+    #[error("'{0}' is not a valid TLS server name")]
+    ServerName(String),
+    /// A failed handshake, in `handshake_error`'s words; `timed_out` when the server did
+    /// not answer in time.
+    #[error("{text}")]
+    Handshake { text: String, timed_out: bool },
+}
+
+impl From<TlsError> for crate::error::Cause {
+    fn from(e: TlsError) -> Self {
+        use crate::error::Cause;
+        match e {
+            TlsError::Setup(source) => Cause::Tls {
+                what: "TLS setup failed".into(),
+                source,
+            },
+            TlsError::Handshake { text, .. } => Cause::Said(text),
+            other => Cause::Said(other.to_string()),
+        }
+    }
+}
+
+impl TlsError {
+    /// A handshake the server did not answer in time.
+    pub fn timed_out(&self) -> bool {
+        matches!(
+            self,
+            TlsError::Handshake {
+                timed_out: true,
+                ..
+            }
         )
+    }
+}
+
+/// For the callers whose own errors are still sentences (their message is the same).
+impl From<TlsError> for String {
+    fn from(e: TlsError) -> Self {
+        e.to_string()
+    }
+}
+
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let data = std::fs::read(path).map_err(|source| TlsError::Read {
+        what: "certificate file",
+        path: path.into(),
+        source,
     })?;
     let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut data.as_slice()).collect();
-    let certs =
-        certs.map_err(|e| format!("cannot parse PEM certificates in {}: {e}", path.display()))?;
+    let certs = certs.map_err(|source| TlsError::BadPem {
+        path: path.into(),
+        source,
+    })?;
     if certs.is_empty() {
-        return Err(format!("no PEM certificate found in {}", path.display()));
+        return Err(TlsError::NoCertificate(path.into()));
     }
     Ok(certs)
 }
 
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let data = std::fs::read(path).map_err(|e| {
-        format!(
-            "cannot read key file {}: {}",
-            path.display(),
-            io_error_text(&e)
-        )
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let data = std::fs::read(path).map_err(|source| TlsError::Read {
+        what: "key file",
+        path: path.into(),
+        source,
     })?;
     match rustls_pemfile::private_key(&mut data.as_slice()) {
         Ok(Some(k)) => Ok(k),
-        Ok(None) => Err(format!(
-            "no PEM private key (RSA, EC or PKCS#8) found in {}",
-            path.display()
-        )),
-        Err(e) => Err(format!(
-            "cannot parse private key in {}: {e}",
-            path.display()
-        )),
+        Ok(None) => Err(TlsError::NoKey(path.into())),
+        Err(source) => Err(TlsError::BadKey {
+            path: path.into(),
+            source,
+        }),
     }
 }
 
-fn add_roots(store: &mut RootCertStore, path: &Path) -> Result<usize, String> {
+fn add_roots(store: &mut RootCertStore, path: &Path) -> Result<usize, TlsError> {
     let mut added = 0;
     for cert in read_certs(path)? {
-        store
-            .add(cert)
-            .map_err(|e| format!("invalid CA certificate in {}: {e}", path.display()))?;
+        store.add(cert).map_err(|source| TlsError::BadCa {
+            path: path.into(),
+            source,
+        })?;
         added += 1;
     }
     Ok(added)
 }
 
+/// The trusted roots: `--ca-cert`, `--ca-path`, or the system's.
+fn roots(opts: &TlsOptions) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    if let Some(file) = &opts.ca_cert {
+        add_roots(&mut roots, file)?;
+    }
+    if let Some(dir) = &opts.ca_path {
+        let entries = std::fs::read_dir(dir).map_err(|source| TlsError::Read {
+            what: "CA directory",
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_file() {
+                add_roots(&mut roots, &p)?;
+            }
+        }
+        if roots.is_empty() {
+            return Err(TlsError::NoCa(dir.clone()));
+        }
+    }
+    if opts.ca_cert.is_none() && opts.ca_path.is_none() {
+        let found = rustls_native_certs::load_native_certs();
+        for cert in found.certs {
+            let _ = roots.add(cert);
+        }
+    }
+    Ok(roots)
+}
+
 /// Builds the one client configuration every connection of a run shares.
-pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?;
+        .map_err(TlsError::Setup)?;
     let builder = if opts.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
     } else {
-        let mut roots = RootCertStore::empty();
-        if let Some(file) = &opts.ca_cert {
-            add_roots(&mut roots, file)?;
-        }
-        if let Some(dir) = &opts.ca_path {
-            let entries = std::fs::read_dir(dir).map_err(|e| {
-                format!(
-                    "cannot read CA directory {}: {}",
-                    dir.display(),
-                    io_error_text(&e)
-                )
-            })?;
-            for entry in entries.flatten() {
-                let p = entry.path();
-                if p.is_file() {
-                    add_roots(&mut roots, &p)?;
-                }
-            }
-            if roots.is_empty() {
-                return Err(format!("no CA certificate found in {}", dir.display()));
-            }
-        }
-        if opts.ca_cert.is_none() && opts.ca_path.is_none() {
-            let found = rustls_native_certs::load_native_certs();
-            for cert in found.certs {
-                let _ = roots.add(cert);
-            }
-        }
-        builder.with_root_certificates(roots)
+        builder.with_root_certificates(roots(opts)?)
     };
     let mut config = match (&opts.client_cert, &opts.client_key) {
         (Some(c), Some(k)) => {
             let certs = read_certs(c)?;
             let key = read_key(k)?;
-            builder.with_client_auth_cert(certs, key).map_err(|e| {
-                format!(
-                    "client certificate {} and key {} do not go together: {e}",
-                    c.display(),
-                    k.display()
-                )
-            })?
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|source| TlsError::Mismatch {
+                    cert: c.clone(),
+                    key: k.clone(),
+                    source,
+                })?
         }
         (None, None) => builder.with_no_client_auth(),
-        (Some(_), None) => return Err("a client certificate needs its key (--client-key)".into()),
-        (None, Some(_)) => {
-            return Err("a client key needs its certificate (--client-cert)".into());
-        }
+        (Some(_), None) => return Err(TlsError::CertWithoutKey),
+        (None, Some(_)) => return Err(TlsError::KeyWithoutCert),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     if !opts.resume {
@@ -173,10 +255,9 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
 }
 
 /// The name the server's certificate must carry.
-pub fn server_name(opts: &TlsOptions, host: &str) -> Result<ServerName<'static>, String> {
+pub fn server_name(opts: &TlsOptions, host: &str) -> Result<ServerName<'static>, TlsError> {
     let name = opts.server_name.as_deref().unwrap_or(host);
-    ServerName::try_from(name.to_string())
-        .map_err(|_| format!("'{name}' is not a valid TLS server name"))
+    ServerName::try_from(name.to_string()).map_err(|_| TlsError::ServerName(name.into()))
 }
 
 /// `-k`: accepts any certificate, and so skips the handshake signature check too.
@@ -255,14 +336,23 @@ pub fn blocking_handshake<S: std::io::Read + std::io::Write>(
     conn: &mut rustls::ClientConnection,
     sock: &mut S,
     host_port: &str,
-) -> Result<(), String> {
+) -> Result<(), TlsError> {
     let mut rec = Recording {
         inner: sock,
         first: Vec::new(),
     };
     while conn.is_handshaking() {
         if let Err(e) = conn.complete_io(&mut rec) {
-            return Err(handshake_error(&e, &rec.first, host_port));
+            let plain_http = rec.first.starts_with(b"HTTP/") || rec.first.starts_with(b"<");
+            let timed_out = !plain_http
+                && matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            return Err(TlsError::Handshake {
+                text: handshake_error(&e, &rec.first, host_port),
+                timed_out,
+            });
         }
     }
     Ok(())
@@ -288,14 +378,25 @@ pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> Str
         );
     }
     let text = io_error_text(e);
-    let hint = if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
-        " (trust the server's CA with --ca-cert/VAULT_CACERT or --ca-path/VAULT_CAPATH, or skip verification with -k)"
-    } else if text.contains("NotValidForName") || text.contains("not valid for name") {
-        " (connect by the certificate's name, or give it with --tls-server-name/VAULT_TLS_SERVER_NAME)"
-    } else if text.contains("CertificateRequired") || text.contains("certificate required") {
-        " (the server wants a client certificate: --client-cert/--client-key)"
-    } else {
-        ""
-    };
+    let hint = hint(e.get_ref().and_then(|x| x.downcast_ref::<rustls::Error>()));
     format!("TLS handshake with {host_port} failed: {text}{hint}")
+}
+
+/// What to do about a handshake refused for a reason a flag can fix, from rustls' error.
+fn hint(e: Option<&rustls::Error>) -> &'static str {
+    use rustls::{AlertDescription, CertificateError, Error};
+    match e {
+        Some(Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+            " (trust the server's CA with --ca-cert/VAULT_CACERT or --ca-path/VAULT_CAPATH, or skip verification with -k)"
+        }
+        Some(Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        )) => {
+            " (connect by the certificate's name, or give it with --tls-server-name/VAULT_TLS_SERVER_NAME)"
+        }
+        Some(Error::AlertReceived(AlertDescription::CertificateRequired)) => {
+            " (the server wants a client certificate: --client-cert/--client-key)"
+        }
+        _ => "",
+    }
 }

@@ -95,6 +95,9 @@ impl TlsStream {
     }
 
     /// Drives the handshake; Ok(true) once it is complete and records flow.
+    // Over 100 lines, on purpose: rustls' unbuffered API is one loop over its connection
+    // states (encode, transmit, read, hand over the keys) borrowing the same buffers;
+    // split per state, each piece would need the loop's borrows threaded through it.
     pub fn handshake(&mut self) -> io::Result<bool> {
         let h = match &mut self.phase {
             Phase::Handshake(h) => h,

@@ -2,11 +2,26 @@
 
 use std::time::Duration;
 
+/// A duration that could not be read; its text says what to write instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration")]
+    Empty,
+    #[error("invalid duration '{0}' (use e.g. 30s, 2m, 500ms)")]
+    Malformed(String),
+    #[error("invalid duration unit '{unit}' in '{text}' (use ms, s, m or h)")]
+    Unit { unit: String, text: String },
+    #[error("invalid duration '{0}'")]
+    Invalid(String),
+    #[error("duration '{0}' is longer than a year")]
+    TooLong(String),
+}
+
 /// Parses "250ms", "30s", "2m", "1h", "1m30s" or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let t = text.trim();
     if t.is_empty() {
-        return Err("empty duration".into());
+        return Err(DurationError::Empty);
     }
     if let Ok(secs) = t.parse::<f64>() {
         return secs_to_duration(secs, text);
@@ -31,7 +46,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
         let v: f64 = num
             .parse()
-            .map_err(|_| format!("invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"))?;
+            .map_err(|_| DurationError::Malformed(text.into()))?;
         num.clear();
         let scale = match unit.as_str() {
             "ms" => 0.001,
@@ -40,28 +55,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             "us" => 0.000_001,
             _ => {
-                return Err(format!(
-                    "invalid duration unit '{unit}' in '{text}' (use ms, s, m or h)"
-                ));
+                return Err(DurationError::Unit {
+                    unit,
+                    text: text.into(),
+                });
             }
         };
         total += v * scale;
         any = true;
     }
     if !num.is_empty() || !any {
-        return Err(format!(
-            "invalid duration '{text}' (use e.g. 30s, 2m, 500ms)"
-        ));
+        return Err(DurationError::Malformed(text.into()));
     }
     secs_to_duration(total, text)
 }
 
-fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, DurationError> {
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("invalid duration '{text}'"));
+        return Err(DurationError::Invalid(text.into()));
     }
     if secs > 366.0 * 86_400.0 {
-        return Err(format!("duration '{text}' is longer than a year"));
+        return Err(DurationError::TooLong(text.into()));
     }
     Ok(Duration::from_secs_f64(secs))
 }

@@ -194,12 +194,19 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 
 /// Writes ab's report as ab's options (`style`) lay it out.
 pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
+    server_and_document(s, style, o)?;
+    counts(s, style, o)?;
+    if s.requests == 0 || s.latency_hist.is_empty() {
+        return Ok(());
+    }
+    connection_times(s, style, o)?;
+    percentages(s, style, o)?;
+    super::nodes::write_after_peer_layout(s, o)
+}
+
+/// From the banner to `Document Length`.
+fn server_and_document(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
     let ab = &s.ab;
-    let length_failures = if style.variable_length {
-        0
-    } else {
-        ab.length_failures
-    };
     let (host, port, path) = split_target(&s.run.target);
     let path = if s.run.target.contains("://") && !s.run.operation.is_empty() {
         // Vault mode: the target is the server; the operations stand for the document.
@@ -246,6 +253,17 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
         writeln!(o, "Document Length:        {} bytes", ab.doc_length)?;
     }
     writeln!(o)?;
+    Ok(())
+}
+
+/// From `Concurrency Level` to `Transfer rate`: counts, failures, bytes and rates.
+fn counts(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
+    let ab = &s.ab;
+    let length_failures = if style.variable_length {
+        0
+    } else {
+        ab.length_failures
+    };
     writeln!(o, "Concurrency Level:      {}", s.run.connections)?;
     let t = s.duration_s;
     writeln!(o, "Time taken for tests:   {t:.3} seconds")?;
@@ -309,10 +327,13 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
             )?;
         }
     }
+    Ok(())
+}
+
+/// The `Connection Times (ms)` table, and ab's sanity notes under it.
+fn connection_times(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
+    let ab = &s.ab;
     let total = &s.latency_hist;
-    if done == 0 || total.is_empty() {
-        return Ok(());
-    }
     let rows = [
         (
             "Connect:",
@@ -344,6 +365,12 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
             row.sane(o, what)?;
         }
     }
+    Ok(())
+}
+
+/// `Percentage of the requests served within a certain time (ms)`.
+fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
+    let total = &s.latency_hist;
     let n = total.0.len();
     if n > 1 && !style.no_percentiles {
         writeln!(o)?;
@@ -369,7 +396,7 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
             }
         }
     }
-    super::nodes::write_after_peer_layout(s, o)
+    Ok(())
 }
 
 /// Writes ab `-e`'s CSV: the time in ms within which each percentage (0..100) was served.

@@ -618,7 +618,7 @@ fn description(run: &HtmlRun, o: &mut String) {
     }
     if let Some(scenario) = run.scenario {
         let mut redacted = scenario.clone();
-        crate::results::redact(&mut redacted);
+        crate::redact::json(&mut redacted);
         let text = serde_json::to_string_pretty(&redacted).unwrap_or_default();
         let _ = write!(
             o,
@@ -632,6 +632,19 @@ fn description(run: &HtmlRun, o: &mut String) {
 /// (`vblast compare --html`: spectra and timelines overlaid, one colour per run).
 pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     let mut body = String::new();
+    spectrum_section(runs, &mut body);
+    timeline_section(runs, &mut body);
+    summary_section(runs, &mut body);
+    cluster_tables(runs, &mut body);
+    for run in runs {
+        let _ = write!(body, "<h2>Run: {}</h2>", escape(&run.name));
+        description(run, &mut body);
+    }
+    page(title, &body)
+}
+
+/// The percentile spectrum of every run, marked where each run's tail turns thin.
+fn spectrum_section(runs: &[HtmlRun], body: &mut String) {
     let several = runs.len() > 1;
     // The percentile spectrum: corrected (solid) and uncorrected (dashed) when they differ.
     let mut spectrum = Vec::new();
@@ -701,6 +714,11 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
         }
         .svg_marked(&marks),
     );
+}
+
+/// Requests, errors and latency per second of every run.
+fn timeline_section(runs: &[HtmlRun], body: &mut String) {
+    let several = runs.len() > 1;
     // The timeline, one second per point.
     let mut rate = Vec::new();
     let mut latency = Vec::new();
@@ -771,6 +789,10 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     ] {
         body.push_str(&chart.svg());
     }
+}
+
+/// The summary table of every run's operations, and the note on its thin tails.
+fn summary_section(runs: &[HtmlRun], body: &mut String) {
     // The summary table.
     let mut rows = Vec::new();
     let mut thin = Vec::new();
@@ -801,12 +823,6 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     if let Some(note) = tails::note(&thin) {
         let _ = write!(body, "<p class=\"note thin\">{}</p>", escape(&note));
     }
-    cluster_tables(runs, &mut body);
-    for run in runs {
-        let _ = write!(body, "<h2>Run: {}</h2>", escape(&run.name));
-        description(run, &mut body);
-    }
-    page(title, &body)
 }
 
 /// Several nodes as one target: a row per node and the windows of unavailability, as in the

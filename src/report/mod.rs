@@ -380,10 +380,15 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
 }
 
 /// Renders `summary` in `format` into the file at `path`; the error names the file.
-pub fn save(summary: &Summary, format: Format, path: &std::path::Path) -> Result<(), String> {
+pub fn save(
+    summary: &Summary,
+    format: Format,
+    path: &std::path::Path,
+) -> Result<(), crate::error::Cause> {
     let mut text = Vec::new();
     let _ = render(summary, format, &mut text);
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, text)
+        .map_err(|e| crate::error::Cause::io(format!("cannot write {}", path.display()), e))
 }
 
 /// Milliseconds for a table cell: "12.34ms", "1.85s".

@@ -11,6 +11,14 @@ use super::{Percentiles, Summary, fmt_ms};
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     super::write_header(s, o)?;
     writeln!(o)?;
+    table(s, o)?;
+    super::nodes::write(s, o)?;
+    writeln!(o)?;
+    footer(s, o)
+}
+
+/// The table of operations and their total, and the note on its thin tails.
+fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
     write!(
         o,
@@ -61,8 +69,13 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     if let Some(note) = super::tails::note(&thin) {
         writeln!(o, "{note}")?;
     }
-    super::nodes::write(s, o)?;
-    writeln!(o)?;
+    Ok(())
+}
+
+/// What follows the table: duration, where latency is measured from, connections,
+/// status codes and errors.
+fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    let open = s.is_open();
     writeln!(
         o,
         "Duration {:.2}s, {} requests, {} ok, {} failed.",

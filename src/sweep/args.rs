@@ -98,6 +98,7 @@ impl Spec {
             self.steps,
             Resolution::parse(&self.resolution)?,
         )
+        .map_err(String::from)
     }
 }
 

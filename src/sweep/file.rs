@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::report::Summary;
 use crate::results::Results;
 
@@ -191,20 +192,20 @@ impl Sweep {
 
     /// How the sweep ended: the search replayed over the steps' verdicts (None when it
     /// was interrupted before the search was done).
-    pub fn end(&self, judged: &[Judged]) -> Result<Option<End>, String> {
-        let mut search = self.spec.search()?;
+    pub fn end(&self, judged: &[Judged]) -> Result<Option<End>, Cause> {
+        let mut search = self.spec.search().map_err(Cause::Said)?;
         for (i, (step, j)) in self.steps.iter().zip(judged).enumerate() {
             match search.next() {
                 Next::Run { load, phase } if load == step.load && phase == step.phase => {
                     search.record(j.verdict)
                 }
                 other => {
-                    return Err(format!(
+                    return Err(Cause::Said(format!(
                         "step {} ran {} ({:?}) where the search gives {other:?}",
                         i + 1,
                         step.load,
                         step.phase
-                    ));
+                    )));
                 }
             }
         }
@@ -215,7 +216,7 @@ impl Sweep {
     }
 
     /// The whole document (results version 2).
-    pub fn to_json(&self) -> Result<String, String> {
+    pub fn to_json(&self) -> Result<String, Cause> {
         let judged = self.judged();
         let end = self.end(&judged)?;
         let mut steps = Vec::new();
@@ -223,9 +224,11 @@ impl Sweep {
             let mut buf = Vec::new();
             s.results
                 .write_to(&mut buf)
-                .map_err(|e| format!("cannot render a step: {e}"))?;
-            let results: Value =
-                serde_json::from_slice(&buf).map_err(|e| format!("cannot render a step: {e}"))?;
+                .map_err(|e| Cause::io("cannot render a step", e))?;
+            let results: Value = serde_json::from_slice(&buf).map_err(|e| Cause::Json {
+                what: "cannot render a step".into(),
+                source: e,
+            })?;
             steps.push(WrittenStep {
                 load: s.load,
                 phase: s.phase,
@@ -261,17 +264,19 @@ impl Sweep {
             },
             steps,
         };
-        let mut text =
-            serde_json::to_string_pretty(&doc).map_err(|e| format!("cannot render: {e}"))?;
+        let mut text = serde_json::to_string_pretty(&doc).map_err(|e| Cause::Json {
+            what: "cannot render".into(),
+            source: e,
+        })?;
         text.push('\n');
         Ok(text)
     }
 
     /// Writes the file whole or not at all: into a temporary file beside it, renamed over
     /// it, so that a sweep killed while writing leaves the previous version intact.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), Cause> {
         let text = self.to_json()?;
-        let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let fail = |e: std::io::Error| Cause::io(format!("cannot write {}", path.display()), e);
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             // Not a file to replace (a pipe, /dev/stdout): written in place.
             return std::fs::write(path, text).map_err(fail);
@@ -288,7 +293,7 @@ impl Sweep {
 
     /// Reads a sweep file; None when the file is not a sweep (a run's results, or not
     /// readable as JSON: the run readers give their own messages).
-    pub fn read_if_sweep(path: &Path) -> Option<Result<Sweep, String>> {
+    pub fn read_if_sweep(path: &Path) -> Option<Result<Sweep, Cause>> {
         let text = std::fs::read_to_string(path).ok()?;
         let doc: Value = serde_json::from_str(&text).ok()?;
         if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
@@ -298,16 +303,18 @@ impl Sweep {
     }
 
     /// A sweep document; `name` is where it came from, for messages.
-    pub fn parse(doc: Value, name: &str) -> Result<Sweep, String> {
+    pub fn parse(doc: Value, name: &str) -> Result<Sweep, Cause> {
         let version = doc.get("results_version").and_then(Value::as_u64);
         if version != Some(SWEEP_RESULTS_VERSION) {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{name} is a sweep of results version {}, which this vblast does not read (it reads {SWEEP_RESULTS_VERSION})",
                 version.map_or("?".to_string(), |v| v.to_string())
-            ));
+            )));
         }
-        let stored: Stored =
-            serde_json::from_value(doc).map_err(|e| format!("{name}: damaged sweep: {e}"))?;
+        let stored: Stored = serde_json::from_value(doc).map_err(|e| Cause::Json {
+            what: format!("{name}: damaged sweep"),
+            source: e,
+        })?;
         let mut steps = Vec::new();
         for (i, s) in stored.steps.into_iter().enumerate() {
             let text = s.results.to_string();

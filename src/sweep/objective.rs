@@ -62,28 +62,68 @@ pub struct Figures {
     pub achieved: f64,
 }
 
-fn percent(text: &str, what: &str) -> Result<f64, String> {
+fn percent(text: &str, slo: &str) -> Result<f64, ObjectiveError> {
     let t = text.trim().trim_end_matches('%').trim();
-    let v: f64 = t
-        .parse()
-        .map_err(|_| format!("{what}: '{text}' is not a percentage (e.g. 99.9)"))?;
+    let v: f64 = t.parse().map_err(|_| ObjectiveError::NotAPercentage {
+        slo: slo.into(),
+        value: text.into(),
+    })?;
     if !(v.is_finite() && v > 0.0 && v <= 100.0) {
-        return Err(format!(
-            "{what}: '{text}' is not a percentage above 0 and at most 100"
-        ));
+        return Err(ObjectiveError::PercentageRange {
+            slo: slo.into(),
+            value: text.into(),
+        });
     }
     Ok(v)
+}
+
+/// A `--slo` that is refused; `slo` is the text given, which the message names.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ObjectiveError {
+    #[error(
+        "--slo {0}: an objective is NAME=BOUND: p50, p90, p99 or p999 = a duration (p99=20ms), success = a percentage (success=99.9), rate = a tolerance (rate=2%)"
+    )]
+    NotNameBound(String),
+    #[error("--slo {slo}: '{value}' is not a percentage (e.g. 99.9)")]
+    NotAPercentage { slo: String, value: String },
+    #[error("--slo {slo}: '{value}' is not a percentage above 0 and at most 100")]
+    PercentageRange { slo: String, value: String },
+    #[error("--slo {0}: the tolerance must be below 100%")]
+    Tolerance(String),
+    #[error(
+        "--slo {slo}: unknown objective '{name}': the objectives are p50, p90, p99, p999, success and rate"
+    )]
+    Unknown { slo: String, name: String },
+    #[error("--slo {slo}: {source}")]
+    Duration {
+        slo: String,
+        source: crate::units::DurationError,
+    },
+    #[error("--slo {0}: the bound must be longer than zero")]
+    ZeroBound(String),
+    #[error("--slo {slo}: {bound} is bounded twice")]
+    Twice { slo: String, bound: &'static str },
+    #[error("give an objective: --slo p99=20ms (also p50, p90, p999), --slo success=99.9")]
+    None,
+    #[error(
+        "--slo {0}: a rate objective needs rate steps (--rate FROM..TO); concurrency steps offer no rate"
+    )]
+    RateInClosedModel(String),
+}
+
+/// For the sweep's flag checks, whose own errors are still sentences (the same text).
+impl From<ObjectiveError> for String {
+    fn from(e: ObjectiveError) -> Self {
+        e.to_string()
+    }
 }
 
 impl Objective {
     /// Parses one `--slo`: `p99=20ms`, `p50=5ms`, `p90=1s`, `p999=100ms`, `success=99.9`,
     /// `rate=2%`.
-    pub fn parse(text: &str) -> Result<Objective, String> {
-        let what = format!("--slo {text}");
+    pub fn parse(text: &str) -> Result<Objective, ObjectiveError> {
         let Some((key, value)) = text.split_once('=') else {
-            return Err(format!(
-                "{what}: an objective is NAME=BOUND: p50, p90, p99 or p999 = a duration (p99=20ms), success = a percentage (success=99.9), rate = a tolerance (rate=2%)"
-            ));
+            return Err(ObjectiveError::NotNameBound(text.into()));
         };
         let pct = match key.trim().to_ascii_lowercase().as_str() {
             "p50" => Pct::P50,
@@ -92,27 +132,31 @@ impl Objective {
             "p999" | "p99.9" => Pct::P999,
             "success" => {
                 return Ok(Objective::Success {
-                    min_percent: percent(value, &what)?,
+                    min_percent: percent(value, text)?,
                 });
             }
             "rate" => {
-                let v = percent(value, &what)?;
+                let v = percent(value, text)?;
                 if v >= 100.0 {
-                    return Err(format!("{what}: the tolerance must be below 100%"));
+                    return Err(ObjectiveError::Tolerance(text.into()));
                 }
                 return Ok(Objective::Rate {
                     tolerance_percent: v,
                 });
             }
             other => {
-                return Err(format!(
-                    "{what}: unknown objective '{other}': the objectives are p50, p90, p99, p999, success and rate"
-                ));
+                return Err(ObjectiveError::Unknown {
+                    slo: text.into(),
+                    name: other.into(),
+                });
             }
         };
-        let d = parse_duration(value).map_err(|e| format!("{what}: {e}"))?;
+        let d = parse_duration(value).map_err(|source| ObjectiveError::Duration {
+            slo: text.into(),
+            source,
+        })?;
         if d.is_zero() {
-            return Err(format!("{what}: the bound must be longer than zero"));
+            return Err(ObjectiveError::ZeroBound(text.into()));
         }
         Ok(Objective::Latency {
             pct,
@@ -175,7 +219,7 @@ impl Objective {
 /// The objective of a sweep from its `--slo` texts: each parsed, none repeated; for rate
 /// sweeps (`open`) the achieved-rate bound is added at 2% unless given; refused in the
 /// closed model, where no rate is offered.
-pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, String> {
+pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, ObjectiveError> {
     let mut out: Vec<Objective> = Vec::new();
     let key = |o: &Objective| match o {
         Objective::Latency { pct, .. } => pct.label(),
@@ -185,12 +229,13 @@ pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, String
     for t in texts {
         let o = Objective::parse(t)?;
         if out.iter().any(|x| key(x) == key(&o)) {
-            return Err(format!("--slo {t}: {} is bounded twice", key(&o)));
+            return Err(ObjectiveError::Twice {
+                slo: t.clone(),
+                bound: key(&o),
+            });
         }
         if !open && matches!(o, Objective::Rate { .. }) {
-            return Err(format!(
-                "--slo {t}: a rate objective needs rate steps (--rate FROM..TO); concurrency steps offer no rate"
-            ));
+            return Err(ObjectiveError::RateInClosedModel(t.clone()));
         }
         out.push(o);
     }
@@ -200,9 +245,7 @@ pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, String
         });
     }
     if out.is_empty() {
-        return Err(
-            "give an objective: --slo p99=20ms (also p50, p90, p999), --slo success=99.9".into(),
-        );
+        return Err(ObjectiveError::None);
     }
     Ok(out)
 }

@@ -211,7 +211,19 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
     for ((name, s), (j, e)) in sweeps.iter().zip(judged.iter().zip(&ends)) {
         writeln!(o, "{name}: {}", answer_line(s, j, *e))?;
     }
-    // The curves: every load any sweep ran, ascending.
+    curves(sweeps, &judged, &names, width, o)?;
+    differences(sweeps, o)
+}
+
+/// The step curves: every load any sweep ran, ascending, with each sweep's achieved rate,
+/// p99 and verdict there.
+fn curves(
+    sweeps: &[(String, Sweep)],
+    judged: &[Vec<Judged>],
+    names: &[&str],
+    width: usize,
+    o: &mut dyn Write,
+) -> io::Result<()> {
     let mut loads: Vec<u64> = sweeps
         .iter()
         .flat_map(|(_, s)| s.steps.iter().map(|x| x.load))
@@ -225,13 +237,13 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
         "Step curves: achieved req/s and p99 at each load ({unit}; '-' where a sweep did not run it)"
     )?;
     write!(o, "{:>12}", "load")?;
-    for n in &names {
+    for n in names {
         write!(o, " {n:>width$}")?;
     }
     writeln!(o)?;
     for load in loads {
         write!(o, "{load:>12}")?;
-        for ((_, s), j) in sweeps.iter().zip(&judged) {
+        for ((_, s), j) in sweeps.iter().zip(judged) {
             let c = s
                 .steps
                 .iter()
@@ -254,6 +266,11 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
         }
         writeln!(o)?;
     }
+    Ok(())
+}
+
+/// Notes on what differs between the sweeps (model, operation, objectives).
+fn differences(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> {
     let models: Vec<Model> = sweeps.iter().map(|(_, s)| s.spec.model).collect();
     if models.iter().any(|m| *m != models[0]) {
         writeln!(

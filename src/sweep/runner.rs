@@ -359,10 +359,10 @@ fn finish(
     if let Some(path) = &args.run.out.html {
         let page = super::html::render("vblast sweep", &[(String::new(), sweep)]);
         if let Err(e) = std::fs::write(path, page) {
-            let e = format!("cannot write {}: {e}", path.display());
+            let e = crate::error::Cause::io(format!("cannot write {}", path.display()), e);
             written = match written {
                 Ok(()) => Err(e),
-                Err(w) => Err(format!("{w}; {e}")),
+                Err(w) => Err(crate::error::Cause::Several(vec![w, e])),
             };
         }
     }

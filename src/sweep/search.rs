@@ -44,27 +44,47 @@ pub enum Resolution {
     Absolute(u64),
 }
 
+/// A sweep's range, steps or resolution that is refused; the text names the flag.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SearchError {
+    #[error(
+        "--resolution {0}: give a percentage of the load (5%) or a whole number of req/s or connections (250)"
+    )]
+    Resolution(String),
+    #[error("--resolution {0}: the percentage must be above 0 and below 100")]
+    ResolutionPercent(String),
+    #[error("--resolution {0}: must be at least 1")]
+    ResolutionZero(String),
+    #[error("the range must start at 1 or more")]
+    StartsAtZero,
+    #[error("the range {0}..{1} is upside down or empty: give FROM..TO with FROM below TO")]
+    Empty(u64, u64),
+    #[error("--steps {0}: give {MIN_STEPS} to {MAX_STEPS} coarse steps")]
+    Steps(usize),
+}
+
+/// For the sweep's flag checks, whose own errors are still sentences (the same text).
+impl From<SearchError> for String {
+    fn from(e: SearchError) -> Self {
+        e.to_string()
+    }
+}
+
 impl Resolution {
     /// "5%" (relative) or "250" (absolute, in load units).
-    pub fn parse(text: &str) -> Result<Resolution, String> {
+    pub fn parse(text: &str) -> Result<Resolution, SearchError> {
         let t = text.trim();
-        let bad = || {
-            format!(
-                "--resolution {text}: give a percentage of the load (5%) or a whole number of req/s or connections (250)"
-            )
-        };
+        let bad = || SearchError::Resolution(text.into());
         if let Some(p) = t.strip_suffix('%') {
             let v: f64 = p.trim().parse().map_err(|_| bad())?;
             if !(v > 0.0 && v < 100.0) {
-                return Err(format!(
-                    "--resolution {text}: the percentage must be above 0 and below 100"
-                ));
+                return Err(SearchError::ResolutionPercent(text.into()));
             }
             Ok(Resolution::Relative(v / 100.0))
         } else {
             let v: u64 = t.parse().map_err(|_| bad())?;
             if v == 0 {
-                return Err(format!("--resolution {text}: must be at least 1"));
+                return Err(SearchError::ResolutionZero(text.into()));
             }
             Ok(Resolution::Absolute(v))
         }
@@ -136,19 +156,20 @@ pub fn coarse_loads(from: u64, to: u64, steps: usize) -> Vec<u64> {
 
 impl Search {
     /// A search over `from..to` (whole numbers, `from` < `to`) with `steps` coarse steps.
-    pub fn new(from: u64, to: u64, steps: usize, resolution: Resolution) -> Result<Search, String> {
+    pub fn new(
+        from: u64,
+        to: u64,
+        steps: usize,
+        resolution: Resolution,
+    ) -> Result<Search, SearchError> {
         if from == 0 {
-            return Err("the range must start at 1 or more".into());
+            return Err(SearchError::StartsAtZero);
         }
         if from >= to {
-            return Err(format!(
-                "the range {from}..{to} is upside down or empty: give FROM..TO with FROM below TO"
-            ));
+            return Err(SearchError::Empty(from, to));
         }
         if !(MIN_STEPS..=MAX_STEPS).contains(&steps) {
-            return Err(format!(
-                "--steps {steps}: give {MIN_STEPS} to {MAX_STEPS} coarse steps"
-            ));
+            return Err(SearchError::Steps(steps));
         }
         let coarse = coarse_loads(from, to, steps);
         let next = Next::Run {
@@ -371,6 +392,7 @@ mod tests {
         assert!(
             Search::new(800, 100, 4, r)
                 .unwrap_err()
+                .to_string()
                 .contains("upside down")
         );
         assert!(Search::new(100, 100, 4, r).is_err());

@@ -537,13 +537,13 @@ impl Client {
         crate::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
             if sock.stop.as_ref().is_some_and(|s| s.is_set()) {
                 "interrupted".to_string()
-            } else if e.contains(" timed out") {
+            } else if e.timed_out() {
                 format!(
                     "timed out after {} during the TLS handshake with {hp}",
                     fmt_duration(self.timeout)
                 )
             } else {
-                e
+                e.to_string()
             }
         })?;
         Ok(Conn::Tls(Box::new(StreamOwned::new(tls, sock))))
