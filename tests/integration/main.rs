@@ -20,6 +20,7 @@ mod multihost;
 mod open_model;
 mod progress;
 mod quotas;
+mod redaction;
 mod redirects;
 mod reports;
 mod results;

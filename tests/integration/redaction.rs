@@ -8,14 +8,15 @@
 //! every format and `vblast compare --html` compares them. No secret value may appear in
 //! any of them, nor on stdout or stderr; refused credentials are not echoed either.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::run::{Out, run};
-use common::servers::Postgres;
-use common::{Nginx, OpenBao, gen_tls_files, vblast};
+use crate::support::certs::gen_tls_files;
+use crate::support::nginx::Nginx;
+use crate::support::openbao::OpenBao;
+use crate::support::postgres::Postgres;
+use crate::support::run::{Out, run};
+use crate::support::vblast::vblast;
 
 const FORMATS: &[&str] = &[
     "text",
