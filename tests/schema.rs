@@ -131,6 +131,28 @@ fn url_mode_outputs_match_the_schemas() {
     out.assert_code(1);
     let throttled_report = report_of(&out, d, "throttled-report.json");
 
+    // A quota's 429 (Retry-After, X-Ratelimit-Limit): throttled answers.
+    let quota = Nginx::with_extra(
+        "location = /v1/quota { add_header Retry-After 1 always; add_header X-Ratelimit-Limit 100 always; return 429 '{\"errors\":[\"rate limit quota exceeded\"]}'; }",
+    );
+    let throttled = d.join("quota.json");
+    let out = run(url_cmd(&[
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "--format",
+        "json",
+        "--output",
+        &s(&throttled),
+        &format!("{}/v1/quota", quota.addr),
+    ]));
+    out.assert_code(1);
+    let j: Value = out.json();
+    assert!(j["throttled"].as_u64().unwrap_or(0) > 0, "{}", out.show());
+    assert!(j["ratelimit_limit"].as_u64().is_some(), "{}", out.show());
+    let quota_report = report_of(&out, d, "quota-report.json");
+
     // Two shards of one run, and their merge.
     let shards: Vec<PathBuf> = (0..2).map(|i| d.join(format!("shard-{i}.json"))).collect();
     for (i, f) in shards.iter().enumerate() {
@@ -172,6 +194,7 @@ fn url_mode_outputs_match_the_schemas() {
             &closed,
             &failing,
             &d.join("throttled.json"),
+            &throttled,
             &shards[0],
             &shards[1],
             &merged,
@@ -183,6 +206,7 @@ fn url_mode_outputs_match_the_schemas() {
             &closed_report,
             &failing_report,
             &throttled_report,
+            &quota_report,
             &merged_report,
             &rendered_again,
         ],
@@ -235,7 +259,15 @@ fn cluster_outputs_match_the_schemas() {
     location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}"
         ))
     };
-    let nodes = [node(HEALTH, 200), node(&standby, 429)];
+    let active = node(HEALTH, 200);
+    // The standby answers the load with a 307 to the active node, which --follow-redirects
+    // follows: redirects, followed and hops in the node rows.
+    let standby = Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{ return 429 '{standby}'; }}
+    location = /v1/sys/seal-status {{ return 307 {}/v1/sys/seal-status; }}",
+        active.addr
+    ));
+    let nodes = [active, standby];
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let file = d.join("cluster.json");
@@ -247,6 +279,7 @@ fn cluster_outputs_match_the_schemas() {
             &nodes[1].addr,
             "--nodes",
             "all",
+            "--follow-redirects",
             "--op",
             "seal-status",
             "-c",
@@ -268,6 +301,7 @@ fn cluster_outputs_match_the_schemas() {
         "{}",
         out.show()
     );
+    assert!(j["followed"].as_u64().unwrap_or(0) > 0, "{}", out.show());
     let report = report_of(&out, d, "cluster-report.json");
     assert_valid("results.schema.json", &[&file]);
     assert_valid("report.schema.json", &[&report]);
