@@ -6,11 +6,12 @@
 
 mod common;
 
-use common::run::{Out, env_cmd, run, url_cmd, vault_cmd};
+use common::run::{Out, env_cmd, lines, reader, run, url_cmd, vault_cmd};
 use common::{Nginx, OpenBao};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The Python of the venv tools/deps.sh installs (jsonschema among others).
 fn venv_python() -> PathBuf {
@@ -461,4 +462,112 @@ fn the_schemas_refuse_what_vblast_does_not_write() {
     v["stats"]["connect"] = Value::from("not base64!");
     let (code, text) = validator("results.schema.json", &[&save(d, "h.json", &v.to_string())]);
     assert_eq!(code, Some(1), "a damaged histogram: {text}");
+}
+
+/// A failover mid-run: the active node (nginx) failing the load and stepping down, the
+/// standby taking over; the window of unavailability in the report (`windows`) and in the results file
+/// (`stats.windows`).
+#[test]
+fn a_failover_window_matches_the_schemas() {
+    let standby_health = HEALTH.replace("\"standby\":false", "\"standby\":true");
+    let flags = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        flags.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let flag = flags.path().join("active");
+    // The old active node fails the load (503) and says it is a standby once the flag
+    // file exists; the new one then says it is active.
+    let old = Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{
+        if (-f {f}) {{ return 429 '{standby_health}'; }}
+        return 200 '{HEALTH}';
+    }}
+    location = /v1/sys/seal-status {{
+        if (-f {f}) {{ return 503 '{{\"errors\":[\"stepping down\"]}}'; }}
+        return 200 '{{\"sealed\":false}}';
+    }}",
+        f = flag.display()
+    ));
+    let new = Nginx::with_extra(&format!(
+        "location = /v1/sys/health {{
+        if (-f {}) {{ return 200 '{HEALTH}'; }}
+        return 429 '{standby_health}';
+    }}
+    location = /v1/sys/seal-status {{ return 200 '{{\"sealed\":false}}'; }}",
+        flag.display()
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = d.join("failover.json");
+    let mut cmd = env_cmd(
+        &[
+            "--address",
+            &old.addr,
+            "--address",
+            &new.addr,
+            "--op",
+            "seal-status",
+            "-R",
+            "200",
+            "-z",
+            "4s",
+            "-c",
+            "4",
+            "--timeout",
+            "1s",
+            "--progress",
+            "--format",
+            "json",
+            "--output",
+            &s(&file),
+        ],
+        &[("VAULT_TOKEN", "test-token")],
+    );
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let stdout = reader(child.stdout.take().unwrap());
+    let stderr = lines(child.stderr.take().unwrap());
+    // The load is under way once the first progress line is out (so never during the
+    // cluster check): then the active node steps down, and the standby takes over.
+    let mut said = Vec::new();
+    loop {
+        let line = stderr
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no progress line: {said:?}"));
+        let progress = line.starts_with("progress:");
+        said.push(line);
+        if progress {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(&flag, "").unwrap();
+    // The rest of stderr until vblast ends (60 s at most: a hang fails the test).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match stderr.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("vblast still running after 60 s; killed: {said:?}");
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    let stdout = stdout.join().unwrap();
+    let show = format!("stdout:\n{stdout}\nstderr:\n{}", said.join("\n"));
+    assert_eq!(status.code(), Some(1), "{show}");
+    let j: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {show}"));
+    assert!(
+        j["windows"].as_array().is_some_and(|w| !w.is_empty()),
+        "{show}"
+    );
+    let report = save(d, "failover-report.json", &stdout);
+    assert_valid("results.schema.json", &[&file]);
+    assert_valid("report.schema.json", &[&report]);
 }
