@@ -7,6 +7,10 @@
 //! channel they never wait on); `Figures` is the rest of that snapshot, built from the
 //! thread's own statistics once a second. The coordinating thread hands the latest
 //! snapshots to `Metrics::update`, and the server thread renders them when scraped.
+//! A scrape shows the figures of every part of the run (each worker process, or each
+//! event-loop thread of a run in one process) or none: until every part has sent its
+//! first snapshot, the run's figures stay at zero, and `vblast_figures_parts_included`
+//! (of `vblast_figures_parts`) says whose figures are in what is served.
 //!
 //! Latency is exported as two histograms (corrected from the intended start, uncorrected
 //! from the actual send) over fixed `le` buckets, so that shards scraped separately add up
@@ -157,6 +161,11 @@ struct State {
     target_rate: Option<f64>,
     last: Option<(Instant, u64)>,
     first: Option<Instant>,
+    /// Parts of the run that send snapshots (worker processes, or this process's threads).
+    parts: usize,
+    /// Parts whose figures the served figures include: all of them, or 0 before every
+    /// part has sent its first snapshot.
+    included: usize,
 }
 
 /// The running metrics server.
@@ -201,8 +210,16 @@ impl Metrics {
         })
     }
 
-    /// Takes the latest snapshot of every thread (called about once a second).
+    /// Takes the latest snapshot of every part of the run (called about once a second).
+    /// A sum that lacks a part (one that has not reported yet) is not served: the figures
+    /// served stay those of the last sum over every part.
     pub fn update(&self, threads: &[Totals]) {
+        if !threads.iter().all(|t| t.reported) {
+            if let Ok(mut s) = self.state.lock() {
+                s.parts = threads.len();
+            }
+            return;
+        }
         let mut sum = Figures::default();
         let mut status = std::collections::BTreeMap::new();
         let (mut requests, mut ok) = (0, 0);
@@ -220,6 +237,10 @@ impl Metrics {
             }
         }
         self.set(requests, ok, sum, status);
+        if let Ok(mut s) = self.state.lock() {
+            s.parts = threads.len();
+            s.included = threads.len();
+        }
     }
 
     /// The final figures of the run (its merged statistics).
@@ -228,6 +249,8 @@ impl Metrics {
         let status = stats.status.clone();
         self.set(stats.requests(), stats.ok(), f, status);
         if let Ok(mut s) = self.state.lock() {
+            // The merged statistics of every part.
+            s.included = s.parts;
             s.achieved_rate = if stats.elapsed_s > 0.0 {
                 stats.requests() as f64 / stats.elapsed_s
             } else {
@@ -361,6 +384,16 @@ fn render(s: &State) -> String {
     );
     let _ = writeln!(
         o,
+        "# HELP vblast_figures_parts Parts of the run that send live figures: its worker processes, or its event-loop threads when one process runs it.\n# TYPE vblast_figures_parts gauge\nvblast_figures_parts {}",
+        s.parts
+    );
+    let _ = writeln!(
+        o,
+        "# HELP vblast_figures_parts_included Parts whose figures the figures here include: all of them, or 0 until every part has sent its first (the figures then stay at zero, never part of the run shown as the whole).\n# TYPE vblast_figures_parts_included gauge\nvblast_figures_parts_included {}",
+        s.included
+    );
+    let _ = writeln!(
+        o,
         "# HELP vblast_achieved_rate Requests per second over the last interval.\n# TYPE vblast_achieved_rate gauge\nvblast_achieved_rate {:.3}",
         s.achieved_rate
     );
@@ -447,6 +480,40 @@ mod tests {
         assert_eq!(sum.latency.le[5], 2); // le 5ms: both
         let codes: Vec<(u16, u64)> = sum.status.iter().copied().filter(|s| s.0 != 0).collect();
         assert_eq!(codes, vec![(200, 7), (503, 1)]);
+    }
+
+    #[test]
+    fn a_sum_without_every_part_is_never_served() {
+        let m = Metrics::start("127.0.0.1:0", None).unwrap();
+        let mut st = Stats::new(1);
+        st.ops[0].requests = 4;
+        st.ops[0].latency.record(700);
+        let part = Totals {
+            requests: 4,
+            ok: 4,
+            more: Figures::of(&st, &[], 150),
+            reported: true,
+        };
+        let served = || render(&m.state.lock().unwrap());
+        let has = |text: &str, line: &str| text.lines().any(|l| l == line);
+        // One of two worker processes has reported: nothing of the run is served yet.
+        m.update(&[part, Totals::default()]);
+        let text = served();
+        assert!(has(&text, "vblast_requests_total 0"), "{text}");
+        assert!(has(&text, "vblast_connections_open 0"), "{text}");
+        assert!(has(&text, "vblast_figures_parts 2"), "{text}");
+        assert!(has(&text, "vblast_figures_parts_included 0"), "{text}");
+        // Both: the sum over both.
+        m.update(&[part, part]);
+        let text = served();
+        assert!(has(&text, "vblast_requests_total 8"), "{text}");
+        assert!(has(&text, "vblast_connections_open 300"), "{text}");
+        assert!(has(&text, "vblast_figures_parts_included 2"), "{text}");
+        // A later partial sum (a held run's next step) leaves the last whole one served.
+        m.update(&[Totals::default(), part]);
+        let text = served();
+        assert!(has(&text, "vblast_requests_total 8"), "{text}");
+        assert!(has(&text, "vblast_figures_parts_included 2"), "{text}");
     }
 
     #[test]

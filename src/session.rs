@@ -13,7 +13,7 @@ use crate::cluster::{ClusterView, NodesMode, Prober, Watcher};
 use crate::engine::{self, EnginePlan, LocalGate, ProgressFn};
 use crate::error::Error;
 use crate::nodes::{NodePlan, Route};
-use crate::orchestrate::{self, Layout, Outcome};
+use crate::orchestrate::{self, Layout, Measured};
 use crate::scenario::{Load, Scenario, Workload};
 use crate::signals::Stop;
 use crate::target::Target;
@@ -33,7 +33,7 @@ const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// What one load step measured.
 #[derive(Debug)]
 pub struct StepResult {
-    pub outcome: Outcome,
+    pub outcome: Measured,
     pub layout: Layout,
     /// Wall-clock time the step started (after setup).
     pub started_at: SystemTime,
@@ -447,7 +447,7 @@ impl Session {
             });
         };
         let plans = cluster.node_plans();
-        let mut total: Option<Outcome> = None;
+        let mut total: Option<Measured> = None;
         let mut elapsed = 0.0;
         // --nodes each: where the next step begins in the timeline (src/nodes.rs).
         let mut at_second = 0;
@@ -581,7 +581,7 @@ impl Session {
         // For the whole held run: a failover between steps moves the load too.
         let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
-        let mut on_step = |r: Result<Outcome, String>| {
+        let mut on_step = |r: Result<Measured, engine::EngineError>| {
             let result = r.map_err(Error::engine).map(|mut outcome| {
                 if let Some(c) = cluster {
                     c.set_roles(&mut outcome.stats);
@@ -603,16 +603,17 @@ impl Session {
         };
         let ran = if layout.processes > 1 {
             let plans = process_plans(&plan, &layout);
-            orchestrate::hold_workers(&plans, &self.stop, progress, &mut on_step)
+            orchestrate::hold_workers(&plans, &self.stop, progress, &mut |m| on_step(Ok(m)))
+                .map_err(Error::engine)
         } else {
-            let mut on_stats = |r: Result<crate::stats::Stats, String>| {
-                on_step(r.map(|stats| Outcome {
+            let mut on_stats = |r: Result<crate::stats::Stats, engine::EngineError>| {
+                on_step(r.map(|stats| Measured {
                     stats,
                     lost: None,
                     clock_start: None,
                 }))
             };
-            engine::run_held(&plan, &self.stop, progress, &mut on_stats)
+            engine::run_held(&plan, &self.stop, progress, &mut on_stats).map_err(Error::engine)
         };
         if let Some(w) = watcher {
             w.stop();
@@ -621,7 +622,7 @@ impl Session {
         if let Some(c) = &self.cluster {
             self.target = c.active_target();
         }
-        ran.map_err(Error::engine)
+        ran
     }
 
     /// Runs one plan here, or over worker processes when the layout says so.
@@ -630,7 +631,7 @@ impl Session {
         plan: &EnginePlan,
         layout: &Layout,
         progress: Option<ProgressFn<'_>>,
-    ) -> Result<Outcome, Error> {
+    ) -> Result<Measured, Error> {
         let outcome = if layout.processes == 1 {
             // --start-at: the clock starts at that wall-clock instant (src/shard.rs).
             let wall = plan
@@ -643,7 +644,7 @@ impl Session {
                 None => &local,
             };
             let stats = engine::run(plan, &self.stop, gate, progress).map_err(Error::engine)?;
-            Outcome {
+            Measured {
                 stats,
                 lost: None,
                 clock_start: wall.and_then(|w| w.started()),

@@ -229,8 +229,12 @@ fn worker_processes_are_served_as_one_run() {
     let from = unix_now();
     let running = spawn(cmd);
     // Mid-run, scraped directly: the figures of every process, all from one set of
-    // snapshots (so they agree exactly), not only the request count.
+    // snapshots (so they agree exactly), not only the request count. Every scrape shows
+    // every worker process's figures or none (a busy machine may delay a worker's first
+    // snapshot): never one process's figures as the whole run's.
     let deadline = Instant::now() + Duration::from_secs(20);
+    let mut scrapes = 0;
+    let mut parts_served = Vec::new();
     let mid = loop {
         std::thread::sleep(Duration::from_millis(300));
         let text = http_request(
@@ -249,6 +253,21 @@ fn worker_processes_are_served_as_one_run() {
                 .map(|v| v as u64)
         };
         let requests = value("vblast_requests_total").unwrap_or(0);
+        if !text.is_empty() {
+            scrapes += 1;
+            let (parts, included) = (
+                value("vblast_figures_parts"),
+                value("vblast_figures_parts_included"),
+            );
+            assert!(
+                included == parts || (included == Some(0) && requests == 0),
+                "a scrape served part of the run as the whole:\n{text}"
+            );
+            if requests > 0 {
+                assert_eq!(value("vblast_connections_open"), Some(conns), "{text}");
+                parts_served.push(parts);
+            }
+        }
         if (requests > 0 && requests < n) || Instant::now() > deadline {
             break (
                 requests,
@@ -261,7 +280,10 @@ fn worker_processes_are_served_as_one_run() {
         }
     };
     let (requests, latency, service, ok200, open, text) = mid;
-    assert!(requests > 0 && requests < n, "no mid-run scrape:\n{text}");
+    assert!(
+        requests > 0 && requests < n,
+        "no mid-run scrape ({scrapes} scrapes):\n{text}"
+    );
     assert_eq!(latency, Some(requests), "{text}");
     assert_eq!(service, Some(requests), "{text}");
     assert_eq!(ok200, Some(requests), "{text}");
@@ -275,6 +297,14 @@ fn worker_processes_are_served_as_one_run() {
         j["run"]
     );
     assert_eq!(j["requests"].as_u64(), Some(n));
+    // The parts of the figures served are the worker processes.
+    assert!(
+        parts_served
+            .iter()
+            .all(|p| *p == j["run"]["processes"].as_u64()),
+        "{parts_served:?} against {}",
+        j["run"]
+    );
     // Prometheus's own view: every sample of the latency histogram's count is the request
     // count of the same scrape (the workers' histograms came with their counts), and the
     // highest is the total of all processes.

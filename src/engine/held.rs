@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use serde::{Deserialize, Serialize};
 
-use super::{EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
+use super::worker::EventLoop;
+use super::{EngineError, EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
 use crate::schedule::Schedule;
 use crate::signals::Stop;
 use crate::stats::Stats;
@@ -46,13 +47,13 @@ impl StepPlan {
 /// A thread's end of the step protocol.
 pub(super) struct Link {
     local: usize,
-    done: Sender<(usize, Result<Stats, String>)>,
+    done: Sender<(usize, Result<Stats, EngineError>)>,
     next: Receiver<Option<(StepPlan, Instant)>>,
 }
 
 impl Link {
     /// Sends this thread's results of the step just ended.
-    pub(super) fn done(&self, result: Result<Stats, String>) {
+    pub(super) fn done(&self, result: Result<Stats, EngineError>) {
         let _ = self.done.send((self.local, result));
     }
 
@@ -71,8 +72,8 @@ pub fn run_held(
     plan: &EnginePlan,
     stop: &Stop,
     progress: Option<ProgressFn<'_>>,
-    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
-) -> Result<(), String> {
+    next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
+) -> Result<(), EngineError> {
     run_held_at(
         plan,
         stop,
@@ -90,10 +91,10 @@ pub fn run_held_at(
     stop: &Stop,
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
-    next: &mut dyn FnMut(Result<Stats, String>) -> Option<StepPlan>,
-) -> Result<(), String> {
+    next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
+) -> Result<(), EngineError> {
     if !plan.keepalive {
-        return Err("a held run needs keep-alive connections".into());
+        return Err(EngineError::HeldWithoutKeepalive);
     }
     let threads = plan.threads_here;
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
@@ -111,23 +112,13 @@ pub fn run_held_at(
                 done: done.clone(),
                 next: rx,
             };
-            s.spawn(move || {
-                if let Some(c) = core {
-                    core_affinity::set_for_current(c);
-                }
-                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    worker.run_held(stop, gate, &link)
-                }));
-                if ran.is_err() {
-                    link.done(Err("an event-loop thread panicked".into()));
-                }
-            });
+            s.spawn(move || run_thread(worker, core, stop, gate, &link));
         }
         drop(done);
         let mut reports = reports;
         let mut latest = vec![Totals::default(); threads];
         let mut total = Stats::new(plan.ops.len());
-        let mut failure: Option<String> = None;
+        let mut failure: Option<EngineError> = None;
         let mut got = 0;
         loop {
             crossbeam_channel::select! {
@@ -168,7 +159,7 @@ pub fn run_held_at(
                     };
                     let step = match step {
                         Some(st) if st.schedule.is_some() != open_model => {
-                            next(Err("a held run cannot change between the open and the closed model".into()));
+                            next(Err(EngineError::HeldModelChanged));
                             None
                         }
                         other => other,
@@ -186,4 +177,21 @@ pub fn run_held_at(
         }
     });
     Ok(())
+}
+
+/// One event-loop thread of a held run, pinned to `core`; a panic is its step's failure.
+fn run_thread(
+    worker: EventLoop<'_>,
+    core: Option<core_affinity::CoreId>,
+    stop: &Stop,
+    gate: &dyn StartGate,
+    link: &Link,
+) {
+    if let Some(c) = core {
+        core_affinity::set_for_current(c);
+    }
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| worker.run_held(stop, gate, link)));
+    if ran.is_err() {
+        link.done(Err(EngineError::Panicked));
+    }
 }

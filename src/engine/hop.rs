@@ -9,14 +9,14 @@
 use std::io;
 use std::time::Instant;
 
-use super::worker::Worker;
+use super::worker::EventLoop;
 use crate::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
 use crate::transport::Stream;
 
 /// Marks the token of a connection's hop stream.
 pub(super) const HOP: usize = 1 << (usize::BITS - 2);
 
-impl Worker<'_> {
+impl EventLoop<'_> {
     /// A 307/308 completed on connection `i` (`close`: its stream cannot carry more).
     /// Returns true when the request was sent on (or is being sent) to the Location's
     /// node; false when the redirect is the request's final answer (the reason noted).

@@ -5,14 +5,21 @@
 //! This module holds the plan, the start gate and `run`, which spawns the event-loop
 //! threads, relays their progress and merges their results; `held` runs several load
 //! steps over the same threads and open connections; `worker` is one thread's event loop
-//! and `conn` the per-connection state machine it drives.
+//! (`EventLoop`), `conn` the per-connection state machine it drives, `lifecycle` how it
+//! drives a connection through its phases, `responses` what it does with what a
+//! connection came to, `hop` redirects followed, `requests` the request templates and
+//! `error` why the engine could not run.
 
 mod conn;
+mod error;
 mod held;
 mod hop;
+mod lifecycle;
 mod requests;
+mod responses;
 mod worker;
 
+pub use error::EngineError;
 pub use held::{StepPlan, run_held, run_held_at};
 
 use std::sync::{Arc, Barrier, OnceLock};
@@ -29,7 +36,7 @@ use crate::tls::TlsOptions;
 use crate::transport::TlsConnector;
 use crate::workload::Operation;
 
-use worker::Worker;
+use worker::EventLoop;
 
 /// Everything an engine (one process's share of a run) needs. Serializable so that worker
 /// processes receive exactly what an in-process engine would.
@@ -114,13 +121,18 @@ impl StartGate for LocalGate {
     }
 }
 
-/// A thread's running totals, sent about once a second for a live progress display.
+/// A thread's running totals, sent about once a second for a live progress display (and
+/// once at the end of a run by a thread that had not sent any). In a progress slice, one
+/// per event-loop thread (or per worker process, summed over its threads).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Totals {
     pub requests: u64,
     pub ok: u64,
     /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
     pub more: crate::metrics::Figures,
+    /// These are its figures (false: the default entry of a thread or process that has
+    /// not reported yet, whose figures are missing from a sum).
+    pub reported: bool,
 }
 
 /// Called with every thread's latest totals whenever one of them reports.
@@ -132,11 +144,11 @@ pub fn run(
     stop: &Stop,
     gate: &dyn StartGate,
     progress: Option<ProgressFn<'_>>,
-) -> Result<Stats, String> {
+) -> Result<Stats, EngineError> {
     // Threads report progress over a bounded channel they never block on.
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
     let workers = build_workers(plan, progress.map(|_| &report))?;
-    let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<Stats, EngineError>> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
             .map(|(worker, core)| {
@@ -159,10 +171,7 @@ pub fn run(
         }
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("an event-loop thread panicked".into()))
-            })
+            .map(|h| h.join().unwrap_or_else(|_| Err(EngineError::Panicked)))
             .collect()
     });
     let mut total = Stats::new(plan.ops.len());
@@ -178,28 +187,28 @@ pub fn run(
 fn build_workers<'p>(
     plan: &'p EnginePlan,
     report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
-) -> Result<Vec<(Worker<'p>, Option<core_affinity::CoreId>)>, String> {
+) -> Result<Vec<(EventLoop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
     let tls = match (&plan.tls, plan.target.is_tls()) {
         (Some(opts), true) => Some(TlsConnector {
             config: {
                 // The engine seals and opens records itself after the handshake
                 // (src/tlsio.rs), so rustls must hand over the traffic keys.
-                let mut config = (*crate::tls::client_config(opts)?).clone();
+                let mut config = (*crate::tls::client_config(opts).map_err(tls_error)?).clone();
                 config.enable_secret_extraction = true;
                 Arc::new(config)
             },
-            name: crate::tls::server_name(opts, &plan.target.host)?,
+            name: crate::tls::server_name(opts, &plan.target.host).map_err(tls_error)?,
             rustls_records: opts.engine == crate::tls::TlsEngine::Rustls,
             // Each node is reached under its own name (--tls-server-name: that one for all).
             node_names: plan
                 .nodes
                 .targets
                 .iter()
-                .map(|t| crate::tls::server_name(opts, &t.host))
+                .map(|t| crate::tls::server_name(opts, &t.host).map_err(tls_error))
                 .collect::<Result<_, _>>()?,
         }),
         (None, true) => {
-            return Err("https target without TLS settings".into());
+            return Err(EngineError::NoTlsSettings);
         }
         _ => None,
     };
@@ -212,10 +221,15 @@ fn build_workers<'p>(
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = Worker::new(plan, global, requests.clone(), tls.clone())?;
+        let mut worker = EventLoop::new(plan, global, requests.clone(), tls.clone())?;
         worker.report = report.map(|r| (local, r.clone()));
         let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
         workers.push((worker, core));
     }
     Ok(workers)
+}
+
+/// The TLS settings' own refusal, as the engine's error.
+fn tls_error(e: impl Into<crate::error::Cause>) -> EngineError {
+    EngineError::Tls(e.into())
 }

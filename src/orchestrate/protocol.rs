@@ -1,7 +1,7 @@
 //! The messages between a run's coordinator and its workers, one JSON object per line,
-//! versioned. A worker is a local child process today (`vblast --worker`, over its stdin
-//! and stdout); the same messages can travel over any byte stream, so a worker on another
-//! machine can speak them too.
+//! versioned. A worker is a local child process (`vblast --worker`, over its stdin and
+//! stdout); nothing in the messages is tied to a pipe: they are plain lines on a byte
+//! stream.
 //!
 //! Coordinator -> worker: `plan` (the share of the run, whether to report progress, and
 //! whether the run is held), `go` (start the clock at a wall-clock instant), `stop` (end the
@@ -97,21 +97,35 @@ pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> std::io::Result<()> 
     out.flush()
 }
 
-/// Reads one message; `Ok(None)` at the end of input. A malformed line is described
-/// without quoting it (a plan holds the token).
-pub fn recv<T: DeserializeOwned>(input: &mut impl BufRead) -> Result<Option<T>, String> {
+/// A message that could not be read. A malformed line is described without quoting it
+/// (a plan holds the token).
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("malformed message ({category:?} error at line {line}, column {column})")]
+    Malformed {
+        category: serde_json::error::Category,
+        line: usize,
+        column: usize,
+    },
+    #[error("cannot read a message: {0}")]
+    Read(std::io::Error),
+}
+
+/// Reads one message; `Ok(None)` at the end of input.
+pub fn recv<T: DeserializeOwned>(input: &mut impl BufRead) -> Result<Option<T>, ProtocolError> {
     let mut line = String::new();
     match input.read_line(&mut line) {
         Ok(0) => Ok(None),
-        Ok(_) => serde_json::from_str(line.trim()).map(Some).map_err(|e| {
-            format!(
-                "malformed message ({:?} error at line {}, column {})",
-                e.classify(),
-                e.line(),
-                e.column()
-            )
-        }),
-        Err(e) => Err(format!("cannot read a message: {e}")),
+        Ok(_) => {
+            serde_json::from_str(line.trim())
+                .map(Some)
+                .map_err(|e| ProtocolError::Malformed {
+                    category: e.classify(),
+                    line: e.line(),
+                    column: e.column(),
+                })
+        }
+        Err(e) => Err(ProtocolError::Read(e)),
     }
 }
 
@@ -294,7 +308,7 @@ mod tests {
     #[test]
     fn malformed_lines_are_not_quoted() {
         let mut r = std::io::BufReader::new(&b"{\"msg\":\"plan\",\"token\":\"hvs.SECRET\"\n"[..]);
-        let e = recv::<ToWorker>(&mut r).err().unwrap();
+        let e = recv::<ToWorker>(&mut r).err().unwrap().to_string();
         assert!(!e.contains("SECRET") && e.contains("malformed"), "{e}");
     }
 

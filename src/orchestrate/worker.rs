@@ -124,7 +124,7 @@ fn watch_for_stop<R: BufRead + Send + 'static>(
 /// instant it names; None once the run is stopped or the coordinator says no more. A step
 /// cut short by a signal to this process alone is not a step: it is reported as an error.
 fn next_step(
-    ended: Result<crate::stats::Stats, String>,
+    ended: Result<crate::stats::Stats, engine::EngineError>,
     steps: &Receiver<NextStep>,
     stop: &Stop,
     told: &AtomicBool,
@@ -142,7 +142,9 @@ fn next_step(
         }),
         (Err(e), _) => {
             let _ = writeln!(std::io::stderr(), "vblast worker: {e}");
-            reply(&FromWorker::Error { message: e });
+            reply(&FromWorker::Error {
+                message: e.to_string(),
+            });
             return None;
         }
     }
@@ -173,6 +175,26 @@ fn follow(route: &Option<(Arc<Route>, usize)>, node: usize) {
     }
 }
 
+/// The plan, first on the input: it, whether to send progress, and whether it is held;
+/// or the exit code of a worker that has none it can run (its error said).
+fn read_plan(input: &mut impl BufRead) -> Result<(EnginePlan, bool, bool), i32> {
+    match protocol::recv::<ToWorker>(input) {
+        Ok(Some(ToWorker::Plan {
+            version,
+            plan,
+            progress,
+            held,
+        })) if version == protocol::VERSION => Ok((*plan, progress, held)),
+        Ok(Some(ToWorker::Plan { version, .. })) => Err(fail(&format!(
+            "coordinator speaks protocol version {version}, not {}",
+            protocol::VERSION
+        ))),
+        Ok(Some(_)) => Err(fail("expected a plan first")),
+        Ok(None) => Err(fail("no plan on stdin")),
+        Err(e) => Err(fail(&format!("bad plan: {e}"))),
+    }
+}
+
 /// `vblast --worker`. Returns the exit code.
 pub fn main(stop: &Stop) -> i32 {
     // Die with the coordinator, so that no orphan keeps sending load.
@@ -182,25 +204,10 @@ pub fn main(stop: &Stop) -> i32 {
     }
     crate::sys::raise_nofile();
     let mut input = BufReader::new(std::io::stdin());
-    let (plan, progress, held): (EnginePlan, bool, bool) =
-        match protocol::recv::<ToWorker>(&mut input) {
-            Ok(Some(ToWorker::Plan {
-                version,
-                plan,
-                progress,
-                held,
-            })) if version == protocol::VERSION => (*plan, progress, held),
-            Ok(Some(ToWorker::Plan { version, .. })) => {
-                return fail(&format!(
-                    "coordinator speaks protocol version {version}, not {}",
-                    protocol::VERSION
-                ));
-            }
-            Ok(Some(_)) => return fail("expected a plan first"),
-            Ok(None) => return fail("no plan on stdin"),
-            Err(e) => return fail(&format!("bad plan: {e}")),
-        };
-    let mut plan = plan;
+    let (mut plan, progress, held) = match read_plan(&mut input) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     // --nodes active over a cluster: the route starts on the plan's node and moves when the
     // coordinator says so (the route itself does not travel in the plan).
     let route = (plan.nodes.is_cluster() && !plan.nodes.spread).then(|| {
@@ -230,9 +237,13 @@ pub fn main(stop: &Stop) -> i32 {
     };
     // Progress: the threads' totals (sent by them about once a second over the engine's
     // channel, which they never wait on) summed and passed on as one small line, at most
-    // once a second, from this thread: nothing in the event loops changes.
+    // once a second, from this thread: nothing in the event loops changes. Only sums over
+    // every thread go out: the coordinator takes each as the whole process's figures.
     let last = Mutex::new(None::<Instant>);
     let relay = |threads: &[engine::Totals]| {
+        if !threads.iter().all(|t| t.reported) {
+            return;
+        }
         let Ok(mut last) = last.lock() else {
             return;
         };
@@ -256,7 +267,7 @@ pub fn main(stop: &Stop) -> i32 {
         let mut next = |ended| next_step(ended, &steps, stop, &told);
         return match engine::run_held_at(&plan, stop, &gate, relay, &mut next) {
             Ok(()) => 0,
-            Err(e) => fail(&e),
+            Err(e) => fail(&e.to_string()),
         };
     }
     match engine::run(&plan, stop, &gate, relay) {
@@ -266,7 +277,7 @@ pub fn main(stop: &Stop) -> i32 {
             });
             0
         }
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.to_string()),
     }
 }
 

@@ -1,0 +1,37 @@
+//! Why the engine could not run (or went on no more): its own small error type, turned
+//! into the crate's `Cause` (an io failure keeps its io error).
+
+use crate::error::{Cause, io_text};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot create event loop: {}", io_text(.0))]
+    EventLoop(std::io::Error),
+    #[error("cannot create a timer: {}", io_text(.0))]
+    Timer(std::io::Error),
+    #[error("event loop failed: {}", io_text(.0))]
+    Poll(std::io::Error),
+    #[error("an event-loop thread panicked")]
+    Panicked,
+    #[error("https target without TLS settings")]
+    NoTlsSettings,
+    /// The TLS settings could not be turned into a client configuration.
+    #[error("{0}")]
+    Tls(Cause),
+    #[error("a held run needs keep-alive connections")]
+    HeldWithoutKeepalive,
+    #[error("a held run cannot change between the open and the closed model")]
+    HeldModelChanged,
+}
+
+impl From<EngineError> for Cause {
+    fn from(e: EngineError) -> Cause {
+        match e {
+            EngineError::EventLoop(source) => Cause::io("cannot create event loop", source),
+            EngineError::Timer(source) => Cause::io("cannot create a timer", source),
+            EngineError::Poll(source) => Cause::io("event loop failed", source),
+            EngineError::Tls(c) => c,
+            other => Cause::Said(other.to_string()),
+        }
+    }
+}
