@@ -12,7 +12,7 @@ use crate::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
 use crate::schedule::Schedule;
 use crate::tls::{TlsEngine, TlsOptions};
 use crate::units::{parse_duration, show_duration};
-use crate::vault::ops::OpFlags;
+use crate::vault::ops::OptionValues;
 
 /// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
 fn parse_whole_seconds(text: &str) -> Result<u64, String> {
@@ -39,6 +39,8 @@ pub enum Format {
     VbVerbose,
     /// vault-benchmark's JSON report (`-report_mode=json`).
     VbJson,
+    /// Markdown, with --list-ops only: the operations' reference (docs/operations.md).
+    Markdown,
 }
 
 const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
@@ -190,6 +192,11 @@ pub struct RunArgs {
     #[arg(skip)]
     pub preset_ops: Option<Vec<crate::scenario::OpChoice>>,
 
+    /// The operations' options given (filled after parsing from the arguments
+    /// `cli_ops::register` adds: their defaults are the registry's).
+    #[arg(skip)]
+    pub op_options: OptionValues,
+
     /// Vault operation, or a weighted mix: kv-read, or kv-read:80,kv-write:20 (see --list-ops).
     #[arg(long)]
     pub op: Option<String>,
@@ -197,14 +204,6 @@ pub struct RunArgs {
     /// A scenario instead of --op: login-read (log in, then read a secret with the token).
     #[arg(long, conflicts_with = "op")]
     pub scenario: Option<String>,
-
-    /// Auth method of the login-read scenario (userpass).
-    #[arg(long)]
-    pub auth: Option<String>,
-
-    /// Users of the login-read scenario, created at setup (default 100).
-    #[arg(long)]
-    pub users: Option<u64>,
 
     /// List the Vault operations with their options, then exit.
     #[arg(long)]
@@ -238,51 +237,6 @@ pub struct RunArgs {
     /// Load run first and left out of every statistic.
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-
-    /// KV engine version for a mount vblast creates (or expects with --mount).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
-    pub kv_version: u8,
-
-    /// Use this existing KV mount instead of creating a fresh one.
-    #[arg(long)]
-    pub mount: Option<String>,
-
-    /// Secrets seeded before the run.
-    #[arg(long, default_value_t = 1000)]
-    pub secrets: u64,
-
-    /// Size of each secret's value, in bytes.
-    #[arg(long, default_value_t = 100)]
-    pub secret_size: usize,
-
-    /// TTL of the tokens logins and token-create make (approle-login, userpass-login,
-    /// token-*; default 2m).
-    #[arg(long)]
-    pub token_ttl: Option<String>,
-
-    /// Type of those tokens: service or batch.
-    #[arg(long)]
-    pub token_type: Option<String>,
-
-    /// Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...).
-    #[arg(long)]
-    pub key_type: Option<String>,
-
-    /// Bytes of plaintext or input per transit request (default 128).
-    #[arg(long)]
-    pub payload_size: Option<usize>,
-
-    /// pki-issue, pki-sign: certificates are not stored on the server (no_store).
-    #[arg(long)]
-    pub no_store: bool,
-
-    /// db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB.
-    #[arg(long)]
-    pub db_url: Option<String>,
-
-    /// db-creds: postgresql or mysql (default: from the --db-url scheme).
-    #[arg(long)]
-    pub db_plugin: Option<String>,
 
     /// Keep the mount vblast created (default: removed after the run).
     #[arg(long)]
@@ -408,11 +362,6 @@ pub struct RunArgs {
     #[arg(long)]
     pub client_key: Option<PathBuf>,
 
-    /// cert-login: CA certificate (PEM) that issued the client certificate, registered as
-    /// the trusted role (default: the --client-cert file itself).
-    #[arg(long)]
-    pub client_ca: Option<PathBuf>,
-
     /// Name to verify the server certificate against [env: VAULT_TLS_SERVER_NAME].
     #[arg(long)]
     pub tls_server_name: Option<String>,
@@ -465,8 +414,16 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(argv)?;
+    let matches = crate::cli_ops::register(Cli::command()).try_get_matches_from(argv)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.run.op_options = crate::cli_ops::values(&matches);
+    match (&mut cli.command, matches.subcommand()) {
+        (Some(Command::Run(a) | Command::Setup(a) | Command::Cleanup(a)), Some((_, m))) => {
+            a.op_options = crate::cli_ops::values(m);
+        }
+        (Some(Command::Sweep(a)), Some((_, m))) => a.run.op_options = crate::cli_ops::values(m),
+        _ => {}
+    }
     let given = |m: &clap::ArgMatches| -> Vec<String> {
         m.ids()
             .filter(|id| {
@@ -494,6 +451,9 @@ pub fn env_true(name: &str) -> bool {
         Some("1" | "true" | "t" | "yes" | "y")
     )
 }
+
+/// The refusal of `--format markdown` anywhere but with --list-ops.
+pub const MARKDOWN_ONLY_FOR_LIST_OPS: &str = "--format markdown goes with --list-ops (the operations' reference): a run's report is text, json, ab, verbose, vb-terse, vb-verbose or vb-json";
 
 /// Most event-loop threads: one per core is the design; this bounds a typo.
 pub const MAX_THREADS: usize = 1024;
@@ -566,25 +526,9 @@ impl RunArgs {
             _ if self.preset_ops.is_some() => {
                 Workload::Vault(self.preset_ops.clone().unwrap_or_default())
             }
-            Some(op) => {
-                let flags = OpFlags {
-                    kv_version: self.kv_version,
-                    mount: self.mount.clone(),
-                    secrets: self.secrets,
-                    secret_size: self.secret_size,
-                    client_ca: self.client_ca.clone(),
-                    token_ttl: self.token_ttl.clone(),
-                    token_type: self.token_type.clone(),
-                    key_type: self.key_type.clone(),
-                    payload_size: self.payload_size,
-                    auth: self.auth.clone(),
-                    users: self.users,
-                    no_store: self.no_store,
-                    db_url: self.db_url.clone(),
-                    db_plugin: self.db_plugin.clone(),
-                };
-                Workload::Vault(crate::vault::ops::parse_mix(op, &flags).map_err(Error::input)?)
-            }
+            Some(op) => Workload::Vault(
+                crate::vault::ops::parse_mix(op, &self.op_options).map_err(Error::input)?,
+            ),
             None => Workload::Url(UrlRequest {
                 method: self.method.clone(),
                 headers: self
@@ -654,6 +598,9 @@ impl RunArgs {
 
     /// Checks flag combinations that clap cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        if self.out.format == Format::Markdown {
+            return Err(MARKDOWN_ONLY_FOR_LIST_OPS.into());
+        }
         if self.connections == 0 {
             return Err("-c must be at least 1".into());
         }
@@ -723,12 +670,7 @@ impl RunArgs {
                     .into(),
             );
         }
-        if self.secrets == 0 {
-            return Err("--secrets must be at least 1".into());
-        }
-        if self.secret_size > 16 * 1024 * 1024 {
-            return Err("--secret-size is larger than 16 MiB".into());
-        }
+        self.op_options.check().map_err(|e| e.to_string())?;
         for h in &self.headers {
             parse_header(h)?;
         }

@@ -188,7 +188,7 @@ impl Prober {
     pub fn state(&self, t: &Target) -> (NodeState, Option<serde_json::Value>) {
         match self.client(t).request_root("GET", "/v1/sys/health", None) {
             Ok(r) => (NodeState::of_status(r.status), r.json()),
-            Err(e) => (NodeState::Unreachable(e), None),
+            Err(e) => (NodeState::Unreachable(e.to_string()), None),
         }
     }
 

@@ -46,35 +46,6 @@ pub enum Mode {
     Remove,
 }
 
-/// Operations whose fixture can be shared by the shards of a run.
-pub const SHARED_OPS: &[&str] = &[
-    "kv-read",
-    "kv-write",
-    "kv-list",
-    "kv-delete",
-    "approle-login",
-    "transit-encrypt",
-    "transit-decrypt",
-    "transit-sign",
-    "transit-verify",
-    "transit-hmac",
-    "pki-issue",
-    "pki-sign",
-    "ssh-sign",
-    "totp-generate",
-    "totp-read",
-    "totp-create",
-    "db-creds",
-    "userpass-login",
-    "cert-login",
-    "jwt-login",
-    "login-read",
-    "token-create",
-    "token-lookup",
-    "token-renew",
-    "token-revoke",
-];
-
 /// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
 pub const JOIN_WAIT: Duration = Duration::from_secs(120);
 
@@ -171,12 +142,13 @@ fn op_names(op: &str) -> impl Iterator<Item = &str> {
 
 /// Refuses operations whose fixture cannot be shared, naming the first.
 pub fn check_ops(op: &str, context: &str) -> Result<(), String> {
+    use crate::vault::ops::{Fixture, fixture_of};
     if let Some(name) =
-        op_names(op).find(|n| !SHARED_OPS.contains(n) && !crate::shard::NO_FIXTURE_OPS.contains(n))
+        op_names(op).find(|n| !matches!(fixture_of(n), Some(Fixture::Shared | Fixture::None)))
     {
         return Err(format!(
             "{context} with {name}: its fixture cannot be shared by shards (shared: {}); set the data up once and run the shards with --no-setup (and --mount), or use URL mode",
-            SHARED_OPS.join(", ")
+            crate::vault::ops::shared_names().join(", ")
         ));
     }
     Ok(())
@@ -192,7 +164,7 @@ pub fn shared_run_id(args: &RunArgs) -> Option<&str> {
     }
     let id = args.shard.run_id.as_deref()?;
     op_names(op)
-        .any(|n| !crate::shard::NO_FIXTURE_OPS.contains(&n))
+        .any(|n| crate::vault::ops::fixture_of(n) != Some(crate::vault::ops::Fixture::None))
         .then_some(id)
 }
 

@@ -10,6 +10,7 @@ pub mod ab_run;
 pub mod ab_tls;
 pub mod capture;
 pub mod cli;
+pub mod cli_ops;
 pub mod cluster;
 pub mod compare;
 pub mod engine;

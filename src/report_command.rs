@@ -34,6 +34,9 @@ pub fn deliver(summary: &Summary, results: &Results, o: &OutputArgs) -> Result<(
         Format::VbTerse => report::Format::VbTerse,
         Format::VbVerbose => report::Format::VbVerbose,
         Format::VbJson => report::Format::VbJson,
+        Format::Markdown => {
+            return Err(Error::input(crate::cli::MARKDOWN_ONLY_FOR_LIST_OPS));
+        }
     };
     let mut text = Vec::new();
     let _ = match format {

@@ -15,7 +15,13 @@ use crate::signals::Stop;
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, stop: &Stop) -> Ending {
     if cli.list_ops {
-        print!("{}", crate::vault::ops::list_text());
+        print!(
+            "{}",
+            match cli.out.format {
+                crate::cli::Format::Markdown => crate::vault::ops::list_markdown(),
+                _ => crate::vault::ops::list_text(),
+            }
+        );
         return Ending::Ok;
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,

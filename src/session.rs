@@ -698,7 +698,9 @@ impl Session {
                 continue;
             }
             let result = if stop.is_urgent() {
-                Err("cleanup skipped after a second signal".to_string())
+                Err(crate::error::Cause::from(
+                    "cleanup skipped after a second signal",
+                ))
             } else {
                 f.cleanup(&mut client, &stop)
             };

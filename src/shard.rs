@@ -189,9 +189,6 @@ pub fn print_results(r: &Results) -> Result<(), String> {
         .map_err(|e| format!("cannot write the results to stdout: {e}"))
 }
 
-/// Operations that create nothing on the server, so every shard may run them as they are.
-pub const NO_FIXTURE_OPS: &[&str] = &["sys-health", "seal-status", "sys-metrics"];
-
 /// Checks the shard flags against the rest of the run: a sharded run needs a run id
 /// (`--run-id` or `--start-at`), `--start-at` must lie ahead, and Vault operations that
 /// create fixtures share one fixture named after `--run-id` (set up and removed once, by
@@ -231,7 +228,9 @@ pub fn validate(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<()
         let names = op
             .split(',')
             .map(|x| x.split(':').next().unwrap_or("").trim());
-        if let Some(name) = names.into_iter().find(|n| !NO_FIXTURE_OPS.contains(n))
+        if let Some(name) = names
+            .into_iter()
+            .find(|n| crate::vault::ops::fixture_of(n) != Some(crate::vault::ops::Fixture::None))
             && args.run_id.is_none()
         {
             return Err(format!(

@@ -236,6 +236,13 @@ fn subcommands_and_the_operation_registry() {
     for name in ["kv-read", "kv-write", "cert-login", "--secret-size"] {
         assert!(out.stdout.contains(name), "{}", out.show());
     }
+    // The Markdown form is docs/operations.md, as generated from the registry.
+    let out = run(url_cmd(&["--list-ops", "--format", "markdown"]));
+    out.assert_code(0);
+    assert!(
+        out.stdout == include_str!("../docs/operations.md"),
+        "docs/operations.md differs from `vblast --list-ops --format markdown`"
+    );
     // `run` is the default command: the same flags work after it.
     let ng = Nginx::start();
     let url = format!("{}/v1/secret/data/foo", ng.addr);

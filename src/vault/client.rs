@@ -5,6 +5,7 @@
 //! read), so a server that trickles its answer cannot hold setup past it; a stop flag
 //! (Ctrl-C) is checked between reads.
 
+use crate::error::Cause;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -337,7 +338,7 @@ impl Client {
         method: &str,
         path: &str,
         body: Option<&[u8]>,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, Cause> {
         self.send(method, path, body, true)
     }
 
@@ -348,7 +349,7 @@ impl Client {
         method: &str,
         path: &str,
         body: Option<&[u8]>,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, Cause> {
         self.send(method, path, body, false)
     }
 
@@ -358,7 +359,7 @@ impl Client {
         path: &str,
         body: Option<&[u8]>,
         with_namespace: bool,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, Cause> {
         let req = self.build_request(method, path, body, with_namespace)?;
         let head = method.eq_ignore_ascii_case("HEAD");
         // One deadline for the whole request, a retry on a fresh connection included.
@@ -395,22 +396,23 @@ impl Client {
         path: &str,
         body: Option<&[u8]>,
         with_namespace: bool,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, Cause> {
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return Err(format!("invalid HTTP method '{}'", one_line(method, 20)));
+            return Err(format!("invalid HTTP method '{}'", one_line(method, 20)).into());
         }
         if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
             return Err(format!(
                 "invalid request path '{}': it must start with '/' and contain no spaces or control characters",
                 one_line(path, 200)
-            ));
+            )
+            .into());
         }
         let bad_header = |v: &str| v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
         if self.token.as_deref().is_some_and(bad_header) {
-            return Err("the token contains line breaks or NUL characters".to_string());
+            return Err("the token contains line breaks or NUL characters".into());
         }
         if self.namespace.as_deref().is_some_and(bad_header) {
-            return Err("the namespace contains line breaks or NUL characters".to_string());
+            return Err("the namespace contains line breaks or NUL characters".into());
         }
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vblast/{}\r\nAccept: application/json\r\n",
@@ -466,10 +468,10 @@ impl Client {
         }
     }
 
-    fn connect(&self, deadline: Option<Instant>) -> Result<Conn, String> {
+    fn connect(&self, deadline: Option<Instant>) -> Result<Conn, Cause> {
         let base = self.target.base();
         if self.stop.as_ref().is_some_and(|s| s.is_set()) {
-            return Err("interrupted".to_string());
+            return Err("interrupted".into());
         }
         let mut last: Option<io::Error> = None;
         let mut sock = None;
@@ -495,10 +497,16 @@ impl Client {
                 return Err(format!(
                     "timed out after {} connecting to {base}",
                     fmt_duration(self.timeout)
-                ));
+                )
+                .into());
             }
-            (None, Some(e)) => return Err(format!("cannot connect to {base}: {e}")),
-            (None, None) => return Err(format!("cannot connect to {base}: no address")),
+            (None, Some(e)) => {
+                return Err(Cause::Io {
+                    what: format!("cannot connect to {base}"),
+                    source: e,
+                });
+            }
+            (None, None) => return Err(format!("cannot connect to {base}: no address").into()),
         };
         let _ = sock.set_nodelay(true);
         let sock = Timed {
@@ -521,8 +529,10 @@ impl Client {
                 .map_err(|_| format!("'{}' is not a valid TLS server name", self.target.host))?,
         };
         let hp = self.host_port();
-        let mut tls = ClientConnection::new(config, name)
-            .map_err(|e| format!("TLS setup for {hp} failed: {e}"))?;
+        let mut tls = ClientConnection::new(config, name).map_err(|e| Cause::Tls {
+            what: format!("TLS setup for {hp} failed"),
+            source: e,
+        })?;
         let mut sock = sock;
         crate::tls::blocking_handshake(&mut tls, &mut sock, &hp).map_err(|e| {
             if sock.stop.as_ref().is_some_and(|s| s.is_set()) {
@@ -539,38 +549,44 @@ impl Client {
         Ok(Conn::Tls(Box::new(StreamOwned::new(tls, sock))))
     }
 
-    fn describe(&self, e: ExchangeError) -> String {
+    fn describe(&self, e: ExchangeError) -> Cause {
         let base = self.target.base();
         let waited = fmt_duration(self.timeout);
         match e {
             ExchangeError::Write(e) | ExchangeError::Read(ReadError::Io(e)) if is_stopped(&e) => {
-                "interrupted".to_string()
+                "interrupted".into()
             }
             ExchangeError::Write(e) if is_timeout(&e) => {
-                format!("timed out after {waited} sending a request to {base}")
+                format!("timed out after {waited} sending a request to {base}").into()
             }
-            ExchangeError::Write(e) => format!("sending a request to {base} failed: {e}"),
+            ExchangeError::Write(e) => Cause::Io {
+                what: format!("sending a request to {base} failed"),
+                source: e,
+            },
             ExchangeError::Read(ReadError::Timeout) => {
-                format!("timed out after {waited} waiting for {base}")
+                format!("timed out after {waited} waiting for {base}").into()
             }
             ExchangeError::Read(ReadError::ClosedEarly(None)) => {
-                format!("server at {base} closed the connection without answering")
+                format!("server at {base} closed the connection without answering").into()
             }
-            ExchangeError::Read(ReadError::ClosedEarly(Some(e))) => {
-                format!("server at {base} dropped the connection without answering: {e}")
-            }
+            ExchangeError::Read(ReadError::ClosedEarly(Some(e))) => Cause::Io {
+                what: format!("server at {base} dropped the connection without answering"),
+                source: e,
+            },
             ExchangeError::Read(ReadError::Truncated) => {
-                format!("server at {base} closed the connection in the middle of a response")
+                format!("server at {base} closed the connection in the middle of a response").into()
             }
             ExchangeError::Read(ReadError::NoCloseNotify) => format!(
                 "server at {base} closed the connection without TLS close_notify: the response may be truncated"
-            ),
+            )
+            .into(),
             ExchangeError::Read(ReadError::Malformed(what)) => {
-                format!("server at {base} sent a malformed HTTP response ({what})")
+                format!("server at {base} sent a malformed HTTP response ({what})").into()
             }
-            ExchangeError::Read(ReadError::Io(e)) => {
-                format!("reading the response from {base} failed: {e}")
-            }
+            ExchangeError::Read(ReadError::Io(e)) => Cause::Io {
+                what: format!("reading the response from {base} failed"),
+                source: e,
+            },
         }
     }
 }
@@ -937,7 +953,10 @@ mod tests {
             None,
             Duration::from_secs(5),
         );
-        let e = bad.build_request("GET", "/v1/a", None, true).unwrap_err();
+        let e = bad
+            .build_request("GET", "/v1/a", None, true)
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("zq9"), "{e}");
     }
 
@@ -987,7 +1006,10 @@ mod tests {
         };
         let t = Target::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let mut c = Client::new(&t, None, None, None, None, Duration::from_secs(2));
-        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        let e = c
+            .request("GET", "/v1/sys/health", None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(&format!("cannot connect to http://127.0.0.1:{port}: ")),
             "{e}"
@@ -1023,7 +1045,10 @@ mod tests {
     fn timeout_bounds_a_trickled_response() {
         let (t, server) = trickle_server(Duration::from_millis(50));
         let mut c = Client::new(&t, None, None, None, None, Duration::from_millis(400));
-        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        let e = c
+            .request("GET", "/v1/sys/health", None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             format!("timed out after 400ms waiting for {}", t.base()),
@@ -1043,11 +1068,16 @@ mod tests {
             std::thread::sleep(Duration::from_millis(300));
             stop.request(crate::signals::Signal::Interrupt);
         });
-        let e = c.request("GET", "/v1/sys/health", None).unwrap_err();
+        let e = c
+            .request("GET", "/v1/sys/health", None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "interrupted");
         // Later requests do not even connect.
         assert_eq!(
-            c.request("GET", "/v1/sys/health", None).unwrap_err(),
+            c.request("GET", "/v1/sys/health", None)
+                .unwrap_err()
+                .to_string(),
             "interrupted"
         );
         raiser.join().unwrap();

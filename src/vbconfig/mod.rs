@@ -279,13 +279,7 @@ fn want_bool(v: &Value, key: &str, file: &str) -> Result<bool, String> {
 }
 
 /// A whole number given as a number or a numeric string.
-pub(crate) fn as_u64(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
+pub(crate) use crate::vault::ops::vb::as_u64;
 
 fn want_u64(v: &Value, key: &str, file: &str) -> Result<u64, String> {
     as_u64(v).ok_or_else(|| format!("{file}: '{key}' must be a whole number, not {v}"))

@@ -13,13 +13,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped, token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_auth, json_str, needs_setup,
-    random_name, random_secret, setup_with,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, call, disable_auth, json_str, needs_setup, random_name, random_secret, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -30,31 +31,78 @@ pub const DEFAULT_TOKEN_TTL: &str = "2m";
 /// The role or user vblast creates.
 pub const NAME: &str = "vblast";
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--token-ttl DURATION",
-        "TTL of each login's token (default 2m); all are revoked at cleanup",
-    ),
-    (
-        "--token-type service|batch",
-        "type of the tokens (default service; batch spares the server)",
-    ),
-];
+/// `--token-ttl`: the TTL of the tokens logins and token-create make.
+pub(crate) const TOKEN_TTL: OptionSpec = OptionSpec {
+    flag: "token-ttl",
+    value_name: "DURATION",
+    kind: Kind::Text,
+    default: None,
+    help: "TTL of the tokens logins and token-create make (approle-login, userpass-login, token-*; default 2m)",
+};
+
+/// `--token-type`: service or batch.
+pub(crate) const TOKEN_TYPE: OptionSpec = OptionSpec {
+    flag: "token-type",
+    value_name: "service|batch",
+    kind: Kind::Text,
+    default: None,
+    help: "Type of those tokens: service or batch",
+};
+
+const OPTIONS: &[OptionSpec] = &[TOKEN_TTL, TOKEN_TYPE];
+
+const DOC: &str = "Setup enables the auth method at a fresh path (`vblast-approle-xxxxxxxx`, `vblast-userpass-xxxxxxxx`) with one role or user whose tokens carry only the `default` policy and a short TTL; each request logs in and must answer with `auth.client_token`. Cleanup disables the path, which revokes every token its logins made. Shards share the path; each shard makes its own secret_id or user.";
+
+fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    let mut role = c.block("role")?;
+    role.names(&["role_name"]);
+    role.only(
+        "bind_secret_id",
+        &[json!(true)],
+        "its logins always present a secret_id",
+    )?;
+    token_settings(&mut role, &mut out.config)?;
+    role.finish(&mut out.named)?;
+    let secret = c.block("secret_id")?;
+    secret.finish(&mut out.named)
+}
+
+fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    // The password: vblast makes a random one (never printed or saved).
+    c.names(&["username", "password"]);
+    token_settings(c, &mut out.config)
+}
 
 pub const APPROLE: OpInfo = OpInfo {
     name: "approle-login",
     about: "POST auth/<path>/login with the role_id and secret_id of a role made at setup",
+    request: "POST /v1/auth/<path>/login",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_approle,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "approle_auth",
+        config: approle_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 pub const USERPASS: OpInfo = OpInfo {
     name: "userpass-login",
     about: "POST auth/<path>/login/vblast with the password of a user made at setup",
+    request: "POST /v1/auth/<path>/login/<user>",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_userpass,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "userpass_auth",
+        config: userpass_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config (vault-benchmark's `token_ttl`, `token_type`).
@@ -65,28 +113,29 @@ pub struct LoginConfig {
     pub token_type: String,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(LoginConfig {
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
     })
     .unwrap_or(Value::Null)
 }
 
 /// Checks a token TTL and type as Vault would take them.
-pub fn check_token_settings(ttl: &str, kind: &str) -> Result<(), String> {
+pub fn check_token_settings(ttl: &str, kind: &str) -> Result<(), Cause> {
     crate::units::parse_duration(ttl)
         .map_err(|e| format!("token TTL '{ttl}' is not a duration: {e}"))?;
     if kind != "service" && kind != "batch" {
-        return Err(format!("token type '{kind}' is not one of service, batch"));
+        return Err(Cause::from(format!(
+            "token type '{kind}' is not one of service, batch"
+        )));
     }
     Ok(())
 }
 
-fn parse(v: &Value) -> Result<LoginConfig, String> {
+fn parse(v: &Value) -> Result<LoginConfig, Cause> {
     let c: LoginConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&c.token_ttl, &c.token_type)?;
@@ -114,11 +163,11 @@ impl Method {
     }
 }
 
-fn build_approle(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_approle(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(Login::new(Method::AppRole, parse(v)?)))
 }
 
-fn build_userpass(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_userpass(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(Login::new(Method::Userpass, parse(v)?)))
 }
 
@@ -189,7 +238,8 @@ impl Login {
                     || match client.request("GET", &format!("{role}/role-id"), None) {
                         Ok(r) if (200..300).contains(&r.status) => {
                             let v = r.json().unwrap_or(Value::Null);
-                            role_id = json_str(&v, "data.role_id", &what)?;
+                            role_id =
+                                json_str(&v, "data.role_id", &what).map_err(|e| e.to_string())?;
                             Ok(true)
                         }
                         Ok(r) if r.status == 404 || r.status == 400 || r.status == 403 => Ok(false),
@@ -257,12 +307,12 @@ impl Login {
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         self.prepare_with(client, true)
     }
 
     /// Enables the auth method at a fresh path; returns the path.
-    fn enable(&mut self, client: &mut Client) -> Result<String, String> {
+    fn enable(&mut self, client: &mut Client) -> Result<String, Cause> {
         let kind = self.method.kind();
         let path = random_name(&format!("vblast-{kind}-"));
         // From here on the path may exist: the session disables it whatever happens next.
@@ -289,7 +339,7 @@ impl Login {
     }
 
     /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
-    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), String> {
+    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), Cause> {
         let path = self.enable(client)?;
         let token = self.token_settings();
         match self.method {
@@ -391,7 +441,7 @@ impl VaultOp for Login {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some((p, user)) = self.own_user.clone() {
             call(
                 client,
@@ -443,11 +493,13 @@ mod tests {
         assert!(
             check_token_settings("soon", "service")
                 .unwrap_err()
+                .to_string()
                 .contains("soon")
         );
         assert!(
             check_token_settings("2m", "default")
                 .unwrap_err()
+                .to_string()
                 .contains("service, batch")
         );
     }

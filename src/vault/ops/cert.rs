@@ -10,35 +10,72 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::shared::{self, Mode};
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
-use crate::error::Error;
+use super::vb::{Keys, Mapped};
+use super::{
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, random_name,
+};
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
+fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    c.names(&["name", "display_name"]);
+    if let Some(ca) = c.string("certificate")? {
+        if ca.contains("-----BEGIN") {
+            return Err(Cause::from(format!(
+                "test '{}': config.certificate holds PEM text: vblast takes the CA certificate as a file path (certificate = \"ca.pem\")",
+                c.test
+            )));
+        }
+        out.config.insert("client_ca".into(), json!(ca));
+    }
+    Ok(())
+}
+
 pub const LOGIN: OpInfo = OpInfo {
     name: "cert-login",
     about: "POST auth/<path>/login over mutual TLS (https:// address and a client certificate)",
+    request: "POST /v1/auth/<path>/login (over mutual TLS)",
+    doc: "Setup enables the TLS certificate auth method at a fresh path and trusts the client certificate's issuer as the role `vblast`; cleanup disables it again. Shards share the path and the role; each logs in with the client certificate its own flags give.",
     options: &[
+        OptionSpec {
+            flag: "client-ca",
+            value_name: "FILE",
+            kind: Kind::Path,
+            default: None,
+            help: "cert-login: CA certificate (PEM) that issued the client certificate, registered as the trusted role (default: the --client-cert file itself)",
+        },
+        OptionSpec {
+            flag: "mount",
+            value_name: "NAME",
+            kind: Kind::Text,
+            default: None,
+            help: "with --no-setup: the existing auth path to log in at (default cert)",
+        },
+    ],
+    also: &[
         (
             "--client-cert/--client-key",
             "the client certificate presented (or VAULT_CLIENT_CERT/KEY)",
-        ),
-        (
-            "--client-ca FILE",
-            "CA that issued it, trusted as role vblast (default: the certificate itself)",
         ),
         (
             "--no-setup",
             "log in at the existing auth path --mount (default cert)",
         ),
     ],
-    config_from_flags,
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cert_auth",
+        config: cert_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config.
@@ -51,15 +88,15 @@ pub struct CertConfig {
     pub path: Option<String>,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(CertConfig {
-        client_ca: f.client_ca.clone(),
-        path: f.mount.clone(),
+        client_ca: f.path("client-ca"),
+        path: f.text("mount"),
     })
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: CertConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(CertLogin {
@@ -157,7 +194,7 @@ impl VaultOp for CertLogin {
         }
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(s) = &self.setup {
             cleanup(client, s)?;
         }
@@ -188,7 +225,7 @@ pub fn random_auth_path() -> String {
 }
 
 /// The PEM CERTIFICATE blocks of `path` (other blocks, such as a key, are left out).
-pub fn read_ca_pem(path: &Path) -> Result<String, String> {
+pub fn read_ca_pem(path: &Path) -> Result<String, Cause> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read client CA file {}: {}",
@@ -212,30 +249,30 @@ pub fn read_ca_pem(path: &Path) -> Result<String, String> {
         }
     }
     if out.is_empty() || inside {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "no complete PEM certificate found in {}",
             path.display()
-        ));
+        )));
     }
     Ok(out)
 }
 
-fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(), String> {
+fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(), Cause> {
     if (200..300).contains(&r.status) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::from(format!(
             "{what} on {base} failed: HTTP {}: {}",
             r.status,
             r.error_text()
-        ))
+        )))
     }
 }
 
 /// Enables cert auth at a fresh path and registers `ca_pem` as the trusted certificate
 /// of role `vblast`. `slot` holds the path as soon as it may exist, so that the session
 /// disables it whatever happens next.
-fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), String> {
+fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), Cause> {
     let base = client.base();
     let path = random_auth_path();
     let body = serde_json::json!({
@@ -304,7 +341,7 @@ pub fn login(setup: &CertSetup) -> Operation {
 }
 
 /// Disables the auth path when we enabled it.
-pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), String> {
+pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), Cause> {
     if !setup.created {
         return Ok(());
     }
@@ -351,7 +388,12 @@ mod tests {
             "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----\n"
         );
         std::fs::write(&f, "nothing").unwrap();
-        assert!(read_ca_pem(&f).unwrap_err().contains("no complete PEM"));
+        assert!(
+            read_ca_pem(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("no complete PEM")
+        );
         assert!(read_ca_pem(&dir.path().join("missing")).is_err());
     }
 }

@@ -18,32 +18,109 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped, set_in};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, needs_setup, random_name,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, call, disable_mount, needs_setup, random_name,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
+/// vault-benchmark's postgresql_secret and mysql_secret tests: the connection and the role.
+fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    set_in(
+        &mut out.config,
+        "db_connection",
+        "plugin_name",
+        json!(plugin),
+    );
+    let mut db = c.block("db_connection")?;
+    db.names(&["name"]);
+    for key in ["connection_url", "username", "password"] {
+        if let Some(v) = db.string(key)? {
+            set_in(&mut out.config, "db_connection", key, json!(v));
+        }
+    }
+    if let Some(v) = db.boolean("verify_connection")? {
+        set_in(
+            &mut out.config,
+            "db_connection",
+            "verify_connection",
+            json!(v),
+        );
+    }
+    if let Some(v) = db.number("max_open_connections")? {
+        set_in(
+            &mut out.config,
+            "db_connection",
+            "max_open_connections",
+            json!(v),
+        );
+    }
+    db.finish(&mut out.named)?;
+    let mut role = c.block("role")?;
+    role.names(&["name", "db_name"]);
+    for key in [
+        "creation_statements",
+        "revocation_statements",
+        "default_ttl",
+        "max_ttl",
+    ] {
+        if let Some(v) = role.string(key)? {
+            set_in(&mut out.config, "role", key, json!(v));
+        }
+    }
+    role.finish(&mut out.named)
+}
+
+fn postgresql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    db_hcl(POSTGRES_PLUGIN, c, out)
+}
+
+fn mysql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    db_hcl(MYSQL_PLUGIN, c, out)
+}
+
 pub const CREDS: OpInfo = OpInfo {
     name: "db-creds",
     about: "GET <mount>/creds/vblast: a new database user (PostgreSQL or MySQL/MariaDB)",
+    request: "GET /v1/<mount>/creds/vblast",
+    doc: "Setup enables the database secrets engine at a fresh mount (`vblast-db-xxxxxxxx`), connects it to the PostgreSQL or MySQL/MariaDB server of `--db-url` (plugin from `--db-plugin` or the URL's scheme) and creates a role whose users live a short while; each request reads `creds/ROLE`, a new database user, and the answer must hold its username, password and lease. Cleanup revokes every lease of the role (each revocation drops its user in the database) before disabling the mount, so no database user outlives the run. The database password and the credentials are never printed. Shards share the mount and the connection; each reads the credentials of a role of its own.",
     options: &[
-        (
-            "--db-url URL",
-            "postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB (required)",
-        ),
-        (
-            "--db-plugin NAME",
-            "postgresql or mysql (default: from the URL's scheme)",
-        ),
+        OptionSpec {
+            flag: "db-url",
+            value_name: "URL",
+            kind: Kind::Text,
+            default: None,
+            help: "db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB",
+        },
+        OptionSpec {
+            flag: "db-plugin",
+            value_name: "NAME",
+            kind: Kind::Text,
+            default: None,
+            help: "db-creds: postgresql or mysql (default: from the --db-url scheme)",
+        },
     ],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "postgresql_secret",
+            config: postgresql_hcl,
+        },
+        VbType {
+            name: "mysql_secret",
+            config: mysql_hcl,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 const POSTGRES_PLUGIN: &str = "postgresql-database-plugin";
@@ -101,7 +178,7 @@ fn default_true() -> bool {
 }
 
 /// `--db-url` split into the templated URL Vault stores, the user and the password.
-fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
+fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, Cause> {
     let shown = url.rsplit_once('@').map(|(_, h)| h).unwrap_or("");
     let u =
         url::Url::parse(url).map_err(|e| format!("--db-url '...@{shown}' is not a URL: {e}"))?;
@@ -115,9 +192,9 @@ fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
     let username = decode(u.username());
     let password = u.password().map(decode).unwrap_or_default();
     if username.is_empty() {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--db-url '...@{shown}' names no user (scheme://USER:PASS@HOST:PORT/DB)"
-        ));
+        )));
     }
     let host = u
         .host_str()
@@ -148,17 +225,17 @@ fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, String> {
 }
 
 /// Vault's plugin for a `--db-plugin` name or a URL scheme.
-fn plugin_for(name: &str) -> Result<&'static str, String> {
+fn plugin_for(name: &str) -> Result<&'static str, Cause> {
     match name {
         "postgres" | "postgresql" => Ok(POSTGRES_PLUGIN),
         "mysql" | "mariadb" => Ok(MYSQL_PLUGIN),
-        other => Err(format!(
+        other => Err(Cause::from(format!(
             "database plugin '{other}' is not one of postgresql, mysql (--db-plugin, or a postgres:// or mysql:// --db-url)"
-        )),
+        ))),
     }
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     let unset = || DbConnection {
         name: default_name(),
         plugin_name: POSTGRES_PLUGIN.into(),
@@ -168,10 +245,11 @@ fn config_from_flags(f: &OpFlags) -> Value {
         verify_connection: true,
         max_open_connections: None,
     };
-    let (db_connection, invalid) = match (f.db_url.as_deref(), f.db_plugin.as_deref()) {
+    let (url, plugin) = (f.text("db-url"), f.text("db-plugin"));
+    let (db_connection, invalid) = match (url.as_deref(), plugin.as_deref()) {
         (Some(url), plugin) => match split_url(url, plugin) {
             Ok(c) => (c, None),
-            Err(e) => (unset(), Some(e)),
+            Err(e) => (unset(), Some(e.to_string())),
         },
         (None, Some(p)) => match plugin_for(p) {
             Ok(name) => (
@@ -181,7 +259,7 @@ fn config_from_flags(f: &OpFlags) -> Value {
                 },
                 None,
             ),
-            Err(e) => (unset(), Some(e)),
+            Err(e) => (unset(), Some(e.to_string())),
         },
         (None, None) => (unset(), None),
     };
@@ -199,17 +277,17 @@ fn config_from_flags(f: &OpFlags) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: DbConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if let Some(e) = &config.invalid {
-        return Err(e.clone());
+        return Err(Cause::from(e.clone()));
     }
     let plugin = config.db_connection.plugin_name.as_str();
     if plugin != POSTGRES_PLUGIN && plugin != MYSQL_PLUGIN {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "plugin_name '{plugin}' is not one of {POSTGRES_PLUGIN}, {MYSQL_PLUGIN}"
-        ));
+        )));
     }
     for (what, ttl) in [
         ("default_ttl", &config.role.default_ttl),
@@ -225,7 +303,9 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
     };
     for n in [&config.db_connection.name, &config.role.name] {
         if !name_ok(n) {
-            return Err(format!("name '{n}' must be letters, digits, '-' or '_'"));
+            return Err(Cause::from(format!(
+                "name '{n}' must be letters, digits, '-' or '_'"
+            )));
         }
     }
     Ok(Box::new(Db {
@@ -261,16 +341,16 @@ impl Db {
     }
 
     /// A server message with the database password (if it shows) masked.
-    fn masked(&self, e: String) -> String {
+    fn masked(&self, e: Cause) -> Cause {
         let p = &self.config.db_connection.password;
         if p.len() >= 3 {
-            e.replace(p.as_str(), "***")
+            Cause::Said(e.to_string().replace(p.as_str(), "***"))
         } else {
             e
         }
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let c = &self.config.db_connection;
         let role = &self.config.role;
         let mount = random_name("vblast-db-");
@@ -368,7 +448,7 @@ impl Db {
     }
 
     /// Revokes every lease under `prefix` (each revocation drops its database user).
-    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), String> {
+    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), Cause> {
         call(
             client,
             "PUT",
@@ -462,7 +542,7 @@ impl VaultOp for Db {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let (Some(m), Some(own)) = (self.shared_mount.clone(), self.own_role.clone()) {
             // The leases this shard was given, revoked (their users dropped), then its role.
             self.revoke(client, &format!("{m}/creds/{own}"))?;
@@ -493,17 +573,21 @@ impl VaultOp for Db {
 mod tests {
     use super::*;
 
-    fn flags(url: Option<&str>, plugin: Option<&str>) -> OpFlags {
-        OpFlags {
-            db_url: url.map(String::from),
-            db_plugin: plugin.map(String::from),
-            ..OpFlags::default()
+    fn flags(url: Option<&str>, plugin: Option<&str>) -> OptionValues {
+        use super::super::OptionValue;
+        let mut v = OptionValues::new();
+        if let Some(u) = url {
+            v.set("db-url", OptionValue::Text(u.into())).unwrap();
         }
+        if let Some(p) = plugin {
+            v.set("db-plugin", OptionValue::Text(p.into())).unwrap();
+        }
+        v
     }
 
     #[test]
     fn urls_become_templated_connections_without_the_password() {
-        let v = config_from_flags(&flags(
+        let v = config_from(&flags(
             Some("postgres://vb%40root:p%3Ass@127.0.0.1:15432/app?sslmode=disable"),
             None,
         ));
@@ -516,7 +600,7 @@ mod tests {
         assert_eq!(c.db_connection.username, "vb@root");
         assert_eq!(c.db_connection.password, "p:ss");
         assert!(build(&v).is_ok());
-        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+        let c: DbConfig = serde_json::from_value(config_from(&flags(
             Some("mysql://root:pw@127.0.0.1:13306/"),
             None,
         )))
@@ -526,7 +610,7 @@ mod tests {
             c.db_connection.connection_url,
             "{{username}}:{{password}}@tcp(127.0.0.1:13306)/"
         );
-        let c: DbConfig = serde_json::from_value(config_from_flags(&flags(
+        let c: DbConfig = serde_json::from_value(config_from(&flags(
             Some("postgres://root:pw@127.0.0.1:13306/"),
             Some("mysql"),
         )))
@@ -547,9 +631,10 @@ mod tests {
             (Some("not a url sekrit"), None, "not a URL"),
             (None, Some("db2"), "'db2'"),
         ] {
-            let e = build(&config_from_flags(&flags(url, plugin)))
+            let e = build(&config_from(&flags(url, plugin)))
                 .err()
-                .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"));
+                .unwrap_or_else(|| panic!("{url:?} {plugin:?} built"))
+                .to_string();
             assert!(e.contains(needle), "{e}");
             assert!(!e.contains("sekrit"), "{e}");
         }

@@ -21,13 +21,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
+use super::vb::{Keys, Mapped, set_in, token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
-    random_name, setup_with,
+    Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType,
+    call, delete_policy, disable_auth, needs_setup, random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -38,21 +39,49 @@ pub const DEFAULT_POOL: usize = 100;
 /// How long the pre-signed JWTs are valid (the run must end before; the key dies with it).
 const JWT_LIFETIME_S: u64 = 24 * 3600;
 
+fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    let auth = c.block("auth")?;
+    auth.finish(&mut out.named)?;
+    let mut role = c.block("role")?;
+    role.names(&["name"]);
+    role.only(
+        "role_type",
+        &[json!("jwt")],
+        "it logs in with JWTs it signs itself (role_type jwt)",
+    )?;
+    // vblast signs its own tokens with these claims, so the role's bounds are its own.
+    role.names(&["user_claim", "bound_audiences", "bound_subject"]);
+    let mut tokens = serde_json::Map::new();
+    token_settings(&mut role, &mut tokens)?;
+    for (k, v) in tokens {
+        set_in(&mut out.config, "role", &k, v);
+    }
+    role.finish(&mut out.named)
+}
+
 pub const LOGIN: OpInfo = OpInfo {
     name: "jwt-login",
     about: "POST auth/<path>/login with a JWT signed by a key vblast made at setup (ES256)",
+    request: "POST /v1/auth/<path>/login",
+    doc: "Setup makes an ECDSA P-256 key pair in memory, enables the jwt auth method at a fresh path (`vblast-jwt-xxxxxxxx`) with the public key as its only `jwt_validation_pubkeys`, writes a policy and a role whose tokens carry it, and signs a pool of JWTs (ES256) for that role; the requests log in with those JWTs in turn and must answer with `auth.client_token`. Cleanup disables the path (revoking every token the logins made) and deletes the policy. The private key never leaves the process. Shards share the policy; each makes its own key pair and auth path.",
     options: &[
-        (
-            "--token-ttl DURATION",
-            "TTL of each login's token (default 2m); all are revoked at cleanup",
-        ),
-        (
-            "--token-type service|batch",
-            "type of the tokens (default service; batch spares the server)",
-        ),
+        OptionSpec {
+            help: "TTL of each login's token (default 2m); all are revoked at cleanup",
+            ..super::auth::TOKEN_TTL
+        },
+        OptionSpec {
+            help: "type of the tokens (default service; batch spares the server)",
+            ..super::auth::TOKEN_TYPE
+        },
     ],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "jwt_auth",
+        config: jwt_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config: vault-benchmark's `jwt_auth` `role` block (the keys vblast uses);
@@ -95,17 +124,16 @@ fn default_user_claim() -> String {
     "sub".into()
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(JwtConfig {
         role: JwtRoleConfig {
             name: default_role(),
             bound_audiences: default_audiences(),
             user_claim: default_user_claim(),
             token_ttl: f
-                .token_ttl
-                .clone()
+                .text("token-ttl")
                 .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-            token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+            token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
             token_policies: Vec::new(),
         },
         pool: DEFAULT_POOL,
@@ -113,18 +141,20 @@ fn config_from_flags(f: &OpFlags) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: JwtConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.role.token_ttl, &config.role.token_type)?;
     if config.pool == 0 || config.pool > 100_000 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "JWT pool of {} is not between 1 and 100000",
             config.pool
-        ));
+        )));
     }
     if config.role.bound_audiences.is_empty() {
-        return Err("the jwt role needs at least one bound audience".into());
+        return Err(Cause::from(
+            "the jwt role needs at least one bound audience",
+        ));
     }
     let name_ok = |s: &str| {
         !s.is_empty()
@@ -132,13 +162,13 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
     if !name_ok(&config.role.name) {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "role name '{}' must be letters, digits, '-' or '_'",
             config.role.name
-        ));
+        )));
     }
     if config.role.user_claim.is_empty() {
-        return Err("user_claim is empty".into());
+        return Err(Cause::from("user_claim is empty"));
     }
     Ok(Box::new(Jwt {
         config,
@@ -189,7 +219,7 @@ fn sign_pool(
     role: &JwtRoleConfig,
     count: usize,
     now: u64,
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Vec<u8>>, Cause> {
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
     let salt = random_name("");
     (0..count)
@@ -215,7 +245,7 @@ fn sign_pool(
 
 impl Jwt {
     /// Own mode: the policy, then a path of its own trusting a fresh key.
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let policy = random_name("vblast-jwt-");
         self.write_policy(client, &policy)?;
         let path = random_name("vblast-jwt-");
@@ -223,7 +253,7 @@ impl Jwt {
     }
 
     /// Writes the policy the role's tokens carry; from then on cleanup deletes it.
-    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         self.policy = Some(policy.to_string());
         call(
             client,
@@ -245,7 +275,7 @@ impl Jwt {
         client: &mut Client,
         path: String,
         policy: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| "making an ECDSA P-256 key pair failed".to_string())?;
@@ -391,7 +421,7 @@ impl VaultOp for Jwt {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(prefix) = self.sweep.clone() {
             shared::disable_auth_under(client, &prefix)?;
             self.sweep = None;
@@ -412,8 +442,7 @@ mod tests {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
             .unwrap();
-        let cfg: JwtConfig =
-            serde_json::from_value(config_from_flags(&OpFlags::default())).unwrap();
+        let cfg: JwtConfig = serde_json::from_value(config_from(&OptionValues::new())).unwrap();
         let pool = sign_pool(&key, &rng, &cfg.role, 20, 1_800_000_000).unwrap();
         assert_eq!(pool.len(), 20);
         assert!(pool.iter().all(|j| j.len() == pool[0].len()));
@@ -449,14 +478,20 @@ mod tests {
 
     #[test]
     fn bad_configs_are_refused() {
-        let mut cfg = config_from_flags(&OpFlags::default());
+        let mut cfg = config_from(&OptionValues::new());
         cfg["pool"] = json!(0);
-        assert!(build(&cfg).err().unwrap().contains("pool"));
-        let mut cfg = config_from_flags(&OpFlags::default());
+        assert!(build(&cfg).err().unwrap().to_string().contains("pool"));
+        let mut cfg = config_from(&OptionValues::new());
         cfg["role"]["token_type"] = json!("default");
-        assert!(build(&cfg).err().unwrap().contains("service, batch"));
-        let mut cfg = config_from_flags(&OpFlags::default());
+        assert!(
+            build(&cfg)
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("service, batch")
+        );
+        let mut cfg = config_from(&OptionValues::new());
         cfg["role"]["name"] = json!("a/b");
-        assert!(build(&cfg).err().unwrap().contains("role name"));
+        assert!(build(&cfg).err().unwrap().to_string().contains("role name"));
     }
 }

@@ -10,10 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp, random_name};
-use crate::error::Error;
+use super::vb::{Keys, Mapped};
+use super::{
+    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, random_name,
+};
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -26,20 +30,43 @@ const MOUNT_READY_WAIT: Duration = Duration::from_secs(10);
 /// Random characters written into each kv-write value; the rest is fixed filler.
 const VARYING: usize = 16;
 
-const OPTIONS: &[(&str, &str)] = &[
-    ("--kv-version 1|2", "KV engine version (default 2)"),
-    (
-        "--secrets N",
-        "secrets seeded before the run (default 1000)",
-    ),
-    (
-        "--secret-size BYTES",
-        "size of each secret's value (default 100)",
-    ),
-    (
-        "--mount NAME",
-        "use this existing mount: secrets go under a fresh prefix, removed afterwards",
-    ),
+const OPTIONS: &[OptionSpec] = &[KV_VERSION, MOUNT, SECRETS, SECRET_SIZE];
+
+pub(crate) const KV_VERSION: OptionSpec = OptionSpec {
+    flag: "kv-version",
+    value_name: "1|2",
+    kind: ValueKind::Number { min: 1, max: 2 },
+    default: Some("2"),
+    help: "KV engine version for a mount vblast creates (or expects with --mount)",
+};
+
+pub(crate) const MOUNT: OptionSpec = OptionSpec {
+    flag: "mount",
+    value_name: "NAME",
+    kind: ValueKind::Text,
+    default: None,
+    help: "Use this existing KV mount instead of creating a fresh one",
+};
+
+pub(crate) const SECRETS: OptionSpec = OptionSpec {
+    flag: "secrets",
+    value_name: "N",
+    kind: ValueKind::Count { min: 1 },
+    default: Some("1000"),
+    help: "Secrets seeded before the run",
+};
+
+pub(crate) const SECRET_SIZE: OptionSpec = OptionSpec {
+    flag: "secret-size",
+    value_name: "BYTES",
+    kind: ValueKind::Bytes {
+        max: Some(16 * 1024 * 1024),
+    },
+    default: Some("100"),
+    help: "Size of each secret's value, in bytes",
+};
+
+const ALSO: &[(&str, &str)] = &[
     (
         "--no-setup",
         "read s0..sN-1 of --mount (default secret) as they are",
@@ -47,63 +74,152 @@ const OPTIONS: &[(&str, &str)] = &[
     ("--keep", "leave the mount (or prefix) vblast created"),
 ];
 
+const DOC: &str = "Setup creates a fresh KV mount (or, with `--mount`, writes under a fresh prefix inside the user's mount, never touching the user's own secrets), seeds `--secrets` secrets of `--secret-size` bytes concurrently, and cleanup removes exactly what setup wrote. With `--no-setup` the secrets s0..sN-1 of `--mount` (default `secret`) are used as they are.";
+
+/// vault-benchmark's KV tests: `numkvs` secrets (default 1000) of `kvsize` bytes (default 1).
+fn kv_config(version: u8, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    out.config.insert("version".into(), json!(version));
+    let n = c.number("numkvs")?.unwrap_or(1000);
+    if n == 0 {
+        return Err(Cause::from(format!(
+            "test '{}': config.numkvs must be at least 1",
+            c.test
+        )));
+    }
+    out.config.insert("secrets".into(), json!(n));
+    out.config.insert(
+        "secret_size".into(),
+        json!(c.number("kvsize")?.unwrap_or(1)),
+    );
+    Ok(())
+}
+
+fn kv1_config(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    kv_config(1, c, out)
+}
+
+fn kv2_config(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    kv_config(2, c, out)
+}
+
+fn cubby_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
+    c.names(&["path"]);
+    Ok(())
+}
+
 pub const READ: OpInfo = OpInfo {
     name: "kv-read",
     about: "GET a uniformly random seeded secret",
+    request: "GET /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_read,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "kvv1_read",
+            config: kv1_config,
+        },
+        VbType {
+            name: "kvv2_read",
+            config: kv2_config,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 pub const WRITE: OpInfo = OpInfo {
     name: "kv-write",
     about: "POST a --secret-size value to a uniformly random secret",
+    request: "POST /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_write,
+    vault_benchmark: VaultBenchmark::Types(&[
+        VbType {
+            name: "kvv1_write",
+            config: kv1_config,
+        },
+        VbType {
+            name: "kvv2_write",
+            config: kv2_config,
+        },
+    ]),
+    fixture: Fixture::Shared,
 };
 
 pub const LIST: OpInfo = OpInfo {
     name: "kv-list",
     about: "LIST the seeded secrets (their folder); the answer must hold data.keys",
+    request: "LIST /v1/<mount>/metadata/<prefix> (KV v1: /v1/<mount>/<prefix>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_list,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
 pub const DELETE: OpInfo = OpInfo {
     name: "kv-delete",
     about: "DELETE a uniformly random seeded secret (v2: its latest version)",
+    request: "DELETE /v1/<mount>/data/s<i> (KV v1: /v1/<mount>/s<i>)",
+    doc: DOC,
     options: OPTIONS,
-    config_from_flags,
+    also: ALSO,
+    config_from,
     build: build_delete,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
-const CUBBY_OPTIONS: &[(&str, &str)] = &[
-    (
-        "--secrets N",
-        "secrets written to the token's cubbyhole under a fresh prefix (default 1000)",
-    ),
-    (
-        "--secret-size BYTES",
-        "size of each secret's value (default 100)",
-    ),
+const CUBBY_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        help: "secrets written to the token's cubbyhole under a fresh prefix",
+        ..SECRETS
+    },
+    OptionSpec {
+        help: "size of each secret's value",
+        ..SECRET_SIZE
+    },
 ];
+
+const CUBBY_DOC: &str = "The same requests as kv-read and kv-write on the token's cubbyhole (KV v1 at `cubbyhole/`), under a fresh prefix. A cubbyhole belongs to one token, so shards cannot share it.";
 
 pub const CUBBY_READ: OpInfo = OpInfo {
     name: "cubbyhole-read",
     about: "GET a uniformly random secret seeded in the token's cubbyhole",
+    request: "GET /v1/cubbyhole/<prefix>/s<i>",
+    doc: CUBBY_DOC,
     options: CUBBY_OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_cubby_read,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cubbyhole_read",
+        config: cubby_hcl,
+    }]),
+    fixture: Fixture::NotShareable,
 };
 
 pub const CUBBY_WRITE: OpInfo = OpInfo {
     name: "cubbyhole-write",
     about: "POST a --secret-size value to a random secret in the token's cubbyhole",
+    request: "POST /v1/cubbyhole/<prefix>/s<i>",
+    doc: CUBBY_DOC,
     options: CUBBY_OPTIONS,
-    config_from_flags,
+    also: &[],
+    config_from,
     build: build_cubby_write,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "cubbyhole_write",
+        config: cubby_hcl,
+    }]),
+    fixture: Fixture::NotShareable,
 };
 
 /// The mount every token has (per token, not shareable).
@@ -120,32 +236,32 @@ pub struct KvConfig {
     pub secret_size: usize,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+pub(crate) fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(KvConfig {
-        version: f.kv_version,
-        mount: f.mount.clone(),
-        secrets: f.secrets,
-        secret_size: f.secret_size,
+        version: f.number("kv-version").unwrap_or(2) as u8,
+        mount: f.text("mount"),
+        secrets: f.number("secrets").unwrap_or(1000),
+        secret_size: f.number("secret-size").unwrap_or(100) as usize,
     })
     .unwrap_or(Value::Null)
 }
 
-fn parse_config(v: &Value) -> Result<KvConfig, String> {
+fn parse_config(v: &Value) -> Result<KvConfig, Cause> {
     let c: KvConfig = serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if c.version != 1 && c.version != 2 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "kv version {} is not supported (use 1 or 2)",
             c.version
-        ));
+        )));
     }
     if c.secrets == 0 {
-        return Err("--secrets must be at least 1".into());
+        return Err(Cause::from("--secrets must be at least 1"));
     }
     if c.mount
         .as_deref()
         .is_some_and(|m| normalize_mount(m).is_empty())
     {
-        return Err("the mount name is empty".into());
+        return Err(Cause::from("the mount name is empty"));
     }
     Ok(c)
 }
@@ -158,37 +274,37 @@ enum Kind {
     Delete,
 }
 
-pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
 }
 
-fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Write, parse_config(v)?)))
 }
 
-fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::List, parse_config(v)?)))
 }
 
-fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(Kind::Delete, parse_config(v)?)))
 }
 
 /// The cubbyhole is KV v1 at `cubbyhole/`: the same fixture under a fresh prefix.
-fn cubby_config(v: &Value) -> Result<KvConfig, String> {
+fn cubby_config(v: &Value) -> Result<KvConfig, Cause> {
     let mut c = parse_config(v)?;
     c.mount = Some(CUBBYHOLE.into());
     c.version = 1;
     Ok(c)
 }
 
-fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let mut op = KvOp::new(Kind::Read, cubby_config(v)?);
     op.name = CUBBY_READ.name;
     Ok(Box::new(op))
 }
 
-fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let mut op = KvOp::new(Kind::Write, cubby_config(v)?);
     op.name = CUBBY_WRITE.name;
     Ok(Box::new(op))
@@ -307,14 +423,14 @@ impl VaultOp for KvOp {
         out
     }
 
-    fn ready_on(&self, client: &mut Client) -> Result<bool, String> {
+    fn ready_on(&self, client: &mut Client) -> Result<bool, Cause> {
         match &self.setup {
             Some(s) if s.mount != CUBBYHOLE => Ok(usable_now(client, s)?.is_ok()),
             _ => Ok(true),
         }
     }
 
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         let Some(s) = self.setup.clone() else {
             return Ok(());
         };
@@ -488,7 +604,7 @@ fn mount_kind(entry: &Value) -> (String, u8) {
 
 /// Looks an existing mount up: via sys/mounts, or, when the token may not list mounts,
 /// via sys/internal/ui/mounts/<mount> (open to any token that can use the mount).
-fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), String> {
+fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), Cause> {
     let base = client.base();
     let place = match client.namespace() {
         Some(ns) => format!("{base} (namespace '{ns}')"),
@@ -500,14 +616,16 @@ fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), S
         let list = r
             .json()
             .ok_or_else(|| format!("{base}/v1/sys/mounts answered with something not JSON"))?;
-        return find_mount(&list, mount).map(mount_kind).ok_or_else(missing);
+        return find_mount(&list, mount)
+            .map(mount_kind)
+            .ok_or_else(|| missing().into());
     }
     if r.status != 403 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "listing mounts on {base} failed: HTTP {}: {}",
             r.status,
             r.error_text()
-        ));
+        )));
     }
     let listing_error = r.error_text();
     let r = client.request("GET", &format!("/v1/sys/internal/ui/mounts/{mount}"), None)?;
@@ -518,14 +636,14 @@ fn describe_existing(client: &mut Client, mount: &str) -> Result<(String, u8), S
         if normalize_mount(path) == mount {
             return Ok(mount_kind(data));
         }
-        return Err(missing());
+        return Err(Cause::from(missing()));
     }
     if r.status == 404 || r.status == 400 {
-        return Err(missing());
+        return Err(Cause::from(missing()));
     }
-    Err(format!(
+    Err(Cause::from(format!(
         "cannot check mount '{mount}' on {base}: the token may not list mounts ({listing_error})"
-    ))
+    )))
 }
 
 fn data_path(mount: &str, version: u8, name: &str) -> String {
@@ -546,7 +664,7 @@ fn write_body(version: u8, value: &str) -> String {
 
 /// Polls a read until the fresh mount answers like a working KV engine: 200, or 404 with
 /// no error message (a secret that simply does not exist yet).
-fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), Cause> {
     let base = client.base();
     let start = Instant::now();
     loop {
@@ -556,11 +674,11 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
         }
         if start.elapsed() >= MOUNT_READY_WAIT {
             let (status, text) = r.unwrap_err();
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "new mount '{}' on {base} did not become usable within {}s: HTTP {status}: {text}",
                 setup.mount,
                 MOUNT_READY_WAIT.as_secs(),
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -569,7 +687,7 @@ fn wait_until_usable(client: &mut Client, setup: &KvSetup) -> Result<(), String>
 /// Whether the mount serves reads now (a read of the first secret answers 200, a plain 404,
 /// or the 307 of a standby that sends it on), or the status and error text that say it does
 /// not yet (a KV v2 mount upgrading its data answers 400).
-fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, String)>, String> {
+fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, String)>, Cause> {
     let path = data_path(&setup.mount, setup.version, &secret_name(0, 1));
     let r = client.request("GET", &path, None)?;
     let ready = match r.status {
@@ -593,7 +711,7 @@ pub(crate) fn for_each_secret(
     make_client: &(dyn Fn() -> Client + Sync),
     count: u64,
     stop: &Stop,
-    f: &(dyn Fn(&mut Client, u64) -> Result<(), String> + Sync),
+    f: &(dyn Fn(&mut Client, u64) -> Result<(), Cause> + Sync),
 ) -> Result<(), Error> {
     if count == 0 {
         return Ok(());
@@ -608,7 +726,7 @@ pub(crate) fn for_each_secret(
             .unwrap_or(SEED_THREADS),
     );
     let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let first_error: Mutex<Option<Cause>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for t in 0..threads {
             let (failed, first_error) = (&failed, &first_error);
@@ -657,17 +775,17 @@ fn seed(
         let path = data_path(&setup.mount, setup.version, &name);
         match client.request("POST", &path, Some(body.as_bytes())) {
             Ok(r) if (200..300).contains(&r.status) => Ok(()),
-            Ok(r) => Err(format!(
+            Ok(r) => Err(Cause::from(format!(
                 "writing secret '{}/{name}' to {} failed: HTTP {}: {}",
                 setup.mount,
                 client.base(),
                 r.status,
                 r.error_text()
-            )),
-            Err(e) => Err(format!(
+            ))),
+            Err(e) => Err(Cause::from(format!(
                 "writing secret '{}/{name}' failed: {e}",
                 setup.mount
-            )),
+            ))),
         }
     })
 }
@@ -678,7 +796,7 @@ fn remove_prefixed(
     make_client: &(dyn Fn() -> Client + Sync),
     setup: &KvSetup,
     stop: &Stop,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     let count = setup.secrets;
     // Cleanup goes on after a first stop request; only a second one cuts it short.
     let urgent = Stop::new();
@@ -707,22 +825,22 @@ fn remove_prefixed(
             };
             match client.request("DELETE", &path, None) {
                 Ok(r) if (200..300).contains(&r.status) || r.status == 404 => Ok(()),
-                Ok(r) => Err(format!(
+                Ok(r) => Err(Cause::from(format!(
                     "cannot remove secret '{}/{name}': HTTP {}: {}",
                     setup.mount,
                     r.status,
                     r.error_text()
-                )),
-                Err(e) => Err(format!(
+                ))),
+                Err(e) => Err(Cause::from(format!(
                     "cannot remove secret '{}/{name}': {e}",
                     setup.mount
-                )),
+                ))),
             }
         });
         done.store(true, Ordering::Relaxed);
         r
     });
-    result.map_err(|e| e.to_string())
+    result.map_err(|e| Cause::from(e.to_string()))
 }
 
 /// Sets up the KV fixture: checks the given mount (secrets then go under a fresh prefix)
@@ -907,7 +1025,7 @@ impl Phases {
 }
 
 /// Removes the mount when we created it.
-pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
+pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), Cause> {
     if !setup.created {
         return Ok(());
     }
@@ -917,13 +1035,13 @@ pub fn cleanup_kv(client: &mut Client, setup: &KvSetup) -> Result<(), String> {
     if (200..300).contains(&r.status) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::from(format!(
             "cannot remove mount '{}' from {}: HTTP {}: {}",
             setup.mount,
             client.base(),
             r.status,
             r.error_text()
-        ))
+        )))
     }
 }
 

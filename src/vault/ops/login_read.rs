@@ -19,12 +19,12 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, disable_auth, needs_setup,
-    random_name, random_secret,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    call, delete_policy, disable_auth, needs_setup, random_name, random_secret,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -36,21 +36,53 @@ const TOKEN_SLOT: u8 = 2;
 pub const LOGIN_READ: OpInfo = OpInfo {
     name: "login-read",
     about: "scenario: log in as the next of --users users in turn, then read a secret with that token",
+    request: "POST /v1/auth/<path>/login/<user>, then GET /v1/<mount>/data/s<i> with its token",
+    doc: "Run with `--scenario login-read`. Each iteration logs in as the next of `--users` userpass users in turn (the step `login-read/login`) and reads a seeded KV secret with the token that login returned, on the same connection (`login-read`); the read uses the token up, so the next read logs in again. Setup seeds the secrets (as kv-read does), writes a policy that lets its users read exactly those secrets, and creates the users; cleanup disables the auth path (revoking every token the logins made), deletes the policy and removes the secrets. Shards share the secrets and the policy; each makes its own userpass path and users.",
     options: &[
-        ("--auth userpass", "the auth method the users log in with"),
-        ("--users N", "users created at setup (default 100)"),
-        (
-            "--secrets N, --secret-size BYTES",
-            "secrets seeded (as kv-read), readable by every user through a policy vblast writes",
-        ),
-        ("--kv-version 1|2, --mount NAME", "as kv-read"),
-        (
-            "--token-ttl DURATION, --token-type service|batch",
-            "the logins' tokens (default 2m, service); all revoked at cleanup",
-        ),
+        OptionSpec {
+            flag: "auth",
+            value_name: "userpass",
+            kind: Kind::Text,
+            default: None,
+            help: "Auth method of the login-read scenario (userpass)",
+        },
+        OptionSpec {
+            flag: "users",
+            value_name: "N",
+            kind: Kind::Count { min: 0 },
+            default: None,
+            help: "Users of the login-read scenario, created at setup (default 100)",
+        },
+        OptionSpec {
+            help: "secrets seeded (as kv-read), readable by every user through a policy vblast writes",
+            ..super::kv::SECRETS
+        },
+        OptionSpec {
+            help: "size of each secret's value (as kv-read)",
+            ..super::kv::SECRET_SIZE
+        },
+        OptionSpec {
+            help: "as kv-read",
+            ..super::kv::KV_VERSION
+        },
+        OptionSpec {
+            help: "as kv-read",
+            ..super::kv::MOUNT
+        },
+        OptionSpec {
+            help: "the logins' tokens (default 2m); all revoked at cleanup",
+            ..super::auth::TOKEN_TTL
+        },
+        OptionSpec {
+            help: "the logins' tokens (default service)",
+            ..super::auth::TOKEN_TYPE
+        },
     ],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
 };
 
 /// The scenario's config: the KV part is kv-read's.
@@ -64,34 +96,33 @@ pub struct LoginReadConfig {
     pub kv: Value,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(LoginReadConfig {
-        auth: f.auth.clone().unwrap_or_else(|| "userpass".into()),
-        users: f.users.unwrap_or(100),
+        auth: f.text("auth").unwrap_or_else(|| "userpass".into()),
+        users: f.number("users").unwrap_or(100),
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
-        kv: (super::kv::READ.config_from_flags)(f),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
+        kv: super::kv::config_from(f),
     })
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: LoginReadConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if config.auth != "userpass" {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--auth {} is not supported by login-read: use userpass",
             config.auth
-        ));
+        )));
     }
     if config.users == 0 || config.users > 1_000_000 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "--users {} is not between 1 and 1000000",
             config.users
-        ));
+        )));
     }
     check_token_settings(&config.token_ttl, &config.token_type)?;
     let kv = super::kv::build_read(&config.kv)?;
@@ -134,7 +165,7 @@ impl LoginRead {
     }
 
     /// Writes the policy letting the users read the secrets; cleanup deletes it from then on.
-    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn write_policy(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         self.policy = Some(policy.to_string());
         let rules = format!(
             "path \"{}\" {{ capabilities = [\"read\"] }}\n",
@@ -150,7 +181,7 @@ impl LoginRead {
         .map(drop)
     }
 
-    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), String> {
+    fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), Cause> {
         let mut client = (ctx.make_client)();
         let policy = random_name("vblast-read-");
         self.write_policy(&mut client, &policy)?;
@@ -166,7 +197,7 @@ impl LoginRead {
         client: &mut Client,
         path: String,
         policy: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), Cause> {
         self.path = Some(path.clone());
         call(
             client,
@@ -196,14 +227,14 @@ impl LoginRead {
             if (200..300).contains(&r.status) {
                 Ok(())
             } else {
-                Err(format!(
+                Err(Cause::from(format!(
                     "creating user '{name}' at '{path}' failed: HTTP {}: {}",
                     r.status,
                     r.error_text()
-                ))
+                )))
             }
         })
-        .map_err(|e| e.to_string())
+        .map_err(|e| Cause::from(e.to_string()))
     }
 }
 
@@ -315,7 +346,7 @@ impl VaultOp for LoginRead {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         if let Some(prefix) = self.sweep.clone() {
             shared::disable_auth_under(client, &prefix)?;
             self.sweep = None;

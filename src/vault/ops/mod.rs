@@ -12,6 +12,7 @@ pub mod database;
 pub mod jwt;
 pub mod kv;
 pub mod login_read;
+pub mod options;
 pub mod pki;
 pub mod shared;
 pub mod ssh;
@@ -19,10 +20,14 @@ pub mod sys;
 pub mod token;
 pub mod totp;
 pub mod transit;
+pub mod vb;
+
+pub use options::{Kind, OptionSpec, OptionValue, OptionValues};
+pub use vb::{VaultBenchmark, VbType};
 
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::scenario::OpChoice;
 use crate::signals::Stop;
 use crate::tls::TlsOptions;
@@ -69,53 +74,61 @@ pub trait VaultOp: Send {
     /// this fixture already: a standby loads a new mount a moment after the active node
     /// (a KV v2 mount answers 400 there while its data upgrade is not yet seen). Asked
     /// after setup, before load goes to standbys (`--nodes all` / `each`).
-    fn ready_on(&self, _client: &mut Client) -> Result<bool, String> {
+    fn ready_on(&self, _client: &mut Client) -> Result<bool, Cause> {
         Ok(true)
     }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), String>;
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause>;
 }
 
-/// Flags shared by the operation families; each family takes the ones it uses.
-#[derive(Clone, Debug, Default)]
-pub struct OpFlags {
-    pub kv_version: u8,
-    pub mount: Option<String>,
-    pub secrets: u64,
-    pub secret_size: usize,
-    pub client_ca: Option<std::path::PathBuf>,
-    /// TTL of the tokens logins and token-create make (`--token-ttl`).
-    pub token_ttl: Option<String>,
-    /// `service` or `batch` (`--token-type`).
-    pub token_type: Option<String>,
-    /// Transit key type (`--key-type`).
-    pub key_type: Option<String>,
-    /// Bytes of plaintext or input per transit request (`--payload-size`).
-    pub payload_size: Option<usize>,
-    /// Auth method of the login-read scenario (`--auth`).
-    pub auth: Option<String>,
-    /// Users of the login-read scenario (`--users`).
-    pub users: Option<u64>,
-    /// Certificates not stored (`--no-store`, pki-issue and pki-sign).
-    pub no_store: bool,
-    /// The database of db-creds (`--db-url`; holds its password: never printed).
-    pub db_url: Option<String>,
-    /// `postgresql` or `mysql` (`--db-plugin`).
-    pub db_plugin: Option<String>,
+/// Whether the shards of one run share an operation's fixture (made once, named after the
+/// run id; src/fixtures.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixture {
+    /// Shard 0 (or `vblast setup`) makes it; every shard uses it.
+    Shared,
+    /// It cannot be shared (it belongs to one token): a sharded run is refused.
+    NotShareable,
+    /// The operation makes nothing: shards need no run id for it.
+    None,
 }
 
-/// A registry entry.
+impl Fixture {
+    /// Its words in `--list-ops --format markdown`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Fixture::Shared => "shared by the shards of a run (made once, named after the run id)",
+            Fixture::NotShareable => {
+                "not shareable: a sharded run is refused (set the data up once and use --no-setup)"
+            }
+            Fixture::None => "none: the operation creates nothing",
+        }
+    }
+}
+
+/// A registry entry: everything about one operation, in its family's file.
 pub struct OpInfo {
     pub name: &'static str,
+    /// One line: what the operation does.
     pub about: &'static str,
-    /// (option, meaning) pairs for `--list-ops`.
-    pub options: &'static [(&'static str, &'static str)],
-    /// The family's config (as JSON) from the shared flags.
-    pub config_from_flags: fn(&OpFlags) -> Value,
+    /// The request it sends, as a method and a path ("GET /v1/<mount>/data/s<i>").
+    pub request: &'static str,
+    /// More about it, for docs/operations.md (Markdown; may be empty).
+    pub doc: &'static str,
+    /// Its own options, typed (the command line registers them: src/cli_ops.rs).
+    pub options: &'static [OptionSpec],
+    /// Flags of the run this operation reads too, with what they mean for it.
+    pub also: &'static [(&'static str, &'static str)],
+    /// The family's config (as JSON) from the options' values.
+    pub config_from: fn(&OptionValues) -> Value,
     /// The operation from its config (checked: unknown keys and bad values are errors).
-    pub build: fn(&Value) -> Result<Box<dyn VaultOp>, String>,
+    pub build: fn(&Value) -> Result<Box<dyn VaultOp>, Cause>,
+    /// The vault-benchmark test types that become this operation, with their mapping.
+    pub vault_benchmark: VaultBenchmark,
+    /// Whether shards share its fixture.
+    pub fixture: Fixture,
 }
 
 /// Every operation, in the order `--list-ops` shows them.
@@ -159,6 +172,21 @@ pub fn find(name: &str) -> Option<&'static OpInfo> {
     registry().iter().find(|o| o.name == name)
 }
 
+/// How the shards of a run treat the fixture of the operation `name` (None: no such
+/// operation).
+pub fn fixture_of(name: &str) -> Option<Fixture> {
+    find(name).map(|o| o.fixture)
+}
+
+/// The operations whose fixture the shards of a run share, in the registry's order.
+pub fn shared_names() -> Vec<&'static str> {
+    registry()
+        .iter()
+        .filter(|o| o.fixture == Fixture::Shared)
+        .map(|o| o.name)
+        .collect()
+}
+
 fn names() -> String {
     registry()
         .iter()
@@ -169,7 +197,7 @@ fn names() -> String {
 
 /// Parses `--op`: one name, or a weighted mix "kv-read:80,kv-write:20" (weight 1 when
 /// left out). Unknown names, repeated names and zero weights are errors.
-pub fn parse_mix(text: &str, flags: &OpFlags) -> Result<Vec<OpChoice>, String> {
+pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, Cause> {
     let mut out: Vec<OpChoice> = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
@@ -183,24 +211,26 @@ pub fn parse_mix(text: &str, flags: &OpFlags) -> Result<Vec<OpChoice>, String> {
             None => (part, 1),
         };
         if name.is_empty() {
-            return Err(format!("--op '{text}' names no operation"));
+            return Err(Cause::from(format!("--op '{text}' names no operation")));
         }
         let Some(info) = find(name) else {
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "unknown operation '{name}': choose one of {} (vblast --list-ops)",
                 names()
-            ));
+            )));
         };
         if weight == 0 {
-            return Err(format!("operation '{name}' has weight 0"));
+            return Err(Cause::from(format!("operation '{name}' has weight 0")));
         }
         if out.iter().any(|o| o.name == name) {
-            return Err(format!("operation '{name}' is named twice in --op"));
+            return Err(Cause::from(format!(
+                "operation '{name}' is named twice in --op"
+            )));
         }
         out.push(OpChoice {
             name: name.into(),
             weight,
-            config: (info.config_from_flags)(flags),
+            config: (info.config_from)(flags),
             label: None,
         });
     }
@@ -208,14 +238,14 @@ pub fn parse_mix(text: &str, flags: &OpFlags) -> Result<Vec<OpChoice>, String> {
 }
 
 /// Builds the configured operations of a mix.
-pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, String> {
+pub fn build(choices: &[OpChoice]) -> Result<Vec<Box<dyn VaultOp>>, Cause> {
     choices
         .iter()
         .map(|c| {
             let info = find(&c.name).ok_or_else(|| {
                 format!("unknown operation '{}': choose one of {}", c.name, names())
             })?;
-            (info.build)(&c.config).map_err(|e| format!("operation '{}': {e}", c.name))
+            (info.build)(&c.config).map_err(|e| e.within(format!("operation '{}'", c.name)))
         })
         .collect()
 }
@@ -225,11 +255,103 @@ pub fn list_text() -> String {
     let mut o = String::from("Vault operations (--op NAME, or a mix NAME:WEIGHT,NAME:WEIGHT):\n");
     for info in registry() {
         o.push_str(&format!("\n  {:<16} {}\n", info.name, info.about));
-        for (opt, meaning) in info.options {
+        for spec in info.options {
+            let opt = format!("--{} {}", spec.flag, spec.value_name);
+            let default = spec
+                .default
+                .map(|d| format!(" (default {d})"))
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "      {:<22} {}{default}\n",
+                opt.trim_end(),
+                spec.help
+            ));
+        }
+        for (opt, meaning) in info.also {
             o.push_str(&format!("      {opt:<22} {meaning}\n"));
         }
     }
     o
+}
+
+/// `vblast --list-ops --format markdown`: the operations' reference (docs/operations.md),
+/// generated from the registry.
+pub fn list_markdown() -> String {
+    let mut o = String::from(
+        "# Vault operations\n\n<!-- Generated by `vblast --list-ops --format markdown` from the operation registry (src/vault/ops/). Do not edit: a test fails when this file differs from what vblast prints. -->\n\nGive one with `--op NAME`, or a weighted mix with `--op NAME:WEIGHT,NAME:WEIGHT` (weight 1 when left out): `--op kv-read:80,kv-write:20`. `login-read` is a scenario: `--scenario login-read`. `vblast --list-ops` prints the same as text.\n\n| Operation | What it does | vault-benchmark test types | Shards |\n|---|---|---|---|\n",
+    );
+    for info in registry() {
+        o.push_str(&format!(
+            "| [`{0}`](#{0}) | {1} | {2} | {3} |\n",
+            info.name,
+            cell(info.about),
+            vb_types_md(info),
+            match info.fixture {
+                Fixture::Shared => "shared",
+                Fixture::NotShareable => "not shareable",
+                Fixture::None => "nothing to share",
+            }
+        ));
+    }
+    for info in registry() {
+        o.push_str(&format!("\n## {}\n\n{}.\n\n", info.name, md(info.about)));
+        o.push_str(&format!("- Request: `{}`\n", info.request));
+        o.push_str(&format!("- vault-benchmark: {}\n", vb_types_md(info)));
+        o.push_str(&format!("- Fixture: {}\n", info.fixture.describe()));
+        if !info.doc.is_empty() {
+            o.push_str(&format!("\n{}\n", info.doc));
+        }
+        if !info.options.is_empty() {
+            o.push_str("\n| Option | Kind | Default | Meaning |\n|---|---|---|---|\n");
+            for spec in info.options {
+                let flag = format!("--{} {}", spec.flag, spec.value_name);
+                o.push_str(&format!(
+                    "| `{}` | {} | {} | {} |\n",
+                    flag.trim_end().replace('|', "\\|"),
+                    kind_md(spec.kind),
+                    spec.default.map(|d| format!("`{d}`")).unwrap_or("-".into()),
+                    cell(spec.help)
+                ));
+            }
+        }
+        if !info.also.is_empty() {
+            o.push_str("\nAlso:\n\n");
+            for (flag, meaning) in info.also {
+                o.push_str(&format!("- `{flag}`: {}\n", md(meaning)));
+            }
+        }
+    }
+    o
+}
+
+/// Text for Markdown outside code: `<` and `>` as entities (a path's `<mount>` is no tag).
+fn md(text: &str) -> String {
+    text.replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A table cell: Markdown text with `|` escaped.
+fn cell(text: &str) -> String {
+    md(text).replace('|', "\\|")
+}
+
+fn vb_types_md(info: &OpInfo) -> String {
+    match info.vault_benchmark {
+        VaultBenchmark::NoType => "none (no vault-benchmark test type sends this request)".into(),
+        VaultBenchmark::Types(types) => types
+            .iter()
+            .map(|t| format!("`{}`", t.name))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+fn kind_md(kind: Kind) -> String {
+    match kind {
+        Kind::Count { min } if min > 0 => format!("count (at least {min})"),
+        Kind::Number { min, max } => format!("number ({min} to {max})"),
+        Kind::Bytes { max: Some(max) } => format!("bytes (at most {})", options::show_bytes(max)),
+        k => k.name().into(),
+    }
 }
 
 /// One setup or cleanup call: the JSON answer of a 2xx (Null when empty), or a message
@@ -240,30 +362,29 @@ pub(crate) fn call(
     path: &str,
     body: Option<&Value>,
     what: &str,
-) -> Result<Value, String> {
+) -> Result<Value, Cause> {
     let text = body.map(Value::to_string);
     let r = client
         .request(method, path, text.as_deref().map(str::as_bytes))
-        .map_err(|e| format!("{what} failed: {e}"))?;
+        .map_err(|e| e.within(format!("{what} failed")))?;
     if (200..300).contains(&r.status) {
         Ok(r.json().unwrap_or(Value::Null))
     } else {
-        Err(format!(
-            "{what} on {} failed: HTTP {}: {}",
-            client.base(),
-            r.status,
-            r.error_text()
-        ))
+        Err(Cause::Http {
+            what: format!("{what} on {} failed", client.base()),
+            status: r.status,
+            excerpt: r.error_text(),
+        })
     }
 }
 
 /// The string at `path` ("data.role_id") of a setup answer, or a message naming it.
-pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, String> {
+pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, Cause> {
     path.split('.')
         .try_fold(v, |v, k| v.get(k))
         .and_then(Value::as_str)
         .map(String::from)
-        .ok_or_else(|| format!("{what}: the answer has no {path}"))
+        .ok_or_else(|| Cause::from(format!("{what}: the answer has no {path}")))
 }
 
 /// Refuses `--no-setup` for operations that cannot run without their fixture.
@@ -283,7 +404,7 @@ pub(crate) fn disable_mount(
     client: &mut Client,
     kind: &str,
     mount: &mut Option<String>,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     if let Some(m) = mount.as_deref() {
         call(
             client,
@@ -299,7 +420,7 @@ pub(crate) fn disable_mount(
 
 /// `cleanup()` of an operation whose setup enabled an auth method at `path`: disables it
 /// (which also revokes every token its logins made), once.
-pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), String> {
+pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), Cause> {
     if let Some(p) = path.as_deref() {
         call(
             client,
@@ -314,10 +435,7 @@ pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Re
 }
 
 /// Deletes an ACL policy setup wrote, once.
-pub(crate) fn delete_policy(
-    client: &mut Client,
-    policy: &mut Option<String>,
-) -> Result<(), String> {
+pub(crate) fn delete_policy(client: &mut Client, policy: &mut Option<String>) -> Result<(), Cause> {
     if let Some(p) = policy.as_deref() {
         call(
             client,
@@ -345,7 +463,7 @@ pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
 pub(crate) fn setup_with(
     ctx: &SetupCtx,
     name: &str,
-    prepare: impl FnOnce(&mut Client) -> Result<(), String>,
+    prepare: impl FnOnce(&mut Client) -> Result<(), Cause>,
 ) -> Result<(), Error> {
     needs_setup(ctx, name)?;
     let mut client = (ctx.make_client)();
@@ -388,13 +506,11 @@ fn fresh_name(prefix: &str) -> String {
 mod tests {
     use super::*;
 
-    fn flags() -> OpFlags {
-        OpFlags {
-            kv_version: 2,
-            secrets: 10,
-            secret_size: 8,
-            ..OpFlags::default()
-        }
+    fn flags() -> OptionValues {
+        let mut v = OptionValues::new();
+        v.set("secrets", OptionValue::Number(10)).unwrap();
+        v.set("secret-size", OptionValue::Number(8)).unwrap();
+        v
     }
 
     #[test]
@@ -417,7 +533,7 @@ mod tests {
         ] {
             assert!(parse_mix(bad, &flags()).is_err(), "{bad}");
         }
-        let e = parse_mix("kv-remove", &flags()).unwrap_err();
+        let e = parse_mix("kv-remove", &flags()).unwrap_err().to_string();
         assert!(
             e.contains("unknown operation 'kv-remove'") && e.contains("kv-read"),
             "{e}"
@@ -428,7 +544,7 @@ mod tests {
     fn every_registered_operation_builds_from_its_flags_and_is_listed() {
         let list = list_text();
         for info in registry() {
-            let cfg = (info.config_from_flags)(&flags());
+            let cfg = (info.config_from)(&flags());
             let op = (info.build)(&cfg).unwrap_or_else(|e| panic!("{}: {e}", info.name));
             assert!(
                 op.created().is_empty(),
@@ -444,12 +560,74 @@ mod tests {
     #[test]
     fn configs_refuse_unknown_keys() {
         for info in registry() {
-            let mut cfg = (info.config_from_flags)(&flags());
+            let mut cfg = (info.config_from)(&flags());
             cfg.as_object_mut()
                 .unwrap()
                 .insert("nonsense".into(), Value::Bool(true));
             assert!((info.build)(&cfg).is_err(), "{}", info.name);
         }
+    }
+
+    /// Every entry says what belongs to it: its doc, its request, its options with kind
+    /// and help, its vault-benchmark types (or the explicit NoType), its fixture sharing.
+    #[test]
+    fn every_entry_is_complete() {
+        let mut vb_names = std::collections::HashSet::new();
+        for info in registry() {
+            let n = info.name;
+            assert!(
+                !info.about.is_empty() && !info.about.ends_with('.'),
+                "{n}: about"
+            );
+            assert!(!info.request.is_empty(), "{n}: request");
+            assert!(
+                info.request.starts_with(['G', 'P', 'L', 'D']),
+                "{n}: the request starts with its method"
+            );
+            for spec in info.options {
+                assert!(!spec.help.is_empty(), "{n} --{}: help", spec.flag);
+                assert_eq!(
+                    spec.value_name.is_empty(),
+                    spec.kind == Kind::Switch,
+                    "{n} --{}: a value name unless a switch",
+                    spec.flag
+                );
+                if let Some(d) = spec.default {
+                    spec.parse(d)
+                        .unwrap_or_else(|e| panic!("{n} --{}: default: {e}", spec.flag));
+                }
+                // One flag, one meaning for the command line: same kind and default.
+                let first = options::spec_of(spec.flag).unwrap();
+                assert_eq!(
+                    (first.kind, first.default),
+                    (spec.kind, spec.default),
+                    "{n} --{}",
+                    spec.flag
+                );
+            }
+            match info.vault_benchmark {
+                VaultBenchmark::Types(types) => {
+                    assert!(!types.is_empty(), "{n}: Types(&[]): say NoType");
+                    for t in types {
+                        assert!(vb_names.insert(t.name), "{}: twice", t.name);
+                    }
+                }
+                VaultBenchmark::NoType => {}
+            }
+            // Fixture sharing is declared; an operation without fixture creates nothing.
+            if info.fixture == Fixture::None {
+                let op = (info.build)(&(info.config_from)(&OptionValues::new())).unwrap();
+                assert!(op.created().is_empty(), "{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn docs_operations_md_is_what_the_registry_generates() {
+        assert!(
+            include_str!("../../../docs/operations.md") == list_markdown(),
+            "docs/operations.md differs from the registry: regenerate it with `vblast --list-ops --format markdown > docs/operations.md`"
+        );
     }
 
     #[test]

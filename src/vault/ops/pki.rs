@@ -12,13 +12,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
-    random_name, setup_with,
+    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, call, disable_mount, mount_created, needs_setup, random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -36,18 +37,125 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
     ("ed25519", "ed25519", 0),
 ];
 
+const DOC: &str = "Setup enables PKI at a fresh mount (`vblast-pki-xxxxxxxx`), generates a root CA in it and a role `vblast` for `*.vblast.test` with keys of `--key-type`; each pki-issue request issues a certificate with a new key, and the answer must hold it. pki-sign makes a root and an intermediate CA at setup and has the intermediate sign CSRs vblast made. Cleanup disables the mounts, and with them every certificate they stored. Shards share the mounts, CAs and role.";
+
+const NO_STORE: OptionSpec = OptionSpec {
+    flag: "no-store",
+    value_name: "",
+    kind: Kind::Switch,
+    default: None,
+    help: "pki-issue, pki-sign: certificates are not stored on the server (no_store)",
+};
+
+const KEY_TYPE: OptionSpec = OptionSpec {
+    flag: "key-type",
+    value_name: "TYPE",
+    kind: Kind::Text,
+    default: None,
+    help: "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
+};
+
+/// vault-benchmark's PKI tests: the CA blocks, the role, the issue or sign block.
+fn pki_hcl(sign: bool, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    c.names(&["setup_delay"]);
+    if !sign {
+        out.notes.push(format!(
+            "test '{}': vblast's pki-issue issues from a root CA it makes itself (EC P-256), with no intermediate; the CA settings change setup only, not the requests measured",
+            c.test
+        ));
+    }
+    for block in ["root_ca", "intermediate_csr", "intermediate_ca"] {
+        let mut b = c.block(block)?;
+        b.names(&["issuer_name", "key_name"]);
+        if sign {
+            // pki-sign makes this chain: root, then an intermediate signed by it.
+            if block != "intermediate_ca" {
+                if let Some(cn) = b.string("common_name")? {
+                    set_in(&mut out.config, block, "common_name", json!(cn));
+                }
+                if let Some(t) = b.string("key_type")? {
+                    set_in(&mut out.config, block, "key_type", json!(t));
+                }
+                if let Some(n) = b.number("key_bits")? {
+                    set_in(&mut out.config, block, "key_bits", json!(n));
+                }
+            }
+            if block != "intermediate_csr"
+                && let Some(ttl) = b.string("ttl")?
+            {
+                set_in(&mut out.config, block, "ttl", json!(ttl));
+            }
+        } else {
+            b.names(&["common_name"]);
+            // The CA's own key: pki-issue's is EC P-256; other keys only change setup.
+            let key = pki_key(&mut b)?;
+            if key.is_some() {
+                out.named.push(format!("config.{block}.key_type"));
+            }
+        }
+        b.only(
+            "type",
+            &[json!("internal")],
+            "its CA keys are made by the server",
+        )?;
+        b.finish(&mut out.named)?;
+    }
+    let mut role = c.block("role")?;
+    role.names(&[
+        "name",
+        "allowed_domains",
+        "allow_subdomains",
+        "allow_any_name",
+    ]);
+    let put = |cfg: &mut serde_json::Map<String, Value>, k: &str, v: Value| {
+        if sign {
+            set_in(cfg, "role", k, v);
+        } else {
+            cfg.insert(k.into(), v);
+        }
+    };
+    if let Some(key) = pki_key(&mut role)? {
+        put(&mut out.config, "key_type", json!(key));
+    }
+    if let Some(ttl) = role.string("ttl")? {
+        put(&mut out.config, "ttl", json!(ttl));
+    }
+    if let Some(no_store) = role.boolean("no_store")? {
+        put(&mut out.config, "no_store", json!(no_store));
+    }
+    role.only(
+        "generate_lease",
+        &[json!(false)],
+        "its certificates get no lease",
+    )?;
+    role.finish(&mut out.named)?;
+    let mut req = c.block(if sign { "sign" } else { "issue" })?;
+    req.names(&["name", "common_name"]);
+    req.finish(&mut out.named)
+}
+
+fn issue_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    pki_hcl(false, c, out)
+}
+
+fn sign_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    pki_hcl(true, c, out)
+}
+
 pub const ISSUE: OpInfo = OpInfo {
     name: "pki-issue",
     about: "POST <mount>/issue/vblast: a certificate and key for a *.vblast.test name",
-    options: &[
-        (
-            "--key-type TYPE",
-            "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
-        ),
-        ("--no-store", "certificates are not stored on the server"),
-    ],
-    config_from_flags,
+    request: "POST /v1/<mount>/issue/vblast",
+    doc: DOC,
+    options: &[KEY_TYPE, NO_STORE],
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "pki_issue",
+        config: issue_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// The family's config (vault-benchmark's pki role `key_type`/`key_bits`, `no_store`).
@@ -62,25 +170,25 @@ pub struct PkiConfig {
     pub ttl: String,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(PkiConfig {
-        key_type: f.key_type.clone().unwrap_or_else(|| "ec-256".into()),
-        no_store: f.no_store,
+        key_type: f.text("key-type").unwrap_or_else(|| "ec-256".into()),
+        no_store: f.switch("no-store"),
         ttl: "1h".into(),
     })
     .unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: PkiConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if !KEY_TYPES.iter().any(|k| k.0 == config.key_type) {
         let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
-        return Err(format!(
+        return Err(Cause::from(format!(
             "key type '{}' is not one of {}",
             config.key_type,
             names.join(", ")
-        ));
+        )));
     }
     crate::units::parse_duration(&config.ttl)
         .map_err(|e| format!("certificate TTL '{}' is not a duration: {e}", config.ttl))?;
@@ -111,7 +219,7 @@ fn wait_for_role(ctx: &SetupCtx, mount: &str, role: &str) -> Result<(), Error> {
 }
 
 impl Pki {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let mount = random_name("vblast-pki-");
         self.mount = Some(mount.clone());
         call(
@@ -207,7 +315,7 @@ impl VaultOp for Pki {
         mount_created("pki", self.mount.as_deref())
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "pki", &mut self.mount)
     }
 }
@@ -219,18 +327,26 @@ impl VaultOp for Pki {
 pub const SIGN: OpInfo = OpInfo {
     name: "pki-sign",
     about: "POST <int-mount>/sign/vblast: a CSR made at setup, signed by an intermediate CA",
+    request: "POST /v1/<int-mount>/sign/vblast",
+    doc: DOC,
     options: &[
-        (
-            "--key-type TYPE",
-            "key of the CSRs and the role: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
-        ),
-        (
-            "--no-store",
-            "certificates are not stored on the server (vault-benchmark's not-stored examples)",
-        ),
+        OptionSpec {
+            help: "key of the CSRs and the role: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
+            ..KEY_TYPE
+        },
+        OptionSpec {
+            help: "certificates are not stored on the server (vault-benchmark's not-stored examples)",
+            ..NO_STORE
+        },
     ],
-    config_from_flags: sign_config_from_flags,
+    also: &[],
+    config_from: sign_config_from,
     build: build_sign,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "pki_sign",
+        config: sign_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// pki-sign's config: vault-benchmark's `pki_sign` blocks, with the keys vblast uses.
@@ -315,32 +431,32 @@ fn default_sign_role() -> String {
     ROLE.into()
 }
 
-fn sign_config_from_flags(f: &OpFlags) -> Value {
+fn sign_config_from(f: &OptionValues) -> Value {
     serde_json::to_value(PkiSignConfig {
         root_ca: PkiCaConfig::default(),
         intermediate_csr: default_intermediate_csr(),
         intermediate_ca: PkiIntCaConfig::default(),
         role: PkiSignRoleConfig {
             name: ROLE.into(),
-            key_type: f.key_type.clone().unwrap_or_else(|| "ec-256".into()),
+            key_type: f.text("key-type").unwrap_or_else(|| "ec-256".into()),
             ttl: "1h".into(),
-            no_store: f.no_store,
+            no_store: f.switch("no-store"),
         },
         csrs: default_csrs(),
     })
     .unwrap_or(Value::Null)
 }
 
-fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: PkiSignConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     if !KEY_TYPES.iter().any(|k| k.0 == config.role.key_type) {
         let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
-        return Err(format!(
+        return Err(Cause::from(format!(
             "key type '{}' is not one of {}",
             config.role.key_type,
             names.join(", ")
-        ));
+        )));
     }
     for (what, ttl) in [
         ("certificate", &config.role.ttl),
@@ -351,7 +467,10 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
             .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
     }
     if config.csrs == 0 || config.csrs > 10_000 {
-        return Err(format!("{} CSRs is not between 1 and 10000", config.csrs));
+        return Err(Cause::from(format!(
+            "{} CSRs is not between 1 and 10000",
+            config.csrs
+        )));
     }
     Ok(Box::new(PkiSign {
         config,
@@ -376,7 +495,7 @@ struct PkiSign {
 /// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
 /// Ed25519 keys come from ring through rcgen; ring cannot make RSA keys, so those come from
 /// the `rsa` crate and are handed to rcgen (and ring) as PKCS#8 to sign the request.
-fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, String> {
+fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, Cause> {
     use rcgen::{CertificateParams, DnType, KeyPair};
     let fail = |e: &dyn std::fmt::Display| format!("making a {kind} CSR failed: {e}");
     let key = match (kind, bits) {
@@ -393,17 +512,17 @@ fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, String> {
                 &rcgen::PKCS_RSA_SHA256,
             )
         }
-        _ => return Err(format!("no CSR key of type {kind} {bits}")),
+        _ => return Err(Cause::from(format!("no CSR key of type {kind} {bits}"))),
     }
     .map_err(|e| fail(&e))?;
     let mut params = CertificateParams::new(vec![name.to_string()]).map_err(|e| fail(&e))?;
     params.distinguished_name.push(DnType::CommonName, name);
     let csr = params.serialize_request(&key).map_err(|e| fail(&e))?;
-    csr.pem().map_err(|e| fail(&e))
+    csr.pem().map_err(|e| Cause::from(fail(&e)))
 }
 
 impl PkiSign {
-    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), String> {
+    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), Cause> {
         call(
             client,
             "POST",
@@ -420,7 +539,7 @@ impl PkiSign {
 
     /// Makes the CSRs (their keys stay in this process) and the request bodies; returns
     /// the role's key type and bits in Vault's names.
-    fn make_bodies(&mut self) -> Result<(&'static str, u32), String> {
+    fn make_bodies(&mut self) -> Result<(&'static str, u32), Cause> {
         let &(_, kind, bits) = KEY_TYPES
             .iter()
             .find(|k| k.0 == self.config.role.key_type)
@@ -431,7 +550,7 @@ impl PkiSign {
                 let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
                 Ok(json!({ "csr": csr }).to_string().into_bytes())
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, Cause>>()?;
         let width = bodies.iter().map(Vec::len).max().unwrap_or(0);
         for b in &mut bodies {
             // JSON allows whitespace before the closing brace: one length for the pool.
@@ -456,7 +575,7 @@ impl PkiSign {
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         // The CSRs first: nothing is on the server if making them fails.
         let (kind, bits) = self.make_bodies()?;
         let c = &self.config;
@@ -585,7 +704,7 @@ impl VaultOp for PkiSign {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "pki", &mut self.int)?;
         disable_mount(client, "pki", &mut self.root)
     }
@@ -620,14 +739,26 @@ mod sign_tests {
 
     #[test]
     fn bad_sign_configs_are_refused() {
-        let flags = OpFlags {
-            key_type: Some("ecdsa-p256".into()),
-            ..OpFlags::default()
-        };
-        let e = build_sign(&sign_config_from_flags(&flags)).err().unwrap();
+        let mut flags = OptionValues::new();
+        flags
+            .set(
+                "key-type",
+                super::super::OptionValue::Text("ecdsa-p256".into()),
+            )
+            .unwrap();
+        let e = build_sign(&sign_config_from(&flags))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("not one of") && e.contains("ec-256"), "{e}");
-        let mut cfg = sign_config_from_flags(&OpFlags::default());
+        let mut cfg = sign_config_from(&OptionValues::new());
         cfg["intermediate_ca"]["ttl"] = json!("forever");
-        assert!(build_sign(&cfg).err().unwrap().contains("forever"));
+        assert!(
+            build_sign(&cfg)
+                .err()
+                .unwrap()
+                .to_string()
+                .contains("forever")
+        );
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{SetupCtx, call, disable_auth};
-use crate::error::Error;
+use crate::error::{Cause, Error};
 pub(crate) use crate::fixtures::Mode;
 use crate::vault::client::Client;
 
@@ -57,7 +57,7 @@ pub(crate) fn own_name(base: &str) -> String {
 
 /// Cleanup of a shared run: disables every auth path under `prefix` (the shards' own, a
 /// killed one's included).
-pub(crate) fn disable_auth_under(client: &mut Client, prefix: &str) -> Result<(), String> {
+pub(crate) fn disable_auth_under(client: &mut Client, prefix: &str) -> Result<(), Cause> {
     let v = call(client, "GET", "/v1/sys/auth", None, "listing auth paths")?;
     let table = v.get("data").filter(|d| d.is_object()).unwrap_or(&v);
     let paths: Vec<String> = table

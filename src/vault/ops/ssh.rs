@@ -12,13 +12,14 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, mount_created, needs_setup,
-    random_name, setup_with,
+    Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, call,
+    disable_mount, mount_created, needs_setup, random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -27,12 +28,43 @@ use crate::workload::Operation;
 /// The role, and the user the certificates are for.
 pub const ROLE: &str = "vblast";
 
+/// vault-benchmark's ssh_sign test: its role, CA and signing settings are vblast's own.
+fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    let mut role = c.block("role")?;
+    role.names(&["name"]);
+    role.only(
+        "allow_user_certificates",
+        &[json!(true)],
+        "it signs user certificates",
+    )?;
+    role.only("key_type", &[json!("ca")], "it signs with a CA")?;
+    role.finish(&mut out.named)?;
+    let mut ca = c.block("ca")?;
+    ca.only(
+        "generate_signing_key",
+        &[json!(true)],
+        "the server generates its CA key",
+    )?;
+    ca.finish(&mut out.named)?;
+    let mut ks = c.block("key_signing")?;
+    ks.only("cert_type", &[json!("user")], "it signs user certificates")?;
+    ks.finish(&mut out.named)
+}
+
 pub const SIGN: OpInfo = OpInfo {
     name: "ssh-sign",
     about: "POST <mount>/sign/vblast: a user certificate for a client key made at setup",
+    request: "POST /v1/<mount>/sign/vblast",
+    doc: "Setup enables the SSH secrets engine at a fresh mount (`vblast-ssh-xxxxxxxx`), has it generate a CA signing key, creates the role `vblast` for user certificates, and makes an Ed25519 client key pair whose public key every request has signed; the answer must hold the signed certificate. Cleanup disables the mount. Shards share the mount, the CA and the role; each makes its own client key pair.",
     options: &[],
-    config_from_flags,
+    also: &[],
+    config_from,
     build,
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "ssh_sign",
+        config: ssh_hcl,
+    }]),
+    fixture: Fixture::Shared,
 };
 
 /// No options yet: an empty config, unknown keys refused.
@@ -40,11 +72,11 @@ pub const SIGN: OpInfo = OpInfo {
 #[serde(deny_unknown_fields)]
 pub struct SshConfig {}
 
-fn config_from_flags(_: &OpFlags) -> Value {
+fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(SshConfig {}).unwrap_or(Value::Null)
 }
 
-fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     serde_json::from_value::<SshConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Ssh {
         mount: None,
@@ -54,7 +86,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, String> {
 }
 
 /// A fresh Ed25519 public key in OpenSSH's one-line form ("ssh-ed25519 AAAA... vblast").
-pub fn client_public_key() -> Result<String, String> {
+pub fn client_public_key() -> Result<String, Cause> {
     use ring::signature::{Ed25519KeyPair, KeyPair};
     let rng = ring::rand::SystemRandom::new();
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
@@ -82,7 +114,7 @@ struct Ssh {
 }
 
 impl Ssh {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         self.public_key = client_public_key()?;
         let mount = random_name("vblast-ssh-");
         self.mount = Some(mount.clone());
@@ -170,7 +202,7 @@ impl VaultOp for Ssh {
         mount_created("ssh", self.mount.as_deref())
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "ssh", &mut self.mount)
     }
 }

@@ -6,35 +6,72 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Created, OpFlags, OpInfo, SetupCtx, VaultOp};
+use super::vb::{Keys, Mapped, no_settings};
+use super::{Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType};
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
+const DOC: &str =
+    "Nothing to set up or remove; like vault-benchmark's ha_status, seal_status and metrics tests.";
+
+/// vault-benchmark's ha_status test: sent as sys-health, with a note saying so.
+fn ha_status_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    out.notes.push(format!(
+        "test '{}': ha_status is sent as GET /v1/sys/health (vblast's sys-health; it has no ha-status request)",
+        c.test
+    ));
+    Ok(())
+}
+
 pub const HEALTH: OpInfo = OpInfo {
     name: "sys-health",
+    request: "GET /v1/sys/health",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "ha_status",
+        config: ha_status_hcl,
+    }]),
+    fixture: Fixture::None,
     about: "GET sys/health; the answer must say sealed: false (no setup)",
     options: &[],
-    config_from_flags,
+    config_from,
     build: build_health,
 };
 
 pub const SEAL_STATUS: OpInfo = OpInfo {
     name: "seal-status",
+    request: "GET /v1/sys/seal-status",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "seal_status",
+        config: no_settings,
+    }]),
+    fixture: Fixture::None,
     about: "GET sys/seal-status; the answer must say sealed: false (no setup)",
     options: &[],
-    config_from_flags,
+    config_from,
     build: build_seal,
 };
 
 pub const METRICS: OpInfo = OpInfo {
     name: "sys-metrics",
+    request: "GET /v1/sys/metrics",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "metrics",
+        config: no_settings,
+    }]),
+    fixture: Fixture::None,
     about: "GET sys/metrics (JSON telemetry; the token must be allowed to read it; no setup)",
     options: &[],
-    config_from_flags,
+    config_from,
     build: build_metrics,
 };
 
@@ -43,14 +80,14 @@ pub const METRICS: OpInfo = OpInfo {
 #[serde(deny_unknown_fields)]
 pub struct SysConfig {}
 
-fn config_from_flags(_: &OpFlags) -> Value {
+fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(SysConfig {}).unwrap_or(Value::Null)
 }
 
-fn parse(v: &Value) -> Result<(), String> {
+fn parse(v: &Value) -> Result<(), Cause> {
     serde_json::from_value::<SysConfig>(v.clone())
         .map(|_| ())
-        .map_err(|e| format!("bad config: {e}"))
+        .map_err(|e| Cause::from(format!("bad config: {e}")))
 }
 
 #[derive(Clone, Copy)]
@@ -60,17 +97,17 @@ enum Kind {
     Metrics,
 }
 
-fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::Health)))
 }
 
-fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::SealStatus)))
 }
 
-fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::Metrics)))
 }
@@ -114,7 +151,7 @@ impl VaultOp for Sys {
         Vec::new()
     }
 
-    fn cleanup(&mut self, _client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, _client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         Ok(())
     }
 }

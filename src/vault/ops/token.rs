@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, delete_policy, json_str, needs_setup,
-    random_name, setup_with,
+    Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, call,
+    delete_policy, json_str, needs_setup, random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -29,46 +29,68 @@ use crate::workload::Operation;
 /// The parent token lives this long at most, should cleanup never run.
 const PARENT_TTL: &str = "24h";
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--token-ttl DURATION",
-        "TTL of the child tokens (default 2m); all are revoked at cleanup",
-    ),
-    (
-        "--token-type service|batch",
-        "type of the tokens token-create makes (default service)",
-    ),
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        help: "TTL of the child tokens (default 2m); all are revoked at cleanup",
+        ..super::auth::TOKEN_TTL
+    },
+    OptionSpec {
+        help: "type of the tokens token-create makes (default service)",
+        ..super::auth::TOKEN_TYPE
+    },
 ];
+
+const DOC: &str = "Setup writes a policy (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it; every token of the run is that parent's child with the `default` policy and a short TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy. Shards share the policy; each makes a parent token of its own. Each token-revoke is preceded, on its connection, by the creation of the token it revokes: a step reported as its own row, `token-revoke/create`.";
 
 pub const CREATE: OpInfo = OpInfo {
     name: "token-create",
+    request: "POST /v1/auth/token/create",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/create: a child token with the default policy and a short TTL",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_create,
 };
 
 pub const LOOKUP: OpInfo = OpInfo {
     name: "token-lookup",
+    request: "GET /v1/auth/token/lookup-self",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "GET auth/token/lookup-self with a child token made at setup",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_lookup,
 };
 
 pub const RENEW: OpInfo = OpInfo {
     name: "token-renew",
+    request: "POST /v1/auth/token/renew-self",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/renew-self of a child token made at setup, by --token-ttl",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_renew,
 };
 
 pub const REVOKE: OpInfo = OpInfo {
     name: "token-revoke",
+    request: "POST /v1/auth/token/revoke",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
     about: "POST auth/token/revoke of a child token the connection created just before",
     options: OPTIONS,
-    config_from_flags,
+    config_from,
     build: build_revoke,
 };
 
@@ -83,13 +105,12 @@ pub struct TokenConfig {
     pub token_type: String,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(TokenConfig {
         token_ttl: f
-            .token_ttl
-            .clone()
+            .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
-        token_type: f.token_type.clone().unwrap_or_else(|| "service".into()),
+        token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
     })
     .unwrap_or(Value::Null)
 }
@@ -113,15 +134,15 @@ impl Kind {
     }
 }
 
-fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: TokenConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.token_ttl, &config.token_type)?;
     if kind != Kind::Create && config.token_type == "batch" {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "{} works on service tokens (batch tokens are neither renewable nor revocable): leave --token-type out",
             kind.name()
-        ));
+        )));
     }
     Ok(Box::new(TokenOp {
         kind,
@@ -132,19 +153,19 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
     }))
 }
 
-fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Create, v)
 }
 
-fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Lookup, v)
 }
 
-fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Renew, v)
 }
 
-fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Revoke, v)
 }
 
@@ -183,13 +204,13 @@ impl TokenOp {
         })
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let policy = self.write_policy(client)?;
         self.make_parent(client, &policy)
     }
 
     /// Writes the parent's policy under a fresh name; returns the name.
-    fn write_policy(&mut self, client: &mut Client) -> Result<String, String> {
+    fn write_policy(&mut self, client: &mut Client) -> Result<String, Cause> {
         let policy = random_name("vblast-token-");
         self.policy = Some(policy.clone());
         call(
@@ -213,7 +234,7 @@ impl TokenOp {
     }
 
     /// Makes the parent token with `policy` (and, for lookup and renew, its child).
-    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), String> {
+    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
         let what = "creating the parent token".to_string();
         let v = call(
             client,
@@ -385,7 +406,7 @@ impl VaultOp for TokenOp {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         if let Some(p) = &self.parent {
             call(
                 client,

@@ -14,13 +14,15 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::vb::{Keys, Mapped};
 use super::{
-    Created, OpFlags, OpInfo, SetupCtx, VaultOp, call, disable_mount, json_str, mount_created,
-    needs_setup, random_name, setup_with,
+    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
+    random_name, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
@@ -43,58 +45,115 @@ const KEY_TYPES: &[(&str, bool, bool)] = &[
     ("rsa-4096", true, true),
 ];
 
-const OPTIONS: &[(&str, &str)] = &[
-    (
-        "--key-type TYPE",
-        "aes256-gcm96 (encrypt, decrypt, hmac), ecdsa-p256 (sign, verify), ed25519, rsa-2048, ...",
-    ),
-    (
-        "--payload-size BYTES",
-        "plaintext or input bytes per request (default 128)",
-    ),
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        flag: "key-type",
+        value_name: "TYPE",
+        kind: ValueKind::Text,
+        default: None,
+        help: "Transit key type (aes256-gcm96, ecdsa-p256, ed25519, rsa-2048, ...)",
+    },
+    OptionSpec {
+        flag: "payload-size",
+        value_name: "BYTES",
+        kind: ValueKind::Bytes { max: None },
+        default: None,
+        help: "Bytes of plaintext or input per transit request (default 128)",
+    },
 ];
 
+const DOC: &str = "Setup enables transit at a fresh mount (`vblast-transit-xxxxxxxx`) and creates the key `vblast` of `--key-type` (aes256-gcm96 for encrypt, decrypt and hmac, ecdsa-p256 for sign and verify, ed25519, rsa-2048, ...); decrypt and verify get a ciphertext or signature made at setup. Every answer is checked: a ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a verify saying `valid: true`. Cleanup disables the mount. Shards share the mount and the key.";
+
+/// vault-benchmark's transit tests: `payload_len`, the key's `type`; the rest names things.
+fn transit_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    if let Some(n) = c.number("payload_len")? {
+        out.config.insert("payload_size".into(), json!(n));
+    }
+    let mut keys = c.block("keys")?;
+    keys.names(&["name"]);
+    if let Some(t) = keys.string("type")? {
+        out.config.insert("key_type".into(), json!(t));
+    }
+    for flag in [
+        "convergent_encryption",
+        "derived",
+        "exportable",
+        "allow_plaintext_backup",
+    ] {
+        keys.only(flag, &[json!(false)], "its keys are plain named keys")?;
+    }
+    keys.finish(&mut out.named)?;
+    for block in ["encrypt", "decrypt", "sign", "verify"] {
+        let mut b = c.block(block)?;
+        b.names(&["name"]);
+        b.finish(&mut out.named)?;
+    }
+    Ok(())
+}
+
 macro_rules! op_info {
-    ($const:ident, $name:literal, $about:literal, $build:ident) => {
+    ($const:ident, $name:literal, $about:literal, $request:literal, $build:ident, $vb:expr) => {
         pub const $const: OpInfo = OpInfo {
             name: $name,
             about: $about,
+            request: $request,
+            doc: DOC,
             options: OPTIONS,
-            config_from_flags,
+            also: &[],
+            config_from,
             build: $build,
+            vault_benchmark: $vb,
+            fixture: Fixture::Shared,
         };
     };
+}
+
+const fn vb(name: &'static str) -> VbType {
+    VbType {
+        name,
+        config: transit_hcl,
+    }
 }
 
 op_info!(
     ENCRYPT,
     "transit-encrypt",
     "POST <mount>/encrypt/vblast; the answer must hold a ciphertext",
-    build_encrypt
+    "POST /v1/<mount>/encrypt/vblast",
+    build_encrypt,
+    VaultBenchmark::Types(&[vb("transit_encrypt")])
 );
 op_info!(
     DECRYPT,
     "transit-decrypt",
     "POST <mount>/decrypt/vblast of a ciphertext made at setup; the plaintext must match",
-    build_decrypt
+    "POST /v1/<mount>/decrypt/vblast",
+    build_decrypt,
+    VaultBenchmark::Types(&[vb("transit_decrypt")])
 );
 op_info!(
     SIGN,
     "transit-sign",
     "POST <mount>/sign/vblast (an asymmetric --key-type, default ecdsa-p256)",
-    build_sign
+    "POST /v1/<mount>/sign/vblast",
+    build_sign,
+    VaultBenchmark::Types(&[vb("transit_sign")])
 );
 op_info!(
     VERIFY,
     "transit-verify",
     "POST <mount>/verify/vblast of a signature made at setup; it must be valid",
-    build_verify
+    "POST /v1/<mount>/verify/vblast",
+    build_verify,
+    VaultBenchmark::Types(&[vb("transit_verify")])
 );
 op_info!(
     HMAC,
     "transit-hmac",
     "POST <mount>/hmac/vblast; the answer must hold an HMAC",
-    build_hmac
+    "POST /v1/<mount>/hmac/vblast",
+    build_hmac,
+    VaultBenchmark::NoType
 );
 
 /// The family's config (vault-benchmark's transit `type` and payload size).
@@ -106,10 +165,12 @@ pub struct TransitConfig {
     pub payload_size: usize,
 }
 
-fn config_from_flags(f: &OpFlags) -> Value {
+fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(TransitConfig {
-        key_type: f.key_type.clone(),
-        payload_size: f.payload_size.unwrap_or(DEFAULT_PAYLOAD),
+        key_type: f.text("key-type"),
+        payload_size: f
+            .number("payload-size")
+            .map_or(DEFAULT_PAYLOAD, |n| n as usize),
     })
     .unwrap_or(Value::Null)
 }
@@ -138,7 +199,7 @@ impl Kind {
     }
 }
 
-fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let c: TransitConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     let key_type = c.key_type.clone().unwrap_or_else(|| {
@@ -150,35 +211,35 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
     });
     let Some(&(_, signs, encrypts)) = KEY_TYPES.iter().find(|k| k.0 == key_type) else {
         let names: Vec<&str> = KEY_TYPES.iter().map(|k| k.0).collect();
-        return Err(format!(
+        return Err(Cause::from(format!(
             "key type '{key_type}' is not one of {}",
             names.join(", ")
-        ));
+        )));
     };
     if kind.signs() && !signs {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "a {key_type} key cannot sign: choose ecdsa-p256, ed25519 or rsa-2048"
-        ));
+        )));
     }
     if matches!(kind, Kind::Encrypt | Kind::Decrypt) && !encrypts {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "a {key_type} key cannot encrypt: choose aes256-gcm96, chacha20-poly1305 or rsa-2048"
-        ));
+        )));
     }
     if c.payload_size == 0 || c.payload_size > 16 * 1024 * 1024 {
-        return Err(format!(
+        return Err(Cause::from(format!(
             "payload size {} is not between 1 byte and 16 MiB",
             c.payload_size
-        ));
+        )));
     }
     if kind == Kind::Encrypt && key_type.starts_with("rsa-") {
         // RSA-OAEP encrypts at most the key's bytes less 66 (SHA-256 padding).
         let bits: usize = key_type[4..].parse().unwrap_or(2048);
         let most = bits / 8 - 66;
         if c.payload_size > most {
-            return Err(format!(
+            return Err(Cause::from(format!(
                 "a {key_type} key encrypts at most {most} bytes: lower --payload-size"
-            ));
+            )));
         }
     }
     Ok(Box::new(Transit {
@@ -191,19 +252,19 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, String> {
     }))
 }
 
-fn build_encrypt(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_encrypt(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Encrypt, v)
 }
-fn build_decrypt(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_decrypt(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Decrypt, v)
 }
-fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Sign, v)
 }
-fn build_verify(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_verify(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Verify, v)
 }
-fn build_hmac(v: &Value) -> Result<Box<dyn VaultOp>, String> {
+fn build_hmac(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Hmac, v)
 }
 
@@ -227,7 +288,7 @@ struct Transit {
 }
 
 impl Transit {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), String> {
+    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
         let mount = random_name("vblast-transit-");
         self.mount = Some(mount.clone());
         call(
@@ -251,7 +312,7 @@ impl Transit {
 
     /// What decrypt and verify send: a ciphertext or signature of the payload by the key
     /// in `mount` (empty for the others). It creates nothing on the server.
-    fn sample(&self, client: &mut Client, mount: &str) -> Result<String, String> {
+    fn sample(&self, client: &mut Client, mount: &str) -> Result<String, Cause> {
         match self.kind {
             Kind::Decrypt => {
                 let what = "encrypting the plaintext decrypt sends back".to_string();
@@ -376,7 +437,7 @@ impl VaultOp for Transit {
         mount_created("transit", self.mount.as_deref())
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), String> {
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
         disable_mount(client, "transit", &mut self.mount)
     }
 }
@@ -394,11 +455,17 @@ mod tests {
         assert!(build_encrypt(&cfg(None, 16)).is_ok());
         assert!(build_sign(&cfg(None, 16)).is_ok());
         assert!(build_verify(&cfg(Some("ed25519"), 16)).is_ok());
-        let e = build_sign(&cfg(Some("aes256-gcm96"), 16)).err().unwrap();
+        let e = build_sign(&cfg(Some("aes256-gcm96"), 16))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("cannot sign"), "{e}");
-        let e = build_decrypt(&cfg(Some("ed25519"), 16)).err().unwrap();
+        let e = build_decrypt(&cfg(Some("ed25519"), 16))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("cannot encrypt"), "{e}");
-        let e = build_hmac(&cfg(Some("des"), 16)).err().unwrap();
+        let e = build_hmac(&cfg(Some("des"), 16)).err().unwrap().to_string();
         assert!(
             e.contains("not one of") && e.contains("aes256-gcm96"),
             "{e}"
