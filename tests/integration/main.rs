@@ -24,6 +24,7 @@ mod redaction;
 mod redirects;
 mod reports;
 mod results;
+mod schema;
 mod session;
 mod shard;
 mod shard_ops;

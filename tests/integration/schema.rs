@@ -4,10 +4,10 @@
 //! server (`--op kv-read`, a mix, a sweep), each validated by `tools/validate-json.py` with
 //! the Python jsonschema package. Without that package the tests fail with the reason.
 
-mod common;
-
-use common::run::{Out, env_cmd, lines, reader, run, url_cmd, vault_cmd};
-use common::{Nginx, OpenBao};
+use crate::support::nginx::Nginx;
+use crate::support::openbao::OpenBao;
+use crate::support::run::{Out, lines, reader, run};
+use crate::support::vblast::{env_cmd, url_cmd, vault_cmd};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
