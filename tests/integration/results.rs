@@ -1,0 +1,87 @@
+//! Results files end to end: `--output` writes one per run, `vblast report` renders one or
+//! merges several into one report whose counts and histograms are the sum of the parts, and
+//! nothing secret is saved.
+
+use crate::support::figures::u;
+use crate::support::nginx::Nginx;
+use crate::support::run::run;
+use crate::support::vblast::url_cmd;
+
+#[test]
+fn shard_files_merge_into_one_report() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = (0..2)
+        .map(|i| {
+            dir.path()
+                .join(format!("shard-{i}.json"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut parts = Vec::new();
+    for (n, f) in [(300, &files[0]), (500, &files[1])] {
+        let out = run(url_cmd(&[
+            "-c",
+            "4",
+            "-n",
+            &n.to_string(),
+            "-H",
+            "X-Vault-Token: hvs.NEVERSAVED",
+            "--output",
+            f,
+            "--format",
+            "json",
+            &url,
+        ]));
+        out.assert_code(0);
+        parts.push(out.json());
+        let saved = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !saved.contains("hvs.NEVERSAVED"),
+            "the token was saved in {f}"
+        );
+    }
+    let merged_file = dir.path().join("merged.json");
+    let out = run(url_cmd(&[
+        "report",
+        &files[0],
+        &files[1],
+        "--format",
+        "json",
+        "--output",
+        merged_file.to_str().unwrap(),
+    ]));
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(u(&j["requests"]), 800, "{j:#}");
+    assert_eq!(u(&j["ok"]), 800);
+    assert_eq!(u(&j["latency_ms"]["count"]), 800);
+    assert_eq!(u(&j["status"]["200"]), 800);
+    let max = parts
+        .iter()
+        .map(|p| p["latency_ms"]["max"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert_eq!(j["latency_ms"]["max"].as_f64().unwrap(), max, "{j:#}");
+    // The merged file renders the same report again.
+    let again = run(url_cmd(&[
+        "report",
+        merged_file.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    again.assert_code(0);
+    assert_eq!(again.json()["latency_ms"], j["latency_ms"]);
+    // Text rendering of a saved run.
+    let text = run(url_cmd(&["report", &files[0]]));
+    text.assert_code(0);
+    text.assert_total_row();
+
+    // A file that is not a results file is one clear message.
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, "{\"requests\": 3}").unwrap();
+    let out = run(url_cmd(&["report", plain.to_str().unwrap()]));
+    out.assert_code(2);
+    assert!(out.stderr.starts_with("vblast: "), "{}", out.show());
+}

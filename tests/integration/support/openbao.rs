@@ -1,0 +1,283 @@
+//! OpenBao dev servers (in-memory, unsealed, root token "root"; plain or `-dev-tls`) on
+//! private loopback ports, their blocking API, SIGSTOP/SIGCONT to freeze one, and what a
+//! run leaves on a server (its mounts, auth paths and policies). Each server is killed by
+//! its pid when its handle is dropped.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::client::http_request;
+use super::ports::free_port_pair;
+use super::process::{READY_TIMEOUT, find_in_path, signal, stop_child, wait_stopped};
+use super::vblast::scrub_env;
+
+/// Path of the `bao` binary: `$VBLAST_BAO`, else `bao` on PATH, else
+/// `$HOME/.cache/vblast/venv/bin/bao`, else `/tmp/baovenv/bin/bao`.
+pub fn bao_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("VBLAST_BAO").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = find_in_path("bao") {
+        return p;
+    }
+    let mut candidates = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".cache/vblast/venv/bin/bao"));
+    }
+    candidates.push(PathBuf::from("/tmp/baovenv/bin/bao"));
+    for c in &candidates {
+        if c.is_file() {
+            return c.clone();
+        }
+    }
+    panic!(
+        "OpenBao binary not found: set VBLAST_BAO, put `bao` on PATH, or run tools/deps.sh \
+         (looked in {candidates:?})"
+    );
+}
+
+/// An OpenBao dev server (in-memory, unsealed, root token "root").
+pub struct OpenBao {
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    pub addr: String,
+    pub port: u16,
+    /// Root token, always "root".
+    pub token: String,
+    /// CA certificate to trust (TLS mode only).
+    pub ca_cert: Option<PathBuf>,
+    child: Child,
+    log_path: PathBuf,
+    /// The server's home, log and certificates; removed when the handle is dropped.
+    _tempdir: tempfile::TempDir,
+}
+
+impl OpenBao {
+    /// Plain-HTTP dev server.
+    pub fn start() -> OpenBao {
+        Self::start_inner(false)
+    }
+
+    /// Dev server with `-dev-tls`; `ca_cert` points at the generated CA.
+    pub fn start_tls() -> OpenBao {
+        Self::start_inner(true)
+    }
+
+    fn start_inner(tls: bool) -> OpenBao {
+        let mut last_err = String::new();
+        // Retry a couple of times in case another process grabbed our port
+        // (or port+1) between choosing it and the server binding it.
+        for _ in 0..3 {
+            match Self::try_start(tls) {
+                Ok(b) => return b,
+                Err(e) => last_err = e,
+            }
+        }
+        panic!("OpenBao dev server did not start:\n{last_err}");
+    }
+
+    fn try_start(tls: bool) -> Result<OpenBao, String> {
+        let bin = bao_binary();
+        let tempdir = tempfile::Builder::new()
+            .prefix("vblast-bao-")
+            .tempdir()
+            .expect("tempdir");
+        let port = free_port_pair();
+        let log_path = tempdir.path().join("bao.log");
+        let log = fs::File::create(&log_path).expect("create bao log");
+        let mut cmd = Command::new(&bin);
+        scrub_env(&mut cmd);
+        cmd.arg("server")
+            .arg("-dev")
+            .arg("-dev-root-token-id")
+            .arg("root")
+            .arg("-dev-no-store-token")
+            .arg("-dev-listen-address")
+            .arg(format!("127.0.0.1:{port}"))
+            // Keep the token helper and anything else it writes out of $HOME.
+            .env("HOME", tempdir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let mut ca_cert = None;
+        if tls {
+            let dir = tempdir.path().join("tls");
+            fs::create_dir_all(&dir).unwrap();
+            cmd.arg("-dev-tls").arg("-dev-tls-cert-dir").arg(&dir);
+            ca_cert = Some(dir.join("vault-ca.pem"));
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("failed to spawn {}: {e}", bin.display()))?;
+        let scheme = if tls { "https" } else { "http" };
+        let mut bao = OpenBao {
+            addr: format!("{scheme}://127.0.0.1:{port}"),
+            port,
+            token: "root".to_string(),
+            ca_cert,
+            child,
+            log_path,
+            _tempdir: tempdir,
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = bao.child.try_wait() {
+                return Err(format!(
+                    "{} exited early ({status}); log:\n{}",
+                    bin.display(),
+                    bao.log()
+                ));
+            }
+            let ready = (!tls || bao.ca_cert.as_ref().is_some_and(|p| p.is_file()))
+                && matches!(bao.try_api("GET", "/v1/sys/health", None), Ok((200, _)));
+            if ready {
+                return Ok(bao);
+            }
+            if Instant::now() > deadline {
+                let log = bao.log();
+                bao.kill();
+                return Err(format!(
+                    "{} not healthy at {} after {:?}; log:\n{log}",
+                    bin.display(),
+                    bao.addr,
+                    READY_TIMEOUT
+                ));
+            }
+            thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Server log so far (stdout + stderr).
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGSTOP the server (it stops answering but keeps its sockets).
+    /// Returns once every thread of the process is in the stopped state
+    /// (or after 2 s).
+    pub fn stop_signal(&self) {
+        signal(self.pid(), libc::SIGSTOP);
+        wait_stopped(self.pid(), Duration::from_secs(2));
+    }
+
+    /// SIGCONT the server.
+    pub fn cont_signal(&self) {
+        signal(self.pid(), libc::SIGCONT);
+    }
+
+    /// Kill (SIGCONT, SIGKILL) and reap the server. Idempotent.
+    pub fn kill(&mut self) {
+        stop_child(&mut self.child, false);
+    }
+
+    /// Blocking request with `X-Vault-Token: root`; returns (status, body).
+    /// Panics on transport errors.
+    pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        self.try_api(method, path, body).unwrap_or_else(|e| {
+            panic!(
+                "{method} {}{path} failed: {e}\nserver log:\n{}",
+                self.addr,
+                self.log()
+            )
+        })
+    }
+
+    /// Creates namespace `ns` (the dev server has namespaces built in).
+    pub fn namespace(&self, ns: &str) {
+        let (status, body) = self.api("POST", &format!("/v1/sys/namespaces/{ns}"), Some("{}"));
+        assert_eq!(status, 200, "namespace {ns} create: {body}");
+    }
+
+    /// Like [`OpenBao::api`] without a body, inside namespace `ns` (`X-Vault-Namespace`).
+    pub fn api_in(&self, ns: &str, method: &str, path: &str) -> (u16, String) {
+        let r = http_request(
+            &self.addr,
+            method,
+            path,
+            &[
+                ("X-Vault-Token", self.token.as_str()),
+                ("X-Vault-Namespace", ns),
+            ],
+            None,
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{method} {}{path} in {ns} failed: {e}", self.addr));
+        (r.status, r.text())
+    }
+
+    /// Like [`OpenBao::api`] but returns transport errors.
+    pub fn try_api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> io::Result<(u16, String)> {
+        let mut headers = vec![("X-Vault-Token", self.token.as_str())];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        let r = http_request(
+            &self.addr,
+            method,
+            path,
+            &headers,
+            body.map(str::as_bytes),
+            self.ca_cert.as_deref(),
+        )?;
+        let text = r.text();
+        Ok((r.status, text))
+    }
+}
+
+impl Drop for OpenBao {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// All mounts on the server: (path without trailing slash, JSON description).
+pub fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
+    let (status, body) = bao.api("GET", "/v1/sys/mounts", None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]
+        .as_object()
+        .expect("sys/mounts data")
+        .iter()
+        .map(|(k, d)| (k.trim_end_matches('/').to_string(), d.clone()))
+        .collect()
+}
+
+/// What a run must leave as it found it: the mounts, the auth paths (sorted) and the ACL
+/// policies of the server.
+pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
+    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
+    assert_eq!(st, 200, "{auth}");
+    let auth: Value = serde_json::from_str(&auth).unwrap();
+    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
+    auth.sort();
+    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
+    assert_eq!(st, 200, "{policies}");
+    let policies: Value = serde_json::from_str(&policies).unwrap();
+    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
+    m.sort();
+    (m, auth, policies["data"]["keys"].to_string())
+}
+
+/// The mounts a vblast run created (named `vblast-...`), without trailing slash.
+pub fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
+    mounts(bao)
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with("vblast-"))
+        .collect()
+}

@@ -1,0 +1,49 @@
+//! The vblast binary under test as a `Command`: its environment scrubbed of every
+//! `VAULT_*` and `BAO_*` variable, pointed at an OpenBao through the environment, in URL
+//! mode, or with extra variables.
+
+use std::process::{Command, Stdio};
+
+use super::openbao::OpenBao;
+
+/// A `Command` for the vblast binary under test, with every `VAULT_*` and
+/// `BAO_*` variable removed from its environment so tests control them.
+pub fn vblast() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vblast"));
+    scrub_env(&mut cmd);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+pub fn scrub_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        if let Some(k) = k.to_str()
+            && (k.starts_with("VAULT_") || k.starts_with("BAO_"))
+        {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+/// `vblast` pointed at `bao` through the environment, with `args`.
+pub fn vault_cmd(bao: &OpenBao, args: &[&str]) -> Command {
+    let mut cmd = vblast();
+    cmd.env("VAULT_ADDR", &bao.addr)
+        .env("VAULT_TOKEN", &bao.token)
+        .args(args);
+    cmd
+}
+
+/// `vblast` with `args` (URL mode, or anything set up by the arguments alone).
+pub fn url_cmd(args: &[&str]) -> Command {
+    let mut cmd = vblast();
+    cmd.args(args);
+    cmd
+}
+
+/// `vblast` with `args` and the variables `env` added to its environment.
+pub fn env_cmd(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = url_cmd(args);
+    cmd.envs(env.iter().copied());
+    cmd
+}

@@ -1,0 +1,416 @@
+//! vault-benchmark's files and command lines against a real OpenBao dev server: its
+//! tutorial and PKI files run unchanged (`--config`, `vblast vault-benchmark run`), rows
+//! carry the tests' names, precedence is flags over environment over file, its terse,
+//! verbose and JSON layouts print the run's counts, `review` re-renders a saved run, and
+//! bad files and flags are one message with exit 2. Nothing is left on the server.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::openbao::OpenBao;
+use crate::support::run::run;
+use crate::support::vblast::{env_cmd, vault_cmd};
+use serde_json::Value;
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn keys(bao: &OpenBao, path: &str) -> Vec<String> {
+    let (status, body) = bao.api("GET", path, None);
+    assert_eq!(status, 200, "{path}: {body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let mut k: Vec<String> = match &v["data"] {
+        Value::Object(m) if m.contains_key("keys") => m["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect(),
+        Value::Object(m) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    k.sort();
+    k
+}
+
+/// Mounts, auth methods and policies: what a run must leave as it found it.
+fn state(bao: &OpenBao) -> Vec<Vec<String>> {
+    vec![
+        keys(bao, "/v1/sys/mounts"),
+        keys(bao, "/v1/sys/auth"),
+        keys(bao, "/v1/sys/policies/acl?list=true"),
+    ]
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn op_rows(j: &Value) -> Vec<(String, u64)> {
+    j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_string(),
+                o["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn tutorial_file_runs_unchanged_with_the_tests_names_as_rows() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    // The file says 127.0.0.1:8200; VAULT_ADDR (the environment) wins over it.
+    let file = data("vb-getting-started.hcl");
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--config", &file, "-n", "400", "-c", "8", "--format", "json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["requests"], 400, "{}", r.show());
+    assert_eq!(j["ok"], 400, "{}", r.show());
+    let rows = op_rows(&j);
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["approle_logins", "static_secret_writes"], "{j}");
+    assert!(rows.iter().all(|r| r.1 > 0), "{rows:?}");
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), 400);
+    // The file's namespace "root" is the root namespace: no header, no failure.
+    assert!(
+        r.stderr.contains("role_name"),
+        "the unused key is said: {}",
+        r.show()
+    );
+    assert_eq!(state(&bao), before, "the run left something behind");
+}
+
+#[test]
+fn pki_file_through_vault_benchmark_run_and_review() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("result.json");
+    let saved_arg = format!("-result_file={}", saved.display());
+    let config_arg = format!("-config={}", data("vb-pki.hcl"));
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            "-duration=1s",
+            "-workers",
+            "4",
+            "-report_mode=json",
+            &saved_arg,
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {}", r.show());
+    let j: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(j["target_addr"], bao.addr.as_str(), "{j}");
+    let total = &j["metrics"]["total"];
+    let issued = total["requests"].as_u64().unwrap();
+    assert!(issued > 0, "{j}");
+    assert_eq!(j["metrics"]["pki_issue"]["requests"], issued, "{j}");
+    assert_eq!(total["success"], 1.0, "{j}");
+    assert_eq!(total["status_codes"]["200"], issued, "{j}");
+    let lat = &total["latencies"];
+    assert!(lat["min"].as_u64() <= lat["50th"].as_u64(), "{j}");
+    assert!(lat["50th"].as_u64() <= lat["99th"].as_u64(), "{j}");
+    assert!(lat["99th"].as_u64() <= lat["max"].as_u64(), "{j}");
+    assert_eq!(state(&bao), before, "the run left something behind");
+
+    // review: the saved run in the terse layout, the same counts.
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "review",
+            &saved_arg,
+            "-report_mode=terse",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], format!("Target: {}", bao.addr), "{}", r.show());
+    let header: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "op",
+            "count",
+            "rate",
+            "throughput",
+            "mean",
+            "95th%",
+            "99th%",
+            "successRatio"
+        ]
+    );
+    let row: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(row[0], "pki_issue");
+    assert_eq!(row[1], issued.to_string());
+    assert_eq!(row[7], "100.00%");
+    assert!(lines[3].starts_with("---"), "{}", r.show());
+    let total_row: Vec<&str> = lines[4].split_whitespace().collect();
+    assert_eq!(total_row[0], "TOTAL");
+    assert_eq!(total_row[1], issued.to_string());
+    // Columns line up as Go's tabwriter lines them up.
+    assert_eq!(lines[1].find("count"), lines[2].find(&issued.to_string()));
+
+    // verbose: a section per test, then TOTAL.
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "review",
+            "-results_file",
+            saved.to_str().unwrap(),
+            "--report_mode=verbose",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let requests_line = format!("{issued}, ");
+    assert!(r.stdout.contains("\npki_issue\nRequests"), "{}", r.show());
+    assert!(r.stdout.contains("\nTOTAL\nRequests"), "{}", r.show());
+    assert!(
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with("Requests") && l.contains(&requests_line))
+            .count()
+            == 2,
+        "{}",
+        r.show()
+    );
+    assert!(r.stdout.contains(&format!("200:{issued}")), "{}", r.show());
+}
+
+#[test]
+fn flags_override_the_environment_which_overrides_the_file() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    // The file points nowhere and asks for 3 workers, 30 s and a rate.
+    let file = write(
+        dir.path(),
+        "p.hcl",
+        "vault_addr = \"http://127.0.0.1:1\"\nvault_token = \"wrong\"\nworkers = 3\nduration = \"30s\"\nrps = 200\nreport_mode = \"json\"\ntest \"seal_status\" \"seal\" {\n  weight = 100\n}\n",
+    );
+    let f = file.to_str().unwrap();
+    // Environment over file: VAULT_ADDR and VAULT_TOKEN reach the server; the file's
+    // workers and rps stay; the flag -z shortens the run.
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", f, "-z", "1s", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["run"]["connections"], 3, "{j}");
+    assert_eq!(j["run"]["model"], "open", "{j}");
+    assert_eq!(j["run"]["target_rate"], 200.0, "{j}");
+    assert_eq!(op_rows(&j)[0].0, "seal");
+    // A flag over both: -c wins over workers.
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", f, "-z", "1s", "-c", "2", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["run"]["connections"], 2);
+    // vault-benchmark's flags over the environment: the environment points nowhere.
+    let addr_arg = format!("-vault_addr={}", bao.addr);
+    let saved = dir.path().join("r.json");
+    let saved_arg = format!("-result_file={}", saved.display());
+    let config_arg = format!("-config={f}");
+    let r = run(env_cmd(
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            &addr_arg,
+            "-vault_token=root",
+            "-duration=1s",
+            "-rps=0",
+            &saved_arg,
+        ],
+        &[
+            ("VAULT_ADDR", "http://127.0.0.1:1"),
+            ("VAULT_TOKEN", "wrong"),
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    // The file's report_mode gives the layout; -rps=0 is the closed model.
+    let j: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert!(
+        j["metrics"]["seal"]["requests"].as_u64().unwrap() > 0,
+        "{j}"
+    );
+    let saved: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    assert_eq!(saved["run"]["model"], "closed", "{saved}");
+    assert_eq!(saved["run"]["connections"], 3, "{saved}");
+    // Without the flags, the file's address is used, and it is unreachable.
+    let r = run(env_cmd(
+        &["vault-benchmark", "run", &config_arg, "-duration=1s"],
+        &[],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(r.stderr.contains("127.0.0.1:1"), "{}", r.show());
+}
+
+#[test]
+fn cluster_json_is_read_as_a_cluster_and_its_nodes_shown() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(
+        dir.path(),
+        "cluster.json",
+        &format!(
+            "{{\"token\": \"root\", \"vault_addrs\": [\"{}\", \"http://127.0.0.1:2\"]}}",
+            bao.addr
+        ),
+    );
+    let config_arg = format!("-config={}", data("vb-getting-started.hcl"));
+    let cluster_arg = format!("-cluster_json={}", cluster.display());
+    let r = run(env_cmd(
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            &cluster_arg,
+            "-duration=1s",
+            "-workers=2",
+        ],
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(
+        r.stdout.starts_with(&format!("Target: {}", bao.addr)),
+        "{}",
+        r.show()
+    );
+    // The nodes are asked before the run: the dev server is active, the other unreachable.
+    assert!(r.stderr.contains("active"), "{}", r.show());
+    assert!(r.stderr.contains("unreachable"), "{}", r.show());
+}
+
+#[test]
+fn bad_files_and_flags_are_one_message_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "--config".into(),
+                write(d, "bad.hcl", "duration = \"2s\"\ntest \"kvv2_read\" \"r\" {\n  weight = = 100\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "bad.hcl:3:",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "t.hcl", "test \"aws_auth\" \"a\" {\n  weight = 100\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "unsupported test type 'aws_auth'",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "k.hcl", "vault_adr = \"x\"\ntest \"metrics\" \"m\" {\n  weight = 100\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "unknown global key 'vault_adr'",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "c.hcl", "test \"transit_encrypt\" \"e\" {\n  weight = 100\n  config {\n    context_len = 32\n  }\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "config.context_len is not supported",
+        ),
+        (
+            vec!["--config".into(), d.join("missing.hcl").display().to_string()],
+            "cannot read the config file",
+        ),
+        (
+            vec!["vault-benchmark".into(), "run".into(), "-confg=x.hcl".into()],
+            "flag provided but not defined: -confg",
+        ),
+        (
+            vec!["vault-benchmark".into(), "run".into(), "-duration=1s".into()],
+            "-config=FILE is required",
+        ),
+        (
+            vec!["vault-benchmark".into(), "bench".into()],
+            "unknown command 'bench'",
+        ),
+        (
+            vec!["vault-benchmark".into(), "review".into(), "-report_mode=terse".into()],
+            "-result_file=FILE is required",
+        ),
+    ];
+    for (args, want) in cases {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = run(env_cmd(&a, &[("VAULT_ADDR", "http://127.0.0.1:1")]));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        assert!(
+            r.stderr.contains(want),
+            "{args:?}: want '{want}': {}",
+            r.show()
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.show());
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.show());
+    }
+    // The HCL error gives line and column.
+    let r = run(env_cmd(
+        &["--config", d.join("bad.hcl").to_str().unwrap()],
+        &[],
+    ));
+    assert!(r.stderr.contains("line 3, column"), "{}", r.show());
+}
+
+#[test]
+fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
+    // pki_sign goes through a root and an intermediate made at setup; jwt_auth logs in with
+    // JWTs signed by a key vblast made; both rows carry the tests' names; nothing is left.
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let config_arg = format!("-config={}", data("vb-sign-and-jwt.hcl"));
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            "-duration=1s",
+            "-workers=4",
+            "-report_mode=json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j: Value = serde_json::from_str(r.stdout.lines().next().unwrap_or("")).unwrap();
+    for name in ["csr_signing", "jwt_logins"] {
+        let row = &j["metrics"][name];
+        assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{name}: {j}");
+    }
+    assert_eq!(j["metrics"]["total"]["success"], 1.0, "{j}");
+    assert_eq!(state(&bao), before, "the run left something behind");
+}
