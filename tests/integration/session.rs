@@ -3,15 +3,13 @@
 
 use crate::support::openbao::{OpenBao, vblast_mounts};
 use std::time::Duration;
-use vblast::cli::Cli;
 use vblast::session::Session;
 use vblast::signals::Stop;
 
 #[test]
 fn many_steps_over_one_setup() {
-    use clap::Parser;
     let bao = OpenBao::start();
-    let args = Cli::try_parse_from([
+    let (args, _) = vblast::commands::parse_from([
         "vblast",
         "--address",
         &bao.addr,
