@@ -408,7 +408,7 @@ impl AbOptions {
 
 /// `vblast ab -h`: ab's options and what vblast does with each.
 pub const USAGE: &str = "Usage: vblast ab [options] [http[s]://]hostname[:port]/path
-ApacheBench 2.4's options with ab's meaning (see README, \"Coming from ab\"):
+ApacheBench 2.4's options with ab's meaning (see docs/coming-from-ab.md):
     -n requests     Number of requests to perform (default 1)
     -c concurrency  Number of multiple requests to make at a time (default 1)
     -t timelimit    Seconds to max. to spend on benchmarking; implies -n 50000

@@ -1,5 +1,5 @@
 //! The JSON report: the `Summary` as one pretty-printed document. Its keys are an
-//! interface (scripts read them; the README lists them): add keys, never rename them.
+//! interface (scripts read them; docs/reports.md lists them, docs/schema/ holds their JSON Schema): add keys, never rename them.
 
 use std::io::{self, Write};
 
