@@ -65,7 +65,7 @@ impl Metrics {
             ),
             _ => format!(
                 "--metrics-listen {addr}: cannot listen there: {}",
-                crate::net::transport::io_error_text(&e)
+                crate::error::io_text(&e)
             ),
         })?;
         let local = listener

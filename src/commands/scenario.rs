@@ -30,7 +30,7 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
         Error::input(format!(
             "cannot read the token file {}: {}",
             path.display(),
-            crate::net::transport::io_error_text(&e)
+            crate::error::io_text(&e)
         ))
     })?;
     let token = text.lines().next().unwrap_or("").trim().to_string();

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 
+use crate::error::io_text;
 use crate::net::http::{Progress, ResponseParser};
-use crate::net::transport::{Stream, io_error_text};
+use crate::net::transport::Stream;
 use crate::stats::ErrorKind;
 use crate::template::{Captures, Rng};
 
@@ -191,7 +192,7 @@ impl Conn {
             }
             _ => Exchange::Failed {
                 kind: ErrorKind::Write,
-                msg: format!("write failed: {}", io_error_text(e)),
+                msg: format!("write failed: {}", io_text(e)),
             },
         }
     }
@@ -267,9 +268,9 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let msg = if e.kind() == io::ErrorKind::InvalidData {
-                        format!("TLS error: {}", io_error_text(&e))
+                        format!("TLS error: {}", io_text(&e))
                     } else {
-                        format!("read failed: {}", io_error_text(&e))
+                        format!("read failed: {}", io_text(&e))
                     };
                     r.outcome = Exchange::Failed {
                         kind: ErrorKind::Read,

@@ -10,7 +10,8 @@ use mio::{Interest, Token};
 
 use super::conn::{ConnPhase, Req};
 use super::worker::EventLoop;
-use crate::net::transport::{self, Handshake, io_error_text};
+use crate::error::io_text;
+use crate::net::transport::{self, Handshake};
 use crate::pacing::Due;
 use crate::stats::{ErrorKind, LATE_US};
 
@@ -146,9 +147,9 @@ impl EventLoop<'_> {
 
     pub(super) fn connect_failed(&mut self, i: usize, e: &io::Error, now: Instant) {
         let msg = if e.kind() == io::ErrorKind::InvalidData {
-            format!("TLS handshake failed: {}", io_error_text(e))
+            format!("TLS handshake failed: {}", io_text(e))
         } else {
-            format!("connect failed: {}", io_error_text(e))
+            format!("connect failed: {}", io_text(e))
         };
         self.connect_failure(i, &msg, now);
     }

@@ -8,7 +8,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use crate::net::transport::io_error_text;
+use crate::error::io_text;
 
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TlsOptions {
@@ -62,7 +62,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// a certificate and key that do not go together, a name that is not a server name.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read {what} {}: {}", path.display(), io_error_text(source))]
+    #[error("cannot read {what} {}: {}", path.display(), io_text(source))]
     Read {
         what: &'static str,
         path: PathBuf,
@@ -374,10 +374,10 @@ pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> Str
     {
         return format!(
             "TLS handshake with {host_port} failed: the server closed the connection ({})",
-            io_error_text(e)
+            io_text(e)
         );
     }
-    let text = io_error_text(e);
+    let text = io_text(e);
     let hint = hint(e.get_ref().and_then(|x| x.downcast_ref::<rustls::Error>()));
     format!("TLS handshake with {host_port} failed: {text}{hint}")
 }

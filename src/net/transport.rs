@@ -120,11 +120,6 @@ impl PortSlice {
     }
 }
 
-/// One line for an I/O error: its text without the "(os error N)" suffix.
-pub fn io_error_text(e: &io::Error) -> String {
-    crate::error::io_text(e)
-}
-
 /// Starts a non-blocking connect. The result shows on the first writable event.
 pub fn connect(
     addr: SocketAddr,

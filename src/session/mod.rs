@@ -20,10 +20,10 @@ use crate::config::cluster::NodesMode;
 use crate::config::scenario::{Load, Scenario, Workload};
 use crate::engine::{self, EnginePlan, LocalGate, ProgressFn};
 use crate::error::Error;
+use crate::error::io_text;
 use crate::net::route::{NodePlan, Route};
 use crate::net::target::Target;
 use crate::net::tls::{self, TlsOptions};
-use crate::net::transport::io_error_text;
 use crate::orchestrate::{self, Layout, Measured};
 use crate::session::cluster::{ClusterView, Prober, Watcher};
 use crate::signals::Stop;
@@ -397,7 +397,7 @@ impl Session {
         let base = self.target.base();
         let limit = self.timeout.min(Duration::from_secs(10));
         let tcp = TcpStream::connect_timeout(&addr, limit).map_err(|e| {
-            Error::unreachable(format!("cannot connect to {base}: {}", io_error_text(&e)))
+            Error::unreachable(format!("cannot connect to {base}: {}", io_text(&e)))
         })?;
         if let Some((config, name)) = &self.tls_config {
             let _ = tcp.set_read_timeout(Some(limit));

@@ -2,8 +2,8 @@
 //! `Operation`, like ab's, wrk's and oha's.
 
 use crate::config::scenario::{Body, UrlRequest};
+use crate::error::io_text;
 use crate::net::target::Target;
-use crate::net::transport::io_error_text;
 use crate::template::{Piece, RequestSpec};
 use crate::workload::Operation;
 
@@ -13,13 +13,8 @@ const MAX_BODY_FILE: u64 = 64 * 1024 * 1024;
 /// Reads `-p FILE`, refusing what is too large (or endless, like /dev/zero) to send.
 fn read_body_file(p: &std::path::Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let cannot = |e: std::io::Error| {
-        format!(
-            "cannot read body file {}: {}",
-            p.display(),
-            io_error_text(&e)
-        )
-    };
+    let cannot =
+        |e: std::io::Error| format!("cannot read body file {}: {}", p.display(), io_text(&e));
     let mut body = Vec::new();
     std::fs::File::open(p)
         .and_then(|f| f.take(MAX_BODY_FILE + 1).read_to_end(&mut body))

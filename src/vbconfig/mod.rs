@@ -114,7 +114,7 @@ pub fn load(path: &Path) -> Result<VbConfig, String> {
         format!(
             "cannot read the config file {}: {}",
             path.display(),
-            crate::net::transport::io_error_text(&e)
+            crate::error::io_text(&e)
         )
     })?;
     parse(&text, &path.display().to_string())
@@ -370,7 +370,7 @@ pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<Strin
         format!(
             "cannot read the cluster file {}: {}",
             path.display(),
-            crate::net::transport::io_error_text(&e)
+            crate::error::io_text(&e)
         )
     })?;
     let c: Cluster = serde_json::from_str(&text).map_err(|e| {

@@ -230,7 +230,7 @@ pub fn read_ca_pem(path: &Path) -> Result<String, Cause> {
         format!(
             "cannot read client CA file {}: {}",
             path.display(),
-            crate::net::transport::io_error_text(&e)
+            crate::error::io_text(&e)
         )
     })?;
     let mut out = String::new();
