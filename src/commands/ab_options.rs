@@ -391,6 +391,7 @@ impl AbOptions {
             }),
             keep: false,
             no_setup: true,
+            fixtures: Default::default(),
         }
     }
 
