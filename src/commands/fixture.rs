@@ -63,14 +63,15 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
             "vblast {name} needs --run-id (the one the shards are given)"
         )));
     };
-    if remove {
-        match state_dir().map(|d| state::read(&d, &run_id).map(|s| (d, s))) {
-            Some(Err(e)) => return Ending::Failed(e),
-            Some(Ok((dir, Some((path, st))))) => {
-                return from_state(args, given, stop, &dir, &path, &st);
-            }
-            _ => {}
-        }
+    let recorded = match state_dir().map(|d| state::read(&d, &run_id).map(|s| (d, s))) {
+        Some(Err(e)) if remove => return Ending::Failed(e),
+        Some(Ok((dir, Some((path, st))))) if remove => Some((dir, path, st)),
+        _ => None,
+    };
+    if let Some((dir, path, st)) = &recorded
+        && args.ops.op.is_none()
+    {
+        return from_state(args, given, stop, dir, path, st, &[]);
     }
     let Some(op) = args.ops.op.as_deref() else {
         return Ending::Failed(Error::input(if remove {
@@ -103,12 +104,16 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
             Err(e) => Ending::Failed(e),
         };
     }
-    let removed = remove_shared(&scenario, stop, &run_id);
+    let (names, removed) = remove_shared(&scenario, stop, &run_id);
     // What a shard 0 that was killed left of the shards' rendezvous.
     let leftover = leftover(&scenario, &run_id);
-    match (removed, leftover) {
-        (Err(e), _) | (Ok(()), Err(e)) => Ending::Failed(e),
-        (Ok(()), Ok(())) => Ending::Ok,
+    if let Err(e) = removed.and(leftover) {
+        return Ending::Failed(e);
+    }
+    // What the state file lists beyond the shared fixture (a run of its own).
+    match &recorded {
+        Some((dir, path, st)) => from_state(args, given, stop, dir, path, st, &names),
+        None => Ending::Ok,
     }
 }
 
@@ -124,6 +129,17 @@ fn leftover(scenario: &Scenario, run_id: &str) -> Result<(), Error> {
     }
 }
 
+/// The scenario of `args` for its target alone (address, token, namespace, TLS): a
+/// cleanup from a state file or of orphans needs no --op.
+fn target_scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
+    let mut args = args.clone();
+    if args.ops.op.is_none() && args.ops.scenario.is_none() {
+        args.ops.op = Some("sys-health".into());
+    }
+    args.url = None;
+    scenario(&args, given)
+}
+
 /// `vblast cleanup --run-id ID` with the run's state file: what it names goes.
 fn from_state(
     args: &RunArgs,
@@ -132,8 +148,9 @@ fn from_state(
     dir: &std::path::Path,
     path: &std::path::Path,
     st: &state::State,
+    done: &[String],
 ) -> Ending {
-    let mut scenario = match scenario(args, given) {
+    let mut scenario = match target_scenario(args, given) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
@@ -150,12 +167,22 @@ fn from_state(
     if scenario.namespace.is_none() {
         scenario.namespace = st.namespace.clone();
     }
+    let names: Vec<String> = st
+        .names
+        .iter()
+        .filter(|n| !done.contains(n))
+        .cloned()
+        .collect();
+    if names.is_empty() {
+        state::remove(dir, &st.run_id);
+        return Ending::Ok;
+    }
     eprintln!(
         "vblast: run {}: removing what its state file {} lists ({} name{})",
         st.run_id,
         path.display(),
-        st.names.len(),
-        if st.names.len() == 1 { "" } else { "s" }
+        names.len(),
+        if names.len() == 1 { "" } else { "s" }
     );
     let client = match server::client_of(&scenario, LOOK_TIMEOUT) {
         Ok(c) => c,
@@ -163,7 +190,7 @@ fn from_state(
     };
     let urgent = server::UrgentStop::watch(stop);
     let mut client = client.with_stop(urgent.stop().clone());
-    let removed = remove_names(&mut client, &st.names, args.cleanup.cleanup_timeout, stop);
+    let removed = remove_names(&mut client, &names, args.cleanup.cleanup_timeout, stop);
     let sync = leftover(&scenario, &st.run_id);
     match (removed, sync) {
         (Ok(()), Ok(())) => {
@@ -181,7 +208,7 @@ fn from_state(
 /// `vblast cleanup --orphans [--yes]`: every `vblast-` object on the server, with its age;
 /// `--yes` removes them.
 fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
-    let scenario = match scenario(args, given) {
+    let scenario = match target_scenario(args, given) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
@@ -189,10 +216,21 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(c) => c,
         Err(e) => return Ending::Failed(e),
     };
-    let list = match server::orphans(&mut client) {
+    let mut list = match server::orphans(&mut client) {
         Ok(l) => l,
         Err(e) => return Ending::Failed(Error::Unreachable(e)),
     };
+    // The server keeps no creation time for mounts, auth paths and policies: this
+    // machine's state files may.
+    let states = state_dir().map(|d| state::all(&d)).unwrap_or_default();
+    for o in list.iter_mut().filter(|o| o.age.is_none()) {
+        o.age = states
+            .iter()
+            .find(|s| s.names.contains(&o.found.name))
+            .and_then(|s| s.started.as_deref())
+            .and_then(|t| humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok())
+            .and_then(|t| std::time::SystemTime::now().duration_since(t).ok());
+    }
     if list.is_empty() {
         eprintln!("vblast: no vblast- object on {}", client.base());
         return Ending::Ok;

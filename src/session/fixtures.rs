@@ -47,19 +47,30 @@ pub fn shared_session(
 }
 
 /// Removes the shared fixture of run `run_id` (a `Mode::Remove` session), saying on
-/// stderr, for each of its names, whether it was removed or not found; the error names
-/// what is left.
-pub fn remove_shared(scenario: &Scenario, stop: &Stop, run_id: &str) -> Result<(), Error> {
+/// stderr, for each of its names, whether it was removed or not found; returns the names
+/// and, as an error, what is left.
+pub fn remove_shared(
+    scenario: &Scenario,
+    stop: &Stop,
+    run_id: &str,
+) -> (Vec<String>, Result<(), Error>) {
     let mut scenario = in_mode(scenario, Mode::Remove, run_id);
     scenario.keep = false;
-    let mut session = Session::open(&scenario, stop)?;
+    let mut session = match Session::open(&scenario, stop) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
     let names = session.fixture_names();
-    let mut client = server::client_of(&scenario, LOOK_TIMEOUT)?;
-    let before = server::locate(&mut client, &names).map_err(Error::Cleanup)?;
+    let looked = server::client_of(&scenario, LOOK_TIMEOUT).and_then(|mut client| {
+        let before = server::locate(&mut client, &names).map_err(Error::Cleanup)?;
+        Ok((client, before))
+    });
     let closed = session.close();
-    let after = server::locate(&mut client, &names).unwrap_or_default();
-    report(&client, &names, &before, &after);
-    closed
+    if let Ok((mut client, before)) = looked {
+        let after = server::locate(&mut client, &names).unwrap_or_default();
+        report(&client, &names, &before, &after);
+    }
+    (names, closed)
 }
 
 /// Each request of a look at the server's tables.
