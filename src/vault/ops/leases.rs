@@ -62,7 +62,10 @@ fn list(client: &mut Client, dir: &str) -> Result<Vec<String>, Cause> {
             .unwrap_or_default()),
         404 => Ok(Vec::new()),
         status => Err(Cause::Http {
-            what: format!("listing the leases under '{dir}' on {} failed", client.base()),
+            what: format!(
+                "listing the leases under '{dir}' on {} failed",
+                client.base()
+            ),
             status,
             excerpt: r.error_text(),
         }),
