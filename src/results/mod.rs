@@ -151,7 +151,7 @@ impl Results {
     /// `crate::results::shards::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
     pub fn write(&self, path: &Path) -> Result<(), Cause> {
         if path.as_os_str() == "-" {
-            return crate::results::shards::print_results(self).map_err(Cause::from);
+            return crate::results::shards::print_results(self);
         }
         let mut buf = Vec::new();
         self.write_to(&mut buf)
@@ -236,7 +236,7 @@ pub fn merge(parts: &[Results]) -> Result<Results, Cause> {
         return Err("no results to merge".into());
     };
     // Shards of one run: one run id, every shard once (src/shard.rs).
-    crate::results::shards::check_set(parts).map_err(Cause::from)?;
+    crate::results::shards::check_set(parts)?;
     // Each shard's timeline moves by its clock offset (src/shard.rs, `clock_offsets`), so
     // the merged seconds are wall-clock seconds; all are added at once.
     let offsets = crate::results::shards::clock_offsets(parts);
