@@ -425,6 +425,7 @@ impl AbOptions {
             }),
             keep: false,
             no_setup: true,
+            fixtures: Default::default(),
         }
     }
 
