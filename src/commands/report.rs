@@ -12,6 +12,9 @@ use super::scenario::output;
 /// Runs `vblast report`.
 pub fn run(args: &ReportArgs) -> Ending {
     let out = output(&args.out);
+    if let Err(e) = crate::results::deliver::check_paths(&out) {
+        return Ending::Failed(e);
+    }
     if let Some(ending) = crate::sweep::report_if_sweep(&args.files, &out) {
         return ending;
     }
