@@ -18,7 +18,14 @@ pub fn run(args: &ReportArgs) -> Ending {
     if let Some(ending) = crate::sweep::report_if_sweep(&args.files, &out) {
         return ending;
     }
-    let merged = match results::load(&args.files) {
+    let merged = match results::load(
+        &args.files,
+        if args.merge_unrelated {
+            results::Merging::Unrelated
+        } else {
+            results::Merging::Shards
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
