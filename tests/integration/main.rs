@@ -19,6 +19,7 @@ mod lifecycle;
 mod metrics;
 mod multihost;
 mod open_model;
+mod output;
 mod progress;
 mod quotas;
 mod redaction;
