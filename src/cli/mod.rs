@@ -10,6 +10,7 @@ pub mod operations;
 pub mod ops;
 pub mod output;
 pub mod report;
+pub mod server;
 pub mod shards;
 pub mod source;
 pub mod sweep;
@@ -132,4 +133,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub source: source::SourceArgs,
+
+    #[command(flatten)]
+    pub server: server::ServerArgs,
 }

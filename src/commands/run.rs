@@ -41,6 +41,10 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let server = match super::server::settings(&cli.server, &scenario) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match &cli.metrics.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
@@ -52,7 +56,14 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
     crate::session::fixtures::rendezvous::around(&sharding(cli), &scenario, stop, &mut |joined| {
-        load(cli, &scenario, metrics.as_ref(), stop, joined)
+        load(
+            cli,
+            &scenario,
+            metrics.as_ref(),
+            server.as_ref(),
+            stop,
+            joined,
+        )
     })
 }
 
@@ -62,6 +73,7 @@ fn load(
     cli: &RunArgs,
     scenario: &Scenario,
     metrics: Option<&crate::metrics::Metrics>,
+    server: Option<&crate::server_stats::Settings>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
@@ -72,6 +84,7 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(cli.out.format, Format::Ab),
         },
+        server,
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,
