@@ -234,7 +234,7 @@ fn db_leases_are_revoked_before_the_mount_goes() {
     let leases: u64 = std::env::var("VBLAST_DB_LEASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+        .unwrap_or(100);
     let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
     let bao = OpenBao::start();
     let before = (server_state(&bao), pg.vault_users());
