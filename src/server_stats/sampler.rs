@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Cause;
 use crate::vault::client::Client;
@@ -63,7 +63,11 @@ impl Node {
 
     /// Says once that `what` is missing, and why.
     fn missing(&mut self, what: &str, why: &Cause) {
-        let line = format!("{what}: {why}");
+        let line = match why {
+            // An HTTP refusal names its source already.
+            Cause::Http { .. } => why.to_string(),
+            _ => format!("{what}: {why}"),
+        };
         if !self.out.missing.contains(&line) {
             eprintln!("vblast: server stats of {}: {line}", self.out.node);
             self.out.missing.push(line);
@@ -137,8 +141,8 @@ impl Node {
             }
             Err(e @ Cause::Http { .. }) => {
                 self.missing(
-                    "sys/host-info (host CPU and memory; needs sudo on the path)",
-                    &e,
+                    "sys/host-info",
+                    &e.within("host CPU and memory not sampled (sys/host-info needs sudo rights)"),
                 );
                 self.host = Source::Off;
             }
@@ -184,8 +188,9 @@ pub struct Sampler {
 impl Sampler {
     /// Samples each node once now, then every `settings.interval` from a thread of its own.
     /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
-    /// process, when given.
-    pub fn start(settings: &Settings, clients: Vec<Client>) -> Sampler {
+    /// process, when given. With a warm-up, the thread's first sample comes as it ends,
+    /// at the edge of the measured window.
+    pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
         let mut nodes: Vec<Node> = clients
             .into_iter()
             .enumerate()
@@ -201,12 +206,19 @@ impl Sampler {
         for n in &mut nodes {
             n.sample();
         }
+        // Due from now, before the caller's load begins (not from the thread's start).
+        let next = Instant::now()
+            + if warmup.is_zero() {
+                settings.interval
+            } else {
+                warmup
+            };
         let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
         let interval = settings.interval;
         let b = bell.clone();
         let thread = std::thread::Builder::new()
             .name("server-stats".into())
-            .spawn(move || run(nodes, &b, interval))
+            .spawn(move || run(nodes, &b, interval, next))
             .ok();
         Sampler {
             bell,
@@ -235,13 +247,13 @@ impl Sampler {
 }
 
 /// The thread: a sample of every node each interval until the bell rings.
-fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration) -> Vec<Node> {
+/// The first sample is due at `next`.
+fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration, mut next: Instant) -> Vec<Node> {
     let (stopped, cv) = &**bell;
-    let mut next = std::time::Instant::now() + interval;
     loop {
         let mut done = stopped.lock().unwrap_or_else(|e| e.into_inner());
         while !*done {
-            let now = std::time::Instant::now();
+            let now = Instant::now();
             if now >= next {
                 break;
             }
@@ -259,7 +271,7 @@ fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration) -> Vec<Node> {
         }
         next += interval;
         // A slow node: the next sample comes an interval after this one, not in a burst.
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         if next < now {
             next = now + interval;
         }
