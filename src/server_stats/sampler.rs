@@ -36,6 +36,9 @@ struct Node {
     process: Source,
     /// host-info calls since the last telemetry reading (the server counts them).
     own_since: u64,
+    /// Whether the server counts the sampler's `sys/metrics` calls as handled requests
+    /// (a server without unauthenticated metrics access does; `calibrate` finds out).
+    metrics_counted: bool,
     out: NodeSamples,
 }
 
@@ -53,6 +56,7 @@ impl Node {
                 Source::Off
             },
             own_since: 0,
+            metrics_counted: false,
             out: NodeSamples {
                 node,
                 pid,
@@ -71,6 +75,23 @@ impl Node {
         if !self.out.missing.contains(&line) {
             eprintln!("vblast: server stats of {}: {line}", self.out.node);
             self.out.missing.push(line);
+        }
+    }
+
+    /// Two telemetry readings back to back, before the load: the second counts the first
+    /// when the server counts `sys/metrics` calls.
+    fn calibrate(&mut self) {
+        let Source::On(Form::Prometheus) = self.telemetry else {
+            return;
+        };
+        let mut count = || {
+            sources::telemetry(&mut self.client, Form::Prometheus)
+                .ok()
+                .flatten()
+                .and_then(|v| v.get("vault_core_handle_request_count").copied())
+        };
+        if let (Some(a), Some(b)) = (count(), count()) {
+            self.metrics_counted = b > a;
         }
     }
 
@@ -94,6 +115,9 @@ impl Node {
             Source::On(f) | Source::Failing(f) => f,
             Source::Off => return,
         };
+        if self.metrics_counted {
+            self.own_since += 1;
+        }
         match sources::telemetry(&mut self.client, form) {
             Ok(Some(v)) => {
                 sources::fill_telemetry(s, &v);
@@ -204,6 +228,7 @@ impl Sampler {
             );
         }
         for n in &mut nodes {
+            n.calibrate();
             n.sample();
         }
         // Due from now, before the caller's load begins (not from the thread's start).
