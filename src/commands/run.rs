@@ -39,14 +39,14 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
-    let server = match super::server::settings(&cli.server, &scenario) {
-        Ok(s) => s,
-        Err(e) => return Ending::Failed(e),
-    };
     // Before the first request: an output path that cannot be written is refused now.
     if let Err(e) = crate::results::deliver::check_paths(&output(&cli.out)) {
         return Ending::Failed(e);
     }
+    let server = match super::server::settings(&cli.server, &scenario) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match &cli.metrics.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
