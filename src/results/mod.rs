@@ -155,6 +155,7 @@ impl Results {
                 .requests
                 .saturating_sub(e.connect + e.read + e.write + e.timeout),
             mean_ms: s.latency_ms.mean,
+            connections: s.run.connections,
         };
         Some(samples.summary(&client, start_ms))
     }

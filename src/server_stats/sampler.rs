@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Cause;
 use crate::vault::client::Client;
@@ -36,6 +36,9 @@ struct Node {
     process: Source,
     /// host-info calls since the last telemetry reading (the server counts them).
     own_since: u64,
+    /// Whether the server counts the sampler's `sys/metrics` calls as handled requests
+    /// (a server without unauthenticated metrics access does; `calibrate` finds out).
+    metrics_counted: bool,
     out: NodeSamples,
 }
 
@@ -53,6 +56,7 @@ impl Node {
                 Source::Off
             },
             own_since: 0,
+            metrics_counted: false,
             out: NodeSamples {
                 node,
                 pid,
@@ -63,10 +67,31 @@ impl Node {
 
     /// Says once that `what` is missing, and why.
     fn missing(&mut self, what: &str, why: &Cause) {
-        let line = format!("{what}: {why}");
+        let line = match why {
+            // An HTTP refusal names its source already.
+            Cause::Http { .. } => why.to_string(),
+            _ => format!("{what}: {why}"),
+        };
         if !self.out.missing.contains(&line) {
             eprintln!("vblast: server stats of {}: {line}", self.out.node);
             self.out.missing.push(line);
+        }
+    }
+
+    /// Two telemetry readings back to back, before the load: the second counts the first
+    /// when the server counts `sys/metrics` calls.
+    fn calibrate(&mut self) {
+        let Source::On(Form::Prometheus) = self.telemetry else {
+            return;
+        };
+        let mut count = || {
+            sources::telemetry(&mut self.client, Form::Prometheus)
+                .ok()
+                .flatten()
+                .and_then(|v| v.get("vault_core_handle_request_count").copied())
+        };
+        if let (Some(a), Some(b)) = (count(), count()) {
+            self.metrics_counted = b > a;
         }
     }
 
@@ -90,6 +115,9 @@ impl Node {
             Source::On(f) | Source::Failing(f) => f,
             Source::Off => return,
         };
+        if self.metrics_counted {
+            self.own_since += 1;
+        }
         match sources::telemetry(&mut self.client, form) {
             Ok(Some(v)) => {
                 sources::fill_telemetry(s, &v);
@@ -137,8 +165,8 @@ impl Node {
             }
             Err(e @ Cause::Http { .. }) => {
                 self.missing(
-                    "sys/host-info (host CPU and memory; needs sudo on the path)",
-                    &e,
+                    "sys/host-info",
+                    &e.within("host CPU and memory not sampled (sys/host-info needs sudo rights)"),
                 );
                 self.host = Source::Off;
             }
@@ -184,8 +212,9 @@ pub struct Sampler {
 impl Sampler {
     /// Samples each node once now, then every `settings.interval` from a thread of its own.
     /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
-    /// process, when given.
-    pub fn start(settings: &Settings, clients: Vec<Client>) -> Sampler {
+    /// process, when given. With a warm-up, the thread's first sample comes as it ends,
+    /// at the edge of the measured window.
+    pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
         let mut nodes: Vec<Node> = clients
             .into_iter()
             .enumerate()
@@ -199,14 +228,22 @@ impl Sampler {
             );
         }
         for n in &mut nodes {
+            n.calibrate();
             n.sample();
         }
+        // Due from now, before the caller's load begins (not from the thread's start).
+        let next = Instant::now()
+            + if warmup.is_zero() {
+                settings.interval
+            } else {
+                warmup
+            };
         let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
         let interval = settings.interval;
         let b = bell.clone();
         let thread = std::thread::Builder::new()
             .name("server-stats".into())
-            .spawn(move || run(nodes, &b, interval))
+            .spawn(move || run(nodes, &b, interval, next))
             .ok();
         Sampler {
             bell,
@@ -235,13 +272,13 @@ impl Sampler {
 }
 
 /// The thread: a sample of every node each interval until the bell rings.
-fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration) -> Vec<Node> {
+/// The first sample is due at `next`.
+fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration, mut next: Instant) -> Vec<Node> {
     let (stopped, cv) = &**bell;
-    let mut next = std::time::Instant::now() + interval;
     loop {
         let mut done = stopped.lock().unwrap_or_else(|e| e.into_inner());
         while !*done {
-            let now = std::time::Instant::now();
+            let now = Instant::now();
             if now >= next {
                 break;
             }
@@ -259,7 +296,7 @@ fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration) -> Vec<Node> {
         }
         next += interval;
         // A slow node: the next sample comes an interval after this one, not in a burst.
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         if next < now {
             next = now + interval;
         }

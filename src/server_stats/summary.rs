@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::sample::{Sample, Timer};
 use super::timeline::{Interval, NodeSamples, ServerSamples, timer_delta};
 
+/// How closely the client's window start is known after a warm-up: its engine's clock
+/// starts a little after the step's recorded start (threads spawned, connections opened).
+const START_KNOWN_MS: u64 = 50;
+
 /// What the client measured over its window, for the comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClientSide {
@@ -23,6 +27,8 @@ pub struct ClientSide {
     pub answered: u64,
     /// The client's mean latency, milliseconds.
     pub mean_ms: f64,
+    /// The client's connections: at most that many requests are in flight at an edge.
+    pub connections: u64,
 }
 
 /// The server side of a run (the JSON report's `server`).
@@ -36,8 +42,10 @@ pub struct ServerSummary {
     /// handled - client_answered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<i64>,
-    /// How much of a difference the sampling windows explain: requests the server handled
-    /// in the interval that straddles the window's start (0 without warm-up).
+    /// How much of a difference the sampling windows explain: with a warm-up, the requests
+    /// the server handled between the edge sample and the window's start (at the rate of
+    /// the interval that straddles it) and those in flight at the start (one per
+    /// connection); 0 without warm-up (the first sample came before the load).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explained: Option<u64>,
     /// The difference is beyond what the windows explain: requests lost, or a proxy.
@@ -112,15 +120,15 @@ pub struct NodeSummary {
     pub intervals: Vec<Interval>,
 }
 
-/// The window's edge samples of a node: the last at or before the window's start, and the
-/// last one (taken after the load).
-fn edges(n: &NodeSamples, start_ms: u64) -> Option<(usize, usize)> {
+/// The window's edge samples of a node: the first (taken before the load) or, after a
+/// warm-up, the one nearest the window's start; and the last (taken after the load).
+fn edges(n: &NodeSamples, c: &ClientSide) -> Option<(usize, usize)> {
     let last = n.samples.len().checked_sub(1)?;
-    let first = n
-        .samples
-        .iter()
-        .rposition(|s| s.at_ms <= start_ms)
-        .unwrap_or(0);
+    let first = if c.warmup {
+        (0..last).min_by_key(|&i| n.samples[i].at_ms.abs_diff(c.start_ms))?
+    } else {
+        0
+    };
     (first < last).then_some((first, last))
 }
 
@@ -149,14 +157,26 @@ struct Counted {
 }
 
 fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
-    let (first, last) = edges(n, c.start_ms)?;
+    let (first, last) = edges(n, c)?;
     let w = &n.samples[first..=last];
+    let s = &n.samples;
     let total = sum_timer(w, |s| s.handle_request)?;
     let own: u64 = w[1..].iter().map(|s| s.own_requests).sum();
     let handled = (total.count as u64).saturating_sub(own);
     // Without warm-up the first sample came before the load: nothing is uncertain.
-    let explained = if c.warmup && w.len() > 1 {
-        timer_delta(w[0].handle_request, w[1].handle_request).map_or(0, |t| t.count as u64)
+    // After a warm-up, the edge sample is off the window's start by a gap: the server
+    // handled (or not yet) the requests of that gap, at the rate of the interval it is in,
+    // and up to one per connection was in flight at the start.
+    let explained = if c.warmup {
+        let (a, b) = if s[first].at_ms <= c.start_ms {
+            (first, first + 1)
+        } else {
+            (first.saturating_sub(1), first)
+        };
+        let span = s[b].at_ms.saturating_sub(s[a].at_ms).max(1) as f64;
+        let gap = (s[first].at_ms.abs_diff(c.start_ms) + START_KNOWN_MS) as f64;
+        let rate = timer_delta(s[a].handle_request, s[b].handle_request).map_or(0.0, |t| t.count);
+        (rate * gap / span).ceil() as u64 + c.connections
     } else {
         0
     };
@@ -165,7 +185,7 @@ fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
 
 fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
     let all = n.intervals(start_ms);
-    let (w, intervals): (&[Sample], Vec<Interval>) = match edges(n, c.start_ms) {
+    let (w, intervals): (&[Sample], Vec<Interval>) = match edges(n, c) {
         Some((first, last)) => (
             &n.samples[first..=last],
             all.get(first..last)
@@ -416,6 +436,7 @@ mod tests {
             warmup,
             answered,
             mean_ms: 0.8,
+            connections: 4,
         }
     }
 
@@ -441,7 +462,9 @@ mod tests {
         let off = samples.summary(&client(90, false), 1000);
         assert!(off.beyond);
         let warm = samples.summary(&client(90, true), 1000);
-        assert_eq!(warm.explained, Some(50));
+        // The nearest sample is 500 ms before the start (and 50 ms of uncertainty): 55% of
+        // the second's 50 requests, and 4 in flight.
+        assert_eq!(warm.explained, Some(32));
         assert!(!warm.beyond);
         let mut text = Vec::new();
         write_text(&off, &mut text).expect("text");

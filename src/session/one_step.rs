@@ -75,9 +75,13 @@ pub fn run(
         }
     };
     show_cluster(&session, showing.quiet);
-    let sampler = showing
-        .server
-        .map(|s| crate::server_stats::Sampler::start(s, session.node_clients(s.timeout())));
+    let sampler = showing.server.map(|s| {
+        crate::server_stats::Sampler::start(
+            s,
+            session.node_clients(s.timeout()),
+            scenario.load.warmup,
+        )
+    });
     let step = step(&mut session, scenario, showing);
     let server_samples = sampler.and_then(crate::server_stats::Sampler::finish);
     let cleanup_started = Instant::now();

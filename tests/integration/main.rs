@@ -27,6 +27,7 @@ mod redirects;
 mod reports;
 mod results;
 mod schema;
+mod server_stats;
 mod session;
 mod shard;
 mod shard_ops;
