@@ -10,7 +10,7 @@ use crate::report::{Model, fmt_ms};
 
 use super::file::{Judged, Step, Sweep};
 use super::plan::Spec;
-use super::search::{End, Phase, Verdict};
+use super::search::{End, Phase, StepVerdict};
 
 /// The highest sustained load and the first that broke, as the end says.
 pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
@@ -69,9 +69,9 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
 /// One step's row.
 pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<()> {
     let result = match j.verdict {
-        Verdict::Pass => "pass".to_string(),
-        Verdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
-        Verdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+        StepVerdict::Pass => "pass".to_string(),
+        StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
+        StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
     };
     writeln!(
         o,
@@ -125,7 +125,7 @@ pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String
                 .steps
                 .iter()
                 .zip(judged)
-                .filter(|(_, j)| j.verdict == Verdict::Pass)
+                .filter(|(_, j)| j.verdict == StepVerdict::Pass)
                 .map(|(s, _)| s.load)
                 .max();
             match best {
@@ -254,7 +254,7 @@ fn curves(
                         "{:.0}/s {} {}",
                         j.figures.achieved,
                         fmt_ms(j.figures.p99_ms),
-                        if j.verdict == Verdict::Pass {
+                        if j.verdict == StepVerdict::Pass {
                             "pass"
                         } else {
                             "FAIL"
