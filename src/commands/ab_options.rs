@@ -429,6 +429,7 @@ impl AbOptions {
             }),
             keep: false,
             no_setup: true,
+            fixtures: Default::default(),
         }
     }
 
