@@ -243,7 +243,7 @@ impl Sweep {
                 results,
             });
         }
-        let (highest_sustained, first_broken) = super::render::bounds(end);
+        let (highest_sustained, first_broken) = bounds(end);
         let doc = WrittenSweep {
             results_version: SWEEP_RESULTS_VERSION,
             kind: KIND,
@@ -260,7 +260,7 @@ impl Sweep {
                 highest_sustained,
                 first_broken,
                 unit: self.spec.unit(),
-                line: super::render::answer_line(self, &judged, end),
+                line: answer_line(self, &judged, end),
             },
             steps,
         };
@@ -342,5 +342,69 @@ impl Sweep {
             .end(&judged)
             .map_err(|e| format!("{name}: damaged sweep: {e}"))?;
         Ok(sweep)
+    }
+}
+
+/// The highest sustained load and the first that broke, as the end says.
+pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
+    match end {
+        Some(End::Edge { pass, fail }) | Some(End::Broken { pass, fail }) => {
+            (Some(pass), Some(fail))
+        }
+        Some(End::AllPassed { top }) => (Some(top), None),
+        Some(End::FirstFailed { load }) => (None, Some(load)),
+        None => (None, None),
+    }
+}
+
+/// Why the step at `load` broke the objective.
+fn why(sweep: &Sweep, judged: &[Judged], load: u64) -> String {
+    sweep
+        .steps
+        .iter()
+        .zip(judged)
+        .find(|(s, _)| s.load == load)
+        .map(|(_, j)| j.misses.join("; "))
+        .unwrap_or_default()
+}
+
+/// The one line with the answer.
+pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
+    let unit = sweep.spec.unit();
+    match end {
+        Some(End::Edge { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::Broken { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::AllPassed { top }) => format!(
+            "Answer: {top} {unit} sustained within the objective, the top of the range: no step broke it (raise TO to find the edge)"
+        ),
+        Some(End::FirstFailed { load }) => format!(
+            "Answer: none: the first step, {load} {unit}, already broke the objective: {}",
+            why(sweep, judged, load)
+        ),
+        None => {
+            let best = sweep
+                .steps
+                .iter()
+                .zip(judged)
+                .filter(|(_, j)| j.verdict == StepVerdict::Pass)
+                .map(|(s, _)| s.load)
+                .max();
+            match best {
+                Some(b) => format!(
+                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
+                    sweep.steps.len()
+                ),
+                None => format!(
+                    "Interrupted after {} steps, before any load held the objective",
+                    sweep.steps.len()
+                ),
+            }
+        }
     }
 }

@@ -9,9 +9,8 @@ use crate::report::Model;
 use crate::report::fmt_ms;
 use crate::report::html::{Chart, Scale, Series, escape, page, table};
 
-use super::file::{Judged, Sweep};
+use super::file::{Judged, Sweep, answer_line};
 use super::objective::Objective;
-use super::render::answer_line;
 use super::search::{Phase, StepVerdict};
 
 /// How a step's figure is read.
