@@ -6,7 +6,7 @@
 //! Hand-written rather than clap: ab's getopt takes `-H -x` as the header `-x`, stops at
 //! the URL (no option after it), lets a later `-n` undo `-t`'s implied `-n 50000` and not an
 //! earlier one, and refuses with its own words; clap's short flags differ on each of these
-//! (permutation, hyphen values, its own messages), and the loop is 40 lines.
+//! (permutation, hyphen values, its own messages), and the getopt loop is some 60 lines.
 
 use std::path::PathBuf;
 use std::time::Duration;
