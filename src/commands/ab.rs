@@ -104,6 +104,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
         progress: false,
         metrics: None,
         probe: Probe::Required,
+        server: None,
     };
     let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
         Ok(r) => r,

@@ -295,6 +295,19 @@ impl Session {
         })
     }
 
+    /// A client per node (a cluster's every node, or the one target), each with a
+    /// connection of its own: for the server sampler (src/server_stats/).
+    pub fn node_clients(&self, timeout: Duration) -> Vec<Client> {
+        match &self.cluster {
+            Some(c) => c
+                .targets
+                .iter()
+                .map(|t| self.client_for(t, timeout))
+                .collect(),
+            None => vec![self.client(timeout)],
+        }
+    }
+
     /// The cluster's nodes as they answered before the run (a cluster target only).
     pub fn cluster_view(&self) -> Option<&ClusterView> {
         self.cluster.as_ref().map(|c| &c.view)
