@@ -70,7 +70,7 @@ enum SlotKind {
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct Slot {
+struct PatchSlot {
     offset: usize,
     width: usize,
     kind: SlotKind,
@@ -104,7 +104,7 @@ pub struct Common {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Template {
     bytes: Vec<u8>,
-    slots: Vec<Slot>,
+    slots: Vec<PatchSlot>,
     /// A HEAD request: its response has no body, whatever its headers say.
     head: bool,
     /// Where captured values go, in order of offset (empty: a fixed-length request).
@@ -137,7 +137,7 @@ struct Insert {
 
 fn push_pieces(
     out: &mut Vec<u8>,
-    slots: &mut Vec<Slot>,
+    slots: &mut Vec<PatchSlot>,
     inserts: &mut Vec<Insert>,
     pools: &mut Vec<Vec<u8>>,
     pieces: &[Piece],
@@ -152,7 +152,7 @@ fn push_pieces(
             Piece::Lit(b) => out.extend_from_slice(b),
             Piece::Index { count } => {
                 let width = index_width(*count);
-                slots.push(Slot {
+                slots.push(PatchSlot {
                     offset: out.len(),
                     width,
                     kind: SlotKind::Index {
@@ -162,7 +162,7 @@ fn push_pieces(
                 out.resize(out.len() + width, b'0');
             }
             Piece::Hex { width } => {
-                slots.push(Slot {
+                slots.push(PatchSlot {
                     offset: out.len(),
                     width: *width,
                     kind: SlotKind::Hex,
@@ -171,7 +171,7 @@ fn push_pieces(
             }
             Piece::Turn { count } => {
                 let width = index_width(*count);
-                slots.push(Slot {
+                slots.push(PatchSlot {
                     offset: out.len(),
                     width,
                     kind: SlotKind::Turn {
@@ -193,7 +193,7 @@ fn push_pieces(
                     .collect();
                 out.extend_from_slice(first);
                 if width > 0 {
-                    slots.push(Slot {
+                    slots.push(PatchSlot {
                         offset: out.len() - width,
                         width,
                         kind: SlotKind::Pool { pool: pools.len() },

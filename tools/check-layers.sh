@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The layer check (docs/design.md): reads the `crate::…` paths between the top-level
-# modules of src/ (a file's module is the first part of its path under src/), and fails
+# modules of src/ (a file's module is the first part of its path under src/), and those
+# through `super::` (any number of them, inline `mod x {}` counted) and `self::`, in
+# nested `use` groups too (`use crate::{a::{b, c}, d}` names a and d), and fails
 # when they form a cycle, printing the edges it found; it also fails when a module other
 # than cli/ and commands/ (and the crate root, lib.rs, which dispatches) names `cli::`.
 # Comments are not read. Usage: tools/check-layers.sh [SRC_DIR]
@@ -12,14 +14,69 @@ import os, re, sys
 src = sys.argv[1]
 edges = {}          # (from, to) -> a file that has it
 cli_named = []      # files outside cli/ and commands/ that name cli::
-use_group = re.compile(r"\bcrate::\{([^}]*)\}")
-path = re.compile(r"\bcrate::([A-Za-z_][A-Za-z0-9_]*)")
 cli_path = re.compile(r"(?<![A-Za-z0-9_])cli::")
+# A path that starts at the crate root, at a parent module (super::, any number of them) or
+# at the module itself (self::), followed by a name or a `{...}` group.
+start = re.compile(r"(?<![A-Za-z0-9_:])((?:crate|self|super)(?:\s*::\s*super)*)\s*::\s*")
+inline_mod = re.compile(r"\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
+top_modules = set()
+for entry in os.listdir(src):
+    if entry.endswith(".rs"):
+        top_modules.add(entry[:-3])
+    elif os.path.isdir(os.path.join(src, entry)):
+        top_modules.add(entry)
+top_modules -= {"lib", "main"}
 
 def code_of(text):
     """The text without // comments and /* */ blocks (strings are kept: a rough cut)."""
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     return "\n".join(re.sub(r"//.*", "", line) for line in text.splitlines())
+
+def block_end(code, open_pos):
+    depth = 0
+    for j in range(open_pos, len(code)):
+        if code[j] == "{":
+            depth += 1
+        elif code[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(code)
+
+def group_items(code, open_pos):
+    """The top-level items of the `{...}` group opening at open_pos (nested groups are
+    kept whole inside their item: `a::{b, c}` is one item, whose first name is `a`)."""
+    items, depth, cur = [], 0, []
+    for j in range(open_pos, len(code)):
+        ch = code[j]
+        if ch == "{":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                items.append("".join(cur))
+                return items
+        if depth == 1 and ch == ",":
+            items.append("".join(cur)); cur = []
+        else:
+            cur.append(ch)
+    return items
+
+def first_names(code, pos):
+    """The first path segment(s) named at pos: one name, or each top-level item of a group."""
+    m = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\{)").match(code, pos)
+    if not m:
+        return []
+    if m.group(1) != "{":
+        return [m.group(1)]
+    out = []
+    for item in group_items(code, m.end() - 1):
+        n = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", item)
+        if n:
+            out.append(n.group(1))
+    return out
 
 for root, _, files in os.walk(src):
     for name in files:
@@ -27,17 +84,29 @@ for root, _, files in os.walk(src):
             continue
         full = os.path.join(root, name)
         rel = os.path.relpath(full, src)
-        top = rel.split(os.sep)[0]
-        if top.endswith(".rs"):
-            top = top[:-3]
+        parts = rel[:-3].split(os.sep)
+        if parts[-1] in ("mod", "lib", "main"):
+            parts = parts[:-1]
+        top = parts[0] if parts else "lib"
         with open(full, encoding="utf-8") as f:
             code = code_of(f.read())
-        targets = set(path.findall(code))
-        for group in use_group.findall(code):
-            for item in group.split(","):
-                item = item.strip().split("::")[0].strip()
-                if item and item != "self":
-                    targets.add(item)
+        mods = [(m.start(), block_end(code, m.end() - 1), m.group(1)) for m in inline_mod.finditer(code)]
+        targets = set()
+        for m in start.finditer(code):
+            # The module the path is written in: the file's, then its inline `mod x {}`s.
+            here = parts + [n for a, b, n in sorted(mods) if a < m.start() < b]
+            ups = m.group(1).replace(" ", "").split("::")
+            if ups[0] == "crate":
+                base = []
+            else:
+                base = list(here)
+                for u in ups:
+                    if u == "super":
+                        base = base[:-1]
+            for n in first_names(code, m.end()):
+                path = base + [n]
+                if path[0] in top_modules:
+                    targets.add(path[0])
         for t in targets:
             if t != top and top not in ("lib", "main"):
                 edges.setdefault((top, t), rel)

@@ -6,7 +6,7 @@
 //! Hand-written rather than clap: ab's getopt takes `-H -x` as the header `-x`, stops at
 //! the URL (no option after it), lets a later `-n` undo `-t`'s implied `-n 50000` and not an
 //! earlier one, and refuses with its own words; clap's short flags differ on each of these
-//! (permutation, hyphen values, its own messages), and the loop is 40 lines.
+//! (permutation, hyphen values, its own messages), and the getopt loop is some 60 lines.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,7 +47,7 @@ fn unsupported(letter: char) -> Option<&'static str> {
 
 /// How the request's method was set, in ab's terms (`-i`, `-p`, `-u` exclude each other).
 #[derive(Clone, Debug, PartialEq)]
-enum Method {
+enum AbMethod {
     Unset,
     Head,
     Post,
@@ -123,7 +123,7 @@ fn number(letter: char, value: &str) -> Result<i64, AbError> {
 pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
     let mut reading = Reading {
         o: AbOptions::ab_defaults(),
-        method: Method::Unset,
+        method: AbMethod::Unset,
         cookie: None,
         auth: Vec::new(),
     };
@@ -226,7 +226,7 @@ impl AbOptions {
 /// (the method, the cookie and the basic-auth headers go after the `-H` headers).
 struct Reading {
     o: AbOptions,
-    method: Method,
+    method: AbMethod,
     cookie: Option<String>,
     auth: Vec<(String, String)>,
 }
@@ -283,26 +283,30 @@ impl Reading {
                     .push(("Authorization".into(), format!("Basic {b64}")));
             }
             'i' => {
-                if self.method != Method::Unset {
+                if self.method != AbMethod::Unset {
                     return Err(AbError::Usage("Cannot mix HEAD with other methods".into()));
                 }
-                self.method = Method::Head;
+                self.method = AbMethod::Head;
             }
             'p' | 'u' => {
-                if self.method != Method::Unset {
+                if self.method != AbMethod::Unset {
                     let what = if c == 'p' { "POST" } else { "PUT" };
                     return Err(AbError::Usage(format!(
                         "Cannot mix {what} with other methods"
                     )));
                 }
-                self.method = if c == 'p' { Method::Post } else { Method::Put };
+                self.method = if c == 'p' {
+                    AbMethod::Post
+                } else {
+                    AbMethod::Put
+                };
                 self.o.body = Some(PathBuf::from(v));
             }
             'm' => {
                 if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphabetic()) {
                     return Err(AbError::Usage(format!("-m {v}: not a method name")));
                 }
-                self.method = Method::Custom(v);
+                self.method = AbMethod::Custom(v);
             }
             'T' => self.o.content_type = Some(v),
             'l' => self.o.variable_length = true,
@@ -339,11 +343,11 @@ impl Reading {
             ));
         }
         self.o.method = match self.method {
-            Method::Unset => "GET".into(),
-            Method::Head => "HEAD".into(),
-            Method::Post => "POST".into(),
-            Method::Put => "PUT".into(),
-            Method::Custom(m) => m.to_ascii_uppercase(),
+            AbMethod::Unset => "GET".into(),
+            AbMethod::Head => "HEAD".into(),
+            AbMethod::Post => "POST".into(),
+            AbMethod::Put => "PUT".into(),
+            AbMethod::Custom(m) => m.to_ascii_uppercase(),
         };
         if let Some(c) = self.cookie {
             self.o.headers.push(("Cookie".into(), c));
@@ -466,7 +470,7 @@ ApacheBench 2.4's options with ab's meaning (see docs/coming-from-ab.md):
     -l              Accept variable document length (no Length failures)
     -e filename     Output CSV file with percentages served
     -r              Don't exit on socket receive errors (vblast never does)
-    -m method       Method name
+    -m method       AbMethod name
     -h              Display this message
     --ab-exit       Exit with ab's statuses instead of vblast's
 Refused (one message naming the option, exit 2): -X -P (proxy), -w -x -y -z (HTML),

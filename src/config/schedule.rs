@@ -50,14 +50,14 @@ pub enum Schedule {
 /// One piece of the rate function: `rate + slope * (t - start)` for `len` seconds
 /// (infinite for the last piece, which is held).
 #[derive(Clone, Copy, Debug)]
-struct Piece {
+struct Segment {
     start: f64,
     len: f64,
     rate: f64,
     slope: f64,
 }
 
-impl Piece {
+impl Segment {
     /// Requests intended within the piece's first `dt` seconds.
     fn integral(&self, dt: f64) -> f64 {
         if dt <= 0.0 {
@@ -97,13 +97,13 @@ struct Pieces<'a> {
 }
 
 impl Iterator for Pieces<'_> {
-    type Item = Piece;
+    type Item = Segment;
 
-    fn next(&mut self) -> Option<Piece> {
+    fn next(&mut self) -> Option<Segment> {
         let i = self.i;
         let start = self.start;
         let piece = match self.schedule {
-            Schedule::Constant { rate } => (i == 0).then_some(Piece {
+            Schedule::Constant { rate } => (i == 0).then_some(Segment {
                 start,
                 len: f64::INFINITY,
                 rate: *rate,
@@ -112,7 +112,7 @@ impl Iterator for Pieces<'_> {
             Schedule::Ramp { from, to, over } => {
                 let len = over.as_secs_f64();
                 match i {
-                    0 if len > 0.0 => Some(Piece {
+                    0 if len > 0.0 => Some(Segment {
                         start,
                         len,
                         rate: *from,
@@ -121,7 +121,7 @@ impl Iterator for Pieces<'_> {
                     0 | 1 => {
                         // A ramp of no length is its end rate.
                         self.i = 1;
-                        Some(Piece {
+                        Some(Segment {
                             start,
                             len: f64::INFINITY,
                             rate: *to,
@@ -131,7 +131,7 @@ impl Iterator for Pieces<'_> {
                     _ => None,
                 }
             }
-            Schedule::Steps(steps) => steps.get(i).map(|&(rate, d)| Piece {
+            Schedule::Steps(steps) => steps.get(i).map(|&(rate, d)| Segment {
                 start,
                 len: if i + 1 == steps.len() {
                     f64::INFINITY

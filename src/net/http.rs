@@ -31,7 +31,7 @@ enum Chunk {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+enum ParseState {
     Head,
     Length,
     Chunked(Chunk),
@@ -57,7 +57,7 @@ pub struct ParseError(pub &'static str);
 
 #[derive(Debug)]
 pub struct ResponseParser {
-    state: Option<State>,
+    state: Option<ParseState>,
     status: u16,
     close: bool,
     remaining: u64,
@@ -168,7 +168,7 @@ impl ResponseParser {
     /// Prepares for the next response: `capture` keeps its body, `no_body` says the request
     /// was HEAD (no body follows, whatever Content-Length says).
     pub fn reset(&mut self, capture: bool, no_body: bool) {
-        self.state = Some(State::Head);
+        self.state = Some(ParseState::Head);
         self.status = 0;
         self.close = false;
         self.remaining = 0;
@@ -196,7 +196,7 @@ impl ResponseParser {
         let mut rest = data;
         // One head per pass: a 1xx interim response is followed by another head. (A loop,
         // not recursion: a read full of interim responses must not exhaust the stack.)
-        while self.state == Some(State::Head) {
+        while self.state == Some(ParseState::Head) {
             let used = if self.head.is_empty() {
                 match self.parse_head(rest)? {
                     Some(n) => n,
@@ -218,7 +218,7 @@ impl ResponseParser {
                 }
             };
             rest = &rest[used..];
-            if self.state == Some(State::Head) {
+            if self.state == Some(ParseState::Head) {
                 // A 1xx interim response: parse the next head from what is left.
                 self.head.clear();
                 if rest.is_empty() {
@@ -232,7 +232,7 @@ impl ResponseParser {
     /// The server closed the connection: completes a body framed by close.
     pub fn eof(&mut self) -> Option<Progress> {
         match self.state {
-            Some(State::UntilClose) => {
+            Some(ParseState::UntilClose) => {
                 self.state = None;
                 Some(Progress::Done {
                     status: self.status,
@@ -329,16 +329,16 @@ impl ResponseParser {
         }
         self.state = Some(if self.no_body || status == 204 || status == 304 {
             self.remaining = 0;
-            State::Length
+            ParseState::Length
         } else if chunked {
             self.remaining = 0;
-            State::Chunked(Chunk::SizeStart)
+            ParseState::Chunked(Chunk::SizeStart)
         } else if let Some(len) = length {
             self.remaining = len;
-            State::Length
+            ParseState::Length
         } else {
             self.close = true;
-            State::UntilClose
+            ParseState::UntilClose
         });
         Ok(Some(n))
     }
@@ -370,7 +370,7 @@ impl ResponseParser {
     fn body_bytes(&mut self, mut data: &[u8]) -> Result<Progress, ParseError> {
         loop {
             match self.state {
-                Some(State::Length) => {
+                Some(ParseState::Length) => {
                     let take = (data.len() as u64).min(self.remaining) as usize;
                     self.keep(&data[..take])?;
                     self.remaining -= take as u64;
@@ -380,11 +380,11 @@ impl ResponseParser {
                     }
                     return Ok(Progress::More);
                 }
-                Some(State::UntilClose) => {
+                Some(ParseState::UntilClose) => {
                     self.keep(data)?;
                     return Ok(Progress::More);
                 }
-                Some(State::Chunked(c)) => {
+                Some(ParseState::Chunked(c)) => {
                     let Some((&b, rest)) = data.split_first() else {
                         return Ok(Progress::More);
                     };
@@ -395,7 +395,7 @@ impl ResponseParser {
                             self.remaining -= take as u64;
                             data = &data[take..];
                             if self.remaining == 0 {
-                                self.state = Some(State::Chunked(Chunk::DataCr));
+                                self.state = Some(ParseState::Chunked(Chunk::DataCr));
                             }
                             continue;
                         }
@@ -463,10 +463,10 @@ impl ResponseParser {
                             return Ok(self.done(!rest.is_empty()));
                         }
                     };
-                    self.state = Some(State::Chunked(next));
+                    self.state = Some(ParseState::Chunked(next));
                     data = rest;
                 }
-                Some(State::Head) | None => {
+                Some(ParseState::Head) | None => {
                     return Err(ParseError("data after the response"));
                 }
             }

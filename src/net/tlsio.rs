@@ -47,17 +47,18 @@ fn invalid(msg: impl Into<String>) -> io::Error {
 /// A TLS connection over a non-blocking socket.
 pub struct TlsStream {
     pub tcp: TcpStream,
-    phase: Phase,
+    phase: TlsPhase,
 }
 
-enum Phase {
-    Handshake(Box<Handshake>),
+enum TlsPhase {
+    Handshake(Box<HandshakeBuffers>),
     Open(Box<Records>),
     /// Between the two, or after the hand-over failed.
     Broken,
 }
 
-struct Handshake {
+/// The handshake's connection and its buffers, until the keys are handed over.
+struct HandshakeBuffers {
     conn: UnbufferedClientConnection,
     incoming: Vec<u8>,
     in_len: usize,
@@ -67,7 +68,7 @@ struct Handshake {
 }
 
 /// What the handshake loop does after rustls has looked at the bytes so far.
-enum Step {
+enum HandshakeStep {
     Again,
     Read,
     Transmitted,
@@ -83,7 +84,7 @@ impl TlsStream {
         let conn = UnbufferedClientConnection::new(config, name).map_err(io::Error::other)?;
         Ok(TlsStream {
             tcp,
-            phase: Phase::Handshake(Box::new(Handshake {
+            phase: TlsPhase::Handshake(Box::new(HandshakeBuffers {
                 conn,
                 incoming: vec![0; 16 * 1024 + 512],
                 in_len: 0,
@@ -100,9 +101,9 @@ impl TlsStream {
     // split per state, each piece would need the loop's borrows threaded through it.
     pub fn handshake(&mut self) -> io::Result<bool> {
         let h = match &mut self.phase {
-            Phase::Handshake(h) => h,
-            Phase::Open(_) => return Ok(true),
-            Phase::Broken => return Err(invalid("TLS connection unusable")),
+            TlsPhase::Handshake(h) => h,
+            TlsPhase::Open(_) => return Ok(true),
+            TlsPhase::Broken => return Err(invalid("TLS connection unusable")),
         };
         loop {
             // Whatever rustls asked to send goes out first.
@@ -121,7 +122,7 @@ impl TlsStream {
                     match enc.encode(&mut h.outgoing[h.out_len..]) {
                         Ok(n) => {
                             h.out_len += n;
-                            break Step::Again;
+                            break HandshakeStep::Again;
                         }
                         Err(EncodeError::InsufficientSize(s)) => {
                             let need = h.out_len + s.required_size;
@@ -133,10 +134,10 @@ impl TlsStream {
                 Ok(ConnectionState::TransmitTlsData(t)) => {
                     // Everything encoded was written above.
                     t.done();
-                    Step::Transmitted
+                    HandshakeStep::Transmitted
                 }
-                Ok(ConnectionState::BlockedHandshake) => Step::Read,
-                Ok(ConnectionState::WriteTraffic(_)) => Step::Done,
+                Ok(ConnectionState::BlockedHandshake) => HandshakeStep::Read,
+                Ok(ConnectionState::WriteTraffic(_)) => HandshakeStep::Done,
                 Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -152,12 +153,12 @@ impl TlsStream {
             h.incoming.copy_within(discard..h.in_len, 0);
             h.in_len -= discard;
             match step {
-                Step::Again => {}
-                Step::Transmitted => {
+                HandshakeStep::Again => {}
+                HandshakeStep::Transmitted => {
                     h.out_len = 0;
                     h.out_sent = 0;
                 }
-                Step::Read => {
+                HandshakeStep::Read => {
                     if h.in_len == h.incoming.len() {
                         h.incoming.resize(h.incoming.len() * 2, 0);
                     }
@@ -173,11 +174,11 @@ impl TlsStream {
                         Err(e) => return Err(e),
                     }
                 }
-                Step::Done => break,
+                HandshakeStep::Done => break,
             }
         }
         // Hand the keys over to the record layer, with any bytes already read.
-        let Phase::Handshake(h) = std::mem::replace(&mut self.phase, Phase::Broken) else {
+        let TlsPhase::Handshake(h) = std::mem::replace(&mut self.phase, TlsPhase::Broken) else {
             return Ok(true);
         };
         let h = *h;
@@ -200,28 +201,28 @@ impl TlsStream {
             resumed,
         };
         records.carry.extend_from_slice(&h.incoming[..h.in_len]);
-        self.phase = Phase::Open(Box::new(records));
+        self.phase = TlsPhase::Open(Box::new(records));
         Ok(true)
     }
 
     /// True when every sealed record has been written to the socket.
     pub fn all_sent(&self) -> bool {
         match &self.phase {
-            Phase::Open(r) => r.out_sent == r.out.len(),
-            Phase::Handshake(_) | Phase::Broken => true,
+            TlsPhase::Open(r) => r.out_sent == r.out.len(),
+            TlsPhase::Handshake(_) | TlsPhase::Broken => true,
         }
     }
 
     pub fn resumed(&self) -> bool {
-        matches!(&self.phase, Phase::Open(r) if r.resumed)
+        matches!(&self.phase, TlsPhase::Open(r) if r.resumed)
     }
 
     /// Reads and decrypts into `buf`: (plaintext bytes, socket drained).
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         match &mut self.phase {
-            Phase::Open(r) => r.read(&mut self.tcp, buf),
-            Phase::Handshake(_) => Err(io::ErrorKind::WouldBlock.into()),
-            Phase::Broken => Err(invalid("TLS connection unusable")),
+            TlsPhase::Open(r) => r.read(&mut self.tcp, buf),
+            TlsPhase::Handshake(_) => Err(io::ErrorKind::WouldBlock.into()),
+            TlsPhase::Broken => Err(invalid("TLS connection unusable")),
         }
     }
 
@@ -230,7 +231,7 @@ impl TlsStream {
     /// (even when it leaves TCP open, waiting for ours), so a request must not go out on it.
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match &mut self.phase {
-            Phase::Open(r) => {
+            TlsPhase::Open(r) => {
                 if r.closed {
                     return Err(io::Error::new(
                         io::ErrorKind::BrokenPipe,
@@ -241,16 +242,16 @@ impl TlsStream {
                 r.flush(&mut self.tcp)?;
                 Ok(data.len())
             }
-            Phase::Handshake(_) => Err(io::ErrorKind::WouldBlock.into()),
-            Phase::Broken => Err(invalid("TLS connection unusable")),
+            TlsPhase::Handshake(_) => Err(io::ErrorKind::WouldBlock.into()),
+            TlsPhase::Broken => Err(invalid("TLS connection unusable")),
         }
     }
 
     /// Writes queued records; Ok(true) when none is left.
     pub fn flush(&mut self) -> io::Result<bool> {
         match &mut self.phase {
-            Phase::Open(r) => r.flush(&mut self.tcp),
-            Phase::Handshake(_) | Phase::Broken => Ok(true),
+            TlsPhase::Open(r) => r.flush(&mut self.tcp),
+            TlsPhase::Handshake(_) | TlsPhase::Broken => Ok(true),
         }
     }
 }
@@ -1291,7 +1292,7 @@ mod tests {
                 }
                 // Our keys were renewed after the last update: one request since then,
                 // sealed under the new key from sequence number 0.
-                let Phase::Open(r) = &tls.phase else {
+                let TlsPhase::Open(r) = &tls.phase else {
                     panic!("{what}: not open")
                 };
                 assert_eq!(r.tx.seq, 1, "{what}: client keys not renewed");

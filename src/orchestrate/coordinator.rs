@@ -26,7 +26,7 @@ const STEP_LEAD: Duration = Duration::from_millis(10);
 
 /// Where the run of worker processes is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+enum RunState {
     /// Plans sent; waiting for every worker's `ready`.
     Starting,
     /// `go` sent: the run is under way (a held run: `step_open`, a step is).
@@ -88,7 +88,7 @@ pub(super) struct Coordinator<'a, 'h> {
     held: Option<NextFn<'h>>,
     workers: Vec<WorkerProcess>,
     messages: Receiver<Message>,
-    state: State,
+    state: RunState,
     /// A worker process that could not be spawned (nothing runs).
     start_failure: Option<WorkersError>,
     /// Every worker's latest running totals (one per process).
@@ -121,7 +121,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
             held,
             workers: Vec::with_capacity(plans.len()),
             messages,
-            state: State::Starting,
+            state: RunState::Starting,
             start_failure: None,
             latest: Vec::new(),
             clock_start: None,
@@ -200,10 +200,10 @@ impl<'a, 'h> Coordinator<'a, 'h> {
     /// stop, start everyone together once all are ready, relay a move of the active node.
     fn turn(&mut self) {
         match self.state {
-            State::Starting | State::Running { .. } if self.stop.is_set() => self.stop_all(),
-            State::Starting if self.workers.iter().all(|w| w.ready) => self.go(),
-            State::Running { .. } => self.follow_route(),
-            State::Starting | State::Stopping { .. } | State::Ending => {}
+            RunState::Starting | RunState::Running { .. } if self.stop.is_set() => self.stop_all(),
+            RunState::Starting if self.workers.iter().all(|w| w.ready) => self.go(),
+            RunState::Running { .. } => self.follow_route(),
+            RunState::Starting | RunState::Stopping { .. } | RunState::Ending => {}
         }
     }
 
@@ -214,9 +214,9 @@ impl<'a, 'h> Coordinator<'a, 'h> {
         }
         let step_open = matches!(
             self.state,
-            State::Running { step_open: true } | State::Stopping { step_open: true }
+            RunState::Running { step_open: true } | RunState::Stopping { step_open: true }
         );
-        self.state = State::Stopping { step_open };
+        self.state = RunState::Stopping { step_open };
     }
 
     /// Every worker is ready: tell them the common start (`Running`).
@@ -239,7 +239,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
         for w in &mut self.workers {
             w.tell(&ToWorker::Go { at_unix_ns: at });
         }
-        self.state = State::Running {
+        self.state = RunState::Running {
             step_open: self.held.is_some(),
         };
         self.follow_route();
@@ -290,7 +290,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
                 w.gone = true;
                 w.stdin = None;
                 let started = w.ready;
-                if !started && !matches!(self.state, State::Stopping { .. }) {
+                if !started && !matches!(self.state, RunState::Stopping { .. }) {
                     // A worker that cannot start stops the others: nothing was measured.
                     self.stop_all();
                 }
@@ -303,8 +303,8 @@ impl<'a, 'h> Coordinator<'a, 'h> {
     /// none (`Ending`).
     fn end_step(&mut self) {
         let step_open = match self.state {
-            State::Running { step_open } | State::Stopping { step_open } => step_open,
-            State::Starting | State::Ending => false,
+            RunState::Running { step_open } | RunState::Stopping { step_open } => step_open,
+            RunState::Starting | RunState::Ending => false,
         };
         if self.held.is_none()
             || !step_open
@@ -314,7 +314,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
         }
         let measured = self.step_results();
         self.steps_ended += 1;
-        let stopping = matches!(self.state, State::Stopping { .. });
+        let stopping = matches!(self.state, RunState::Stopping { .. });
         let next = self.held.as_mut().and_then(|next| next(measured));
         match next {
             Some(step) => {
@@ -327,9 +327,9 @@ impl<'a, 'h> Coordinator<'a, 'h> {
                     });
                 }
                 self.state = if stopping {
-                    State::Stopping { step_open: true }
+                    RunState::Stopping { step_open: true }
                 } else {
-                    State::Running { step_open: true }
+                    RunState::Running { step_open: true }
                 };
             }
             None => {
@@ -338,9 +338,9 @@ impl<'a, 'h> Coordinator<'a, 'h> {
                     w.stdin = None;
                 }
                 self.state = if stopping {
-                    State::Stopping { step_open: false }
+                    RunState::Stopping { step_open: false }
                 } else {
-                    State::Ending
+                    RunState::Ending
                 };
             }
         }

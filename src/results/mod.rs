@@ -47,7 +47,7 @@ pub struct Results {
     pub stats: Stats,
     /// Where they were read from, for messages (empty when built in memory).
     pub source: String,
-    /// A shard's run id, index and clock start (`--shard`, `src/shard.rs`).
+    /// A shard's run id, index and clock start (`--shard`, `src/results/shards.rs`).
     pub shard: Option<crate::results::shards::ShardRecord>,
     /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
     pub tls_probe: Option<TlsFacts>,
@@ -283,9 +283,9 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
     check_distinct(parts)?;
     let offsets = match merging {
         Merging::Shards => {
-            // Shards of one run: one run id, every shard once (src/shard.rs).
+            // Shards of one run: one run id, every shard once (src/results/shards.rs).
             check_related(parts)?;
-            // Each shard's timeline moves by its clock offset (src/shard.rs,
+            // Each shard's timeline moves by its clock offset (src/results/shards.rs,
             // `clock_offsets`), so the merged seconds are wall-clock seconds.
             crate::results::shards::clock_offsets(parts)
         }

@@ -201,7 +201,7 @@ pub struct Second {
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     /// Closed seconds, in order.
-    closed: Vec<Row>,
+    closed: Vec<KeptSecond>,
     current_index: u64,
     current: Second,
 }
@@ -256,7 +256,7 @@ impl Timeline {
 
     /// Every second as kept: (index, requests, ok, errors, compressed latency and service
     /// histograms), in order.
-    fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+    fn rows(&self) -> impl Iterator<Item = KeptSecond> + '_ {
         let c = &self.current;
         self.closed.iter().cloned().chain((c.requests > 0).then(|| {
             (
@@ -322,7 +322,8 @@ impl Timeline {
     pub fn merge(&mut self, other: &Timeline) {
         let mut a = self.rows().collect::<Vec<_>>().into_iter().peekable();
         let mut b = other.rows().peekable();
-        let mut out: Vec<Row> = Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
+        let mut out: Vec<KeptSecond> =
+            Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
         let add = |x: &str, y: &str| {
             let mut h = Hist::from_base64(x).unwrap_or_default();
             h.add(&Hist::from_base64(y).unwrap_or_default());
@@ -361,7 +362,7 @@ impl Timeline {
     /// once and encodes the sum once, however many timelines there are (pairwise merges
     /// re-encoded every partial sum: 16 shards of 10 minutes took seconds).
     pub fn merge_shifted(parts: &[(&Timeline, u64)]) -> Timeline {
-        let mut rows: Vec<Row> = parts
+        let mut rows: Vec<KeptSecond> = parts
             .iter()
             .flat_map(|(t, shift)| {
                 t.rows().map(move |mut r| {
@@ -372,9 +373,9 @@ impl Timeline {
             .filter(|r| r.0 < TIMELINE_MAX_SECONDS)
             .collect();
         rows.sort_by_key(|r| r.0);
-        let mut closed: Vec<Row> = Vec::with_capacity(rows.len() / parts.len().max(1) + 1);
-        let mut group: Vec<Row> = Vec::with_capacity(parts.len());
-        let flush = |group: &mut Vec<Row>, closed: &mut Vec<Row>| {
+        let mut closed: Vec<KeptSecond> = Vec::with_capacity(rows.len() / parts.len().max(1) + 1);
+        let mut group: Vec<KeptSecond> = Vec::with_capacity(parts.len());
+        let flush = |group: &mut Vec<KeptSecond>, closed: &mut Vec<KeptSecond>| {
             if group.len() == 1 {
                 closed.append(group);
                 return;
@@ -415,7 +416,7 @@ impl Timeline {
 }
 
 /// A second as kept: index, requests, ok, errors, base64 V2 latency and service histograms.
-type Row = (u64, u64, u64, u64, String, String);
+type KeptSecond = (u64, u64, u64, u64, String, String);
 
 /// A second on the wire: the same keys as `Second`, its histograms left compressed.
 #[derive(Serialize, Deserialize)]

@@ -14,9 +14,9 @@ use crate::error::Cause;
 use crate::report::Summary;
 use crate::results::Results;
 
-use super::objective::{Figures, misses};
+use super::objective::{StepFigures, misses};
 use super::plan::Spec;
-use super::search::{End, Next, Phase, Verdict};
+use super::search::{End, Next, Phase, StepVerdict};
 
 /// The results version of sweep files (run files stay at 1).
 pub const SWEEP_RESULTS_VERSION: u64 = 2;
@@ -45,10 +45,10 @@ pub struct Step {
 /// A step measured against the objective.
 #[derive(Clone, Debug)]
 pub struct Judged {
-    pub figures: Figures,
+    pub figures: StepFigures,
     pub summary: Summary,
     pub misses: Vec<String>,
-    pub verdict: Verdict,
+    pub verdict: StepVerdict,
     /// Failed requests over all requests.
     pub error_ratio: f64,
 }
@@ -71,7 +71,7 @@ pub struct Sweep {
 pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
     let summary = results.summary();
     let l = &summary.latency_ms;
-    let figures = Figures {
+    let figures = StepFigures {
         requests: summary.requests,
         p50_ms: l.p50,
         p90_ms: l.p90,
@@ -98,11 +98,11 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
         ));
     }
     let verdict = if broken {
-        Verdict::Broken
+        StepVerdict::Broken
     } else if m.is_empty() {
-        Verdict::Pass
+        StepVerdict::Pass
     } else {
-        Verdict::Fail
+        StepVerdict::Fail
     };
     Judged {
         figures,
@@ -115,7 +115,7 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
 
 /// The answer as saved in the file.
 #[derive(Serialize)]
-struct Answer {
+struct SavedAnswer {
     #[serde(flatten)]
     end: Option<End>,
     highest_sustained: Option<u64>,
@@ -128,7 +128,7 @@ struct Answer {
 struct WrittenStep<'a> {
     load: u64,
     phase: Phase,
-    verdict: Verdict,
+    verdict: StepVerdict,
     misses: &'a [String],
     achieved: f64,
     p50_ms: f64,
@@ -140,7 +140,7 @@ struct WrittenStep<'a> {
 }
 
 #[derive(Serialize)]
-struct Written<'a> {
+struct WrittenSweep<'a> {
     results_version: u64,
     kind: &'static str,
     vblast_version: &'a str,
@@ -151,7 +151,7 @@ struct Written<'a> {
     interrupted: bool,
     setup_s: f64,
     cleanup_s: f64,
-    answer: Answer,
+    answer: SavedAnswer,
     steps: Vec<WrittenStep<'a>>,
 }
 
@@ -165,7 +165,7 @@ struct StoredStep {
 }
 
 #[derive(Deserialize)]
-struct Stored {
+struct StoredSweep {
     vblast_version: String,
     started_at: String,
     host: String,
@@ -243,8 +243,8 @@ impl Sweep {
                 results,
             });
         }
-        let (highest_sustained, first_broken) = super::render::bounds(end);
-        let doc = Written {
+        let (highest_sustained, first_broken) = bounds(end);
+        let doc = WrittenSweep {
             results_version: SWEEP_RESULTS_VERSION,
             kind: KIND,
             vblast_version: &self.vblast_version,
@@ -255,12 +255,12 @@ impl Sweep {
             interrupted: self.interrupted,
             setup_s: self.setup_s,
             cleanup_s: self.cleanup_s,
-            answer: Answer {
+            answer: SavedAnswer {
                 end,
                 highest_sustained,
                 first_broken,
                 unit: self.spec.unit(),
-                line: super::render::answer_line(self, &judged, end),
+                line: answer_line(self, &judged, end),
             },
             steps,
         };
@@ -311,7 +311,7 @@ impl Sweep {
                 version.map_or("?".to_string(), |v| v.to_string())
             )));
         }
-        let stored: Stored = serde_json::from_value(doc).map_err(|e| Cause::Json {
+        let stored: StoredSweep = serde_json::from_value(doc).map_err(|e| Cause::Json {
             what: format!("{name}: damaged sweep"),
             source: e,
         })?;
@@ -342,5 +342,69 @@ impl Sweep {
             .end(&judged)
             .map_err(|e| format!("{name}: damaged sweep: {e}"))?;
         Ok(sweep)
+    }
+}
+
+/// The highest sustained load and the first that broke, as the end says.
+pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
+    match end {
+        Some(End::Edge { pass, fail }) | Some(End::Broken { pass, fail }) => {
+            (Some(pass), Some(fail))
+        }
+        Some(End::AllPassed { top }) => (Some(top), None),
+        Some(End::FirstFailed { load }) => (None, Some(load)),
+        None => (None, None),
+    }
+}
+
+/// Why the step at `load` broke the objective.
+fn why(sweep: &Sweep, judged: &[Judged], load: u64) -> String {
+    sweep
+        .steps
+        .iter()
+        .zip(judged)
+        .find(|(s, _)| s.load == load)
+        .map(|(_, j)| j.misses.join("; "))
+        .unwrap_or_default()
+}
+
+/// The one line with the answer.
+pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
+    let unit = sweep.spec.unit();
+    match end {
+        Some(End::Edge { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::Broken { pass, fail }) => format!(
+            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
+            why(sweep, judged, fail)
+        ),
+        Some(End::AllPassed { top }) => format!(
+            "Answer: {top} {unit} sustained within the objective, the top of the range: no step broke it (raise TO to find the edge)"
+        ),
+        Some(End::FirstFailed { load }) => format!(
+            "Answer: none: the first step, {load} {unit}, already broke the objective: {}",
+            why(sweep, judged, load)
+        ),
+        None => {
+            let best = sweep
+                .steps
+                .iter()
+                .zip(judged)
+                .filter(|(_, j)| j.verdict == StepVerdict::Pass)
+                .map(|(s, _)| s.load)
+                .max();
+            match best {
+                Some(b) => format!(
+                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
+                    sweep.steps.len()
+                ),
+                None => format!(
+                    "Interrupted after {} steps, before any load held the objective",
+                    sweep.steps.len()
+                ),
+            }
+        }
     }
 }

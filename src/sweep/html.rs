@@ -9,10 +9,9 @@ use crate::report::Model;
 use crate::report::fmt_ms;
 use crate::report::html::{Chart, Scale, Series, escape, page, table};
 
-use super::file::{Judged, Sweep};
+use super::file::{Judged, Sweep, answer_line};
 use super::objective::Objective;
-use super::render::answer_line;
-use super::search::{Phase, Verdict};
+use super::search::{Phase, StepVerdict};
 
 /// How a step's figure is read.
 type Figure = fn(&Judged) -> f64;
@@ -254,9 +253,9 @@ impl Page<'_> {
                             Phase::Bisect => "bisect".into(),
                         },
                         match j.verdict {
-                            Verdict::Pass => "pass".into(),
-                            Verdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
-                            Verdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+                            StepVerdict::Pass => "pass".into(),
+                            StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
+                            StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
                         },
                         st.load.to_string(),
                         format!("{:.1}", j.figures.achieved),

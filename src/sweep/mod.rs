@@ -1,10 +1,11 @@
 //! `vblast sweep`: right-sizing. Steps of increasing load (target rates in the open model,
 //! connections in the closed model) over one session, a coarse pass then a bisection to
 //! the edge of an objective, and the answer: the highest load sustained within it and the
-//! first that broke it. The parts: `plan` (the checked plan the commands build from the flags), `objective` (the
-//! `--slo` bounds), `search` (the pure state machine choosing each next load), `runner`
-//! (the steps over a `Session`), `file` (the sweep as data and its results file), `render`
-//! (the table, the answer, and comparisons of sweeps).
+//! first that broke it. The parts: `plan` (the checked plan the commands build from the
+//! flags), `objective` (the `--slo` bounds), `search` (the pure state machine choosing each
+//! next load), `runner` (the steps over a `Session`), `file` (the sweep as data, its answer
+//! and its results file), `render` (the table and comparisons of sweeps as text), `html`
+//! (the same as a page).
 
 pub mod file;
 pub mod html;

@@ -49,7 +49,7 @@ pub enum Objective {
 
 /// What a step measured, as the objective reads it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Figures {
+pub struct StepFigures {
     pub requests: u64,
     pub p50_ms: f64,
     pub p90_ms: f64,
@@ -176,7 +176,7 @@ impl Objective {
     }
 
     /// Why `f` misses this bound, or None when it holds.
-    pub fn miss(&self, f: &Figures) -> Option<String> {
+    pub fn miss(&self, f: &StepFigures) -> Option<String> {
         match *self {
             Objective::Latency { pct, max_ms } => {
                 let v = match pct {
@@ -252,7 +252,7 @@ pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, Object
 
 /// Every bound `f` misses, in the objective's order; a step in which nothing completed
 /// misses by that alone.
-pub fn misses(objectives: &[Objective], f: &Figures) -> Vec<String> {
+pub fn misses(objectives: &[Objective], f: &StepFigures) -> Vec<String> {
     if f.requests == 0 {
         return vec!["no request completed".into()];
     }
@@ -263,8 +263,8 @@ pub fn misses(objectives: &[Objective], f: &Figures) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn figures() -> Figures {
-        Figures {
+    fn figures() -> StepFigures {
+        StepFigures {
             requests: 1000,
             p50_ms: 1.0,
             p90_ms: 5.0,

@@ -8,21 +8,9 @@ use std::io::{self, Write};
 
 use crate::report::{Model, fmt_ms};
 
-use super::file::{Judged, Step, Sweep};
+use super::file::{Judged, Step, Sweep, answer_line, bounds};
 use super::plan::Spec;
-use super::search::{End, Phase, Verdict};
-
-/// The highest sustained load and the first that broke, as the end says.
-pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
-    match end {
-        Some(End::Edge { pass, fail }) | Some(End::Broken { pass, fail }) => {
-            (Some(pass), Some(fail))
-        }
-        Some(End::AllPassed { top }) => (Some(top), None),
-        Some(End::FirstFailed { load }) => (None, Some(load)),
-        None => (None, None),
-    }
-}
+use super::search::{End, Phase, StepVerdict};
 
 /// The lines before the first step.
 pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
@@ -69,9 +57,9 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
 /// One step's row.
 pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<()> {
     let result = match j.verdict {
-        Verdict::Pass => "pass".to_string(),
-        Verdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
-        Verdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+        StepVerdict::Pass => "pass".to_string(),
+        StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
+        StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
     };
     writeln!(
         o,
@@ -88,58 +76,6 @@ pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<(
         fmt_ms(j.figures.p999_ms),
         j.figures.success_percent
     )
-}
-
-/// Why the step at `load` broke the objective.
-fn why(sweep: &Sweep, judged: &[Judged], load: u64) -> String {
-    sweep
-        .steps
-        .iter()
-        .zip(judged)
-        .find(|(s, _)| s.load == load)
-        .map(|(_, j)| j.misses.join("; "))
-        .unwrap_or_default()
-}
-
-/// The one line with the answer.
-pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
-    let unit = sweep.spec.unit();
-    match end {
-        Some(End::Edge { pass, fail }) => format!(
-            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}: {}",
-            why(sweep, judged, fail)
-        ),
-        Some(End::Broken { pass, fail }) => format!(
-            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
-            why(sweep, judged, fail)
-        ),
-        Some(End::AllPassed { top }) => format!(
-            "Answer: {top} {unit} sustained within the objective, the top of the range: no step broke it (raise TO to find the edge)"
-        ),
-        Some(End::FirstFailed { load }) => format!(
-            "Answer: none: the first step, {load} {unit}, already broke the objective: {}",
-            why(sweep, judged, load)
-        ),
-        None => {
-            let best = sweep
-                .steps
-                .iter()
-                .zip(judged)
-                .filter(|(_, j)| j.verdict == Verdict::Pass)
-                .map(|(s, _)| s.load)
-                .max();
-            match best {
-                Some(b) => format!(
-                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
-                    sweep.steps.len()
-                ),
-                None => format!(
-                    "Interrupted after {} steps, before any load held the objective",
-                    sweep.steps.len()
-                ),
-            }
-        }
-    }
 }
 
 /// The whole sweep, as printed live.
@@ -254,7 +190,7 @@ fn curves(
                         "{:.0}/s {} {}",
                         j.figures.achieved,
                         fmt_ms(j.figures.p99_ms),
-                        if j.verdict == Verdict::Pass {
+                        if j.verdict == StepVerdict::Pass {
                             "pass"
                         } else {
                             "FAIL"

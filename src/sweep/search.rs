@@ -28,7 +28,7 @@ pub enum Phase {
 /// How a step measured against the objective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum StepVerdict {
     Pass,
     Fail,
     /// Failed with an error ratio above --max-error-ratio: the sweep ends here.
@@ -198,19 +198,19 @@ impl Search {
 
     /// Records the verdict of the step `next` returned and decides the one after.
     /// Ignored once the search is done.
-    pub fn record(&mut self, verdict: Verdict) {
+    pub fn record(&mut self, verdict: StepVerdict) {
         let Next::Run { load, phase } = self.next else {
             return;
         };
         match verdict {
-            Verdict::Pass => {
+            StepVerdict::Pass => {
                 self.pass = Some(load);
                 if phase == Phase::Coarse {
                     self.next_coarse += 1;
                 }
             }
-            Verdict::Fail => self.fail = Some(load),
-            Verdict::Broken => {
+            StepVerdict::Fail => self.fail = Some(load),
+            StepVerdict::Broken => {
                 self.next = Next::Done(match self.pass {
                     None => End::FirstFailed { load },
                     Some(pass) => End::Broken { pass, fail: load },
@@ -266,11 +266,11 @@ mod tests {
                 Next::Run { load, phase } => {
                     ran.push((load, phase));
                     s.record(if load >= collapse {
-                        Verdict::Broken
+                        StepVerdict::Broken
                     } else if load <= edge {
-                        Verdict::Pass
+                        StepVerdict::Pass
                     } else {
-                        Verdict::Fail
+                        StepVerdict::Fail
                     });
                 }
             }
@@ -366,9 +366,9 @@ mod tests {
         assert!(ran.iter().any(|s| s.1 == Phase::Bisect));
         // A collapse during the bisection ends it too.
         let mut s = Search::new(100, 800, 4, Resolution::Relative(0.01)).unwrap();
-        s.record(Verdict::Pass);
-        s.record(Verdict::Pass);
-        s.record(Verdict::Fail);
+        s.record(StepVerdict::Pass);
+        s.record(StepVerdict::Pass);
+        s.record(StepVerdict::Fail);
         assert_eq!(
             s.next(),
             Next::Run {
@@ -376,7 +376,7 @@ mod tests {
                 phase: Phase::Bisect
             }
         );
-        s.record(Verdict::Broken);
+        s.record(StepVerdict::Broken);
         assert_eq!(
             s.next(),
             Next::Done(End::Broken {
@@ -413,10 +413,10 @@ mod tests {
     #[test]
     fn recording_after_the_end_changes_nothing() {
         let mut s = Search::new(1, 2, 2, Resolution::Absolute(1)).unwrap();
-        s.record(Verdict::Pass);
-        s.record(Verdict::Pass);
+        s.record(StepVerdict::Pass);
+        s.record(StepVerdict::Pass);
         assert_eq!(s.next(), Next::Done(End::AllPassed { top: 2 }));
-        s.record(Verdict::Fail);
+        s.record(StepVerdict::Fail);
         assert_eq!(s.next(), Next::Done(End::AllPassed { top: 2 }));
     }
 }

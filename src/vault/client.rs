@@ -183,42 +183,42 @@ impl Write for Timed {
     }
 }
 
-enum Conn {
+enum ClientConn {
     Plain(Timed),
     Tls(Box<StreamOwned<ClientConnection, Timed>>),
 }
 
-impl Conn {
+impl ClientConn {
     /// Bounds everything the connection does from now on by `deadline`.
     fn set_deadline(&mut self, deadline: Option<Instant>) {
         match self {
-            Conn::Plain(t) => t.deadline = deadline,
-            Conn::Tls(s) => s.sock.deadline = deadline,
+            ClientConn::Plain(t) => t.deadline = deadline,
+            ClientConn::Tls(s) => s.sock.deadline = deadline,
         }
     }
 }
 
-impl Read for Conn {
+impl Read for ClientConn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.read(buf),
-            Conn::Tls(s) => s.read(buf),
+            ClientConn::Plain(s) => s.read(buf),
+            ClientConn::Tls(s) => s.read(buf),
         }
     }
 }
 
-impl Write for Conn {
+impl Write for ClientConn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Conn::Plain(s) => s.write(buf),
-            Conn::Tls(s) => s.write(buf),
+            ClientConn::Plain(s) => s.write(buf),
+            ClientConn::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Conn::Plain(s) => s.flush(),
-            Conn::Tls(s) => s.flush(),
+            ClientConn::Plain(s) => s.flush(),
+            ClientConn::Tls(s) => s.flush(),
         }
     }
 }
@@ -234,7 +234,7 @@ pub struct Client {
     stop: Option<Stop>,
     /// Sends `X-Vault-No-Request-Forwarding: true`: a standby answers itself.
     no_forwarding: bool,
-    conn: Option<Conn>,
+    conn: Option<ClientConn>,
 }
 
 /// Never prints the token.
@@ -468,7 +468,7 @@ impl Client {
         }
     }
 
-    fn connect(&self, deadline: Option<Instant>) -> Result<Conn, Cause> {
+    fn connect(&self, deadline: Option<Instant>) -> Result<ClientConn, Cause> {
         let base = self.target.base();
         if self.stop.as_ref().is_some_and(|s| s.is_set()) {
             return Err("interrupted".into());
@@ -517,7 +517,7 @@ impl Client {
             write_set: None,
         };
         if !self.target.is_tls() {
-            return Ok(Conn::Plain(sock));
+            return Ok(ClientConn::Plain(sock));
         }
         let config = match &self.tls {
             Some(c) => c.clone(),
@@ -546,7 +546,7 @@ impl Client {
                 e.to_string()
             }
         })?;
-        Ok(Conn::Tls(Box::new(StreamOwned::new(tls, sock))))
+        Ok(ClientConn::Tls(Box::new(StreamOwned::new(tls, sock))))
     }
 
     fn describe(&self, e: ExchangeError) -> Cause {
@@ -598,7 +598,11 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-fn exchange(conn: &mut Conn, req: &[u8], head: bool) -> Result<(Response, bool), ExchangeError> {
+fn exchange(
+    conn: &mut ClientConn,
+    req: &[u8],
+    head: bool,
+) -> Result<(Response, bool), ExchangeError> {
     conn.write_all(req)
         .and_then(|_| conn.flush())
         .map_err(ExchangeError::Write)?;

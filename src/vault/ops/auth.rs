@@ -4,7 +4,7 @@
 //! in and must answer with `auth.client_token`. Cleanup disables the path, which revokes
 //! every token its logins made.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the path (and the
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the path (and the
 //! AppRole role) under a name derived from the run id; no credential travels: an AppRole
 //! shard makes its own secret_id, a userpass shard its own user (`vblast-xxxxxxxx`, a
 //! random password kept in memory), each removed at the shard's end; `vblast cleanup`
@@ -179,7 +179,7 @@ struct Login {
     path: Option<String>,
     /// The login body (holds the credentials; never printed).
     body: String,
-    /// A shard of a run sharing the fixture (src/fixtures.rs): the auth path and the
+    /// A shard of a run sharing the fixture (src/session/fixtures.rs): the auth path and the
     /// accessor of the secret_id this shard made for itself (destroyed at its end).
     own_secret: Option<(String, String)>,
     /// The shared auth path a shard logs in at (not its own: never disabled by it).
@@ -202,7 +202,7 @@ impl Login {
         }
     }
 
-    /// The fixture shared by a run's shards (src/fixtures.rs). AppRole: `vblast setup`
+    /// The fixture shared by a run's shards (src/session/fixtures.rs). AppRole: `vblast setup`
     /// makes the path and the role but no secret_id; a shard waits for the role, reads its
     /// role_id and makes a secret_id of its own. Userpass: `vblast setup` makes the path
     /// alone; a shard waits for it and makes a user of its own. `vblast cleanup` disables

@@ -2,7 +2,7 @@
 //! over mutual TLS. Setup enables the method at a fresh path and trusts the client
 //! certificate's issuer as the role `vblast`; cleanup disables it again.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the path and the
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the path and the
 //! role under a name derived from the run id; a shard waits for the role and logs in with
 //! the client certificate its own flags give (vblast hands no key from one step to
 //! another); `vblast cleanup` disables the path.

@@ -7,7 +7,7 @@
 //! so no database user outlives the run. The database password and the credentials are
 //! never printed.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount, the
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the mount, the
 //! connection (which also allows the roles `ROLE-*`) and the role under names derived
 //! from the run id; a shard waits for the role, then makes a role of its own
 //! (`ROLE-xxxxxxxx`, the same statements and TTLs) whose credentials it reads, so that at

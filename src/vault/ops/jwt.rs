@@ -6,7 +6,7 @@
 //! the path (revoking every token the logins made) and deletes the policy. The private key
 //! never leaves the process, so the pre-signed JWTs are worthless once the path is gone.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): setup writes the policy alone (its
+//! Shared by the shards of a run (src/session/fixtures.rs): setup writes the policy alone (its
 //! name derived from the run id); no key travels: each shard makes its own key pair in
 //! memory and its own auth path (`vblast-jwt-xxxxxxxx-yyyyyyyy`: a prefix derived from the
 //! run id, then 8 random hex digits) trusting its public key, with the role, logs in
@@ -187,7 +187,7 @@ struct Jwt {
     policy: Option<String>,
     /// The pre-signed JWTs, all of one length (never printed).
     jwts: Vec<Vec<u8>>,
-    /// Cleanup of a shared run (src/fixtures.rs): the prefix of the shards' own auth
+    /// Cleanup of a shared run (src/session/fixtures.rs): the prefix of the shards' own auth
     /// paths, every one of which it disables.
     sweep: Option<String>,
 }
@@ -329,7 +329,7 @@ impl Jwt {
         Ok(())
     }
 
-    /// The fixture shared by a run's shards (src/fixtures.rs). Setup writes the policy
+    /// The fixture shared by a run's shards (src/session/fixtures.rs). Setup writes the policy
     /// (named after the run id) and nothing else; a shard waits for it, then makes its own
     /// key pair and its own path under the run's prefix (`shared::own_name`); cleanup
     /// disables every path under that prefix and deletes the policy. Names are derived

@@ -846,7 +846,7 @@ fn remove_prefixed(
 /// Sets up the KV fixture: checks the given mount (secrets then go under a fresh prefix)
 /// or creates a fresh one and waits until it works, then seeds the secrets. `slot` holds
 /// what exists so far, so that a failure half-way is cleaned up by the session.
-/// The fixture shared by a run's shards (src/fixtures.rs): a shard finds the mount named
+/// The fixture shared by a run's shards (src/session/fixtures.rs): a shard finds the mount named
 /// after the run id and waits until its last secret is readable; `vblast cleanup` takes
 /// the mount as its own, to remove it. None outside those modes.
 fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> {

@@ -7,7 +7,7 @@
 //! creates the users; cleanup disables the auth path (revoking every token the logins
 //! made), deletes the policy and removes the secrets.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): setup seeds the secrets (as kv-read's
+//! Shared by the shards of a run (src/session/fixtures.rs): setup seeds the secrets (as kv-read's
 //! shared fixture) and writes the policy; no password travels: each shard makes its own
 //! userpass path (`vblast-read-xxxxxxxx-yyyyyyyy`: a prefix derived from the run id, then
 //! 8 random hex digits) with its own users and a random password kept in memory, and
@@ -249,7 +249,7 @@ impl VaultOp for LoginRead {
         if let Some(s) = ctx.stop.signal() {
             return Err(Error::Stopped(s));
         }
-        // Shared runs (src/fixtures.rs): names derived in one order in every mode, the
+        // Shared runs (src/session/fixtures.rs): names derived in one order in every mode, the
         // policy, then the prefix of the shards' own paths.
         let result = match shared::mode(ctx) {
             Mode::Own => self.prepare(ctx),

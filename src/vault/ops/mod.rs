@@ -87,7 +87,7 @@ pub trait VaultOp: Send {
 }
 
 /// Whether the shards of one run share an operation's fixture (made once, named after the
-/// run id; src/fixtures.rs).
+/// run id; src/session/fixtures.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fixture {
     /// Shard 0 (or `vblast setup`) makes it; every shard uses it.
@@ -120,7 +120,7 @@ pub struct OpInfo {
     pub request: &'static str,
     /// More about it, for docs/operations.md (Markdown; may be empty).
     pub doc: &'static str,
-    /// Its own options, typed (the command line registers them: src/cli_ops.rs).
+    /// Its own options, typed (the command line registers them: src/cli/ops.rs).
     pub options: &'static [OptionSpec],
     /// Flags of the run this operation reads too, with what they mean for it.
     pub also: &'static [(&'static str, &'static str)],

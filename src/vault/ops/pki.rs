@@ -5,7 +5,7 @@
 //! key, and the answer must hold it. Cleanup disables the mount, and with it every
 //! certificate it stored.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mounts, CAs
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the mounts, CAs
 //! and role under names derived from the run id; a shard waits for the role (pki-sign:
 //! after making its own CSRs and their keys locally); `vblast cleanup` disables the mounts.
 

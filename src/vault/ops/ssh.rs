@@ -4,7 +4,7 @@
 //! every request has signed; the answer must hold the signed certificate. Cleanup
 //! disables the mount.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount, the CA
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the mount, the CA
 //! and the role under names derived from the run id; a shard makes its own client key
 //! pair locally and waits for the role; `vblast cleanup` disables the mount.
 

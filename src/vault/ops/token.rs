@@ -5,7 +5,7 @@
 //! every token of the run is that parent's child with the `default` policy and a short
 //! TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` writes the policy under
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` writes the policy under
 //! a name derived from the run id and makes no token; a shard waits for the policy and
 //! makes a parent token of its own with it, revoked (with every child) at the shard's end;
 //! `vblast cleanup` deletes the policy.

@@ -4,7 +4,7 @@
 //! the key's settings, create has the server generate a new key under a fresh random name
 //! per request. Cleanup deletes every key of the mount, then disables the mount.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount and
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the mount and
 //! the key under names derived from the run id; a shard waits for the key (totp-create:
 //! for the mount). totp-create's shards name their keys under a prefix of their own and
 //! delete them at their end; `vblast cleanup` deletes whatever keys are left (a shard that

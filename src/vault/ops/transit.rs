@@ -5,7 +5,7 @@
 //! ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a
 //! verify saying `valid: true`. Cleanup disables the mount.
 //!
-//! Shared by the shards of a run (src/fixtures.rs): `vblast setup` makes the mount and the
+//! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` makes the mount and the
 //! key under names derived from the run id; a shard waits for the key and, for decrypt and
 //! verify, has the server make its own ciphertext or signature (nothing persistent);
 //! `vblast cleanup` disables the mount.
