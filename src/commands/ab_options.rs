@@ -236,7 +236,7 @@ pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
                 }
                 'k' => o.keepalive = true,
                 'H' => {
-                    let h = parse_header(&v).map_err(AbError::Usage)?;
+                    let h = parse_header(&v).map_err(|e| AbError::Usage(e.to_string()))?;
                     o.headers.push(h);
                 }
                 'C' => cookie = Some(v),

@@ -2,7 +2,7 @@
 //! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
 
 use crate::cli::RunArgs;
-use crate::config::scenario::Scenario;
+use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
 use crate::results::deliver::Format;
 use crate::session::fixtures::rendezvous::Tally;
@@ -10,7 +10,7 @@ use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
 use super::Given;
-use super::scenario::{output, scenario, sharding};
+use super::scenario::{Planned, plan, sharding};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -25,24 +25,47 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         return Ending::Ok;
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,
-    // the report format included, before anything else reads the flags.
-    let merged;
-    let cli = match &cli.config {
-        Some(path) => match super::config_file::merge(cli, given, path) {
-            Ok(m) => {
-                merged = m;
-                &merged
-            }
-            Err(e) => return Ending::Failed(Error::input(e)),
-        },
-        None => cli,
-    };
-    let scenario = match scenario(cli, given) {
-        Ok(s) => s,
+    // the report format included (`scenario::plan`).
+    let planned = match plan(cli, given) {
+        Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
+    let opts = RunOptions {
+        show: Show {
+            quiet: cli.show.quiet,
+            progress: cli.show.progress,
+            allow_errors: cli.show.allow_errors,
+        },
+        metrics_listen: cli.metrics.metrics_listen.as_deref(),
+        metrics_hold: cli.metrics.metrics_hold,
+        sharding: sharding(cli),
+    };
+    execute(&planned, &opts, stop)
+}
+
+/// How a run shows itself and where its figures go, beside its `Planned` values.
+pub struct Show {
+    pub quiet: bool,
+    pub progress: bool,
+    /// Failed requests and lost load do not fail the run (`--allow-errors`).
+    pub allow_errors: bool,
+}
+
+/// What a run asks beyond its scenario and output: how it shows itself, its metrics
+/// exporter, how its shards share a fixture.
+pub struct RunOptions<'a> {
+    pub show: Show,
+    pub metrics_listen: Option<&'a str>,
+    pub metrics_hold: Option<std::time::Duration>,
+    pub sharding: Sharding,
+}
+
+/// Runs a planned run: the metrics exporter, the shards' rendezvous, the one step, the
+/// report and files, and how it ended (`vblast run`, `vblast vault-benchmark run`).
+pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
+    let scenario = &planned.scenario;
     // Before setup: a taken address is bad input (src/metrics.rs).
-    let metrics = match &cli.metrics.metrics_listen {
+    let metrics = match opts.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
             Ok(m) => Some(m),
             Err(e) => return Ending::Failed(Error::input(e)),
@@ -51,26 +74,27 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
-    crate::session::fixtures::rendezvous::around(&sharding(cli), &scenario, stop, &mut |joined| {
-        load(cli, &scenario, metrics.as_ref(), stop, joined)
+    crate::session::fixtures::rendezvous::around(&opts.sharding, scenario, stop, &mut |joined| {
+        load(planned, opts, metrics.as_ref(), stop, joined)
     })
 }
 
 /// The run's one step (`session::one_step`), its report and files, and how it ended;
 /// `joined` runs once the session is open. Returns how the run ended and its totals.
 fn load(
-    cli: &RunArgs,
-    scenario: &Scenario,
+    planned: &Planned,
+    opts: &RunOptions,
     metrics: Option<&crate::metrics::Metrics>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
+    let (scenario, cli) = (&planned.scenario, &opts.show);
     let showing = Showing {
-        quiet: cli.show.quiet,
-        progress: cli.show.progress,
+        quiet: cli.quiet,
+        progress: cli.progress,
         metrics,
         probe: Probe::Lenient {
-            note: matches!(cli.out.format, Format::Ab),
+            note: matches!(planned.output.format, Format::Ab),
         },
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
@@ -78,15 +102,15 @@ fn load(
         Err(e) => return (Ending::Failed(e), Tally::default()),
     };
     let mut results = ran.results;
-    results.shard = crate::session::shard::record(&sharding(cli), scenario, ran.clock_start);
+    results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
     let summary = results.summary();
     let tally = Tally {
         requests: summary.requests,
         ok: summary.ok,
     };
-    let written = crate::results::deliver::deliver(&summary, &results, &output(&cli.out));
+    let written = crate::results::deliver::deliver(&summary, &results, &planned.output);
     if metrics.is_some()
-        && let Some(hold) = cli.metrics.metrics_hold
+        && let Some(hold) = opts.metrics_hold
     {
         // The final figures stay up for the last scrape (src/metrics.rs).
         crate::metrics::hold(hold, stop);
@@ -104,16 +128,16 @@ fn load(
         return (Ending::Failed(e), tally);
     }
     if let Some(lost) = ran.lost {
-        if cli.show.allow_errors {
+        if cli.allow_errors {
             eprintln!("vblast: {lost}");
         } else {
             return (Ending::Failed(Error::lost_load(lost)), tally);
         }
     }
-    if !cli.show.allow_errors && summary.failed > 0 {
+    if !cli.allow_errors && summary.failed > 0 {
         return (Ending::FailedRequests, tally);
     }
-    if !cli.show.allow_errors && summary.requests == 0 {
+    if !cli.allow_errors && summary.requests == 0 {
         eprintln!("vblast: no request completed");
         return (Ending::FailedRequests, tally);
     }

@@ -9,22 +9,21 @@
 //! processes too, which are started once). A cluster target (`--nodes active` or `all`;
 //! `each` is refused when the plan is made) is held the same way, on the nodes its single run loads.
 //! Steps that cannot share connections (closed-model steps, whose connection count is the
-//! load; --no-keepalive) are each a `Session::step`, which
-//! opens and closes its own. What a step costs beyond its planned time is in
+//! load; --no-keepalive) are each a `one_step::step`, which
+//! opens and closes its own. The session, its steps and its cleanup follow the run-step
+//! skeleton of `session::one_step`, as `vblast run` and `vblast ab` do. What a step costs beyond its planned time is in
 //! `timing.overhead_ms` of the results file. The results file is written after every
 //! step.
 
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::config::scenario::{Load, Workload};
-use crate::engine;
 use crate::error::{Ending, Error};
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::session::live::Live;
-use crate::session::{Session, StepResult};
+use crate::session::StepResult;
+use crate::session::one_step::{self, Opened, Probe, Showing};
 use crate::signals::Stop;
 
 use super::file::{Step, Sweep, Timing, judge};
@@ -47,14 +46,22 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
-    let setup_started = Instant::now();
-    let mut session = match Session::open(scenario, stop) {
-        Ok(s) => s,
+    // The run-step skeleton (`session::one_step`): the session opened, the cluster as it
+    // answered, then the steps (held, or each on its own), then the cleanup.
+    let showing = Showing {
+        quiet: args.quiet,
+        progress: args.progress,
+        metrics: None,
+        probe: Probe::Skip,
+    };
+    let Opened {
+        mut session,
+        setup_s,
+        ..
+    } = match one_step::open(scenario, stop, &showing, &mut || Ok(())) {
+        Ok(o) => o,
         Err(e) => return Ending::Failed(e),
     };
-    let setup_s = setup_started.elapsed().as_secs_f64();
-    // A cluster target: its nodes as they answered, before the first step (as a run shows).
-    crate::session::one_step::show_cluster(&session, args.quiet);
     let target = session.target();
     let mut spec = plan.spec.clone();
     spec.target = if matches!(scenario.workload, Workload::Url(_)) {
@@ -92,26 +99,14 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         end: None,
         saving: None,
     };
-    let quiet = (steps.args.quiet, steps.args.progress);
     if let Some((load, phase, first)) = steps.next() {
         match session.hold_refusal(&first) {
             Ok(None) => {
                 // Rate steps: the same threads and open connections for every step.
-                let live = Mutex::new(Live::new(quiet.0, quiet.1));
-                let enabled = live.lock().is_ok_and(|l| l.enabled());
-                let show = |p: &[engine::Totals]| {
-                    if let Ok(l) = live.lock() {
-                        l.show(p);
-                    }
-                };
                 let mut current = (load, phase, first.clone());
                 let mut called = Instant::now();
                 let mut on_step = |step: Result<StepResult, Error>| {
                     let ended = Instant::now();
-                    if let Ok(mut l) = live.lock() {
-                        l.clear();
-                        *l = Live::new(quiet.0, quiet.1);
-                    }
                     let (load, phase, step_load) = &current;
                     if !steps.record(*load, *phase, step_load, step, called, ended) {
                         return None;
@@ -121,11 +116,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
                     called = Instant::now();
                     Some(current.2.clone())
                 };
-                if let Err(e) = session.hold(
-                    &first,
-                    enabled.then_some(&show as engine::ProgressFn<'_>),
-                    &mut on_step,
-                ) {
+                if let Err(e) = one_step::held(&mut session, &first, &showing, &mut on_step) {
                     steps.fail(e);
                 }
             }
@@ -136,15 +127,9 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
                 }
                 let mut next = Some((load, phase, first));
                 while let Some((load, phase, step_load)) = next {
-                    let live = Live::new(quiet.0, quiet.1);
-                    let show = |p: &[engine::Totals]| live.show(p);
                     let called = Instant::now();
-                    let step = session.step(
-                        &step_load,
-                        live.enabled().then_some(&show as engine::ProgressFn<'_>),
-                    );
+                    let step = one_step::step(&mut session, &step_load, &showing);
                     let ended = Instant::now();
-                    live.clear();
                     if !steps.record(load, phase, &step_load, step, called, ended) {
                         break;
                     }
