@@ -1,7 +1,8 @@
 //! `vblast vault-benchmark run|review ...`: vault-benchmark's command lines taken as they
 //! are, its Go-style flags (`-config=FILE`, `-config FILE`, `--config=FILE`; booleans as
-//! `-cleanup` or `-cleanup=false`) translated into a vblast run or report, with its
-//! precedence (flags over environment over file) and its report layouts.
+//! `-cleanup` or `-cleanup=false`) turned into a vblast run or report, with its
+//! precedence (flags over environment over file: `config_file::settle`) and its report
+//! layouts. `run` builds its `Scenario` and output directly from the flags and the file.
 //!
 //! Parsed by hand: clap has no single-dash long flags (`-config` would be read as `-c`
 //! `-o` `-n`...), and Go's flag package accepts forms clap does not (`-flag value` and
