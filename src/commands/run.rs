@@ -2,9 +2,10 @@
 //! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
 
 use crate::cli::RunArgs;
+use crate::config::scenario::Scenario;
 use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
-use crate::results::deliver::Format;
+use crate::results::deliver::{Format, Output};
 use crate::session::fixtures::rendezvous::Tally;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
@@ -15,19 +16,25 @@ use super::scenario::{Planned, plan, sharding};
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if cli.ops.list_ops {
-        print!(
-            "{}",
-            match cli.out.format {
-                Format::Markdown => crate::vault::ops::list_markdown(),
-                _ => crate::vault::ops::list_text(),
-            }
-        );
-        return Ending::Ok;
+        let list = match cli.out.format {
+            Format::Markdown => crate::vault::ops::list_markdown(),
+            _ => crate::vault::ops::list_text(),
+        };
+        return crate::results::deliver::print_or_fail(list.as_bytes())
+            .map_or_else(Ending::Failed, |()| Ending::Ok);
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,
     // the report format included (`scenario::plan`).
     let planned = match plan(cli, given) {
         Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
+    };
+    // Before the first request: an output path that cannot be written is refused now.
+    if let Err(e) = crate::results::deliver::check_paths(&planned.output) {
+        return Ending::Failed(e);
+    }
+    let server = match super::server::settings(&cli.server, &planned.scenario) {
+        Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
     let opts = RunOptions {
@@ -39,6 +46,7 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         metrics_listen: cli.metrics.metrics_listen.as_deref(),
         metrics_hold: cli.metrics.metrics_hold,
         sharding: sharding(cli),
+        server,
     };
     execute(&planned, &opts, stop)
 }
@@ -52,12 +60,13 @@ pub struct Show {
 }
 
 /// What a run asks beyond its scenario and output: how it shows itself, its metrics
-/// exporter, how its shards share a fixture.
+/// exporter, how its shards share a fixture, how it samples its nodes.
 pub struct RunOptions<'a> {
     pub show: Show,
     pub metrics_listen: Option<&'a str>,
     pub metrics_hold: Option<std::time::Duration>,
     pub sharding: Sharding,
+    pub server: Option<crate::server_stats::Settings>,
 }
 
 /// Runs a planned run: the metrics exporter, the shards' rendezvous, the one step, the
@@ -74,28 +83,42 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
-    crate::session::fixtures::rendezvous::around(&opts.sharding, scenario, stop, &mut |joined| {
-        load(planned, opts, metrics.as_ref(), stop, joined)
-    })
+    crate::session::fixtures::rendezvous::around(
+        &opts.sharding,
+        scenario,
+        stop,
+        &mut |scenario, joined| {
+            load(
+                scenario,
+                &planned.output,
+                opts,
+                metrics.as_ref(),
+                stop,
+                joined,
+            )
+        },
+    )
 }
 
 /// The run's one step (`session::one_step`), its report and files, and how it ended;
 /// `joined` runs once the session is open. Returns how the run ended and its totals.
 fn load(
-    planned: &Planned,
+    scenario: &Scenario,
+    output: &Output,
     opts: &RunOptions,
     metrics: Option<&crate::metrics::Metrics>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
-    let (scenario, cli) = (&planned.scenario, &opts.show);
+    let cli = &opts.show;
     let showing = Showing {
         quiet: cli.quiet,
         progress: cli.progress,
         metrics,
         probe: Probe::Lenient {
-            note: matches!(planned.output.format, Format::Ab),
+            note: matches!(output.format, Format::Ab),
         },
+        server: opts.server.as_ref(),
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,
@@ -108,7 +131,7 @@ fn load(
         requests: summary.requests,
         ok: summary.ok,
     };
-    let written = crate::results::deliver::deliver(&summary, &results, &planned.output);
+    let written = crate::results::deliver::deliver(&summary, &results, output);
     if metrics.is_some()
         && let Some(hold) = opts.metrics_hold
     {

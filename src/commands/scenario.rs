@@ -21,7 +21,7 @@ use crate::config::units::show_duration;
 use crate::error::{Cause, Error};
 use crate::net::tls::{TlsEngine, TlsOptions};
 use crate::results::deliver::{Format, MARKDOWN_ONLY_FOR_LIST_OPS, Output};
-use crate::vault::fixture::check_ops;
+use crate::session::fixtures::check_ops;
 use crate::vault::ops::{Fixture, fixture_of};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
@@ -171,6 +171,7 @@ impl Flags<'_> {
             keep: self.settled.keep,
             no_setup: args.ops.no_setup,
             cluster: t.cluster,
+            fixtures: super::fixture::plan(args),
         })
     }
 

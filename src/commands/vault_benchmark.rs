@@ -13,10 +13,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::Command;
+use crate::cli::server::ServerArgs;
 use crate::commands::config_file::{self, Asked};
 use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
 use crate::commands::scenario::{Beside, Planned, target};
+use crate::config::fixtures::FixturePlan;
 use crate::config::scenario::{
     DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_TIMEOUT, Load, Scenario, Workload,
 };
@@ -301,6 +303,10 @@ fn run_planned(g: &Given) -> Result<Planned, Error> {
         keep: s.keep,
         no_setup: false,
         cluster: t.cluster,
+        fixtures: FixturePlan {
+            state_dir: crate::commands::fixture::state_dir(),
+            ..FixturePlan::default()
+        },
     };
     let output = Output {
         // vault-benchmark's default layout is terse; the file's report_mode still wins
@@ -350,6 +356,14 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
                 Ok(p) => p,
                 Err(e) => return Ok(Ending::Failed(e)),
             };
+            // Sampled as `vblast run` samples its nodes by default.
+            let server = match crate::commands::server::settings(
+                &ServerArgs::default(),
+                &planned.scenario,
+            ) {
+                Ok(s) => s,
+                Err(e) => return Ok(Ending::Failed(e)),
+            };
             let opts = RunOptions {
                 show: Show {
                     quiet: false,
@@ -359,6 +373,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
                 metrics_listen: None,
                 metrics_hold: None,
                 sharding: Default::default(),
+                server,
             };
             Ok(crate::commands::run::execute(&planned, &opts, stop))
         }
