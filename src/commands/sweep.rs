@@ -72,9 +72,8 @@ fn parse_ratio(text: &str) -> Result<f64, Cause> {
     Ok(v)
 }
 
-/// The sweep these flags describe, checked; nothing is sent before this succeeds.
-pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
-    let r = &args.run;
+/// A single run's length flags: a sweep's steps have their own.
+fn refuse_single_run_flags(r: &crate::cli::RunArgs) -> Result<(), Cause> {
     if r.ops.list_ops {
         return Err("--list-ops is vblast --list-ops, not a sweep".into());
     }
@@ -91,6 +90,26 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
             .into());
         }
     }
+    Ok(())
+}
+
+/// A single run's outputs: a sweep prints text or JSON and saves its steps in --output.
+fn refuse_single_run_outputs(o: &crate::cli::OutputArgs) -> Result<(), Cause> {
+    if !matches!(o.format, Format::Text | Format::Json) {
+        return Err("sweep prints --format text or json".into());
+    }
+    if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {
+        return Err(
+                "--latency, --hgrm, --ab-csv and --hlog are for single runs: a sweep saves every step with its histograms in --output".into(),
+            );
+    }
+    Ok(())
+}
+
+/// The sweep these flags describe, checked; nothing is sent before this succeeds.
+pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
+    let r = &args.run;
+    refuse_single_run_flags(r)?;
     let (model, (from, to)) = match (&r.load.rate, &args.concurrency) {
         (Some(rate), None) => (Model::Open, parse_range("--rate", rate)?),
         (None, Some(c)) => (Model::Closed, parse_range("--concurrency", c)?),
@@ -126,15 +145,7 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
     .map_err(said)?;
     let max_error_ratio = parse_ratio(&args.max_error_ratio)?;
     let objectives = objective::objectives(&args.slo, model == Model::Open).map_err(said)?;
-    let o = &r.out;
-    if !matches!(o.format, Format::Text | Format::Json) {
-        return Err("sweep prints --format text or json".into());
-    }
-    if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {
-        return Err(
-                "--latency, --hgrm, --ab-csv and --hlog are for single runs: a sweep saves every step with its histograms in --output".into(),
-            );
-    }
+    refuse_single_run_outputs(&r.out)?;
     // The run's own checks, on the largest load a step will put up (layout, -c).
     // The range is not a -R or -c of its own: taken out for the check, then put back.
     let connections = r.load.connections;

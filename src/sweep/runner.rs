@@ -22,8 +22,8 @@ use crate::config::scenario::{Load, Workload};
 use crate::error::{Ending, Error};
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::session::StepResult;
 use crate::session::one_step::{self, Opened, Probe, Showing};
+use crate::session::{Session, StepResult};
 use crate::signals::Stop;
 
 use super::file::{Step, Sweep, Timing, judge};
@@ -100,46 +100,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         end: None,
         saving: None,
     };
-    if let Some((load, phase, first)) = steps.next() {
-        match session.hold_refusal(&first) {
-            Ok(None) => {
-                // Rate steps: the same threads and open connections for every step.
-                let mut current = (load, phase, first.clone());
-                let mut called = Instant::now();
-                let mut on_step = |step: Result<StepResult, Error>| {
-                    let ended = Instant::now();
-                    let (load, phase, step_load) = &current;
-                    if !steps.record(*load, *phase, step_load, step, called, ended) {
-                        return None;
-                    }
-                    let next = steps.next()?;
-                    current = next;
-                    called = Instant::now();
-                    Some(current.2.clone())
-                };
-                if let Err(e) = one_step::held(&mut session, &first, &showing, &mut on_step) {
-                    steps.fail(e);
-                }
-            }
-            Ok(Some(why)) => {
-                // Rate steps would share their connections: say why these do not.
-                if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
-                    eprintln!("vblast: each step opens its own connections: {why}");
-                }
-                let mut next = Some((load, phase, first));
-                while let Some((load, phase, step_load)) = next {
-                    let called = Instant::now();
-                    let step = one_step::step(&mut session, &step_load, &showing);
-                    let ended = Instant::now();
-                    if !steps.record(load, phase, &step_load, step, called, ended) {
-                        break;
-                    }
-                    next = steps.next();
-                }
-            }
-            Err(e) => steps.fail(e),
-        }
-    }
+    run_steps(&mut session, &mut steps, &showing);
     // Before the final write, which must come last.
     steps.saved();
     let cleanup_started = Instant::now();
@@ -154,6 +115,52 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         ..
     } = steps;
     finish(args, &sweep, &judged, end, failure, cleanup, text)
+}
+
+/// The search's steps over the open session: held over the same connections when they can
+/// be (`one_step::held`), else each a `one_step::step` of its own.
+fn run_steps(session: &mut Session, steps: &mut Steps, showing: &Showing) {
+    let Some((load, phase, first)) = steps.next() else {
+        return;
+    };
+    match session.hold_refusal(&first) {
+        Ok(None) => {
+            // Rate steps: the same threads and open connections for every step.
+            let mut current = (load, phase, first.clone());
+            let mut called = Instant::now();
+            let mut on_step = |step: Result<StepResult, Error>| {
+                let ended = Instant::now();
+                let (load, phase, step_load) = &current;
+                if !steps.record(*load, *phase, step_load, step, called, ended) {
+                    return None;
+                }
+                let next = steps.next()?;
+                current = next;
+                called = Instant::now();
+                Some(current.2.clone())
+            };
+            if let Err(e) = one_step::held(session, &first, showing, &mut on_step) {
+                steps.fail(e);
+            }
+        }
+        Ok(Some(why)) => {
+            // Rate steps would share their connections: say why these do not.
+            if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+                eprintln!("vblast: each step opens its own connections: {why}");
+            }
+            let mut next = Some((load, phase, first));
+            while let Some((load, phase, step_load)) = next {
+                let called = Instant::now();
+                let step = one_step::step(session, &step_load, showing);
+                let ended = Instant::now();
+                if !steps.record(load, phase, &step_load, step, called, ended) {
+                    break;
+                }
+                next = steps.next();
+            }
+        }
+        Err(e) => steps.fail(e),
+    }
 }
 
 /// The sweep as it goes: the search, the steps judged so far, and how it ended.
@@ -276,11 +283,17 @@ impl Steps<'_> {
         self.search.record(j.verdict);
         sweep.steps.push(s);
         self.judged.push(j);
-        // The file holds every step so far, so a sweep killed mid-way leaves them; until
-        // the sweep ends it says "interrupted" (the final write says how it ended). It is
-        // written by a thread of its own, so the next step need not wait for it.
+        self.save_so_far(timing);
+        true
+    }
+
+    /// Saves the steps so far. The file holds every step so far, so a sweep killed
+    /// mid-way leaves them; until the sweep ends it says "interrupted" (the final write
+    /// says how it ended). It is written by a thread of its own, so the next step need not
+    /// wait for it.
+    fn save_so_far(&mut self, timing: bool) {
         if let Some(path) = &self.args.output {
-            let mut copy = sweep.clone();
+            let mut copy = self.sweep.clone();
             self.saved();
             copy.interrupted = true;
             let path = path.clone();
@@ -299,7 +312,6 @@ impl Steps<'_> {
                 }
             }));
         }
-        true
     }
 
     /// Waits for the last step's file to be written.
