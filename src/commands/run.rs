@@ -29,10 +29,6 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
-    // Before the first request: an output path that cannot be written is refused now.
-    if let Err(e) = crate::results::deliver::check_paths(&planned.output) {
-        return Ending::Failed(e);
-    }
     let server = match super::server::settings(&cli.server, &planned.scenario) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
@@ -73,6 +69,10 @@ pub struct RunOptions<'a> {
 /// report and files, and how it ended (`vblast run`, `vblast vault-benchmark run`).
 pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
     let scenario = &planned.scenario;
+    // Before the first request: an output path that cannot be written is refused now.
+    if let Err(e) = crate::results::deliver::check_paths(&planned.output) {
+        return Ending::Failed(e);
+    }
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match opts.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
