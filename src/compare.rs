@@ -14,18 +14,19 @@ use crate::results::Results;
 /// `vblast compare A B ...`: the runs in `files` (or sweeps), the first the reference;
 /// also an HTML page at `html_page`.
 pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
-    if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
-        return ending;
-    }
+    // One rule for runs and sweeps alike: a comparison needs two files or more.
     if files.len() < 2 {
         return Ending::Failed(Error::input(format!(
-            "compare needs at least two results files, got {}: to show one run, use vblast report {}",
+            "compare needs at least two results files, got {}: to show one run or sweep, use vblast report {}",
             files.len(),
             files
                 .first()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "FILE".into())
         )));
+    }
+    if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
+        return ending;
     }
     if let Some(path) = html_page
         && let Err(e) = crate::results::deliver::check_path("--html", path)

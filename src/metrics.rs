@@ -49,6 +49,38 @@ struct State {
     included: usize,
 }
 
+/// Why the metrics server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error(
+        "--metrics-listen {0}: the address is in use (another vblast or exporter listens there): choose another port"
+    )]
+    InUse(String),
+    #[error(
+        "--metrics-listen {addr}: cannot listen there: {}",
+        crate::error::io_text(source)
+    )]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--metrics-listen {addr}: {source}")]
+    Local {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the metrics server: {0}")]
+    Thread(std::io::Error),
+}
+
+impl From<MetricsError> for crate::error::Cause {
+    fn from(e: MetricsError) -> Self {
+        crate::error::Cause::Said(e.to_string())
+    }
+}
+
 /// The running metrics server.
 pub struct Metrics {
     state: Arc<Mutex<State>>,
@@ -58,19 +90,18 @@ pub struct Metrics {
 
 impl Metrics {
     /// Binds `addr` and starts serving. A taken or bad address is one clear message.
-    pub fn start(addr: &str, schedule: Option<Schedule>) -> Result<Metrics, String> {
+    pub fn start(addr: &str, schedule: Option<Schedule>) -> Result<Metrics, MetricsError> {
         let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AddrInUse => format!(
-                "--metrics-listen {addr}: the address is in use (another vblast or exporter listens there): choose another port"
-            ),
-            _ => format!(
-                "--metrics-listen {addr}: cannot listen there: {}",
-                crate::error::io_text(&e)
-            ),
+            std::io::ErrorKind::AddrInUse => MetricsError::InUse(addr.into()),
+            _ => MetricsError::Listen {
+                addr: addr.into(),
+                source: e,
+            },
         })?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| MetricsError::Local {
+            addr: addr.into(),
+            source: e,
+        })?;
         let state = Arc::new(Mutex::new(State {
             target_rate: schedule.as_ref().map(|s| s.rate_at(Duration::ZERO)),
             ..State::default()
@@ -83,7 +114,7 @@ impl Metrics {
                     serve(conn, &shared);
                 }
             })
-            .map_err(|e| format!("cannot start the metrics server: {e}"))?;
+            .map_err(MetricsError::Thread)?;
         Ok(Metrics {
             state,
             schedule,
@@ -124,14 +155,15 @@ impl Metrics {
         }
     }
 
-    /// The final figures of the run (its merged statistics).
-    pub fn finish(&self, stats: &Stats) {
+    /// The final figures of the run (its merged statistics), `lost` of its parts missing
+    /// from them (worker processes lost during the run).
+    pub fn finish(&self, stats: &Stats, lost: usize) {
         let f = Figures::of(stats, &[], 0);
         let status = stats.status.clone();
         self.set(stats.requests(), stats.ok(), f, status);
         if let Ok(mut s) = self.state.lock() {
-            // The merged statistics of every part.
-            s.included = s.parts;
+            // The merged statistics of every part that gave its results.
+            s.included = s.parts.saturating_sub(lost);
             s.achieved_rate = if stats.elapsed_s > 0.0 {
                 stats.requests() as f64 / stats.elapsed_s
             } else {

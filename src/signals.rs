@@ -94,11 +94,11 @@ impl Stop {
     }
 
     /// Routes SIGINT, SIGTERM and SIGHUP into this flag, with a note on stderr (unless
-    /// `quiet`, for worker processes). Returns an error text if handlers cannot be set.
-    pub fn install(&self, quiet: bool) -> Result<(), String> {
+    /// `quiet`, for worker processes). Fails when the handlers cannot be set.
+    pub fn install(&self, quiet: bool) -> Result<(), InstallError> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            .map_err(InstallError::Handlers)?;
         let stop = self.clone();
         std::thread::Builder::new()
             .name("signals".into())
@@ -121,9 +121,18 @@ impl Stop {
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+            .map_err(InstallError::Thread)?;
         Ok(())
     }
+}
+
+/// Why the signal handlers could not be set.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("cannot install signal handlers: {0}")]
+    Handlers(std::io::Error),
+    #[error("cannot start the signal thread: {0}")]
+    Thread(std::io::Error),
 }
 
 #[cfg(test)]

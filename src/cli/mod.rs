@@ -93,10 +93,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["op", "scenario"])]
     pub config: Option<PathBuf>,
 
-    /// Operations given as data (a config file's tests) instead of --op.
-    #[arg(skip)]
-    pub preset_ops: Option<Vec<crate::config::scenario::OpChoice>>,
-
     /// The operations' options given (filled after parsing from the arguments
     /// `ops::register` adds: their defaults are the registry's).
     #[arg(skip)]

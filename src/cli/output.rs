@@ -7,13 +7,22 @@ use clap::Args;
 use crate::config::units::parse_duration;
 use crate::results::deliver::Format;
 
+/// Why `--hlog-interval` is refused.
+#[derive(Debug, thiserror::Error)]
+enum WholeSecondsError {
+    #[error(transparent)]
+    Duration(#[from] crate::config::units::DurationError),
+    #[error(
+        "{0} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"
+    )]
+    NotWhole(String),
+}
+
 /// `--hlog-interval`: a duration of whole seconds, at least one (the timeline is per second).
-fn parse_whole_seconds(text: &str) -> Result<u64, String> {
-    let d = parse_duration(text).map_err(|e| e.to_string())?;
+fn parse_whole_seconds(text: &str) -> Result<u64, WholeSecondsError> {
+    let d = parse_duration(text)?;
     if d.subsec_nanos() != 0 || d.as_secs() == 0 {
-        return Err(format!(
-            "{text} is not a whole number of seconds (at least 1s): intervals are made of the run's seconds"
-        ));
+        return Err(WholeSecondsError::NotWhole(text.into()));
     }
     Ok(d.as_secs())
 }

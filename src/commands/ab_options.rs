@@ -272,7 +272,7 @@ impl Reading {
             }
             'k' => self.o.keepalive = true,
             'H' => {
-                let h = parse_header(&v).map_err(AbError::Usage)?;
+                let h = parse_header(&v).map_err(|e| AbError::Usage(e.to_string()))?;
                 self.o.headers.push(h);
             }
             'C' => self.cookie = Some(v),

@@ -88,8 +88,11 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
             "vblast {name} takes the run's Vault flags without --no-setup, --shard or a URL"
         )));
     }
-    if let Err(e) = check_ops(op, &format!("vblast {name}")).and_then(|_| validate(args)) {
-        return Ending::Failed(Error::input(e));
+    if let Err(e) = check_ops(op, &format!("vblast {name}"))
+        .map_err(Error::input)
+        .and_then(|_| validate(args))
+    {
+        return Ending::Failed(e);
     }
     let scenario = match scenario(args, given) {
         Ok(s) => s,

@@ -3,14 +3,15 @@
 
 use crate::cli::RunArgs;
 use crate::config::scenario::Scenario;
+use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
-use crate::results::deliver::Format;
+use crate::results::deliver::{Format, Output};
 use crate::session::fixtures::rendezvous::Tally;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
 use super::Given;
-use super::scenario::{output, scenario, sharding};
+use super::scenario::{Planned, plan, sharding};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -23,32 +24,57 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
             .map_or_else(Ending::Failed, |()| Ending::Ok);
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,
-    // the report format included, before anything else reads the flags.
-    let merged;
-    let cli = match &cli.config {
-        Some(path) => match super::config_file::merge(cli, given, path) {
-            Ok(m) => {
-                merged = m;
-                &merged
-            }
-            Err(e) => return Ending::Failed(Error::input(e)),
-        },
-        None => cli,
+    // the report format included (`scenario::plan`).
+    let planned = match plan(cli, given) {
+        Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
     };
-    let scenario = match scenario(cli, given) {
+    let server = match super::server::settings(&cli.server, &planned.scenario) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let opts = RunOptions {
+        show: Show {
+            quiet: cli.show.quiet,
+            progress: cli.show.progress,
+            allow_errors: cli.show.allow_errors,
+        },
+        metrics_listen: cli.metrics.metrics_listen.as_deref(),
+        metrics_hold: cli.metrics.metrics_hold,
+        sharding: sharding(cli),
+        server,
+    };
+    execute(&planned, &opts, stop)
+}
+
+/// How a run shows itself and where its figures go, beside its `Planned` values.
+pub struct Show {
+    pub quiet: bool,
+    pub progress: bool,
+    /// Failed requests and lost load do not fail the run (`--allow-errors`).
+    pub allow_errors: bool,
+}
+
+/// What a run asks beyond its scenario and output: how it shows itself, its metrics
+/// exporter, how its shards share a fixture, how it samples its nodes.
+pub struct RunOptions<'a> {
+    pub show: Show,
+    pub metrics_listen: Option<&'a str>,
+    pub metrics_hold: Option<std::time::Duration>,
+    pub sharding: Sharding,
+    pub server: Option<crate::server_stats::Settings>,
+}
+
+/// Runs a planned run: the metrics exporter, the shards' rendezvous, the one step, the
+/// report and files, and how it ended (`vblast run`, `vblast vault-benchmark run`).
+pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
+    let scenario = &planned.scenario;
     // Before the first request: an output path that cannot be written is refused now.
-    if let Err(e) = crate::results::deliver::check_paths(&output(&cli.out)) {
+    if let Err(e) = crate::results::deliver::check_paths(&planned.output) {
         return Ending::Failed(e);
     }
-    let server = match super::server::settings(&cli.server, &scenario) {
-        Ok(s) => s,
-        Err(e) => return Ending::Failed(e),
-    };
     // Before setup: a taken address is bad input (src/metrics.rs).
-    let metrics = match &cli.metrics.metrics_listen {
+    let metrics = match opts.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
             Ok(m) => Some(m),
             Err(e) => return Ending::Failed(Error::input(e)),
@@ -58,15 +84,15 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
     crate::session::fixtures::rendezvous::around(
-        &sharding(cli),
-        &scenario,
+        &opts.sharding,
+        scenario,
         stop,
         &mut |scenario, joined| {
             load(
-                cli,
                 scenario,
+                &planned.output,
+                opts,
                 metrics.as_ref(),
-                server.as_ref(),
                 stop,
                 joined,
             )
@@ -77,36 +103,37 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
 /// The run's one step (`session::one_step`), its report and files, and how it ended;
 /// `joined` runs once the session is open. Returns how the run ended and its totals.
 fn load(
-    cli: &RunArgs,
     scenario: &Scenario,
+    output: &Output,
+    opts: &RunOptions,
     metrics: Option<&crate::metrics::Metrics>,
-    server: Option<&crate::server_stats::Settings>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
+    let cli = &opts.show;
     let showing = Showing {
-        quiet: cli.show.quiet,
-        progress: cli.show.progress,
+        quiet: cli.quiet,
+        progress: cli.progress,
         metrics,
         probe: Probe::Lenient {
-            note: matches!(cli.out.format, Format::Ab),
+            note: matches!(output.format, Format::Ab),
         },
-        server,
+        server: opts.server.as_ref(),
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,
         Err(e) => return (Ending::Failed(e), Tally::default()),
     };
     let mut results = ran.results;
-    results.shard = crate::session::shard::record(&sharding(cli), scenario, ran.clock_start);
+    results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
     let summary = results.summary();
     let tally = Tally {
         requests: summary.requests,
         ok: summary.ok,
     };
-    let written = crate::results::deliver::deliver(&summary, &results, &output(&cli.out));
+    let written = crate::results::deliver::deliver(&summary, &results, output);
     if metrics.is_some()
-        && let Some(hold) = cli.metrics.metrics_hold
+        && let Some(hold) = opts.metrics_hold
     {
         // The final figures stay up for the last scrape (src/metrics.rs).
         crate::metrics::hold(hold, stop);
@@ -124,16 +151,16 @@ fn load(
         return (Ending::Failed(e), tally);
     }
     if let Some(lost) = ran.lost {
-        if cli.show.allow_errors {
+        if cli.allow_errors {
             eprintln!("vblast: {lost}");
         } else {
             return (Ending::Failed(Error::lost_load(lost)), tally);
         }
     }
-    if !cli.show.allow_errors && summary.failed > 0 {
+    if !cli.allow_errors && summary.failed > 0 {
         return (Ending::FailedRequests, tally);
     }
-    if !cli.show.allow_errors && summary.requests == 0 {
+    if !cli.allow_errors && summary.requests == 0 {
         eprintln!("vblast: no request completed");
         return (Ending::FailedRequests, tally);
     }

@@ -2,19 +2,26 @@
 //! variables) describe, checked into one clear message per bad input, and the other values
 //! the commands hand the library (what to print and save, how shards share a fixture).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::config_file::{Asked, Settled};
 use super::{Given, env, env_true};
 use crate::cli::shards::ShardArgs;
+use crate::cli::tls::TlsArgs;
 use crate::cli::{OutputArgs, RunArgs};
-use crate::config::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
+use crate::config::cluster::{ClusterSpec, NodesMode};
+use crate::config::mix::names as op_names;
+use crate::config::scenario::{
+    Body, DEFAULT_DURATION, Load, Scenario, Token, UrlRequest, Workload,
+};
 use crate::config::schedule::Schedule;
 use crate::config::spread::{Sharding, parse_start_at};
 use crate::config::units::show_duration;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::net::tls::{TlsEngine, TlsOptions};
 use crate::results::deliver::{Format, MARKDOWN_ONLY_FOR_LIST_OPS, Output};
-use crate::session::fixtures::{check_ops, op_names};
+use crate::session::fixtures::check_ops;
 use crate::vault::ops::{Fixture, fixture_of};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
@@ -46,94 +53,353 @@ fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
 /// Most event-loop threads: one per core is the design; this bounds a typo.
 pub const MAX_THREADS: usize = 1024;
 
+/// A run as the library takes it: what it does, and what it prints and saves.
+pub struct Planned {
+    pub scenario: Scenario,
+    pub output: Output,
+}
+
 /// The run these flags (and Vault's environment variables) describe, checked.
 pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
-    if let Some(path) = &args.config {
-        return scenario(
-            &super::config_file::merge(args, given, path).map_err(Error::input)?,
-            given,
-        );
+    Ok(plan(args, given)?.scenario)
+}
+
+/// The one place where a run's flags become library values: the flags, Vault's
+/// environment variables and a `--config` file (flags over environment over file, decided
+/// by `config_file::settle`), checked into one clear message per bad input.
+pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
+    let file = match &args.config {
+        Some(path) => {
+            if args.ops.op.is_some() || args.ops.scenario.is_some() || args.url.is_some() {
+                return Err(Error::input(
+                    "--config gives the tests: leave out --op, --scenario and the URL",
+                ));
+            }
+            Some(super::config_file::read(path)?)
+        }
+        None => None,
+    };
+    let settled = super::config_file::settle(asked(args, given), file.as_ref())?;
+    let flags = Flags {
+        args,
+        settled: &settled,
+    };
+    flags.check()?;
+    let mut output = output(&args.out);
+    output.format = flags.format();
+    Ok(Planned {
+        scenario: flags.scenario()?,
+        output,
+    })
+}
+
+/// What the flags give of the settings a vault-benchmark file also gives (a default is not
+/// given: `Given`).
+fn asked(args: &RunArgs, given: Given) -> Asked {
+    Asked {
+        addresses: args.target.address.clone(),
+        cluster: args.cluster.cluster.clone(),
+        token: args.target.token.clone(),
+        token_file: args.target.token_file.is_some(),
+        namespace: args.target.namespace.clone(),
+        ca_cert: args.tls.ca_cert.clone(),
+        duration: args.load.duration,
+        requests: args.load.requests,
+        rate: args.load.rate.clone(),
+        closed: false,
+        connections: given.flag("connections").then_some(args.load.connections),
+        keep: args.ops.keep,
+        format: given.flag("format").then_some(args.out.format),
     }
-    validate(args).map_err(Error::input)?;
-    let (from_file, file_token) = match &args.cluster.cluster {
+}
+
+/// A run's flags with the settings a file may give settled (`config_file::settle`): what
+/// the checks and the scenario read.
+struct Flags<'a> {
+    args: &'a RunArgs,
+    settled: &'a Settled,
+}
+
+impl Flags<'_> {
+    fn connections(&self) -> u64 {
+        self.settled
+            .connections
+            .unwrap_or(self.args.load.connections)
+    }
+
+    fn format(&self) -> Format {
+        self.settled.format.unwrap_or(self.args.out.format)
+    }
+
+    /// The run length: -z (or the file's duration) as given; 10 s when neither -n nor a
+    /// duration is.
+    fn duration(&self) -> Option<Duration> {
+        match (self.args.load.requests, self.settled.duration) {
+            (None, None) => Some(DEFAULT_DURATION),
+            (_, d) => d,
+        }
+    }
+
+    /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
+    fn schedule(&self) -> Result<Option<Schedule>, crate::config::schedule::ScheduleError> {
+        self.settled
+            .rate
+            .as_deref()
+            .map(|r| Schedule::from_flags(r, self.args.load.ramp))
+            .transpose()
+    }
+
+    /// The scenario, once the flags are checked.
+    fn scenario(&self) -> Result<Scenario, Error> {
+        let args = self.args;
+        let t = target(
+            self.settled,
+            &Beside {
+                url: args.url.as_deref(),
+                nodes: args.cluster.nodes,
+                token_file: args.target.token_file.as_deref(),
+                tls: Some(&args.tls),
+            },
+        )?;
+        Ok(Scenario {
+            address: t.address,
+            token: t.token,
+            namespace: t.namespace,
+            tls: t.tls,
+            load: self.load()?,
+            workload: self.workload()?,
+            keep: self.settled.keep,
+            no_setup: args.ops.no_setup,
+            cluster: t.cluster,
+            fixtures: super::fixture::plan(args),
+        })
+    }
+
+    /// What the run sends: the tests of a vault-benchmark file, `--op` (or `--scenario`)
+    /// with the operations' options, or URL mode's request.
+    fn workload(&self) -> Result<Workload, Error> {
+        let args = self.args;
+        if let Some(tests) = &self.settled.tests {
+            return Ok(Workload::Vault(tests.clone()));
+        }
+        Ok(match args.ops.op.as_ref().or(args.ops.scenario.as_ref()) {
+            Some(op) => Workload::Vault(
+                crate::vault::ops::parse_mix(op, &args.op_options).map_err(Error::input)?,
+            ),
+            None => Workload::Url(UrlRequest {
+                method: args.request.method.clone(),
+                headers: args
+                    .request
+                    .headers
+                    .iter()
+                    .map(|h| parse_header(h))
+                    .collect::<Result<_, _>>()
+                    .map_err(Error::input)?,
+                body: match (&args.request.data, &args.request.post_file) {
+                    (Some(d), _) => Some(Body::Inline(d.clone())),
+                    (None, Some(p)) => Some(Body::File(p.clone())),
+                    (None, None) => None,
+                },
+                content_type: args.request.content_type.clone(),
+            }),
+        })
+    }
+
+    /// The load: connections, length, schedule, keep-alive, spread.
+    fn load(&self) -> Result<Load, Error> {
+        let args = self.args;
+        Ok(Load {
+            connections: self.connections(),
+            requests: args.load.requests,
+            duration: self.duration(),
+            warmup: args.load.warmup.unwrap_or_default(),
+            schedule: self.schedule().map_err(|e| Error::input(e.to_string()))?,
+            keepalive: !args.load.no_keepalive,
+            timeout: args.load.timeout,
+            threads: args.load.threads,
+            pin: !args.load.no_pin,
+            respect_retry_after: args.load.respect_retry_after,
+            no_forwarding: args.load.no_forwarding,
+            follow_redirects: args.load.follow_redirects,
+            spread: crate::config::spread::Spread {
+                shard: args.shard.shard.unwrap_or_default(),
+                start_at: args.shard.start_at.clone(),
+                source_addrs: crate::net::source_addrs::resolve(
+                    args.source.source_addrs.as_deref(),
+                )
+                .map_err(Error::input)?,
+            },
+        })
+    }
+
+    /// Checks flag combinations that clap cannot express.
+    fn check(&self) -> Result<(), Error> {
+        self.check_said().map_err(Error::input)
+    }
+
+    fn check_said(&self) -> Result<(), Cause> {
+        let args = self.args;
+        let connections = self.connections();
+        if self.format() == Format::Markdown {
+            return Err(MARKDOWN_ONLY_FOR_LIST_OPS.into());
+        }
+        if connections == 0 {
+            return Err("-c must be at least 1".into());
+        }
+        if args.load.requests == Some(0) {
+            return Err("-n must be at least 1".into());
+        }
+        if self.settled.duration == Some(Duration::ZERO) {
+            return Err("-z must be longer than zero".into());
+        }
+        if args.load.threads == Some(0) {
+            return Err("-t must be at least 1".into());
+        }
+        if args.load.threads.is_some_and(|t| t > MAX_THREADS) {
+            return Err(format!(
+                "-t {} is more event-loop threads than vblast runs (at most {MAX_THREADS})",
+                args.load.threads.unwrap_or(0)
+            )
+            .into());
+        }
+        if args.load.timeout.is_zero() {
+            return Err("--timeout must be longer than zero".into());
+        }
+        validate_shards(
+            &args.shard,
+            args.ops.op.as_deref().or(args.ops.scenario.as_deref()),
+            args.ops.no_setup,
+        )?;
+        if args.load.ramp.is_some() && self.settled.rate.is_none() {
+            return Err("--ramp goes with -R FROM..TO".into());
+        }
+        if self.settled.rate.is_some() {
+            self.schedule().map_err(|e| e.to_string())?;
+            if let Some(n) = args.load.requests
+                && n < connections
+            {
+                return Err(format!(
+                    "-n {n} is smaller than -c {connections}: with -R, give at least one request per connection (or fewer connections)"
+                ).into());
+            }
+        }
+        if let (Some(w), Some(d)) = (args.load.warmup, self.settled.duration)
+            && w >= d
+        {
+            return Err(format!(
+                "--warmup {} is not shorter than the run (-z {})",
+                show_duration(w),
+                show_duration(d)
+            )
+            .into());
+        }
+        if let Some(s) = &args.ops.scenario
+            && s != "login-read"
+        {
+            return Err(format!("unknown scenario '{s}': the scenarios are login-read").into());
+        }
+        if args.url.is_some() && (args.ops.op.is_some() || args.ops.scenario.is_some()) {
+            return Err("give either a URL or --op, not both".into());
+        }
+        if args.url.is_none()
+            && args.ops.op.is_none()
+            && args.ops.scenario.is_none()
+            && self.settled.tests.is_none()
+        {
+            return Err(
+                "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
+                    .into(),
+            );
+        }
+        args.op_options.check().map_err(|e| e.to_string())?;
+        for h in &args.request.headers {
+            parse_header(h)?;
+        }
+        Ok(())
+    }
+}
+
+/// The flags beside the settled ones that say where the load goes.
+pub struct Beside<'a> {
+    /// URL mode's URL.
+    pub url: Option<&'a str>,
+    pub nodes: Option<NodesMode>,
+    pub token_file: Option<&'a Path>,
+    /// The TLS flags (None: none given).
+    pub tls: Option<&'a TlsArgs>,
+}
+
+/// Where the load goes, with which credentials and TLS settings.
+pub struct Target {
+    pub address: String,
+    pub cluster: Option<ClusterSpec>,
+    pub token: Token,
+    pub namespace: Option<String>,
+    pub tls: Option<TlsOptions>,
+}
+
+/// Where the load goes: the settled addresses or cluster file (else `VAULT_ADDR`), the
+/// token (a token file, the settled token, the cluster file's, `VAULT_TOKEN`), the
+/// namespace and the TLS settings.
+pub fn target(s: &Settled, b: &Beside) -> Result<Target, Error> {
+    let (from_file, file_token) = match &s.cluster {
         Some(p) => crate::config::cluster::read_cluster_json(p)?,
         None => (Vec::new(), None),
     };
-    let nodes =
-        crate::config::cluster::addresses(&args.target.address, from_file, env("VAULT_ADDR"))?;
-    let cluster = (args.url.is_none()
-        && (nodes.len() > 1 || args.cluster.cluster.is_some() || args.cluster.nodes.is_some()))
-    .then(|| crate::config::cluster::ClusterSpec {
+    let nodes = crate::config::cluster::addresses(&s.addresses, from_file, env("VAULT_ADDR"))?;
+    let cluster = (b.url.is_none()
+        && (nodes.len() > 1 || s.cluster.is_some() || b.nodes.is_some()))
+    .then(|| ClusterSpec {
         nodes: nodes.clone(),
-        mode: args.cluster.nodes.unwrap_or_default(),
+        mode: b.nodes.unwrap_or_default(),
     });
-    let address = match &args.url {
-        Some(u) => u.clone(),
+    let address = match b.url {
+        Some(u) => u.to_string(),
         None => nodes
             .first()
             .cloned()
             .unwrap_or_else(|| "http://127.0.0.1:8200".into()),
     };
-    let tls = address.starts_with("https://").then(|| tls_options(args));
-    let token = match &args.target.token_file {
+    let tls = address
+        .starts_with("https://")
+        .then(|| tls_options(b.tls, s.ca_cert.clone()));
+    let token = match b.token_file {
         Some(path) => Some(read_token_file(path)?),
-        None => args
-            .target
+        None => s
             .token
             .clone()
             .or(file_token)
             .or_else(|| env("VAULT_TOKEN")),
     };
-    let workload = workload(args)?;
-    Ok(Scenario {
+    Ok(Target {
         address,
-        token: Token(token),
-        namespace: args
-            .target
-            .namespace
-            .clone()
-            .or_else(|| env("VAULT_NAMESPACE")),
-        tls,
-        load: load(args)?,
-        workload,
-        keep: args.ops.keep,
-        no_setup: args.ops.no_setup,
         cluster,
-        fixtures: super::fixture::plan(args),
+        token: Token(token),
+        namespace: s.namespace.clone().or_else(|| env("VAULT_NAMESPACE")),
+        tls,
     })
 }
 
-/// The TLS settings of an https target: flags over Vault's environment variables.
-fn tls_options(args: &RunArgs) -> TlsOptions {
+/// The TLS settings of an https target: flags (`ca_cert` as settled with a vault-benchmark
+/// file) over Vault's environment variables.
+fn tls_options(tls: Option<&TlsArgs>, ca_cert: Option<PathBuf>) -> TlsOptions {
+    let flag = |f: fn(&TlsArgs) -> Option<PathBuf>| tls.and_then(f);
     TlsOptions {
-        ca_cert: args
-            .tls
-            .ca_cert
-            .clone()
-            .or_else(|| env("VAULT_CACERT").map(Into::into)),
-        ca_path: args
-            .tls
-            .ca_path
-            .clone()
-            .or_else(|| env("VAULT_CAPATH").map(Into::into)),
-        insecure: args.tls.insecure || env_true("VAULT_SKIP_VERIFY"),
-        client_cert: args
-            .tls
-            .client_cert
-            .clone()
+        ca_cert: ca_cert.or_else(|| env("VAULT_CACERT").map(Into::into)),
+        ca_path: flag(|t| t.ca_path.clone()).or_else(|| env("VAULT_CAPATH").map(Into::into)),
+        insecure: tls.is_some_and(|t| t.insecure) || env_true("VAULT_SKIP_VERIFY"),
+        client_cert: flag(|t| t.client_cert.clone())
             .or_else(|| env("VAULT_CLIENT_CERT").map(Into::into)),
-        client_key: args
-            .tls
-            .client_key
-            .clone()
+        client_key: flag(|t| t.client_key.clone())
             .or_else(|| env("VAULT_CLIENT_KEY").map(Into::into)),
-        server_name: args
-            .tls
-            .tls_server_name
-            .clone()
+        server_name: tls
+            .and_then(|t| t.tls_server_name.clone())
             .or_else(|| env("VAULT_TLS_SERVER_NAME")),
-        resume: !args.tls.no_tls_resume,
-        engine: match (args.tls.tls_engine, env("VBLAST_TLS_ENGINE").as_deref()) {
+        resume: !tls.is_some_and(|t| t.no_tls_resume),
+        engine: match (
+            tls.and_then(|t| t.tls_engine),
+            env("VBLAST_TLS_ENGINE").as_deref(),
+        ) {
             (Some(e), _) => e,
             (None, Some("rustls")) => TlsEngine::Rustls,
             _ => TlsEngine::InPlace,
@@ -141,160 +407,18 @@ fn tls_options(args: &RunArgs) -> TlsOptions {
     }
 }
 
-/// What the run sends: the operations of a vault-benchmark file, `--op` (or
-/// `--scenario`) with the operations' options, or URL mode's request.
-fn workload(args: &RunArgs) -> Result<Workload, Error> {
-    Ok(match args.ops.op.as_ref().or(args.ops.scenario.as_ref()) {
-        _ if args.preset_ops.is_some() => {
-            Workload::Vault(args.preset_ops.clone().unwrap_or_default())
-        }
-        Some(op) => Workload::Vault(
-            crate::vault::ops::parse_mix(op, &args.op_options).map_err(Error::input)?,
-        ),
-        None => Workload::Url(UrlRequest {
-            method: args.request.method.clone(),
-            headers: args
-                .request
-                .headers
-                .iter()
-                .map(|h| parse_header(h))
-                .collect::<Result<_, _>>()
-                .map_err(Error::input)?,
-            body: match (&args.request.data, &args.request.post_file) {
-                (Some(d), _) => Some(Body::Inline(d.clone())),
-                (None, Some(p)) => Some(Body::File(p.clone())),
-                (None, None) => None,
-            },
-            content_type: args.request.content_type.clone(),
-        }),
-    })
-}
-
-/// The load: connections, length, schedule, keep-alive, spread.
-fn load(args: &RunArgs) -> Result<Load, Error> {
-    Ok(Load {
-        connections: args.load.connections,
-        requests: args.load.requests,
-        duration: run_duration(args),
-        warmup: args.load.warmup.unwrap_or_default(),
-        schedule: schedule(args).map_err(Error::input)?,
-        keepalive: !args.load.no_keepalive,
-        timeout: args.load.timeout,
-        threads: args.load.threads,
-        pin: !args.load.no_pin,
-        respect_retry_after: args.load.respect_retry_after,
-        no_forwarding: args.load.no_forwarding,
-        follow_redirects: args.load.follow_redirects,
-        spread: crate::config::spread::Spread {
-            shard: args.shard.shard.unwrap_or_default(),
-            start_at: args.shard.start_at.clone(),
-            source_addrs: crate::net::source_addrs::resolve(args.source.source_addrs.as_deref())
-                .map_err(Error::input)?,
-        },
-    })
-}
-
-/// The open model's schedule from -R (and --ramp), checked; None in the closed model.
-pub fn schedule(
-    args: &RunArgs,
-) -> Result<Option<Schedule>, crate::config::schedule::ScheduleError> {
-    args.load
-        .rate
-        .as_deref()
-        .map(|r| Schedule::from_flags(r, args.load.ramp))
-        .transpose()
-}
-
-/// Checks flag combinations that clap cannot express.
-pub fn validate(args: &RunArgs) -> Result<(), String> {
-    if args.out.format == Format::Markdown {
-        return Err(MARKDOWN_ONLY_FOR_LIST_OPS.into());
+/// Checks flag combinations that clap cannot express, for a run without a `--config` file.
+pub fn validate(args: &RunArgs) -> Result<(), Error> {
+    let settled = super::config_file::settle(asked(args, Given::default()), None)?;
+    Flags {
+        args,
+        settled: &settled,
     }
-    if args.load.connections == 0 {
-        return Err("-c must be at least 1".into());
-    }
-    if args.load.requests == Some(0) {
-        return Err("-n must be at least 1".into());
-    }
-    if args.load.duration == Some(Duration::ZERO) {
-        return Err("-z must be longer than zero".into());
-    }
-    if args.load.threads == Some(0) {
-        return Err("-t must be at least 1".into());
-    }
-    if args.load.threads.is_some_and(|t| t > MAX_THREADS) {
-        return Err(format!(
-            "-t {} is more event-loop threads than vblast runs (at most {MAX_THREADS})",
-            args.load.threads.unwrap_or(0)
-        ));
-    }
-    if args.load.timeout.is_zero() {
-        return Err("--timeout must be longer than zero".into());
-    }
-    validate_shards(
-        &args.shard,
-        args.ops.op.as_deref().or(args.ops.scenario.as_deref()),
-        args.ops.no_setup,
-    )?;
-    if args.load.ramp.is_some() && args.load.rate.is_none() {
-        return Err("--ramp goes with -R FROM..TO".into());
-    }
-    if args.load.rate.is_some() {
-        schedule(args).map_err(|e| e.to_string())?;
-        if let Some(n) = args.load.requests
-            && n < args.load.connections
-        {
-            return Err(format!(
-                "-n {n} is smaller than -c {}: with -R, give at least one request per connection (or fewer connections)",
-                args.load.connections
-            ));
-        }
-    }
-    if let (Some(w), Some(d)) = (args.load.warmup, args.load.duration)
-        && w >= d
-    {
-        return Err(format!(
-            "--warmup {} is not shorter than the run (-z {})",
-            show_duration(w),
-            show_duration(d)
-        ));
-    }
-    if let Some(s) = &args.ops.scenario
-        && s != "login-read"
-    {
-        return Err(format!(
-            "unknown scenario '{s}': the scenarios are login-read"
-        ));
-    }
-    if args.url.is_some() && (args.ops.op.is_some() || args.ops.scenario.is_some()) {
-        return Err("give either a URL or --op, not both".into());
-    }
-    if args.url.is_none()
-        && args.ops.op.is_none()
-        && args.ops.scenario.is_none()
-        && args.preset_ops.is_none()
-    {
-        return Err(
-            "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)".into(),
-        );
-    }
-    args.op_options.check().map_err(|e| e.to_string())?;
-    for h in &args.request.headers {
-        parse_header(h)?;
-    }
-    Ok(())
-}
-
-/// The run length: -z as given; 10 s when neither -n nor -z is.
-pub fn run_duration(args: &RunArgs) -> Option<Duration> {
-    match (args.load.requests, args.load.duration) {
-        (None, None) => Some(Duration::from_secs(10)),
-        (_, d) => d,
-    }
+    .check()
 }
 
 /// Splits "Name: value". Messages never quote the header: it may hold a token.
-pub fn parse_header(h: &str) -> Result<(String, String), String> {
+pub fn parse_header(h: &str) -> Result<(String, String), Cause> {
     let (name, value) = h.split_once(':').ok_or_else(|| {
         "a -H header is not of the form 'Name: value' (it is not shown here: it may hold a secret)"
             .to_string()
@@ -303,12 +427,12 @@ pub fn parse_header(h: &str) -> Result<(String, String), String> {
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(
             "a -H header has no valid name before its ':' (it is not shown here: it may hold a secret)"
-                .to_string(),
+                .into(),
         );
     }
     let value = value.trim();
     if value.bytes().any(|b| b == b'\r' || b == b'\n') {
-        return Err(format!("header '{name}' has a line break in its value"));
+        return Err(format!("header '{name}' has a line break in its value").into());
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -359,7 +483,7 @@ pub fn shared_run_id(args: &RunArgs) -> Option<&str> {
 /// create fixtures share one fixture named after `--run-id` (set up and removed once, by
 /// shard 0 or by `vblast setup`/`cleanup`; `session::fixtures`), or run over data set up
 /// beforehand (`--no-setup`).
-fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<(), String> {
+fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result<(), Cause> {
     if let Some(at) = &args.start_at {
         parse_start_at(at, SystemTime::now()).map_err(|e| e.to_string())?;
     }
@@ -383,7 +507,7 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
     if args.run_id.is_none() && args.start_at.is_none() {
         return Err(format!(
             "--shard {shard} needs --start-at (every shard starts its clock together) or --run-id, so that `vblast report` can tell this run's shards from any other's"
-        ));
+        ).into());
     }
     if let Some(op) = op
         && !no_setup
@@ -395,7 +519,7 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
         {
             return Err(format!(
                 "--shard {shard} with {name}: the shards share one fixture named after the run id (shard 0 makes it, or `vblast setup --run-id ID` with --external-setup): give every shard the same --run-id"
-            ));
+            ).into());
         }
     }
     Ok(())
@@ -411,6 +535,21 @@ mod tests {
         let mut v = vec!["vblast"];
         v.extend_from_slice(args);
         Cli::try_parse_from(v).unwrap().run
+    }
+
+    #[test]
+    fn the_defaults_are_the_libraries() {
+        // vault-benchmark's run builds its Scenario with these, as `vblast run` would.
+        let a = cli(&["--op", "kv-read"]);
+        assert_eq!(
+            a.load.connections,
+            crate::config::scenario::DEFAULT_CONNECTIONS
+        );
+        assert_eq!(a.load.timeout, crate::config::scenario::DEFAULT_TIMEOUT);
+        let s = scenario(&a, Given::default()).unwrap();
+        assert_eq!(s.load.duration, Some(DEFAULT_DURATION));
+        assert!(s.load.keepalive && s.load.pin);
+        assert_eq!(a.out.hlog_interval, 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::cli::sweep::SweepArgs;
 use crate::config::schedule::Schedule;
 use crate::config::units::show_duration;
-use crate::error::{Ending, Error};
+use crate::error::{Cause, Ending, Error};
 use crate::report::Model;
 use crate::results::deliver::Format;
 use crate::signals::Stop;
@@ -33,25 +33,31 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
 }
 
 /// "500..20000" into whole numbers.
-fn parse_range(flag: &str, text: &str) -> Result<(u64, u64), String> {
+/// A lower layer's refusal, as the sentence it says.
+fn said(e: impl std::fmt::Display) -> Cause {
+    Cause::Said(e.to_string())
+}
+
+fn parse_range(flag: &str, text: &str) -> Result<(u64, u64), Cause> {
     let bad =
         || format!("{flag} {text}: give a range FROM..TO of whole numbers, e.g. {flag} 500..20000");
     let (a, b) = text.split_once("..").ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
     let b: u64 = b.trim().parse().map_err(|_| bad())?;
     if a == 0 {
-        return Err(format!("{flag} {text}: the range must start at 1 or more"));
+        return Err(format!("{flag} {text}: the range must start at 1 or more").into());
     }
     if a >= b {
         return Err(format!(
             "{flag} {text}: the range is upside down or empty: FROM must be below TO"
-        ));
+        )
+        .into());
     }
     Ok((a, b))
 }
 
 /// "10%" or "0.1" as a fraction in (0, 1].
-fn parse_ratio(text: &str) -> Result<f64, String> {
+fn parse_ratio(text: &str) -> Result<f64, Cause> {
     let t = text.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
@@ -61,16 +67,13 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
         format!("--max-error-ratio {text}: give a percentage (10%) or a fraction (0.1)")
     })?;
     if !(v.is_finite() && v > 0.0 && v <= 1.0) {
-        return Err(format!(
-            "--max-error-ratio {text}: must be above 0 and at most 100%"
-        ));
+        return Err(format!("--max-error-ratio {text}: must be above 0 and at most 100%").into());
     }
     Ok(v)
 }
 
-/// The sweep these flags describe, checked; nothing is sent before this succeeds.
-pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, String> {
-    let r = &args.run;
+/// A single run's length flags: a sweep's steps have their own.
+fn refuse_single_run_flags(r: &crate::cli::RunArgs) -> Result<(), Cause> {
     if r.ops.list_ops {
         return Err("--list-ops is vblast --list-ops, not a sweep".into());
     }
@@ -83,9 +86,30 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, String> {
         if given {
             return Err(format!(
                 "{flag} does not go with sweep: each step lasts --step-duration after --step-warmup"
-            ));
+            )
+            .into());
         }
     }
+    Ok(())
+}
+
+/// A single run's outputs: a sweep prints text or JSON and saves its steps in --output.
+fn refuse_single_run_outputs(o: &crate::cli::OutputArgs) -> Result<(), Cause> {
+    if !matches!(o.format, Format::Text | Format::Json) {
+        return Err("sweep prints --format text or json".into());
+    }
+    if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {
+        return Err(
+                "--latency, --hgrm, --ab-csv and --hlog are for single runs: a sweep saves every step with its histograms in --output".into(),
+            );
+    }
+    Ok(())
+}
+
+/// The sweep these flags describe, checked; nothing is sent before this succeeds.
+pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
+    let r = &args.run;
+    refuse_single_run_flags(r)?;
     let (model, (from, to)) = match (&r.load.rate, &args.concurrency) {
         (Some(rate), None) => (Model::Open, parse_range("--rate", rate)?),
         (None, Some(c)) => (Model::Closed, parse_range("--concurrency", c)?),
@@ -109,21 +133,19 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, String> {
             "--step-duration {} is shorter than --step-warmup {}: a step is measured after its warm-up, and should be at least as long",
             show_duration(args.step_duration),
             show_duration(args.step_warmup)
-        ));
+        ).into());
     }
     let resolution = args.resolution.trim().to_string();
-    Search::new(from, to, args.steps, Resolution::parse(&resolution)?)?;
+    Search::new(
+        from,
+        to,
+        args.steps,
+        Resolution::parse(&resolution).map_err(said)?,
+    )
+    .map_err(said)?;
     let max_error_ratio = parse_ratio(&args.max_error_ratio)?;
-    let objectives = objective::objectives(&args.slo, model == Model::Open)?;
-    let o = &r.out;
-    if !matches!(o.format, Format::Text | Format::Json) {
-        return Err("sweep prints --format text or json".into());
-    }
-    if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {
-        return Err(
-                "--latency, --hgrm, --ab-csv and --hlog are for single runs: a sweep saves every step with its histograms in --output".into(),
-            );
-    }
+    let objectives = objective::objectives(&args.slo, model == Model::Open).map_err(said)?;
+    refuse_single_run_outputs(&r.out)?;
     // The run's own checks, on the largest load a step will put up (layout, -c).
     // The range is not a -R or -c of its own: taken out for the check, then put back.
     let connections = r.load.connections;
@@ -176,7 +198,7 @@ mod tests {
     use clap::{CommandFactory, Parser};
     use std::time::Duration;
 
-    fn sweep(args: &[&str]) -> Result<Plan, String> {
+    fn sweep(args: &[&str]) -> Result<Plan, Cause> {
         let mut v = vec!["vblast", "sweep", "--op", "kv-read"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
@@ -228,7 +250,7 @@ mod tests {
             ),
             (&["--rate", "1..30000000", "--slo", "p99=1s"], "--rate"),
         ] {
-            let e = sweep(args).unwrap_err();
+            let e = sweep(args).unwrap_err().to_string();
             assert!(e.contains(why), "{args:?}: {e}");
         }
         assert!(sweep(&["--rate", "1..3", "--concurrency", "1..3", "--slo", "p99=1s"]).is_err());

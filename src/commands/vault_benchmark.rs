@@ -1,7 +1,8 @@
 //! `vblast vault-benchmark run|review ...`: vault-benchmark's command lines taken as they
 //! are, its Go-style flags (`-config=FILE`, `-config FILE`, `--config=FILE`; booleans as
-//! `-cleanup` or `-cleanup=false`) translated into a vblast run or report, with its
-//! precedence (flags over environment over file) and its report layouts.
+//! `-cleanup` or `-cleanup=false`) turned into a vblast run or report, with its
+//! precedence (flags over environment over file: `config_file::settle`) and its report
+//! layouts. `run` builds its `Scenario` and output directly from the flags and the file.
 //!
 //! Parsed by hand: clap has no single-dash long flags (`-config` would be read as `-c`
 //! `-o` `-n`...), and Go's flag package accepts forms clap does not (`-flag value` and
@@ -9,12 +10,22 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{Cli, Command};
-use crate::commands::Given as GivenFlags;
-use crate::commands::config_file::merge;
-use crate::commands::{command_matches, parse_from};
-use crate::error::{Ending, Error};
-use crate::results::deliver::Format;
+use std::time::Duration;
+
+use crate::cli::Command;
+use crate::cli::server::ServerArgs;
+use crate::commands::config_file::{self, Asked};
+use crate::commands::parse_from;
+use crate::commands::run::{RunOptions, Show};
+use crate::commands::scenario::{Beside, Planned, target};
+use crate::config::fixtures::FixturePlan;
+use crate::config::scenario::{
+    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_TIMEOUT, Load, Scenario, Workload,
+};
+use crate::config::schedule::Schedule;
+use crate::config::units::parse_duration;
+use crate::error::{Cause, Ending, Error};
+use crate::results::deliver::{Format, Output};
 use crate::signals::Stop;
 use crate::vbconfig::{ReportMode, load_cluster};
 
@@ -63,7 +74,7 @@ type Given = Vec<(String, String)>;
 
 /// Parses Go-style flags against `known`. Positional arguments are refused (Go's flag
 /// package stops at the first; vault-benchmark takes none).
-fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Given, String> {
+fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Given, Cause> {
     let mut out: Given = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -72,7 +83,7 @@ fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Giv
         let Some(body) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
             return Err(format!(
                 "vault-benchmark {cmd}: unexpected argument '{a}': every setting is a flag (-config=FILE)"
-            ));
+            ).into());
         };
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
@@ -83,16 +94,17 @@ fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Giv
             return Err(format!(
                 "vault-benchmark {cmd}: flag provided but not defined: -{name} (the flags are {})",
                 names.join(", ")
-            ));
+            )
+            .into());
         };
         let value = match (kind, inline) {
             (_, Some(v)) => v,
             (Kind::Bool, None) => "true".into(),
             (Kind::Value, None) => {
                 let Some(v) = args.get(i) else {
-                    return Err(format!(
-                        "vault-benchmark {cmd}: flag needs an argument: -{name}"
-                    ));
+                    return Err(
+                        format!("vault-benchmark {cmd}: flag needs an argument: -{name}").into(),
+                    );
                 };
                 i += 1;
                 v.clone()
@@ -124,34 +136,45 @@ fn get<'a>(g: &'a Given, name: &str) -> Option<&'a str> {
     g.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
 }
 
-fn report_format(cmd: &str, g: &Given) -> Result<Option<&'static str>, String> {
+/// `-report_mode`, checked.
+fn report_mode(cmd: &str, g: &Given) -> Result<Option<ReportMode>, Cause> {
     match get(g, "report_mode") {
         None => Ok(None),
         Some(m) => match ReportMode::parse(m) {
-            Some(ReportMode::Terse) => Ok(Some("vb-terse")),
-            Some(ReportMode::Verbose) => Ok(Some("vb-verbose")),
-            Some(ReportMode::Json) => Ok(Some("vb-json")),
+            Some(mode) => Ok(Some(mode)),
             None => Err(format!(
                 "vault-benchmark {cmd}: -report_mode={m} is not one of terse, verbose, json"
-            )),
+            )
+            .into()),
         },
     }
 }
 
+/// `-report_mode` as the `--format` name it stands for.
+fn report_format(cmd: &str, g: &Given) -> Result<Option<&'static str>, Cause> {
+    Ok(report_mode(cmd, g)?.map(|mode| match mode {
+        ReportMode::Terse => "vb-terse",
+        ReportMode::Verbose => "vb-verbose",
+        ReportMode::Json => "vb-json",
+    }))
+}
+
 /// `-log_level`: vault-benchmark's levels are accepted; vblast has none.
-fn check_log_level(cmd: &str, g: &Given) -> Result<(), String> {
+fn check_log_level(cmd: &str, g: &Given) -> Result<(), Cause> {
     if let Some(l) = get(g, "log_level")
         && !["trace", "debug", "info", "warn", "error"].contains(&l.to_ascii_lowercase().as_str())
     {
         return Err(format!(
             "vault-benchmark {cmd}: -log_level={l} is not one of INFO, WARN, DEBUG, TRACE, ERROR"
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
-/// The vblast command line a `vault-benchmark run` stands for.
-fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
+/// What a `vault-benchmark run`'s flags ask, checked, and the notes they call for: the
+/// file, and the settings it may also give (`config_file::settle` decides which wins).
+fn run_asked(g: &Given) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
     let mut notes = Vec::new();
     let Some(config) = get(g, "config") else {
         return Err(
@@ -168,48 +191,40 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
                 } else {
                     "vblast does not collect Vault's pprof profiles"
                 }
-            ));
+            )
+            .into());
         }
     }
-    let mut argv: Vec<String> = vec![
-        "vblast".into(),
-        "run".into(),
-        "--config".into(),
-        config.into(),
-    ];
-    let mut push = |flag: &str, v: &str| {
-        argv.push(flag.into());
-        argv.push(v.into());
+    let mut asked = Asked {
+        addresses: get(g, "vault_addr").map(String::from).into_iter().collect(),
+        token: get(g, "vault_token").map(String::from),
+        ..Asked::default()
     };
-    let (addr, mut token) = (
-        get(g, "vault_addr").map(String::from),
-        get(g, "vault_token").map(String::from),
-    );
     if let Some(c) = get(g, "cluster_json") {
-        let (_, t, _) = load_cluster(&PathBuf::from(c)).map_err(|e| e.to_string())?;
-        token = token.or(t);
-        if addr.is_none() {
-            push("--cluster", c);
+        let (_, t, _) = load_cluster(&PathBuf::from(c))?;
+        asked.token = asked.token.or(t);
+        if asked.addresses.is_empty() {
+            asked.cluster = Some(c.into());
         }
     }
-    if let Some(a) = &addr {
-        push("--address", a);
-    }
-    if let Some(t) = &token {
-        push("--token", t);
-    }
-    if let Some(ns) = get(g, "vault_namespace").filter(|ns| *ns != "root" && !ns.is_empty()) {
-        push("--namespace", ns);
-    }
+    asked.namespace = get(g, "vault_namespace")
+        .filter(|ns| *ns != "root" && !ns.is_empty())
+        .map(String::from);
     if let Some(d) = get(g, "duration") {
-        push("--duration", d);
+        asked.duration = Some(
+            parse_duration(d).map_err(|e| format!("vault-benchmark run: -duration={d}: {e}"))?,
+        );
     }
     if let Some(r) = get(g, "rps") {
         let n: u64 = r
             .parse()
             .map_err(|_| format!("vault-benchmark run: -rps={r} is not a whole number"))?;
+        // -rps=0 is vault-benchmark's "as fast as possible": the closed model, given as a
+        // flag, so the file's rps gives way to it.
         if n > 0 {
-            push("--rate", r);
+            asked.rate = Some(r.into());
+        } else {
+            asked.closed = true;
         }
     }
     if let Some(w) = get(g, "workers") {
@@ -219,19 +234,12 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
         if n == 0 {
             return Err("vault-benchmark run: -workers must be at least 1".into());
         }
-        push("--concurrency", w);
+        asked.connections = Some(n);
     }
-    if let Some(f) = report_format("run", g)? {
-        push("--format", f);
-    }
-    if let Some(ca) = get(g, "ca_pem_file") {
-        push("--ca-cert", ca);
-    }
-    if let Some(f) = get(g, "result_file") {
-        push("--output", f);
-    }
+    asked.format = report_mode("run", g)?.map(ReportMode::format);
+    asked.ca_cert = get(g, "ca_pem_file").map(PathBuf::from);
     if get(g, "cleanup").and_then(parse_bool) == Some(false) {
-        argv.push("--keep".into());
+        asked.keep = true;
         notes.push("-cleanup=false: what vblast creates is kept after the run".into());
     }
     if get(g, "random_mounts").and_then(parse_bool) == Some(false) {
@@ -240,7 +248,79 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
     if get(g, "annotate").is_some() {
         notes.push("-annotate has no effect: vblast exports no Prometheus metrics".into());
     }
-    Ok((argv, notes))
+    Ok((config.into(), asked, notes))
+}
+
+/// The run a `vault-benchmark run` stands for, built from its flags and its file: the
+/// Scenario and what to print and save, with vblast's defaults for what neither gives.
+fn run_planned(g: &Given) -> Result<Planned, Error> {
+    let (path, asked, notes) = run_asked(g).map_err(Error::input)?;
+    for n in notes {
+        eprintln!("vblast: note: {n}");
+    }
+    let file = config_file::read(&path)?;
+    let s = config_file::settle(asked, Some(&file))?;
+    let duration = s.duration.unwrap_or(DEFAULT_DURATION);
+    if duration.is_zero() {
+        return Err(Error::input("-z must be longer than zero"));
+    }
+    let schedule = s
+        .rate
+        .as_deref()
+        .map(|r| Schedule::from_flags(r, None))
+        .transpose()
+        .map_err(|e| Error::input(e.to_string()))?;
+    let t = target(
+        &s,
+        &Beside {
+            url: None,
+            nodes: None,
+            token_file: None,
+            tls: None,
+        },
+    )?;
+    let scenario = Scenario {
+        address: t.address,
+        token: t.token,
+        namespace: t.namespace,
+        tls: t.tls,
+        load: Load {
+            connections: s.connections.unwrap_or(DEFAULT_CONNECTIONS),
+            requests: None,
+            duration: Some(duration),
+            warmup: Duration::ZERO,
+            schedule,
+            keepalive: true,
+            timeout: DEFAULT_TIMEOUT,
+            threads: None,
+            pin: true,
+            respect_retry_after: false,
+            no_forwarding: false,
+            follow_redirects: false,
+            spread: Default::default(),
+        },
+        workload: Workload::Vault(s.tests.clone().unwrap_or_default()),
+        keep: s.keep,
+        no_setup: false,
+        cluster: t.cluster,
+        fixtures: FixturePlan {
+            state_dir: crate::commands::fixture::state_dir(),
+            ..FixturePlan::default()
+        },
+    };
+    let output = Output {
+        // vault-benchmark's default layout is terse; the file's report_mode still wins
+        // over this default (it is not a flag given).
+        format: s.format.unwrap_or(Format::VbTerse),
+        latency: false,
+        output: get(g, "result_file").map(PathBuf::from),
+        hgrm: None,
+        ab_csv: None,
+        hlog: None,
+        hlog_interval: 1,
+        html: None,
+    };
+    Ok(Planned { scenario, output })
 }
 
 /// Runs `vblast vault-benchmark ARGS...`.
@@ -251,13 +331,11 @@ pub fn run(args: &[String], stop: &Stop) -> Ending {
     }
 }
 
-fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
+fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
     let (cmd, rest) = match args.split_first() {
         Some((c, rest)) => (c.as_str(), rest),
         None => {
-            return Err(format!(
-                "vault-benchmark: give a command, run or review\n{USAGE}"
-            ));
+            return Err(format!("vault-benchmark: give a command, run or review\n{USAGE}").into());
         }
     };
     match cmd {
@@ -274,35 +352,30 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
         }
         "run" => {
             let g = parse_flags("run", rest, RUN_FLAGS)?;
-            let (argv, notes) = run_argv(&g)?;
-            let (cli, matches) =
-                parse_from(&argv).map_err(|e| format!("vault-benchmark run: {e}"))?;
-            let Cli {
-                command: Some(Command::Run(mut run)),
-                ..
-            } = cli
-            else {
-                return Err("vault-benchmark run: internal: not a run".into());
+            let planned = match run_planned(&g) {
+                Ok(p) => p,
+                Err(e) => return Ok(Ending::Failed(e)),
             };
-            let given = GivenFlags::by(command_matches(&matches));
-            // vault-benchmark's default layout is terse; the file's report_mode still
-            // wins over this default (it is not a flag given).
-            if !given.flag("format") {
-                run.out.format = Format::VbTerse;
-            }
-            for n in notes {
-                eprintln!("vblast: note: {n}");
-            }
-            if let Some(path) = run.config.clone() {
-                let mut merged = merge(&run, given, &path)?;
-                // -rps=0 is vault-benchmark's "as fast as possible": the closed model,
-                // given as a flag, so the file's rps gives way to it.
-                if get(&g, "rps") == Some("0") {
-                    merged.load.rate = None;
-                }
-                *run = merged;
-            }
-            Ok(crate::commands::run::run(&run, given, stop))
+            // Sampled as `vblast run` samples its nodes by default.
+            let server = match crate::commands::server::settings(
+                &ServerArgs::default(),
+                &planned.scenario,
+            ) {
+                Ok(s) => s,
+                Err(e) => return Ok(Ending::Failed(e)),
+            };
+            let opts = RunOptions {
+                show: Show {
+                    quiet: false,
+                    progress: false,
+                    allow_errors: false,
+                },
+                metrics_listen: None,
+                metrics_hold: None,
+                sharding: Default::default(),
+                server,
+            };
+            Ok(crate::commands::run::execute(&planned, &opts, stop))
         }
         "review" => {
             let g = parse_flags("review", rest, REVIEW_FLAGS)?;
@@ -320,7 +393,8 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, String> {
         }
         other => Err(format!(
             "vault-benchmark: unknown command '{other}': the commands are run and review\n{USAGE}"
-        )),
+        )
+        .into()),
     }
 }
 
@@ -356,46 +430,62 @@ mod tests {
         assert_eq!(get(&g, "rps"), Some("7"));
         assert_eq!(get(&g, "cleanup"), Some("true"));
         assert_eq!(get(&g, "random_mounts"), Some("false"));
-        let (argv, _) = run_argv(&g).unwrap();
-        let line = argv.join(" ");
-        assert!(line.contains("--config a.hcl"), "{line}");
-        assert!(line.contains("--duration 5s"), "{line}");
-        assert!(line.contains("--concurrency 3"), "{line}");
-        assert!(line.contains("--rate 7"), "{line}");
-        assert!(line.contains("--format vb-verbose"), "{line}");
-        assert!(!line.contains("--keep"), "{line}");
+        let (config, asked, _) = run_asked(&g).unwrap();
+        assert_eq!(config, PathBuf::from("a.hcl"));
+        assert_eq!(asked.duration, Some(Duration::from_secs(5)));
+        assert_eq!(asked.connections, Some(3));
+        assert_eq!(asked.rate.as_deref(), Some("7"));
+        assert_eq!(asked.format, Some(Format::VbVerbose));
+        assert!(!asked.keep);
     }
 
     #[test]
     fn bad_flags_are_one_clear_message() {
-        let e = parse_flags("run", &v(&["-confg=a.hcl"]), RUN_FLAGS).unwrap_err();
+        let e = parse_flags("run", &v(&["-confg=a.hcl"]), RUN_FLAGS)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("flag provided but not defined: -confg") && e.contains("-config"),
             "{e}"
         );
-        let e = parse_flags("run", &v(&["-config"]), RUN_FLAGS).unwrap_err();
+        let e = parse_flags("run", &v(&["-config"]), RUN_FLAGS)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("flag needs an argument: -config"), "{e}");
-        let e = parse_flags("run", &v(&["-cleanup=maybe"]), RUN_FLAGS).unwrap_err();
+        let e = parse_flags("run", &v(&["-cleanup=maybe"]), RUN_FLAGS)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("invalid boolean value 'maybe'"), "{e}");
-        let e = parse_flags("run", &v(&["config.hcl"]), RUN_FLAGS).unwrap_err();
+        let e = parse_flags("run", &v(&["config.hcl"]), RUN_FLAGS)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unexpected argument 'config.hcl'"), "{e}");
         let g = parse_flags("run", &v(&["-duration=1s"]), RUN_FLAGS).unwrap();
         assert!(
-            run_argv(&g)
+            run_asked(&g)
                 .unwrap_err()
+                .to_string()
                 .contains("-config=FILE is required")
         );
         let g = parse_flags("run", &v(&["-config=a", "-report_mode=loud"]), RUN_FLAGS).unwrap();
-        assert!(run_argv(&g).unwrap_err().contains("-report_mode=loud"));
+        assert!(
+            run_asked(&g)
+                .unwrap_err()
+                .to_string()
+                .contains("-report_mode=loud")
+        );
         let g = parse_flags("run", &v(&["-config=a", "-audit_path=/x"]), RUN_FLAGS).unwrap();
         assert!(
-            run_argv(&g)
+            run_asked(&g)
                 .unwrap_err()
+                .to_string()
                 .contains("-audit_path is not supported")
         );
         let g = parse_flags("run", &v(&["-config=a", "-rps=x"]), RUN_FLAGS).unwrap();
-        assert!(run_argv(&g).unwrap_err().contains("-rps=x"));
-        let e = parse_flags("review", &v(&["-config=a"]), REVIEW_FLAGS).unwrap_err();
+        assert!(run_asked(&g).unwrap_err().to_string().contains("-rps=x"));
+        let e = parse_flags("review", &v(&["-config=a"]), REVIEW_FLAGS)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not defined: -config"), "{e}");
     }
 
@@ -407,9 +497,9 @@ mod tests {
             RUN_FLAGS,
         )
         .unwrap();
-        let (argv, notes) = run_argv(&g).unwrap();
-        assert!(argv.contains(&"--keep".to_string()));
-        assert!(!argv.contains(&"--rate".to_string()));
+        let (_, asked, notes) = run_asked(&g).unwrap();
+        assert!(asked.keep);
+        assert!(asked.rate.is_none() && asked.closed);
         assert!(notes[0].contains("kept"));
     }
 }

@@ -26,6 +26,13 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// Connections of a run that names none (`-c`'s default).
+pub const DEFAULT_CONNECTIONS: u64 = 10;
+/// A request's timeout when none is given (`--timeout`'s default).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A run's length when neither a count nor a duration is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {
     /// Vault address (Vault mode) or the full URL (URL mode).

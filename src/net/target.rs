@@ -21,32 +21,67 @@ pub struct Target {
     pub path: String,
 }
 
+/// Why an address is not a target.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("malformed URL '{text}': {source}")]
+    Malformed {
+        text: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("malformed URL '{text}': scheme '{scheme}' is not http or https")]
+    Scheme { text: String, scheme: String },
+    #[error("malformed URL '{0}': no host")]
+    NoHost(String),
+    #[error("malformed URL: credentials in the URL are not supported (use -H)")]
+    Credentials,
+    #[error("malformed URL '{0}': no port")]
+    NoPort(String),
+    #[error("cannot resolve host '{host}': {source}")]
+    Resolve {
+        host: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot resolve host '{0}': no addresses")]
+    NoAddresses(String),
+}
+
+impl From<TargetError> for crate::error::Cause {
+    fn from(e: TargetError) -> Self {
+        crate::error::Cause::Said(e.to_string())
+    }
+}
+
 impl Target {
     /// Parses `http[s]://host[:port][/path]` and resolves the host.
-    pub fn parse(text: &str) -> Result<Target, String> {
-        let url = url::Url::parse(text).map_err(|e| format!("malformed URL '{text}': {e}"))?;
+    pub fn parse(text: &str) -> Result<Target, TargetError> {
+        let url = url::Url::parse(text).map_err(|source| TargetError::Malformed {
+            text: text.into(),
+            source,
+        })?;
         let scheme = match url.scheme() {
             "http" => Scheme::Http,
             "https" => Scheme::Https,
             other => {
-                return Err(format!(
-                    "malformed URL '{text}': scheme '{other}' is not http or https"
-                ));
+                return Err(TargetError::Scheme {
+                    text: text.into(),
+                    scheme: other.into(),
+                });
             }
         };
         let host = match url.host() {
             Some(url::Host::Ipv6(a)) => a.to_string(),
             Some(h) => h.to_string(),
-            None => return Err(format!("malformed URL '{text}': no host")),
+            None => return Err(TargetError::NoHost(text.into())),
         };
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(
-                "malformed URL: credentials in the URL are not supported (use -H)".to_string(),
-            );
+            return Err(TargetError::Credentials);
         }
         let port = url
             .port_or_known_default()
-            .ok_or_else(|| format!("malformed URL '{text}': no port"))?;
+            .ok_or_else(|| TargetError::NoPort(text.into()))?;
         let mut path = url.path().to_string();
         if let Some(q) = url.query() {
             path.push('?');
@@ -54,10 +89,13 @@ impl Target {
         }
         let addrs: Vec<SocketAddr> = (host.as_str(), port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve host '{host}': {e}"))?
+            .map_err(|source| TargetError::Resolve {
+                host: host.clone(),
+                source,
+            })?
             .collect();
         if addrs.is_empty() {
-            return Err(format!("cannot resolve host '{host}': no addresses"));
+            return Err(TargetError::NoAddresses(host));
         }
         Ok(Target {
             scheme,

@@ -141,8 +141,7 @@ pub fn remove_names(
 
 /// The operation names of a `--op` (or `--scenario`) text.
 pub fn op_names(op: &str) -> impl Iterator<Item = &str> {
-    op.split(',')
-        .map(|x| x.split(':').next().unwrap_or("").trim())
+    crate::config::mix::names(op)
 }
 
 /// Refuses operations whose fixture cannot be shared, naming the first.

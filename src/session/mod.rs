@@ -185,15 +185,7 @@ impl Session {
             target = run.targets[active].clone();
             cluster = Some(run);
         }
-        let mut fd_limit = crate::sys::raise_nofile();
-        // For tests and experiments: pretend a process may hold fewer descriptors, so that
-        // small runs are spread over worker processes too.
-        if let Some(n) = std::env::var("VBLAST_PROCESS_FDS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            fd_limit = fd_limit.min(n);
-        }
+        let fd_limit = fd_limit();
         let mut session = Session {
             target,
             tls,
@@ -883,5 +875,18 @@ fn active_now(c: &ClusterRun, stop: &Stop) -> Option<usize> {
 impl Drop for Session {
     fn drop(&mut self) {
         self.close_reporting();
+    }
+}
+/// The descriptors a process may hold, raised to its hard limit. For tests and
+/// experiments, `VBLAST_PROCESS_FDS` pretends a process may hold fewer, so that small runs
+/// are spread over worker processes too.
+fn fd_limit() -> u64 {
+    let limit = crate::sys::raise_nofile();
+    match std::env::var("VBLAST_PROCESS_FDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(n) => limit.min(n),
+        None => limit,
     }
 }

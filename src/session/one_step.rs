@@ -1,9 +1,11 @@
-//! The skeleton of a run of one load step, shared by `vblast run` and `vblast ab` (a
-//! sweep's steps use its parts: `show_cluster`, `run_info`): open the session, a hook
-//! once it is open (a shard joins its fixture), the TLS probe of ab's report lines, the
-//! cluster as it answered, the live progress (and the metrics exporter), the step, the
-//! cleanup, and the results built from what the step measured.
+//! The run-step skeleton, shared by `vblast run`, `vblast ab` and the sweep: `open` the
+//! session (a hook once it is open: a shard joins its fixture; the TLS probe of ab's
+//! report lines; the cluster as it answered), then its steps with the live progress (and
+//! the metrics exporter): one `step`, or `held` steps over the same connections (the
+//! sweep's rate steps), then the cleanup. `run` is the one-step run: open, step, close,
+//! and the results built from what the step measured.
 
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::config::scenario::{Scenario, Workload};
@@ -37,6 +39,8 @@ pub enum Probe {
     Lenient { note: bool },
     /// The run ends before any load (ab's report needs the lines).
     Required,
+    /// No probe (a sweep's report has no TLS lines).
+    Skip,
 }
 
 /// How a one-step run went: its results (built from the step, not yet saved), what the
@@ -50,14 +54,24 @@ pub struct Ran {
     pub interrupted: Option<Signal>,
 }
 
-/// Runs `scenario` as one load step; `opened` runs once the session is open (its error
-/// closes the session and ends the run).
-pub fn run(
+/// A session opened for a run, before its first step: the session, how long its checks
+/// and setup took, and the TLS probe's facts.
+pub struct Opened {
+    pub session: Session,
+    pub setup_s: f64,
+    pub tls_probe: Option<TlsFacts>,
+}
+
+/// Opens the session of `scenario` (checks, setup); `opened` runs once it is open (its
+/// error closes the session and ends the run); then the TLS probe and the cluster as it
+/// answered. The first part of every run: `run` (and so `vblast run`, `vblast ab`) and
+/// the sweep's.
+pub fn open(
     scenario: &Scenario,
     stop: &Stop,
     showing: &Showing,
     opened: &mut dyn FnMut() -> Result<(), Error>,
-) -> Result<Ran, Error> {
+) -> Result<Opened, Error> {
     let setup_started = Instant::now();
     let mut session = Session::open(scenario, stop)?;
     if let Err(e) = opened() {
@@ -75,6 +89,26 @@ pub fn run(
         }
     };
     show_cluster(&session, showing.quiet);
+    Ok(Opened {
+        session,
+        setup_s,
+        tls_probe,
+    })
+}
+
+/// Runs `scenario` as one load step; `opened` runs once the session is open (its error
+/// closes the session and ends the run).
+pub fn run(
+    scenario: &Scenario,
+    stop: &Stop,
+    showing: &Showing,
+    opened: &mut dyn FnMut() -> Result<(), Error>,
+) -> Result<Ran, Error> {
+    let Opened {
+        mut session,
+        setup_s,
+        tls_probe,
+    } = open(scenario, stop, showing, opened)?;
     let sampler = showing.server.map(|s| {
         crate::server_stats::Sampler::start(
             s,
@@ -82,8 +116,14 @@ pub fn run(
             scenario.load.warmup,
         )
     });
-    let step = step(&mut session, scenario, showing);
+    let step = step(&mut session, &scenario.load, showing);
     let server_samples = sampler.and_then(crate::server_stats::Sampler::finish);
+    if let (Some(m), Ok(s)) = (showing.metrics, &step) {
+        m.finish(
+            &s.outcome.stats,
+            s.outcome.lost.as_ref().map_or(0, |l| l.0.len()),
+        );
+    }
     let cleanup_started = Instant::now();
     let cleanup = session.close();
     let cleanup_s = cleanup_started.elapsed().as_secs_f64();
@@ -122,7 +162,7 @@ pub fn run(
 /// https: one handshake before the load, not counted, for ab's TLS lines (saved with the
 /// results, so `vblast report --format ab` prints them too).
 fn probe(session: &Session, scenario: &Scenario, how: Probe) -> Result<Option<TlsFacts>, Error> {
-    let Some(tls) = &scenario.tls else {
+    let Some(tls) = scenario.tls.as_ref().filter(|_| how != Probe::Skip) else {
         return Ok(None);
     };
     match crate::ab_tls::probe(session.target(), tls, scenario.load.timeout) {
@@ -146,10 +186,10 @@ pub fn show_cluster(session: &Session, quiet: bool) {
     }
 }
 
-/// The step, with the live progress line and the exporter fed as it runs.
-fn step(
+/// One step of `load`, with the live progress line and the exporter fed as it runs.
+pub fn step(
     session: &mut Session,
-    scenario: &Scenario,
+    load: &crate::config::scenario::Load,
     showing: &Showing,
 ) -> Result<StepResult, Error> {
     let live = Live::new(showing.quiet, showing.progress);
@@ -163,14 +203,47 @@ fn step(
         }
     };
     let step = session.step(
-        &scenario.load,
+        load,
         (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
-    if let (Some(m), Ok(s)) = (metrics, &step) {
-        m.finish(&s.outcome.stats);
-    }
     step
+}
+
+/// Held steps (`Session::hold`): `first`, then each load `next` returns for the step just
+/// ended, over the same connections, each with its own live progress line (and the
+/// exporter fed as they run).
+pub fn held(
+    session: &mut Session,
+    first: &crate::config::scenario::Load,
+    showing: &Showing,
+    next: &mut dyn FnMut(Result<StepResult, Error>) -> Option<crate::config::scenario::Load>,
+) -> Result<(), Error> {
+    let live = Mutex::new(Live::new(showing.quiet, showing.progress));
+    let enabled = live.lock().is_ok_and(|l| l.enabled());
+    let metrics = showing.metrics;
+    let show = |p: &[engine::Totals]| {
+        if let Ok(l) = live.lock()
+            && l.enabled()
+        {
+            l.show(p);
+        }
+        if let Some(m) = metrics {
+            m.update(p);
+        }
+    };
+    let mut each = |step: Result<StepResult, Error>| {
+        if let Ok(mut l) = live.lock() {
+            l.clear();
+            *l = Live::new(showing.quiet, showing.progress);
+        }
+        next(step)
+    };
+    session.hold(
+        first,
+        (enabled || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
+        &mut each,
+    )
 }
 
 /// What a run's report says about it (setup and cleanup times, and whether a signal

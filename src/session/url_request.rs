@@ -2,7 +2,7 @@
 //! `Operation`, like ab's, wrk's and oha's.
 
 use crate::config::scenario::{Body, UrlRequest};
-use crate::error::io_text;
+use crate::error::Cause;
 use crate::net::target::Target;
 use crate::template::{Piece, RequestSpec};
 use crate::workload::Operation;
@@ -11,26 +11,24 @@ use crate::workload::Operation;
 const MAX_BODY_FILE: u64 = 64 * 1024 * 1024;
 
 /// Reads `-p FILE`, refusing what is too large (or endless, like /dev/zero) to send.
-fn read_body_file(p: &std::path::Path) -> Result<Vec<u8>, String> {
+fn read_body_file(p: &std::path::Path) -> Result<Vec<u8>, Cause> {
     use std::io::Read;
-    let cannot =
-        |e: std::io::Error| format!("cannot read body file {}: {}", p.display(), io_text(&e));
     let mut body = Vec::new();
     std::fs::File::open(p)
         .and_then(|f| f.take(MAX_BODY_FILE + 1).read_to_end(&mut body))
-        .map_err(cannot)?;
+        .map_err(|e| Cause::io(format!("cannot read body file {}", p.display()), e))?;
     if body.len() as u64 > MAX_BODY_FILE {
-        return Err(format!(
+        return Err(Cause::Said(format!(
             "body file {} is larger than {} MiB",
             p.display(),
             MAX_BODY_FILE >> 20
-        ));
+        )));
     }
     Ok(body)
 }
 
 /// The request of URL mode: method, headers, optional body.
-pub fn operation(req: &UrlRequest, target: &Target) -> Result<Operation, String> {
+pub fn operation(req: &UrlRequest, target: &Target) -> Result<Operation, Cause> {
     let mut headers = req.headers.clone();
     let body = match &req.body {
         Some(Body::Inline(d)) => Some(d.clone().into_bytes()),
@@ -43,7 +41,7 @@ pub fn operation(req: &UrlRequest, target: &Target) -> Result<Operation, String>
         method = "POST".into();
     }
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!("method '{}' is not valid", req.method));
+        return Err(Cause::Said(format!("method '{}' is not valid", req.method)));
     }
     if let Some(ct) = &req.content_type {
         headers.push(("Content-Type".into(), ct.clone()));

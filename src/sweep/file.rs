@@ -193,7 +193,7 @@ impl Sweep {
     /// How the sweep ended: the search replayed over the steps' verdicts (None when it
     /// was interrupted before the search was done).
     pub fn end(&self, judged: &[Judged]) -> Result<Option<End>, Cause> {
-        let mut search = self.spec.search().map_err(Cause::Said)?;
+        let mut search = self.spec.search()?;
         for (i, (step, j)) in self.steps.iter().zip(judged).enumerate() {
             match search.next() {
                 Next::Run { load, phase } if load == step.load && phase == step.phase => {

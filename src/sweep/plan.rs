@@ -39,14 +39,15 @@ impl Spec {
         }
     }
 
-    pub fn search(&self) -> Result<Search, String> {
+    pub fn search(&self) -> Result<Search, crate::error::Cause> {
+        let said = |e: super::search::SearchError| crate::error::Cause::Said(e.to_string());
         Search::new(
             self.from,
             self.to,
             self.steps,
-            Resolution::parse(&self.resolution)?,
+            Resolution::parse(&self.resolution).map_err(said)?,
         )
-        .map_err(String::from)
+        .map_err(said)
     }
 }
 

@@ -9,21 +9,20 @@
 //! processes too, which are started once). A cluster target (`--nodes active` or `all`;
 //! `each` is refused when the plan is made) is held the same way, on the nodes its single run loads.
 //! Steps that cannot share connections (closed-model steps, whose connection count is the
-//! load; --no-keepalive) are each a `Session::step`, which
-//! opens and closes its own. What a step costs beyond its planned time is in
+//! load; --no-keepalive) are each a `one_step::step`, which
+//! opens and closes its own. The session, its steps and its cleanup follow the run-step
+//! skeleton of `session::one_step`, as `vblast run` and `vblast ab` do. What a step costs beyond its planned time is in
 //! `timing.overhead_ms` of the results file. The results file is written after every
 //! step.
 
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::config::scenario::{Load, Workload};
-use crate::engine;
 use crate::error::{Ending, Error};
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::session::live::Live;
+use crate::session::one_step::{self, Opened, Probe, Showing};
 use crate::session::{Session, StepResult};
 use crate::signals::Stop;
 
@@ -47,14 +46,23 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
-    let setup_started = Instant::now();
-    let mut session = match Session::open(scenario, stop) {
-        Ok(s) => s,
+    // The run-step skeleton (`session::one_step`): the session opened, the cluster as it
+    // answered, then the steps (held, or each on its own), then the cleanup.
+    let showing = Showing {
+        quiet: args.quiet,
+        progress: args.progress,
+        metrics: None,
+        probe: Probe::Skip,
+        server: None,
+    };
+    let Opened {
+        mut session,
+        setup_s,
+        ..
+    } = match one_step::open(scenario, stop, &showing, &mut || Ok(())) {
+        Ok(o) => o,
         Err(e) => return Ending::Failed(e),
     };
-    let setup_s = setup_started.elapsed().as_secs_f64();
-    // A cluster target: its nodes as they answered, before the first step (as a run shows).
-    crate::session::one_step::show_cluster(&session, args.quiet);
     let target = session.target();
     let mut spec = plan.spec.clone();
     spec.target = if matches!(scenario.workload, Workload::Url(_)) {
@@ -92,68 +100,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         end: None,
         saving: None,
     };
-    let quiet = (steps.args.quiet, steps.args.progress);
-    if let Some((load, phase, first)) = steps.next() {
-        match session.hold_refusal(&first) {
-            Ok(None) => {
-                // Rate steps: the same threads and open connections for every step.
-                let live = Mutex::new(Live::new(quiet.0, quiet.1));
-                let enabled = live.lock().is_ok_and(|l| l.enabled());
-                let show = |p: &[engine::Totals]| {
-                    if let Ok(l) = live.lock() {
-                        l.show(p);
-                    }
-                };
-                let mut current = (load, phase, first.clone());
-                let mut called = Instant::now();
-                let mut on_step = |step: Result<StepResult, Error>| {
-                    let ended = Instant::now();
-                    if let Ok(mut l) = live.lock() {
-                        l.clear();
-                        *l = Live::new(quiet.0, quiet.1);
-                    }
-                    let (load, phase, step_load) = &current;
-                    if !steps.record(*load, *phase, step_load, step, called, ended) {
-                        return None;
-                    }
-                    let next = steps.next()?;
-                    current = next;
-                    called = Instant::now();
-                    Some(current.2.clone())
-                };
-                if let Err(e) = session.hold(
-                    &first,
-                    enabled.then_some(&show as engine::ProgressFn<'_>),
-                    &mut on_step,
-                ) {
-                    steps.fail(e);
-                }
-            }
-            Ok(Some(why)) => {
-                // Rate steps would share their connections: say why these do not.
-                if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
-                    eprintln!("vblast: each step opens its own connections: {why}");
-                }
-                let mut next = Some((load, phase, first));
-                while let Some((load, phase, step_load)) = next {
-                    let live = Live::new(quiet.0, quiet.1);
-                    let show = |p: &[engine::Totals]| live.show(p);
-                    let called = Instant::now();
-                    let step = session.step(
-                        &step_load,
-                        live.enabled().then_some(&show as engine::ProgressFn<'_>),
-                    );
-                    let ended = Instant::now();
-                    live.clear();
-                    if !steps.record(load, phase, &step_load, step, called, ended) {
-                        break;
-                    }
-                    next = steps.next();
-                }
-            }
-            Err(e) => steps.fail(e),
-        }
-    }
+    run_steps(&mut session, &mut steps, &showing);
     // Before the final write, which must come last.
     steps.saved();
     let cleanup_started = Instant::now();
@@ -168,6 +115,52 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         ..
     } = steps;
     finish(args, &sweep, &judged, end, failure, cleanup, text)
+}
+
+/// The search's steps over the open session: held over the same connections when they can
+/// be (`one_step::held`), else each a `one_step::step` of its own.
+fn run_steps(session: &mut Session, steps: &mut Steps, showing: &Showing) {
+    let Some((load, phase, first)) = steps.next() else {
+        return;
+    };
+    match session.hold_refusal(&first) {
+        Ok(None) => {
+            // Rate steps: the same threads and open connections for every step.
+            let mut current = (load, phase, first.clone());
+            let mut called = Instant::now();
+            let mut on_step = |step: Result<StepResult, Error>| {
+                let ended = Instant::now();
+                let (load, phase, step_load) = &current;
+                if !steps.record(*load, *phase, step_load, step, called, ended) {
+                    return None;
+                }
+                let next = steps.next()?;
+                current = next;
+                called = Instant::now();
+                Some(current.2.clone())
+            };
+            if let Err(e) = one_step::held(session, &first, showing, &mut on_step) {
+                steps.fail(e);
+            }
+        }
+        Ok(Some(why)) => {
+            // Rate steps would share their connections: say why these do not.
+            if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+                eprintln!("vblast: each step opens its own connections: {why}");
+            }
+            let mut next = Some((load, phase, first));
+            while let Some((load, phase, step_load)) = next {
+                let called = Instant::now();
+                let step = one_step::step(session, &step_load, showing);
+                let ended = Instant::now();
+                if !steps.record(load, phase, &step_load, step, called, ended) {
+                    break;
+                }
+                next = steps.next();
+            }
+        }
+        Err(e) => steps.fail(e),
+    }
 }
 
 /// The sweep as it goes: the search, the steps judged so far, and how it ended.
@@ -290,11 +283,17 @@ impl Steps<'_> {
         self.search.record(j.verdict);
         sweep.steps.push(s);
         self.judged.push(j);
-        // The file holds every step so far, so a sweep killed mid-way leaves them; until
-        // the sweep ends it says "interrupted" (the final write says how it ended). It is
-        // written by a thread of its own, so the next step need not wait for it.
+        self.save_so_far(timing);
+        true
+    }
+
+    /// Saves the steps so far. The file holds every step so far, so a sweep killed
+    /// mid-way leaves them; until the sweep ends it says "interrupted" (the final write
+    /// says how it ended). It is written by a thread of its own, so the next step need not
+    /// wait for it.
+    fn save_so_far(&mut self, timing: bool) {
         if let Some(path) = &self.args.output {
-            let mut copy = sweep.clone();
+            let mut copy = self.sweep.clone();
             self.saved();
             copy.interrupted = true;
             let path = path.clone();
@@ -313,7 +312,6 @@ impl Steps<'_> {
                 }
             }));
         }
-        true
     }
 
     /// Waits for the last step's file to be written.

@@ -1,6 +1,7 @@
 //! `--metrics-listen`: a real Prometheus (Debian `prometheus`) scrapes a running vblast every
 //! second, and its HTTP API then reports vblast's request count; the text served has every
-//! family; a run spread over worker processes serves the figures of all of them, live; a
+//! family; a run spread over worker processes serves the figures of all of them, live, and
+//! after a lost worker says that its figures are missing from the final ones; a
 //! taken address is one clear message.
 
 use std::net::TcpListener;
@@ -327,4 +328,98 @@ fn worker_processes_are_served_as_one_run() {
         reqs, lat,
         "requests and latency counts differ in prometheus"
     );
+}
+
+/// Children of `pid` (from /proc): vblast's worker processes.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state, ppid, ...
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        if rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok())
+            == Some(pid)
+        {
+            out.push(child);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_lost_worker_is_left_out_of_the_final_figures_parts() {
+    // Two worker processes; one is killed mid-run. The final figures (served during
+    // --metrics-hold) lack its results, and the gauges say so: 1 part of 2 included.
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let mport = free_port();
+    let maddr = format!("127.0.0.1:{mport}");
+    let mut cmd = url_cmd(&[
+        "-c",
+        "40",
+        "-t",
+        "2",
+        "-z",
+        "3s",
+        "--metrics-listen",
+        &maddr,
+        "--metrics-hold",
+        "8s",
+        "-q",
+        "--allow-errors",
+        "--format",
+        "json",
+        &url,
+    ]);
+    cmd.env("VBLAST_PROCESS_FDS", "120");
+    let running = spawn(cmd);
+    let parent = running.child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let workers = loop {
+        let w = children(parent);
+        if w.len() == 2 {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "no two worker processes");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    crate::support::process::signal(workers[1], libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    let served = loop {
+        let text = http_request(
+            &format!("http://{maddr}"),
+            "GET",
+            "/metrics",
+            &[],
+            None,
+            None,
+        )
+        .map(|r| r.text())
+        .unwrap_or_default();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        if has("vblast_figures_parts_included 1") {
+            break has("vblast_figures_parts 2");
+        }
+        if !text.is_empty() {
+            last = text;
+        }
+        if Instant::now() > deadline {
+            panic!("the final figures never left the lost worker out:\n{last}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(served, "1 of 2 parts should be served:\n{last}");
+    let out = running.finish(Duration::from_secs(30));
+    out.assert_code(0);
+    assert!(out.stderr.contains("was lost"), "{}", out.show());
 }

@@ -219,6 +219,18 @@ fn rate_sweep_narrows_over_one_setup_and_reports_as_printed() {
     );
     assert_eq!(html.matches("<h2>Steps: sweep.json</h2>").count(), 2);
 
+    // One sweep alone is not a comparison, as one run is not: exit 2, pointing to report.
+    let alone = run(vblast_args(&["compare", file.to_str().unwrap()]));
+    alone.assert_code(2);
+    assert!(
+        alone
+            .stderr
+            .contains("compare needs at least two results files")
+            && alone.stderr.contains("vblast report"),
+        "{}",
+        alone.show()
+    );
+
     // A sweep is not one run's results: not merged, not compared with a run.
     let dir2 = dir.path().join("run.json");
     let single = run(vault_cmd(

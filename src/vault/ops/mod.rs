@@ -201,43 +201,27 @@ fn names() -> String {
 /// Parses `--op`: one name, or a weighted mix "kv-read:80,kv-write:20" (weight 1 when
 /// left out). Unknown names, repeated names and zero weights are errors.
 pub fn parse_mix(text: &str, flags: &OptionValues) -> Result<Vec<OpChoice>, Cause> {
-    let mut out: Vec<OpChoice> = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim();
-        let (name, weight) = match part.split_once(':') {
-            Some((n, w)) => {
-                let w: u32 = w.trim().parse().map_err(|_| {
-                    format!("weight '{w}' of operation '{n}' is not a whole number (--op name:weight,...)")
-                })?;
-                (n.trim(), w)
-            }
-            None => (part, 1),
-        };
-        if name.is_empty() {
-            return Err(Cause::from(format!("--op '{text}' names no operation")));
-        }
-        let Some(info) = find(name) else {
-            return Err(Cause::from(format!(
-                "unknown operation '{name}': choose one of {} (vblast --list-ops)",
-                names()
-            )));
-        };
-        if weight == 0 {
-            return Err(Cause::from(format!("operation '{name}' has weight 0")));
-        }
-        if out.iter().any(|o| o.name == name) {
-            return Err(Cause::from(format!(
-                "operation '{name}' is named twice in --op"
-            )));
-        }
-        out.push(OpChoice {
-            name: name.into(),
-            weight,
-            config: (info.config_from)(flags),
-            label: None,
-        });
-    }
-    Ok(out)
+    use crate::config::mix::{MixError, OpMix};
+    let mix = OpMix::parse(text, |n| find(n).is_some()).map_err(|e| match e {
+        MixError::Unknown { name } => Cause::from(format!(
+            "unknown operation '{name}': choose one of {} (vblast --list-ops)",
+            names()
+        )),
+        e => Cause::from(e.to_string()),
+    })?;
+    Ok(mix
+        .parts
+        .into_iter()
+        .filter_map(|(name, weight)| {
+            let info = find(&name)?;
+            Some(OpChoice {
+                config: (info.config_from)(flags),
+                name,
+                weight,
+                label: None,
+            })
+        })
+        .collect())
 }
 
 /// Builds the configured operations of a mix.
