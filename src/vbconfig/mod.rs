@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(c.rps, Some(50));
         assert_eq!(c.workers, Some(4));
         assert_eq!(c.report_mode, Some(ReportMode::Verbose));
-        assert_eq!(c.tests[0].name, "sys-health");
+        assert_eq!(c.tests[0].name, "ha-status");
         assert_eq!(c.tests[0].label.as_deref(), Some("h"));
 
         // Unknown global keys are ignored, as vault-benchmark ignores them, with one note.
