@@ -27,6 +27,11 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
                 .unwrap_or_else(|| "FILE".into())
         )));
     }
+    if let Some(path) = html_page
+        && let Err(e) = crate::results::deliver::check_path("--html", path)
+    {
+        return Ending::Failed(e);
+    }
     let mut runs = Vec::new();
     let mut saved = Vec::new();
     for path in files {
@@ -40,8 +45,9 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
     }
     let mut text = Vec::new();
     let _ = render(&runs, &mut text);
-    // A closed pipe (`vblast compare ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Err(e) = crate::results::deliver::print_or_fail(&text) {
+        return Ending::Failed(e);
+    }
     if let Some(path) = html_page {
         let pages: Vec<html::HtmlRun> = runs
             .iter()

@@ -3,6 +3,7 @@
 //! `--help`). The commands (`crate::commands`) turn them into library values.
 
 pub mod ab;
+pub mod cleanup;
 pub mod cluster;
 pub mod load;
 pub mod metrics;
@@ -10,6 +11,7 @@ pub mod operations;
 pub mod ops;
 pub mod output;
 pub mod report;
+pub mod server;
 pub mod shards;
 pub mod source;
 pub mod sweep;
@@ -132,4 +134,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub source: source::SourceArgs,
+
+    #[command(flatten)]
+    pub cleanup: cleanup::CleanupArgs,
+
+    #[command(flatten)]
+    pub server: server::ServerArgs,
 }

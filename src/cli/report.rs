@@ -12,6 +12,11 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 
+    /// Merge files of different runs (no shared run id) all the same, their timelines
+    /// laid over each other; without it only the shards of one run are merged.
+    #[arg(long)]
+    pub merge_unrelated: bool,
+
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -24,15 +24,13 @@ pub fn main(args: &[String], stop: &Stop) -> i32 {
     let ab_exit = args.iter().any(|a| a == "--ab-exit");
     let opts = match ab_cli::parse(args) {
         Ok(AbCommand::Help) => {
-            print!("{}", ab_cli::USAGE);
-            return error::EXIT_OK;
+            return said(ab_cli::USAGE);
         }
         Ok(AbCommand::Version) => {
-            println!(
-                "This is vblast {}, taking ApacheBench 2.4's options",
+            return said(&format!(
+                "This is vblast {}, taking ApacheBench 2.4's options\n",
                 env!("CARGO_PKG_VERSION")
-            );
-            return error::EXIT_OK;
+            ));
         }
         Ok(AbCommand::Run(o)) => o,
         Err(e) => {
@@ -63,6 +61,17 @@ pub fn main(args: &[String], stop: &Stop) -> i32 {
     }
 }
 
+/// Prints `text` (the usage, the version): 0, or 2 when stdout cannot take it.
+fn said(text: &str) -> i32 {
+    match crate::results::deliver::print_or_fail(text.as_bytes()) {
+        Ok(()) => error::EXIT_OK,
+        Err(e) => {
+            eprintln!("vblast: {e}");
+            error::exit_status(&Ending::Failed(e))
+        }
+    }
+}
+
 /// ab's exit status for how the run ended.
 fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i32 {
     match ending {
@@ -85,11 +94,17 @@ fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i3
 /// when it ran.
 fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     let scenario = opts.scenario();
+    if let Some(path) = &opts.csv
+        && let Err(e) = crate::results::deliver::check_path("-e", path)
+    {
+        return (Ending::Failed(e), None);
+    }
     let showing = Showing {
         quiet: opts.quiet,
         progress: false,
         metrics: None,
         probe: Probe::Required,
+        server: None,
     };
     let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
         Ok(r) => r,
@@ -104,11 +119,12 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     let summary = results.summary();
     let mut text = Vec::new();
     let _ = report::ab::render_with(&summary, &style, &mut text);
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    let printed = crate::results::deliver::print_or_fail(&text);
     let written = match &opts.csv {
         Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),
         None => Ok(()),
     };
+    let written = printed.and(written);
     let ending = if let Some(s) = ran.interrupted {
         Ending::Stopped(s)
     } else if let Err(c) = ran.cleanup {

@@ -12,10 +12,20 @@ use super::scenario::output;
 /// Runs `vblast report`.
 pub fn run(args: &ReportArgs) -> Ending {
     let out = output(&args.out);
+    if let Err(e) = crate::results::deliver::check_paths(&out) {
+        return Ending::Failed(e);
+    }
     if let Some(ending) = crate::sweep::report_if_sweep(&args.files, &out) {
         return ending;
     }
-    let merged = match results::load(&args.files) {
+    let merged = match results::load(
+        &args.files,
+        if args.merge_unrelated {
+            results::Merging::Unrelated
+        } else {
+            results::Merging::Shards
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return Ending::Failed(Error::input(e)),
     };

@@ -15,14 +15,12 @@ use super::scenario::{output, scenario, sharding};
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if cli.ops.list_ops {
-        print!(
-            "{}",
-            match cli.out.format {
-                Format::Markdown => crate::vault::ops::list_markdown(),
-                _ => crate::vault::ops::list_text(),
-            }
-        );
-        return Ending::Ok;
+        let list = match cli.out.format {
+            Format::Markdown => crate::vault::ops::list_markdown(),
+            _ => crate::vault::ops::list_text(),
+        };
+        return crate::results::deliver::print_or_fail(list.as_bytes())
+            .map_or_else(Ending::Failed, |()| Ending::Ok);
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,
     // the report format included, before anything else reads the flags.
@@ -41,6 +39,14 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    // Before the first request: an output path that cannot be written is refused now.
+    if let Err(e) = crate::results::deliver::check_paths(&output(&cli.out)) {
+        return Ending::Failed(e);
+    }
+    let server = match super::server::settings(&cli.server, &scenario) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match &cli.metrics.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
@@ -51,9 +57,21 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
-    crate::session::fixtures::rendezvous::around(&sharding(cli), &scenario, stop, &mut |joined| {
-        load(cli, &scenario, metrics.as_ref(), stop, joined)
-    })
+    crate::session::fixtures::rendezvous::around(
+        &sharding(cli),
+        &scenario,
+        stop,
+        &mut |scenario, joined| {
+            load(
+                cli,
+                scenario,
+                metrics.as_ref(),
+                server.as_ref(),
+                stop,
+                joined,
+            )
+        },
+    )
 }
 
 /// The run's one step (`session::one_step`), its report and files, and how it ended;
@@ -62,6 +80,7 @@ fn load(
     cli: &RunArgs,
     scenario: &Scenario,
     metrics: Option<&crate::metrics::Metrics>,
+    server: Option<&crate::server_stats::Settings>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
@@ -72,6 +91,7 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(cli.out.format, Format::Ab),
         },
+        server,
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,

@@ -47,6 +47,90 @@ pub struct Output {
     pub html: Option<PathBuf>,
 }
 
+/// Writes `text` to stdout and flushes it: a write error (a full disk, `> /dev/full`) is
+/// the error returned, so that a report is never lost in silence. A reader that closed the
+/// pipe early (`vblast ... | head`) took what it wanted: that is not an error.
+pub fn print(text: &[u8]) -> Result<(), Cause> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Cause::io("cannot write the report to standard output", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `print`, as a command's error (an output error: exit 2).
+pub fn print_or_fail(text: &[u8]) -> Result<(), Error> {
+    print(text).map_err(Error::output)
+}
+
+/// Checks, before the first request, that every file `o` names can be written: its
+/// directory exists and is writable, and the path is not a directory (nor a file that
+/// cannot be written). A mistyped path is refused at once, not found out once the run is
+/// over and its results lost. Nothing is created.
+pub fn check_paths(o: &Output) -> Result<(), Error> {
+    let paths = [
+        ("--output", &o.output),
+        ("--hgrm", &o.hgrm),
+        ("--ab-csv", &o.ab_csv),
+        ("--hlog", &o.hlog),
+        ("--html", &o.html),
+    ];
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            check_path(flag, path)?;
+        }
+    }
+    Ok(())
+}
+
+/// One output path: see `check_paths`. `-` (stdout) is always writable.
+pub fn check_path(flag: &str, path: &std::path::Path) -> Result<(), Error> {
+    if path.as_os_str() == "-" && flag == "--output" {
+        return Ok(());
+    }
+    let refuse = |why: String| Err(Error::input(format!("{flag} {}: {why}", path.display())));
+    if path.is_dir() {
+        return refuse("is a directory, not a file".into());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Err(e) => {
+            return refuse(format!(
+                "directory {} cannot be used: {}",
+                dir.display(),
+                crate::error::io_text(&e)
+            ));
+        }
+        Ok(m) if !m.is_dir() => return refuse(format!("{} is not a directory", dir.display())),
+        Ok(_) => {}
+    }
+    let (what, probe) = if path.exists() {
+        ("the file", path)
+    } else {
+        ("its directory", dir)
+    };
+    if !writable(probe) {
+        return refuse(format!("{what} is not writable"));
+    }
+    Ok(())
+}
+
+/// Whether this process may write `path` (access(2), W_OK).
+fn writable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
 /// Prints the report and saves the files asked for; every file is tried, and the failures
 /// are reported together.
 pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), Error> {
@@ -71,9 +155,10 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
         }
         _ => report::render(summary, format, &mut text),
     };
-    // A closed pipe (`vblast ... | head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
     let mut failures = Vec::new();
+    if let Err(e) = print(&text) {
+        failures.push(e);
+    }
     if let Some(path) = &o.output
         && let Err(e) = results.write(path)
     {

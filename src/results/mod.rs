@@ -51,6 +51,8 @@ pub struct Results {
     pub shard: Option<crate::results::shards::ShardRecord>,
     /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
     pub tls_probe: Option<TlsFacts>,
+    /// Each node's samples taken during the run (src/server_stats/).
+    pub server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -67,6 +69,8 @@ struct Written<'a> {
     shard: Option<&'a crate::results::shards::ShardRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tls_probe: Option<&'a TlsFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_samples: Option<&'a crate::server_stats::ServerSamples>,
     stats: &'a Stats,
 }
 
@@ -84,6 +88,8 @@ struct Stored {
     shard: Option<crate::results::shards::ShardRecord>,
     #[serde(default)]
     tls_probe: Option<TlsFacts>,
+    #[serde(default)]
+    server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 impl Results {
@@ -108,6 +114,7 @@ impl Results {
             source: String::new(),
             shard: None,
             tls_probe: None,
+            server_samples: None,
         }
     }
 
@@ -126,7 +133,30 @@ impl Results {
     pub fn summary(&self) -> Summary {
         let mut s = Summary::new(self.run.clone(), &self.stats, &self.op_names);
         s.vblast_version = self.vblast_version.clone();
+        s.server = self.server_summary(&s);
         s
+    }
+
+    /// The nodes' samples beside the client's figures (src/server_stats/summary.rs).
+    fn server_summary(&self, s: &Summary) -> Option<crate::server_stats::ServerSummary> {
+        let samples = self.server_samples.as_ref()?;
+        let start = humantime::parse_rfc3339(&self.started_at).ok()?;
+        let start_ms = start
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()?
+            .as_millis() as u64;
+        let from_ms = start_ms + (s.run.warmup_s * 1000.0) as u64;
+        let e = &self.stats.errors;
+        let client = crate::server_stats::ClientSide {
+            start_ms: from_ms,
+            end_ms: from_ms + (s.duration_s * 1000.0) as u64,
+            warmup: s.run.warmup_s > 0.0,
+            answered: s
+                .requests
+                .saturating_sub(e.connect + e.read + e.write + e.timeout),
+            mean_ms: s.latency_ms.mean,
+        };
+        Some(samples.summary(&client, start_ms))
     }
 
     /// Writes the results document (pretty JSON and a final newline).
@@ -141,6 +171,7 @@ impl Results {
             op_names: &self.op_names,
             shard: self.shard.as_ref(),
             tls_probe: self.tls_probe.as_ref(),
+            server_samples: self.server_samples.as_ref(),
             stats: &self.stats,
         };
         serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -151,7 +182,7 @@ impl Results {
     /// `crate::results::shards::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
     pub fn write(&self, path: &Path) -> Result<(), Cause> {
         if path.as_os_str() == "-" {
-            return crate::results::shards::print_results(self).map_err(Cause::from);
+            return crate::results::shards::print_results(self);
         }
         let mut buf = Vec::new();
         self.write_to(&mut buf)
@@ -223,23 +254,42 @@ impl Results {
             source: name.to_string(),
             shard: stored.shard,
             tls_probe: stored.tls_probe,
+            server_samples: stored.server_samples,
         })
     }
+}
+
+/// Which results files a merge takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merging {
+    /// The shards of one run only: one run id, every shard once.
+    Shards,
+    /// Any runs (`--merge-unrelated`), their timelines laid over each other from each
+    /// run's own start; the same results given twice are still refused.
+    Unrelated,
 }
 
 /// Merges the results of several shards of one run into one, losslessly: counters add,
 /// histograms add, the timeline adds second by second (shards started together), the
 /// duration is the longest shard's. The shards must run the same operations in the same
-/// load model at the same target rate, with the same keep-alive setting.
-pub fn merge(parts: &[Results]) -> Result<Results, Cause> {
+/// load model at the same target rate, with the same keep-alive setting. With
+/// `Merging::Shards`, results that are not the shards of one run are refused, with what
+/// tells them apart.
+pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
     let Some((first, rest)) = parts.split_first() else {
         return Err("no results to merge".into());
     };
-    // Shards of one run: one run id, every shard once (src/shard.rs).
-    crate::results::shards::check_set(parts).map_err(Cause::from)?;
-    // Each shard's timeline moves by its clock offset (src/shard.rs, `clock_offsets`), so
-    // the merged seconds are wall-clock seconds; all are added at once.
-    let offsets = crate::results::shards::clock_offsets(parts);
+    check_distinct(parts)?;
+    let offsets = match merging {
+        Merging::Shards => {
+            // Shards of one run: one run id, every shard once (src/shard.rs).
+            check_related(parts)?;
+            // Each shard's timeline moves by its clock offset (src/shard.rs,
+            // `clock_offsets`), so the merged seconds are wall-clock seconds.
+            crate::results::shards::clock_offsets(parts)
+        }
+        Merging::Unrelated => vec![0; parts.len()],
+    };
     let timelines: Vec<(&crate::stats::Timeline, u64)> = parts
         .iter()
         .zip(&offsets)
@@ -258,13 +308,6 @@ pub fn merge(parts: &[Results]) -> Result<Results, Cause> {
     let mut out = first.clone();
     out.stats = without_timeline(first, offsets[0]);
     out.shard = None;
-    let label = |r: &Results, i: usize| {
-        if r.source.is_empty() {
-            format!("results {}", i + 1)
-        } else {
-            r.source.clone()
-        }
-    };
     for (i, r) in rest.iter().enumerate() {
         let mismatch = |what: &str, a: String, b: String| {
             Cause::Said(format!(
@@ -318,12 +361,69 @@ pub fn merge(parts: &[Results]) -> Result<Results, Cause> {
         }
     }
     out.stats.timeline = timeline;
+    out.server_samples = crate::server_stats::ServerSamples::merge(
+        parts.iter().filter_map(|r| r.server_samples.as_ref()),
+    );
     out.source = parts
         .iter()
         .map(|r| r.source.as_str())
         .collect::<Vec<_>>()
         .join(", ");
     Ok(out)
+}
+
+/// What names one run's results, or one shard's, whatever file they were copied to.
+fn identity(r: &Results) -> String {
+    match &r.shard {
+        Some(s) => format!("shard {}/{} of run {}", s.index, s.count, s.run_id),
+        None => format!("the run started {} on {}", r.started_at, r.host),
+    }
+}
+
+fn label(r: &Results, i: usize) -> String {
+    if r.source.is_empty() {
+        format!("results {}", i + 1)
+    } else {
+        r.source.clone()
+    }
+}
+
+/// The same results twice (one file given twice, or a copy of it) are refused: merged,
+/// they would count every request twice.
+fn check_distinct(parts: &[Results]) -> Result<(), Cause> {
+    for (i, a) in parts.iter().enumerate() {
+        for (j, b) in parts.iter().enumerate().skip(i + 1) {
+            if identity(a) == identity(b) && a.stats.requests() == b.stats.requests() {
+                return Err(Cause::Said(format!(
+                    "{} and {} hold the same results ({}): a run given twice would count every request twice",
+                    label(a, i),
+                    label(b, j),
+                    identity(a)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Results from different runs are not merged unless asked: only the shards of one run
+/// (one run id) are. The message names what differs.
+fn check_related(parts: &[Results]) -> Result<(), Cause> {
+    const FORCE: &str =
+        "--merge-unrelated merges them anyway; vblast compare puts runs side by side";
+    if parts.iter().all(|r| r.shard.is_none()) {
+        let (a, b) = (&parts[0], &parts[1]);
+        return Err(Cause::Said(format!(
+            "{} and {} are not shards of one run: neither has a run id ({}: {}; {}: {}); {FORCE}",
+            label(a, 0),
+            label(b, 1),
+            label(a, 0),
+            identity(a),
+            label(b, 1),
+            identity(b)
+        )));
+    }
+    crate::results::shards::check_set(parts).map_err(|e| Cause::Said(format!("{e}; {FORCE}")))
 }
 
 /// Appends `item` to a comma-separated list unless it is already there.
@@ -334,8 +434,26 @@ fn add_distinct(list: &mut String, item: &str) {
     }
 }
 
-/// Reads results files and merges them when there are several.
-pub fn load(paths: &[PathBuf]) -> Result<Results, Cause> {
+/// Reads results files and merges them when there are several; one file named twice
+/// (by any path to it) is refused.
+pub fn load(paths: &[PathBuf], merging: Merging) -> Result<Results, Cause> {
+    for (i, a) in paths.iter().enumerate() {
+        for b in &paths[i + 1..] {
+            if let (Ok(x), Ok(y)) = (a.canonicalize(), b.canonicalize())
+                && x == y
+            {
+                return Err(Cause::Said(format!(
+                    "{} is given twice{}: a run given twice would count every request twice",
+                    a.display(),
+                    if a == b {
+                        String::new()
+                    } else {
+                        format!(" (as {})", b.display())
+                    }
+                )));
+            }
+        }
+    }
     let parts = paths
         .iter()
         .map(|p| Results::read(p))
@@ -343,7 +461,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Results, Cause> {
     match parts.len() {
         0 => Err("give at least one results file".into()),
         1 => Ok(parts.into_iter().next().expect("one")),
-        _ => merge(&parts),
+        _ => merge(&parts, merging),
     }
 }
 
@@ -354,7 +472,7 @@ pub fn report_files(
     format: Format,
     out: &mut dyn Write,
 ) -> Result<Summary, Cause> {
-    let summary = load(paths)?.summary();
+    let summary = load(paths, Merging::Shards)?.summary();
     report::render(&summary, format, out).map_err(|e| Cause::io("cannot write the report", e))?;
     Ok(summary)
 }
@@ -463,7 +581,7 @@ mod tests {
         let (fa, fb) = (dir.path().join("a.json"), dir.path().join("b.json"));
         results(40, shard(&a, 0)).write(&fa).unwrap();
         results(60, shard(&b, 1)).write(&fb).unwrap();
-        let merged = load(&[fa.clone(), fb.clone()]).unwrap();
+        let merged = load(&[fa.clone(), fb.clone()], Merging::Unrelated).unwrap();
         let s = merged.summary();
 
         // One histogram over the union of both shards' samples (kv-read), and over every
@@ -549,7 +667,7 @@ mod tests {
             crate::results::shards::clock_offsets(&[a.clone(), b.clone()]),
             vec![0, 3]
         );
-        let merged = load(&[fb.clone(), fa.clone()]).unwrap();
+        let merged = load(&[fb.clone(), fa.clone()], Merging::Shards).unwrap();
         let rows: Vec<(u64, u64)> = merged
             .stats
             .timeline
@@ -568,7 +686,11 @@ mod tests {
         assert_eq!(merged.stats.elapsed_s, 6.0);
         // Shards that started together are not moved.
         b.shard = Some(record(1, "2026-11-30T10:00:00.400Z", 0));
-        let rows = merge(&[a, b]).unwrap().stats.timeline.seconds();
+        let rows = merge(&[a, b], Merging::Shards)
+            .unwrap()
+            .stats
+            .timeline
+            .seconds();
         assert_eq!(rows[0].1.requests, 200);
         assert_eq!(rows.len(), 5);
     }
@@ -731,7 +853,7 @@ mod tests {
             .to_string();
         assert!(e.starts_with("cannot read /nonexistent/r.json"), "{e}");
         assert_eq!(
-            load(&[]).unwrap_err().to_string(),
+            load(&[], Merging::Unrelated).unwrap_err().to_string(),
             "give at least one results file".to_string()
         );
     }
@@ -748,7 +870,9 @@ mod tests {
         };
         let mut y = base.clone();
         y.op_names = vec!["kv-read".into(), "cert-login".into()];
-        let e = merge(&[x.clone(), y]).unwrap_err().to_string();
+        let e = merge(&[x.clone(), y], Merging::Unrelated)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("x.json and y.json are not shards of one run: operations"),
             "{e}"
@@ -756,12 +880,14 @@ mod tests {
         let mut y = base.clone();
         y.run.model = Model::Closed;
         y.run.target_rate = None;
-        let e = merge(&[x.clone(), y]).unwrap_err().to_string();
+        let e = merge(&[x.clone(), y], Merging::Unrelated)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("load models open and closed"), "{e}");
         let mut y = base.clone();
         y.run.target_rate = Some(100.0);
         assert!(
-            merge(&[x.clone(), y])
+            merge(&[x.clone(), y], Merging::Unrelated)
                 .unwrap_err()
                 .to_string()
                 .contains("target rates")
@@ -769,18 +895,21 @@ mod tests {
         let mut y = base.clone();
         y.run.keepalive = false;
         assert!(
-            merge(&[x.clone(), y])
+            merge(&[x.clone(), y], Merging::Unrelated)
                 .unwrap_err()
                 .to_string()
                 .contains("keep-alive")
         );
-        assert_eq!(merge(&[]).unwrap_err().to_string(), "no results to merge");
+        assert_eq!(
+            merge(&[], Merging::Unrelated).unwrap_err().to_string(),
+            "no results to merge"
+        );
         // Same run on two hosts against two nodes: both named.
         let mut y = base.clone();
         y.host = "other-host".into();
         y.run.target = "http://127.0.0.2:8200".into();
         x.host = "this-host".into();
-        let m = merge(&[x, y]).unwrap();
+        let m = merge(&[x, y], Merging::Unrelated).unwrap();
         assert_eq!(m.host, "this-host, other-host");
         assert_eq!(m.run.target, "http://127.0.0.1:8200, http://127.0.0.2:8200");
     }

@@ -66,7 +66,9 @@ pub fn report_if_sweep(files: &[PathBuf], out: &Output) -> Option<Ending> {
     } else {
         let _ = render::render(&sweep, &mut text);
     }
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Err(e) = crate::results::deliver::print_or_fail(&text) {
+        return Some(Ending::Failed(e));
+    }
     if let Some(path) = html {
         let page = html::render(
             &format!("vblast report: {}", path_name(files[0].as_path())),
@@ -123,7 +125,9 @@ pub fn compare_if_sweeps(files: &[PathBuf], html: Option<&Path>) -> Option<Endin
     }
     let mut text = Vec::new();
     let _ = render::compare(&sweeps, &mut text);
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &text);
+    if let Err(e) = crate::results::deliver::print_or_fail(&text) {
+        return Some(Ending::Failed(e));
+    }
     if let Some(path) = html {
         let names: Vec<&str> = sweeps.iter().map(|(n, _)| n.as_str()).collect();
         let refs: Vec<(String, &file::Sweep)> =

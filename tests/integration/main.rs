@@ -18,6 +18,7 @@ mod lifecycle;
 mod metrics;
 mod multihost;
 mod open_model;
+mod output;
 mod progress;
 mod quotas;
 mod redaction;

@@ -43,9 +43,37 @@ fn shard_files_merge_into_one_report() {
             "the token was saved in {f}"
         );
     }
+    // Two runs, not shards of one: refused with what tells them apart, unless forced.
+    let out = run(url_cmd(&["report", &files[0], &files[1]]));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("are not shards of one run: neither has a run id")
+            && out.stderr.contains("--merge-unrelated merges them anyway"),
+        "{}",
+        out.show()
+    );
+    assert!(out.stdout.is_empty(), "{}", out.show());
+    // One file given twice, by any path, or a copy of it: refused even when forced.
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(&files[0], &copy).unwrap();
+    let other_path = format!("{}/./shard-0.json", dir.path().display());
+    for (second, says) in [
+        (files[0].as_str(), "is given twice"),
+        (other_path.as_str(), "is given twice (as "),
+        (
+            copy.to_str().unwrap(),
+            "hold the same results (the run started ",
+        ),
+    ] {
+        let out = run(url_cmd(&["report", "--merge-unrelated", &files[0], second]));
+        out.assert_code(2);
+        assert!(out.stderr.contains(says), "{says}: {}", out.show());
+    }
     let merged_file = dir.path().join("merged.json");
     let out = run(url_cmd(&[
         "report",
+        "--merge-unrelated",
         &files[0],
         &files[1],
         "--format",

@@ -18,7 +18,7 @@ use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
     VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
-    random_name, setup_with,
+    setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -26,6 +26,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The key vblast creates.
@@ -488,8 +489,8 @@ impl Transit {
         Value::Object(body)
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let mount = random_name("vblast-transit-");
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let mount = naming.random_name("vblast-transit-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -543,7 +544,7 @@ impl Transit {
     /// A shard of a run sharing the fixture: waits for the key `vblast setup` makes,
     /// checks its type and makes what decrypt or verify sends.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let mount = random_name("vblast-transit-");
+        let mount = ctx.naming.random_name("vblast-transit-");
         let v = shared::wait_readable(
             ctx,
             &format!("the shared transit key '{KEY}' in '{mount}'"),
@@ -573,16 +574,16 @@ impl VaultOp for Transit {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => self.join(ctx),
             // `vblast cleanup`: the mount setup made, to disable.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-transit-"));
+                self.mount = Some(ctx.naming.random_name("vblast-transit-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, self.kind.name(), |client| self.prepare(client))
-            }
+            Mode::Own | Mode::Create => setup_with(ctx, self.kind.name(), |client| {
+                self.prepare(client, ctx.naming)
+            }),
         }
     }
 
