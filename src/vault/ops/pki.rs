@@ -510,11 +510,13 @@ fn make_chain(
         &what,
     )?;
     let cert = super::json_str(&v, "data.certificate", &what)?;
+    let issuing = super::json_str(&v, "data.issuing_ca", &what)?;
+    // The intermediate and its root, as vault-benchmark installs them.
     call(
         client,
         "POST",
         &format!("/v1/{int}/intermediate/set-signed"),
-        Some(&json!({ "certificate": cert })),
+        Some(&json!({ "certificate": format!("{cert}\n{issuing}") })),
         &format!("installing the intermediate CA in '{int}'"),
     )
     .map(drop)
