@@ -6,6 +6,7 @@ mod support;
 
 mod capture;
 mod catalogue;
+mod cleanup;
 mod cluster;
 mod core;
 mod database;
