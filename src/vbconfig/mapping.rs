@@ -193,13 +193,56 @@ mod tests {
         assert_eq!(t.choice.config["key_type"], "rsa-3072");
         assert_eq!(t.choice.config["ttl"], "10s");
         assert_eq!(t.choice.config["no_store"], true);
+        let chain = &t.choice.config["chain"];
+        assert_eq!(chain["root_ca"]["key_type"], "ec");
+        assert_eq!(chain["root_ca"]["common_name"], "x");
+        assert_eq!(chain["intermediate_csr"]["key_bits"], 256);
         (find("pki-issue").unwrap().build)(&t.choice.config).unwrap();
-        let e = tr(
+        // vault-benchmark's defaults: an RSA-2048 root and intermediate, an RSA-2048 role
+        // allowing any name, 5m, issuing test.vault.benchmark.
+        let t = tr(
             "pki_issue",
             "weight = 100\nconfig {\n role {\n generate_lease = true\n }\n}",
         )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["generate_lease"], true);
+        assert_eq!(c["key_type"], "rsa-2048");
+        assert_eq!(c["ttl"], "5m");
+        assert_eq!(c["chain"]["root_ca"]["key_type"], "rsa");
+        assert_eq!(c["chain"]["root_ca"]["key_bits"], 2048);
+        assert_eq!(
+            c["chain"]["intermediate_csr"]["common_name"],
+            "example.com Intermediate Authority"
+        );
+        assert_eq!(c["role_params"]["allow_any_name"], true);
+        assert_eq!(c["params"]["common_name"], "test.vault.benchmark");
+        let t = tr(
+            "pki_sign",
+            "weight = 100\nconfig {\n role {\n ttl = \"10m\"\n key_type = \"ec\"\n key_bits = 521\n }\n}",
+        )
+        .unwrap();
+        assert_eq!(t.choice.config["role"]["key_type"], "ec-521");
+        let e = (find("pki-sign").unwrap().build)(&t.choice.config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("P-521") && e.contains("sign.csr"), "{e}");
+        let t = tr("pki_sign", "weight = 100").unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["role"]["key_type"], "rsa-2048");
+        assert_eq!(c["root_ca"]["key_type"], "rsa");
+        assert_eq!(c["common_name"], "test.vault.benchmark");
+        assert_eq!(c["csrs"], 1);
+        let e = tr(
+            "pki_sign",
+            "weight = 100\nconfig {\n sign {\n csr = \"/nonexistent/x.csr\"\n }\n}",
+        )
         .unwrap_err();
-        assert!(e.contains("config.role.generate_lease = true"), "{e}");
+        assert!(
+            e.contains("config.sign.csr") && e.contains("neither a PEM CSR"),
+            "{e}"
+        );
     }
 
     #[test]

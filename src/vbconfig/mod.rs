@@ -168,52 +168,10 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
                 }
             }
             Structure::Block(b) => {
-                let id = b.identifier.as_str();
-                if id != "test" {
-                    p.at(None, id, format!(
-                        "unknown block '{id}': a vault-benchmark file holds global keys and `test \"TYPE\" \"NAME\" {{ ... }}` blocks"
-                    ));
-                    continue;
-                }
-                let [kind, name] = b.labels.as_slice() else {
-                    p.at(None, "test", format!(
-                        "a test block has {} label(s): write test \"TYPE\" \"NAME\" {{ weight = N  config {{ ... }} }}",
-                        b.labels.len()
-                    ));
-                    continue;
-                };
-                let (kind, name) = (kind.as_str(), name.as_str());
-                if test_names.iter().any(|n| n == name) {
-                    p.at(Some(name), "", format!(
-                        "two tests are named '{name}': each test's name is its row in the report"
-                    ));
-                    continue;
-                }
-                if name.eq_ignore_ascii_case("total") {
-                    p.at(Some(name), "", format!(
-                        "a test is named '{name}', the name of the report's total row: rename it"
-                    ));
-                    continue;
-                }
-                test_names.push(name.to_string());
-                let body = match block_object(&b.body, &format!("test '{name}'")) {
-                    Ok(body) => body,
-                    Err(m) => {
-                        p.at(Some(name), "", m);
-                        continue;
-                    }
-                };
-                match mapping::translate(kind, name, &body) {
-                    Ok(test) => {
-                        total_weight += u64::from(test.choice.weight);
-                        c.tests.push(test.choice);
-                        c.notes.extend(test.notes);
-                    }
-                    Err(refused) => {
-                        for r in refused {
-                            p.at(Some(name), &r.path, r.message);
-                        }
-                    }
+                if let Some(test) = test_block(b, &mut p, &mut test_names) {
+                    total_weight += u64::from(test.choice.weight);
+                    c.tests.push(test.choice);
+                    c.notes.extend(test.notes);
                 }
             }
         }
@@ -240,6 +198,62 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
         0 => Ok(c),
         1 => Err(p.found.remove(0)),
         _ => Err(Cause::Several(p.found)),
+    }
+}
+
+/// One `test "TYPE" "NAME" { ... }` block, translated; its problems go to `p`.
+fn test_block(
+    b: &hcl::Block,
+    p: &mut Problems,
+    test_names: &mut Vec<String>,
+) -> Option<mapping::Test> {
+    let id = b.identifier.as_str();
+    if id != "test" {
+        p.at(None, id, format!(
+            "unknown block '{id}': a vault-benchmark file holds global keys and `test \"TYPE\" \"NAME\" {{ ... }}` blocks"
+        ));
+        return None;
+    }
+    let [kind, name] = b.labels.as_slice() else {
+        p.at(None, "test", format!(
+            "a test block has {} label(s): write test \"TYPE\" \"NAME\" {{ weight = N  config {{ ... }} }}",
+            b.labels.len()
+        ));
+        return None;
+    };
+    let (kind, name) = (kind.as_str(), name.as_str());
+    if test_names.iter().any(|n| n == name) {
+        p.at(
+            Some(name),
+            "",
+            format!("two tests are named '{name}': each test's name is its row in the report"),
+        );
+        return None;
+    }
+    if name.eq_ignore_ascii_case("total") {
+        p.at(
+            Some(name),
+            "",
+            format!("a test is named '{name}', the name of the report's total row: rename it"),
+        );
+        return None;
+    }
+    test_names.push(name.to_string());
+    let body = match block_object(&b.body, &format!("test '{name}'")) {
+        Ok(body) => body,
+        Err(m) => {
+            p.at(Some(name), "", m);
+            return None;
+        }
+    };
+    match mapping::translate(kind, name, &body) {
+        Ok(test) => Some(test),
+        Err(refused) => {
+            for r in refused {
+                p.at(Some(name), &r.path, r.message);
+            }
+            None
+        }
     }
 }
 
@@ -475,7 +489,7 @@ mod tests {
         assert_eq!(c.rps, Some(50));
         assert_eq!(c.workers, Some(4));
         assert_eq!(c.report_mode, Some(ReportMode::Verbose));
-        assert_eq!(c.tests[0].name, "sys-health");
+        assert_eq!(c.tests[0].name, "ha-status");
         assert_eq!(c.tests[0].label.as_deref(), Some("h"));
 
         // Unknown global keys are ignored, as vault-benchmark ignores them, with one note.

@@ -333,9 +333,10 @@ fn system_operations_need_no_setup() {
     let bao = OpenBao::start();
     for op in [
         "sys-health",
+        "ha-status",
         "seal-status",
         "sys-metrics",
-        "sys-health,seal-status,sys-metrics",
+        "sys-health,ha-status,seal-status,sys-metrics",
     ] {
         all_ok_and_clean(&bao, op, 300, &[]);
     }

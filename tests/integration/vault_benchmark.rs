@@ -331,20 +331,20 @@ fn bad_files_and_flags_are_one_message_and_exit_2() {
         (
             vec![
                 "--config".into(),
-                write(d, "k.hcl", "vault_adr = \"x\"\ntest \"metrics\" \"m\" {\n  weight = 100\n}\n")
+                write(d, "k.hcl", "vault_adr = \"x\"\ntest \"metrics\" \"m\" {\n  weight = 50\n  bogus = 1\n}\ntest \"kvv2_read\" \"r\" {\n  weight = 50\n  config {\n    nonsense = 1\n  }\n}\n")
                     .display()
                     .to_string(),
             ],
-            "unknown global key 'vault_adr'",
+            "k.hcl:4:3: test 'm': test.bogus",
         ),
         (
             vec![
                 "--config".into(),
-                write(d, "c.hcl", "test \"transit_encrypt\" \"e\" {\n  weight = 100\n  config {\n    context_len = 32\n  }\n}\n")
+                write(d, "c.hcl", "test \"transit_encrypt\" \"e\" {\n  weight = 100\n  config {\n    encrypt {\n      batch_input = []\n    }\n  }\n}\n")
                     .display()
                     .to_string(),
             ],
-            "config.context_len is not supported",
+            "c.hcl:5:7: test 'e': config.encrypt.batch_input is not supported",
         ),
         (
             vec!["--config".into(), d.join("missing.hcl").display().to_string()],
@@ -413,4 +413,79 @@ fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
     }
     assert_eq!(j["metrics"]["total"]["success"], 1.0, "{j}");
     assert_eq!(state(&bao), before, "the run left something behind");
+}
+
+/// vault-benchmark's transit and PKI examples with `cleanup = false`: the keys, roles and
+/// issuers read back from the server are what vault-benchmark would have created
+/// (rsa-2048 transit keys; a root and an intermediate of the configured key; its role).
+#[test]
+fn documented_examples_create_what_vault_benchmark_creates() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "vb.hcl",
+        "cleanup = false\ntest \"transit_sign\" \"ts\" {\n  weight = 25\n}\ntest \"transit_verify\" \"tv\" {\n  weight = 25\n  config {\n    verify {\n      signature_algorithm = \"pkcs1v15\"\n    }\n  }\n}\ntest \"pki_issue\" \"pi\" {\n  weight = 25\n  config {\n    root_ca {\n      common_name = \"benchmark.test Root Authority\"\n      key_type = \"ec\"\n      key_bits = \"384\"\n    }\n    intermediate_csr {\n      common_name = \"benchmark.test Intermediate Authority\"\n      key_type = \"ec\"\n      key_bits = \"384\"\n    }\n    role {\n      ttl = \"10s\"\n      generate_lease = true\n      key_type = \"ec\"\n      key_bits = \"521\"\n    }\n  }\n}\ntest \"pki_sign\" \"ps\" {\n  weight = 25\n}\n",
+    );
+    let file = file.display().to_string();
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", &file, "-n", "80", "-c", "8", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(j["failed"], 0, "{}", r.show());
+    let mounts = crate::support::openbao::vblast_mounts(&bao);
+    let read = |path: &str| -> Value {
+        let (status, body) = bao.api("GET", path, None);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let mut transit = 0;
+    let mut chains = Vec::new();
+    for m in &mounts {
+        let m = m.trim_end_matches('/');
+        if m.starts_with("vblast-transit-") {
+            assert_eq!(
+                read(&format!("/v1/{m}/keys/vblast"))["data"]["type"],
+                "rsa-2048"
+            );
+            transit += 1;
+        } else if m.starts_with("vblast-pki-int-") {
+            let role = read(&format!("/v1/{m}/roles/vblast"))["data"].clone();
+            assert_eq!(role["allow_any_name"], true, "{role}");
+            let issuer = read(&format!("/v1/{m}/issuer/default"))["data"].clone();
+            assert_eq!(
+                issuer["ca_chain"].as_array().map(Vec::len),
+                Some(2),
+                "an intermediate and its root: {issuer}"
+            );
+            chains.push((
+                role["key_type"].as_str().unwrap().to_string(),
+                role["key_bits"].as_u64().unwrap(),
+                role["ttl"].as_u64().unwrap(),
+                role["generate_lease"].as_bool().unwrap_or(false),
+            ));
+        }
+    }
+    assert_eq!(transit, 2, "{mounts:?}");
+    chains.sort();
+    assert_eq!(
+        chains,
+        vec![
+            ("ec".into(), 521, 10, true),
+            ("rsa".into(), 2048, 300, false),
+        ],
+        "{mounts:?}"
+    );
+    for m in &mounts {
+        let (status, body) = bao.api(
+            "DELETE",
+            &format!("/v1/sys/mounts/{}", m.trim_end_matches('/')),
+            None,
+        );
+        assert!(status == 204 || status == 200, "{m}: {body}");
+    }
+    assert_eq!(state(&bao), before);
 }

@@ -4,7 +4,7 @@
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh`, `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `login_read` (the login-read scenario) and
-//! `sys` (sys-health, seal-status, sys-metrics).
+//! `sys` (sys-health, ha-status, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
@@ -136,7 +136,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 30] = [
+    static ALL: [OpInfo; 31] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -165,6 +165,7 @@ pub fn registry() -> &'static [OpInfo] {
         database::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
+        sys::HA_STATUS,
         sys::SEAL_STATUS,
         sys::METRICS,
     ];

@@ -35,8 +35,12 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
     ("rsa-4096", "rsa", 4096),
     ("ec-256", "ec", 256),
     ("ec-384", "ec", 384),
+    ("ec-521", "ec", 521),
     ("ed25519", "ed25519", 0),
 ];
+
+/// Every PKI mount's max lease TTL (vault-benchmark's: ten years).
+const MOUNT_MAX_TTL: &str = "87600h";
 
 const DOC: &str = "Setup enables PKI at a fresh mount (`vblast-pki-xxxxxxxx`), generates a root CA in it and a role `vblast` for `*.vblast.test` with keys of `--key-type`; each pki-issue request issues a certificate with a new key, and the answer must hold it. pki-sign makes a root and an intermediate CA at setup and has the intermediate sign CSRs vblast made. Cleanup disables the mounts, and with them every certificate they stored. Shards share the mounts, CAs and role.";
 
@@ -56,83 +60,148 @@ const KEY_TYPE: OptionSpec = OptionSpec {
     help: "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
 };
 
-/// vault-benchmark's PKI tests: the CA blocks, the role, the issue or sign block.
+/// vault-benchmark's PKI tests, with its defaults: a root CA and an intermediate signed
+/// by it, both RSA-2048 unless the file says (the server's default key, as
+/// vault-benchmark leaves `key_type` out), `example.com` and `example.com Intermediate
+/// Authority`; a role allowing any name (`allow_any_name`, `allow_subdomains`), RSA-2048
+/// keys, 5m TTL; pki_issue issues `test.vault.benchmark`, pki_sign signs an RSA-2048 CSR of
+/// `test.vault.benchmark` (or `sign.csr`, PEM text or a file). The CA, role and request
+/// keys vault-benchmark sends to the server as they are are sent as they are.
 fn pki_hcl(sign: bool, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["setup_delay"]);
-    if !sign {
-        out.notes.push(format!(
-            "test '{}': vblast's pki-issue issues from a root CA it makes itself (EC P-256), with no intermediate; the CA settings change setup only, not the requests measured",
-            c.test
-        ));
-    }
-    for block in ["root_ca", "intermediate_csr", "intermediate_ca"] {
+    let mut chain = serde_json::Map::new();
+    for (block, cn) in [
+        ("root_ca", "example.com"),
+        ("intermediate_csr", "example.com Intermediate Authority"),
+        ("intermediate_ca", ""),
+    ] {
         let mut b = c.block(block)?;
-        b.names(&["issuer_name", "key_name"]);
-        if sign {
-            // pki-sign makes this chain: root, then an intermediate signed by it.
-            if block != "intermediate_ca" {
-                if let Some(cn) = b.string("common_name")? {
-                    set_in(&mut out.config, block, "common_name", json!(cn));
-                }
-                if let Some(t) = b.string("key_type")? {
-                    set_in(&mut out.config, block, "key_type", json!(t));
-                }
-                if let Some(n) = b.number("key_bits")? {
-                    set_in(&mut out.config, block, "key_bits", json!(n));
-                }
-            }
-            if block != "intermediate_csr"
-                && let Some(ttl) = b.string("ttl")?
-            {
-                set_in(&mut out.config, block, "ttl", json!(ttl));
-            }
-        } else {
-            b.names(&["common_name"]);
-            // The CA's own key: pki-issue's is EC P-256; other keys only change setup.
-            let key = pki_key(&mut b)?;
-            if key.is_some() {
-                out.named.push(format!("config.{block}.key_type"));
-            }
-        }
         b.only(
             "type",
             &[json!("internal")],
             "its CA keys are made by the server",
         )?;
+        b.names(&["csr"]);
+        let mut ca = serde_json::Map::new();
+        if block != "intermediate_ca" {
+            ca.insert("common_name".into(), json!(cn));
+            let (kind, bits) = vb_key(&mut b)?;
+            ca.insert("key_type".into(), json!(kind));
+            ca.insert("key_bits".into(), json!(bits));
+        }
+        if let Some(ttl) = b.string("ttl")? {
+            ca.insert("ttl".into(), json!(ttl));
+        }
+        let params = pass_through(&mut b);
+        if let Some(cn) = params.get("common_name").and_then(Value::as_str) {
+            ca.insert("common_name".into(), json!(cn));
+        }
+        let mut params = params;
+        params.remove("common_name");
+        ca.insert("params".into(), Value::Object(params));
         b.finish(&mut out.named)?;
+        chain.insert(block.into(), Value::Object(ca));
     }
     let mut role = c.block("role")?;
-    role.names(&[
-        "name",
-        "allowed_domains",
-        "allow_subdomains",
-        "allow_any_name",
-    ]);
-    let put = |cfg: &mut serde_json::Map<String, Value>, k: &str, v: Value| {
-        if sign {
-            set_in(cfg, "role", k, v);
-        } else {
-            cfg.insert(k.into(), v);
-        }
-    };
-    if let Some(key) = pki_key(&mut role)? {
-        put(&mut out.config, "key_type", json!(key));
-    }
-    if let Some(ttl) = role.string("ttl")? {
-        put(&mut out.config, "ttl", json!(ttl));
-    }
-    if let Some(no_store) = role.boolean("no_store")? {
-        put(&mut out.config, "no_store", json!(no_store));
-    }
-    role.only(
-        "generate_lease",
-        &[json!(false)],
-        "its certificates get no lease",
-    )?;
+    role.names(&["name"]);
+    let key = pki_key(&mut role)?.unwrap_or_else(|| "rsa-2048".into());
+    let ttl = role.string("ttl")?.unwrap_or_else(|| "5m".into());
+    let no_store = role.boolean("no_store")?.unwrap_or(false);
+    let generate_lease = role.boolean("generate_lease")?.unwrap_or(false);
+    let mut role_params = serde_json::Map::new();
+    role_params.insert("allow_any_name".into(), json!(true));
+    role_params.insert("allow_subdomains".into(), json!(true));
+    role_params.extend(pass_through(&mut role));
     role.finish(&mut out.named)?;
     let mut req = c.block(if sign { "sign" } else { "issue" })?;
-    req.names(&["name", "common_name"]);
-    req.finish(&mut out.named)
+    req.names(&["name"]);
+    let csr = if sign { sign_csr(&mut req)? } else { None };
+    let mut req_params = serde_json::Map::new();
+    if !sign {
+        req_params.insert("common_name".into(), json!("test.vault.benchmark"));
+    }
+    req_params.extend(pass_through(&mut req));
+    req.finish(&mut out.named)?;
+    let cfg = &mut out.config;
+    if sign {
+        for (k, v) in chain {
+            cfg.insert(k, v);
+        }
+        set_in(cfg, "role", "key_type", json!(key));
+        set_in(cfg, "role", "ttl", json!(ttl));
+        set_in(cfg, "role", "no_store", json!(no_store));
+        set_in(cfg, "role", "generate_lease", json!(generate_lease));
+        set_in(cfg, "role", "params", Value::Object(role_params));
+        cfg.insert("csrs".into(), json!(1));
+        cfg.insert("common_name".into(), json!("test.vault.benchmark"));
+        if let Some(csr) = csr {
+            cfg.insert("csr".into(), json!(csr));
+        }
+        cfg.insert("params".into(), Value::Object(req_params));
+    } else {
+        cfg.insert("key_type".into(), json!(key));
+        cfg.insert("ttl".into(), json!(ttl));
+        cfg.insert("no_store".into(), json!(no_store));
+        cfg.insert("generate_lease".into(), json!(generate_lease));
+        cfg.insert("chain".into(), Value::Object(chain));
+        cfg.insert("role_params".into(), Value::Object(role_params));
+        cfg.insert("params".into(), Value::Object(req_params));
+    }
+    Ok(())
+}
+
+/// A CA's key in Vault's names: vault-benchmark leaves it to the server, RSA-2048.
+fn vb_key(b: &mut Keys) -> Result<(String, u64), Cause> {
+    let kind = b.string("key_type")?.unwrap_or_else(|| "rsa".into());
+    let bits = b.number("key_bits")?.unwrap_or(0);
+    let bits = match (kind.as_str(), bits) {
+        ("rsa", 0) => 2048,
+        ("ec", 0) => 256,
+        (_, b) => b,
+    };
+    Ok((kind, bits))
+}
+
+/// The keys left in a block, which vault-benchmark sends to the server as they are: sent
+/// as they are (the server checks them).
+fn pass_through(b: &mut Keys) -> serde_json::Map<String, Value> {
+    let keys: Vec<String> = b.left().cloned().collect();
+    keys.into_iter()
+        .filter_map(|k| b.take(&k).map(|v| (k, v)))
+        .collect()
+}
+
+/// `sign.csr`: PEM text, or the path of a file holding it (as vault-benchmark reads it).
+fn sign_csr(req: &mut Keys) -> Result<Option<String>, Cause> {
+    let Some(csr) = req.string("csr")? else {
+        return Ok(None);
+    };
+    let pem = if csr.trim_start().starts_with("-----BEGIN") {
+        csr
+    } else {
+        match std::fs::read_to_string(&csr) {
+            Ok(text) => text,
+            Err(e) => {
+                let m = format!(
+                    "{} = {csr:?} is neither a PEM CSR nor a readable file: {}",
+                    req.where_("csr"),
+                    crate::error::io_text(&e)
+                );
+                req.refuse_with("csr", m);
+                return Ok(None);
+            }
+        }
+    };
+    if rustls_pemfile::csr(&mut pem.as_bytes())
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        let m = format!("{} holds no PEM certificate request", req.where_("csr"));
+        req.refuse_with("csr", m);
+        return Ok(None);
+    }
+    Ok(Some(pem))
 }
 
 fn issue_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
@@ -169,6 +238,30 @@ pub struct PkiConfig {
     pub no_store: bool,
     /// TTL of each certificate.
     pub ttl: String,
+    /// Each certificate gets a lease (vault-benchmark's `role.generate_lease`).
+    #[serde(default)]
+    pub generate_lease: bool,
+    /// vault-benchmark's chain: issue from an intermediate signed by a root, each of the
+    /// configured key (None: vblast's own, one EC P-256 root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<PkiChain>,
+    /// The role's other settings, sent as they are (vault-benchmark's role keys; empty:
+    /// vblast's role for `*.vblast.test`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub role_params: serde_json::Map<String, Value>,
+    /// The issue request's body (empty: a fresh `hXXXXXXXX.vblast.test` name each time).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
+}
+
+/// A root CA and an intermediate signed by it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PkiChain {
+    pub root_ca: PkiCaConfig,
+    pub intermediate_csr: PkiCaConfig,
+    #[serde(default)]
+    pub intermediate_ca: PkiIntCaConfig,
 }
 
 fn config_from(f: &OptionValues) -> Value {
@@ -176,6 +269,10 @@ fn config_from(f: &OptionValues) -> Value {
         key_type: f.text("key-type").unwrap_or_else(|| "ec-256".into()),
         no_store: f.switch("no-store"),
         ttl: "1h".into(),
+        generate_lease: false,
+        chain: None,
+        role_params: serde_json::Map::new(),
+        params: serde_json::Map::new(),
     })
     .unwrap_or(Value::Null)
 }
@@ -193,9 +290,13 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     crate::config::units::parse_duration(&config.ttl)
         .map_err(|e| format!("certificate TTL '{}' is not a duration: {e}", config.ttl))?;
+    if let Some(chain) = &config.chain {
+        check_chain(&chain.root_ca, &chain.intermediate_ca)?;
+    }
     Ok(Box::new(Pki {
         config,
         mount: None,
+        int: None,
         shared_mount: None,
     }))
 }
@@ -204,6 +305,8 @@ struct Pki {
     config: PkiConfig,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
+    /// With a chain: the intermediate's mount (`mount` is the root's).
+    int: Option<String>,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
 }
@@ -223,14 +326,27 @@ impl Pki {
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         let mount = naming.random_name("vblast-pki-");
         self.mount = Some(mount.clone());
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "pki", "description": "vblast load test (temporary)"})),
-            &format!("enabling pki at '{mount}'"),
-        )
-        .inspect_err(|_| self.mount = None)?;
+        if let Some(chain) = self.config.chain.clone() {
+            let int = naming.random_name("vblast-pki-int-");
+            let c = &self.config;
+            let (kind, bits) = vault_key(&c.key_type)?;
+            let role = role_body(
+                kind,
+                bits,
+                &c.ttl,
+                c.no_store,
+                c.generate_lease,
+                &c.role_params,
+            );
+            make_chain(
+                client,
+                [&mount, &int],
+                &chain,
+                [&mut self.mount, &mut self.int],
+            )?;
+            return create_role(client, &int, ROLE, &role);
+        }
+        enable(client, &mount).inspect_err(|_| self.mount = None)?;
         call(
             client,
             "POST",
@@ -240,30 +356,170 @@ impl Pki {
             ),
             &format!("generating the root CA of '{mount}'"),
         )?;
-        let &(_, kind, bits) = KEY_TYPES
-            .iter()
-            .find(|k| k.0 == self.config.key_type)
-            .ok_or("unknown key type")?;
-        let mut role = json!({
+        let c = &self.config;
+        let (kind, bits) = vault_key(&c.key_type)?;
+        let role = role_body(
+            kind,
+            bits,
+            &c.ttl,
+            c.no_store,
+            c.generate_lease,
+            &c.role_params,
+        );
+        create_role(client, &mount, ROLE, &role)
+    }
+}
+
+/// Vault's key_type and key_bits of vblast's key name.
+fn vault_key(name: &str) -> Result<(&'static str, u32), Cause> {
+    KEY_TYPES
+        .iter()
+        .find(|k| k.0 == name)
+        .map(|&(_, kind, bits)| (kind, bits))
+        .ok_or_else(|| Cause::from(format!("unknown key type '{name}'")))
+}
+
+/// A role's body: vblast's (`*.vblast.test`, max TTL = TTL) when `params` is empty, else
+/// vault-benchmark's (its settings, then the file's role keys as they are).
+fn role_body(
+    kind: &str,
+    bits: u32,
+    ttl: &str,
+    no_store: bool,
+    generate_lease: bool,
+    params: &serde_json::Map<String, Value>,
+) -> Value {
+    let mut role = if params.is_empty() {
+        json!({
             "allowed_domains": "vblast.test",
             "allow_subdomains": true,
-            "key_type": kind,
-            "ttl": self.config.ttl,
-            "max_ttl": self.config.ttl,
-            "no_store": self.config.no_store,
-        });
-        if bits > 0 {
-            role["key_bits"] = json!(bits);
-        }
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/roles/{ROLE}"),
-            Some(&role),
-            &format!("creating role '{ROLE}' in '{mount}'"),
-        )?;
-        Ok(())
+            "max_ttl": ttl,
+        })
+    } else {
+        Value::Object(params.clone())
+    };
+    role["key_type"] = json!(kind);
+    role["ttl"] = json!(ttl);
+    role["no_store"] = json!(no_store);
+    if generate_lease {
+        role["generate_lease"] = json!(true);
     }
+    if bits > 0 {
+        role["key_bits"] = json!(bits);
+    }
+    role
+}
+
+fn create_role(client: &mut Client, mount: &str, name: &str, role: &Value) -> Result<(), Cause> {
+    call(
+        client,
+        "POST",
+        &format!("/v1/{mount}/roles/{name}"),
+        Some(role),
+        &format!("creating role '{name}' in '{mount}'"),
+    )
+    .map(drop)
+}
+
+/// Enables PKI at `mount` (max lease TTL ten years, as vault-benchmark's).
+fn enable(client: &mut Client, mount: &str) -> Result<(), Cause> {
+    call(
+        client,
+        "POST",
+        &format!("/v1/sys/mounts/{mount}"),
+        Some(&json!({
+            "type": "pki",
+            "description": "vblast load test (temporary)",
+            "config": {"max_lease_ttl": MOUNT_MAX_TTL},
+        })),
+        &format!("enabling pki at '{mount}'"),
+    )
+    .map(drop)
+}
+
+/// The TTLs of a chain, checked (empty: the server's default).
+fn check_chain(root: &PkiCaConfig, int: &PkiIntCaConfig) -> Result<(), Cause> {
+    for (what, ttl) in [("root CA", &root.ttl), ("intermediate CA", &int.ttl)] {
+        if !ttl.is_empty() {
+            crate::config::units::parse_duration(ttl)
+                .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A CA request's body: its name and key, its TTL if given, then the file's other keys.
+fn ca_body(ca: &PkiCaConfig) -> Value {
+    let mut body = Value::Object(ca.params.clone());
+    body["common_name"] = json!(ca.common_name);
+    body["key_type"] = json!(ca.key_type);
+    if ca.key_bits > 0 {
+        body["key_bits"] = json!(ca.key_bits);
+    }
+    if !ca.ttl.is_empty() {
+        body["ttl"] = json!(ca.ttl);
+    }
+    body
+}
+
+/// The chain: PKI at `root` with a root CA, PKI at `int` with an intermediate CA signed by
+/// it. Each slot holds its mount's name as soon as the mount may exist.
+fn make_chain(
+    client: &mut Client,
+    [root, int]: [&str; 2],
+    chain: &PkiChain,
+    [root_slot, int_slot]: [&mut Option<String>; 2],
+) -> Result<(), Cause> {
+    *root_slot = Some(root.to_string());
+    enable(client, root).inspect_err(|_| *root_slot = None)?;
+    call(
+        client,
+        "POST",
+        &format!("/v1/{root}/root/generate/internal"),
+        Some(&ca_body(&chain.root_ca)),
+        &format!("generating the root CA of '{root}'"),
+    )?;
+    *int_slot = Some(int.to_string());
+    enable(client, int).inspect_err(|_| *int_slot = None)?;
+    let what = format!("generating the intermediate CA's CSR in '{int}'");
+    let mut csr_body = ca_body(&chain.intermediate_csr);
+    if let Some(m) = csr_body.as_object_mut() {
+        m.remove("ttl");
+    }
+    let v = call(
+        client,
+        "POST",
+        &format!("/v1/{int}/intermediate/generate/internal"),
+        Some(&csr_body),
+        &what,
+    )?;
+    let csr = super::json_str(&v, "data.csr", &what)?;
+    let what = format!("signing the intermediate CA with the root of '{root}'");
+    let mut sign = Value::Object(chain.intermediate_ca.params.clone());
+    sign["csr"] = json!(csr);
+    sign["common_name"] = json!(chain.intermediate_csr.common_name);
+    sign["format"] = json!("pem_bundle");
+    if !chain.intermediate_ca.ttl.is_empty() {
+        sign["ttl"] = json!(chain.intermediate_ca.ttl);
+    }
+    let v = call(
+        client,
+        "POST",
+        &format!("/v1/{root}/root/sign-intermediate"),
+        Some(&sign),
+        &what,
+    )?;
+    let cert = super::json_str(&v, "data.certificate", &what)?;
+    let issuing = super::json_str(&v, "data.issuing_ca", &what)?;
+    // The intermediate and its root, as vault-benchmark installs them.
+    call(
+        client,
+        "POST",
+        &format!("/v1/{int}/intermediate/set-signed"),
+        Some(&json!({ "certificate": format!("{cert}\n{issuing}") })),
+        &format!("installing the intermediate CA in '{int}'"),
+    )
+    .map(drop)
 }
 
 impl VaultOp for Pki {
@@ -272,9 +528,16 @@ impl VaultOp for Pki {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let chain = self.config.chain.is_some();
         match shared::mode(ctx) {
             Mode::Join => {
                 let mount = ctx.naming.random_name("vblast-pki-");
+                // With a chain, the role is in the intermediate's mount, named after the root's.
+                let mount = if chain {
+                    ctx.naming.random_name("vblast-pki-int-")
+                } else {
+                    mount
+                };
                 wait_for_role(ctx, &mount, ROLE)?;
                 self.shared_mount = Some(mount);
                 Ok(())
@@ -282,6 +545,9 @@ impl VaultOp for Pki {
             // `vblast cleanup`: the mount setup made, to disable.
             Mode::Remove => {
                 self.mount = Some(ctx.naming.random_name("vblast-pki-"));
+                if chain {
+                    self.int = Some(ctx.naming.random_name("vblast-pki-int-"));
+                }
                 Ok(())
             }
             Mode::Own | Mode::Create => {
@@ -292,21 +558,30 @@ impl VaultOp for Pki {
 
     fn operation(&self) -> Operation {
         let mount = self
-            .mount
+            .int
             .as_deref()
+            .or(self.mount.as_deref())
             .or(self.shared_mount.as_deref())
             .unwrap_or("unset");
+        let body = if self.config.params.is_empty() {
+            vec![
+                Piece::lit(r#"{"common_name":"h"#),
+                Piece::Hex { width: 8 },
+                Piece::lit(r#".vblast.test"}"#),
+            ]
+        } else {
+            // vault-benchmark's: the same request every time.
+            vec![Piece::lit(
+                Value::Object(self.config.params.clone()).to_string(),
+            )]
+        };
         let mut op = Operation::new(
             ISSUE.name,
             RequestSpec {
                 method: "POST".into(),
                 path: vec![Piece::lit(format!("/v1/{mount}/issue/{ROLE}"))],
                 headers: vec![("Content-Type".into(), "application/json".into())],
-                body: Some(vec![
-                    Piece::lit(r#"{"common_name":"h"#),
-                    Piece::Hex { width: 8 },
-                    Piece::lit(r#".vblast.test"}"#),
-                ]),
+                body: Some(body),
                 captured_headers: vec![],
             },
         );
@@ -315,10 +590,13 @@ impl VaultOp for Pki {
     }
 
     fn created(&self) -> Vec<Created> {
-        mount_created("pki", self.mount.as_deref())
+        let mut out = mount_created("pki (intermediate CA)", self.int.as_deref());
+        out.extend(mount_created("pki", self.mount.as_deref()));
+        out
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
+        disable_mount(client, "pki", &mut self.int)?;
         disable_mount(client, "pki", &mut self.mount)
     }
 }
@@ -366,6 +644,15 @@ pub struct PkiSignConfig {
     /// CSRs made at setup, sent in turn.
     #[serde(default = "default_csrs")]
     pub csrs: usize,
+    /// The CSRs' common name (None: a fresh `hXXXXXXXX.vblast.test` each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_name: Option<String>,
+    /// A CSR given (vault-benchmark's `sign.csr`, PEM): the one sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csr: Option<String>,
+    /// The sign request's other fields, sent as they are.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
 }
 
 /// `root_ca` and `intermediate_csr`: the CA's name and key (Vault's key_type/key_bits).
@@ -376,9 +663,12 @@ pub struct PkiCaConfig {
     pub key_type: String,
     #[serde(default)]
     pub key_bits: u32,
-    /// Root only: its lifetime.
-    #[serde(default = "default_root_ttl")]
+    /// Root only: its lifetime (empty: the server's default).
+    #[serde(default)]
     pub ttl: String,
+    /// The request's other fields, sent as they are (vault-benchmark's CA keys).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
 }
 
 impl Default for PkiCaConfig {
@@ -388,6 +678,7 @@ impl Default for PkiCaConfig {
             key_type: "ec".into(),
             key_bits: 256,
             ttl: default_root_ttl(),
+            params: serde_json::Map::new(),
         }
     }
 }
@@ -396,12 +687,20 @@ impl Default for PkiCaConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PkiIntCaConfig {
+    /// Empty: the server's default.
+    #[serde(default)]
     pub ttl: String,
+    /// The sign-intermediate request's other fields, sent as they are.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
 }
 
 impl Default for PkiIntCaConfig {
     fn default() -> Self {
-        PkiIntCaConfig { ttl: "360h".into() }
+        PkiIntCaConfig {
+            ttl: "360h".into(),
+            params: serde_json::Map::new(),
+        }
     }
 }
 
@@ -416,6 +715,11 @@ pub struct PkiSignRoleConfig {
     pub ttl: String,
     #[serde(default)]
     pub no_store: bool,
+    #[serde(default)]
+    pub generate_lease: bool,
+    /// The role's other settings, sent as they are (empty: vblast's `*.vblast.test` role).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
 }
 
 fn default_root_ttl() -> String {
@@ -444,8 +748,13 @@ fn sign_config_from(f: &OptionValues) -> Value {
             key_type: f.text("key-type").unwrap_or_else(|| "ec-256".into()),
             ttl: "1h".into(),
             no_store: f.switch("no-store"),
+            generate_lease: false,
+            params: serde_json::Map::new(),
         },
         csrs: default_csrs(),
+        common_name: None,
+        csr: None,
+        params: serde_json::Map::new(),
     })
     .unwrap_or(Value::Null)
 }
@@ -461,13 +770,17 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             names.join(", ")
         )));
     }
-    for (what, ttl) in [
-        ("certificate", &config.role.ttl),
-        ("root CA", &config.root_ca.ttl),
-        ("intermediate CA", &config.intermediate_ca.ttl),
-    ] {
-        crate::config::units::parse_duration(ttl)
-            .map_err(|e| format!("{what} TTL '{ttl}' is not a duration: {e}"))?;
+    crate::config::units::parse_duration(&config.role.ttl).map_err(|e| {
+        format!(
+            "certificate TTL '{}' is not a duration: {e}",
+            config.role.ttl
+        )
+    })?;
+    check_chain(&config.root_ca, &config.intermediate_ca)?;
+    if config.role.key_type == "ec-521" && config.csr.is_none() {
+        return Err(Cause::from(
+            "vblast cannot make P-521 CSRs itself (its crypto library has no P-521): give one as sign.csr, or choose ec-384",
+        ));
     }
     if config.csrs == 0 || config.csrs > 10_000 {
         return Err(Cause::from(format!(
@@ -525,21 +838,6 @@ fn make_csr(kind: &str, bits: u32, name: &str) -> Result<String, Cause> {
 }
 
 impl PkiSign {
-    fn enable(&self, client: &mut Client, mount: &str, ttl: &str) -> Result<(), Cause> {
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({
-                "type": "pki",
-                "description": "vblast load test (temporary)",
-                "config": {"max_lease_ttl": ttl},
-            })),
-            &format!("enabling pki at '{mount}'"),
-        )
-        .map(drop)
-    }
-
     /// Makes the CSRs (their keys stay in this process) and the request bodies; returns
     /// the role's key type and bits in Vault's names.
     fn make_bodies(&mut self) -> Result<(&'static str, u32), Cause> {
@@ -548,12 +846,21 @@ impl PkiSign {
             .find(|k| k.0 == self.config.role.key_type)
             .ok_or("unknown key type")?;
         let salt = fresh_name("");
-        let mut bodies: Vec<Vec<u8>> = (0..self.config.csrs)
-            .map(|i| {
-                let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
-                Ok(json!({ "csr": csr }).to_string().into_bytes())
-            })
-            .collect::<Result<_, Cause>>()?;
+        let body = |csr: String| {
+            let mut b = Value::Object(self.config.params.clone());
+            b["csr"] = json!(csr);
+            b.to_string().into_bytes()
+        };
+        let mut bodies: Vec<Vec<u8>> = match (&self.config.csr, &self.config.common_name) {
+            (Some(csr), _) => vec![body(csr.clone())],
+            (None, Some(cn)) => vec![body(make_csr(kind, bits, cn)?)],
+            (None, None) => (0..self.config.csrs)
+                .map(|i| {
+                    let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
+                    Ok(body(csr))
+                })
+                .collect::<Result<_, Cause>>()?,
+        };
         let width = bodies.iter().map(Vec::len).max().unwrap_or(0);
         for b in &mut bodies {
             // JSON allows whitespace before the closing brace: one length for the pool.
@@ -581,80 +888,23 @@ impl PkiSign {
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         // The CSRs first: nothing is on the server if making them fails.
         let (kind, bits) = self.make_bodies()?;
-        let c = &self.config;
+        let c = self.config.clone();
         let root = naming.random_name("vblast-pki-");
-        self.root = Some(root.clone());
-        self.enable(client, &root, &c.root_ca.ttl)
-            .inspect_err(|_| self.root = None)?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{root}/root/generate/internal"),
-            Some(&json!({
-                "common_name": c.root_ca.common_name,
-                "ttl": c.root_ca.ttl,
-                "key_type": c.root_ca.key_type,
-                "key_bits": c.root_ca.key_bits,
-            })),
-            &format!("generating the root CA of '{root}'"),
-        )?;
         let int = naming.random_name("vblast-pki-int-");
-        self.int = Some(int.clone());
-        self.enable(client, &int, &c.intermediate_ca.ttl)
-            .inspect_err(|_| self.int = None)?;
-        let what = format!("generating the intermediate CA's CSR in '{int}'");
-        let v = call(
+        let chain = PkiChain {
+            root_ca: c.root_ca,
+            intermediate_csr: c.intermediate_csr,
+            intermediate_ca: c.intermediate_ca,
+        };
+        make_chain(
             client,
-            "POST",
-            &format!("/v1/{int}/intermediate/generate/internal"),
-            Some(&json!({
-                "common_name": c.intermediate_csr.common_name,
-                "key_type": c.intermediate_csr.key_type,
-                "key_bits": c.intermediate_csr.key_bits,
-            })),
-            &what,
+            [&root, &int],
+            &chain,
+            [&mut self.root, &mut self.int],
         )?;
-        let csr = super::json_str(&v, "data.csr", &what)?;
-        let what = format!("signing the intermediate CA with the root of '{root}'");
-        let v = call(
-            client,
-            "POST",
-            &format!("/v1/{root}/root/sign-intermediate"),
-            Some(&json!({
-                "csr": csr,
-                "common_name": c.intermediate_csr.common_name,
-                "ttl": c.intermediate_ca.ttl,
-                "format": "pem_bundle",
-            })),
-            &what,
-        )?;
-        let cert = super::json_str(&v, "data.certificate", &what)?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{int}/intermediate/set-signed"),
-            Some(&json!({ "certificate": cert })),
-            &format!("installing the intermediate CA in '{int}'"),
-        )?;
-        let mut role = json!({
-            "allowed_domains": "vblast.test",
-            "allow_subdomains": true,
-            "key_type": kind,
-            "ttl": c.role.ttl,
-            "max_ttl": c.role.ttl,
-            "no_store": c.role.no_store,
-        });
-        if bits > 0 {
-            role["key_bits"] = json!(bits);
-        }
-        call(
-            client,
-            "POST",
-            &format!("/v1/{int}/roles/{}", c.role.name),
-            Some(&role),
-            &format!("creating role '{}' in '{int}'", c.role.name),
-        )?;
-        Ok(())
+        let r = &c.role;
+        let role = role_body(kind, bits, &r.ttl, r.no_store, r.generate_lease, &r.params);
+        create_role(client, &int, &r.name, &role)
     }
 }
 
@@ -722,7 +972,7 @@ mod sign_tests {
 
     #[test]
     fn csrs_of_every_key_type_parse() {
-        for (_, kind, bits) in KEY_TYPES.iter().filter(|k| k.2 <= 2048) {
+        for (_, kind, bits) in KEY_TYPES.iter().filter(|k| k.2 <= 2048 && k.2 != 521) {
             let pem = make_csr(kind, *bits, "h1.vblast.test").unwrap();
             assert!(
                 pem.starts_with("-----BEGIN CERTIFICATE REQUEST-----"),

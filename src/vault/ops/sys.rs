@@ -1,12 +1,13 @@
 //! The system family, nothing to set up or remove: `sys-health` (GET sys/health, which
-//! must say `sealed: false`), `seal-status` (GET sys/seal-status,
+//! must say `sealed: false`), `ha-status` (GET sys/ha-status, which must list the
+//! cluster's nodes), `seal-status` (GET sys/seal-status,
 //! which must say `sealed: false`) and `sys-metrics` (GET sys/metrics, telemetry in JSON,
 //! which must hold its gauges). Like vault-benchmark's ha_status, seal_status and metrics.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::vb::{Keys, Mapped, no_settings};
+use super::vb::no_settings;
 use super::{Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType};
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -18,29 +19,33 @@ use crate::workload::Operation;
 const DOC: &str =
     "Nothing to set up or remove; like vault-benchmark's ha_status, seal_status and metrics tests.";
 
-/// vault-benchmark's ha_status test: sent as sys-health, with a note saying so.
-fn ha_status_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
-    out.notes.push(format!(
-        "test '{}': ha_status is sent as GET /v1/sys/health (vblast's sys-health; it has no ha-status request)",
-        c.test
-    ));
-    Ok(())
-}
-
 pub const HEALTH: OpInfo = OpInfo {
     name: "sys-health",
     request: "GET /v1/sys/health",
     doc: DOC,
     also: &[],
-    vault_benchmark: VaultBenchmark::Types(&[VbType {
-        name: "ha_status",
-        config: ha_status_hcl,
-    }]),
+    vault_benchmark: VaultBenchmark::NoType,
     fixture: Fixture::None,
     about: "GET sys/health; the answer must say sealed: false (no setup)",
     options: &[],
     config_from,
     build: build_health,
+};
+
+pub const HA_STATUS: OpInfo = OpInfo {
+    name: "ha-status",
+    request: "GET /v1/sys/ha-status",
+    doc: DOC,
+    also: &[],
+    vault_benchmark: VaultBenchmark::Types(&[VbType {
+        name: "ha_status",
+        config: no_settings,
+    }]),
+    fixture: Fixture::None,
+    about: "GET sys/ha-status; the answer must list the nodes (no setup)",
+    options: &[],
+    config_from,
+    build: build_ha,
 };
 
 pub const SEAL_STATUS: OpInfo = OpInfo {
@@ -93,6 +98,7 @@ fn parse(v: &Value) -> Result<(), Cause> {
 #[derive(Clone, Copy)]
 enum Kind {
     Health,
+    HaStatus,
     SealStatus,
     Metrics,
 }
@@ -100,6 +106,11 @@ enum Kind {
 fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
     Ok(Box::new(Sys(Kind::Health)))
+}
+
+fn build_ha(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
+    parse(v)?;
+    Ok(Box::new(Sys(Kind::HaStatus)))
 }
 
 fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
@@ -125,6 +136,11 @@ impl VaultOp for Sys {
                 HEALTH.name,
                 "/v1/sys/health",
                 Expect::equals("sealed", "false"),
+            ),
+            Kind::HaStatus => (
+                HA_STATUS.name,
+                "/v1/sys/ha-status",
+                Expect::present("data.nodes"),
             ),
             Kind::SealStatus => (
                 SEAL_STATUS.name,
