@@ -74,6 +74,7 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(cli.out.format, Format::Ab),
         },
+        watch: None,
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,

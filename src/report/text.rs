@@ -20,9 +20,11 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 /// The table of operations and their total, and the note on its thin tails.
 fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
+    // The first column is as wide as the longest operation name (14 at least).
+    let width = s.ops.iter().map(|op| op.name.len()).fold(14, usize::max);
     write!(
         o,
-        "{:<14} {:>9} {:>11} {:>11} {:>10} {:>10} {:>10} {:>13}",
+        "{:<width$} {:>9} {:>11} {:>11} {:>10} {:>10} {:>10} {:>13}",
         "op", "count", "rate", "throughput", "mean", "95th%", "99th%", "successRatio"
     )?;
     if open {
@@ -39,7 +41,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             service: &op.service_ms,
             success_ratio: op.success_ratio,
         };
-        row.write(o, open)?;
+        row.write(o, open, width)?;
     }
     let total = Row {
         name: "total",
@@ -50,7 +52,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         service: &s.service_ms,
         success_ratio: s.success_ratio,
     };
-    total.write(o, open)?;
+    total.write(o, open, width)?;
     // Thin tails among the table's percentiles, with the samples each rests on.
     let mut thin = Vec::new();
     // (Service time counts the same requests: its columns are marked alike.)
@@ -78,8 +80,11 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
     writeln!(
         o,
-        "Duration {:.2}s, {} requests, {} ok, {} failed.",
-        s.duration_s, s.requests, s.ok, s.failed
+        "Duration {:.2}s, {}, {} ok, {} failed.",
+        s.duration_s,
+        super::plural(s.requests, "request", "requests"),
+        s.ok,
+        s.failed
     )?;
     if open {
         writeln!(
@@ -143,7 +148,36 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     for (m, n) in &s.error_messages {
         writeln!(o, "  {n} x {m}")?;
     }
+    // Answers that failed on their status carry no message of their own: the status and
+    // what it means, so that a URL answered 403 or 404 says why it failed.
+    for (code, n) in &s.status {
+        if let Some(meaning) = failed_status(code) {
+            writeln!(o, "  {n} x HTTP {code} {meaning}")?;
+        }
+    }
     Ok(())
+}
+
+/// What a 4xx or 5xx status means, for the failure lines (None for the others).
+fn failed_status(code: &str) -> Option<&'static str> {
+    let meaning = match code {
+        "400" => "Bad Request: the server refused the request as malformed",
+        "401" => "Unauthorized: no valid credentials were sent",
+        "403" => {
+            "Forbidden: permission denied (a missing or wrong token, or a policy that does not allow the path)"
+        }
+        "404" => "Not Found: nothing at this path",
+        "405" => "Method Not Allowed",
+        "412" => "Precondition Failed (a standby or performance replica not caught up yet)",
+        "429" => "Too Many Requests: a rate limit",
+        "500" => "Internal Server Error",
+        "502" => "Bad Gateway",
+        "503" => "Service Unavailable (sealed, standby or in maintenance)",
+        "504" => "Gateway Timeout",
+        c if c.len() == 3 && (c.starts_with('4') || c.starts_with('5')) => "(a failed status)",
+        _ => return None,
+    };
+    Some(meaning)
 }
 
 /// One line of the table.
@@ -158,10 +192,10 @@ struct Row<'a> {
 }
 
 impl Row<'_> {
-    fn write(&self, o: &mut dyn Write, open: bool) -> io::Result<()> {
+    fn write(&self, o: &mut dyn Write, open: bool, width: usize) -> io::Result<()> {
         write!(
             o,
-            "{:<14} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
+            "{:<width$} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
             self.name,
             self.count,
             self.rate,

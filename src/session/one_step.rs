@@ -26,6 +26,9 @@ pub struct Showing<'a> {
     /// The Prometheus exporter, fed every snapshot and the final figures.
     pub metrics: Option<&'a Metrics>,
     pub probe: Probe,
+    /// Called with the threads' totals as they report (`vblast ab`'s "Completed N
+    /// requests").
+    pub watch: Option<engine::ProgressFn<'a>>,
 }
 
 /// What a failed TLS probe (one handshake before the load, for ab's TLS lines) means.
@@ -150,10 +153,14 @@ fn step(
         if let Some(m) = metrics {
             m.update(p);
         }
+        if let Some(w) = showing.watch {
+            w(p);
+        }
     };
     let step = session.step(
         &scenario.load,
-        (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
+        (live.enabled() || metrics.is_some() || showing.watch.is_some())
+            .then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
     if let (Some(m), Ok(s)) = (metrics, &step) {

@@ -130,12 +130,12 @@ pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String
                 .max();
             match best {
                 Some(b) => format!(
-                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
-                    sweep.steps.len()
+                    "Interrupted after {}: {b} {unit} was the highest load within the objective so far",
+                    crate::report::plural(sweep.steps.len() as u64, "step", "steps")
                 ),
                 None => format!(
-                    "Interrupted after {} steps, before any load held the objective",
-                    sweep.steps.len()
+                    "Interrupted after {}, before any load held the objective",
+                    crate::report::plural(sweep.steps.len() as u64, "step", "steps")
                 ),
             }
         }
