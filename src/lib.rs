@@ -89,4 +89,20 @@ mod layers {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+
+    /// Issue 21, item 7: no function over 100 lines without its reason in a comment.
+    #[test]
+    fn no_function_is_over_100_lines_without_its_reason() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/check-fn-length.sh");
+        let out = std::process::Command::new("bash")
+            .arg(script)
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -209,6 +209,45 @@ fn has_header(headers: &[(String, String)], name: &str) -> bool {
     headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
 }
 
+/// The request's headers: Host, the token, the namespace and User-Agent unless given,
+/// the given ones, and `Connection: close` when asked (the captured ones come after).
+fn push_headers(out: &mut Vec<u8>, spec: &RequestSpec, common: &Common) {
+    let h = &spec.headers;
+    let mut header = |name: &str, value: &str| {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    if !has_header(h, "host") {
+        header("Host", &common.host);
+    }
+    let captured_token = spec
+        .captured_headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("x-vault-token"));
+    if let Some(t) = &common.token
+        && !has_header(h, "x-vault-token")
+        && !captured_token
+    {
+        header("X-Vault-Token", t);
+    }
+    if let Some(ns) = &common.namespace
+        && !has_header(h, "x-vault-namespace")
+    {
+        header("X-Vault-Namespace", ns);
+    }
+    if !has_header(h, "user-agent") {
+        header("User-Agent", concat!("vblast/", env!("CARGO_PKG_VERSION")));
+    }
+    for (n, v) in h {
+        header(n, v);
+    }
+    if common.close && !has_header(h, "connection") {
+        header("Connection", "close");
+    }
+}
+
 impl Template {
     pub fn build(spec: &RequestSpec, common: &Common) -> Template {
         let mut out = Vec::with_capacity(256);
@@ -219,40 +258,7 @@ impl Template {
         out.push(b' ');
         push_pieces(&mut out, &mut slots, &mut inserts, &mut pools, &spec.path);
         out.extend_from_slice(b" HTTP/1.1\r\n");
-        let h = &spec.headers;
-        let mut header = |name: &str, value: &str| {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        };
-        if !has_header(h, "host") {
-            header("Host", &common.host);
-        }
-        let captured_token = spec
-            .captured_headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("x-vault-token"));
-        if let Some(t) = &common.token
-            && !has_header(h, "x-vault-token")
-            && !captured_token
-        {
-            header("X-Vault-Token", t);
-        }
-        if let Some(ns) = &common.namespace
-            && !has_header(h, "x-vault-namespace")
-        {
-            header("X-Vault-Namespace", ns);
-        }
-        if !has_header(h, "user-agent") {
-            header("User-Agent", concat!("vblast/", env!("CARGO_PKG_VERSION")));
-        }
-        for (n, v) in h {
-            header(n, v);
-        }
-        if common.close && !has_header(h, "connection") {
-            header("Connection", "close");
-        }
+        push_headers(&mut out, spec, common);
         for (name, slot) in &spec.captured_headers {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b": ");
@@ -277,7 +283,8 @@ impl Template {
         }
         let method_has_body = matches!(spec.method.as_str(), "POST" | "PUT" | "PATCH");
         let mut length = None;
-        if (spec.body.is_some() || method_has_body) && !has_header(h, "content-length") {
+        if (spec.body.is_some() || method_has_body) && !has_header(&spec.headers, "content-length")
+        {
             let digits = body.len().to_string();
             out.extend_from_slice(b"Content-Length: ");
             let at = out.len();

@@ -3,6 +3,7 @@
 //! `--help`). The commands (`crate::commands`) turn them into library values.
 
 pub mod ab;
+pub mod cleanup;
 pub mod cluster;
 pub mod load;
 pub mod metrics;
@@ -132,4 +133,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub source: source::SourceArgs,
+
+    #[command(flatten)]
+    pub cleanup: cleanup::CleanupArgs,
 }

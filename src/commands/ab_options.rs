@@ -121,35 +121,17 @@ fn number(letter: char, value: &str) -> Result<i64, AbError> {
 
 /// Parses `vblast ab`'s arguments (those after `ab`).
 pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
-    let mut o = AbOptions {
-        url: String::new(),
-        requests: 1,
-        concurrency: 1,
-        timelimit: 0,
-        timeout: 30,
-        keepalive: false,
-        headers: Vec::new(),
-        method: String::new(),
-        body: None,
-        content_type: None,
-        variable_length: false,
-        csv: None,
-        quiet: false,
-        no_confidence: false,
-        no_percentiles: false,
-        recv_errors_ok: false,
-        verbosity: 1,
-        client_cert: None,
-        ab_exit: false,
+    let mut reading = Reading {
+        o: AbOptions::ab_defaults(),
+        method: Method::Unset,
+        cookie: None,
+        auth: Vec::new(),
     };
-    let mut method = Method::Unset;
-    let mut cookie: Option<String> = None;
-    let mut auth: Vec<(String, String)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
         if arg == "--ab-exit" {
-            o.ab_exit = true;
+            reading.o.ab_exit = true;
             i += 1;
             continue;
         }
@@ -193,92 +175,13 @@ pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
             } else {
                 None
             };
-            let v = value.unwrap_or_default();
             if let Some(why) = unsupported(c) {
                 return Err(AbError::Unsupported(format!(
                     "ab's -{c} is not supported by vblast ab: {why}"
                 )));
             }
-            match c {
-                'n' => {
-                    let n = number(c, &v)?;
-                    if n <= 0 {
-                        return Err(AbError::Usage("Invalid number of requests".into()));
-                    }
-                    o.requests = n as u64;
-                }
-                'c' => {
-                    let n = number(c, &v)?;
-                    if n <= 0 {
-                        return Err(AbError::Usage(format!(
-                            "-c {n}: the concurrency must be at least 1"
-                        )));
-                    }
-                    o.concurrency = n as u64;
-                }
-                't' => {
-                    let n = number(c, &v)?;
-                    if n < 0 {
-                        return Err(AbError::Usage("Invalid negative timelimit".into()));
-                    }
-                    o.timelimit = n as u64;
-                    // ab 2.4: -t sizes the run at 50000 requests; a later -n overrides it.
-                    o.requests = TIMED_REQUESTS;
-                }
-                's' => {
-                    let n = number(c, &v)?;
-                    if n <= 0 {
-                        return Err(AbError::Usage(format!(
-                            "-s {n}: the timeout must be at least 1 second"
-                        )));
-                    }
-                    o.timeout = n as u64;
-                }
-                'k' => o.keepalive = true,
-                'H' => {
-                    let h = parse_header(&v).map_err(AbError::Usage)?;
-                    o.headers.push(h);
-                }
-                'C' => cookie = Some(v),
-                'A' => {
-                    let creds = v.trim_start();
-                    let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
-                    auth.push(("Authorization".into(), format!("Basic {b64}")));
-                }
-                'i' => {
-                    if method != Method::Unset {
-                        return Err(AbError::Usage("Cannot mix HEAD with other methods".into()));
-                    }
-                    method = Method::Head;
-                }
-                'p' | 'u' => {
-                    if method != Method::Unset {
-                        let what = if c == 'p' { "POST" } else { "PUT" };
-                        return Err(AbError::Usage(format!(
-                            "Cannot mix {what} with other methods"
-                        )));
-                    }
-                    method = if c == 'p' { Method::Post } else { Method::Put };
-                    o.body = Some(PathBuf::from(v));
-                }
-                'm' => {
-                    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphabetic()) {
-                        return Err(AbError::Usage(format!("-m {v}: not a method name")));
-                    }
-                    method = Method::Custom(v);
-                }
-                'T' => o.content_type = Some(v),
-                'l' => o.variable_length = true,
-                'e' => o.csv = Some(PathBuf::from(v)),
-                'q' => o.quiet = true,
-                'S' => o.no_confidence = true,
-                'd' => o.no_percentiles = true,
-                'r' => o.recv_errors_ok = true,
-                'v' => o.verbosity = number(c, &v)?,
-                'E' => o.client_cert = Some(PathBuf::from(v)),
-                'h' => return Ok(AbCommand::Help),
-                'V' => return Ok(AbCommand::Version),
-                _ => return Err(AbError::Usage(format!("illegal option -- {c}"))),
+            if let Some(done) = reading.option(c, value.unwrap_or_default())? {
+                return Ok(done);
             }
         }
         i += 1;
@@ -286,37 +189,168 @@ pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
     // `--ab-exit` after the URL is taken too (it is vblast's, not ab's).
     let mut rest: Vec<&String> = args[i..].iter().collect();
     if rest.last().is_some_and(|a| *a == "--ab-exit") {
-        o.ab_exit = true;
+        reading.o.ab_exit = true;
         rest.pop();
     }
-    if rest.len() != 1 {
-        return Err(AbError::Usage(if rest.is_empty() {
-            "wrong number of arguments: give the URL after the options".into()
-        } else {
-            format!(
-                "wrong number of arguments: {} after the options (ab takes its options before the URL, and one URL)",
-                rest.len()
-            )
-        }));
+    reading.finish(&rest)
+}
+
+impl AbOptions {
+    /// ab's defaults: one request, one connection, a 30 s timeout.
+    fn ab_defaults() -> AbOptions {
+        AbOptions {
+            url: String::new(),
+            requests: 1,
+            concurrency: 1,
+            timelimit: 0,
+            timeout: 30,
+            keepalive: false,
+            headers: Vec::new(),
+            method: String::new(),
+            body: None,
+            content_type: None,
+            variable_length: false,
+            csv: None,
+            quiet: false,
+            no_confidence: false,
+            no_percentiles: false,
+            recv_errors_ok: false,
+            verbosity: 1,
+            client_cert: None,
+            ab_exit: false,
+        }
     }
-    o.url = url(rest[0])?;
-    if o.concurrency > o.requests {
-        return Err(AbError::Usage(
-            "Cannot use concurrency level greater than total number of requests".into(),
-        ));
+}
+
+/// A command line being read: the options so far, and what ab sets apart until the end
+/// (the method, the cookie and the basic-auth headers go after the `-H` headers).
+struct Reading {
+    o: AbOptions,
+    method: Method,
+    cookie: Option<String>,
+    auth: Vec<(String, String)>,
+}
+
+impl Reading {
+    /// Takes one option letter and its value; `Some` when the option ends the parse
+    /// (`-h`, `-V`).
+    fn option(&mut self, c: char, v: String) -> Result<Option<AbCommand>, AbError> {
+        match c {
+            'n' => {
+                let n = number(c, &v)?;
+                if n <= 0 {
+                    return Err(AbError::Usage("Invalid number of requests".into()));
+                }
+                self.o.requests = n as u64;
+            }
+            'c' => {
+                let n = number(c, &v)?;
+                if n <= 0 {
+                    return Err(AbError::Usage(format!(
+                        "-c {n}: the concurrency must be at least 1"
+                    )));
+                }
+                self.o.concurrency = n as u64;
+            }
+            't' => {
+                let n = number(c, &v)?;
+                if n < 0 {
+                    return Err(AbError::Usage("Invalid negative timelimit".into()));
+                }
+                self.o.timelimit = n as u64;
+                // ab 2.4: -t sizes the run at 50000 requests; a later -n overrides it.
+                self.o.requests = TIMED_REQUESTS;
+            }
+            's' => {
+                let n = number(c, &v)?;
+                if n <= 0 {
+                    return Err(AbError::Usage(format!(
+                        "-s {n}: the timeout must be at least 1 second"
+                    )));
+                }
+                self.o.timeout = n as u64;
+            }
+            'k' => self.o.keepalive = true,
+            'H' => {
+                let h = parse_header(&v).map_err(AbError::Usage)?;
+                self.o.headers.push(h);
+            }
+            'C' => self.cookie = Some(v),
+            'A' => {
+                let creds = v.trim_start();
+                let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
+                self.auth
+                    .push(("Authorization".into(), format!("Basic {b64}")));
+            }
+            'i' => {
+                if self.method != Method::Unset {
+                    return Err(AbError::Usage("Cannot mix HEAD with other methods".into()));
+                }
+                self.method = Method::Head;
+            }
+            'p' | 'u' => {
+                if self.method != Method::Unset {
+                    let what = if c == 'p' { "POST" } else { "PUT" };
+                    return Err(AbError::Usage(format!(
+                        "Cannot mix {what} with other methods"
+                    )));
+                }
+                self.method = if c == 'p' { Method::Post } else { Method::Put };
+                self.o.body = Some(PathBuf::from(v));
+            }
+            'm' => {
+                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphabetic()) {
+                    return Err(AbError::Usage(format!("-m {v}: not a method name")));
+                }
+                self.method = Method::Custom(v);
+            }
+            'T' => self.o.content_type = Some(v),
+            'l' => self.o.variable_length = true,
+            'e' => self.o.csv = Some(PathBuf::from(v)),
+            'q' => self.o.quiet = true,
+            'S' => self.o.no_confidence = true,
+            'd' => self.o.no_percentiles = true,
+            'r' => self.o.recv_errors_ok = true,
+            'v' => self.o.verbosity = number(c, &v)?,
+            'E' => self.o.client_cert = Some(PathBuf::from(v)),
+            'h' => return Ok(Some(AbCommand::Help)),
+            'V' => return Ok(Some(AbCommand::Version)),
+            _ => return Err(AbError::Usage(format!("illegal option -- {c}"))),
+        }
+        Ok(None)
     }
-    o.method = match method {
-        Method::Unset => "GET".into(),
-        Method::Head => "HEAD".into(),
-        Method::Post => "POST".into(),
-        Method::Put => "PUT".into(),
-        Method::Custom(m) => m.to_ascii_uppercase(),
-    };
-    if let Some(c) = cookie {
-        o.headers.push(("Cookie".into(), c));
+
+    /// The operands after the options (exactly one URL), and the checks across options.
+    fn finish(mut self, rest: &[&String]) -> Result<AbCommand, AbError> {
+        if rest.len() != 1 {
+            return Err(AbError::Usage(if rest.is_empty() {
+                "wrong number of arguments: give the URL after the options".into()
+            } else {
+                format!(
+                    "wrong number of arguments: {} after the options (ab takes its options before the URL, and one URL)",
+                    rest.len()
+                )
+            }));
+        }
+        self.o.url = url(rest[0])?;
+        if self.o.concurrency > self.o.requests {
+            return Err(AbError::Usage(
+                "Cannot use concurrency level greater than total number of requests".into(),
+            ));
+        }
+        self.o.method = match self.method {
+            Method::Unset => "GET".into(),
+            Method::Head => "HEAD".into(),
+            Method::Post => "POST".into(),
+            Method::Put => "PUT".into(),
+            Method::Custom(m) => m.to_ascii_uppercase(),
+        };
+        if let Some(c) = self.cookie {
+            self.o.headers.push(("Cookie".into(), c));
+        }
+        self.o.headers.extend(self.auth);
+        Ok(AbCommand::Run(Box::new(self.o)))
     }
-    o.headers.extend(auth);
-    Ok(AbCommand::Run(Box::new(o)))
 }
 
 /// ab's URL: `[http[s]://]host[:port]/path`, the path required.
@@ -391,6 +425,7 @@ impl AbOptions {
             }),
             keep: false,
             no_setup: true,
+            fixtures: Default::default(),
         }
     }
 

@@ -16,7 +16,7 @@ pub fn merge(args: &RunArgs, given: Given, path: &Path) -> Result<RunArgs, Strin
     if args.ops.op.is_some() || args.ops.scenario.is_some() || args.url.is_some() {
         return Err("--config gives the tests: leave out --op, --scenario and the URL".into());
     }
-    let c = load(path)?;
+    let c = load(path).map_err(|e| e.to_string())?;
     let mut notes = c.notes.clone();
     let mut m = args.clone();
     m.config = None;
@@ -25,7 +25,7 @@ pub fn merge(args: &RunArgs, given: Given, path: &Path) -> Result<RunArgs, Strin
         m.target.address.is_empty() && m.cluster.cluster.is_none() && env("VAULT_ADDR").is_none();
     if let Some(cluster) = &c.cluster_json {
         // Checked here for the file's own message; the nodes are read by `--cluster`.
-        let (_, t, _) = load_cluster(cluster)?;
+        let (_, t, _) = load_cluster(cluster).map_err(|e| e.to_string())?;
         token = t.or(token);
         if no_address {
             m.cluster.cluster = Some(cluster.clone());

@@ -53,9 +53,12 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
-    crate::session::fixtures::rendezvous::around(&sharding(cli), &scenario, stop, &mut |joined| {
-        load(cli, &scenario, metrics.as_ref(), stop, joined)
-    })
+    crate::session::fixtures::rendezvous::around(
+        &sharding(cli),
+        &scenario,
+        stop,
+        &mut |scenario, joined| load(cli, scenario, metrics.as_ref(), stop, joined),
+    )
 }
 
 /// The run's one step (`session::one_step`), its report and files, and how it ended;

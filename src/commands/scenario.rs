@@ -14,7 +14,7 @@ use crate::config::units::show_duration;
 use crate::error::Error;
 use crate::net::tls::{TlsEngine, TlsOptions};
 use crate::results::deliver::{Format, MARKDOWN_ONLY_FOR_LIST_OPS, Output};
-use crate::vault::fixture::{check_ops, op_names};
+use crate::session::fixtures::{check_ops, op_names};
 use crate::vault::ops::{Fixture, fixture_of};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
@@ -99,6 +99,7 @@ pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
         keep: args.ops.keep,
         no_setup: args.ops.no_setup,
         cluster,
+        fixtures: super::fixture::plan(args),
     })
 }
 

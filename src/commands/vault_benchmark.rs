@@ -186,7 +186,7 @@ fn run_argv(g: &Given) -> Result<(Vec<String>, Vec<String>), String> {
         get(g, "vault_token").map(String::from),
     );
     if let Some(c) = get(g, "cluster_json") {
-        let (_, t, _) = load_cluster(&PathBuf::from(c))?;
+        let (_, t, _) = load_cluster(&PathBuf::from(c)).map_err(|e| e.to_string())?;
         token = token.or(t);
         if addr.is_none() {
             push("--cluster", c);

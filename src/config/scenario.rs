@@ -44,6 +44,9 @@ pub struct Scenario {
     /// Several nodes of one HA cluster as the target (`address` is the first of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::config::cluster::ClusterSpec>,
+    /// How the run's fixtures are named and removed (not part of the results).
+    #[serde(skip)]
+    pub fixtures: crate::config::fixtures::FixturePlan,
 }
 
 /// The shape of the load.
@@ -170,6 +173,7 @@ mod tests {
             workload,
             keep: false,
             no_setup: false,
+            fixtures: Default::default(),
         }
     }
 

@@ -7,12 +7,14 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 
+use crate::error::Cause;
+
 /// Most source addresses one run takes.
 pub const MAX_ADDRS: usize = 4096;
 
 /// Parses `A-B` (IPv4, inclusive) or `A,B,C`; no duplicates.
-pub fn parse(spec: &str) -> Result<Vec<IpAddr>, String> {
-    let bad = |why: String| format!("--source-addrs {spec}: {why}");
+pub fn parse(spec: &str) -> Result<Vec<IpAddr>, Cause> {
+    let bad = |why: String| Cause::Said(format!("--source-addrs {spec}: {why}"));
     let mut out: Vec<IpAddr> = Vec::new();
     for part in spec.split(',').map(str::trim) {
         if part.is_empty() {
@@ -55,7 +57,7 @@ pub fn parse(spec: &str) -> Result<Vec<IpAddr>, String> {
 
 /// Every address must be one this machine can bind (assigned to an interface, or in
 /// 127.0.0.0/8 on Linux's loopback).
-pub fn check_present(addrs: &[IpAddr]) -> Result<(), String> {
+pub fn check_present(addrs: &[IpAddr]) -> Result<(), Cause> {
     let missing: Vec<String> = addrs
         .iter()
         .filter(|ip| TcpListener::bind(SocketAddr::new(**ip, 0)).is_err())
@@ -64,36 +66,36 @@ pub fn check_present(addrs: &[IpAddr]) -> Result<(), String> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::Said(format!(
             "--source-addrs: {} not present on this machine (no interface has {}): add {} (`ip addr add ADDR/32 dev IFACE`) or leave {} out",
             missing.join(", "),
             if missing.len() == 1 { "it" } else { "them" },
             if missing.len() == 1 { "it" } else { "them" },
             if missing.len() == 1 { "it" } else { "them" },
-        ))
+        )))
     }
 }
 
 /// Refuses more connections than the addresses' ports hold, with the numbers.
-pub fn check_capacity(connections: u64, addrs: &[IpAddr]) -> Result<(), String> {
+pub fn check_capacity(connections: u64, addrs: &[IpAddr]) -> Result<(), Cause> {
     let Some((lo, hi)) = crate::sys::ephemeral_ports() else {
         return Ok(());
     };
     let ports = hi.saturating_sub(lo) + 1;
     let room = ports * addrs.len() as u64;
     if connections > room {
-        return Err(format!(
+        return Err(Cause::Said(format!(
             "-c {connections} needs {connections} local (address, port) pairs to one server address, but {} source address{} x {ports} ephemeral ports ({lo}-{hi}) give {room}: add source addresses (at least {})",
             addrs.len(),
             if addrs.len() == 1 { "" } else { "es" },
             connections.div_ceil(ports)
-        ));
+        )));
     }
     Ok(())
 }
 
 /// The flag's text, parsed and checked (none: empty).
-pub fn resolve(spec: Option<&str>) -> Result<Vec<IpAddr>, String> {
+pub fn resolve(spec: Option<&str>) -> Result<Vec<IpAddr>, Cause> {
     let Some(spec) = spec else {
         return Ok(Vec::new());
     };
@@ -115,13 +117,20 @@ mod tests {
         assert!(
             parse("127.0.0.4-127.0.0.2")
                 .unwrap_err()
+                .to_string()
                 .contains("backwards")
         );
-        assert!(parse("127.0.0.2,127.0.0.2").unwrap_err().contains("twice"));
-        assert!(parse("x").unwrap_err().contains("not an IP"));
+        assert!(
+            parse("127.0.0.2,127.0.0.2")
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+        assert!(parse("x").unwrap_err().to_string().contains("not an IP"));
         assert!(
             parse("10.0.0.0-10.1.0.0")
                 .unwrap_err()
+                .to_string()
                 .contains("more than")
         );
     }
@@ -132,7 +141,9 @@ mod tests {
         let ports = hi - lo + 1;
         let three = parse("127.0.0.2-127.0.0.4").unwrap();
         assert!(check_capacity(ports * 3, &three).is_ok());
-        let e = check_capacity(ports * 3 + 1, &three).unwrap_err();
+        let e = check_capacity(ports * 3 + 1, &three)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(&format!("{}", ports * 3)) && e.contains("3 source addresses"),
             "{e}"
@@ -143,7 +154,9 @@ mod tests {
     fn absent_addresses_are_named() {
         assert!(check_present(&parse("127.0.0.2").unwrap()).is_ok());
         // TEST-NET-3, assigned to no machine.
-        let e = check_present(&parse("203.0.113.77").unwrap()).unwrap_err();
+        let e = check_present(&parse("203.0.113.77").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("203.0.113.77 not present"), "{e}");
     }
 }

@@ -136,13 +136,6 @@ impl TlsError {
     }
 }
 
-/// For the callers whose own errors are still sentences (their message is the same).
-impl From<TlsError> for String {
-    fn from(e: TlsError) -> Self {
-        e.to_string()
-    }
-}
-
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let data = std::fs::read(path).map_err(|source| TlsError::Read {
         what: "certificate file",

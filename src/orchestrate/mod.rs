@@ -94,7 +94,7 @@ impl Layout {
     ) -> Result<Layout, LayoutError> {
         if !sources.is_empty() {
             crate::net::source_addrs::check_capacity(connections, sources)
-                .map_err(|e| LayoutError::Sources(e.into()))?;
+                .map_err(LayoutError::Sources)?;
         } else if let Some((lo, hi)) = ephemeral_ports() {
             let ports = hi.saturating_sub(lo) + 1;
             if connections > ports {

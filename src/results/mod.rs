@@ -151,7 +151,7 @@ impl Results {
     /// `crate::results::shards::BEGIN` and `END` (a pod's log, for `deploy/kubernetes/collect.sh`).
     pub fn write(&self, path: &Path) -> Result<(), Cause> {
         if path.as_os_str() == "-" {
-            return crate::results::shards::print_results(self).map_err(Cause::from);
+            return crate::results::shards::print_results(self);
         }
         let mut buf = Vec::new();
         self.write_to(&mut buf)

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::config::spread::MAX_SHARDS;
+use crate::error::Cause;
 use crate::results::Results;
 
 /// The lines around a results file printed on stdout (`--output -`).
@@ -15,17 +16,17 @@ pub const END: &str = "----- END VBLAST RESULTS -----";
 
 /// `--output -`: the results file on stdout between `BEGIN` and `END`, after the report,
 /// for containers whose only way out is their log.
-pub fn print_results(r: &Results) -> Result<(), String> {
+pub fn print_results(r: &Results) -> Result<(), Cause> {
     use std::io::Write;
     let mut buf = Vec::new();
     let _ = writeln!(buf, "{BEGIN}");
     r.write_to(&mut buf)
-        .map_err(|e| format!("cannot write the results: {e}"))?;
+        .map_err(|e| Cause::io("cannot write the results", e))?;
     let _ = writeln!(buf, "{END}");
     std::io::stdout()
         .lock()
         .write_all(&buf)
-        .map_err(|e| format!("cannot write the results to stdout: {e}"))
+        .map_err(|e| Cause::io("cannot write the results to stdout", e))
 }
 
 /// What a shard's results file says about the shard, so the merge can line shards up.
@@ -69,7 +70,7 @@ pub fn clock_offsets(parts: &[crate::results::Results]) -> Vec<u64> {
 
 /// Checks that results files are the shards of one run: all or none carry a shard record;
 /// one run id, one shard count; every index 0..n once. Messages name the files.
-pub fn check_set(parts: &[Results]) -> Result<(), String> {
+pub fn check_set(parts: &[Results]) -> Result<(), Cause> {
     let name = |r: &Results| {
         if r.source.is_empty() {
             "(results in memory)".to_string()
@@ -82,11 +83,11 @@ pub fn check_set(parts: &[Results]) -> Result<(), String> {
         return Ok(());
     }
     if let Some(plain) = parts.iter().find(|r| r.shard.is_none()) {
-        return Err(format!(
+        return Err(Cause::Said(format!(
             "{} is not a shard (no --shard) but {} is: merge the shards of one run only",
             name(plain),
             name(sharded[0])
-        ));
+        )));
     }
     let first = sharded[0];
     let f = first.shard.as_ref().expect("sharded");
@@ -94,40 +95,40 @@ pub fn check_set(parts: &[Results]) -> Result<(), String> {
     for r in &sharded {
         let s = r.shard.as_ref().expect("sharded");
         if s.run_id != f.run_id {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{} and {} are not shards of one run: run ids {} and {}",
                 name(first),
                 name(r),
                 f.run_id,
                 s.run_id
-            ));
+            )));
         }
         if s.count != f.count {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{} and {} are not shards of one run: {} and {} shards",
                 name(first),
                 name(r),
                 f.count,
                 s.count
-            ));
+            )));
         }
         let Some(slot) = seen.get_mut(s.index as usize) else {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "{}: shard index {} out of range for {} shards",
                 name(r),
                 s.index,
                 s.count
-            ));
+            )));
         };
         if let Some(other) = slot {
-            return Err(format!(
+            return Err(Cause::Said(format!(
                 "shard {}/{} of run {} is given twice: {} and {}",
                 s.index,
                 s.count,
                 s.run_id,
                 name(other),
                 name(r)
-            ));
+            )));
         }
         *slot = Some(r);
     }
@@ -138,7 +139,7 @@ pub fn check_set(parts: &[Results]) -> Result<(), String> {
         .map(|(i, _)| i.to_string())
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
+        return Err(Cause::Said(format!(
             "run {} has {} shards but shard{} {} {} missing (given: {} files)",
             f.run_id,
             f.count,
@@ -146,7 +147,7 @@ pub fn check_set(parts: &[Results]) -> Result<(), String> {
             missing.join(", "),
             if missing.len() == 1 { "is" } else { "are" },
             sharded.len()
-        ));
+        )));
     }
     Ok(())
 }

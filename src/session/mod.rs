@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime};
 use rustls::pki_types::ServerName;
 
 use crate::config::cluster::NodesMode;
+use crate::config::fixtures::{FixturePlan, Mode};
 use crate::config::scenario::{Load, Scenario, Workload};
 use crate::engine::{self, EnginePlan, LocalGate, ProgressFn};
 use crate::error::Error;
@@ -26,8 +27,10 @@ use crate::net::target::Target;
 use crate::net::tls::{self, TlsOptions};
 use crate::orchestrate::{self, Layout, Measured};
 use crate::session::cluster::{ClusterView, Prober, Watcher};
+use crate::session::fixtures::{server, state};
 use crate::signals::Stop;
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::vault::ops::{self, Created, SetupCtx, VaultOp};
 use crate::vault::preflight::preflight;
 use crate::workload::Operation;
@@ -35,8 +38,9 @@ use crate::workload::Operation;
 /// How long standbys may take to serve a fresh fixture (`Session::wait_for_standbys`).
 const STANDBY_READY_WAIT: Duration = Duration::from_secs(10);
 
-/// Timeout of each cleanup request.
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Timeout of each cleanup request: a removal the server takes longer over is waited for
+/// by looking (`fixtures::server::wait_gone`, bounded by `--cleanup-timeout`).
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one load step measured.
 #[derive(Debug)]
@@ -61,6 +65,10 @@ pub struct Session {
     operations: Vec<Operation>,
     stop: Stop,
     closed: bool,
+    /// The names of the session's fixtures (its run id, its mode).
+    naming: Naming,
+    /// Where the run's state file is, and how long cleanup waits for the server.
+    plan: FixturePlan,
     /// Several nodes of one HA cluster as the target.
     cluster: Option<ClusterRun>,
 }
@@ -199,6 +207,12 @@ impl Session {
             operations: Vec::new(),
             stop: stop.clone(),
             closed: false,
+            naming: Naming::new(&scenario.fixtures).with_recorder(state::recorder(
+                scenario.fixtures.state_dir.clone(),
+                scenario.address.clone(),
+                scenario.namespace.clone(),
+            )),
+            plan: scenario.fixtures.clone(),
             cluster,
         };
         // The layout is checked now so that impossible loads are refused before setup.
@@ -295,6 +309,7 @@ impl Session {
             tls: self.tls.as_ref(),
             no_setup,
             stop: &self.stop,
+            naming: &self.naming,
         };
         for f in &self.fixtures {
             f.check(&ctx)?;
@@ -304,10 +319,11 @@ impl Session {
         } else {
             preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)?;
         }
-        for f in &mut self.fixtures {
+        for (i, f) in self.fixtures.iter_mut().enumerate() {
             if let Some(s) = self.stop.signal() {
                 return Err(Error::Stopped(s));
             }
+            self.naming.set_owner(i);
             f.setup(&ctx)?;
         }
         if let Some(s) = self.stop.signal() {
@@ -671,13 +687,26 @@ impl Session {
         self.keep = keep;
     }
 
+    /// The fixture names the session drew (none for a shard: its names are the shared
+    /// fixture's).
+    pub fn fixture_names(&self) -> Vec<String> {
+        self.naming.names()
+    }
+
+    /// The run id that names the session's fixtures.
+    pub fn run_id(&self) -> &str {
+        self.naming.run_id()
+    }
+
     /// What is on the server because of this session.
     pub fn created(&self) -> Vec<Created> {
         self.fixtures.iter().flat_map(|f| f.created()).collect()
     }
 
     /// Removes everything the session created (unless asked to keep it). Idempotent. A
-    /// failure names what is left and the command that removes it.
+    /// removal the server takes long over is waited for (`--cleanup-timeout`), and what
+    /// is named is looked for afterwards: a failure names what is left and the command
+    /// that removes it. The state file goes once nothing is left.
     pub fn close(&mut self) -> Result<(), Error> {
         if self.closed {
             return Ok(());
@@ -689,7 +718,6 @@ impl Session {
             }
             return Ok(());
         }
-        let mut left = Vec::new();
         let stop = self.stop.clone();
         // A cluster may have failed over since the last step, or during the setup: what
         // was created goes from the node active now.
@@ -699,9 +727,44 @@ impl Session {
         {
             self.target = c.targets[i].clone();
         }
-        let mut client = self.client(CLEANUP_TIMEOUT);
-        for f in self.fixtures.iter_mut().rev() {
-            let created = f.created();
+        let urgent = server::UrgentStop::watch(&stop);
+        let mut client = self
+            .client(CLEANUP_TIMEOUT)
+            .with_stop(urgent.stop().clone());
+        let left = self.remove_fixtures(&mut client, &stop);
+        if left.is_empty() {
+            if let Some(dir) = &self.plan.state_dir
+                && matches!(self.naming.mode(), Mode::Own | Mode::Remove)
+            {
+                state::remove(dir, self.naming.run_id());
+            }
+            return Ok(());
+        }
+        let mut text = left.join("\n");
+        if self.plan.state_dir.is_some() && !self.naming.names().is_empty() {
+            text.push_str(&format!(
+                "\nor run `vblast cleanup --run-id {}` (with this run's address and token)",
+                self.naming.run_id()
+            ));
+        }
+        Err(Error::cleanup(text))
+    }
+
+    /// Each operation's cleanup, newest first, then a bounded look for what it named;
+    /// returns a line per thing left.
+    fn remove_fixtures(&mut self, client: &mut Client, stop: &Stop) -> Vec<String> {
+        let names = self.naming.names();
+        let own = self.naming.mode() != Mode::Join && !names.is_empty();
+        // What of the names is there now (a failed look: nothing is assumed).
+        let before = if own {
+            server::locate(client, &names).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut left = Vec::new();
+        let mut reported: Vec<String> = Vec::new();
+        for i in (0..self.fixtures.len()).rev() {
+            let created = self.fixtures[i].created();
             if created.is_empty() {
                 continue;
             }
@@ -710,24 +773,53 @@ impl Session {
                     "cleanup skipped after a second signal",
                 ))
             } else {
-                f.cleanup(&mut client, &stop)
+                self.fixtures[i].cleanup(client, stop)
             };
-            if let Err(e) = result {
-                for c in created {
-                    left.push(format!(
-                        "{} is left on {} ({e}): remove it with `{}`",
-                        c.what,
-                        self.target.base(),
-                        c.remove_with
-                    ));
+            let Err(e) = result else { continue };
+            // A removal the server is still busy with (an auth path revoking its
+            // tokens): waited for, bounded.
+            let mine: Vec<server::Found> = before
+                .iter()
+                .filter(|f| self.naming.names_of(i).contains(&f.name))
+                .cloned()
+                .collect();
+            if !mine.is_empty()
+                && !stop.is_urgent()
+                && server::wait_gone(client, mine.clone(), self.plan.cleanup_timeout, stop)
+                    .is_empty()
+            {
+                for f in &mine {
+                    eprintln!("vblast: the server has removed {f}");
                 }
+                continue;
+            }
+            reported.extend(self.naming.names_of(i));
+            for c in created {
+                left.push(format!(
+                    "{} is left on {} ({e}): remove it with `{}`",
+                    c.what,
+                    self.target.base(),
+                    c.remove_with
+                ));
             }
         }
-        if left.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::cleanup(left.join("\n")))
+        if own && !stop.is_urgent() {
+            // A removal answered 204 is not yet a removal: look.
+            let there: Vec<server::Found> = server::locate(client, &names)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| !reported.contains(&f.name))
+                .collect();
+            for f in server::wait_gone(client, there, self.plan.cleanup_timeout, stop) {
+                left.push(format!(
+                    "{f} is left on {} (still there after {}): remove it with `{}`",
+                    self.target.base(),
+                    humantime::format_duration(self.plan.cleanup_timeout),
+                    f.table.command(&f.name)
+                ));
+            }
         }
+        left
     }
 
     /// `close`, printing a failure (for paths that already have an error to report).

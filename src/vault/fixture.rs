@@ -14,6 +14,12 @@
 //! A shard waits (bounded, `JOIN_WAIT`) for the fixture to be readable before its run, so a
 //! Kubernetes setup Job may still be running when the shards' pods start.
 //!
+//! Every run has a run id (`--run-id`, or one the session draws) and its fixtures' names
+//! follow it in every mode: `Naming`, built once by the session from the scenario's
+//! `FixturePlan` and handed to every operation's setup in its `SetupCtx`, draws them and
+//! tells the session (`Naming::with_recorder`) each name as it is drawn, for the state file
+//! `vblast cleanup` reads. There is no process-wide state.
+//!
 //! The supported operations are the KV family on a mount of vblast's own (kv-read,
 //! kv-write, kv-list, kv-delete), approle-login, the transit family, pki-issue,
 //! pki-sign, ssh-sign, the totp family, db-creds, userpass-login, cert-login, jwt-login,
@@ -24,68 +30,185 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::config::fixtures::FixturePlan;
+pub use crate::config::fixtures::Mode;
 use crate::error::Error;
 use crate::signals::Stop;
-
-/// What this process does with the shared fixtures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Not shared: this run creates its own fixture and removes it (the default).
-    Own,
-    /// `vblast setup`: create the shared fixture and keep it.
-    Create,
-    /// A shard: use the fixture shard 0 (or `vblast setup`) made; only per-shard
-    /// credentials are its own.
-    Join,
-    /// `vblast cleanup`: remove the shared fixture.
-    Remove,
-}
 
 /// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
 pub const JOIN_WAIT: Duration = Duration::from_secs(120);
 
-struct Shared {
-    mode: Mode,
+/// Told each fixture name as it is drawn: the run id, the name, every name so far.
+pub type Recorder = Box<dyn Fn(&str, &str, &[String]) + Send + Sync>;
+
+/// The names of one session's fixtures: its run id, its mode, and what it drew so far.
+pub struct Naming {
     run_id: String,
+    mode: Mode,
+    external: bool,
+    drawn: Mutex<Drawn>,
+    recorder: Option<Recorder>,
+}
+
+/// The names drawn so far, and which operation of the session drew them.
+#[derive(Default)]
+struct Drawn {
     /// Names derived so far, per prefix (two fixtures with one prefix get different names).
     seen: HashMap<String, u32>,
+    /// (operation's index, name) of every fixture name drawn, but by a shard (Join).
+    names: Vec<(usize, String)>,
+    /// The operation whose setup is running.
+    owner: usize,
 }
 
-static SHARED: Mutex<Option<Shared>> = Mutex::new(None);
-
-/// Enters a shared mode for this process (before the session is opened).
-pub fn enter(mode: Mode, run_id: &str) {
-    if let Ok(mut s) = SHARED.lock() {
-        *s = Some(Shared {
-            mode,
-            run_id: run_id.to_string(),
-            seen: HashMap::new(),
-        });
+impl std::fmt::Debug for Naming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Naming")
+            .field("run_id", &self.run_id)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
     }
 }
 
-/// The mode of this process.
-pub fn mode() -> Mode {
-    SHARED
-        .lock()
-        .ok()
-        .and_then(|s| s.as_ref().map(|s| s.mode))
-        .unwrap_or(Mode::Own)
+impl Naming {
+    /// The naming of a session run under `plan`: its run id (a fresh one when the plan
+    /// has none) and mode.
+    pub fn new(plan: &FixturePlan) -> Naming {
+        Naming {
+            run_id: plan
+                .run_id
+                .clone()
+                .unwrap_or_else(|| format!("{}{}", fresh_name(""), fresh_name(""))),
+            mode: plan.mode,
+            external: plan.external,
+            drawn: Mutex::new(Drawn::default()),
+            recorder: None,
+        }
+    }
+
+    /// A run of its own with a fresh run id (tests, and sessions without a plan).
+    pub fn own() -> Naming {
+        Naming::new(&FixturePlan::default())
+    }
+
+    /// Tells `recorder` each fixture name this session creates (Own and Create modes), as
+    /// it is drawn.
+    pub fn with_recorder(mut self, recorder: Recorder) -> Naming {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// What this session does with the fixture.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Whether the fixture comes from `vblast setup` (`--external-setup`).
+    pub fn external(&self) -> bool {
+        self.external
+    }
+
+    /// The name of the next fixture with `prefix`: the prefix and 8 hex digits of SHA-256
+    /// over the run id, the prefix and how many such names came before. A prefix that
+    /// does not start with "vblast-" (a salt) gets 8 random hex digits.
+    pub fn random_name(&self, prefix: &str) -> String {
+        if !prefix.starts_with("vblast-") {
+            return fresh_name(prefix);
+        }
+        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let n = d.seen.entry(prefix.to_string()).or_insert(0);
+        let name = name_of(&self.run_id, prefix, *n);
+        *n += 1;
+        // A shard's names are the shared fixture's, not its own to remove.
+        if self.mode != Mode::Join {
+            let owner = d.owner;
+            d.names.push((owner, name.clone()));
+        }
+        if matches!(self.mode, Mode::Own | Mode::Create)
+            && let Some(r) = &self.recorder
+        {
+            let all: Vec<String> = d.names.iter().map(|(_, n)| n.clone()).collect();
+            r(&self.run_id, &name, &all);
+        }
+        name
+    }
+
+    /// Names drawn from now on belong to the operation at `index` of the session.
+    pub fn set_owner(&self, index: usize) {
+        self.drawn.lock().unwrap_or_else(|p| p.into_inner()).owner = index;
+    }
+
+    /// The fixture names the operation at `index` drew (not in Join mode).
+    pub fn names_of(&self, index: usize) -> Vec<String> {
+        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        d.names
+            .iter()
+            .filter(|(o, _)| *o == index)
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    /// Every fixture name drawn (not in Join mode).
+    pub fn names(&self) -> Vec<String> {
+        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        d.names.iter().map(|(_, n)| n.clone()).collect()
+    }
+
+    /// Waits until `ready` says the fixture is there (Ok(true)), bounded by `JOIN_WAIT` and
+    /// a signal; `what` names it in the message.
+    pub fn wait_for(
+        &self,
+        what: &str,
+        stop: &Stop,
+        mut ready: impl FnMut() -> Result<bool, String>,
+    ) -> Result<(), Error> {
+        let deadline = Instant::now() + JOIN_WAIT;
+        loop {
+            if ready().map_err(Error::setup)? {
+                return Ok(());
+            }
+            if let Some(s) = stop.signal() {
+                return Err(Error::Stopped(s));
+            }
+            if Instant::now() > deadline {
+                return Err(Error::setup(format!(
+                    "{what} is not there after {} s: it comes from shard 0 (or, with --external-setup, from `vblast setup`) given this run's --run-id and the same operation flags; {}",
+                    JOIN_WAIT.as_secs(),
+                    if self.external {
+                        "this shard has --external-setup: run `vblast setup` first, or start every shard without --external-setup (then shard 0 sets the fixture up)"
+                    } else {
+                        "check that every shard has the same operation flags"
+                    }
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
 }
 
-/// In a shared mode, the name of the next fixture with `prefix`: the prefix and 8 hex
-/// digits of SHA-256 over the run id, the prefix and how many such names came before.
-pub fn derived_name(prefix: &str) -> Option<String> {
-    // Only fixture names; salts and passwords stay random.
-    if !prefix.starts_with("vblast-") {
-        return None;
-    }
-    let mut guard = SHARED.lock().ok()?;
-    let s = guard.as_mut()?;
-    let n = s.seen.entry(prefix.to_string()).or_insert(0);
-    let name = name_of(&s.run_id, prefix, *n);
-    *n += 1;
-    Some(name)
+/// `prefix` and 8 random lowercase hex digits (salts, passwords, a shard's own names).
+pub fn fresh_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0xA24B_AED4_963E_E407);
+    // splitmix64's finaliser.
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    format!("{prefix}{:08x}", z as u32)
 }
 
 /// The `n`th fixture name with `prefix` of run `run_id` (what `derived_name` gives).
@@ -99,105 +222,62 @@ pub fn name_of(run_id: &str, prefix: &str, n: u32) -> String {
     format!("{prefix}{hex}")
 }
 
-/// Waits until `ready` says the fixture is there (Ok(true)), bounded by `JOIN_WAIT` and
-/// a signal; `what` names it in the message.
-pub fn wait_for(
-    what: &str,
-    stop: &Stop,
-    mut ready: impl FnMut() -> Result<bool, String>,
-) -> Result<(), Error> {
-    let deadline = Instant::now() + JOIN_WAIT;
-    loop {
-        if ready().map_err(Error::setup)? {
-            return Ok(());
-        }
-        if let Some(s) = stop.signal() {
-            return Err(Error::Stopped(s));
-        }
-        if Instant::now() > deadline {
-            return Err(Error::setup(format!(
-                "{what} is not there after {} s: it comes from shard 0 (or, with --external-setup, from `vblast setup`) given this run's --run-id and the same operation flags; {}",
-                JOIN_WAIT.as_secs(),
-                if external_setup() {
-                    "this shard has --external-setup: run `vblast setup` first, or start every shard without --external-setup (then shard 0 sets the fixture up)"
-                } else {
-                    "check that every shard has the same operation flags"
-                }
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-/// The operation names of a `--op` (or `--scenario`) text.
-pub fn op_names(op: &str) -> impl Iterator<Item = &str> {
-    op.split(',')
-        .map(|x| x.split(':').next().unwrap_or("").trim())
-}
-
-/// Refuses operations whose fixture cannot be shared, naming the first.
-pub fn check_ops(op: &str, context: &str) -> Result<(), String> {
-    use crate::vault::ops::{Fixture, fixture_of};
-    if let Some(name) =
-        op_names(op).find(|n| !matches!(fixture_of(n), Some(Fixture::Shared | Fixture::None)))
-    {
-        return Err(format!(
-            "{context} with {name}: its fixture cannot be shared by shards (shared: {}); set the data up once and run the shards with --no-setup (and --mount), or use URL mode",
-            crate::vault::ops::shared_names().join(", ")
-        ));
-    }
-    Ok(())
-}
-
-/// Marks this process as joining a fixture `vblast setup` made (`--external-setup`), for
-/// the messages of a wait that times out.
-pub fn set_external_setup(on: bool) {
-    EXTERNAL.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn external_setup() -> bool {
-    EXTERNAL.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-static EXTERNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn naming(mode: Mode, run_id: &str) -> Naming {
+        Naming::new(&FixturePlan {
+            run_id: Some(run_id.into()),
+            mode,
+            ..FixturePlan::default()
+        })
+    }
+
     #[test]
     fn names_follow_the_run_id_and_differ_per_fixture() {
-        enter(Mode::Join, "run-a");
-        let a1 = derived_name("vblast-").unwrap();
-        let a2 = derived_name("vblast-").unwrap();
-        let p = derived_name("vblast-approle-").unwrap();
-        enter(Mode::Remove, "run-a");
-        assert_eq!(derived_name("vblast-").unwrap(), a1);
-        assert_eq!(derived_name("vblast-").unwrap(), a2);
-        assert_eq!(derived_name("vblast-approle-").unwrap(), p);
-        enter(Mode::Create, "run-b");
-        assert_ne!(derived_name("vblast-").unwrap(), a1);
+        let join = naming(Mode::Join, "run-a");
+        let a1 = join.random_name("vblast-");
+        let a2 = join.random_name("vblast-");
+        let p = join.random_name("vblast-approle-");
+        let remove = naming(Mode::Remove, "run-a");
+        assert_eq!(remove.random_name("vblast-"), a1);
+        assert_eq!(remove.random_name("vblast-"), a2);
+        assert_eq!(remove.random_name("vblast-approle-"), p);
+        assert_ne!(naming(Mode::Create, "run-b").random_name("vblast-"), a1);
         assert_ne!(a1, a2);
         assert!(
             a1.starts_with("vblast-") && a1.len() == "vblast-".len() + 8,
             "{a1}"
         );
         assert!(p.starts_with("vblast-approle-"), "{p}");
-        *SHARED.lock().unwrap() = None;
-        assert_eq!(mode(), Mode::Own);
-        assert!(derived_name("vblast-").is_none());
+        // A run of its own given the run id names its fixtures as its cleanup will.
+        assert_eq!(naming(Mode::Own, "run-a").random_name("vblast-"), a1);
+        // Salts stay random.
+        assert_ne!(join.random_name(""), join.random_name(""));
     }
 
     #[test]
-    fn only_shareable_fixtures_are_accepted() {
-        assert!(check_ops("kv-read:80,kv-write:20", "x").is_ok());
-        assert!(check_ops("approle-login,sys-health", "x").is_ok());
-        assert!(check_ops("jwt-login", "x").is_ok());
-        assert!(check_ops("login-read", "x").is_ok());
-        let e = check_ops("kv-read,cubbyhole-read", "--shard 1/2").unwrap_err();
-        assert!(
-            e.contains("cubbyhole-read") && e.contains("--shard 1/2"),
-            "{e}"
-        );
+    fn own_runs_without_a_run_id_draw_one_and_record_what_they_name() {
+        let (a, b) = (Naming::own(), Naming::own());
+        assert_ne!(a.run_id(), b.run_id());
+        assert_eq!(a.run_id().len(), 16);
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let a = a.with_recorder(Box::new(move |_, name, all| {
+            s2.lock().unwrap().push((name.to_string(), all.len()));
+        }));
+        a.set_owner(1);
+        let m = a.random_name("vblast-");
+        a.set_owner(2);
+        let q = a.random_name("vblast-read-");
+        a.random_name("");
+        assert_eq!(a.names_of(1), vec![m.clone()]);
+        assert_eq!(a.names(), vec![m.clone(), q.clone()]);
+        assert_eq!(*seen.lock().unwrap(), vec![(m, 1), (q, 2)]);
+        // A shard's and a cleanup's names are not theirs to record.
+        let j = naming(Mode::Join, "x");
+        j.random_name("vblast-");
+        assert!(j.names().is_empty());
     }
 }

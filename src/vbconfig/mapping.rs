@@ -10,7 +10,7 @@ use crate::error::Cause;
 use serde_json::{Map, Value};
 
 use crate::config::scenario::OpChoice;
-use crate::vault::ops::vb::{Keys, Mapped};
+use crate::vault::ops::vb::{Keys, Mapped, Refusal};
 use crate::vault::ops::{OpInfo, OptionValues, VbType, registry};
 
 /// A translated test: the operation, and notes for what vblast does differently.
@@ -40,24 +40,44 @@ pub fn op_of(kind: &str) -> Option<&'static str> {
 }
 
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
-pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, Cause> {
+/// Every key vblast refuses in it is returned at once, each with where it is.
+pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, Vec<Refusal>> {
     let Some((vb_type, info)) = types().find(|(t, _)| t.name == kind) else {
-        return Err(Cause::from(format!(
-            "test '{name}': unsupported test type '{kind}': vblast runs {}",
-            supported_types()
-        )));
+        return Err(vec![Refusal {
+            path: String::new(),
+            message: format!(
+                "test '{name}': unsupported test type '{kind}': vblast runs {}",
+                supported_types()
+            ),
+        }]);
     };
     let op = info.name;
     let mut test = Keys::new(name, op, "test", body.clone());
-    let weight = test
-        .number("weight")?
-        .ok_or_else(|| format!("test '{name}' has no weight (weight = 1..100)"))?;
-    let weight = u32::try_from(weight)
-        .ok()
-        .filter(|w| (1..=100).contains(w))
-        .ok_or_else(|| format!("test '{name}': weight {weight} is not between 1 and 100"))?;
+    let said = |path: &str, e: Cause| Refusal {
+        path: path.into(),
+        message: e.to_string(),
+    };
+    let weight = match test.number("weight").map_err(|e| vec![said("weight", e)])? {
+        None => {
+            test.refuse_with(
+                "weight",
+                format!("test '{name}' has no weight (weight = 1..100)"),
+            );
+            0
+        }
+        Some(w) => match u32::try_from(w).ok().filter(|w| (1..=100).contains(w)) {
+            Some(w) => w,
+            None => {
+                test.refuse_with(
+                    "weight",
+                    format!("test '{name}': weight {w} is not between 1 and 100"),
+                );
+                0
+            }
+        },
+    };
     test.names(&["mount_name"]);
-    let mut config = test.block("config")?;
+    let mut config = test.block("config").map_err(|e| vec![said("config", e)])?;
     let mut out = Mapped {
         config: match (info.config_from)(&OptionValues::new()) {
             Value::Object(m) => m,
@@ -65,15 +85,27 @@ pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Te
         },
         ..Mapped::default()
     };
-    (vb_type.config)(&mut config, &mut out)?;
-    config.finish(&mut out.named)?;
+    let mapped =
+        (vb_type.config)(&mut config, &mut out).and_then(|()| config.finish(&mut out.named));
     let Mapped {
         config,
         mut named,
         mut notes,
     } = out;
     test.path = "test".into();
-    test.finish(&mut named)?;
+    let sink = test.sink();
+    let mut extra = Vec::new();
+    if let Err(e) = mapped {
+        extra.push(said("config", e));
+    }
+    if let Err(e) = test.finish(&mut named) {
+        extra.push(said("", e));
+    }
+    let mut all = sink.borrow().clone();
+    all.extend(extra);
+    if !all.is_empty() {
+        return Err(all);
+    }
     if !named.is_empty() {
         notes.push(format!(
             "test '{name}': not used: {} (names and setup details of what the test creates; vblast creates its own under fresh names, vblast-xxxxxxxx, and removes them afterwards)",
@@ -98,11 +130,16 @@ mod tests {
 
     fn block(text: &str) -> Map<String, Value> {
         let body = hcl::parse(text).unwrap();
-        super::super::block_object(&body, "t.hcl", "test").unwrap()
+        super::super::block_object(&body, "test").unwrap()
     }
 
     fn tr(kind: &str, text: &str) -> Result<Test, String> {
-        translate(kind, "t1", &block(text)).map_err(|e| e.to_string())
+        translate(kind, "t1", &block(text)).map_err(|e| {
+            e.iter()
+                .map(|r| r.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 
     #[test]
@@ -236,6 +273,69 @@ mod tests {
         assert!(e.contains("config.period"), "{e}");
     }
 
+    /// vault-benchmark's transit example (docs/tests/secret-transit.md): its defaults are
+    /// rsa-2048 keys and PSS with SHA2-256; every key of the example is taken.
+    #[test]
+    fn transit_takes_vault_benchmarks_defaults_and_keys() {
+        let t = tr("transit_sign", "weight = 25").unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["key_type"], "rsa-2048");
+        assert_eq!(c["params"]["signature_algorithm"], "pss");
+        assert_eq!(c["params"]["hash_algorithm"], "sha2-256");
+        assert_eq!(c["params"]["marshaling_algorithm"], "asn1");
+        assert_eq!(c["input"], "");
+        let t = tr(
+            "transit_verify",
+            "weight = 25\nconfig {\n verify {\n signature_algorithm = \"pkcs1v15\"\n }\n}",
+        )
+        .unwrap();
+        assert_eq!(t.choice.config["params"]["signature_algorithm"], "pkcs1v15");
+        let t = tr(
+            "transit_encrypt",
+            "weight = 25\nconfig {\n payload_len = 128\n context_len = 32\n keys {\n convergent_encryption = true\n derived = true\n type = \"aes128-gcm96\"\n }\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["key_type"], "aes128-gcm96");
+        assert_eq!(c["key_params"]["derived"], true);
+        assert_eq!(c["key_params"]["convergent_encryption"], true);
+        assert_eq!(c["context_size"], 32);
+        assert!(c["params"].as_object().unwrap().is_empty());
+        let t = tr(
+            "transit_decrypt",
+            "weight = 25\nconfig {\n payload_len = 64\n}",
+        )
+        .unwrap();
+        assert_eq!(t.choice.config["key_type"], "rsa-2048");
+        assert_eq!(t.choice.config["payload_size"], 64);
+        for kind in [
+            "transit_encrypt",
+            "transit_decrypt",
+            "transit_sign",
+            "transit_verify",
+        ] {
+            let t = tr(kind, "weight = 1").unwrap();
+            (find(t.choice.name.as_str()).unwrap().build)(&t.choice.config)
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        }
+        // Several refusals of one test, all at once.
+        let e = translate(
+            "transit_encrypt",
+            "t1",
+            &block("weight = 1\nconfig {\n keys {\n managed_key_id = \"x\"\n }\n encrypt {\n nonce = \"n\"\n }\n bogus = 1\n}"),
+        )
+        .unwrap_err();
+        let paths: Vec<&str> = e.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "config.keys.managed_key_id",
+                "config.encrypt.nonce",
+                "config.bogus"
+            ]
+        );
+    }
+
     #[test]
     fn what_vblast_cannot_do_is_refused_by_name() {
         for (kind, text, key) in [
@@ -261,18 +361,8 @@ mod tests {
             ),
             (
                 "transit_encrypt",
-                "weight = 1\nconfig {\n context_len = 32\n}",
-                "config.context_len",
-            ),
-            (
-                "transit_encrypt",
-                "weight = 1\nconfig {\n keys {\n derived = true\n }\n}",
-                "config.keys.derived",
-            ),
-            (
-                "transit_verify",
-                "weight = 1\nconfig {\n verify {\n signature_algorithm = \"pkcs1v15\"\n }\n}",
-                "config.verify.signature_algorithm",
+                "weight = 1\nconfig {\n encrypt {\n batch_input = []\n }\n}",
+                "config.encrypt.batch_input",
             ),
             (
                 "ssh_sign",

@@ -14,6 +14,7 @@ use hcl::{Body, Structure};
 use serde_json::{Map, Value};
 
 use crate::config::scenario::OpChoice;
+use crate::error::Cause;
 use crate::results::deliver::Format;
 
 /// vault-benchmark's `report_mode`.
@@ -109,22 +110,46 @@ const GLOBAL_KEYS: &[&str] = &[
 ];
 
 /// Reads and checks the file at `path`.
-pub fn load(path: &Path) -> Result<VbConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "cannot read the config file {}: {}",
-            path.display(),
-            crate::error::io_text(&e)
-        )
+pub fn load(path: &Path) -> Result<VbConfig, Cause> {
+    let text = std::fs::read_to_string(path).map_err(|e| Cause::Io {
+        what: format!("cannot read the config file {}", path.display()),
+        source: e,
     })?;
     parse(&text, &path.display().to_string())
 }
 
-/// Parses the text of a config file; `file` names it in messages.
-pub fn parse(text: &str, file: &str) -> Result<VbConfig, String> {
+/// What goes wrong in a file, gathered so that every refusal is reported at once.
+struct Problems<'t> {
+    text: &'t str,
+    file: &'t str,
+    found: Vec<Cause>,
+}
+
+impl Problems<'_> {
+    /// A problem at `path` (`config.role.ttl`) of the test `test` (a global key: None).
+    fn at(&mut self, test: Option<&str>, path: &str, message: String) {
+        let (line, column) = locate(self.text, test, path);
+        self.found.push(Cause::Hcl {
+            file: self.file.to_string(),
+            line,
+            column,
+            message,
+        });
+    }
+}
+
+/// Parses the text of a config file; `file` names it in messages. Every refusal of the
+/// file is in the error (`Cause::Several`), each with its line and column.
+pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
     let body: Body = hcl::parse(text).map_err(|e| parse_error(file, &e))?;
     let mut c = VbConfig::default();
+    let mut p = Problems {
+        text,
+        file,
+        found: Vec::new(),
+    };
     let mut seen: Vec<String> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
     let mut test_names: Vec<String> = Vec::new();
     let mut total_weight: u64 = 0;
     for s in body.iter() {
@@ -132,194 +157,250 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, String> {
             Structure::Attribute(a) => {
                 let key = a.key.as_str();
                 if seen.iter().any(|k| k == key) {
-                    return Err(format!("{file}: '{key}' is set twice{}", at(text, key)));
+                    p.at(None, key, format!("'{key}' is set twice"));
+                    continue;
                 }
                 seen.push(key.to_string());
-                let v = eval(&a.expr, file, key)?;
-                global(&mut c, key, &v, file, text)?;
+                match eval(&a.expr, key).and_then(|v| global(&mut c, key, &v)) {
+                    Ok(Global::Known) => {}
+                    Ok(Global::Unknown) => unknown.push(key.to_string()),
+                    Err(m) => p.at(None, key, m),
+                }
             }
             Structure::Block(b) => {
                 let id = b.identifier.as_str();
                 if id != "test" {
-                    return Err(format!(
-                        "{file}: unknown block '{id}'{}: a vault-benchmark file holds global keys and `test \"TYPE\" \"NAME\" {{ ... }}` blocks",
-                        at(text, id)
+                    p.at(None, id, format!(
+                        "unknown block '{id}': a vault-benchmark file holds global keys and `test \"TYPE\" \"NAME\" {{ ... }}` blocks"
                     ));
+                    continue;
                 }
                 let [kind, name] = b.labels.as_slice() else {
-                    return Err(format!(
-                        "{file}: a test block has {} label(s){}: write test \"TYPE\" \"NAME\" {{ weight = N  config {{ ... }} }}",
-                        b.labels.len(),
-                        at(text, "test")
+                    p.at(None, "test", format!(
+                        "a test block has {} label(s): write test \"TYPE\" \"NAME\" {{ weight = N  config {{ ... }} }}",
+                        b.labels.len()
                     ));
+                    continue;
                 };
                 let (kind, name) = (kind.as_str(), name.as_str());
                 if test_names.iter().any(|n| n == name) {
-                    return Err(format!(
-                        "{file}: two tests are named '{name}': each test's name is its row in the report"
+                    p.at(Some(name), "", format!(
+                        "two tests are named '{name}': each test's name is its row in the report"
                     ));
+                    continue;
                 }
                 if name.eq_ignore_ascii_case("total") {
-                    return Err(format!(
-                        "{file}: a test is named '{name}', the name of the report's total row: rename it"
+                    p.at(Some(name), "", format!(
+                        "a test is named '{name}', the name of the report's total row: rename it"
                     ));
+                    continue;
                 }
                 test_names.push(name.to_string());
-                let body = block_object(&b.body, file, &format!("test '{name}'"))?;
-                let test = mapping::translate(kind, name, &body)
-                    .map_err(|e| format!("{file}: {e}{}", at(text, name)))?;
-                total_weight += u64::from(test.choice.weight);
-                c.tests.push(test.choice);
-                c.notes.extend(test.notes);
+                let body = match block_object(&b.body, &format!("test '{name}'")) {
+                    Ok(body) => body,
+                    Err(m) => {
+                        p.at(Some(name), "", m);
+                        continue;
+                    }
+                };
+                match mapping::translate(kind, name, &body) {
+                    Ok(test) => {
+                        total_weight += u64::from(test.choice.weight);
+                        c.tests.push(test.choice);
+                        c.notes.extend(test.notes);
+                    }
+                    Err(refused) => {
+                        for r in refused {
+                            p.at(Some(name), &r.path, r.message);
+                        }
+                    }
+                }
             }
         }
     }
-    if c.tests.is_empty() {
-        return Err(format!(
+    if !unknown.is_empty() {
+        c.notes.push(format!(
+            "ignored: unknown global key(s) {} (vault-benchmark ignores them too; the keys vblast reads are {})",
+            unknown.join(", "),
+            GLOBAL_KEYS.join(", ")
+        ));
+    }
+    if p.found.is_empty() && c.tests.is_empty() {
+        return Err(Cause::from(format!(
             "{file}: no test block: add test \"TYPE\" \"NAME\" {{ weight = 100 }} (types: {})",
             mapping::supported_types()
-        ));
+        )));
     }
-    if total_weight != 100 {
-        return Err(format!(
+    if p.found.is_empty() && total_weight != 100 {
+        return Err(Cause::from(format!(
             "{file}: the tests' weights add up to {total_weight}: they must add up to 100 (as vault-benchmark requires)"
-        ));
+        )));
     }
-    Ok(c)
+    match p.found.len() {
+        0 => Ok(c),
+        1 => Err(p.found.remove(0)),
+        _ => Err(Cause::Several(p.found)),
+    }
 }
 
-/// A parse error with the file, line and column (hcl-rs's message has them; they are
-/// repeated in front so that the first line says where).
-fn parse_error(file: &str, e: &hcl::Error) -> String {
+/// A parse error with the file, line and column, and hcl-rs's excerpt.
+fn parse_error(file: &str, e: &hcl::Error) -> Cause {
     match e {
         hcl::Error::Parse(p) => {
             let l = p.location();
-            format!(
-                "{file}:{}:{}: malformed HCL (line {}, column {}):\n{p}",
-                l.line(),
-                l.column(),
-                l.line(),
-                l.column()
-            )
+            Cause::Hcl {
+                file: file.to_string(),
+                line: l.line(),
+                column: l.column(),
+                message: format!(
+                    "malformed HCL (line {}, column {}):\n{p}",
+                    l.line(),
+                    l.column()
+                ),
+            }
         }
-        other => format!("{file}: malformed HCL: {other}"),
+        other => Cause::from(format!("{file}: malformed HCL: {other}")),
     }
 }
 
-/// " (line N)" of the first line where `word` starts a key or label, for messages about
-/// well-formed HCL (the parsed tree carries no positions).
-fn at(text: &str, word: &str) -> String {
-    for (i, line) in text.lines().enumerate() {
+/// 1-based line and column of `path` (`config.role.ttl`; empty: the block itself) in the
+/// test named `test`, or of a global key (`test` None). The parsed tree carries no
+/// positions, so each part of the path is looked for after the line of the one before,
+/// within the test's block.
+fn locate(text: &str, test: Option<&str>, path: &str) -> (usize, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts = |line: &str, word: &str| -> Option<usize> {
         let t = line.trim_start();
-        let quoted = format!("\"{word}\"");
-        if t.starts_with(word)
-            && t[word.len()..]
-                .trim_start()
-                .starts_with(['=', '{', ' ', '"'])
-            || t.contains(&quoted)
+        let rest = t.strip_prefix(word)?;
+        rest.trim_start()
+            .starts_with(['=', '{', '"'])
+            .then_some(line.len() - t.len())
+            .or_else(|| rest.is_empty().then_some(line.len() - t.len()))
+    };
+    let (mut from, mut to, mut pos) = (0, lines.len(), (1, 1));
+    if let Some(name) = test {
+        let quoted = format!("\"{name}\"");
+        if let Some(i) = lines
+            .iter()
+            .position(|l| starts(l, "test").is_some() && l.contains(&quoted))
         {
-            return format!(" (line {})", i + 1);
+            pos = (i + 1, starts(lines[i], "test").unwrap_or(0) + 1);
+            from = i;
+            to = lines[i + 1..]
+                .iter()
+                .position(|l| starts(l, "test").is_some())
+                .map_or(lines.len(), |j| i + 1 + j);
         }
     }
-    String::new()
+    for word in path.split('.').filter(|w| !w.is_empty()) {
+        if let Some((j, col)) = (from..to).find_map(|j| starts(lines[j], word).map(|c| (j, c))) {
+            pos = (j + 1, col + 1);
+            from = j;
+        }
+    }
+    pos
 }
 
 /// An attribute's value, evaluated (string templates and arithmetic work; variables and
 /// functions do not exist in these files).
-fn eval(expr: &hcl::Expression, file: &str, key: &str) -> Result<Value, String> {
+fn eval(expr: &hcl::Expression, key: &str) -> Result<Value, String> {
     let v = expr
         .evaluate(&Context::new())
-        .map_err(|e| format!("{file}: the value of '{key}' cannot be evaluated: {e}"))?;
-    serde_json::to_value(&v).map_err(|e| format!("{file}: the value of '{key}': {e}"))
+        .map_err(|e| format!("the value of '{key}' cannot be evaluated: {e}"))?;
+    serde_json::to_value(&v).map_err(|e| format!("the value of '{key}': {e}"))
 }
 
 /// A block's body as a JSON object: attributes as values, nested blocks (without labels)
 /// as objects. A key given twice is an error.
-pub(crate) fn block_object(
-    body: &Body,
-    file: &str,
-    what: &str,
-) -> Result<Map<String, Value>, String> {
+pub(crate) fn block_object(body: &Body, what: &str) -> Result<Map<String, Value>, String> {
     let mut m = Map::new();
     for s in body.iter() {
         let (key, value) = match s {
-            Structure::Attribute(a) => (a.key.as_str(), eval(&a.expr, file, a.key.as_str())?),
+            Structure::Attribute(a) => (a.key.as_str(), eval(&a.expr, a.key.as_str())?),
             Structure::Block(b) => {
                 if !b.labels.is_empty() {
                     return Err(format!(
-                        "{file}: {what}: block '{}' takes no label",
+                        "{what}: block '{}' takes no label",
                         b.identifier.as_str()
                     ));
                 }
                 let inner = format!("{what}, block '{}'", b.identifier.as_str());
                 (
                     b.identifier.as_str(),
-                    Value::Object(block_object(&b.body, file, &inner)?),
+                    Value::Object(block_object(&b.body, &inner)?),
                 )
             }
         };
         if m.contains_key(key) {
-            return Err(format!("{file}: {what}: '{key}' is given twice"));
+            return Err(format!("{what}: '{key}' is given twice"));
         }
         m.insert(key.to_string(), value);
     }
     Ok(m)
 }
 
-fn want_str(v: &Value, key: &str, file: &str) -> Result<String, String> {
+fn want_str(v: &Value, key: &str) -> Result<String, String> {
     match v {
         Value::String(s) => Ok(s.clone()),
-        other => Err(format!("{file}: '{key}' must be a string, not {other}")),
+        other => Err(format!("'{key}' must be a string, not {other}")),
     }
 }
 
-fn want_bool(v: &Value, key: &str, file: &str) -> Result<bool, String> {
+fn want_bool(v: &Value, key: &str) -> Result<bool, String> {
     v.as_bool()
-        .ok_or_else(|| format!("{file}: '{key}' must be true or false, not {v}"))
+        .ok_or_else(|| format!("'{key}' must be true or false, not {v}"))
 }
 
 /// A whole number given as a number or a numeric string.
 pub(crate) use crate::vault::ops::vb::as_u64;
 
-fn want_u64(v: &Value, key: &str, file: &str) -> Result<u64, String> {
-    as_u64(v).ok_or_else(|| format!("{file}: '{key}' must be a whole number, not {v}"))
+fn want_u64(v: &Value, key: &str) -> Result<u64, String> {
+    as_u64(v).ok_or_else(|| format!("'{key}' must be a whole number, not {v}"))
 }
 
-fn global(c: &mut VbConfig, key: &str, v: &Value, file: &str, text: &str) -> Result<(), String> {
+/// Whether a global key is one vblast reads (or knows to have no effect).
+enum Global {
+    Known,
+    Unknown,
+}
+
+/// One global key into `c`; the error is the sentence for its place in the file.
+fn global(c: &mut VbConfig, key: &str, v: &Value) -> Result<Global, String> {
     match key {
-        "vault_addr" => c.vault_addr = Some(want_str(v, key, file)?),
-        "vault_token" => c.vault_token = Some(want_str(v, key, file)?),
+        "vault_addr" => c.vault_addr = Some(want_str(v, key)?),
+        "vault_token" => c.vault_token = Some(want_str(v, key)?),
         "vault_namespace" => {
-            let ns = want_str(v, key, file)?;
+            let ns = want_str(v, key)?;
             // vault-benchmark's examples say "root" for the root namespace, which is no
             // namespace header at all.
             c.vault_namespace = (!ns.is_empty() && ns != "root").then_some(ns);
         }
         "duration" => {
-            let d = want_str(v, key, file)?;
+            let d = want_str(v, key)?;
             let d = crate::config::units::parse_duration(&d)
-                .map_err(|e| format!("{file}: duration '{d}': {e}"))?;
+                .map_err(|e| format!("duration '{d}': {e}"))?;
             if d.is_zero() {
-                return Err(format!("{file}: duration must be longer than zero"));
+                return Err("duration must be longer than zero".into());
             }
             c.duration = Some(d);
         }
-        "rps" => c.rps = Some(want_u64(v, key, file)?).filter(|&r| r > 0),
+        "rps" => c.rps = Some(want_u64(v, key)?).filter(|&r| r > 0),
         "workers" => {
-            let w = want_u64(v, key, file)?;
+            let w = want_u64(v, key)?;
             if w == 0 {
-                return Err(format!("{file}: workers must be at least 1"));
+                return Err("workers must be at least 1".into());
             }
             c.workers = Some(w);
         }
         "report_mode" => {
-            let m = want_str(v, key, file)?;
-            c.report_mode = Some(ReportMode::parse(&m).ok_or_else(|| {
-                format!("{file}: report_mode '{m}' is not one of terse, verbose, json")
-            })?);
+            let m = want_str(v, key)?;
+            c.report_mode =
+                Some(ReportMode::parse(&m).ok_or_else(|| {
+                    format!("report_mode '{m}' is not one of terse, verbose, json")
+                })?);
         }
         "random_mounts" => {
-            let r = want_bool(v, key, file)?;
+            let r = want_bool(v, key)?;
             if !r {
                 c.notes.push(
                     "random_mounts = false: vblast always creates what it uses under fresh random names (vblast-xxxxxxxx), so a run never touches or collides with existing mounts".into(),
@@ -327,32 +408,20 @@ fn global(c: &mut VbConfig, key: &str, v: &Value, file: &str, text: &str) -> Res
             }
             c.random_mounts = Some(r);
         }
-        "cleanup" => c.cleanup = Some(want_bool(v, key, file)?),
-        "ca_pem_file" => c.ca_pem_file = Some(want_str(v, key, file)?.into()),
-        "cluster_json" => c.cluster_json = Some(want_str(v, key, file)?.into()),
+        "cleanup" => c.cleanup = Some(want_bool(v, key)?),
+        "ca_pem_file" => c.ca_pem_file = Some(want_str(v, key)?.into()),
+        "cluster_json" => c.cluster_json = Some(want_str(v, key)?.into()),
         _ => {
             if let Some((_, why)) = NO_EFFECT.iter().find(|(k, _)| *k == key) {
                 c.notes.push(format!("{key} has no effect: {why}"));
             } else if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
-                return Err(format!(
-                    "{file}: '{key}' is not supported{}: {why}",
-                    at(text, key)
-                ));
+                return Err(format!("'{key}' is not supported: {why}"));
             } else {
-                return Err(format!(
-                    "{file}: unknown global key '{key}'{}: the keys are {}, {}",
-                    at(text, key),
-                    GLOBAL_KEYS.join(", "),
-                    NO_EFFECT
-                        .iter()
-                        .map(|(k, _)| *k)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Ok(Global::Unknown);
             }
         }
     }
-    Ok(())
+    Ok(Global::Known)
 }
 
 /// vault-benchmark's `-cluster_json` file: the token and the nodes' addresses.
@@ -365,22 +434,23 @@ pub struct Cluster {
 
 /// Reads a cluster file: its first address and its token (the nodes themselves are read by
 /// `--cluster`, src/config/cluster.rs).
-pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<String>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "cannot read the cluster file {}: {}",
-            path.display(),
-            crate::error::io_text(&e)
-        )
+pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<String>), Cause> {
+    let text = std::fs::read_to_string(path).map_err(|e| Cause::Io {
+        what: format!("cannot read the cluster file {}", path.display()),
+        source: e,
     })?;
-    let c: Cluster = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not a cluster file ({{\"token\": ..., \"vault_addrs\": [...]}}): {e}",
+    let c: Cluster = serde_json::from_str(&text).map_err(|e| Cause::Json {
+        what: format!(
+            "{}: not a cluster file ({{\"token\": ..., \"vault_addrs\": [...]}})",
             path.display()
-        )
+        ),
+        source: e,
     })?;
     let Some(first) = c.vault_addrs.first() else {
-        return Err(format!("{}: vault_addrs is empty", path.display()));
+        return Err(Cause::from(format!(
+            "{}: vault_addrs is empty",
+            path.display()
+        )));
     };
     Ok((first.clone(), c.token, None))
 }
@@ -388,6 +458,10 @@ pub fn load_cluster(path: &Path) -> Result<(String, Option<String>, Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(text: &str, file: &str) -> Result<VbConfig, String> {
+        super::parse(text, file).map_err(|e| e.to_string())
+    }
 
     #[test]
     fn globals_are_typed_and_unknown_keys_refused() {
@@ -404,15 +478,19 @@ mod tests {
         assert_eq!(c.tests[0].name, "sys-health");
         assert_eq!(c.tests[0].label.as_deref(), Some("h"));
 
-        let e = parse(
-            "vault_adr = \"x\"\ntest \"ha_status\" \"h\" { weight = 100 }",
+        // Unknown global keys are ignored, as vault-benchmark ignores them, with one note.
+        let c = parse(
+            "vault_adr = \"x\"\ntimeout = \"5s\"\ntest \"ha_status\" \"h\" { weight = 100 }",
             "f.hcl",
         )
-        .unwrap_err();
-        assert!(
-            e.contains("unknown global key 'vault_adr'") && e.contains("(line 1)"),
-            "{e}"
-        );
+        .unwrap();
+        let notes: Vec<&String> = c
+            .notes
+            .iter()
+            .filter(|n| n.contains("unknown global"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{:?}", c.notes);
+        assert!(notes[0].contains("vault_adr, timeout"), "{notes:?}");
         let e = parse("audit_path = \"/tmp/a\"\n", "f.hcl").unwrap_err();
         assert!(e.contains("'audit_path' is not supported"), "{e}");
         let e = parse("duration = \"soon\"\n", "f.hcl").unwrap_err();
@@ -421,6 +499,33 @@ mod tests {
         assert!(e.contains("not one of terse, verbose, json"), "{e}");
         let e = parse("rps = \"fast\"\n", "f.hcl").unwrap_err();
         assert!(e.contains("'rps' must be a whole number"), "{e}");
+    }
+
+    /// Every refusal of a file at once, each with its line and column.
+    #[test]
+    fn all_refusals_are_reported_with_their_places() {
+        let text = "duration = 5\ntest \"transit_encrypt\" \"e\" {\n  weight = 50\n  config {\n    keys {\n      managed_key_name = \"m\"\n    }\n    encrypt {\n      batch_input = [1]\n    }\n  }\n}\ntest \"kvv2_read\" \"r\" {\n  weight = 50\n  config {\n    nonsense = 1\n  }\n}\n";
+        let e = super::parse(text, "f.hcl").unwrap_err();
+        let Cause::Several(all) = &e else {
+            panic!("{e}")
+        };
+        let places: Vec<(usize, usize)> = all
+            .iter()
+            .map(|c| match c {
+                Cause::Hcl { line, column, .. } => (*line, *column),
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(places, vec![(1, 1), (6, 7), (9, 7), (16, 5)], "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("f.hcl:6:7: test 'e': config.keys.managed_key_name"),
+            "{text}"
+        );
+        assert!(
+            text.contains("f.hcl:16:5: test 'r': config.nonsense"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped, token_settings};
 use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_auth, json_str, needs_setup, random_name, random_secret, setup_with,
+    VbType, call, disable_auth, json_str, needs_setup, random_secret, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -24,6 +24,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// TTL of login tokens unless `--token-ttl` says otherwise.
@@ -207,32 +208,35 @@ impl Login {
     /// alone; a shard waits for it and makes a user of its own. `vblast cleanup` disables
     /// the path. Returns false outside those modes.
     fn shared(&mut self, ctx: &SetupCtx) -> Result<bool, Error> {
-        let mode = shared::mode();
+        let mode = shared::mode(ctx);
         if mode == Mode::Own {
             return Ok(false);
         }
         match (mode, self.method) {
             (Mode::Create, Method::Userpass) => {
                 setup_with(ctx, self.method.op_name(), |client| {
-                    self.enable(client).map(drop)
+                    self.enable(client, ctx.naming).map(drop)
                 })?;
             }
             (Mode::Create, _) => {
                 setup_with(ctx, self.method.op_name(), |client| {
-                    self.prepare_with(client, false)
+                    self.prepare_with(client, ctx.naming, false)
                 })?;
             }
             (Mode::Remove, _) => {
-                self.path = Some(random_name(&format!("vblast-{}-", self.method.kind())));
+                self.path = Some(
+                    ctx.naming
+                        .random_name(&format!("vblast-{}-", self.method.kind())),
+                );
             }
             (_, Method::Userpass) => self.join_userpass(ctx)?,
             _ => {
-                let path = random_name("vblast-approle-");
+                let path = ctx.naming.random_name("vblast-approle-");
                 let mut client = (ctx.make_client)();
                 let role = format!("/v1/auth/{path}/role/{NAME}");
                 let what = format!("reading the role_id of '{NAME}' at '{path}'");
                 let mut role_id = String::new();
-                crate::vault::fixture::wait_for(
+                ctx.naming.wait_for(
                     &format!("the shared approle path '{path}'"),
                     ctx.stop,
                     || match client.request("GET", &format!("{role}/role-id"), None) {
@@ -271,7 +275,7 @@ impl Login {
     /// makes, then makes a user of its own there, with a random password that stays in
     /// this process.
     fn join_userpass(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let path = random_name("vblast-userpass-");
+        let path = ctx.naming.random_name("vblast-userpass-");
         let v = shared::wait_readable(
             ctx,
             &format!("the shared userpass path '{path}'"),
@@ -307,14 +311,14 @@ impl Login {
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        self.prepare_with(client, true)
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        self.prepare_with(client, naming, true)
     }
 
     /// Enables the auth method at a fresh path; returns the path.
-    fn enable(&mut self, client: &mut Client) -> Result<String, Cause> {
+    fn enable(&mut self, client: &mut Client, naming: &Naming) -> Result<String, Cause> {
         let kind = self.method.kind();
-        let path = random_name(&format!("vblast-{kind}-"));
+        let path = naming.random_name(&format!("vblast-{kind}-"));
         // From here on the path may exist: the session disables it whatever happens next.
         self.path = Some(path.clone());
         call(
@@ -339,8 +343,13 @@ impl Login {
     }
 
     /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
-    fn prepare_with(&mut self, client: &mut Client, secret_id: bool) -> Result<(), Cause> {
-        let path = self.enable(client)?;
+    fn prepare_with(
+        &mut self,
+        client: &mut Client,
+        naming: &Naming,
+        secret_id: bool,
+    ) -> Result<(), Cause> {
+        let path = self.enable(client, naming)?;
         let token = self.token_settings();
         match self.method {
             Method::Userpass => {
@@ -396,7 +405,9 @@ impl VaultOp for Login {
         if self.shared(ctx)? {
             return Ok(());
         }
-        setup_with(ctx, self.method.op_name(), |client| self.prepare(client))
+        setup_with(ctx, self.method.op_name(), |client| {
+            self.prepare(client, ctx.naming)
+        })
     }
 
     fn operation(&self) -> Operation {

@@ -16,12 +16,13 @@ use super::shared::{self, Mode};
 use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, random_name,
+    VbType,
 };
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
@@ -143,9 +144,9 @@ impl VaultOp for CertLogin {
             self.setup = Some(existing(self.config.path.as_deref().unwrap_or("cert")));
             return Ok(());
         }
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => {
-                let path = random_auth_path();
+                let path = random_auth_path(ctx.naming);
                 shared::wait_readable(
                     ctx,
                     &format!("the shared cert role '{ROLE}' at '{path}'"),
@@ -162,7 +163,7 @@ impl VaultOp for CertLogin {
             // `vblast cleanup`: the path setup made, to disable.
             Mode::Remove => {
                 self.setup = Some(CertSetup {
-                    path: random_auth_path(),
+                    path: random_auth_path(ctx.naming),
                     created: true,
                     role: Some(ROLE.into()),
                 });
@@ -173,7 +174,7 @@ impl VaultOp for CertLogin {
         let ca_pem = read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
             .map_err(Error::input)?;
         let mut client = (ctx.make_client)();
-        prepare(&mut client, &ca_pem, &mut self.setup).map_err(Error::setup)
+        prepare(&mut client, ctx.naming, &ca_pem, &mut self.setup).map_err(Error::setup)
     }
 
     fn operation(&self) -> Operation {
@@ -219,9 +220,9 @@ pub struct CertSetup {
     pub role: Option<String>,
 }
 
-/// "vblast-cert-" and 8 random lowercase hex digits.
-pub fn random_auth_path() -> String {
-    random_name("vblast-cert-")
+/// "vblast-cert-" and 8 hex digits (`Naming::random_name`).
+pub fn random_auth_path(naming: &Naming) -> String {
+    naming.random_name("vblast-cert-")
 }
 
 /// The PEM CERTIFICATE blocks of `path` (other blocks, such as a key, are left out).
@@ -272,9 +273,14 @@ fn check(r: &crate::vault::client::Response, what: &str, base: &str) -> Result<(
 /// Enables cert auth at a fresh path and registers `ca_pem` as the trusted certificate
 /// of role `vblast`. `slot` holds the path as soon as it may exist, so that the session
 /// disables it whatever happens next.
-fn prepare(client: &mut Client, ca_pem: &str, slot: &mut Option<CertSetup>) -> Result<(), Cause> {
+fn prepare(
+    client: &mut Client,
+    naming: &Naming,
+    ca_pem: &str,
+    slot: &mut Option<CertSetup>,
+) -> Result<(), Cause> {
     let base = client.base();
-    let path = random_auth_path();
+    let path = random_auth_path(naming);
     let body = serde_json::json!({
         "type": "cert",
         "description": "vblast load test (temporary)",
@@ -360,7 +366,7 @@ mod tests {
 
     #[test]
     fn paths_and_bodies() {
-        let p = random_auth_path();
+        let p = random_auth_path(&Naming::own());
         assert!(p.starts_with("vblast-cert-") && p.len() == 20, "{p}");
         let s = CertSetup {
             path: p.clone(),

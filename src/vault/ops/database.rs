@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped, set_in};
 use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_mount, needs_setup, random_name,
+    VbType, call, disable_mount, needs_setup,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -29,6 +29,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// vault-benchmark's postgresql_secret and mysql_secret tests: the connection and the role.
@@ -350,10 +351,10 @@ impl Db {
         }
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         let c = &self.config.db_connection;
         let role = &self.config.role;
-        let mount = random_name("vblast-db-");
+        let mount = naming.random_name("vblast-db-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -371,7 +372,7 @@ impl Db {
             "allowed_roles": [role.name],
             "verify_connection": c.verify_connection,
         });
-        if shared::mode() == Mode::Create {
+        if naming.mode() == Mode::Create {
             // The shards' own roles (`join`).
             conn["allowed_roles"] = json!([role.name, format!("{}-*", role.name)]);
         }
@@ -423,7 +424,7 @@ impl Db {
     /// A shard of a run sharing the fixture: waits for the role `vblast setup` makes
     /// (the last thing it makes), then makes its own beside it.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let mount = random_name("vblast-db-");
+        let mount = ctx.naming.random_name("vblast-db-");
         let role = &self.config.role.name;
         shared::wait_readable(
             ctx,
@@ -474,18 +475,18 @@ impl VaultOp for Db {
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => return self.join(ctx),
             // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-db-"));
+                self.mount = Some(ctx.naming.random_name("vblast-db-"));
                 self.all_roles = true;
                 return Ok(());
             }
             Mode::Own | Mode::Create => {}
         }
         let mut client = (ctx.make_client)();
-        self.prepare(&mut client).map_err(Error::setup)
+        self.prepare(&mut client, ctx.naming).map_err(Error::setup)
     }
 
     fn operation(&self) -> Operation {

@@ -24,7 +24,7 @@ use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::vb::{Keys, Mapped, set_in, token_settings};
 use super::{
     Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType,
-    call, delete_policy, disable_auth, needs_setup, random_name, setup_with,
+    call, delete_policy, disable_auth, fresh_name, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -32,6 +32,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// JWTs signed at setup unless the config says otherwise.
@@ -221,7 +222,7 @@ fn sign_pool(
     now: u64,
 ) -> Result<Vec<Vec<u8>>, Cause> {
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
-    let salt = random_name("");
+    let salt = fresh_name("");
     (0..count)
         .map(|i| {
             let mut claims = json!({
@@ -245,10 +246,10 @@ fn sign_pool(
 
 impl Jwt {
     /// Own mode: the policy, then a path of its own trusting a fresh key.
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let policy = random_name("vblast-jwt-");
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let policy = naming.random_name("vblast-jwt-");
         self.write_policy(client, &policy)?;
-        let path = random_name("vblast-jwt-");
+        let path = naming.random_name("vblast-jwt-");
         self.login_path(client, path, policy)
     }
 
@@ -335,21 +336,21 @@ impl Jwt {
     /// in one order in every mode: the policy, then the prefix. Returns false outside
     /// those modes.
     fn shared(&mut self, ctx: &SetupCtx) -> Result<bool, Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Own => return Ok(false),
             Mode::Create => setup_with(ctx, LOGIN.name, |client| {
-                let policy = random_name("vblast-jwt-");
+                let policy = ctx.naming.random_name("vblast-jwt-");
                 self.write_policy(client, &policy)
             })?,
             Mode::Remove => {
-                self.policy = Some(random_name("vblast-jwt-"));
-                self.sweep = Some(format!("{}-", random_name("vblast-jwt-")));
+                self.policy = Some(ctx.naming.random_name("vblast-jwt-"));
+                self.sweep = Some(format!("{}-", ctx.naming.random_name("vblast-jwt-")));
             }
             Mode::Join => {
                 needs_setup(ctx, LOGIN.name)?;
-                let policy = random_name("vblast-jwt-");
+                let policy = ctx.naming.random_name("vblast-jwt-");
                 shared::wait_policy(ctx, "jwt ", &policy)?;
-                let path = shared::own_name(&random_name("vblast-jwt-"));
+                let path = shared::own_name(&ctx.naming.random_name("vblast-jwt-"));
                 let mut client = (ctx.make_client)();
                 self.login_path(&mut client, path, policy)
                     .map_err(Error::setup)?;
@@ -368,7 +369,7 @@ impl VaultOp for Jwt {
         if self.shared(ctx)? {
             return Ok(());
         }
-        setup_with(ctx, LOGIN.name, |client| self.prepare(client))
+        setup_with(ctx, LOGIN.name, |client| self.prepare(client, ctx.naming))
     }
 
     fn operation(&self) -> Operation {

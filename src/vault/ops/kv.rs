@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
-    VaultBenchmark, VaultOp, VbType, random_name,
+    VaultBenchmark, VaultOp, VbType,
 };
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
@@ -851,7 +851,7 @@ fn remove_prefixed(
 /// the mount as its own, to remove it. None outside those modes.
 fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> {
     use crate::vault::fixture::Mode;
-    let mode = crate::vault::fixture::mode();
+    let mode = ctx.naming.mode();
     if !matches!(mode, Mode::Join | Mode::Remove | Mode::Create) {
         return Ok(None);
     }
@@ -864,7 +864,7 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
         return Ok(None);
     }
     let setup = KvSetup {
-        mount: random_name("vblast-"),
+        mount: ctx.naming.random_name("vblast-"),
         version: plan.version,
         created: mode == Mode::Remove,
         prefix: String::new(),
@@ -878,7 +878,7 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
             setup.version,
             &secret_name(plan.secrets.saturating_sub(1), plan.secrets),
         );
-        crate::vault::fixture::wait_for(
+        ctx.naming.wait_for(
             &format!("the shared kv mount '{}' (its secret {last})", setup.mount),
             ctx.stop,
             || match client.request("GET", &last, None) {
@@ -926,13 +926,13 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
                 mount,
                 version,
                 created: false,
-                prefix: format!("{}/", random_name("vblast-")),
+                prefix: format!("{}/", ctx.naming.random_name("vblast-")),
                 wrote_prefix: false,
                 secrets: plan.secrets,
             }
         }
         None => {
-            let mount = random_name("vblast-");
+            let mount = ctx.naming.random_name("vblast-");
             let body = format!(
                 "{{\"type\":\"kv\",\"description\":\"vblast load test (temporary)\",\"options\":{{\"version\":\"{}\"}}}}",
                 plan.version
@@ -1085,7 +1085,8 @@ mod tests {
 
     #[test]
     fn mount_names_look_right_and_differ() {
-        let names: HashSet<String> = (0..100).map(|_| random_name("vblast-")).collect();
+        let naming = crate::vault::fixture::Naming::own();
+        let names: HashSet<String> = (0..100).map(|_| naming.random_name("vblast-")).collect();
         assert_eq!(names.len(), 100);
         for n in names {
             assert_eq!(n.len(), 15);

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    call, delete_policy, disable_auth, needs_setup, random_name, random_secret,
+    call, delete_policy, disable_auth, needs_setup, random_secret,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
@@ -183,9 +183,9 @@ impl LoginRead {
 
     fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), Cause> {
         let mut client = (ctx.make_client)();
-        let policy = random_name("vblast-read-");
+        let policy = ctx.naming.random_name("vblast-read-");
         self.write_policy(&mut client, &policy)?;
-        let path = random_name("vblast-userpass-");
+        let path = ctx.naming.random_name("vblast-userpass-");
         self.users_at(ctx, &mut client, path, &policy)
     }
 
@@ -251,23 +251,23 @@ impl VaultOp for LoginRead {
         }
         // Shared runs (src/fixtures.rs): names derived in one order in every mode, the
         // policy, then the prefix of the shards' own paths.
-        let result = match shared::mode() {
+        let result = match shared::mode(ctx) {
             Mode::Own => self.prepare(ctx),
             Mode::Create => {
-                let policy = random_name("vblast-read-");
-                let _prefix = random_name("vblast-read-");
+                let policy = ctx.naming.random_name("vblast-read-");
+                let _prefix = ctx.naming.random_name("vblast-read-");
                 let mut client = (ctx.make_client)();
                 self.write_policy(&mut client, &policy)
             }
             Mode::Remove => {
-                self.policy = Some(random_name("vblast-read-"));
-                self.sweep = Some(format!("{}-", random_name("vblast-read-")));
+                self.policy = Some(ctx.naming.random_name("vblast-read-"));
+                self.sweep = Some(format!("{}-", ctx.naming.random_name("vblast-read-")));
                 Ok(())
             }
             Mode::Join => {
-                let policy = random_name("vblast-read-");
+                let policy = ctx.naming.random_name("vblast-read-");
                 shared::wait_policy(ctx, "login-read ", &policy)?;
-                let path = shared::own_name(&random_name("vblast-read-"));
+                let path = shared::own_name(&ctx.naming.random_name("vblast-read-"));
                 let mut client = (ctx.make_client)();
                 self.users_at(ctx, &mut client, path, &policy)
             }

@@ -44,6 +44,8 @@ pub struct SetupCtx<'a> {
     pub no_setup: bool,
     /// Stops setup between requests.
     pub stop: &'a Stop,
+    /// The names of the session's fixtures (its run id and mode).
+    pub naming: &'a crate::vault::fixture::Naming,
 }
 
 /// Something setup created on the server, with the command that removes it by hand.
@@ -475,32 +477,7 @@ pub(crate) fn random_secret() -> String {
     (0..4).map(|_| fresh_name("")).collect()
 }
 
-/// "vblast-" and 8 random lowercase hex digits: names of mounts, auth paths and prefixes
-/// vblast creates, so that they never collide with the user's.
-pub fn random_name(prefix: &str) -> String {
-    // The shards of one run share their fixture: its names follow the run id
-    // (src/fixtures.rs), never a secret.
-    if let Some(name) = crate::vault::fixture::derived_name(prefix) {
-        return name;
-    }
-    fresh_name(prefix)
-}
-
-/// `prefix` and 8 random lowercase hex digits.
-fn fresh_name(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut state = nanos
-        ^ (u64::from(std::process::id()) << 32)
-        ^ COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0xA24B_AED4_963E_E407);
-    format!("{prefix}{:08x}", kv::splitmix64(&mut state) as u32)
-}
+pub(crate) use crate::vault::fixture::fresh_name;
 
 #[cfg(test)]
 mod tests {
@@ -632,8 +609,9 @@ mod tests {
 
     #[test]
     fn random_names_differ() {
-        let a = random_name("vblast-");
-        let b = random_name("vblast-");
+        let naming = crate::vault::fixture::Naming::own();
+        let a = naming.random_name("vblast-");
+        let b = naming.random_name("vblast-");
         assert_ne!(a, b);
         assert_eq!(a.len(), 15);
     }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
     Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_mount, mount_created, needs_setup, random_name, setup_with,
+    VbType, call, disable_mount, fresh_name, mount_created, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -23,6 +23,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The role vblast creates.
@@ -219,8 +220,8 @@ fn wait_for_role(ctx: &SetupCtx, mount: &str, role: &str) -> Result<(), Error> {
 }
 
 impl Pki {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let mount = random_name("vblast-pki-");
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let mount = naming.random_name("vblast-pki-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -271,19 +272,21 @@ impl VaultOp for Pki {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => {
-                let mount = random_name("vblast-pki-");
+                let mount = ctx.naming.random_name("vblast-pki-");
                 wait_for_role(ctx, &mount, ROLE)?;
                 self.shared_mount = Some(mount);
                 Ok(())
             }
             // `vblast cleanup`: the mount setup made, to disable.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-pki-"));
+                self.mount = Some(ctx.naming.random_name("vblast-pki-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => setup_with(ctx, ISSUE.name, |client| self.prepare(client)),
+            Mode::Own | Mode::Create => {
+                setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))
+            }
         }
     }
 
@@ -544,7 +547,7 @@ impl PkiSign {
             .iter()
             .find(|k| k.0 == self.config.role.key_type)
             .ok_or("unknown key type")?;
-        let salt = random_name("");
+        let salt = fresh_name("");
         let mut bodies: Vec<Vec<u8>> = (0..self.config.csrs)
             .map(|i| {
                 let csr = make_csr(kind, bits, &format!("h{salt}{i:05}.vblast.test"))?;
@@ -568,18 +571,18 @@ impl PkiSign {
         self.make_bodies().map_err(Error::setup)?;
         // The root's name is derived too, in setup's order, though a shard uses only the
         // intermediate.
-        let _root = random_name("vblast-pki-");
-        let int = random_name("vblast-pki-int-");
+        let _root = ctx.naming.random_name("vblast-pki-");
+        let int = ctx.naming.random_name("vblast-pki-int-");
         wait_for_role(ctx, &int, &self.config.role.name)?;
         self.shared_int = Some(int);
         Ok(())
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         // The CSRs first: nothing is on the server if making them fails.
         let (kind, bits) = self.make_bodies()?;
         let c = &self.config;
-        let root = random_name("vblast-pki-");
+        let root = naming.random_name("vblast-pki-");
         self.root = Some(root.clone());
         self.enable(client, &root, &c.root_ca.ttl)
             .inspect_err(|_| self.root = None)?;
@@ -595,7 +598,7 @@ impl PkiSign {
             })),
             &format!("generating the root CA of '{root}'"),
         )?;
-        let int = random_name("vblast-pki-int-");
+        let int = naming.random_name("vblast-pki-int-");
         self.int = Some(int.clone());
         self.enable(client, &int, &c.intermediate_ca.ttl)
             .inspect_err(|_| self.int = None)?;
@@ -661,15 +664,17 @@ impl VaultOp for PkiSign {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => self.join(ctx),
             // `vblast cleanup`: the mounts setup made, in its order, to disable.
             Mode::Remove => {
-                self.root = Some(random_name("vblast-pki-"));
-                self.int = Some(random_name("vblast-pki-int-"));
+                self.root = Some(ctx.naming.random_name("vblast-pki-"));
+                self.int = Some(ctx.naming.random_name("vblast-pki-int-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => setup_with(ctx, SIGN.name, |client| self.prepare(client)),
+            Mode::Own | Mode::Create => {
+                setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))
+            }
         }
     }
 

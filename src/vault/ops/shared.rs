@@ -1,5 +1,5 @@
 //! What the operation families use when the shards of a run share one fixture
-//! (src/fixtures.rs): the mode of this process, a bounded wait for a fixture that
+//! (src/vault/fixture.rs): the mode of this session, a bounded wait for a fixture that
 //! `vblast setup` makes, and the names of what a shard makes for itself under it.
 
 use serde_json::Value;
@@ -9,9 +9,9 @@ use crate::error::{Cause, Error};
 use crate::vault::client::Client;
 pub(crate) use crate::vault::fixture::Mode;
 
-/// The mode of this process (`Own` unless it is a setup, a shard or a cleanup step).
-pub(crate) fn mode() -> Mode {
-    crate::vault::fixture::mode()
+/// The mode of this session (`Own` unless it is a setup, a shard or a cleanup step).
+pub(crate) fn mode(ctx: &SetupCtx) -> Mode {
+    ctx.naming.mode()
 }
 
 /// Waits (bounded: `fixtures::wait_for`) until GET `path` answers 2xx, the sign that
@@ -20,20 +20,21 @@ pub(crate) fn mode() -> Mode {
 pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Value, Error> {
     let mut client = (ctx.make_client)();
     let mut found = Value::Null;
-    crate::vault::fixture::wait_for(what, ctx.stop, || match client.request("GET", path, None) {
-        Ok(r) if (200..300).contains(&r.status) => {
-            found = r.json().unwrap_or(Value::Null);
-            Ok(true)
-        }
-        Ok(r) if matches!(r.status, 400 | 403 | 404) => Ok(false),
-        Ok(r) => Err(format!(
-            "reading {path} on {}: HTTP {}: {}",
-            client.base(),
-            r.status,
-            r.error_text()
-        )),
-        Err(_) => Ok(false),
-    })?;
+    ctx.naming
+        .wait_for(what, ctx.stop, || match client.request("GET", path, None) {
+            Ok(r) if (200..300).contains(&r.status) => {
+                found = r.json().unwrap_or(Value::Null);
+                Ok(true)
+            }
+            Ok(r) if matches!(r.status, 400 | 403 | 404) => Ok(false),
+            Ok(r) => Err(format!(
+                "reading {path} on {}: HTTP {}: {}",
+                client.base(),
+                r.status,
+                r.error_text()
+            )),
+            Err(_) => Ok(false),
+        })?;
     Ok(found)
 }
 

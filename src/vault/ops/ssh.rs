@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, call,
-    disable_mount, mount_created, needs_setup, random_name, setup_with,
+    disable_mount, mount_created, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -23,6 +23,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The role, and the user the certificates are for.
@@ -114,9 +115,9 @@ struct Ssh {
 }
 
 impl Ssh {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         self.public_key = client_public_key()?;
-        let mount = random_name("vblast-ssh-");
+        let mount = naming.random_name("vblast-ssh-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -156,10 +157,10 @@ impl VaultOp for Ssh {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => {
                 self.public_key = client_public_key().map_err(Error::setup)?;
-                let mount = random_name("vblast-ssh-");
+                let mount = ctx.naming.random_name("vblast-ssh-");
                 shared::wait_readable(
                     ctx,
                     &format!("the shared ssh role '{ROLE}' in '{mount}'"),
@@ -170,10 +171,12 @@ impl VaultOp for Ssh {
             }
             // `vblast cleanup`: the mount setup made, to disable.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-ssh-"));
+                self.mount = Some(ctx.naming.random_name("vblast-ssh-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => setup_with(ctx, SIGN.name, |client| self.prepare(client)),
+            Mode::Own | Mode::Create => {
+                setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))
+            }
         }
     }
 

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
     Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, call,
-    delete_policy, json_str, needs_setup, random_name, setup_with,
+    delete_policy, json_str, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
@@ -24,6 +24,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The parent token lives this long at most, should cleanup never run.
@@ -204,14 +205,14 @@ impl TokenOp {
         })
     }
 
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let policy = self.write_policy(client)?;
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let policy = self.write_policy(client, naming)?;
         self.make_parent(client, &policy)
     }
 
     /// Writes the parent's policy under a fresh name; returns the name.
-    fn write_policy(&mut self, client: &mut Client) -> Result<String, Cause> {
-        let policy = random_name("vblast-token-");
+    fn write_policy(&mut self, client: &mut Client, naming: &Naming) -> Result<String, Cause> {
+        let policy = naming.random_name("vblast-token-");
         self.policy = Some(policy.clone());
         call(
             client,
@@ -227,7 +228,7 @@ impl TokenOp {
     /// then makes a parent token of its own with it (revoked, with every child, at the
     /// shard's end: no token travels between the steps).
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let policy = random_name("vblast-token-");
+        let policy = ctx.naming.random_name("vblast-token-");
         shared::wait_policy(ctx, "", &policy)?;
         let mut client = (ctx.make_client)();
         self.make_parent(&mut client, &policy).map_err(Error::setup)
@@ -296,18 +297,20 @@ impl VaultOp for TokenOp {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             // `vblast setup`: the policy alone; each shard makes its own parent token.
             Mode::Create => setup_with(ctx, self.kind.name(), |client| {
-                self.write_policy(client).map(drop)
+                self.write_policy(client, ctx.naming).map(drop)
             }),
             Mode::Join => self.join(ctx),
             // `vblast cleanup`: the policy setup wrote, to delete.
             Mode::Remove => {
-                self.policy = Some(random_name("vblast-token-"));
+                self.policy = Some(ctx.naming.random_name("vblast-token-"));
                 Ok(())
             }
-            Mode::Own => setup_with(ctx, self.kind.name(), |client| self.prepare(client)),
+            Mode::Own => setup_with(ctx, self.kind.name(), |client| {
+                self.prepare(client, ctx.naming)
+            }),
         }
     }
 

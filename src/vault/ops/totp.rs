@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, call,
-    disable_mount, mount_created, needs_setup, random_name, setup_with,
+    disable_mount, mount_created, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -24,6 +24,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The key vblast creates.
@@ -177,8 +178,8 @@ struct Totp {
 }
 
 impl Totp {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let mount = random_name("vblast-totp-");
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let mount = naming.random_name("vblast-totp-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -203,7 +204,7 @@ impl Totp {
     /// A shard of a run sharing the fixture: waits for what `vblast setup` makes (the key;
     /// totp-create: the mount) and, for totp-create, takes a key prefix of its own.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let mount = random_name("vblast-totp-");
+        let mount = ctx.naming.random_name("vblast-totp-");
         if self.kind == Kind::Create {
             let v = shared::wait_readable(
                 ctx,
@@ -291,16 +292,16 @@ impl VaultOp for Totp {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => self.join(ctx),
             // `vblast cleanup`: the mount setup made, to empty and disable.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-totp-"));
+                self.mount = Some(ctx.naming.random_name("vblast-totp-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, self.kind.name(), |client| self.prepare(client))
-            }
+            Mode::Own | Mode::Create => setup_with(ctx, self.kind.name(), |client| {
+                self.prepare(client, ctx.naming)
+            }),
         }
     }
 

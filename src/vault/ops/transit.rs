@@ -18,7 +18,7 @@ use super::vb::{Keys, Mapped};
 use super::{
     Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
     VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
-    random_name, setup_with,
+    setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -26,6 +26,7 @@ use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::client::Client;
+use crate::vault::fixture::Naming;
 use crate::workload::Operation;
 
 /// The key vblast creates.
@@ -64,29 +65,138 @@ const OPTIONS: &[OptionSpec] = &[
 
 const DOC: &str = "Setup enables transit at a fresh mount (`vblast-transit-xxxxxxxx`) and creates the key `vblast` of `--key-type` (aes256-gcm96 for encrypt, decrypt and hmac, ecdsa-p256 for sign and verify, ed25519, rsa-2048, ...); decrypt and verify get a ciphertext or signature made at setup. Every answer is checked: a ciphertext, signature or HMAC present, a decrypt giving back exactly the plaintext, a verify saying `valid: true`. Cleanup disables the mount. Shards share the mount and the key.";
 
-/// vault-benchmark's transit tests: `payload_len`, the key's `type`; the rest names things.
+/// vault-benchmark's transit key when the file names none (its `keys.type` default).
+pub const VB_KEY_TYPE: &str = "rsa-2048";
+
+/// vault-benchmark's transit tests. Its defaults are taken as they are: an rsa-2048 key
+/// for all four tests, PSS with SHA2-256 (ASN.1 marshaling) to sign and verify, an empty
+/// input to sign (it sends none unless `sign.input` says), `payload_len` (128) random
+/// bytes to encrypt, `context_len` (32) bytes of context for a derived key.
 fn transit_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     if let Some(n) = c.number("payload_len")? {
         out.config.insert("payload_size".into(), json!(n));
     }
+    if let Some(n) = c.number("context_len")? {
+        out.config.insert("context_size".into(), json!(n));
+    }
+    out.config
+        .insert("key_type".into(), json!(VB_KEY_TYPE.to_string()));
     let mut keys = c.block("keys")?;
     keys.names(&["name"]);
     if let Some(t) = keys.string("type")? {
         out.config.insert("key_type".into(), json!(t));
     }
+    let mut key_params = serde_json::Map::new();
     for flag in [
         "convergent_encryption",
         "derived",
         "exportable",
         "allow_plaintext_backup",
     ] {
-        keys.only(flag, &[json!(false)], "its keys are plain named keys")?;
+        if let Some(b) = keys.boolean(flag)? {
+            key_params.insert(flag.into(), json!(b));
+        }
+    }
+    if let Some(n) = keys.number("key_size")? {
+        key_params.insert("key_size".into(), json!(n));
+    }
+    if let Some(p) = keys.string("auto_rotate_period")? {
+        key_params.insert("auto_rotate_period".into(), json!(p));
+    }
+    for k in ["managed_key_name", "managed_key_id"] {
+        keys.only(k, &[json!("")], "OpenBao has no managed keys")?;
     }
     keys.finish(&mut out.named)?;
+    out.config
+        .insert("key_params".into(), Value::Object(key_params));
+    // The measured request's own settings: the block of the test's action.
+    let action = out
+        .config
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut params = serde_json::Map::new();
+    if matches!(action.as_str(), "sign" | "verify") {
+        params.insert("hash_algorithm".into(), json!("sha2-256"));
+        params.insert("signature_algorithm".into(), json!("pss"));
+        params.insert("marshaling_algorithm".into(), json!("asn1"));
+        out.config.insert("input".into(), json!(""));
+    }
     for block in ["encrypt", "decrypt", "sign", "verify"] {
         let mut b = c.block(block)?;
         b.names(&["name"]);
+        if block == action {
+            request_keys(&mut b, &action, &mut params, out)?;
+        } else {
+            // vault-benchmark reads only the block of the test's own action.
+            let rest: Vec<String> = b.left().map(|k| format!("config.{block}.{k}")).collect();
+            b.forget();
+            out.named.extend(rest);
+        }
         b.finish(&mut out.named)?;
+    }
+    out.config.insert("params".into(), Value::Object(params));
+    out.config.remove("action");
+    Ok(())
+}
+
+/// The keys of the block of the test's own action (`sign { ... }` for transit_sign).
+fn request_keys(
+    b: &mut Keys,
+    action: &str,
+    params: &mut serde_json::Map<String, Value>,
+    out: &mut Mapped,
+) -> Result<(), Cause> {
+    let signs = matches!(action, "sign" | "verify");
+    let text = |b: &mut Keys, k: &str, p: &mut serde_json::Map<String, Value>| {
+        b.string(k).map(|v| {
+            if let Some(v) = v {
+                p.insert(k.into(), json!(v));
+            }
+        })
+    };
+    if signs {
+        for k in [
+            "hash_algorithm",
+            "signature_algorithm",
+            "marshaling_algorithm",
+            "salt_length",
+        ] {
+            text(b, k, params)?;
+        }
+        if let Some(p) = b.boolean("prehashed")? {
+            params.insert("prehashed".into(), json!(p));
+        }
+        if let Some(input) = b.string("input")? {
+            out.config.insert("input".into(), json!(input));
+        }
+        // Made at setup by vblast, as by vault-benchmark.
+        b.names(&["signature", "hmac"]);
+    } else {
+        text(b, "associated_data", params)?;
+        b.names(&["plaintext", "ciphertext", "type", "convergent_encryption"]);
+    }
+    if action != "decrypt"
+        && action != "verify"
+        && let Some(v) = b.number("key_version")?
+    {
+        params.insert("key_version".into(), json!(v));
+    }
+    // Set from context_len by vblast, as by vault-benchmark.
+    b.names(&["context"]);
+    for k in [
+        "batch_input",
+        "reference",
+        "nonce",
+        "partial_failure_response_code",
+    ] {
+        if b.has(k) {
+            b.refuse(
+                k,
+                "vblast sends one item per request, with the plaintext, context and nonce it makes itself",
+            );
+        }
     }
     Ok(())
 }
@@ -108,11 +218,25 @@ macro_rules! op_info {
     };
 }
 
-const fn vb(name: &'static str) -> VbType {
-    VbType {
-        name,
-        config: transit_hcl,
-    }
+fn with_action(action: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    out.config.insert("action".into(), json!(action));
+    transit_hcl(c, out)
+}
+fn encrypt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    with_action("encrypt", c, out)
+}
+fn decrypt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    with_action("decrypt", c, out)
+}
+fn sign_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    with_action("sign", c, out)
+}
+fn verify_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
+    with_action("verify", c, out)
+}
+
+const fn vb(name: &'static str, config: fn(&mut Keys, &mut Mapped) -> Result<(), Cause>) -> VbType {
+    VbType { name, config }
 }
 
 op_info!(
@@ -121,7 +245,7 @@ op_info!(
     "POST <mount>/encrypt/vblast; the answer must hold a ciphertext",
     "POST /v1/<mount>/encrypt/vblast",
     build_encrypt,
-    VaultBenchmark::Types(&[vb("transit_encrypt")])
+    VaultBenchmark::Types(&[vb("transit_encrypt", encrypt_hcl)])
 );
 op_info!(
     DECRYPT,
@@ -129,7 +253,7 @@ op_info!(
     "POST <mount>/decrypt/vblast of a ciphertext made at setup; the plaintext must match",
     "POST /v1/<mount>/decrypt/vblast",
     build_decrypt,
-    VaultBenchmark::Types(&[vb("transit_decrypt")])
+    VaultBenchmark::Types(&[vb("transit_decrypt", decrypt_hcl)])
 );
 op_info!(
     SIGN,
@@ -137,7 +261,7 @@ op_info!(
     "POST <mount>/sign/vblast (an asymmetric --key-type, default ecdsa-p256)",
     "POST /v1/<mount>/sign/vblast",
     build_sign,
-    VaultBenchmark::Types(&[vb("transit_sign")])
+    VaultBenchmark::Types(&[vb("transit_sign", sign_hcl)])
 );
 op_info!(
     VERIFY,
@@ -145,7 +269,7 @@ op_info!(
     "POST <mount>/verify/vblast of a signature made at setup; it must be valid",
     "POST /v1/<mount>/verify/vblast",
     build_verify,
-    VaultBenchmark::Types(&[vb("transit_verify")])
+    VaultBenchmark::Types(&[vb("transit_verify", verify_hcl)])
 );
 op_info!(
     HMAC,
@@ -163,6 +287,24 @@ pub struct TransitConfig {
     /// None: the default of the operation (aes256-gcm96, or ecdsa-p256 to sign).
     pub key_type: Option<String>,
     pub payload_size: usize,
+    /// More settings of the key (vault-benchmark's `keys` block: `derived`,
+    /// `convergent_encryption`, `exportable`, ...).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub key_params: serde_json::Map<String, Value>,
+    /// More fields of each request (`hash_algorithm`, `signature_algorithm`, ...).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, Value>,
+    /// Sign and verify: the base64 input, when not `payload_size` bytes of vblast's
+    /// (vault-benchmark signs an empty input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Bytes of context of a derived key (vault-benchmark's `context_len`, default 32).
+    #[serde(default = "default_context")]
+    pub context_size: usize,
+}
+
+fn default_context() -> usize {
+    32
 }
 
 fn config_from(f: &OptionValues) -> Value {
@@ -171,6 +313,10 @@ fn config_from(f: &OptionValues) -> Value {
         payload_size: f
             .number("payload-size")
             .map_or(DEFAULT_PAYLOAD, |n| n as usize),
+        key_params: serde_json::Map::new(),
+        params: serde_json::Map::new(),
+        input: None,
+        context_size: default_context(),
     })
     .unwrap_or(Value::Null)
 }
@@ -242,10 +388,29 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             )));
         }
     }
+    let derived = c.key_params.get("derived") == Some(&Value::Bool(true));
+    if c.key_params.get("convergent_encryption") == Some(&Value::Bool(true)) && !derived {
+        return Err(Cause::from(
+            "convergent encryption needs a derived key (keys { derived = true })",
+        ));
+    }
+    if derived && (c.context_size == 0 || c.context_size > 1024 * 1024) {
+        return Err(Cause::from(format!(
+            "context size {} is not between 1 byte and 1 MiB",
+            c.context_size
+        )));
+    }
+    let input = match (&c.input, kind.signs()) {
+        (Some(i), true) => i.clone(),
+        _ => payload(c.payload_size),
+    };
     Ok(Box::new(Transit {
         kind,
         key_type,
-        payload: payload(c.payload_size),
+        payload: input,
+        context: derived.then(|| context(c.context_size)),
+        key_params: c.key_params,
+        params: c.params,
         mount: None,
         made: String::new(),
         shared_mount: None,
@@ -268,6 +433,12 @@ fn build_hmac(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     build(Kind::Hmac, v)
 }
 
+/// `size` bytes of a derived key's context, base64-encoded.
+fn context(size: usize) -> String {
+    let bytes = super::kv::secret_value(size, 0xC0);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// `size` bytes of plaintext, base64-encoded as transit takes it.
 pub fn payload(size: usize) -> String {
     let bytes = super::kv::secret_value(size, 0x7A5);
@@ -279,6 +450,12 @@ struct Transit {
     key_type: String,
     /// Base64 plaintext or input.
     payload: String,
+    /// A derived key's base64 context, sent with every encrypt and decrypt.
+    context: Option<String>,
+    /// More settings of the key, sent when it is created.
+    key_params: serde_json::Map<String, Value>,
+    /// More fields of each request (sign and verify: the algorithms).
+    params: serde_json::Map<String, Value>,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
     /// The ciphertext (decrypt) or signature (verify) made at setup.
@@ -288,8 +465,32 @@ struct Transit {
 }
 
 impl Transit {
-    fn prepare(&mut self, client: &mut Client) -> Result<(), Cause> {
-        let mount = random_name("vblast-transit-");
+    /// The key's creation request.
+    fn key_body(&self) -> Value {
+        let mut body = self.key_params.clone();
+        body.insert("type".into(), json!(self.key_type));
+        Value::Object(body)
+    }
+
+    /// A request body: `fields`, the context of a derived key, the extra fields.
+    fn body(&self, fields: Value) -> Value {
+        let mut body = match fields {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        if let Some(ctx) = &self.context
+            && !self.kind.signs()
+        {
+            body.insert("context".into(), json!(ctx));
+        }
+        for (k, v) in &self.params {
+            body.insert(k.clone(), v.clone());
+        }
+        Value::Object(body)
+    }
+
+    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+        let mount = naming.random_name("vblast-transit-");
         self.mount = Some(mount.clone());
         call(
             client,
@@ -303,7 +504,7 @@ impl Transit {
             client,
             "POST",
             &format!("/v1/{mount}/keys/{KEY}"),
-            Some(&json!({ "type": self.key_type })),
+            Some(&self.key_body()),
             &format!("creating {} key '{KEY}' in '{mount}'", self.key_type),
         )?;
         self.made = self.sample(client, &mount)?;
@@ -320,7 +521,7 @@ impl Transit {
                     client,
                     "POST",
                     &format!("/v1/{mount}/encrypt/{KEY}"),
-                    Some(&json!({ "plaintext": self.payload })),
+                    Some(&self.body(json!({ "plaintext": self.payload }))),
                     &what,
                 )?;
                 json_str(&v, "data.ciphertext", &what)
@@ -331,7 +532,7 @@ impl Transit {
                     client,
                     "POST",
                     &format!("/v1/{mount}/sign/{KEY}"),
-                    Some(&json!({ "input": self.payload })),
+                    Some(&self.body(json!({ "input": self.payload }))),
                     &what,
                 )?;
                 json_str(&v, "data.signature", &what)
@@ -343,7 +544,7 @@ impl Transit {
     /// A shard of a run sharing the fixture: waits for the key `vblast setup` makes,
     /// checks its type and makes what decrypt or verify sends.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let mount = random_name("vblast-transit-");
+        let mount = ctx.naming.random_name("vblast-transit-");
         let v = shared::wait_readable(
             ctx,
             &format!("the shared transit key '{KEY}' in '{mount}'"),
@@ -373,16 +574,16 @@ impl VaultOp for Transit {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode() {
+        match shared::mode(ctx) {
             Mode::Join => self.join(ctx),
             // `vblast cleanup`: the mount setup made, to disable.
             Mode::Remove => {
-                self.mount = Some(random_name("vblast-transit-"));
+                self.mount = Some(ctx.naming.random_name("vblast-transit-"));
                 Ok(())
             }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, self.kind.name(), |client| self.prepare(client))
-            }
+            Mode::Own | Mode::Create => setup_with(ctx, self.kind.name(), |client| {
+                self.prepare(client, ctx.naming)
+            }),
         }
     }
 
@@ -395,22 +596,22 @@ impl VaultOp for Transit {
         let (verb, body, expect) = match self.kind {
             Kind::Encrypt => (
                 "encrypt",
-                json!({ "plaintext": self.payload }),
+                self.body(json!({ "plaintext": self.payload })),
                 Expect::present("data.ciphertext"),
             ),
             Kind::Decrypt => (
                 "decrypt",
-                json!({ "ciphertext": self.made }),
+                self.body(json!({ "ciphertext": self.made })),
                 Expect::equals("data.plaintext", format!("\"{}\"", self.payload)),
             ),
             Kind::Sign => (
                 "sign",
-                json!({ "input": self.payload }),
+                self.body(json!({ "input": self.payload })),
                 Expect::present("data.signature"),
             ),
             Kind::Verify => (
                 "verify",
-                json!({ "input": self.payload, "signature": self.made }),
+                self.body(json!({ "input": self.payload, "signature": self.made })),
                 Expect::equals("data.valid", "true"),
             ),
             Kind::Hmac => (

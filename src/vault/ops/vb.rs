@@ -4,8 +4,23 @@
 //! refused by name). The operations' families hold their types and mapping functions; the
 //! HCL file itself is read in `vbconfig`.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::error::Cause;
 use serde_json::{Map, Value, json};
+
+/// A key of a test block vblast refuses: where it is (`config.role.generate_lease`, or
+/// `weight`), and the whole sentence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub path: String,
+    pub message: String,
+}
+
+/// Every refusal of one test block, gathered from all its nested blocks, so that a file's
+/// refusals are all reported at once.
+pub type Refusals = Rc<RefCell<Vec<Refusal>>>;
 
 /// A vault-benchmark test type an operation runs, and how its config block maps.
 #[derive(Clone, Copy)]
@@ -66,6 +81,8 @@ pub struct Keys<'a> {
     map: Map<String, Value>,
     /// Keys that only name things vblast names itself.
     named: Vec<String>,
+    /// Shared by the blocks of one test.
+    refused: Refusals,
 }
 
 impl<'a> Keys<'a> {
@@ -76,10 +93,55 @@ impl<'a> Keys<'a> {
             path: path.into(),
             map,
             named: Vec::new(),
+            refused: Refusals::default(),
         }
     }
     pub fn where_(&self, key: &str) -> String {
         format!("test '{}': {}.{key}", self.test, self.path)
+    }
+    /// `config.role.ttl` (or `weight` for the test's own keys).
+    fn path_of(&self, key: &str) -> String {
+        if self.path == "test" {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+    /// Refuses `key` (taken out of the block) with `message`; parsing goes on, so that
+    /// every refusal of the file is reported together.
+    pub fn refuse_with(&mut self, key: &str, message: String) {
+        self.map.remove(key);
+        let path = self.path_of(key);
+        self.refused.borrow_mut().push(Refusal { path, message });
+    }
+    /// Refuses `key`: vblast's operation cannot do what it asks, for the reason `why`.
+    pub fn refuse(&mut self, key: &str, why: &str) {
+        let message = format!(
+            "{} is not supported by vblast's {}: {why}",
+            self.where_(key),
+            self.op
+        );
+        self.refuse_with(key, message);
+    }
+    /// Whether the block has `key` (still untaken).
+    pub fn has(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+    /// The keys not taken yet.
+    pub fn left(&self) -> impl Iterator<Item = &String> {
+        self.map.keys()
+    }
+    /// Drops every key left (a block vault-benchmark itself does not read).
+    pub fn forget(&mut self) {
+        self.map.clear();
+    }
+    /// The list this test's refusals go to (all its blocks').
+    pub fn sink(&self) -> Refusals {
+        Rc::clone(&self.refused)
+    }
+    /// Every refusal of this test so far (all its blocks).
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.refused.borrow().clone()
     }
     pub fn take(&mut self, key: &str) -> Option<Value> {
         self.map.remove(key)
@@ -89,31 +151,35 @@ impl<'a> Keys<'a> {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(v) => Err(Cause::from(format!(
-                "{} must be a string, not {v}",
-                self.where_(key)
-            ))),
+            Some(v) => {
+                let m = format!("{} must be a string, not {v}", self.where_(key));
+                self.refuse_with(key, m);
+                Ok(None)
+            }
         }
     }
     pub fn number(&mut self, key: &str) -> Result<Option<u64>, Cause> {
         match self.take(key) {
             None => Ok(None),
-            Some(v) => as_u64(&v).map(Some).ok_or_else(|| {
-                Cause::from(format!(
-                    "{} must be a whole number, not {v}",
-                    self.where_(key)
-                ))
-            }),
+            Some(v) => match as_u64(&v) {
+                Some(n) => Ok(Some(n)),
+                None => {
+                    let m = format!("{} must be a whole number, not {v}", self.where_(key));
+                    self.refuse_with(key, m);
+                    Ok(None)
+                }
+            },
         }
     }
     pub fn boolean(&mut self, key: &str) -> Result<Option<bool>, Cause> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(b)),
-            Some(v) => Err(Cause::from(format!(
-                "{} must be true or false, not {v}",
-                self.where_(key)
-            ))),
+            Some(v) => {
+                let m = format!("{} must be true or false, not {v}", self.where_(key));
+                self.refuse_with(key, m);
+                Ok(None)
+            }
         }
     }
     /// A key vblast accepts only with this value (what its operation always does).
@@ -131,11 +197,12 @@ impl<'a> Keys<'a> {
                     || as_u64(a).is_some_and(|x| as_u64(&v) == Some(x))
             });
             if !same {
-                return Err(Cause::from(format!(
+                let m = format!(
                     "{} = {v} is not supported by vblast's {}: {what_vblast_does}",
                     self.where_(key),
                     self.op
-                )));
+                );
+                self.refuse_with(key, m);
             }
         }
         Ok(())
@@ -160,25 +227,32 @@ impl<'a> Keys<'a> {
         } else {
             format!("{}.{key}", self.path)
         };
-        match self.take(key) {
-            None => Ok(Keys::new(self.test, self.op, &path, Map::new())),
-            Some(Value::Object(m)) => Ok(Keys::new(self.test, self.op, &path, m)),
-            Some(v) => Err(Cause::from(format!(
-                "{} must be a block, not {v}",
-                self.where_(key)
-            ))),
-        }
+        let map = match self.take(key) {
+            None => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(v) => {
+                let m = format!("{} must be a block, not {v}", self.where_(key));
+                self.refuse_with(key, m);
+                Map::new()
+            }
+        };
+        let mut inner = Keys::new(self.test, self.op, &path, map);
+        inner.refused = Rc::clone(&self.refused);
+        Ok(inner)
     }
-    /// Every key left is one vblast's operation cannot honour: the first is refused.
-    pub fn finish(self, named: &mut Vec<String>) -> Result<(), Cause> {
-        if let Some(key) = self.map.keys().next() {
-            return Err(Cause::from(format!(
+    /// Every key left is one vblast's operation cannot honour: each is refused (together
+    /// with every other refusal of the file).
+    pub fn finish(mut self, named: &mut Vec<String>) -> Result<(), Cause> {
+        let left: Vec<String> = self.map.keys().cloned().collect();
+        for key in left {
+            let m = format!(
                 "{} is not supported by vblast's {} (it has no such setting); remove it to run this test",
-                self.where_(key),
+                self.where_(&key),
                 self.op
-            )));
+            );
+            self.refuse_with(&key, m);
         }
-        named.extend(self.named);
+        named.extend(std::mem::take(&mut self.named));
         Ok(())
     }
 }

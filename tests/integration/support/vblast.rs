@@ -1,6 +1,6 @@
 //! The vblast binary under test as a `Command`: its environment scrubbed of every
 //! `VAULT_*` and `BAO_*` variable, pointed at an OpenBao through the environment, in URL
-//! mode, or with extra variables.
+//! mode, or with extra variables; its state files in a directory of the test binary's own.
 
 use std::process::{Command, Stdio};
 
@@ -23,6 +23,13 @@ pub fn scrub_env(cmd: &mut Command) {
             cmd.env_remove(k);
         }
     }
+    // Runs' state files go to the test binary's own directory, never the user's.
+    cmd.env("VBLAST_STATE_DIR", state_dir());
+}
+
+/// Where the runs of this test binary write their state files (docs/cleanup.md).
+pub fn state_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("vblast-test-state-{}", std::process::id()))
 }
 
 /// `vblast` pointed at `bao` through the environment, with `args`.
