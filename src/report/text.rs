@@ -216,3 +216,62 @@ impl Row<'_> {
         writeln!(o)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Model, RunInfo};
+    use crate::stats::Stats;
+
+    #[test]
+    fn long_operation_names_widen_their_column() {
+        let mut stats = Stats::new(2);
+        for op in &mut stats.ops {
+            op.requests = 1;
+            op.ok = 1;
+            op.latency.record(1000);
+        }
+        stats.elapsed_s = 1.0;
+        let run = RunInfo {
+            target: "http://127.0.0.1:8200".into(),
+            operation: "a,b".into(),
+            connections: 1,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        };
+        let names = [
+            "kv-read".to_string(),
+            "database-static-creds-read".to_string(),
+        ];
+        let s = Summary::new(run, &stats, &names);
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // Every row's count column starts where the header's does.
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("op ") || l.starts_with("kv-read ") || l.starts_with("database-")
+            })
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let header_end = lines[0].find("count").unwrap() + "count".len();
+        for l in &lines[1..] {
+            let name = l.split_whitespace().next().unwrap();
+            assert!(l[name.len()..].starts_with(' '), "{text}");
+            let count_end = l[..header_end].trim_end().len();
+            assert_eq!(count_end, header_end, "{l:?} in\n{text}");
+        }
+        assert!(
+            text.contains("Duration 1.00s, 2 requests, 2 ok, 0 failed."),
+            "{text}"
+        );
+    }
+}
