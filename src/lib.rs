@@ -22,6 +22,7 @@ pub mod pacing;
 pub mod redact;
 pub mod report;
 pub mod results;
+pub mod server_stats;
 pub mod session;
 pub mod signals;
 pub mod stats;

@@ -11,6 +11,7 @@ pub mod operations;
 pub mod ops;
 pub mod output;
 pub mod report;
+pub mod server;
 pub mod shards;
 pub mod source;
 pub mod sweep;
@@ -136,4 +137,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub cleanup: cleanup::CleanupArgs,
+
+    #[command(flatten)]
+    pub server: server::ServerArgs,
 }

@@ -148,6 +148,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
         metrics: None,
         probe: Probe::Required,
         watch: (!opts.quiet).then_some(&watch as crate::engine::ProgressFn<'_>),
+        server: None,
     };
     let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
         Ok(r) => r,

@@ -235,7 +235,22 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
         eprintln!("vblast: no vblast- object on {}", client.base());
         return Ending::Ok;
     }
-    for o in &list {
+    print_orphans(&list);
+    if !args.cleanup.yes {
+        eprintln!(
+            "vblast: {} vblast- object{} on {}; `vblast cleanup --orphans --yes` removes them",
+            list.len(),
+            if list.len() == 1 { "" } else { "s" },
+            client.base()
+        );
+        return Ending::Ok;
+    }
+    remove_orphans(client, &list, args.cleanup.cleanup_timeout, stop)
+}
+
+/// The orphans' table on stdout: table, name, type, age.
+fn print_orphans(list: &[server::Orphan]) {
+    for o in list {
         println!(
             "{:<16} {:<40} {:<10} {}",
             o.found.table.label(),
@@ -250,19 +265,20 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
                 })
         );
     }
-    if !args.cleanup.yes {
-        eprintln!(
-            "vblast: {} vblast- object{} on {}; `vblast cleanup --orphans --yes` removes them",
-            list.len(),
-            if list.len() == 1 { "" } else { "s" },
-            client.base()
-        );
-        return Ending::Ok;
-    }
+}
+
+/// `--orphans --yes`: removes `list`, waits (bounded) for what the server is slow over,
+/// looks again; the error names what is left.
+fn remove_orphans(
+    client: crate::vault::client::Client,
+    list: &[server::Orphan],
+    timeout: Duration,
+    stop: &Stop,
+) -> Ending {
     let urgent = server::UrgentStop::watch(stop);
     let mut client = client.with_stop(urgent.stop().clone());
     let mut left = Vec::new();
-    for o in &list {
+    for o in list {
         if stop.is_urgent() {
             left.push(o.found.clone());
             continue;
@@ -278,12 +294,7 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
         .filter(|o| matches!(o.found.table, server::Table::Mount | server::Table::Auth))
         .map(|o| o.found.clone())
         .collect();
-    left.extend(server::wait_gone(
-        &mut client,
-        slow,
-        args.cleanup.cleanup_timeout,
-        stop,
-    ));
+    left.extend(server::wait_gone(&mut client, slow, timeout, stop));
     if let Ok(now) = server::orphans(&mut client) {
         for o in now {
             if !left.contains(&o.found) {
@@ -310,67 +321,4 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
         })
         .collect();
     Ending::Failed(Error::cleanup(lines.join("\n")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::scenario::sharding;
-    use super::*;
-    use crate::config::scenario::Scenario;
-    use crate::session::fixtures::rendezvous::{SHARDS_WAIT, WAIT_MARGIN, wait_bound};
-    use std::time::{Duration, Instant, SystemTime};
-
-    fn args(v: &[&str]) -> (RunArgs, Scenario) {
-        use clap::Parser;
-        let mut all = vec!["vblast", "--address", "http://127.0.0.1:9", "--token", "t"];
-        all.extend_from_slice(v);
-        let a = crate::cli::Cli::try_parse_from(all).unwrap().run;
-        let s = scenario(&a, Given::default()).unwrap();
-        (a, s)
-    }
-
-    #[test]
-    fn shard0_waits_as_long_as_the_schedule_or_the_flag_says() {
-        let (now, wall) = (Instant::now(), SystemTime::now());
-        let at = humantime::format_rfc3339_seconds(wall + Duration::from_secs(100)).to_string();
-        let base = ["--op", "kv-read", "--shard", "0/3", "--run-id", "r"];
-        let bound = |extra: &[&str]| {
-            let mut v = base.to_vec();
-            v.extend_from_slice(extra);
-            let (a, s) = args(&v);
-            wait_bound(&sharding(&a), &s, now, wall).duration_since(now)
-        };
-        assert_eq!(bound(&["-n", "10"]), SHARDS_WAIT);
-        assert_eq!(
-            bound(&["-n", "10", "--shards-wait", "90s"]),
-            Duration::from_secs(90)
-        );
-        // Start + duration + request timeout + margin, from now (the start is 100 s ahead,
-        // to the second).
-        let d = bound(&["-z", "30s", "--timeout", "5s", "--start-at", &at]);
-        let expect = Duration::from_secs(100 + 30 + 5) + WAIT_MARGIN;
-        assert!(d <= expect && d + Duration::from_secs(1) > expect, "{d:?}");
-        // The flag wins over the schedule.
-        assert_eq!(
-            bound(&["-z", "30s", "--start-at", &at, "--shards-wait", "2s"]),
-            Duration::from_secs(2)
-        );
-        // A shard 0 that ended long after the schedule still gives the others 10 s.
-        let (a, s) = args(&[&base[..], &["-z", "30s", "--start-at", &at]].concat());
-        let late = wall + Duration::from_secs(3600);
-        assert_eq!(
-            wait_bound(&sharding(&a), &s, now, late).duration_since(now),
-            Duration::from_secs(10)
-        );
-    }
-
-    #[test]
-    fn external_setup_takes_an_optional_value() {
-        let base = ["--op", "kv-read", "--shard", "1/3", "--run-id", "r"];
-        let flag = |extra: &[&str]| args(&[&base[..], extra].concat()).0.shard.external_setup;
-        assert!(!flag(&[]));
-        assert!(flag(&["--external-setup"]));
-        assert!(flag(&["--external-setup=true"]));
-        assert!(!flag(&["--external-setup=false"]));
-    }
 }

@@ -11,6 +11,7 @@ pub mod fixture;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod server;
 pub mod sweep;
 pub mod vault_benchmark;
 pub mod worker;

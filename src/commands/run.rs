@@ -43,6 +43,10 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if let Err(e) = crate::results::deliver::check_paths(&output(&cli.out)) {
         return Ending::Failed(e);
     }
+    let server = match super::server::settings(&cli.server, &scenario) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match &cli.metrics.metrics_listen {
         Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
@@ -57,7 +61,16 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         &sharding(cli),
         &scenario,
         stop,
-        &mut |scenario, joined| load(cli, scenario, metrics.as_ref(), stop, joined),
+        &mut |scenario, joined| {
+            load(
+                cli,
+                scenario,
+                metrics.as_ref(),
+                server.as_ref(),
+                stop,
+                joined,
+            )
+        },
     )
 }
 
@@ -67,6 +80,7 @@ fn load(
     cli: &RunArgs,
     scenario: &Scenario,
     metrics: Option<&crate::metrics::Metrics>,
+    server: Option<&crate::server_stats::Settings>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
@@ -78,6 +92,7 @@ fn load(
             note: matches!(cli.out.format, Format::Ab),
         },
         watch: None,
+        server,
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
         Ok(r) => r,

@@ -194,6 +194,9 @@ pub struct Summary {
     /// Largest X-Ratelimit-Limit seen on a throttled answer.
     #[serde(skip_serializing_if = "is_zero")]
     pub ratelimit_limit: u64,
+    /// What the nodes did during the run, sampled on them (src/server_stats/).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server_stats::ServerSummary>,
     #[serde(skip)]
     pub latency_hist: Hist,
     #[serde(skip)]
@@ -345,6 +348,7 @@ impl Summary {
             redirects: stats.redirects,
             followed: stats.followed,
             ratelimit_limit: stats.ratelimit_limit,
+            server: None,
             run,
             latency_hist: latency,
             service_hist: service,

@@ -14,7 +14,11 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     table(s, o)?;
     super::nodes::write(s, o)?;
     writeln!(o)?;
-    footer(s, o)
+    footer(s, o)?;
+    match &s.server {
+        Some(server) => crate::server_stats::summary::write_text(server, o),
+        None => Ok(()),
+    }
 }
 
 /// The table of operations and their total, and the note on its thin tails.

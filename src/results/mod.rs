@@ -51,6 +51,8 @@ pub struct Results {
     pub shard: Option<crate::results::shards::ShardRecord>,
     /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
     pub tls_probe: Option<TlsFacts>,
+    /// Each node's samples taken during the run (src/server_stats/).
+    pub server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -67,6 +69,8 @@ struct Written<'a> {
     shard: Option<&'a crate::results::shards::ShardRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tls_probe: Option<&'a TlsFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_samples: Option<&'a crate::server_stats::ServerSamples>,
     stats: &'a Stats,
 }
 
@@ -84,6 +88,8 @@ struct Stored {
     shard: Option<crate::results::shards::ShardRecord>,
     #[serde(default)]
     tls_probe: Option<TlsFacts>,
+    #[serde(default)]
+    server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 impl Results {
@@ -108,6 +114,7 @@ impl Results {
             source: String::new(),
             shard: None,
             tls_probe: None,
+            server_samples: None,
         }
     }
 
@@ -126,7 +133,31 @@ impl Results {
     pub fn summary(&self) -> Summary {
         let mut s = Summary::new(self.run.clone(), &self.stats, &self.op_names);
         s.vblast_version = self.vblast_version.clone();
+        s.server = self.server_summary(&s);
         s
+    }
+
+    /// The nodes' samples beside the client's figures (src/server_stats/summary.rs).
+    fn server_summary(&self, s: &Summary) -> Option<crate::server_stats::ServerSummary> {
+        let samples = self.server_samples.as_ref()?;
+        let start = humantime::parse_rfc3339(&self.started_at).ok()?;
+        let start_ms = start
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()?
+            .as_millis() as u64;
+        let from_ms = start_ms + (s.run.warmup_s * 1000.0) as u64;
+        let e = &self.stats.errors;
+        let client = crate::server_stats::ClientSide {
+            start_ms: from_ms,
+            end_ms: from_ms + (s.duration_s * 1000.0) as u64,
+            warmup: s.run.warmup_s > 0.0,
+            answered: s
+                .requests
+                .saturating_sub(e.connect + e.read + e.write + e.timeout),
+            mean_ms: s.latency_ms.mean,
+            connections: s.run.connections,
+        };
+        Some(samples.summary(&client, start_ms))
     }
 
     /// Writes the results document (pretty JSON and a final newline).
@@ -141,6 +172,7 @@ impl Results {
             op_names: &self.op_names,
             shard: self.shard.as_ref(),
             tls_probe: self.tls_probe.as_ref(),
+            server_samples: self.server_samples.as_ref(),
             stats: &self.stats,
         };
         serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -223,6 +255,7 @@ impl Results {
             source: name.to_string(),
             shard: stored.shard,
             tls_probe: stored.tls_probe,
+            server_samples: stored.server_samples,
         })
     }
 }
@@ -329,6 +362,9 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
         }
     }
     out.stats.timeline = timeline;
+    out.server_samples = crate::server_stats::ServerSamples::merge(
+        parts.iter().filter_map(|r| r.server_samples.as_ref()),
+    );
     out.source = parts
         .iter()
         .map(|r| r.source.as_str())

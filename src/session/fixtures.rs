@@ -13,10 +13,20 @@ use crate::error::Error;
 use crate::session::Session;
 use crate::signals::Stop;
 use crate::vault::client::Client;
-use crate::vault::fixture::Mode;
+use crate::vault::fixture::{Mode, Naming};
 use crate::vault::ops::{Fixture, fixture_of};
 
 use server::Found;
+
+/// The naming of a session of `scenario`: its run id and mode, each name printed and
+/// written to the run's state file as it is drawn.
+pub fn naming(scenario: &Scenario) -> Naming {
+    Naming::new(&scenario.fixtures).with_recorder(state::recorder(
+        scenario.fixtures.state_dir.clone(),
+        scenario.address.clone(),
+        scenario.namespace.clone(),
+    ))
+}
 
 /// `scenario` with its fixtures in `mode` under run `run_id`.
 pub fn in_mode(scenario: &Scenario, mode: Mode, run_id: &str) -> Scenario {

@@ -207,11 +207,7 @@ impl Session {
             operations: Vec::new(),
             stop: stop.clone(),
             closed: false,
-            naming: Naming::new(&scenario.fixtures).with_recorder(state::recorder(
-                scenario.fixtures.state_dir.clone(),
-                scenario.address.clone(),
-                scenario.namespace.clone(),
-            )),
+            naming: fixtures::naming(scenario),
             plan: scenario.fixtures.clone(),
             cluster,
         };
@@ -234,21 +230,9 @@ impl Session {
                 }
                 session.wait_for_standbys();
                 for (fixture, choice) in session.fixtures.iter().zip(choices) {
-                    let mut steps = fixture.operations();
-                    if let Some(first) = steps.first_mut() {
-                        first.weight = choice.weight;
-                    }
-                    // A labelled operation (a vault-benchmark test's name) reports under
-                    // its label; its steps keep their suffix ("NAME/create").
-                    if let Some(label) = &choice.label {
-                        for step in &mut steps {
-                            step.name = match step.name.strip_prefix(choice.name.as_str()) {
-                                Some(rest) => format!("{label}{rest}"),
-                                None => label.clone(),
-                            };
-                        }
-                    }
-                    session.operations.extend(steps);
+                    session
+                        .operations
+                        .extend(steps_of(fixture.as_ref(), choice));
                 }
             }
         }
@@ -293,6 +277,19 @@ impl Session {
             },
             route: Arc::new(Route::new(active)),
         })
+    }
+
+    /// A client per node (a cluster's every node, or the one target), each with a
+    /// connection of its own: for the server sampler (src/server_stats/).
+    pub fn node_clients(&self, timeout: Duration) -> Vec<Client> {
+        match &self.cluster {
+            Some(c) => c
+                .targets
+                .iter()
+                .map(|t| self.client_for(t, timeout))
+                .collect(),
+            None => vec![self.client(timeout)],
+        }
     }
 
     /// The cluster's nodes as they answered before the run (a cluster target only).
@@ -828,6 +825,25 @@ impl Session {
             eprintln!("vblast: {e}");
         }
     }
+}
+
+/// The requests of one configured operation: the first with the choice's weight; a
+/// labelled operation (a vault-benchmark test's name) reports under its label, its steps
+/// keeping their suffix ("NAME/create").
+fn steps_of(fixture: &dyn VaultOp, choice: &crate::config::scenario::OpChoice) -> Vec<Operation> {
+    let mut steps = fixture.operations();
+    if let Some(first) = steps.first_mut() {
+        first.weight = choice.weight;
+    }
+    if let Some(label) = &choice.label {
+        for step in &mut steps {
+            step.name = match step.name.strip_prefix(choice.name.as_str()) {
+                Some(rest) => format!("{label}{rest}"),
+                None => label.clone(),
+            };
+        }
+    }
+    steps
 }
 
 /// `plan` split over `layout`'s processes: each runs its threads' share (the threads

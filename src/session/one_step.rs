@@ -29,6 +29,8 @@ pub struct Showing<'a> {
     /// Called with the threads' totals as they report (`vblast ab`'s "Completed N
     /// requests").
     pub watch: Option<engine::ProgressFn<'a>>,
+    /// Sampling of the nodes during the step (src/server_stats/); None: none.
+    pub server: Option<&'a crate::server_stats::Settings>,
 }
 
 /// What a failed TLS probe (one handshake before the load, for ab's TLS lines) means.
@@ -76,7 +78,15 @@ pub fn run(
         }
     };
     show_cluster(&session, showing.quiet);
+    let sampler = showing.server.map(|s| {
+        crate::server_stats::Sampler::start(
+            s,
+            session.node_clients(s.timeout()),
+            scenario.load.warmup,
+        )
+    });
     let step = step(&mut session, scenario, showing);
+    let server_samples = sampler.and_then(crate::server_stats::Sampler::finish);
     let cleanup_started = Instant::now();
     let cleanup = session.close();
     let cleanup_s = cleanup_started.elapsed().as_secs_f64();
@@ -102,6 +112,7 @@ pub fn run(
         step.started_at,
     );
     results.tls_probe = tls_probe;
+    results.server_samples = server_samples;
     Ok(Ran {
         results,
         clock_start: step.outcome.clock_start.unwrap_or(step.started_at),

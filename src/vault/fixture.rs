@@ -46,6 +46,8 @@ pub struct Naming {
     run_id: String,
     mode: Mode,
     external: bool,
+    /// How long a cleanup may wait for the server (`--cleanup-timeout`).
+    cleanup_timeout: Duration,
     drawn: Mutex<Drawn>,
     recorder: Option<Recorder>,
 }
@@ -81,6 +83,7 @@ impl Naming {
                 .unwrap_or_else(|| format!("{}{}", fresh_name(""), fresh_name(""))),
             mode: plan.mode,
             external: plan.external,
+            cleanup_timeout: plan.cleanup_timeout,
             drawn: Mutex::new(Drawn::default()),
             recorder: None,
         }
@@ -110,6 +113,12 @@ impl Naming {
     /// Whether the fixture comes from `vblast setup` (`--external-setup`).
     pub fn external(&self) -> bool {
         self.external
+    }
+
+    /// How long the removal of a fixture may wait for the server (`--cleanup-timeout`):
+    /// an operation whose removal is slow (a database's leases) keeps it from setup.
+    pub fn cleanup_timeout(&self) -> Duration {
+        self.cleanup_timeout
     }
 
     /// The name of the next fixture with `prefix`: the prefix and 8 hex digits of SHA-256

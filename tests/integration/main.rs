@@ -6,6 +6,7 @@ mod support;
 
 mod capture;
 mod catalogue;
+mod cleanup;
 mod cluster;
 mod core;
 mod database;
@@ -27,6 +28,7 @@ mod redirects;
 mod reports;
 mod results;
 mod schema;
+mod server_stats;
 mod session;
 mod shard;
 mod shard_ops;

@@ -47,7 +47,7 @@ fn validator(schema: &str, files: &[&Path]) -> (Option<i32>, String) {
 }
 
 /// Every file is valid against `schema` (a missing jsonschema fails here, with the reason).
-fn assert_valid(schema: &str, files: &[&Path]) {
+pub fn assert_valid(schema: &str, files: &[&Path]) {
     let (code, text) = validator(schema, files);
     assert_eq!(code, Some(0), "{schema}: {text}");
 }

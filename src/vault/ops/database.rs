@@ -315,6 +315,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         shared_mount: None,
         own_role: None,
         all_roles: false,
+        cleanup_timeout: crate::config::fixtures::CLEANUP_TIMEOUT,
     }))
 }
 
@@ -328,6 +329,8 @@ struct Db {
     own_role: Option<String>,
     /// `vblast cleanup`: revoke the leases of every role of the mount (the shards' too).
     all_roles: bool,
+    /// How long the revocation of the leases may take (`--cleanup-timeout`).
+    cleanup_timeout: std::time::Duration,
 }
 
 impl Db {
@@ -448,17 +451,12 @@ impl Db {
         .map_err(Error::setup)
     }
 
-    /// Revokes every lease under `prefix` (each revocation drops its database user).
-    fn revoke(&self, client: &mut Client, prefix: &str) -> Result<(), Cause> {
-        call(
-            client,
-            "PUT",
-            &format!("/v1/sys/leases/revoke-prefix/{prefix}?sync=true"),
-            None,
-            &format!("revoking the leases under '{prefix}'"),
-        )
-        .map(drop)
-        .map_err(|e| self.masked(e))
+    /// Revokes every lease under `prefix` (each revocation drops its database user),
+    /// bounded: past `--cleanup-timeout` the rest are forced out (`leases::revoke_all`).
+    fn revoke(&self, client: &mut Client, prefix: &str, stop: &Stop) -> Result<(), Cause> {
+        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop)
+            .map(drop)
+            .map_err(|e| self.masked(e))
     }
 }
 
@@ -475,6 +473,7 @@ impl VaultOp for Db {
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
+        self.cleanup_timeout = ctx.naming.cleanup_timeout();
         match shared::mode(ctx) {
             Mode::Join => return self.join(ctx),
             // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.
@@ -543,10 +542,10 @@ impl VaultOp for Db {
         out
     }
 
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
+    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
         if let (Some(m), Some(own)) = (self.shared_mount.clone(), self.own_role.clone()) {
             // The leases this shard was given, revoked (their users dropped), then its role.
-            self.revoke(client, &format!("{m}/creds/{own}"))?;
+            self.revoke(client, &format!("{m}/creds/{own}"), stop)?;
             call(
                 client,
                 "DELETE",
@@ -564,7 +563,7 @@ impl VaultOp for Db {
             } else {
                 format!("{m}/creds/{}", self.config.role.name)
             };
-            self.revoke(client, &prefix)?;
+            self.revoke(client, &prefix, stop)?;
         }
         disable_mount(client, "database", &mut self.mount)
     }

@@ -11,6 +11,7 @@ pub mod cert;
 pub mod database;
 pub mod jwt;
 pub mod kv;
+pub mod leases;
 pub mod login_read;
 pub mod options;
 pub mod pki;

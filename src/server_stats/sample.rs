@@ -1,0 +1,92 @@
+//! What one look at one node gives: the server's counters and gauges as they stood at that
+//! instant (cumulative counters, never deltas), so that samples taken by several shards of
+//! one run merge by sorting, and every interval's figures follow from two neighbours.
+
+use serde::{Deserialize, Serialize};
+
+/// A cumulative timer of the server's telemetry: how many times it ran and their total
+/// time, milliseconds (`vault_core_handle_request_count` and `_sum`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timer {
+    pub count: f64,
+    pub sum_ms: f64,
+}
+
+/// The host's CPU times from `sys/host-info`, summed over its CPUs, seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// Time not idle (user, system, nice, irq, softirq, steal; iowait counts as idle).
+    pub busy_s: f64,
+    /// All of it.
+    pub total_s: f64,
+    pub cpus: u32,
+}
+
+/// The server's process from /proc (`--server-pid`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    /// User and system CPU time, seconds.
+    pub cpu_s: f64,
+    pub rss_bytes: u64,
+    /// Bytes read from and written to storage (`/proc/PID/io`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes: Option<u64>,
+}
+
+/// One node at one instant. Every figure is optional: a source that did not answer
+/// leaves its figures out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Wall-clock time of the sample, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// Requests the sampler itself had sent that the server counts as handled
+    /// (`sys/host-info`; `sys/metrics` is not counted), cumulative.
+    #[serde(default)]
+    pub own_requests: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goroutines: Option<f64>,
+    /// Go heap in use (`vault.runtime.alloc_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<f64>,
+    /// Service tokens (`vault.token.count`, when the server has counted them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<f64>,
+    /// Requests refused by a rate-limit quota, cumulative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_violations: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle_request: Option<Timer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_token: Option<Timer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_get: Option<Timer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_put: Option<Timer>,
+    /// The storage backend's name (`raft_storage`, `postgres`, `file`...), when it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_get: Option<Timer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_put: Option<Timer>,
+    /// The server process's CPU seconds and resident memory as its telemetry says them
+    /// (`process_cpu_seconds_total`, `process_resident_memory_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_rss_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_mem_used_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_mem_total_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<Process>,
+}

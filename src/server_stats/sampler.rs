@@ -1,0 +1,304 @@
+//! The sampler: a thread of its own that looks at every node each interval, over
+//! blocking connections of its own (`vault::client`), never the engine's. It takes one
+//! sample of each node before the load begins (on the caller's thread) and one after it
+//! ends, so the run's window is covered at both edges. A source that does not answer is
+//! said once, on stderr and in the samples, and left alone for the rest of the run.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::error::Cause;
+use crate::vault::client::Client;
+
+use super::Settings;
+use super::sample::Sample;
+use super::sources::{self, Form};
+use super::timeline::{NodeSamples, ServerSamples};
+
+/// Where a source stands for one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// Answering (telemetry: in this form).
+    On(Form),
+    /// Not answering for a while (a node down): tried again each interval, said once.
+    Failing(Form),
+    /// Refused or absent: not asked again.
+    Off,
+}
+
+/// One node's sources and samples.
+struct Node {
+    client: Client,
+    pid: Option<u32>,
+    telemetry: Source,
+    host: Source,
+    process: Source,
+    /// host-info calls since the last telemetry reading (the server counts them).
+    own_since: u64,
+    /// Whether the server counts the sampler's `sys/metrics` calls as handled requests
+    /// (a server without unauthenticated metrics access does; `calibrate` finds out).
+    metrics_counted: bool,
+    out: NodeSamples,
+}
+
+impl Node {
+    fn new(client: Client, pid: Option<u32>) -> Node {
+        let node = client.base();
+        Node {
+            client,
+            pid,
+            telemetry: Source::On(Form::Prometheus),
+            host: Source::On(Form::Json),
+            process: if pid.is_some() {
+                Source::On(Form::Json)
+            } else {
+                Source::Off
+            },
+            own_since: 0,
+            metrics_counted: false,
+            out: NodeSamples {
+                node,
+                pid,
+                ..NodeSamples::default()
+            },
+        }
+    }
+
+    /// Says once that `what` is missing, and why.
+    fn missing(&mut self, what: &str, why: &Cause) {
+        let line = match why {
+            // An HTTP refusal names its source already.
+            Cause::Http { .. } => why.to_string(),
+            _ => format!("{what}: {why}"),
+        };
+        if !self.out.missing.contains(&line) {
+            eprintln!("vblast: server stats of {}: {line}", self.out.node);
+            self.out.missing.push(line);
+        }
+    }
+
+    /// Two telemetry readings back to back, before the load: the second counts the first
+    /// when the server counts `sys/metrics` calls.
+    fn calibrate(&mut self) {
+        let Source::On(Form::Prometheus) = self.telemetry else {
+            return;
+        };
+        let mut count = || {
+            sources::telemetry(&mut self.client, Form::Prometheus)
+                .ok()
+                .flatten()
+                .and_then(|v| v.get("vault_core_handle_request_count").copied())
+        };
+        if let (Some(a), Some(b)) = (count(), count()) {
+            self.metrics_counted = b > a;
+        }
+    }
+
+    fn sample(&mut self) {
+        let at_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut s = Sample {
+            at_ms,
+            own_requests: std::mem::take(&mut self.own_since),
+            ..Sample::default()
+        };
+        self.read_telemetry(&mut s);
+        self.read_host(&mut s);
+        self.read_process(&mut s);
+        self.out.samples.push(s);
+    }
+
+    fn read_telemetry(&mut self, s: &mut Sample) {
+        let form = match self.telemetry {
+            Source::On(f) | Source::Failing(f) => f,
+            Source::Off => return,
+        };
+        if self.metrics_counted {
+            self.own_since += 1;
+        }
+        match sources::telemetry(&mut self.client, form) {
+            Ok(Some(v)) => {
+                sources::fill_telemetry(s, &v);
+                if form == Form::Json {
+                    // Its timers cover the sink's own interval, not the run's.
+                    s.handle_request = None;
+                    s.check_token = None;
+                    s.barrier_get = None;
+                    s.barrier_put = None;
+                    s.storage_get = None;
+                    s.storage_put = None;
+                }
+                self.telemetry = Source::On(form);
+            }
+            Ok(None) => {
+                self.missing(
+                    "sys/metrics?format=prometheus",
+                    &Cause::Said("not kept by this server (its telemetry stanza has no prometheus_retention_time): gauges only, from the JSON form; no request counts or times".into()),
+                );
+                self.telemetry = Source::On(Form::Json);
+                self.read_telemetry(s);
+            }
+            Err(e @ Cause::Http { .. }) => {
+                self.missing("sys/metrics", &e);
+                self.telemetry = Source::Off;
+            }
+            Err(e) => {
+                self.missing("sys/metrics", &e);
+                self.telemetry = Source::Failing(form);
+            }
+        }
+    }
+
+    fn read_host(&mut self, s: &mut Sample) {
+        if self.host == Source::Off {
+            return;
+        }
+        self.own_since += 1;
+        match sources::host_info(&mut self.client) {
+            Ok((cpu, used, total)) => {
+                s.host_cpu = Some(cpu);
+                s.host_mem_used_bytes = Some(used);
+                s.host_mem_total_bytes = Some(total);
+                self.host = Source::On(Form::Json);
+            }
+            Err(e @ Cause::Http { .. }) => {
+                self.missing(
+                    "sys/host-info",
+                    &e.within("host CPU and memory not sampled (sys/host-info needs sudo rights)"),
+                );
+                self.host = Source::Off;
+            }
+            Err(e) => {
+                self.missing("sys/host-info", &e);
+                self.host = Source::Failing(Form::Json);
+            }
+        }
+    }
+
+    fn read_process(&mut self, s: &mut Sample) {
+        let (Some(pid), Source::On(_)) = (self.pid, self.process) else {
+            return;
+        };
+        match sources::process(pid) {
+            Ok(p) => s.process = Some(p),
+            Err(e) => {
+                let why = if self.out.samples.is_empty() {
+                    "no such process readable here"
+                } else {
+                    "the process ended during the run"
+                };
+                self.missing(
+                    &format!("--server-pid {pid}"),
+                    &Cause::Said(format!("{why} ({e}): process CPU, RSS and IO not sampled")),
+                );
+                self.process = Source::Off;
+            }
+        }
+    }
+}
+
+/// The stop signal the thread waits on between samples.
+type Bell = Arc<(Mutex<bool>, Condvar)>;
+
+/// A running sampler; `finish` stops it and gives its samples.
+pub struct Sampler {
+    bell: Bell,
+    thread: Option<JoinHandle<Vec<Node>>>,
+    interval: Duration,
+}
+
+impl Sampler {
+    /// Samples each node once now, then every `settings.interval` from a thread of its own.
+    /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
+    /// process, when given. With a warm-up, the thread's first sample comes as it ends,
+    /// at the edge of the measured window.
+    pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
+        let mut nodes: Vec<Node> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| Node::new(c, settings.pids.get(i).copied()))
+            .collect();
+        if settings.pids.len() > nodes.len() {
+            eprintln!(
+                "vblast: {} --server-pid given for {} node(s): the extra ones are not sampled",
+                settings.pids.len(),
+                nodes.len()
+            );
+        }
+        for n in &mut nodes {
+            n.calibrate();
+            n.sample();
+        }
+        // Due from now, before the caller's load begins (not from the thread's start).
+        let next = Instant::now()
+            + if warmup.is_zero() {
+                settings.interval
+            } else {
+                warmup
+            };
+        let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
+        let interval = settings.interval;
+        let b = bell.clone();
+        let thread = std::thread::Builder::new()
+            .name("server-stats".into())
+            .spawn(move || run(nodes, &b, interval, next))
+            .ok();
+        Sampler {
+            bell,
+            thread,
+            interval,
+        }
+    }
+
+    /// Stops the thread, samples each node once more (the load has ended), and gives
+    /// every node's samples.
+    pub fn finish(mut self) -> Option<ServerSamples> {
+        {
+            let (stopped, cv) = &*self.bell;
+            *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        let mut nodes = self.thread.take()?.join().ok()?;
+        for n in &mut nodes {
+            n.sample();
+        }
+        Some(ServerSamples {
+            interval_s: self.interval.as_secs_f64(),
+            nodes: nodes.into_iter().map(|n| n.out).collect(),
+        })
+    }
+}
+
+/// The thread: a sample of every node each interval until the bell rings.
+/// The first sample is due at `next`.
+fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration, mut next: Instant) -> Vec<Node> {
+    let (stopped, cv) = &**bell;
+    loop {
+        let mut done = stopped.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            done = cv
+                .wait_timeout(done, next - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        if *done {
+            return nodes;
+        }
+        drop(done);
+        for n in &mut nodes {
+            n.sample();
+        }
+        next += interval;
+        // A slow node: the next sample comes an interval after this one, not in a burst.
+        let now = Instant::now();
+        if next < now {
+            next = now + interval;
+        }
+    }
+}

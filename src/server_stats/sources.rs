@@ -1,0 +1,272 @@
+//! Where a sample's figures come from, one reader per source: the server's telemetry
+//! (`sys/metrics`, in Prometheus form when the server keeps it, else its JSON form),
+//! the host it runs on (`sys/host-info`), and its process (`/proc/PID`, `--server-pid`).
+//! Each answers its figures or a `Cause` that says why the source is missing.
+
+use std::collections::HashMap;
+
+use crate::error::Cause;
+use crate::vault::client::Client;
+
+use super::sample::{HostCpu, Process, Sample, Timer};
+
+/// Storage backends whose telemetry names a `get` and `put` timer (`vault.<name>.get`).
+const STORAGE: [&str; 14] = [
+    "raft_storage",
+    "raft",
+    "postgres",
+    "file",
+    "consul",
+    "mysql",
+    "etcd",
+    "dynamodb",
+    "s3",
+    "gcs",
+    "azure",
+    "zookeeper",
+    "spanner",
+    "cockroachdb",
+];
+
+/// The server's telemetry in the form it answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `?format=prometheus`: cumulative counters and timers.
+    Prometheus,
+    /// The in-memory sink's JSON: gauges only are kept (its timers cover the sink's own
+    /// interval, not the run).
+    Json,
+}
+
+/// Values by metric name (Prometheus spelling, `vault_core_handle_request_count`), each
+/// the sum over its label sets.
+pub type Values = HashMap<String, f64>;
+
+/// Reads the Prometheus text form: `name{labels} value` lines, comments skipped.
+pub fn parse_prometheus(text: &str) -> Values {
+    let mut out = Values::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, rest) = match line.find(['{', ' ']) {
+            Some(i) => line.split_at(i),
+            None => continue,
+        };
+        // Quantile lines of a summary are not kept (their name repeats with `quantile=`).
+        if rest.contains("quantile=") {
+            continue;
+        }
+        let value = rest.rsplit('}').next().unwrap_or(rest);
+        if let Some(v) = value
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            && v.is_finite()
+        {
+            *out.entry(name.to_string()).or_insert(0.0) += v;
+        }
+    }
+    out
+}
+
+/// Reads the JSON form's gauges, under their Prometheus names (dots become underscores).
+pub fn parse_json_gauges(doc: &serde_json::Value) -> Values {
+    let mut out = Values::new();
+    let gauges = doc.get("Gauges").and_then(|g| g.as_array());
+    for g in gauges.into_iter().flatten() {
+        if let (Some(name), Some(v)) = (
+            g.get("Name").and_then(|n| n.as_str()),
+            g.get("Value").and_then(|v| v.as_f64()),
+        ) {
+            *out.entry(name.replace(['.', '-'], "_")).or_insert(0.0) += v;
+        }
+    }
+    out
+}
+
+/// Fills `s` with what the telemetry's values say.
+pub fn fill_telemetry(s: &mut Sample, v: &Values) {
+    let gauge = |name: &str| v.get(name).copied();
+    let timer = |name: &str| {
+        Some(Timer {
+            count: *v.get(&format!("{name}_count"))?,
+            sum_ms: v.get(&format!("{name}_sum")).copied().unwrap_or(0.0),
+        })
+    };
+    s.in_flight = gauge("vault_core_in_flight_requests");
+    s.goroutines = gauge("vault_runtime_num_goroutines");
+    s.alloc_bytes = gauge("vault_runtime_alloc_bytes");
+    s.leases = gauge("vault_expire_num_leases");
+    s.tokens = gauge("vault_token_count");
+    s.rate_limit_violations = gauge("vault_quota_rate_limit_violation")
+        .or_else(|| gauge("vault_quota_rate_limit_violation_total"));
+    s.server_cpu_s = gauge("process_cpu_seconds_total");
+    s.server_rss_bytes = gauge("process_resident_memory_bytes");
+    s.handle_request = timer("vault_core_handle_request");
+    s.check_token = timer("vault_core_check_token");
+    s.barrier_get = timer("vault_barrier_get");
+    s.barrier_put = timer("vault_barrier_put");
+    for name in STORAGE {
+        let get = timer(&format!("vault_{name}_get"));
+        let put = timer(&format!("vault_{name}_put"));
+        if get.is_some() || put.is_some() {
+            s.storage = Some(name.to_string());
+            s.storage_get = get;
+            s.storage_put = put;
+            break;
+        }
+    }
+}
+
+/// One look at the server's telemetry: the Prometheus form if `form` says so, the JSON
+/// form otherwise. A Prometheus form the server does not keep (no
+/// `prometheus_retention_time`) answers `Ok(None)`: try the JSON form.
+pub fn telemetry(client: &mut Client, form: Form) -> Result<Option<Values>, Cause> {
+    let path = match form {
+        Form::Prometheus => "/v1/sys/metrics?format=prometheus",
+        Form::Json => "/v1/sys/metrics",
+    };
+    let r = client.request_root("GET", path, None)?;
+    match (r.status, form) {
+        (200, Form::Prometheus) => Ok(Some(parse_prometheus(&String::from_utf8_lossy(&r.body)))),
+        (200, Form::Json) => match r.json() {
+            Some(doc) => Ok(Some(parse_json_gauges(&doc))),
+            None => Err(Cause::Said(
+                "sys/metrics answered something other than JSON".into(),
+            )),
+        },
+        // Prometheus form not kept by this server: the JSON form may be.
+        (400 | 500, Form::Prometheus) => Ok(None),
+        (status, _) => Err(Cause::Http {
+            what: "sys/metrics".into(),
+            status,
+            excerpt: r.error_text(),
+        }),
+    }
+}
+
+/// The host's CPU times and memory from `sys/host-info` (which needs `sudo` rights on
+/// the path).
+pub fn host_info(client: &mut Client) -> Result<(HostCpu, u64, u64), Cause> {
+    let r = client.request_root("GET", "/v1/sys/host-info", None)?;
+    if r.status != 200 {
+        return Err(Cause::Http {
+            what: "sys/host-info".into(),
+            status: r.status,
+            excerpt: r.error_text(),
+        });
+    }
+    let doc = r
+        .json()
+        .ok_or_else(|| Cause::Said("sys/host-info answered something other than JSON".into()))?;
+    let data = &doc["data"];
+    let mut cpu = HostCpu::default();
+    for t in data["cpu_times"].as_array().into_iter().flatten() {
+        let f = |k: &str| t.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let busy = f("user") + f("system") + f("nice") + f("irq") + f("softirq") + f("steal");
+        cpu.busy_s += busy;
+        cpu.total_s += busy + f("idle") + f("iowait");
+        cpu.cpus += 1;
+    }
+    if cpu.cpus == 0 {
+        return Err(Cause::Said("sys/host-info gave no CPU times".into()));
+    }
+    let mem = |k: &str| data["memory"].get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    Ok((cpu, mem("used"), mem("total")))
+}
+
+/// The process `pid` from /proc: CPU time, resident memory, and IO when readable.
+pub fn process(pid: u32) -> Result<Process, Cause> {
+    let stat_path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&stat_path)
+        .map_err(|e| Cause::io(format!("process {pid} (--server-pid)"), e))?;
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let after = stat
+        .rfind(')')
+        .map(|i| &stat[i + 1..])
+        .ok_or_else(|| Cause::Said(format!("{stat_path} is not a process's stat")))?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+    let (Some(utime), Some(stime), Some(rss_pages)) = (field(14), field(15), field(24)) else {
+        return Err(Cause::Said(format!("{stat_path} is not a process's stat")));
+    };
+    let ticks = sysconf(libc::_SC_CLK_TCK, 100) as f64;
+    let mut p = Process {
+        cpu_s: (utime + stime) as f64 / ticks,
+        rss_bytes: rss_pages * sysconf(libc::_SC_PAGESIZE, 4096),
+        read_bytes: None,
+        write_bytes: None,
+    };
+    if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
+        for line in io.lines() {
+            let mut kv = line.split(':');
+            let (k, v) = (kv.next(), kv.next().and_then(|v| v.trim().parse().ok()));
+            match k {
+                Some("read_bytes") => p.read_bytes = v,
+                Some("write_bytes") => p.write_bytes = v,
+                _ => {}
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// A system configuration value, or `fallback` when the system does not say.
+fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
+    // SAFETY: sysconf reads a configuration value; it takes no pointer.
+    let v = unsafe { libc::sysconf(name) };
+    if v > 0 { v as u64 } else { fallback }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_lines_sum_over_labels_and_skip_quantiles() {
+        let v = parse_prometheus(
+            "# HELP x\nvault_core_handle_request{quantile=\"0.5\"} 0.3\nvault_core_handle_request_sum 4.5\nvault_core_handle_request_count 8\nvault_core_in_flight_requests{cluster=\"a b\"} 2\nvault_core_in_flight_requests{cluster=\"c\"} 1\nvault_barrier_put{quantile=\"0.9\"} NaN\n",
+        );
+        assert_eq!(v.get("vault_core_handle_request_count"), Some(&8.0));
+        assert_eq!(v.get("vault_core_in_flight_requests"), Some(&3.0));
+        assert!(!v.contains_key("vault_core_handle_request"));
+        let mut s = Sample::default();
+        fill_telemetry(&mut s, &v);
+        assert_eq!(
+            s.handle_request,
+            Some(Timer {
+                count: 8.0,
+                sum_ms: 4.5
+            })
+        );
+        assert_eq!(s.in_flight, Some(3.0));
+        assert_eq!(s.storage, None);
+    }
+
+    #[test]
+    fn storage_timers_are_found_by_backend() {
+        let v = parse_prometheus("vault_postgres_get_count 3\nvault_postgres_get_sum 6\n");
+        let mut s = Sample::default();
+        fill_telemetry(&mut s, &v);
+        assert_eq!(s.storage.as_deref(), Some("postgres"));
+        assert_eq!(s.storage_get.map(|t| t.sum_ms), Some(6.0));
+    }
+
+    #[test]
+    fn json_gauges_take_prometheus_names() {
+        let doc = serde_json::json!({"Gauges": [{"Name": "vault.runtime.num_goroutines", "Value": 541.0}]});
+        assert_eq!(
+            parse_json_gauges(&doc).get("vault_runtime_num_goroutines"),
+            Some(&541.0)
+        );
+    }
+
+    #[test]
+    fn this_process_is_read_from_proc() {
+        let p = process(std::process::id()).expect("own process");
+        assert!(p.rss_bytes > 0);
+        assert!(process(u32::MAX).is_err());
+    }
+}

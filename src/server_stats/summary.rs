@@ -1,0 +1,475 @@
+//! What the server's samples say about a run, beside the client's figures: per node the
+//! peak and mean CPU, memory, peak in-flight requests, the server's mean time per request
+//! and its biggest component; over all nodes the server's handled count against the
+//! client's answered count (the accounting cross-check). And the report's "Server" lines.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{Sample, Timer};
+use super::timeline::{Interval, NodeSamples, ServerSamples, timer_delta};
+
+/// How closely the client's window start is known after a warm-up: its engine's clock
+/// starts a little after the step's recorded start (threads spawned, connections opened).
+const START_KNOWN_MS: u64 = 50;
+
+/// What the client measured over its window, for the comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientSide {
+    /// The measured window (after warm-up), milliseconds since the Unix epoch.
+    pub start_ms: u64,
+    pub end_ms: u64,
+    /// Whether a warm-up came before the window (its requests are not the client's).
+    pub warmup: bool,
+    /// Requests the server answered, as the client counted them (failures to connect,
+    /// read or write and timeouts left out).
+    pub answered: u64,
+    /// The client's mean latency, milliseconds.
+    pub mean_ms: f64,
+    /// The client's connections: at most that many requests are in flight at an edge.
+    pub connections: u64,
+}
+
+/// The server side of a run (the JSON report's `server`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub nodes: Vec<NodeSummary>,
+    /// Requests the nodes handled in the client's window, when their telemetry counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handled: Option<u64>,
+    pub client_answered: u64,
+    /// handled - client_answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference: Option<i64>,
+    /// How much of a difference the sampling windows explain: with a warm-up, the requests
+    /// the server handled between the edge sample and the window's start (at the rate of
+    /// the interval that straddles it) and those in flight at the start (one per
+    /// connection); 0 without warm-up (the first sample came before the load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explained: Option<u64>,
+    /// The difference is beyond what the windows explain: requests lost, or a proxy.
+    pub beyond: bool,
+    /// The server's mean time per request (handle_request, all nodes), milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_ms: Option<f64>,
+    pub client_ms: f64,
+    /// client_ms - server_ms: the time outside Vault's handler (network, queueing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_ms: Option<f64>,
+    /// The biggest server-side component of a request: "token check", "barrier", "storage".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub biggest: Option<String>,
+}
+
+/// One node's figures over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeSummary {
+    pub node: String,
+    pub samples: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cpu_pct_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cpu_pct_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_bytes_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_mem_used_bytes_peak: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goroutines_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_peak: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit_violations: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handled: Option<u64>,
+    /// Mean times over the window, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_token_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_get_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_put_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_get_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_put_ms: Option<f64>,
+    /// Per handled request, milliseconds: token checks, barrier and storage time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_ms_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_ms_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_ms_per_request: Option<f64>,
+    /// The sources that did not answer, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// The timeline: one interval per pair of neighbouring samples.
+    pub intervals: Vec<Interval>,
+}
+
+/// The window's edge samples of a node: the first (taken before the load) or, after a
+/// warm-up, the one nearest the window's start; and the last (taken after the load).
+fn edges(n: &NodeSamples, c: &ClientSide) -> Option<(usize, usize)> {
+    let last = n.samples.len().checked_sub(1)?;
+    let first = if c.warmup {
+        (0..last).min_by_key(|&i| n.samples[i].at_ms.abs_diff(c.start_ms))?
+    } else {
+        0
+    };
+    (first < last).then_some((first, last))
+}
+
+fn sum_timer(samples: &[Sample], f: fn(&Sample) -> Option<Timer>) -> Option<Timer> {
+    timer_delta(f(samples.first()?), f(samples.last()?))
+}
+
+fn mean_of(t: Option<Timer>) -> Option<f64> {
+    t.filter(|t| t.count > 0.0).map(|t| t.sum_ms / t.count)
+}
+
+fn peak(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    v.flatten()
+        .fold(None, |m, x| Some(m.map_or(x, |m: f64| m.max(x))))
+}
+
+fn average(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let (n, sum) = v.flatten().fold((0, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// What the node handled over its window, with how much of it is uncertain.
+struct Counted {
+    handled: u64,
+    explained: u64,
+}
+
+fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
+    let (first, last) = edges(n, c)?;
+    let w = &n.samples[first..=last];
+    let s = &n.samples;
+    let total = sum_timer(w, |s| s.handle_request)?;
+    let own: u64 = w[1..].iter().map(|s| s.own_requests).sum();
+    let handled = (total.count as u64).saturating_sub(own);
+    // Without warm-up the first sample came before the load: nothing is uncertain.
+    // After a warm-up, the edge sample is off the window's start by a gap: the server
+    // handled (or not yet) the requests of that gap, at the rate of the interval it is in,
+    // and up to one per connection was in flight at the start.
+    let explained = if c.warmup {
+        let (a, b) = if s[first].at_ms <= c.start_ms {
+            (first, first + 1)
+        } else {
+            (first.saturating_sub(1), first)
+        };
+        let span = s[b].at_ms.saturating_sub(s[a].at_ms).max(1) as f64;
+        let gap = (s[first].at_ms.abs_diff(c.start_ms) + START_KNOWN_MS) as f64;
+        let rate = timer_delta(s[a].handle_request, s[b].handle_request).map_or(0.0, |t| t.count);
+        (rate * gap / span).ceil() as u64 + c.connections
+    } else {
+        0
+    };
+    Some(Counted { handled, explained })
+}
+
+fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
+    let all = n.intervals(start_ms);
+    let (w, intervals): (&[Sample], Vec<Interval>) = match edges(n, c) {
+        Some((first, last)) => (
+            &n.samples[first..=last],
+            all.get(first..last)
+                .map(<[Interval]>::to_vec)
+                .unwrap_or_default(),
+        ),
+        None => (&[], Vec::new()),
+    };
+    let handled = sum_timer(w, |s| s.handle_request);
+    let per_request = |ts: &[Option<Timer>]| {
+        let h = handled.filter(|h| h.count > 0.0)?;
+        let parts: Vec<Timer> = ts.iter().flatten().copied().collect();
+        (!parts.is_empty()).then(|| parts.iter().map(|t| t.sum_ms).sum::<f64>() / h.count)
+    };
+    let token = sum_timer(w, |s| s.check_token);
+    let barrier = [
+        sum_timer(w, |s| s.barrier_get),
+        sum_timer(w, |s| s.barrier_put),
+    ];
+    let storage = [
+        sum_timer(w, |s| s.storage_get),
+        sum_timer(w, |s| s.storage_put),
+    ];
+    let it = || intervals.iter();
+    NodeSummary {
+        node: n.node.clone(),
+        samples: n.samples.len(),
+        cpu_cores_peak: peak(it().map(|i| i.cpu_cores)),
+        cpu_cores_mean: average(it().map(|i| i.cpu_cores)),
+        host_cpu_pct_peak: peak(it().map(|i| i.host_cpu_pct)),
+        host_cpu_pct_mean: average(it().map(|i| i.host_cpu_pct)),
+        rss_bytes_peak: peak(it().map(|i| i.rss_bytes)),
+        host_mem_used_bytes_peak: it().filter_map(|i| i.host_mem_used_bytes).max(),
+        in_flight_peak: peak(it().map(|i| i.in_flight)),
+        goroutines_peak: peak(it().map(|i| i.goroutines)),
+        leases_peak: peak(it().map(|i| i.leases)),
+        tokens_peak: peak(it().map(|i| i.tokens)),
+        rate_limit_violations: it()
+            .filter_map(|i| i.rate_limit_violations)
+            .reduce(|a, b| a + b),
+        handled: counted(n, c).map(|k| k.handled),
+        handle_ms: mean_of(handled),
+        check_token_ms: mean_of(token),
+        barrier_get_ms: mean_of(barrier[0]),
+        barrier_put_ms: mean_of(barrier[1]),
+        storage: w.iter().rev().find_map(|s| s.storage.clone()),
+        storage_get_ms: mean_of(storage[0]),
+        storage_put_ms: mean_of(storage[1]),
+        token_ms_per_request: per_request(&[token]),
+        barrier_ms_per_request: per_request(&barrier),
+        storage_ms_per_request: per_request(&storage),
+        missing: n.missing.clone(),
+        intervals,
+    }
+}
+
+/// The biggest component of a request's server time: token checks, or the barrier (its
+/// storage, when storage is most of it).
+fn biggest(n: &NodeSummary) -> Option<String> {
+    let token = n.token_ms_per_request.unwrap_or(0.0);
+    let barrier = n.barrier_ms_per_request.unwrap_or(0.0);
+    let storage = n.storage_ms_per_request.unwrap_or(0.0);
+    if token <= 0.0 && barrier <= 0.0 {
+        return None;
+    }
+    Some(if token >= barrier {
+        "token check".into()
+    } else if storage * 2.0 >= barrier {
+        "storage".into()
+    } else {
+        "barrier".into()
+    })
+}
+
+impl ServerSamples {
+    /// The server side of a run beside the client's figures; `start_ms` is when the run's
+    /// load began (the timeline's zero).
+    pub fn summary(&self, c: &ClientSide, start_ms: u64) -> ServerSummary {
+        let nodes: Vec<NodeSummary> = self
+            .nodes
+            .iter()
+            .map(|n| node_summary(n, c, start_ms))
+            .collect();
+        let counts: Vec<Counted> = self.nodes.iter().filter_map(|n| counted(n, c)).collect();
+        let handled = (!counts.is_empty()).then(|| counts.iter().map(|k| k.handled).sum::<u64>());
+        let explained = handled.map(|_| counts.iter().map(|k| k.explained).sum::<u64>());
+        let difference = handled.map(|h| h as i64 - c.answered as i64);
+        // Mean server time over all nodes, weighted by what each handled.
+        let (n, sum) = nodes
+            .iter()
+            .filter_map(|s| Some((s.handled? as f64, s.handle_ms?)))
+            .fold((0.0, 0.0), |(n, sum), (h, ms)| (n + h, sum + h * ms));
+        let server_ms = (n > 0.0).then(|| sum / n);
+        let busiest = nodes
+            .iter()
+            .max_by(|a, b| a.handled.unwrap_or(0).cmp(&b.handled.unwrap_or(0)));
+        ServerSummary {
+            handled,
+            client_answered: c.answered,
+            difference,
+            explained,
+            beyond: matches!((difference, explained), (Some(d), Some(e)) if d.unsigned_abs() > e),
+            server_ms,
+            client_ms: c.mean_ms,
+            outside_ms: server_ms.map(|s| c.mean_ms - s),
+            biggest: busiest.and_then(biggest),
+            nodes,
+        }
+    }
+}
+
+fn cores(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3} ms"))
+}
+
+fn mib(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.1} MiB", v / 1048576.0))
+}
+
+/// The text report's "Server" section.
+pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Server (sampled on the node{}):",
+        if s.nodes.len() > 1 { "s" } else { "" }
+    )?;
+    for n in &s.nodes {
+        writeln!(o, "  {} ({} samples)", n.node, n.samples)?;
+        writeln!(
+            o,
+            "    CPU (cores)     peak {}  mean {}{}",
+            cores(n.cpu_cores_peak),
+            cores(n.cpu_cores_mean),
+            match (n.host_cpu_pct_peak, n.host_cpu_pct_mean) {
+                (Some(p), Some(m)) => format!("   host peak {p:.0}%  mean {m:.0}%"),
+                _ => String::new(),
+            }
+        )?;
+        writeln!(
+            o,
+            "    memory          RSS peak {}{}",
+            mib(n.rss_bytes_peak),
+            n.host_mem_used_bytes_peak
+                .map_or(String::new(), |b| format!(
+                    "   host used {}",
+                    mib(Some(b as f64))
+                ))
+        )?;
+        writeln!(
+            o,
+            "    in flight       peak {}   goroutines peak {}   leases {}",
+            cores(n.in_flight_peak).trim_end_matches(".00"),
+            n.goroutines_peak.map_or("-".into(), |v| format!("{v:.0}")),
+            n.leases_peak.map_or("-".into(), |v| format!("{v:.0}")),
+        )?;
+        if n.handle_ms.is_some() {
+            writeln!(
+                o,
+                "    per request     handle {}   token check {}   barrier get {} put {}",
+                ms(n.handle_ms),
+                ms(n.check_token_ms),
+                ms(n.barrier_get_ms),
+                ms(n.barrier_put_ms)
+            )?;
+        }
+        if let Some(st) = &n.storage {
+            writeln!(
+                o,
+                "    storage ({st})  get {}   put {}",
+                ms(n.storage_get_ms),
+                ms(n.storage_put_ms)
+            )?;
+        }
+        if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {
+            writeln!(o, "    rate-limit violations {v:.0}")?;
+        }
+        for m in &n.missing {
+            writeln!(o, "    not sampled: {m}")?;
+        }
+    }
+    if let Some(server) = s.server_ms {
+        writeln!(
+            o,
+            "  mean time per request: server {:.3} ms, client {:.3} ms, outside Vault {:.3} ms{}",
+            server,
+            s.client_ms,
+            s.client_ms - server,
+            s.biggest
+                .as_ref()
+                .map_or(String::new(), |b| format!("; biggest server part: {b}"))
+        )?;
+    }
+    if let (Some(h), Some(d)) = (s.handled, s.difference) {
+        writeln!(
+            o,
+            "  accounting: server handled {h}, client answered {}, difference {d:+}{}",
+            s.client_answered,
+            if s.beyond {
+                format!(
+                    "  <-- beyond the sampling windows ({}): requests lost, or a proxy in between",
+                    s.explained.unwrap_or(0)
+                )
+            } else if d != 0 {
+                format!(
+                    " (within the sampling windows: {})",
+                    s.explained.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(at_ms: u64, count: f64, token: f64, barrier: f64) -> Sample {
+        Sample {
+            at_ms,
+            handle_request: Some(Timer {
+                count,
+                sum_ms: count * 0.5,
+            }),
+            check_token: Some(Timer {
+                count,
+                sum_ms: token,
+            }),
+            barrier_get: Some(Timer {
+                count,
+                sum_ms: barrier,
+            }),
+            ..Sample::default()
+        }
+    }
+
+    fn client(answered: u64, warmup: bool) -> ClientSide {
+        ClientSide {
+            start_ms: 1500,
+            end_ms: 4000,
+            warmup,
+            answered,
+            mean_ms: 0.8,
+            connections: 4,
+        }
+    }
+
+    #[test]
+    fn the_accounting_compares_the_window() {
+        let samples = ServerSamples {
+            interval_s: 1.0,
+            nodes: vec![NodeSamples {
+                node: "n".into(),
+                samples: vec![
+                    s(1000, 10.0, 1.0, 2.0),
+                    s(2000, 60.0, 3.0, 30.0),
+                    s(4000, 110.0, 5.0, 60.0),
+                ],
+                ..NodeSamples::default()
+            }],
+        };
+        let without = samples.summary(&client(100, false), 1000);
+        assert_eq!(without.handled, Some(100));
+        assert_eq!(without.difference, Some(0));
+        assert!(!without.beyond);
+        assert_eq!(without.biggest.as_deref(), Some("barrier"));
+        let off = samples.summary(&client(90, false), 1000);
+        assert!(off.beyond);
+        let warm = samples.summary(&client(90, true), 1000);
+        // The nearest sample is 500 ms before the start (and 50 ms of uncertainty): 55% of
+        // the second's 50 requests, and 4 in flight.
+        assert_eq!(warm.explained, Some(32));
+        assert!(!warm.beyond);
+        let mut text = Vec::new();
+        write_text(&off, &mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf8");
+        assert!(text.contains("difference +10"), "{text}");
+        assert!(text.contains("beyond"), "{text}");
+    }
+}

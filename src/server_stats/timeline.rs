@@ -1,0 +1,261 @@
+//! Each node's samples over a run, and the intervals between them: what the server did
+//! from one sample to the next (CPU used, requests handled, their mean times), derived from
+//! the samples' cumulative counters. Samples of several shards of one run merge by node.
+
+use serde::{Deserialize, Serialize};
+
+use super::sample::{Sample, Timer};
+
+/// The samples of every node of a run (the results file's `server_samples`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSamples {
+    /// How often the nodes were sampled, seconds (`--server-interval`).
+    pub interval_s: f64,
+    pub nodes: Vec<NodeSamples>,
+}
+
+/// One node's samples, in time order, and the sources it could not be sampled from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeSamples {
+    /// The node's address (`http://127.0.0.1:8200`).
+    pub node: String,
+    /// `--server-pid`: the node's process, read from /proc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub samples: Vec<Sample>,
+    /// One line per source that did not answer, and why (said once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}
+
+impl ServerSamples {
+    /// The samples of several shards of one run, merged by node: each node's samples from
+    /// every shard, in time order (the counters are the server's, so any two neighbours
+    /// give an interval). None when no part has samples.
+    pub fn merge<'a>(parts: impl IntoIterator<Item = &'a ServerSamples>) -> Option<ServerSamples> {
+        let mut out: Option<ServerSamples> = None;
+        for p in parts {
+            let o = out.get_or_insert_with(|| ServerSamples {
+                interval_s: p.interval_s,
+                nodes: Vec::new(),
+            });
+            o.interval_s = o.interval_s.max(p.interval_s);
+            for n in &p.nodes {
+                match o.nodes.iter_mut().find(|m| m.node == n.node) {
+                    Some(m) => {
+                        m.samples.extend(n.samples.iter().cloned());
+                        m.samples.sort_by_key(|s| s.at_ms);
+                        m.pid = m.pid.or(n.pid);
+                        for line in &n.missing {
+                            if !m.missing.contains(line) {
+                                m.missing.push(line.clone());
+                            }
+                        }
+                    }
+                    None => o.nodes.push(n.clone()),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What a node did between two samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The interval's end, seconds since the run's load began.
+    pub at_s: f64,
+    pub duration_s: f64,
+    /// CPU of the server's process, in cores (1.0 = one core busy): /proc with
+    /// `--server-pid`, else the server's own `process_cpu_seconds_total`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores: Option<f64>,
+    /// The host's CPU in use, percent of all its cores (`sys/host-info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_cpu_pct: Option<f64>,
+    /// The server process's resident memory at the interval's end, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_mem_used_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goroutines: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leases: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<f64>,
+    /// Requests the server handled (its `handle_request` count, less the sampler's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handled: Option<f64>,
+    /// Mean times, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_token_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_get_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_put_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_get_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_put_ms: Option<f64>,
+    /// Storage time (get and put) per handled request, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_ms_per_request: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit_violations: Option<f64>,
+    /// Storage IO of the process (`/proc/PID/io`), bytes per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_bytes_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_s: Option<f64>,
+}
+
+/// A timer's count and time between two samples.
+pub fn timer_delta(a: Option<Timer>, b: Option<Timer>) -> Option<Timer> {
+    let (a, b) = (a?, b?);
+    // A restarted server's counters start again: that interval says nothing.
+    (b.count >= a.count).then(|| Timer {
+        count: b.count - a.count,
+        sum_ms: (b.sum_ms - a.sum_ms).max(0.0),
+    })
+}
+
+/// Mean milliseconds of a timer's delta, when it ran.
+fn mean(t: Option<Timer>) -> Option<f64> {
+    t.filter(|t| t.count > 0.0).map(|t| t.sum_ms / t.count)
+}
+
+fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(b? - a?).filter(|d| *d >= 0.0)
+}
+
+/// The interval from sample `a` to sample `b`, with `start_ms` the run's start.
+pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
+    let dt = (b.at_ms.saturating_sub(a.at_ms)) as f64 / 1000.0;
+    let per_s = |d: Option<f64>| d.filter(|_| dt > 0.0).map(|d| d / dt);
+    let process = match (a.process, b.process) {
+        (Some(pa), Some(pb)) => Some((pa, pb)),
+        _ => None,
+    };
+    let cpu_cores = match process {
+        Some((pa, pb)) => per_s(diff(Some(pa.cpu_s), Some(pb.cpu_s))),
+        None => per_s(diff(a.server_cpu_s, b.server_cpu_s)),
+    };
+    let host_cpu_pct = match (a.host_cpu, b.host_cpu) {
+        (Some(ha), Some(hb)) if hb.total_s > ha.total_s => {
+            Some(100.0 * (hb.busy_s - ha.busy_s).max(0.0) / (hb.total_s - ha.total_s))
+        }
+        _ => None,
+    };
+    let handled = timer_delta(a.handle_request, b.handle_request);
+    let storage = [
+        timer_delta(a.storage_get, b.storage_get),
+        timer_delta(a.storage_put, b.storage_put),
+    ];
+    let storage_sum = storage.iter().flatten().map(|t| t.sum_ms).sum::<f64>();
+    let handled_n = handled.map(|t| (t.count - b.own_requests as f64).max(0.0));
+    Interval {
+        at_s: b.at_ms.saturating_sub(start_ms) as f64 / 1000.0,
+        duration_s: dt,
+        cpu_cores,
+        host_cpu_pct,
+        rss_bytes: process
+            .map(|(_, pb)| pb.rss_bytes as f64)
+            .or(b.server_rss_bytes),
+        host_mem_used_bytes: b.host_mem_used_bytes,
+        in_flight: b.in_flight,
+        goroutines: b.goroutines,
+        leases: b.leases,
+        tokens: b.tokens,
+        handled: handled_n,
+        handle_ms: mean(handled),
+        check_token_ms: mean(timer_delta(a.check_token, b.check_token)),
+        barrier_get_ms: mean(timer_delta(a.barrier_get, b.barrier_get)),
+        barrier_put_ms: mean(timer_delta(a.barrier_put, b.barrier_put)),
+        storage_get_ms: mean(storage[0]),
+        storage_put_ms: mean(storage[1]),
+        storage_ms_per_request: handled
+            .filter(|h| h.count > 0.0 && storage.iter().any(Option::is_some))
+            .map(|h| storage_sum / h.count),
+        rate_limit_violations: diff(a.rate_limit_violations, b.rate_limit_violations),
+        read_bytes_per_s: process.and_then(|(pa, pb)| {
+            per_s(diff(
+                pa.read_bytes.map(|v| v as f64),
+                pb.read_bytes.map(|v| v as f64),
+            ))
+        }),
+        write_bytes_per_s: process.and_then(|(pa, pb)| {
+            per_s(diff(
+                pa.write_bytes.map(|v| v as f64),
+                pb.write_bytes.map(|v| v as f64),
+            ))
+        }),
+    }
+}
+
+impl NodeSamples {
+    /// The intervals between neighbouring samples.
+    pub fn intervals(&self, start_ms: u64) -> Vec<Interval> {
+        self.samples
+            .windows(2)
+            .map(|w| interval(&w[0], &w[1], start_ms))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(at_ms: u64, count: f64, sum_ms: f64, cpu_s: f64) -> Sample {
+        Sample {
+            at_ms,
+            handle_request: Some(Timer { count, sum_ms }),
+            server_cpu_s: Some(cpu_s),
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn an_interval_comes_from_the_counters_deltas() {
+        let i = interval(
+            &sample(1000, 10.0, 5.0, 1.0),
+            &sample(3000, 110.0, 55.0, 2.0),
+            0,
+        );
+        assert_eq!(i.handled, Some(100.0));
+        assert_eq!(i.handle_ms, Some(0.5));
+        assert_eq!(i.cpu_cores, Some(0.5));
+        assert_eq!(i.at_s, 3.0);
+        // A restarted server: no interval figures.
+        let r = interval(
+            &sample(1000, 10.0, 5.0, 1.0),
+            &sample(2000, 2.0, 1.0, 0.1),
+            0,
+        );
+        assert_eq!((r.handled, r.cpu_cores), (None, None));
+    }
+
+    #[test]
+    fn shards_samples_merge_by_node_in_time_order() {
+        let part = |at: u64, node: &str| ServerSamples {
+            interval_s: 1.0,
+            nodes: vec![NodeSamples {
+                node: node.into(),
+                samples: vec![sample(at, 0.0, 0.0, 0.0)],
+                missing: vec!["sys/host-info: HTTP 403".into()],
+                ..NodeSamples::default()
+            }],
+        };
+        let m = ServerSamples::merge([&part(2000, "a"), &part(1000, "a"), &part(5, "b")])
+            .expect("merged");
+        assert_eq!(m.nodes.len(), 2);
+        let at: Vec<u64> = m.nodes[0].samples.iter().map(|s| s.at_ms).collect();
+        assert_eq!(at, [1000, 2000]);
+        assert_eq!(m.nodes[0].missing.len(), 1);
+    }
+}

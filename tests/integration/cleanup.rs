@@ -1,0 +1,272 @@
+//! Cleanup that tells the truth, against a real OpenBao dev server: every run's fixtures
+//! are named after its run id, printed and listed in its state file as they are made;
+//! `vblast cleanup --run-id ID` removes what the state file lists after a run was killed
+//! (SIGKILL during seeding and during load), says "not found" for what is not there, and
+//! leaves the server as it was; a long login run ends with exit 0 and nothing left;
+//! `vblast cleanup --orphans` lists and removes every `vblast-` object; a db-creds run's
+//! leases are revoked (with progress) before its mount goes. docs/cleanup.md.
+
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::figures::u;
+use crate::support::openbao::{OpenBao, server_state};
+use crate::support::postgres::Postgres;
+use crate::support::process::signal;
+use crate::support::run::{lines, run};
+use crate::support::vblast::vault_cmd;
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "no {what} after {limit:?}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The state file a run's stderr names ("its fixtures are listed in PATH (").
+fn state_file(stderr: &str) -> std::path::PathBuf {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("its fixtures are listed in "))
+        .unwrap_or_else(|| panic!("no state file named:\n{stderr}"));
+    let rest = line.split("its fixtures are listed in ").nth(1).unwrap();
+    rest.split(" (").next().unwrap().into()
+}
+
+/// A unique run id for this test process.
+fn run_id(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
+#[test]
+fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let id = run_id("named");
+    let common = ["--run-id", id.as_str(), "--op", "kv-read", "--secrets", "5"];
+    let mut args = common.to_vec();
+    args.extend_from_slice(&["-c", "2", "-n", "10", "--keep"]);
+    let out = run(vault_cmd(&bao, &args));
+    out.assert_code(0);
+    let (mounts, _, _) = server_state(&bao);
+    let made: Vec<&String> = mounts.iter().filter(|m| !before.0.contains(m)).collect();
+    assert_eq!(made.len(), 1, "{}", out.show());
+    let mount = made[0].trim_end_matches('/').to_string();
+    // The run id and the name, on stderr as they were made, and in the state file.
+    assert!(
+        out.stderr
+            .contains(&format!("vblast: run {id}: fixture {mount}")),
+        "{}",
+        out.show()
+    );
+    let path = state_file(&out.stderr);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains(&mount) && text.contains(&id) && !text.contains(&bao.token),
+        "{text}"
+    );
+
+    // The state file names it: cleanup removes it, and says so.
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&common[..2]);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains(&format!("removed mount '{mount}'")),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(server_state(&bao), before, "{}", cleanup.show());
+    assert!(
+        !path.exists(),
+        "the state file stays after a complete cleanup"
+    );
+
+    // Again, with the run's --op flags: nothing is there, and cleanup says so.
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&common);
+    let again = run(vault_cmd(&bao, &args));
+    again.assert_code(0);
+    assert!(
+        again.stderr.contains("not found") && again.stderr.contains(&mount),
+        "{}",
+        again.show()
+    );
+    assert!(!again.stderr.contains("removed"), "{}", again.show());
+
+    // Neither a state file nor --op: one message, exit 2.
+    let none = run(vault_cmd(&bao, &["cleanup", "--run-id", "never-ran"]));
+    none.assert_code(2);
+    assert!(
+        none.stderr.contains("no state file of run never-ran"),
+        "{}",
+        none.show()
+    );
+}
+
+/// Starts `args` (with `--run-id`, `--progress`), waits for `ready` (given each stderr
+/// line and the server), kills it with SIGKILL, runs `vblast cleanup --run-id ID`, and
+/// checks that the server is as before.
+fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&str) -> bool) {
+    let before = server_state(bao);
+    let mut all = vec!["--run-id", id, "--progress"];
+    all.extend_from_slice(args);
+    let mut cmd = vault_cmd(bao, &all);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let err = lines(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let line = err
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("{args:?}: not ready:\n{}", seen.join("\n")));
+        let done = ready(&line);
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    wait_for("a fixture on the server", Duration::from_secs(20), || {
+        server_state(bao) != before
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    let cleanup = run(vault_cmd(bao, &["cleanup", "--run-id", id]));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("removed "),
+        "{args:?}: {}",
+        cleanup.show()
+    );
+    assert_eq!(server_state(bao), before, "{args:?}: {}", cleanup.show());
+}
+
+#[test]
+fn a_run_killed_while_seeding_or_under_load_is_cleaned_up_from_its_state_file() {
+    let bao = OpenBao::start();
+    // Seeding: 200,000 secrets take far longer than this waits; the mount is named
+    // before it is made, so the kill comes once it is on the server.
+    let b = &bao;
+    killed_then_cleaned(
+        b,
+        &run_id("seeding"),
+        &["--op", "kv-read", "--secrets", "200000", "-n", "10"],
+        &|line| line.contains(": fixture vblast-"),
+    );
+    // Under load: killed at the first progress line.
+    for op in [
+        &["--op", "kv-read", "--secrets", "10"][..],
+        &["--op", "approle-login"][..],
+        &["--op", "token-create"][..],
+    ] {
+        let mut args = op.to_vec();
+        args.extend_from_slice(&["-c", "2", "-z", "60s"]);
+        killed_then_cleaned(b, &run_id(op[1]), &args, &|line| {
+            line.starts_with("progress: ")
+        });
+    }
+}
+
+#[test]
+fn a_long_login_run_ends_with_exit_0_and_nothing_left() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "approle-login",
+            "-c",
+            "8",
+            "-n",
+            "10000",
+            "--format",
+            "json",
+        ],
+    ));
+    out.assert_code(0);
+    assert_eq!(u(&out.json()["ok"]), 10000, "{}", out.show());
+    assert!(!out.stderr.contains("is left"), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "{}", out.show());
+    assert!(!state_file(&out.stderr).exists(), "{}", out.show());
+}
+
+#[test]
+fn orphans_are_listed_with_their_age_and_removed_with_yes() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    for op in ["kv-read", "approle-login"] {
+        run(vault_cmd(
+            &bao,
+            &["--op", op, "-c", "1", "-n", "5", "--secrets", "3", "--keep"],
+        ))
+        .assert_code(0);
+    }
+    let list = run(vault_cmd(&bao, &["cleanup", "--orphans"]));
+    list.assert_code(0);
+    let rows: Vec<&str> = list.stdout.lines().collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("mount ") && r.contains(" old")),
+        "{}",
+        list.show()
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("auth path ") && r.contains("approle")),
+        "{}",
+        list.show()
+    );
+    assert_ne!(server_state(&bao), before, "listing removes nothing");
+    let yes = run(vault_cmd(&bao, &["cleanup", "--orphans", "--yes"]));
+    yes.assert_code(0);
+    assert_eq!(server_state(&bao), before, "{}", yes.show());
+}
+
+/// db-creds with PostgreSQL: `LEASES` leases, kept, then `vblast cleanup` revokes them
+/// all (each drops its user) before the mount goes; no user and no mount left.
+/// `VBLAST_DB_LEASES` raises the count (tools/soak-db-leases.sh runs it with 5,000).
+#[test]
+fn db_leases_are_revoked_before_the_mount_goes() {
+    let leases: u64 = std::env::var("VBLAST_DB_LEASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let before = (server_state(&bao), pg.vault_users());
+    let id = run_id("leases");
+    let n = leases.to_string();
+    let url = pg.url();
+    let common = [
+        "--run-id",
+        id.as_str(),
+        "--op",
+        "db-creds",
+        "--db-url",
+        url.as_str(),
+    ];
+    let mut args = common.to_vec();
+    args.extend_from_slice(&["-c", "8", "-n", &n, "--keep", "--format", "json"]);
+    let out = run(vault_cmd(&bao, &args));
+    out.assert_code(0);
+    assert_eq!(pg.vault_users(), before.1 + leases, "{}", out.show());
+    let mut args = vec!["cleanup"];
+    args.extend_from_slice(&common);
+    let cleanup = run(vault_cmd(&bao, &args));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("removed mount 'vblast-db-"),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(
+        (server_state(&bao), pg.vault_users()),
+        before,
+        "{}",
+        cleanup.show()
+    );
+}

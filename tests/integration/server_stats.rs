@@ -1,0 +1,180 @@
+//! Server-side evidence (docs/server-stats.md) against a real OpenBao dev server: the
+//! nodes are sampled by default and their samples land in the results file (valid against
+//! docs/schema/), the text report's Server section and its accounting cross-check;
+//! `--no-server-stats`; a token that may not read sys/host-info gets one note and the run
+//! goes on; `--server-pid` of the server's own process gives its CPU and RSS; a pid that
+//! does not exist is said once. No time or throughput is asserted.
+
+use crate::support::openbao::OpenBao;
+use crate::support::run::run;
+use crate::support::vblast::vault_cmd;
+use serde_json::Value;
+
+/// A closed-model run of `n` kv reads with `extra` flags, its results file read back.
+fn sampled(bao: &OpenBao, n: &str, extra: &[&str]) -> (crate::support::run::Out, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json");
+    let file_arg = file.to_str().unwrap();
+    let mut args = vec!["-c", "2", "-n", n, "--op", "kv-read", "--output", file_arg];
+    args.extend_from_slice(extra);
+    let out = run(vault_cmd(bao, &args));
+    let doc = std::fs::read_to_string(&file)
+        .map(|t| serde_json::from_str(&t).expect("results JSON"))
+        .unwrap_or(Value::Null);
+    (out, doc)
+}
+
+fn samples(doc: &Value) -> &Vec<Value> {
+    doc["server_samples"]["nodes"][0]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no samples: {doc}"))
+}
+
+#[test]
+fn sampling_is_on_by_default_and_the_server_counts_what_the_client_had_answered() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, doc) = sampled(&bao, "3000", &[]);
+    out.assert_code(0);
+    let nodes = doc["server_samples"]["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 1, "{doc}");
+    assert_eq!(nodes[0]["node"], bao.addr.as_str());
+    // One before the load and one after, at least.
+    let s = samples(&doc);
+    assert!(s.len() >= 2, "{doc}");
+    assert!(s[0]["handle_request"]["count"].is_number(), "{doc}");
+    assert!(s[0]["host_cpu"]["cpus"].as_u64().unwrap_or(0) >= 1, "{doc}");
+    // The accounting: without warm-up the edges are exact.
+    let server = &doc["server"];
+    assert_eq!(server["client_answered"], 3000, "{server}");
+    assert_eq!(server["handled"], 3000, "{server}");
+    assert_eq!(server["difference"], 0, "{server}");
+    assert_eq!(server["beyond"], false, "{server}");
+    assert!(
+        server["server_ms"].as_f64().unwrap_or(0.0) > 0.0,
+        "{server}"
+    );
+    out.line("Server (sampled on the node)");
+    assert!(
+        out.stdout
+            .contains("accounting: server handled 3000, client answered 3000, difference +0"),
+        "{}",
+        out.show()
+    );
+    // The results file and the JSON report validate against their schemas.
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    crate::schema::assert_valid("results.schema.json", &[&file]);
+    let json = run(vault_cmd(
+        &bao,
+        &[
+            "-c", "1", "-n", "200", "--op", "kv-read", "--format", "json",
+        ],
+    ));
+    json.assert_code(0);
+    let report = dir.path().join("report.json");
+    std::fs::write(&report, &json.stdout).unwrap();
+    crate::schema::assert_valid("report.schema.json", &[&report]);
+    assert!(
+        json.json()["server"]["nodes"][0]["samples"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 2
+    );
+}
+
+#[test]
+fn no_server_stats_samples_nothing() {
+    let bao = OpenBao::start();
+    let (out, doc) = sampled(&bao, "300", &["--no-server-stats"]);
+    out.assert_code(0);
+    assert!(doc.get("server_samples").is_none(), "{doc}");
+    assert!(doc.get("server").is_none(), "{doc}");
+    assert!(!out.stdout.contains("Server (sampled"), "{}", out.show());
+}
+
+#[test]
+fn a_token_without_host_info_rights_gets_one_note_and_the_run_goes_on() {
+    let bao = OpenBao::start();
+    let policy = r#"{"policy": "path \"vblast-*\" { capabilities = [\"create\", \"read\", \"update\", \"delete\", \"list\"] }\npath \"sys/mounts*\" { capabilities = [\"create\", \"read\", \"update\", \"delete\", \"list\", \"sudo\"] }"}"#;
+    let (s, b) = bao.api("PUT", "/v1/sys/policies/acl/no-host-info", Some(policy));
+    assert!(s == 200 || s == 204, "{s} {b}");
+    let (s, b) = bao.api(
+        "POST",
+        "/v1/auth/token/create",
+        Some(r#"{"policies": ["no-host-info"], "no_default_policy": false}"#),
+    );
+    assert_eq!(s, 200, "{b}");
+    let token: Value = serde_json::from_str(&b).unwrap();
+    let token = token["auth"]["client_token"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json");
+    let mut cmd = vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "500",
+            "--op",
+            "kv-read",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    );
+    cmd.env("VAULT_TOKEN", &token);
+    let out = run(cmd);
+    out.assert_code(0);
+    assert_eq!(
+        out.stderr.matches("sys/host-info: HTTP 403").count(),
+        1,
+        "{}",
+        out.show()
+    );
+    assert!(!out.stderr.contains(&token), "{}", out.show());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let node = &doc["server_samples"]["nodes"][0];
+    assert_eq!(node["missing"].as_array().map(Vec::len), Some(1), "{doc}");
+    // The telemetry still came.
+    assert!(samples(&doc).iter().all(|s| s.get("host_cpu").is_none()));
+    assert!(samples(&doc)[0]["handle_request"].is_object(), "{doc}");
+    assert!(
+        out.stdout.contains("not sampled: sys/host-info"),
+        "{}",
+        out.show()
+    );
+}
+
+#[test]
+fn server_pid_gives_the_process_cpu_and_rss_and_a_missing_pid_is_said_once() {
+    let bao = OpenBao::start();
+    let pid = bao.pid().to_string();
+    let (out, doc) = sampled(&bao, "1000", &["--server-pid", &pid]);
+    out.assert_code(0);
+    assert_eq!(doc["server_samples"]["nodes"][0]["pid"], bao.pid());
+    for s in samples(&doc) {
+        assert!(s["process"]["rss_bytes"].as_u64().unwrap_or(0) > 0, "{s}");
+        assert!(s["process"]["cpu_s"].as_f64().is_some(), "{s}");
+    }
+    assert!(
+        doc["server"]["nodes"][0]["rss_bytes_peak"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0,
+        "{doc}"
+    );
+    let (out, doc) = sampled(&bao, "300", &["--server-pid", "4294967295"]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stderr.matches("--server-pid 4294967295").count(),
+        1,
+        "{}",
+        out.show()
+    );
+    assert!(out.stderr.contains("no such process"), "{}", out.show());
+    assert!(samples(&doc).iter().all(|s| s.get("process").is_none()));
+    // Too short an interval is bad input, before any request.
+    let (out, _) = sampled(&bao, "10", &["--server-interval", "10ms"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--server-interval"), "{}", out.show());
+}
