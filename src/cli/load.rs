@@ -6,16 +6,29 @@ use clap::Args;
 
 use crate::config::units::parse_duration;
 
+/// A count (`-c`, `-n`, `-t`): a whole number, 0 or more. A negative one is read as the
+/// flag's value and refused here, not taken for a flag of its own (clap's tip would be
+/// to pass it after `--`).
+fn count(v: &str) -> Result<u64, String> {
+    v.parse()
+        .map_err(|_| format!("{v} is not a count: give a whole number, 1 or more"))
+}
+
+fn count_usize(v: &str) -> Result<usize, String> {
+    count(v).map(|n| n as usize)
+}
+
 /// `-c`, `-n`, `-z`, `-t`, `-R`, `--ramp`, `--warmup`, keep-alive, timeout, retries, forwarding, redirects, pinning.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
     /// Connections (concurrency).
-    #[arg(short = 'c', long = "concurrency", default_value_t = 10)]
+    #[arg(short = 'c', long = "concurrency", visible_alias = "connections", default_value_t = 10,
+          allow_negative_numbers = true, value_parser = count)]
     pub connections: u64,
 
     /// Total requests; with -z, whichever is reached first ends the run.
-    #[arg(short = 'n', long = "requests")]
+    #[arg(short = 'n', long = "requests", allow_negative_numbers = true, value_parser = count)]
     pub requests: Option<u64>,
 
     /// Run duration (e.g. 30s, 2m, 1h); default 10s when -n is not given.
@@ -23,7 +36,7 @@ pub struct LoadArgs {
     pub duration: Option<Duration>,
 
     /// Event-loop threads in total (default: one per available core).
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, allow_negative_numbers = true, value_parser = count_usize)]
     pub threads: Option<usize>,
 
     /// Open model: the total target rate, requests per second: 2000; a ramp 100..5000 (with

@@ -15,6 +15,7 @@ pub const DEFAULT_SWEEP_CONNECTIONS: &str = "100";
 #[derive(Args, Debug)]
 #[command(mut_arg("connections", |a| a
     .default_value(DEFAULT_SWEEP_CONNECTIONS)
+    .visible_alias(None)
     .long("connections")
     .help("Rate sweeps: the open connections every step uses (concurrency sweeps: --concurrency)")))]
 #[command(mut_arg("rate", |a| a

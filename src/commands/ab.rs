@@ -90,6 +90,44 @@ fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i3
     }
 }
 
+/// ab's heartbeat: "Completed N requests" on stderr each time another tenth of `-n` is
+/// done (never more often than every 100 requests), then "Finished N requests".
+/// vblast's threads report once a second, so the lines come at that pace (all at the
+/// end of a shorter run), with ab's counts.
+struct Heartbeat {
+    every: u64,
+    /// The last count printed.
+    printed: std::sync::Mutex<u64>,
+}
+
+impl Heartbeat {
+    fn new(opts: &AbOptions) -> Heartbeat {
+        // `-t` alone is `-n 50000` already (`ab_options`).
+        Heartbeat {
+            every: (opts.requests / 10).max(100),
+            printed: std::sync::Mutex::new(0),
+        }
+    }
+
+    /// Every multiple of `every` up to `done` not printed yet.
+    fn show(&self, done: u64) {
+        let Ok(mut printed) = self.printed.lock() else {
+            return;
+        };
+        let mut lines = String::new();
+        while *printed + self.every <= done {
+            *printed += self.every;
+            lines.push_str(&format!("Completed {} requests\n", *printed));
+        }
+        eprint!("{lines}");
+    }
+
+    fn finish(&self, done: u64) {
+        self.show(done);
+        eprintln!("Finished {done} requests");
+    }
+}
+
 /// The run (`session::one_step`), its report and files; how it ended, and its summary
 /// when it ran.
 fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
@@ -99,17 +137,26 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     {
         return (Ending::Failed(e), None);
     }
+    // ab's progress replaces vblast's live line: "Completed N requests" on stderr.
+    let heartbeat = Heartbeat::new(opts);
+    let watch = |p: &[crate::engine::Totals]| {
+        heartbeat.show(p.iter().map(|t| t.requests).sum());
+    };
     let showing = Showing {
-        quiet: opts.quiet,
+        quiet: true,
         progress: false,
         metrics: None,
         probe: Probe::Required,
+        watch: (!opts.quiet).then_some(&watch as crate::engine::ProgressFn<'_>),
         server: None,
     };
     let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
         Ok(r) => r,
         Err(e) => return (Ending::Failed(e), None),
     };
+    if !opts.quiet {
+        heartbeat.finish(ran.results.stats.requests());
+    }
     let mut results = ran.results;
     // ab's report: the closed model, no warm-up, no setup or cleanup lines.
     results.run.setup_s = 0.0;

@@ -440,7 +440,8 @@ impl AbOptions {
             body_sent: self.body.is_some(),
             no_confidence: self.no_confidence,
             no_percentiles: self.no_percentiles,
-            tls: None,
+            heartbeat: !self.quiet,
+            ..AbStyle::default()
         }
     }
 }

@@ -118,6 +118,7 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(output.format, Format::Ab),
         },
+        watch: None,
         server: opts.server.as_ref(),
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {

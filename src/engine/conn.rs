@@ -98,8 +98,10 @@ pub(super) enum Exchange {
 pub(super) struct Received {
     pub(super) outcome: Exchange,
     pub(super) bytes: u64,
-    /// The first byte of this request's response arrived in this read.
-    pub(super) first_byte: bool,
+    /// When the first bytes of this request's response arrived, if they came in this
+    /// call: the clock read right after the read that delivered them (one vDSO clock
+    /// read per response, no syscall), not the event loop's wake-up time.
+    pub(super) first_byte: Option<Instant>,
     /// The server sent bytes after the response that nobody asked for.
     pub(super) extra: bool,
 }
@@ -202,7 +204,7 @@ impl Conn {
         let mut r = Received {
             outcome: Exchange::Pending,
             bytes: 0,
-            first_byte: false,
+            first_byte: None,
             extra: false,
         };
         loop {
@@ -235,7 +237,7 @@ impl Conn {
                         && !req.started
                     {
                         req.started = true;
-                        r.first_byte = true;
+                        r.first_byte = Some(Instant::now());
                     }
                     match self.parser.feed(&buf[..n]) {
                         Ok(Progress::More) => {
@@ -393,7 +395,7 @@ mod tests {
             }
         );
         assert_eq!(r.bytes, OK.len() as u64);
-        assert!(r.first_byte && !r.extra);
+        assert!(r.first_byte.is_some() && !r.extra);
         assert!(!c.request_unsent());
         // Bytes after the response: done, but the connection must close.
         let (mut c, mut peer) = pair(0);

@@ -250,6 +250,10 @@ impl EventLoop<'_> {
                     .saturating_duration_since(self.conns[i].connected_at)
                     .as_micros() as u64;
                 self.stats.tls.record(took);
+                let opening = now
+                    .saturating_duration_since(self.conns[i].since)
+                    .as_micros() as u64;
+                self.stats.connect_tls.record(opening);
                 self.ready(i, now);
             }
             Ok(Handshake::Pending) => {}

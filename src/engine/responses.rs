@@ -75,8 +75,12 @@ impl EventLoop<'_> {
     pub(super) fn read_response(&mut self, i: usize, peer_closed: bool, now: Instant) {
         let r = self.conns[i].read(&mut self.buf, peer_closed);
         self.stats.bytes_received += r.bytes;
+        // A response that began in this read is timed from its first bytes' arrival (a
+        // response whole in that read ends then too); a later read's time is its
+        // wake-up's, which comes after.
+        let now = r.first_byte.unwrap_or(now);
         let c = &self.conns[i];
-        if r.first_byte
+        if r.first_byte.is_some()
             && let Some(req) = c.req
             && req.measured
             && req.hops == 0

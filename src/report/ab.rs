@@ -48,16 +48,26 @@ pub struct AbStyle {
     pub no_percentiles: bool,
     /// https: the TLS lines ab prints under "Server Port".
     pub tls: Option<TlsFacts>,
+    /// ab's progress is on (`vblast ab` without `-q`): "Completed N requests" go to
+    /// stderr, and the banner ends "(be patient)" without ab's dots and "done".
+    pub heartbeat: bool,
+    /// Vault operations: their answers differ in length from one request to the next
+    /// (a secret's version, a token, a lease id), so Length failures are not counted, as
+    /// with ab's `-l`, and a line under the report says so.
+    pub vault_bodies: bool,
 }
 
 impl AbStyle {
     /// The layout a run's own (redacted) scenario implies: `Total body sent` when its
     /// request has a body (`vblast run -p FILE --format ab`, and the same run re-rendered).
     pub fn of_scenario(scenario: &serde_json::Value) -> AbStyle {
+        let vault = scenario.pointer("/workload/vault").is_some();
         AbStyle {
             body_sent: scenario
                 .pointer("/workload/url/body")
                 .is_some_and(|b| !b.is_null()),
+            variable_length: vault,
+            vault_bodies: vault,
             ..AbStyle::default()
         }
     }
@@ -201,7 +211,50 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
     }
     connection_times(s, style, o)?;
     percentages(s, style, o)?;
+    notes(s, style, o)?;
     super::nodes::write_after_peer_layout(s, o)
+}
+
+/// ab's "Server Software": the `Server` header up to its first space or control
+/// character, as ab copies it ("nginx/1.22.1", not "nginx/1.22.1 (Debian)").
+fn server_software(header: &str) -> &str {
+    header.split(|c: char| c <= ' ').next().unwrap_or_default()
+}
+
+/// vblast's notes below ab's report, where no ab parser reads: why no Length failures
+/// are counted on Vault's answers, and which percentage rows rest on few requests.
+fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
+    let n = s.latency_hist.0.len();
+    let thin: Vec<String> = if style.no_percentiles || n <= 1 {
+        Vec::new()
+    } else {
+        PERCS
+            .iter()
+            .filter(|&&p| p < 100)
+            .filter_map(|&p| super::tails::thin(n, p * 10_000).map(|above| (p, above)))
+            .map(|(p, above)| format!("{p}% ({above} above)"))
+            .collect()
+    };
+    if !thin.is_empty() {
+        writeln!(o)?;
+        writeln!(
+            o,
+            "Thin tail: {} {} on fewer than {} requests above",
+            thin.join(", "),
+            if thin.len() == 1 { "rests" } else { "rest" },
+            super::tails::MIN_SAMPLES_ABOVE
+        )?;
+    }
+    if style.vault_bodies {
+        if thin.is_empty() {
+            writeln!(o)?;
+        }
+        writeln!(
+            o,
+            "Length failures are not counted: Vault's answers differ in length from one request to the next (as ab -l)"
+        )?;
+    }
+    Ok(())
 }
 
 /// From the banner to `Document Length`.
@@ -224,7 +277,11 @@ fn server_and_document(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::R
         s.vblast_version
     )?;
     writeln!(o)?;
-    writeln!(o, "Benchmarking {host} (be patient).....done")?;
+    if style.heartbeat {
+        writeln!(o, "Benchmarking {host} (be patient)")?;
+    } else {
+        writeln!(o, "Benchmarking {host} (be patient).....done")?;
+    }
     if s.run.interrupted {
         writeln!(
             o,
@@ -233,7 +290,7 @@ fn server_and_document(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::R
     }
     writeln!(o)?;
     writeln!(o)?;
-    writeln!(o, "Server Software:        {}", ab.server)?;
+    writeln!(o, "Server Software:        {}", server_software(&ab.server))?;
     writeln!(o, "Server Hostname:        {host}")?;
     writeln!(o, "Server Port:            {port}")?;
     if let Some(tls) = &style.tls {
@@ -382,17 +439,10 @@ fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()
             if p >= 100 {
                 writeln!(o, " 100%  {:5} (longest request)", round_ms(total.0.max()))?;
             } else {
+                // A thin tail is said below the table (`notes`): ab adds text only to
+                // the 100% line.
                 let v = at_rank(total, n * p / 100);
-                // A thin tail (`tails.rs`) says so after the figure, the way ab's own
-                // 100% line adds "(longest request)".
-                match super::tails::thin(n, p * 10_000) {
-                    Some(above) => writeln!(
-                        o,
-                        "  {p}%  {:5} (thin tail: {above} requests above)",
-                        round_ms(v)
-                    )?,
-                    None => writeln!(o, "  {p}%  {:5}", round_ms(v))?,
-                }
+                writeln!(o, "  {p}%  {:5}", round_ms(v))?;
             }
         }
     }
@@ -473,6 +523,61 @@ mod tests {
     }
 
     #[test]
+    fn server_software_is_cut_at_the_first_space_and_connect_includes_tls() {
+        assert_eq!(server_software("nginx/1.22.1 (Debian)"), "nginx/1.22.1");
+        assert_eq!(server_software("Apache/2.4\tx"), "Apache/2.4");
+        assert_eq!(server_software(""), "");
+        use crate::report::{Model, RunInfo};
+        use crate::stats::Stats;
+        let mut stats = Stats::new(1);
+        stats.ops[0].latency.record(9000);
+        stats.ops[0].requests = 2;
+        stats.ops[0].latency.record(9000);
+        stats.connect.record(1000);
+        stats.connect.record(1000);
+        stats.connect_tls.record(5000);
+        stats.connect_tls.record(5000);
+        stats.elapsed_s = 1.0;
+        let run = RunInfo {
+            target: "https://127.0.0.1:8200/v1/sys/health".into(),
+            operation: String::new(),
+            connections: 1,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: false,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        };
+        let s = Summary::new(run, &stats, &["GET".to_string()]);
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Connect:        5    5   0.0      5       5\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_thin_tail_note_goes_below_the_table() {
+        let s = of_n(500);
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\n  99%    496\n"), "{text}");
+        assert!(
+            text.ends_with(
+                " 100%    500 (longest request)\n\nThin tail: 99% (5 above) rests on fewer than 10 requests above\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn percentage_rows_and_csv_take_abs_ranks() {
         let s = thousand();
         let mut out = Vec::new();
@@ -525,6 +630,7 @@ mod tests {
                 temp_key: Some("X25519 253 bits".into()),
                 server_name: Some("vault.example".into()),
             }),
+            ..AbStyle::default()
         };
         let mut out = Vec::new();
         render_with(&s, &style, &mut out).unwrap();

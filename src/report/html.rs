@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{Percentiles, Summary, fmt_ms, ms, tails};
+use super::{PARTIAL_SECOND_DRAWN, Percentiles, SecondSummary, Summary, fmt_ms, ms, tails};
 use crate::stats::Hist;
 
 /// Escapes text for HTML element content and attribute values.
@@ -231,7 +231,7 @@ impl Chart {
     }
 
     /// `svg`, with vertical marks: at each `(x, label, color)` a dashed line across the plot
-    /// and its label (the spectrum's start of a thin tail).
+    /// and its label (the spectrum's start of a thin tail, the timeline's partial second).
     fn svg_marked(&self, marks: &[(f64, String, usize)]) -> String {
         let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
         let xs: Vec<f64> = self
@@ -244,10 +244,14 @@ impl Chart {
             .iter()
             .flat_map(|s| s.points.iter().filter(finite).map(|p| p.1))
             .collect();
-        let x = Axis::new(self.x_scale, &xs);
-        let y = Axis::new(self.y_scale, &ys);
-        let (x0, x1) = (LEFT, WIDTH - RIGHT);
-        let (y0, y1) = (TOP + PLOT_HEIGHT, TOP);
+        let plot = Plot {
+            x: Axis::new(self.x_scale, &xs),
+            y: Axis::new(self.y_scale, &ys),
+            x0: LEFT,
+            x1: WIDTH - RIGHT,
+            y0: TOP + PLOT_HEIGHT,
+            y1: TOP,
+        };
         let height = TOP + PLOT_HEIGHT + 56.0 + LEGEND_LINE * self.series.len() as f64;
         let mut o = String::new();
         let _ = write!(
@@ -261,9 +265,52 @@ impl Chart {
             r#"<text class="title" x="{LEFT}" y="20">{}</text>"#,
             escape(&self.title)
         );
-        // Grid and tick labels.
-        for (u, label) in &x.ticks {
-            let px = x.place(*u, x0, x1);
+        plot.frame(&self.x_label, &self.y_label, &mut o);
+        plot.marks(marks, &mut o);
+        if self.points() == 0 {
+            let _ = write!(
+                o,
+                r#"<text class="nodata" x="{:.1}" y="{:.1}" text-anchor="middle">no data</text>"#,
+                (plot.x0 + plot.x1) / 2.0,
+                (plot.y0 + plot.y1) / 2.0
+            );
+        }
+        for s in &self.series {
+            plot.line(s, &mut o);
+        }
+        for (i, s) in self.series.iter().enumerate() {
+            plot.legend(i, s, &mut o);
+        }
+        o.push_str("</svg>");
+        o
+    }
+}
+
+/// A chart's plot area: its axes and where they are drawn (pixels; `y0` the bottom).
+struct Plot {
+    x: Axis,
+    y: Axis,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+/// A series' dash pattern, when dashed.
+fn dash(s: &Series) -> &'static str {
+    if s.dashed {
+        r#" stroke-dasharray="6 4""#
+    } else {
+        ""
+    }
+}
+
+impl Plot {
+    /// Grid, tick labels, the frame and the axes' labels.
+    fn frame(&self, x_label: &str, y_label: &str, o: &mut String) {
+        let (x0, x1, y0, y1) = (self.x0, self.x1, self.y0, self.y1);
+        for (u, label) in &self.x.ticks {
+            let px = self.x.place(*u, x0, x1);
             let _ = write!(
                 o,
                 r#"<line class="grid" x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{y0}"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -271,8 +318,8 @@ impl Chart {
                 escape(label)
             );
         }
-        for (u, label) in &y.ticks {
-            let py = y.place(*u, y0, y1);
+        for (u, label) in &self.y.ticks {
+            let py = self.y.place(*u, y0, y1);
             let _ = write!(
                 o,
                 r#"<line class="grid" x1="{x0}" y1="{py:.1}" x2="{x1}" y2="{py:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
@@ -291,19 +338,28 @@ impl Chart {
             r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             (x0 + x1) / 2.0,
             y0 + 36.0,
-            escape(&self.x_label)
+            escape(x_label)
         );
         let _ = write!(
             o,
             r#"<text class="axis" transform="translate(18 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
             (y0 + y1) / 2.0,
-            escape(&self.y_label)
+            escape(y_label)
         );
+    }
+
+    /// The vertical marks, each a dashed line and its label.
+    fn marks(&self, marks: &[(f64, String, usize)], o: &mut String) {
+        let (x0, x1, y0, y1) = (self.x0, self.x1, self.y0, self.y1);
         for (i, (mx, label, color)) in marks.iter().enumerate() {
-            let Some(u) = x.unit(*mx).filter(|u| *u >= x.lo && *u <= x.hi) else {
+            let Some(u) = self
+                .x
+                .unit(*mx)
+                .filter(|u| *u >= self.x.lo && *u <= self.x.hi)
+            else {
                 continue;
             };
-            let px = x.place(u, x0, x1);
+            let px = self.x.place(u, x0, x1);
             let color = PALETTE[color % PALETTE.len()];
             // Labels right of the line, or left of it past the middle.
             let (tx, anchor) = if px > (x0 + x1) / 2.0 {
@@ -318,70 +374,59 @@ impl Chart {
                 escape(label)
             );
         }
-        if self.points() == 0 {
-            let _ = write!(
-                o,
-                r#"<text class="nodata" x="{:.1}" y="{:.1}" text-anchor="middle">no data</text>"#,
-                (x0 + x1) / 2.0,
-                (y0 + y1) / 2.0
-            );
+    }
+
+    /// One series' line, with markers where its points are few enough to be told apart.
+    fn line(&self, s: &Series, o: &mut String) {
+        let color = PALETTE[s.color % PALETTE.len()];
+        let placed: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter_map(|&(px, py)| {
+                let (ux, uy) = (self.x.unit(px)?, self.y.unit(py)?);
+                Some((
+                    self.x.place(ux, self.x0, self.x1),
+                    self.y.place(uy, self.y0, self.y1),
+                ))
+            })
+            .collect();
+        let mut d = String::new();
+        for (i, (px, py)) in placed.iter().enumerate() {
+            let _ = write!(d, "{}{px:.1} {py:.1}", if i == 0 { "M" } else { " L" });
         }
-        for s in &self.series {
-            let color = PALETTE[s.color % PALETTE.len()];
-            let placed: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .filter_map(|&(px, py)| {
-                    let (ux, uy) = (x.unit(px)?, y.unit(py)?);
-                    Some((x.place(ux, x0, x1), y.place(uy, y0, y1)))
-                })
-                .collect();
-            let mut d = String::new();
-            for (i, (px, py)) in placed.iter().enumerate() {
-                let _ = write!(d, "{}{px:.1} {py:.1}", if i == 0 { "M" } else { " L" });
+        let _ = write!(
+            o,
+            r#"<g class="series-group"><title>{}</title><path class="series" data-points="{}" d="{d}" fill="none" stroke="{color}" stroke-width="2"{}/>"#,
+            escape(&s.name),
+            placed.len(),
+            dash(s)
+        );
+        if placed.len() <= 60 {
+            for (px, py) in &placed {
+                let _ = write!(
+                    o,
+                    r#"<circle cx="{px:.1}" cy="{py:.1}" r="2.5" fill="{color}"/>"#
+                );
             }
-            let dash = if s.dashed {
-                r#" stroke-dasharray="6 4""#
-            } else {
-                ""
-            };
-            let _ = write!(
-                o,
-                r#"<g class="series-group"><title>{}</title><path class="series" data-points="{}" d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
-                escape(&s.name),
-                placed.len()
-            );
-            // Markers where points are few enough to be told apart.
-            if placed.len() <= 60 {
-                for (px, py) in &placed {
-                    let _ = write!(
-                        o,
-                        r#"<circle cx="{px:.1}" cy="{py:.1}" r="2.5" fill="{color}"/>"#
-                    );
-                }
-            }
-            o.push_str("</g>");
         }
-        for (i, s) in self.series.iter().enumerate() {
-            let color = PALETTE[s.color % PALETTE.len()];
-            let ly = y0 + 56.0 + LEGEND_LINE * i as f64;
-            let dash = if s.dashed {
-                r#" stroke-dasharray="6 4""#
-            } else {
-                ""
-            };
-            let _ = write!(
-                o,
-                r#"<g class="legend"><line x1="{x0}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{ly:.1}">{}</text></g>"#,
-                ly - 4.0,
-                x0 + 28.0,
-                ly - 4.0,
-                x0 + 36.0,
-                escape(&s.name)
-            );
-        }
-        o.push_str("</svg>");
-        o
+        o.push_str("</g>");
+    }
+
+    /// Legend line `i`, for series `s`.
+    fn legend(&self, i: usize, s: &Series, o: &mut String) {
+        let color = PALETTE[s.color % PALETTE.len()];
+        let ly = self.y0 + 56.0 + LEGEND_LINE * i as f64;
+        let _ = write!(
+            o,
+            r#"<g class="legend"><line x1="{}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{}/><text x="{:.1}" y="{ly:.1}">{}</text></g>"#,
+            self.x0,
+            ly - 4.0,
+            self.x0 + 28.0,
+            ly - 4.0,
+            dash(s),
+            self.x0 + 36.0,
+            escape(&s.name)
+        );
     }
 }
 
@@ -716,12 +761,36 @@ fn spectrum_section(runs: &[HtmlRun], body: &mut String) {
     );
 }
 
+/// A partial last second as the charts show it: drawn scaled to a whole second when it
+/// is long enough (`PARTIAL_SECOND_DRAWN`), left out otherwise; a mark says which.
+fn partial_mark(row: &SecondSummary, prefix: &str) -> Option<String> {
+    let len = row.partial_s?;
+    Some(if len >= PARTIAL_SECOND_DRAWN {
+        format!("{prefix}last second partial ({len:.2} s): scaled to a second")
+    } else {
+        format!(
+            "{prefix}last {len:.3} s left out ({}: no rate)",
+            super::plural(row.requests, "request", "requests")
+        )
+    })
+}
+
+/// The rows a chart draws, each with the factor that makes its counts a rate per second.
+fn drawn(t: &[SecondSummary]) -> impl Iterator<Item = (&SecondSummary, f64)> {
+    t.iter().filter_map(|r| match r.partial_s {
+        None => Some((r, 1.0)),
+        Some(len) if len >= PARTIAL_SECOND_DRAWN => Some((r, 1.0 / len)),
+        Some(_) => None,
+    })
+}
+
 /// Requests, errors and latency per second of every run.
 fn timeline_section(runs: &[HtmlRun], body: &mut String) {
     let several = runs.len() > 1;
     // The timeline, one second per point.
     let mut rate = Vec::new();
     let mut latency = Vec::new();
+    let mut marks = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let s = run.summary;
         let prefix = if several {
@@ -730,26 +799,31 @@ fn timeline_section(runs: &[HtmlRun], body: &mut String) {
             String::new()
         };
         let t = &s.timeline;
+        if let Some(last) = t.last()
+            && let Some(label) = partial_mark(last, &prefix)
+        {
+            // A second left out is marked at the end of what is drawn.
+            let drawn_to = drawn(t).last().map_or(0, |(r, _)| r.second);
+            marks.push((drawn_to as f64, label, i));
+        }
         rate.push(Series {
             name: format!("{prefix}requests/s"),
-            points: t
-                .iter()
-                .map(|r| (r.second as f64, r.requests as f64))
+            points: drawn(t)
+                .map(|(r, k)| (r.second as f64, r.requests as f64 * k))
                 .collect(),
             dashed: false,
             color: i,
         });
         rate.push(Series {
             name: format!("{prefix}errors/s"),
-            points: t
-                .iter()
-                .map(|r| (r.second as f64, r.errors as f64))
+            points: drawn(t)
+                .map(|(r, k)| (r.second as f64, r.errors as f64 * k))
                 .collect(),
             dashed: true,
             color: if several { i } else { 1 },
         });
         // Seconds in which nothing completed have no latency to show.
-        let busy = || t.iter().filter(|r| r.requests > 0);
+        let busy = || drawn(t).map(|(r, _)| r).filter(|r| r.requests > 0);
         latency.push(Series {
             name: format!("{prefix}p99"),
             points: busy().map(|r| (r.second as f64, r.p99_ms)).collect(),
@@ -766,7 +840,7 @@ fn timeline_section(runs: &[HtmlRun], body: &mut String) {
         }
     }
     body.push_str("<h2>Timeline</h2>");
-    body.push_str("<p class=\"note\">Per second of the measured run, by completion time.</p>");
+    body.push_str("<p class=\"note\">Per second of the measured run, by completion time. A last second the run covered only in part is scaled to a whole second when it lasted half a second or more, and left out when shorter (its few samples are no rate); a mark says which.</p>");
     for chart in [
         Chart {
             id: "timeline-rate".into(),
@@ -787,7 +861,7 @@ fn timeline_section(runs: &[HtmlRun], body: &mut String) {
             series: latency,
         },
     ] {
-        body.push_str(&chart.svg());
+        body.push_str(&chart.svg_marked(&marks));
     }
 }
 

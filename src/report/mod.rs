@@ -101,7 +101,15 @@ pub struct SecondSummary {
     pub errors: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The run's last second when the run ended part-way through it: how much of it the
+    /// run covered, seconds (its counts are over that much, not a whole second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_s: Option<f64>,
 }
+
+/// A partial last second shorter than this is left out of the charts: its few samples
+/// are no rate and no percentile. A longer one is drawn scaled to a whole second.
+pub const PARTIAL_SECOND_DRAWN: f64 = 0.5;
 
 /// The load model: closed (each connection sends when its previous response is in) or
 /// open (requests on a schedule, `-R`). Serialized as "closed" / "open".
@@ -199,8 +207,10 @@ pub struct Summary {
 }
 
 /// One row per second from the first to the last, seconds in which nothing completed
-/// included (a stalled server shows as a gap of zeros, not as a missing row).
-fn timeline(stats: &Stats) -> Vec<SecondSummary> {
+/// included (a stalled server shows as a gap of zeros, not as a missing row); the last
+/// row says how much of its second the run covered when that was less than all of it
+/// (`secs`: the measured run's length).
+fn timeline(stats: &Stats, secs: f64) -> Vec<SecondSummary> {
     let mut rows: Vec<SecondSummary> = Vec::new();
     for (i, s) in stats.timeline.iter() {
         while rows.len() as u64 <= i {
@@ -211,6 +221,7 @@ fn timeline(stats: &Stats) -> Vec<SecondSummary> {
                 errors: 0,
                 p50_ms: 0.0,
                 p99_ms: 0.0,
+                partial_s: None,
             });
         }
         let row = &mut rows[i as usize];
@@ -220,6 +231,12 @@ fn timeline(stats: &Stats) -> Vec<SecondSummary> {
         if !s.latency.is_empty() {
             row.p50_ms = ms(s.latency.0.value_at_quantile(0.5));
             row.p99_ms = ms(s.latency.0.value_at_quantile(0.99));
+        }
+    }
+    if let Some(last) = rows.last_mut() {
+        let covered = secs - last.second as f64;
+        if covered < 1.0 && secs > 0.0 {
+            last.partial_s = Some((covered.max(0.0) * 1000.0).round() / 1000.0);
         }
     }
     rows
@@ -268,8 +285,13 @@ impl Summary {
         let requests = stats.requests();
         let ok = stats.ok();
         let open = run.model == Model::Open;
-        // ab's Connect per request: a reused keep-alive connection's is zero.
-        let mut connect = stats.connect.clone();
+        // ab's Connect per request: the TLS handshake included over https (older files
+        // lack it: TCP alone), a reused keep-alive connection's zero.
+        let mut connect = if stats.connect_tls.is_empty() {
+            stats.connect.clone()
+        } else {
+            stats.connect_tls.clone()
+        };
         let reused = requests.saturating_sub(connect.0.len());
         if reused > 0 {
             let _ = connect.0.record_n(0, reused);
@@ -318,7 +340,7 @@ impl Summary {
             bytes_sent: stats.bytes_sent,
             bytes_received: stats.bytes_received,
             ops,
-            timeline: timeline(stats),
+            timeline: timeline(stats, secs),
             nodes: nodes::nodes(stats),
             windows: nodes::windows(stats),
             throttled: stats.throttled,
@@ -395,6 +417,11 @@ pub fn save(
         .map_err(|e| crate::error::Cause::io(format!("cannot write {}", path.display()), e))
 }
 
+/// "1 request", "2 requests": a count with its noun in the right number.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Milliseconds for a table cell: "12.34ms", "1.85s".
 pub fn fmt_ms(v: f64) -> String {
     if v >= 1000.0 {
@@ -453,6 +480,75 @@ mod tests {
         assert!((p.p99 - 990.0).abs() < 1.0);
         assert!((p.max - 1000.0).abs() < 1.0);
         assert_eq!(p.count, 1000);
+    }
+
+    /// A run of `secs` seconds with one request completed in each second 0..=last.
+    fn timed(secs: f64, last: u64) -> Summary {
+        let mut stats = Stats::new(1);
+        for sec in 0..=last {
+            for _ in 0..100 {
+                stats.timeline.record(sec, true, Some(1000));
+                stats.ops[0].latency.record(1000);
+                stats.ops[0].requests += 1;
+                stats.ops[0].ok += 1;
+            }
+        }
+        stats.elapsed_s = secs;
+        let run = RunInfo {
+            target: "http://127.0.0.1:8200/x".into(),
+            operation: String::new(),
+            connections: 1,
+            threads: 1,
+            processes: 1,
+            model: Model::Open,
+            target_rate: Some(100.0),
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        };
+        Summary::new(run, &stats, &["GET".to_string()])
+    }
+
+    #[test]
+    fn a_partial_last_second_is_marked_and_drawn_scaled_or_left_out() {
+        let page = |s: &Summary| {
+            html::report(
+                "t",
+                &[html::HtmlRun {
+                    name: "run".into(),
+                    summary: s,
+                    scenario: None,
+                    started_at: None,
+                }],
+            )
+        };
+        // 5.004 s: the sixth second holds 4 ms of the run, left out of the charts.
+        let short = timed(5.004, 5);
+        assert_eq!(short.timeline[5].partial_s, Some(0.004));
+        assert!(short.timeline[..5].iter().all(|r| r.partial_s.is_none()));
+        let json = serde_json::to_value(&short.timeline).unwrap();
+        assert_eq!(json[5]["partial_s"], 0.004);
+        assert!(json[4].get("partial_s").is_none());
+        let p = page(&short);
+        assert!(
+            p.contains("last 0.004 s left out (100 requests: no rate)"),
+            "{p}"
+        );
+        // The rate chart: 5 points per series, the partial second left out.
+        assert!(p.contains(r#"data-points="5" d="M"#), "{p}");
+        // 5.5 s: the sixth second is half covered: drawn at 200/s, marked.
+        let half = timed(5.5, 5);
+        assert_eq!(half.timeline[5].partial_s, Some(0.5));
+        let p = page(&half);
+        assert!(
+            p.contains("last second partial (0.50 s): scaled to a second"),
+            "{p}"
+        );
+        assert!(p.contains(r#"data-points="6" d="M"#), "{p}");
+        // A run that ends on a whole second has no partial row.
+        assert!(timed(6.0, 5).timeline.iter().all(|r| r.partial_s.is_none()));
     }
 
     #[test]

@@ -126,17 +126,18 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
         match (w.end_s, w.length_s) {
             (Some(end), Some(len)) => writeln!(
                 o,
-                "Unavailable {:.3}s: from {:.3}s to {:.3}s, {} requests failed, then answered by {}",
+                "Unavailable {:.3}s: from {:.3}s to {:.3}s, {} failed, then answered by {}",
                 len,
                 w.start_s,
                 end,
-                w.failed,
+                super::plural(w.failed, "request", "requests"),
                 w.recovered_on.as_deref().unwrap_or("?")
             )?,
             _ => writeln!(
                 o,
-                "Unavailable from {:.3}s to the end of the run, {} requests failed",
-                w.start_s, w.failed
+                "Unavailable from {:.3}s to the end of the run, {} failed",
+                w.start_s,
+                super::plural(w.failed, "request", "requests")
             )?,
         }
     }

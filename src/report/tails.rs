@@ -9,8 +9,8 @@
 //! HdrHistogram users: to report percentile `p`, record at least `10 / (1 - p)` samples
 //! (1,000 for p99, 10,000 for p99.9, 100,000 for p99.99). Every format marks thin tails
 //! with the number of samples above them: `*` beside the figure and a note in the text,
-//! verbose, `--latency`, compare and HTML reports, `thin_tails` in JSON, a trailing
-//! `(thin tail: N requests above)` on ab's percentage lines. The count is over the rank,
+//! verbose, `--latency`, compare and HTML reports, `thin_tails` in JSON,
+//! a `Thin tail:` line below ab's percentage table. The count is over the rank,
 //! so it is exact and the same in every format, whatever the histogram's buckets.
 
 use std::collections::BTreeMap;

@@ -24,9 +24,11 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 /// The table of operations and their total, and the note on its thin tails.
 fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
+    // The first column is as wide as the longest operation name (14 at least).
+    let width = s.ops.iter().map(|op| op.name.len()).fold(14, usize::max);
     write!(
         o,
-        "{:<14} {:>9} {:>11} {:>11} {:>10} {:>10} {:>10} {:>13}",
+        "{:<width$} {:>9} {:>11} {:>11} {:>10} {:>10} {:>10} {:>13}",
         "op", "count", "rate", "throughput", "mean", "95th%", "99th%", "successRatio"
     )?;
     if open {
@@ -43,7 +45,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             service: &op.service_ms,
             success_ratio: op.success_ratio,
         };
-        row.write(o, open)?;
+        row.write(o, open, width)?;
     }
     let total = Row {
         name: "total",
@@ -54,7 +56,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         service: &s.service_ms,
         success_ratio: s.success_ratio,
     };
-    total.write(o, open)?;
+    total.write(o, open, width)?;
     // Thin tails among the table's percentiles, with the samples each rests on.
     let mut thin = Vec::new();
     // (Service time counts the same requests: its columns are marked alike.)
@@ -82,8 +84,11 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
     writeln!(
         o,
-        "Duration {:.2}s, {} requests, {} ok, {} failed.",
-        s.duration_s, s.requests, s.ok, s.failed
+        "Duration {:.2}s, {}, {} ok, {} failed.",
+        s.duration_s,
+        super::plural(s.requests, "request", "requests"),
+        s.ok,
+        s.failed
     )?;
     if open {
         writeln!(
@@ -147,7 +152,36 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     for (m, n) in &s.error_messages {
         writeln!(o, "  {n} x {m}")?;
     }
+    // Answers that failed on their status carry no message of their own: the status and
+    // what it means, so that a URL answered 403 or 404 says why it failed.
+    for (code, n) in &s.status {
+        if let Some(meaning) = failed_status(code) {
+            writeln!(o, "  {n} x HTTP {code} {meaning}")?;
+        }
+    }
     Ok(())
+}
+
+/// What a 4xx or 5xx status means, for the failure lines (None for the others).
+fn failed_status(code: &str) -> Option<&'static str> {
+    let meaning = match code {
+        "400" => "Bad Request: the server refused the request as malformed",
+        "401" => "Unauthorized: no valid credentials were sent",
+        "403" => {
+            "Forbidden: permission denied (a missing or wrong token, or a policy that does not allow the path)"
+        }
+        "404" => "Not Found: nothing at this path",
+        "405" => "Method Not Allowed",
+        "412" => "Precondition Failed (a standby or performance replica not caught up yet)",
+        "429" => "Too Many Requests: a rate limit",
+        "500" => "Internal Server Error",
+        "502" => "Bad Gateway",
+        "503" => "Service Unavailable (sealed, standby or in maintenance)",
+        "504" => "Gateway Timeout",
+        c if c.len() == 3 && (c.starts_with('4') || c.starts_with('5')) => "(a failed status)",
+        _ => return None,
+    };
+    Some(meaning)
 }
 
 /// One line of the table.
@@ -162,10 +196,10 @@ struct Row<'a> {
 }
 
 impl Row<'_> {
-    fn write(&self, o: &mut dyn Write, open: bool) -> io::Result<()> {
+    fn write(&self, o: &mut dyn Write, open: bool, width: usize) -> io::Result<()> {
         write!(
             o,
-            "{:<14} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
+            "{:<width$} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
             self.name,
             self.count,
             self.rate,
@@ -184,5 +218,64 @@ impl Row<'_> {
             )?;
         }
         writeln!(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Model, RunInfo};
+    use crate::stats::Stats;
+
+    #[test]
+    fn long_operation_names_widen_their_column() {
+        let mut stats = Stats::new(2);
+        for op in &mut stats.ops {
+            op.requests = 1;
+            op.ok = 1;
+            op.latency.record(1000);
+        }
+        stats.elapsed_s = 1.0;
+        let run = RunInfo {
+            target: "http://127.0.0.1:8200".into(),
+            operation: "a,b".into(),
+            connections: 1,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        };
+        let names = [
+            "kv-read".to_string(),
+            "database-static-creds-read".to_string(),
+        ];
+        let s = Summary::new(run, &stats, &names);
+        let mut out = Vec::new();
+        render(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // Every row's count column starts where the header's does.
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("op ") || l.starts_with("kv-read ") || l.starts_with("database-")
+            })
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        let header_end = lines[0].find("count").unwrap() + "count".len();
+        for l in &lines[1..] {
+            let name = l.split_whitespace().next().unwrap();
+            assert!(l[name.len()..].starts_with(' '), "{text}");
+            let count_end = l[..header_end].trim_end().len();
+            assert_eq!(count_end, header_end, "{l:?} in\n{text}");
+        }
+        assert!(
+            text.contains("Duration 1.00s, 2 requests, 2 ok, 0 failed."),
+            "{text}"
+        );
     }
 }

@@ -446,7 +446,7 @@ pub fn load(paths: &[PathBuf], merging: Merging) -> Result<Results, Cause> {
                 return Err(Cause::Said(format!(
                     "{} is given twice{}: a run given twice would count every request twice",
                     a.display(),
-                    if a == b {
+                    if a.as_os_str() == b.as_os_str() {
                         String::new()
                     } else {
                         format!(" (as {})", b.display())

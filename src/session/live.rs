@@ -47,13 +47,11 @@ impl Live {
         let elapsed = now.duration_since(self.start).as_secs_f64();
         let failed = requests - ok;
         if self.lines {
-            eprintln!(
-                "progress: {elapsed:.0}s {requests} requests {rate:.0} req/s {failed} failed"
-            );
+            let requests = crate::report::plural(requests, "request", "requests");
+            eprintln!("progress: {elapsed:.0}s {requests} {rate:.0} req/s {failed} failed");
         } else {
-            eprint!(
-                "\r\x1b[2K  {elapsed:>5.0}s  {requests} requests  {rate:.0} req/s  {failed} failed"
-            );
+            let requests = crate::report::plural(requests, "request", "requests");
+            eprint!("\r\x1b[2K  {elapsed:>5.0}s  {requests}  {rate:.0} req/s  {failed} failed");
         }
     }
 

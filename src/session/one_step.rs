@@ -28,6 +28,9 @@ pub struct Showing<'a> {
     /// The Prometheus exporter, fed every snapshot and the final figures.
     pub metrics: Option<&'a Metrics>,
     pub probe: Probe,
+    /// Called with the threads' totals as they report (`vblast ab`'s "Completed N
+    /// requests").
+    pub watch: Option<engine::ProgressFn<'a>>,
     /// Sampling of the nodes during the step (src/server_stats/); None: none.
     pub server: Option<&'a crate::server_stats::Settings>,
 }
@@ -201,10 +204,14 @@ pub fn step(
         if let Some(m) = metrics {
             m.update(p);
         }
+        if let Some(w) = showing.watch {
+            w(p);
+        }
     };
     let step = session.step(
         load,
-        (live.enabled() || metrics.is_some()).then_some(&show as engine::ProgressFn<'_>),
+        (live.enabled() || metrics.is_some() || showing.watch.is_some())
+            .then_some(&show as engine::ProgressFn<'_>),
     );
     live.clear();
     step

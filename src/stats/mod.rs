@@ -492,6 +492,10 @@ pub struct Stats {
     pub connect: Hist,
     /// TLS handshake time.
     pub tls: Hist,
+    /// https: time to open a connection, TCP connect and TLS handshake together, one per
+    /// connection opened (ab's "Connect" over TLS).
+    #[serde(default)]
+    pub connect_tls: Hist,
     /// Time from the request's first byte written to the response's first byte read.
     pub ttfb: Hist,
     /// Open model: requests sent more than `LATE_US` after their intended start.
@@ -593,6 +597,7 @@ impl Stats {
         self.errors.merge(&o.errors);
         self.connect.add(&o.connect);
         self.tls.add(&o.tls);
+        self.connect_tls.add(&o.connect_tls);
         self.ttfb.add(&o.ttfb);
         self.late += o.late;
         self.max_lag_us = self.max_lag_us.max(o.max_lag_us);

@@ -200,11 +200,20 @@ impl Sweep {
                     search.record(j.verdict)
                 }
                 other => {
+                    // The pass as the file spells it ("coarse", "bisect").
+                    let pass = |p| match serde_json::to_value(p) {
+                        Ok(serde_json::Value::String(s)) => s,
+                        _ => String::new(),
+                    };
+                    let expected = match other {
+                        Next::Run { load, phase } => format!("a step at {load} ({})", pass(phase)),
+                        Next::Done(_) => "no more steps".into(),
+                    };
                     return Err(Cause::Said(format!(
-                        "step {} ran {} ({:?}) where the search gives {other:?}",
+                        "step {} ran {} ({}) where the search gives {expected}: the file was changed after the sweep",
                         i + 1,
                         step.load,
-                        step.phase
+                        pass(step.phase)
                     )));
                 }
             }
@@ -397,12 +406,12 @@ pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String
                 .max();
             match best {
                 Some(b) => format!(
-                    "Interrupted after {} steps: {b} {unit} was the highest load within the objective so far",
-                    sweep.steps.len()
+                    "Interrupted after {}: {b} {unit} was the highest load within the objective so far",
+                    crate::report::plural(sweep.steps.len() as u64, "step", "steps")
                 ),
                 None => format!(
-                    "Interrupted after {} steps, before any load held the objective",
-                    sweep.steps.len()
+                    "Interrupted after {}, before any load held the objective",
+                    crate::report::plural(sweep.steps.len() as u64, "step", "steps")
                 ),
             }
         }

@@ -53,6 +53,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         progress: args.progress,
         metrics: None,
         probe: Probe::Skip,
+        watch: None,
         server: None,
     };
     let Opened {

@@ -16,6 +16,7 @@ mod harness;
 mod hosts;
 mod html;
 mod lifecycle;
+mod messages;
 mod metrics;
 mod multihost;
 mod open_model;

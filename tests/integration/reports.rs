@@ -1346,5 +1346,148 @@ fn every_format_carries_the_node_rows_and_the_windows() {
     ]));
     out.assert_code(0);
     let text = report(&single, &["--format", "ab"]);
-    assert!(text.trim_end().ends_with("(longest request)"), "{text}");
+    // (vblast's thin-tail note goes below ab's table, where no ab parser reads.)
+    let table = text.split("\nThin tail: ").next().unwrap();
+    assert!(table.trim_end().ends_with("(longest request)"), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// ab's layout, line by line: labels and units against real ab, plain and TLS
+// ---------------------------------------------------------------------------
+
+/// A report's lines as a parser sees their shape: every number `#`, spaces collapsed;
+/// from "Benchmarking" on (the banners differ by design), without ab's data-dependent
+/// median-and-mean warnings, and without vblast's notes under the table.
+fn shape(report: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut warning = false;
+    let mut started = false;
+    for line in report.lines() {
+        started |= line.starts_with("Benchmarking ");
+        if !started {
+            continue;
+        }
+        if line.starts_with("WARNING: ") || line.starts_with("ERROR: ") {
+            warning = true;
+            continue;
+        }
+        if warning && line.starts_with("      ") {
+            continue;
+        }
+        warning = false;
+        if line.starts_with("Thin tail: ") || line.starts_with("Length failures are not counted") {
+            continue;
+        }
+        let mut shaped = String::new();
+        let mut in_number = false;
+        for c in line.chars() {
+            if c.is_ascii_digit() || (in_number && c == '.') {
+                if !in_number {
+                    shaped.push('#');
+                }
+                in_number = true;
+            } else {
+                in_number = false;
+                shaped.push(c);
+            }
+        }
+        out.push(shaped.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    out
+}
+
+/// Real ab and `vblast ab` on one command line: every line's label and unit the same,
+/// in the same order, and the same progress lines on stderr.
+fn same_lines(args: &[&str]) {
+    let a = real_ab(args);
+    assert_eq!(a.code, Some(0), "ab {args:?}\n{}", a.show());
+    let v = dropin(args);
+    v.assert_code(0);
+    let (sa, sv) = (shape(&a.stdout), shape(&v.stdout));
+    for (i, (la, lv)) in sa.iter().zip(&sv).enumerate() {
+        assert_eq!(
+            la, lv,
+            "ab {args:?}: line {i}\nab:\n{}\nvblast:\n{}",
+            a.stdout, v.stdout
+        );
+    }
+    assert_eq!(
+        sa.len(),
+        sv.len(),
+        "ab {args:?}\nab:\n{}\nvblast:\n{}",
+        a.stdout,
+        v.stdout
+    );
+    assert_eq!(a.stderr, v.stderr, "ab {args:?}: the progress lines");
+}
+
+#[test]
+fn vblast_ab_lines_match_real_ab_label_for_label() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    same_lines(&["-n", "300", "-c", "4", &url]);
+    same_lines(&["-n", "1000", "-c", "4", "-k", &url]);
+    same_lines(&["-q", "-n", "50", "-c", "2", &url]);
+    let (tls, _files) = Nginx::start_tls_generated();
+    let url = format!("https://localhost:{}/v1/secret/data/foo", tls.port);
+    same_lines(&["-n", "200", "-c", "2", &url]);
+    same_lines(&["-n", "200", "-c", "2", "-k", &url]);
+    // Over TLS, Connect includes the handshake: a connection per request, each Connect
+    // is its TCP connect and handshake together, as ab counts it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tls.json");
+    let saved = run(url_cmd(&[
+        "-q",
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "--no-keepalive",
+        "--insecure",
+        "--output",
+        file.to_str().unwrap(),
+        &url,
+    ]));
+    saved.assert_code(0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        doc["stats"]["connect_tls"].is_string() || doc["stats"]["connect_tls"].is_object(),
+        "{:#}",
+        doc["stats"]
+    );
+}
+
+#[test]
+fn format_ab_on_vault_operations_counts_no_length_failures() {
+    let bao = OpenBao::start();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "4",
+            "-n",
+            "300",
+            "--op",
+            "kv-read:1,kv-write:1",
+            "--format",
+            "ab",
+        ],
+    ));
+    out.assert_code(0);
+    let r = AbReport::parse(&out.stdout);
+    assert_eq!(r.get("Failed requests"), "0", "{}", out.stdout);
+    assert_eq!(r.get("Document Length"), "Variable", "{}", out.stdout);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("Length failures are not counted"))
+            .count(),
+        1,
+        "{}",
+        out.stdout
+    );
 }
