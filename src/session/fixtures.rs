@@ -9,7 +9,7 @@ pub mod server;
 pub mod state;
 
 use crate::config::scenario::Scenario;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::session::Session;
 use crate::signals::Stop;
 use crate::vault::client::Client;
@@ -145,14 +145,14 @@ pub fn op_names(op: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Refuses operations whose fixture cannot be shared, naming the first.
-pub fn check_ops(op: &str, context: &str) -> Result<(), String> {
+pub fn check_ops(op: &str, context: &str) -> Result<(), Cause> {
     if let Some(name) =
         op_names(op).find(|n| !matches!(fixture_of(n), Some(Fixture::Shared | Fixture::None)))
     {
-        return Err(format!(
+        return Err(Cause::Said(format!(
             "{context} with {name}: its fixture cannot be shared by shards (shared: {}); set the data up once and run the shards with --no-setup (and --mount), or use URL mode",
             crate::vault::ops::shared_names().join(", ")
-        ));
+        )));
     }
     Ok(())
 }
@@ -167,7 +167,9 @@ mod tests {
         assert!(check_ops("approle-login,sys-health", "x").is_ok());
         assert!(check_ops("jwt-login", "x").is_ok());
         assert!(check_ops("login-read", "x").is_ok());
-        let e = check_ops("kv-read,cubbyhole-read", "--shard 1/2").unwrap_err();
+        let e = check_ops("kv-read,cubbyhole-read", "--shard 1/2")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("cubbyhole-read") && e.contains("--shard 1/2"),
             "{e}"

@@ -112,12 +112,6 @@ pub enum ObjectiveError {
 }
 
 /// For the sweep's flag checks, whose own errors are still sentences (the same text).
-impl From<ObjectiveError> for String {
-    fn from(e: ObjectiveError) -> Self {
-        e.to_string()
-    }
-}
-
 impl Objective {
     /// Parses one `--slo`: `p99=20ms`, `p50=5ms`, `p90=1s`, `p999=100ms`, `success=99.9`,
     /// `rate=2%`.

@@ -64,12 +64,6 @@ pub enum SearchError {
 }
 
 /// For the sweep's flag checks, whose own errors are still sentences (the same text).
-impl From<SearchError> for String {
-    fn from(e: SearchError) -> Self {
-        e.to_string()
-    }
-}
-
 impl Resolution {
     /// "5%" (relative) or "250" (absolute, in load units).
     pub fn parse(text: &str) -> Result<Resolution, SearchError> {

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::fixtures::FixturePlan;
 pub use crate::config::fixtures::Mode;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::signals::Stop;
 
 /// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
@@ -173,7 +173,7 @@ impl Naming {
         &self,
         what: &str,
         stop: &Stop,
-        mut ready: impl FnMut() -> Result<bool, String>,
+        mut ready: impl FnMut() -> Result<bool, Cause>,
     ) -> Result<(), Error> {
         let deadline = Instant::now() + JOIN_WAIT;
         loop {

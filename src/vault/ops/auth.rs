@@ -242,12 +242,15 @@ impl Login {
                     || match client.request("GET", &format!("{role}/role-id"), None) {
                         Ok(r) if (200..300).contains(&r.status) => {
                             let v = r.json().unwrap_or(Value::Null);
-                            role_id =
-                                json_str(&v, "data.role_id", &what).map_err(|e| e.to_string())?;
+                            role_id = json_str(&v, "data.role_id", &what)?;
                             Ok(true)
                         }
                         Ok(r) if r.status == 404 || r.status == 400 || r.status == 403 => Ok(false),
-                        Ok(r) => Err(format!("{what}: HTTP {}: {}", r.status, r.error_text())),
+                        Ok(r) => Err(Cause::Http {
+                            what: what.clone(),
+                            status: r.status,
+                            excerpt: r.error_text(),
+                        }),
                         Err(_) => Ok(false),
                     },
                 )?;

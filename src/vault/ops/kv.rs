@@ -884,12 +884,11 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
             || match client.request("GET", &last, None) {
                 Ok(r) if (200..300).contains(&r.status) => Ok(true),
                 Ok(r) if r.status == 404 || r.status == 400 => Ok(false),
-                Ok(r) => Err(format!(
-                    "reading {last} on {}: HTTP {}: {}",
-                    client.base(),
-                    r.status,
-                    r.error_text()
-                )),
+                Ok(r) => Err(Cause::Http {
+                    what: format!("reading {last} on {}", client.base()),
+                    status: r.status,
+                    excerpt: r.error_text(),
+                }),
                 Err(_) => Ok(false),
             },
         )?;

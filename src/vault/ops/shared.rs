@@ -27,12 +27,11 @@ pub(crate) fn wait_readable(ctx: &SetupCtx, what: &str, path: &str) -> Result<Va
                 Ok(true)
             }
             Ok(r) if matches!(r.status, 400 | 403 | 404) => Ok(false),
-            Ok(r) => Err(format!(
-                "reading {path} on {}: HTTP {}: {}",
-                client.base(),
-                r.status,
-                r.error_text()
-            )),
+            Ok(r) => Err(Cause::Http {
+                what: format!("reading {path} on {}", client.base()),
+                status: r.status,
+                excerpt: r.error_text(),
+            }),
             Err(_) => Ok(false),
         })?;
     Ok(found)
