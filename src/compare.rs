@@ -89,12 +89,12 @@ struct Metric {
     label: &'static str,
     /// The `Percentiles` key of a percentile (thin tails are marked), or "".
     key: &'static str,
-    value: fn(&Figures) -> f64,
+    value: fn(&ComparedFigures) -> f64,
     show: fn(f64) -> String,
 }
 
 /// What is compared, for the whole run or one operation.
-struct Figures<'a> {
+struct ComparedFigures<'a> {
     rps: f64,
     throughput: f64,
     latency: &'a Percentiles,
@@ -155,7 +155,12 @@ fn ratio(v: f64, first: f64) -> String {
     }
 }
 
-fn table(o: &mut dyn Write, title: &str, names: &[&str], figures: &[Figures]) -> io::Result<()> {
+fn table(
+    o: &mut dyn Write,
+    title: &str,
+    names: &[&str],
+    figures: &[ComparedFigures],
+) -> io::Result<()> {
     let mut thin = Vec::new();
     let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(20);
     write!(o, "{title:<14}")?;
@@ -201,9 +206,9 @@ pub fn render(runs: &[(String, Summary)], o: &mut dyn Write) -> io::Result<()> {
         names[0]
     )?;
     writeln!(o)?;
-    let totals: Vec<Figures> = runs
+    let totals: Vec<ComparedFigures> = runs
         .iter()
-        .map(|(_, s)| Figures {
+        .map(|(_, s)| ComparedFigures {
             rps: s.rps,
             throughput: s.throughput,
             latency: &s.latency_ms,
@@ -223,11 +228,11 @@ pub fn render(runs: &[(String, Summary)], o: &mut dyn Write) -> io::Result<()> {
         .collect();
     if runs.iter().any(|(_, s)| s.ops.len() > 1) {
         for op in &shared {
-            let figures: Vec<Figures> = runs
+            let figures: Vec<ComparedFigures> = runs
                 .iter()
                 .map(|(_, s)| {
                     let x = s.ops.iter().find(|x| x.name == *op).expect("shared op");
-                    Figures {
+                    ComparedFigures {
                         rps: x.rps,
                         throughput: x.throughput,
                         latency: &x.latency_ms,

@@ -101,4 +101,10 @@ mod layers {
     fn no_function_is_over_100_lines_without_its_reason() {
         check_passes("check-fn-length.sh");
     }
+
+    /// Issue 21, item 9: one meaning per type name.
+    #[test]
+    fn every_type_name_is_defined_once() {
+        check_passes("check-type-names.sh");
+    }
 }

@@ -33,7 +33,7 @@ use crate::stats::figures::{BUCKETS_US, Buckets, Figures};
 
 /// What the server renders: the sum over threads, and the rates.
 #[derive(Default)]
-struct State {
+struct MetricsState {
     requests: u64,
     ok: u64,
     figures: Figures,
@@ -83,7 +83,7 @@ impl From<MetricsError> for crate::error::Cause {
 
 /// The running metrics server.
 pub struct Metrics {
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<MetricsState>>,
     schedule: Option<Schedule>,
     pub addr: std::net::SocketAddr,
 }
@@ -102,9 +102,9 @@ impl Metrics {
             addr: addr.into(),
             source: e,
         })?;
-        let state = Arc::new(Mutex::new(State {
+        let state = Arc::new(Mutex::new(MetricsState {
             target_rate: schedule.as_ref().map(|s| s.rate_at(Duration::ZERO)),
-            ..State::default()
+            ..MetricsState::default()
         }));
         let shared = state.clone();
         std::thread::Builder::new()
@@ -211,7 +211,7 @@ pub fn hold(d: Duration, stop: &crate::signals::Stop) {
     }
 }
 
-fn serve(mut conn: TcpStream, state: &Mutex<State>) {
+fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
     let mut buf = [0u8; 8192];
@@ -246,7 +246,7 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
     );
 }
 
-fn render(s: &State) -> String {
+fn render(s: &MetricsState) -> String {
     use std::fmt::Write as _;
     let mut o = String::with_capacity(4096);
     let f = &s.figures;
@@ -444,7 +444,7 @@ mod tests {
         st.errors.timeout = 1;
         st.status.insert(200, 2);
         st.status.insert(429, 1);
-        let mut s = State::default();
+        let mut s = MetricsState::default();
         let f = Figures::of(&st, &[], 5);
         s.requests = 3;
         s.ok = 2;

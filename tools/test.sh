@@ -20,6 +20,10 @@ fi
 if [ -x tools/check-fn-length.sh ]; then
     tools/check-fn-length.sh || { echo "test: FAILED: tools/check-fn-length.sh" >&2; exit 1; }
 fi
+# One meaning per type name.
+if [ -x tools/check-type-names.sh ]; then
+    tools/check-type-names.sh || { echo "test: FAILED: tools/check-type-names.sh" >&2; exit 1; }
+fi
 
 VBLAST_BAO="$(tools/deps.sh | tail -n1)"
 export VBLAST_BAO

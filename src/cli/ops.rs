@@ -11,7 +11,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 
 use crate::vault::ops::options::all_options;
-use crate::vault::ops::{Kind, OptionSpec, OptionValue, OptionValues};
+use crate::vault::ops::{OptionKind, OptionSpec, OptionValue, OptionValues};
 
 /// The heading of the operations' options in `--help`.
 pub const HEADING: &str = "Operation options";
@@ -45,12 +45,12 @@ fn arg_of(spec: &OptionSpec) -> Arg {
         .help(spec.help)
         .help_heading(HEADING);
     let a = match spec.kind {
-        Kind::Switch => return a.action(ArgAction::SetTrue),
-        Kind::Number { min, max } => a.value_parser(value_parser!(u64).range(min..=max)),
-        Kind::Count { .. } => a.value_parser(value_parser!(u64)),
-        Kind::Bytes { .. } => a.value_parser(value_parser!(usize)),
-        Kind::Text => a.value_parser(value_parser!(String)),
-        Kind::Path => a.value_parser(value_parser!(PathBuf)),
+        OptionKind::Switch => return a.action(ArgAction::SetTrue),
+        OptionKind::Number { min, max } => a.value_parser(value_parser!(u64).range(min..=max)),
+        OptionKind::Count { .. } => a.value_parser(value_parser!(u64)),
+        OptionKind::Bytes { .. } => a.value_parser(value_parser!(usize)),
+        OptionKind::Text => a.value_parser(value_parser!(String)),
+        OptionKind::Path => a.value_parser(value_parser!(PathBuf)),
     };
     let a = a
         .value_name(spec.id().to_uppercase())
@@ -73,15 +73,15 @@ pub fn values(m: &ArgMatches) -> OptionValues {
             continue;
         }
         let v = match spec.kind {
-            Kind::Switch => Some(OptionValue::Switch(m.get_flag(&id))),
-            Kind::Number { .. } | Kind::Count { .. } => {
+            OptionKind::Switch => Some(OptionValue::Switch(m.get_flag(&id))),
+            OptionKind::Number { .. } | OptionKind::Count { .. } => {
                 m.get_one::<u64>(&id).map(|n| OptionValue::Number(*n))
             }
-            Kind::Bytes { .. } => m
+            OptionKind::Bytes { .. } => m
                 .get_one::<usize>(&id)
                 .map(|n| OptionValue::Number(*n as u64)),
-            Kind::Text => m.get_one::<String>(&id).cloned().map(OptionValue::Text),
-            Kind::Path => m.get_one::<PathBuf>(&id).cloned().map(OptionValue::Path),
+            OptionKind::Text => m.get_one::<String>(&id).cloned().map(OptionValue::Text),
+            OptionKind::Path => m.get_one::<PathBuf>(&id).cloned().map(OptionValue::Path),
         };
         if let Some(v) = v {
             // Every id comes from the registry: `set` cannot refuse it.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::config::units::parse_duration;
-use crate::results::deliver::Format;
+use crate::results::deliver::OutputFormat;
 
 /// Why `--hlog-interval` is refused.
 #[derive(Debug, thiserror::Error)]
@@ -32,8 +32,8 @@ fn parse_whole_seconds(text: &str) -> Result<u64, WholeSecondsError> {
 #[command(next_help_heading = "Output")]
 pub struct OutputArgs {
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
 
     /// Print the latency percentiles and the HdrHistogram percentile spectrum.
     #[arg(long)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::scenario::OpChoice;
 use crate::error::Error;
-use crate::results::deliver::Format;
+use crate::results::deliver::OutputFormat;
 use crate::vbconfig::{VbConfig, load, load_cluster};
 
 use super::env;
@@ -36,7 +36,7 @@ pub struct Asked {
     pub closed: bool,
     pub connections: Option<u64>,
     pub keep: bool,
-    pub format: Option<Format>,
+    pub format: Option<OutputFormat>,
 }
 
 /// The settings decided: the command line's where it gave one, else the environment's,
@@ -52,7 +52,7 @@ pub struct Settled {
     pub rate: Option<String>,
     pub connections: Option<u64>,
     pub keep: bool,
-    pub format: Option<Format>,
+    pub format: Option<OutputFormat>,
     /// The file's tests, as the workload (None without a file).
     pub tests: Option<Vec<OpChoice>>,
 }

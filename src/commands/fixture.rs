@@ -150,7 +150,7 @@ fn from_state(
     stop: &Stop,
     dir: &std::path::Path,
     path: &std::path::Path,
-    st: &state::State,
+    st: &state::StateFile,
     done: &[String],
 ) -> Ending {
     let mut scenario = match target_scenario(args, given) {

@@ -5,7 +5,7 @@ use crate::cli::RunArgs;
 use crate::config::scenario::Scenario;
 use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
-use crate::results::deliver::{Format, Output};
+use crate::results::deliver::{Output, OutputFormat};
 use crate::session::fixtures::rendezvous::Tally;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
@@ -17,7 +17,7 @@ use super::scenario::{Planned, plan, sharding};
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if cli.ops.list_ops {
         let list = match cli.out.format {
-            Format::Markdown => crate::vault::ops::list_markdown(),
+            OutputFormat::Markdown => crate::vault::ops::list_markdown(),
             _ => crate::vault::ops::list_text(),
         };
         return crate::results::deliver::print_or_fail(list.as_bytes())
@@ -116,7 +116,7 @@ fn load(
         progress: cli.progress,
         metrics,
         probe: Probe::Lenient {
-            note: matches!(output.format, Format::Ab),
+            note: matches!(output.format, OutputFormat::Ab),
         },
         watch: None,
         server: opts.server.as_ref(),

@@ -20,7 +20,7 @@ use crate::config::spread::{Sharding, parse_start_at};
 use crate::config::units::show_duration;
 use crate::error::{Cause, Error};
 use crate::net::tls::{TlsEngine, TlsOptions};
-use crate::results::deliver::{Format, MARKDOWN_ONLY_FOR_LIST_OPS, Output};
+use crate::results::deliver::{MARKDOWN_ONLY_FOR_LIST_OPS, Output, OutputFormat};
 use crate::session::fixtures::check_ops;
 use crate::vault::ops::{Fixture, fixture_of};
 
@@ -127,7 +127,7 @@ impl Flags<'_> {
             .unwrap_or(self.args.load.connections)
     }
 
-    fn format(&self) -> Format {
+    fn format(&self) -> OutputFormat {
         self.settled.format.unwrap_or(self.args.out.format)
     }
 
@@ -240,7 +240,7 @@ impl Flags<'_> {
     fn check_said(&self) -> Result<(), Cause> {
         let args = self.args;
         let connections = self.connections();
-        if self.format() == Format::Markdown {
+        if self.format() == OutputFormat::Markdown {
             return Err(MARKDOWN_ONLY_FOR_LIST_OPS.into());
         }
         if connections == 0 {
@@ -330,7 +330,7 @@ pub struct Beside<'a> {
 }
 
 /// Where the load goes, with which credentials and TLS settings.
-pub struct Target {
+pub struct TargetPlan {
     pub address: String,
     pub cluster: Option<ClusterSpec>,
     pub token: Token,
@@ -341,7 +341,7 @@ pub struct Target {
 /// Where the load goes: the settled addresses or cluster file (else `VAULT_ADDR`), the
 /// token (a token file, the settled token, the cluster file's, `VAULT_TOKEN`), the
 /// namespace and the TLS settings.
-pub fn target(s: &Settled, b: &Beside) -> Result<Target, Error> {
+pub fn target(s: &Settled, b: &Beside) -> Result<TargetPlan, Error> {
     let (from_file, file_token) = match &s.cluster {
         Some(p) => crate::config::cluster::read_cluster_json(p)?,
         None => (Vec::new(), None),
@@ -371,7 +371,7 @@ pub fn target(s: &Settled, b: &Beside) -> Result<Target, Error> {
             .or(file_token)
             .or_else(|| env("VAULT_TOKEN")),
     };
-    Ok(Target {
+    Ok(TargetPlan {
         address,
         cluster,
         token: Token(token),

@@ -7,7 +7,7 @@ use crate::config::schedule::Schedule;
 use crate::config::units::show_duration;
 use crate::error::{Cause, Ending, Error};
 use crate::report::Model;
-use crate::results::deliver::Format;
+use crate::results::deliver::OutputFormat;
 use crate::signals::Stop;
 
 use super::Given;
@@ -23,7 +23,7 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
     };
     let r = &args.run;
     let out = SweepOutput {
-        text: r.out.format == Format::Text,
+        text: r.out.format == OutputFormat::Text,
         quiet: r.show.quiet,
         progress: r.show.progress,
         output: r.out.output.clone(),
@@ -95,7 +95,7 @@ fn refuse_single_run_flags(r: &crate::cli::RunArgs) -> Result<(), Cause> {
 
 /// A single run's outputs: a sweep prints text or JSON and saves its steps in --output.
 fn refuse_single_run_outputs(o: &crate::cli::OutputArgs) -> Result<(), Cause> {
-    if !matches!(o.format, Format::Text | Format::Json) {
+    if !matches!(o.format, OutputFormat::Text | OutputFormat::Json) {
         return Err("sweep prints --format text or json".into());
     }
     if o.latency || o.hgrm.is_some() || o.ab_csv.is_some() || o.hlog.is_some() {

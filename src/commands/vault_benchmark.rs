@@ -25,57 +25,57 @@ use crate::config::scenario::{
 use crate::config::schedule::Schedule;
 use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
-use crate::results::deliver::{Format, Output};
+use crate::results::deliver::{Output, OutputFormat};
 use crate::signals::Stop;
 use crate::vbconfig::{ReportMode, load_cluster};
 
 /// A flag vault-benchmark defines, and what vblast does with it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum GoFlagKind {
     /// Takes a value.
     Value,
     /// A boolean (`-flag`, `-flag=true|false`).
     Bool,
 }
 
-const RUN_FLAGS: &[(&str, Kind)] = &[
-    ("config", Kind::Value),
-    ("vault_addr", Kind::Value),
-    ("vault_token", Kind::Value),
-    ("vault_namespace", Kind::Value),
-    ("duration", Kind::Value),
-    ("rps", Kind::Value),
-    ("workers", Kind::Value),
-    ("report_mode", Kind::Value),
-    ("cleanup", Kind::Bool),
-    ("random_mounts", Kind::Bool),
-    ("ca_pem_file", Kind::Value),
-    ("cluster_json", Kind::Value),
-    ("annotate", Kind::Value),
-    ("log_level", Kind::Value),
-    ("debug", Kind::Bool),
-    ("disable_http2", Kind::Bool),
-    ("audit_path", Kind::Value),
-    ("pprof_interval", Kind::Value),
-    ("result_file", Kind::Value),
+const RUN_FLAGS: &[(&str, GoFlagKind)] = &[
+    ("config", GoFlagKind::Value),
+    ("vault_addr", GoFlagKind::Value),
+    ("vault_token", GoFlagKind::Value),
+    ("vault_namespace", GoFlagKind::Value),
+    ("duration", GoFlagKind::Value),
+    ("rps", GoFlagKind::Value),
+    ("workers", GoFlagKind::Value),
+    ("report_mode", GoFlagKind::Value),
+    ("cleanup", GoFlagKind::Bool),
+    ("random_mounts", GoFlagKind::Bool),
+    ("ca_pem_file", GoFlagKind::Value),
+    ("cluster_json", GoFlagKind::Value),
+    ("annotate", GoFlagKind::Value),
+    ("log_level", GoFlagKind::Value),
+    ("debug", GoFlagKind::Bool),
+    ("disable_http2", GoFlagKind::Bool),
+    ("audit_path", GoFlagKind::Value),
+    ("pprof_interval", GoFlagKind::Value),
+    ("result_file", GoFlagKind::Value),
 ];
 
-const REVIEW_FLAGS: &[(&str, Kind)] = &[
-    ("result_file", Kind::Value),
-    ("results_file", Kind::Value),
-    ("report_mode", Kind::Value),
-    ("log_level", Kind::Value),
+const REVIEW_FLAGS: &[(&str, GoFlagKind)] = &[
+    ("result_file", GoFlagKind::Value),
+    ("results_file", GoFlagKind::Value),
+    ("report_mode", GoFlagKind::Value),
+    ("log_level", GoFlagKind::Value),
 ];
 
 const USAGE: &str = "Usage: vblast vault-benchmark run -config=FILE [-vault_addr=ADDR] [-vault_token=TOKEN] [-vault_namespace=NS]\n           [-duration=10s] [-rps=N] [-workers=N] [-report_mode=terse|verbose|json] [-cleanup[=BOOL]]\n           [-random_mounts[=BOOL]] [-ca_pem_file=FILE] [-cluster_json=FILE] [-annotate=K=V,...] [-log_level=LEVEL]\n           [-result_file=FILE (vblast's results file, for review)]\n       vblast vault-benchmark review -result_file=FILE [-report_mode=terse|verbose|json]\n\nFlags win over the environment (VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT), which wins over the file.";
 
 /// Flags as given: name and value ("true" for a bare boolean).
-type Given = Vec<(String, String)>;
+type GoFlags = Vec<(String, String)>;
 
 /// Parses Go-style flags against `known`. Positional arguments are refused (Go's flag
 /// package stops at the first; vault-benchmark takes none).
-fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Given, Cause> {
-    let mut out: Given = Vec::new();
+fn parse_flags(cmd: &str, args: &[String], known: &[(&str, GoFlagKind)]) -> Result<GoFlags, Cause> {
+    let mut out: GoFlags = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
@@ -99,8 +99,8 @@ fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Giv
         };
         let value = match (kind, inline) {
             (_, Some(v)) => v,
-            (Kind::Bool, None) => "true".into(),
-            (Kind::Value, None) => {
+            (GoFlagKind::Bool, None) => "true".into(),
+            (GoFlagKind::Value, None) => {
                 let Some(v) = args.get(i) else {
                     return Err(
                         format!("vault-benchmark {cmd}: flag needs an argument: -{name}").into(),
@@ -110,7 +110,7 @@ fn parse_flags(cmd: &str, args: &[String], known: &[(&str, Kind)]) -> Result<Giv
                 v.clone()
             }
         };
-        if kind == Kind::Bool {
+        if kind == GoFlagKind::Bool {
             parse_bool(&value).ok_or_else(|| {
                 format!(
                     "vault-benchmark {cmd}: invalid boolean value '{value}' for -{name}: use -{name} or -{name}=true|false"
@@ -132,12 +132,12 @@ fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-fn get<'a>(g: &'a Given, name: &str) -> Option<&'a str> {
+fn get<'a>(g: &'a GoFlags, name: &str) -> Option<&'a str> {
     g.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
 }
 
 /// `-report_mode`, checked.
-fn report_mode(cmd: &str, g: &Given) -> Result<Option<ReportMode>, Cause> {
+fn report_mode(cmd: &str, g: &GoFlags) -> Result<Option<ReportMode>, Cause> {
     match get(g, "report_mode") {
         None => Ok(None),
         Some(m) => match ReportMode::parse(m) {
@@ -151,7 +151,7 @@ fn report_mode(cmd: &str, g: &Given) -> Result<Option<ReportMode>, Cause> {
 }
 
 /// `-report_mode` as the `--format` name it stands for.
-fn report_format(cmd: &str, g: &Given) -> Result<Option<&'static str>, Cause> {
+fn report_format(cmd: &str, g: &GoFlags) -> Result<Option<&'static str>, Cause> {
     Ok(report_mode(cmd, g)?.map(|mode| match mode {
         ReportMode::Terse => "vb-terse",
         ReportMode::Verbose => "vb-verbose",
@@ -160,7 +160,7 @@ fn report_format(cmd: &str, g: &Given) -> Result<Option<&'static str>, Cause> {
 }
 
 /// `-log_level`: vault-benchmark's levels are accepted; vblast has none.
-fn check_log_level(cmd: &str, g: &Given) -> Result<(), Cause> {
+fn check_log_level(cmd: &str, g: &GoFlags) -> Result<(), Cause> {
     if let Some(l) = get(g, "log_level")
         && !["trace", "debug", "info", "warn", "error"].contains(&l.to_ascii_lowercase().as_str())
     {
@@ -174,7 +174,7 @@ fn check_log_level(cmd: &str, g: &Given) -> Result<(), Cause> {
 
 /// What a `vault-benchmark run`'s flags ask, checked, and the notes they call for: the
 /// file, and the settings it may also give (`config_file::settle` decides which wins).
-fn run_asked(g: &Given) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
+fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
     let mut notes = Vec::new();
     let Some(config) = get(g, "config") else {
         return Err(
@@ -253,7 +253,7 @@ fn run_asked(g: &Given) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
 
 /// The run a `vault-benchmark run` stands for, built from its flags and its file: the
 /// Scenario and what to print and save, with vblast's defaults for what neither gives.
-fn run_planned(g: &Given) -> Result<Planned, Error> {
+fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
     let (path, asked, notes) = run_asked(g).map_err(Error::input)?;
     for n in notes {
         eprintln!("vblast: note: {n}");
@@ -311,7 +311,7 @@ fn run_planned(g: &Given) -> Result<Planned, Error> {
     let output = Output {
         // vault-benchmark's default layout is terse; the file's report_mode still wins
         // over this default (it is not a flag given).
-        format: s.format.unwrap_or(Format::VbTerse),
+        format: s.format.unwrap_or(OutputFormat::VbTerse),
         latency: false,
         output: get(g, "result_file").map(PathBuf::from),
         hgrm: None,
@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(asked.duration, Some(Duration::from_secs(5)));
         assert_eq!(asked.connections, Some(3));
         assert_eq!(asked.rate.as_deref(), Some("7"));
-        assert_eq!(asked.format, Some(Format::VbVerbose));
+        assert_eq!(asked.format, Some(OutputFormat::VbVerbose));
         assert!(!asked.keep);
     }
 

@@ -30,7 +30,7 @@ pub const TOO_MANY: &str = "more than 5 redirects for one request: not followed"
 
 /// One node a redirect may go to.
 #[derive(Clone, Debug)]
-struct Node {
+struct RedirectNode {
     https: bool,
     host: String,
     port: u16,
@@ -40,7 +40,7 @@ struct Node {
 /// The nodes of the target, built once before the run.
 #[derive(Clone, Debug, Default)]
 pub struct Redirects {
-    nodes: Vec<Node>,
+    nodes: Vec<RedirectNode>,
 }
 
 impl Redirects {
@@ -49,7 +49,7 @@ impl Redirects {
         Redirects {
             nodes: targets
                 .iter()
-                .map(|t| Node {
+                .map(|t| RedirectNode {
                     https: t.scheme == Scheme::Https,
                     host: t.host.clone(),
                     port: t.port,

@@ -114,7 +114,7 @@ fn round_ms(us: u64) -> u64 {
 
 /// One row of "Connection Times (ms)": min, mean, sd, median, max as ab prints them
 /// (mean and median rounded to whole ms, sd as the sample deviation in ms).
-struct Row {
+struct AbRow {
     min: u64,
     mean: u64,
     sd: f64,
@@ -122,11 +122,11 @@ struct Row {
     max: u64,
 }
 
-impl Row {
-    fn of(h: &Hist) -> Row {
+impl AbRow {
+    fn of(h: &Hist) -> AbRow {
         let h = &h.0;
         if h.is_empty() {
-            return Row {
+            return AbRow {
                 min: 0,
                 mean: 0,
                 sd: 0.0,
@@ -141,7 +141,7 @@ impl Row {
         } else {
             0.0
         };
-        Row {
+        AbRow {
             min: round_ms(h.min()),
             mean: round_ms(h.mean() as u64),
             sd: sd / 1000.0,
@@ -395,15 +395,15 @@ fn connection_times(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resu
         (
             "Connect:",
             "the initial connection time",
-            Row::of(&ab.connect),
+            AbRow::of(&ab.connect),
         ),
         (
             "Processing:",
             "the processing time",
-            Row::of(&s.service_hist),
+            AbRow::of(&s.service_hist),
         ),
-        ("Waiting:", "the waiting time", Row::of(&ab.waiting)),
-        ("Total:", "the total time", Row::of(total)),
+        ("Waiting:", "the waiting time", AbRow::of(&ab.waiting)),
+        ("Total:", "the total time", AbRow::of(total)),
     ];
     writeln!(o)?;
     writeln!(o, "Connection Times (ms)")?;
@@ -663,7 +663,7 @@ mod tests {
         for us in [400u64, 1400, 1600, 2600, 100_000] {
             h.record(us);
         }
-        let r = Row::of(&h);
+        let r = AbRow::of(&h);
         assert_eq!((r.min, r.median, r.max), (0, 2, 100));
         // Mean 21.2 ms; sample sd (n - 1) of the five values 44.06 ms.
         assert_eq!(r.mean, 21);

@@ -36,7 +36,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(o)?;
     for op in &s.ops {
-        let row = Row {
+        let row = TextRow {
             name: &op.name,
             count: op.requests,
             rate: op.rps,
@@ -47,7 +47,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         };
         row.write(o, open, width)?;
     }
-    let total = Row {
+    let total = TextRow {
         name: "total",
         count: s.requests,
         rate: s.rps,
@@ -185,7 +185,7 @@ fn failed_status(code: &str) -> Option<&'static str> {
 }
 
 /// One line of the table.
-struct Row<'a> {
+struct TextRow<'a> {
     name: &'a str,
     count: u64,
     rate: f64,
@@ -195,7 +195,7 @@ struct Row<'a> {
     success_ratio: f64,
 }
 
-impl Row<'_> {
+impl TextRow<'_> {
     fn write(&self, o: &mut dyn Write, open: bool, width: usize) -> io::Result<()> {
         write!(
             o,

@@ -36,7 +36,7 @@ struct Bytes {
 }
 
 #[derive(Serialize)]
-struct Metrics {
+struct VbMetrics {
     latencies: Latencies,
     bytes_in: Bytes,
     bytes_out: Bytes,
@@ -53,7 +53,7 @@ struct Metrics {
 #[derive(Serialize)]
 struct Report<'a> {
     target_addr: String,
-    metrics: BTreeMap<String, Metrics>,
+    metrics: BTreeMap<String, VbMetrics>,
     /// Several nodes as one target (not in vault-benchmark's layout, which has no cluster
     /// results): a row per node and the windows of unavailability, as in vblast's JSON.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -74,7 +74,7 @@ fn metrics(
     l: &Percentiles,
     success: f64,
     run_wide: bool,
-) -> Metrics {
+) -> VbMetrics {
     let mean = |n: u64| {
         if s.requests == 0 {
             0.0
@@ -108,7 +108,7 @@ fn metrics(
         };
         (zero(), zero(), BTreeMap::new(), Vec::new())
     };
-    Metrics {
+    VbMetrics {
         latencies: Latencies {
             total: ns(l.mean * l.count as f64),
             mean: ns(l.mean),

@@ -1,4 +1,4 @@
-//! What a run's (or saved results') figures become: the report printed in the `Format`
+//! What a run's (or saved results') figures become: the report printed in the `OutputFormat`
 //! asked for, and the files saved (`Output`: the results file, the percentile spectrum,
 //! ab's CSV, the interval log, the HTML page). `deliver` does both, for a live run and for
 //! `vblast report`.
@@ -11,7 +11,7 @@ use crate::results::Results;
 
 /// The report printed (`--format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum OutputFormat {
     Text,
     Json,
     /// ApacheBench 2.4's report, line for line.
@@ -34,7 +34,7 @@ pub const MARKDOWN_ONLY_FOR_LIST_OPS: &str = "--format markdown goes with --list
 /// What to print and which files to save: the same for a run and for saved results.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
-    pub format: Format,
+    pub format: OutputFormat,
     /// The latency percentiles and the percentile spectrum in the text report.
     pub latency: bool,
     /// The results file (`-` for stdout).
@@ -135,14 +135,14 @@ fn writable(path: &std::path::Path) -> bool {
 /// are reported together.
 pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), Error> {
     let format = match o.format {
-        Format::Json => report::Format::Json,
-        Format::Text => report::Format::Text { latency: o.latency },
-        Format::Ab => report::Format::Ab,
-        Format::Verbose => report::Format::Verbose,
-        Format::VbTerse => report::Format::VbTerse,
-        Format::VbVerbose => report::Format::VbVerbose,
-        Format::VbJson => report::Format::VbJson,
-        Format::Markdown => {
+        OutputFormat::Json => report::Format::Json,
+        OutputFormat::Text => report::Format::Text { latency: o.latency },
+        OutputFormat::Ab => report::Format::Ab,
+        OutputFormat::Verbose => report::Format::Verbose,
+        OutputFormat::VbTerse => report::Format::VbTerse,
+        OutputFormat::VbVerbose => report::Format::VbVerbose,
+        OutputFormat::VbJson => report::Format::VbJson,
+        OutputFormat::Markdown => {
             return Err(Error::input(MARKDOWN_ONLY_FOR_LIST_OPS));
         }
     };

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// A cumulative timer of the server's telemetry: how many times it ran and their total
 /// time, milliseconds (`vault_core_handle_request_count` and `_sum`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Timer {
+pub struct TimerTotals {
     pub count: f64,
     pub sum_ms: f64,
 }
@@ -61,20 +61,20 @@ pub struct Sample {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_violations: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handle_request: Option<Timer>,
+    pub handle_request: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_token: Option<Timer>,
+    pub check_token: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barrier_get: Option<Timer>,
+    pub barrier_get: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barrier_put: Option<Timer>,
+    pub barrier_put: Option<TimerTotals>,
     /// The storage backend's name (`raft_storage`, `postgres`, `file`...), when it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage_get: Option<Timer>,
+    pub storage_get: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage_put: Option<Timer>,
+    pub storage_put: Option<TimerTotals>,
     /// The server process's CPU seconds and resident memory as its telemetry says them
     /// (`process_cpu_seconds_total`, `process_resident_memory_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

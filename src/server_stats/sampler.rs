@@ -28,7 +28,7 @@ enum Source {
 }
 
 /// One node's sources and samples.
-struct Node {
+struct SampledNode {
     client: Client,
     pid: Option<u32>,
     telemetry: Source,
@@ -42,10 +42,10 @@ struct Node {
     out: NodeSamples,
 }
 
-impl Node {
-    fn new(client: Client, pid: Option<u32>) -> Node {
+impl SampledNode {
+    fn new(client: Client, pid: Option<u32>) -> SampledNode {
         let node = client.base();
-        Node {
+        SampledNode {
             client,
             pid,
             telemetry: Source::On(Form::Prometheus),
@@ -205,7 +205,7 @@ type Bell = Arc<(Mutex<bool>, Condvar)>;
 /// A running sampler; `finish` stops it and gives its samples.
 pub struct Sampler {
     bell: Bell,
-    thread: Option<JoinHandle<Vec<Node>>>,
+    thread: Option<JoinHandle<Vec<SampledNode>>>,
     interval: Duration,
 }
 
@@ -215,10 +215,10 @@ impl Sampler {
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
     pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
-        let mut nodes: Vec<Node> = clients
+        let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
-            .map(|(i, c)| Node::new(c, settings.pids.get(i).copied()))
+            .map(|(i, c)| SampledNode::new(c, settings.pids.get(i).copied()))
             .collect();
         if settings.pids.len() > nodes.len() {
             eprintln!(
@@ -273,7 +273,12 @@ impl Sampler {
 
 /// The thread: a sample of every node each interval until the bell rings.
 /// The first sample is due at `next`.
-fn run(mut nodes: Vec<Node>, bell: &Bell, interval: Duration, mut next: Instant) -> Vec<Node> {
+fn run(
+    mut nodes: Vec<SampledNode>,
+    bell: &Bell,
+    interval: Duration,
+    mut next: Instant,
+) -> Vec<SampledNode> {
     let (stopped, cv) = &**bell;
     loop {
         let mut done = stopped.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::error::Cause;
 use crate::vault::client::Client;
 
-use super::sample::{HostCpu, Process, Sample, Timer};
+use super::sample::{HostCpu, Process, Sample, TimerTotals};
 
 /// Storage backends whose telemetry names a `get` and `put` timer (`vault.<name>.get`).
 const STORAGE: [&str; 14] = [
@@ -90,7 +90,7 @@ pub fn parse_json_gauges(doc: &serde_json::Value) -> Values {
 pub fn fill_telemetry(s: &mut Sample, v: &Values) {
     let gauge = |name: &str| v.get(name).copied();
     let timer = |name: &str| {
-        Some(Timer {
+        Some(TimerTotals {
             count: *v.get(&format!("{name}_count"))?,
             sum_ms: v.get(&format!("{name}_sum")).copied().unwrap_or(0.0),
         })
@@ -236,7 +236,7 @@ mod tests {
         fill_telemetry(&mut s, &v);
         assert_eq!(
             s.handle_request,
-            Some(Timer {
+            Some(TimerTotals {
                 count: 8.0,
                 sum_ms: 4.5
             })

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{Sample, Timer};
+use super::sample::{Sample, TimerTotals};
 use super::timeline::{Interval, NodeSamples, ServerSamples, timer_delta};
 
 /// How closely the client's window start is known after a warm-up: its engine's clock
@@ -34,7 +34,7 @@ pub struct ClientSide {
 /// The server side of a run (the JSON report's `server`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSummary {
-    pub nodes: Vec<NodeSummary>,
+    pub nodes: Vec<ServerNodeSummary>,
     /// Requests the nodes handled in the client's window, when their telemetry counts them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handled: Option<u64>,
@@ -64,7 +64,7 @@ pub struct ServerSummary {
 
 /// One node's figures over the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NodeSummary {
+pub struct ServerNodeSummary {
     pub node: String,
     pub samples: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,11 +132,11 @@ fn edges(n: &NodeSamples, c: &ClientSide) -> Option<(usize, usize)> {
     (first < last).then_some((first, last))
 }
 
-fn sum_timer(samples: &[Sample], f: fn(&Sample) -> Option<Timer>) -> Option<Timer> {
+fn sum_timer(samples: &[Sample], f: fn(&Sample) -> Option<TimerTotals>) -> Option<TimerTotals> {
     timer_delta(f(samples.first()?), f(samples.last()?))
 }
 
-fn mean_of(t: Option<Timer>) -> Option<f64> {
+fn mean_of(t: Option<TimerTotals>) -> Option<f64> {
     t.filter(|t| t.count > 0.0).map(|t| t.sum_ms / t.count)
 }
 
@@ -183,7 +183,7 @@ fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
     Some(Counted { handled, explained })
 }
 
-fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
+fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSummary {
     let all = n.intervals(start_ms);
     let (w, intervals): (&[Sample], Vec<Interval>) = match edges(n, c) {
         Some((first, last)) => (
@@ -195,9 +195,9 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
         None => (&[], Vec::new()),
     };
     let handled = sum_timer(w, |s| s.handle_request);
-    let per_request = |ts: &[Option<Timer>]| {
+    let per_request = |ts: &[Option<TimerTotals>]| {
         let h = handled.filter(|h| h.count > 0.0)?;
-        let parts: Vec<Timer> = ts.iter().flatten().copied().collect();
+        let parts: Vec<TimerTotals> = ts.iter().flatten().copied().collect();
         (!parts.is_empty()).then(|| parts.iter().map(|t| t.sum_ms).sum::<f64>() / h.count)
     };
     let token = sum_timer(w, |s| s.check_token);
@@ -210,7 +210,7 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
         sum_timer(w, |s| s.storage_put),
     ];
     let it = || intervals.iter();
-    NodeSummary {
+    ServerNodeSummary {
         node: n.node.clone(),
         samples: n.samples.len(),
         cpu_cores_peak: peak(it().map(|i| i.cpu_cores)),
@@ -244,7 +244,7 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> NodeSummary {
 
 /// The biggest component of a request's server time: token checks, or the barrier (its
 /// storage, when storage is most of it).
-fn biggest(n: &NodeSummary) -> Option<String> {
+fn biggest(n: &ServerNodeSummary) -> Option<String> {
     let token = n.token_ms_per_request.unwrap_or(0.0);
     let barrier = n.barrier_ms_per_request.unwrap_or(0.0);
     let storage = n.storage_ms_per_request.unwrap_or(0.0);
@@ -264,7 +264,7 @@ impl ServerSamples {
     /// The server side of a run beside the client's figures; `start_ms` is when the run's
     /// load began (the timeline's zero).
     pub fn summary(&self, c: &ClientSide, start_ms: u64) -> ServerSummary {
-        let nodes: Vec<NodeSummary> = self
+        let nodes: Vec<ServerNodeSummary> = self
             .nodes
             .iter()
             .map(|n| node_summary(n, c, start_ms))
@@ -413,15 +413,15 @@ mod tests {
     fn s(at_ms: u64, count: f64, token: f64, barrier: f64) -> Sample {
         Sample {
             at_ms,
-            handle_request: Some(Timer {
+            handle_request: Some(TimerTotals {
                 count,
                 sum_ms: count * 0.5,
             }),
-            check_token: Some(Timer {
+            check_token: Some(TimerTotals {
                 count,
                 sum_ms: token,
             }),
-            barrier_get: Some(Timer {
+            barrier_get: Some(TimerTotals {
                 count,
                 sum_ms: barrier,
             }),

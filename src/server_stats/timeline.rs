@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{Sample, Timer};
+use super::sample::{Sample, TimerTotals};
 
 /// The samples of every node of a run (the results file's `server_samples`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -115,17 +115,17 @@ pub struct Interval {
 }
 
 /// A timer's count and time between two samples.
-pub fn timer_delta(a: Option<Timer>, b: Option<Timer>) -> Option<Timer> {
+pub fn timer_delta(a: Option<TimerTotals>, b: Option<TimerTotals>) -> Option<TimerTotals> {
     let (a, b) = (a?, b?);
     // A restarted server's counters start again: that interval says nothing.
-    (b.count >= a.count).then(|| Timer {
+    (b.count >= a.count).then(|| TimerTotals {
         count: b.count - a.count,
         sum_ms: (b.sum_ms - a.sum_ms).max(0.0),
     })
 }
 
 /// Mean milliseconds of a timer's delta, when it ran.
-fn mean(t: Option<Timer>) -> Option<f64> {
+fn mean(t: Option<TimerTotals>) -> Option<f64> {
     t.filter(|t| t.count > 0.0).map(|t| t.sum_ms / t.count)
 }
 
@@ -214,7 +214,7 @@ mod tests {
     fn sample(at_ms: u64, count: f64, sum_ms: f64, cpu_s: f64) -> Sample {
         Sample {
             at_ms,
-            handle_request: Some(Timer { count, sum_ms }),
+            handle_request: Some(TimerTotals { count, sum_ms }),
             server_cpu_s: Some(cpu_s),
             ..Sample::default()
         }

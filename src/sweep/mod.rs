@@ -18,7 +18,7 @@ pub mod search;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Ending, Error};
-use crate::results::deliver::{Format, Output};
+use crate::results::deliver::{Output, OutputFormat};
 
 pub use runner::run;
 
@@ -40,7 +40,7 @@ pub fn report_if_sweep(files: &[PathBuf], out: &Output) -> Option<Ending> {
         Ok(s) => s,
         Err(e) => return Some(Ending::Failed(Error::input(e))),
     };
-    if !matches!(out.format, Format::Text | Format::Json)
+    if !matches!(out.format, OutputFormat::Text | OutputFormat::Json)
         || out.latency
         || out.hgrm.is_some()
         || out.ab_csv.is_some()
@@ -51,7 +51,7 @@ pub fn report_if_sweep(files: &[PathBuf], out: &Output) -> Option<Ending> {
             path.display()
         ))));
     }
-    let json = out.format == Format::Json;
+    let json = out.format == OutputFormat::Json;
     let html = out.html.as_deref();
     if let Some(copy) = &out.output
         && let Err(e) = sweep.write(copy)

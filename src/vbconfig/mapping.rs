@@ -10,7 +10,7 @@ use crate::error::Cause;
 use serde_json::{Map, Value};
 
 use crate::config::scenario::OpChoice;
-use crate::vault::ops::vb::{Keys, Mapped, Refusal};
+use crate::vault::ops::vb::{KeyRefusal, Keys, Mapped};
 use crate::vault::ops::{OpInfo, OptionValues, VbType, registry};
 
 /// A translated test: the operation, and notes for what vblast does differently.
@@ -41,9 +41,13 @@ pub fn op_of(kind: &str) -> Option<&'static str> {
 
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
 /// Every key vblast refuses in it is returned at once, each with where it is.
-pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Test, Vec<Refusal>> {
+pub fn translate(
+    kind: &str,
+    name: &str,
+    body: &Map<String, Value>,
+) -> Result<Test, Vec<KeyRefusal>> {
     let Some((vb_type, info)) = types().find(|(t, _)| t.name == kind) else {
-        return Err(vec![Refusal {
+        return Err(vec![KeyRefusal {
             path: String::new(),
             message: format!(
                 "test '{name}': unsupported test type '{kind}': vblast runs {}",
@@ -53,7 +57,7 @@ pub fn translate(kind: &str, name: &str, body: &Map<String, Value>) -> Result<Te
     };
     let op = info.name;
     let mut test = Keys::new(name, op, "test", body.clone());
-    let said = |path: &str, e: Cause| Refusal {
+    let said = |path: &str, e: Cause| KeyRefusal {
         path: path.into(),
         message: e.to_string(),
     };

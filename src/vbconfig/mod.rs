@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::config::scenario::OpChoice;
 use crate::error::Cause;
-use crate::results::deliver::Format;
+use crate::results::deliver::OutputFormat;
 
 /// vault-benchmark's `report_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,11 +35,11 @@ impl ReportMode {
         }
     }
     /// The vblast report format that prints this mode's layout.
-    pub fn format(self) -> Format {
+    pub fn format(self) -> OutputFormat {
         match self {
-            ReportMode::Terse => Format::VbTerse,
-            ReportMode::Verbose => Format::VbVerbose,
-            ReportMode::Json => Format::VbJson,
+            ReportMode::Terse => OutputFormat::VbTerse,
+            ReportMode::Verbose => OutputFormat::VbVerbose,
+            ReportMode::Json => OutputFormat::VbJson,
         }
     }
 }

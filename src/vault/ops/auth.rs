@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped, token_settings};
 use super::{
-    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_auth, json_str, needs_setup, random_secret, setup_with,
+    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
+    VaultOp, VbType, call, disable_auth, json_str, needs_setup, random_secret, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -36,7 +36,7 @@ pub const NAME: &str = "vblast";
 pub(crate) const TOKEN_TTL: OptionSpec = OptionSpec {
     flag: "token-ttl",
     value_name: "DURATION",
-    kind: Kind::Text,
+    kind: OptionKind::Text,
     default: None,
     help: "TTL of the tokens logins and token-create make (approle-login, userpass-login, token-*; default 2m)",
 };
@@ -45,7 +45,7 @@ pub(crate) const TOKEN_TTL: OptionSpec = OptionSpec {
 pub(crate) const TOKEN_TYPE: OptionSpec = OptionSpec {
     flag: "token-type",
     value_name: "service|batch",
-    kind: Kind::Text,
+    kind: OptionKind::Text,
     default: None,
     help: "Type of those tokens: service or batch",
 };

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::shared::{self, Mode};
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType,
+    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
+    VaultOp, VbType,
 };
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
@@ -48,14 +48,14 @@ pub const LOGIN: OpInfo = OpInfo {
         OptionSpec {
             flag: "client-ca",
             value_name: "FILE",
-            kind: Kind::Path,
+            kind: OptionKind::Path,
             default: None,
             help: "cert-login: CA certificate (PEM) that issued the client certificate, registered as the trusted role (default: the --client-cert file itself)",
         },
         OptionSpec {
             flag: "mount",
             value_name: "NAME",
-            kind: Kind::Text,
+            kind: OptionKind::Text,
             default: None,
             help: "with --no-setup: the existing auth path to log in at (default cert)",
         },

@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped, set_in};
 use super::{
-    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_mount, needs_setup,
+    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
+    VaultOp, VbType, call, disable_mount, needs_setup,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -96,14 +96,14 @@ pub const CREDS: OpInfo = OpInfo {
         OptionSpec {
             flag: "db-url",
             value_name: "URL",
-            kind: Kind::Text,
+            kind: OptionKind::Text,
             default: None,
             help: "db-creds: the database, postgres://USER:PASS@HOST:PORT/DB or mysql://USER:PASS@HOST:PORT/DB",
         },
         OptionSpec {
             flag: "db-plugin",
             value_name: "NAME",
-            kind: Kind::Text,
+            kind: OptionKind::Text,
             default: None,
             help: "db-creds: postgresql or mysql (default: from the --db-url scheme)",
         },

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec, OptionValues, SetupCtx,
     VaultBenchmark, VaultOp, VbType,
 };
 use crate::error::{Cause, Error};
@@ -267,7 +267,7 @@ fn parse_config(v: &Value) -> Result<KvConfig, Cause> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum KvKind {
     Read,
     Write,
     List,
@@ -275,19 +275,19 @@ enum Kind {
 }
 
 pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(KvOp::new(Kind::Read, parse_config(v)?)))
+    Ok(Box::new(KvOp::new(KvKind::Read, parse_config(v)?)))
 }
 
 fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(KvOp::new(Kind::Write, parse_config(v)?)))
+    Ok(Box::new(KvOp::new(KvKind::Write, parse_config(v)?)))
 }
 
 fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(KvOp::new(Kind::List, parse_config(v)?)))
+    Ok(Box::new(KvOp::new(KvKind::List, parse_config(v)?)))
 }
 
 fn build_delete(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(KvOp::new(Kind::Delete, parse_config(v)?)))
+    Ok(Box::new(KvOp::new(KvKind::Delete, parse_config(v)?)))
 }
 
 /// The cubbyhole is KV v1 at `cubbyhole/`: the same fixture under a fresh prefix.
@@ -299,13 +299,13 @@ fn cubby_config(v: &Value) -> Result<KvConfig, Cause> {
 }
 
 fn build_cubby_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    let mut op = KvOp::new(Kind::Read, cubby_config(v)?);
+    let mut op = KvOp::new(KvKind::Read, cubby_config(v)?);
     op.name = CUBBY_READ.name;
     Ok(Box::new(op))
 }
 
 fn build_cubby_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    let mut op = KvOp::new(Kind::Write, cubby_config(v)?);
+    let mut op = KvOp::new(KvKind::Write, cubby_config(v)?);
     op.name = CUBBY_WRITE.name;
     Ok(Box::new(op))
 }
@@ -327,7 +327,7 @@ pub struct KvSetup {
 }
 
 struct KvOp {
-    kind: Kind,
+    kind: KvKind,
     /// Name in reports.
     name: &'static str,
     config: KvConfig,
@@ -335,14 +335,14 @@ struct KvOp {
 }
 
 impl KvOp {
-    fn new(kind: Kind, config: KvConfig) -> KvOp {
+    fn new(kind: KvKind, config: KvConfig) -> KvOp {
         KvOp {
             kind,
             name: match kind {
-                Kind::Read => READ.name,
-                Kind::Write => WRITE.name,
-                Kind::List => LIST.name,
-                Kind::Delete => DELETE.name,
+                KvKind::Read => READ.name,
+                KvKind::Write => WRITE.name,
+                KvKind::List => LIST.name,
+                KvKind::Delete => DELETE.name,
             },
             config,
             setup: None,
@@ -388,10 +388,10 @@ impl VaultOp for KvOp {
     fn operation(&self) -> Operation {
         let kv = self.fixture();
         let mut op = match self.kind {
-            Kind::Read => read(&kv),
-            Kind::Write => write(&kv, self.config.secret_size),
-            Kind::List => list(&kv),
-            Kind::Delete => delete(&kv),
+            KvKind::Read => read(&kv),
+            KvKind::Write => write(&kv, self.config.secret_size),
+            KvKind::List => list(&kv),
+            KvKind::Delete => delete(&kv),
         };
         op.name = self.name.into();
         op

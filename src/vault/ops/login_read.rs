@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::{
-    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    call, delete_policy, disable_auth, needs_setup, random_secret,
+    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
+    VaultOp, call, delete_policy, disable_auth, needs_setup, random_secret,
     shared::{self, Mode},
 };
 use crate::capture::{Capture, Expect};
@@ -42,14 +42,14 @@ pub const LOGIN_READ: OpInfo = OpInfo {
         OptionSpec {
             flag: "auth",
             value_name: "userpass",
-            kind: Kind::Text,
+            kind: OptionKind::Text,
             default: None,
             help: "Auth method of the login-read scenario (userpass)",
         },
         OptionSpec {
             flag: "users",
             value_name: "N",
-            kind: Kind::Count { min: 0 },
+            kind: OptionKind::Count { min: 0 },
             default: None,
             help: "Users of the login-read scenario, created at setup (default 100)",
         },

@@ -23,7 +23,7 @@ pub mod totp;
 pub mod transit;
 pub mod vb;
 
-pub use options::{Kind, OptionSpec, OptionValue, OptionValues};
+pub use options::{OptionKind, OptionSpec, OptionValue, OptionValues};
 pub use vb::{VaultBenchmark, VbType};
 
 use serde_json::Value;
@@ -333,11 +333,13 @@ fn vb_types_md(info: &OpInfo) -> String {
     }
 }
 
-fn kind_md(kind: Kind) -> String {
+fn kind_md(kind: OptionKind) -> String {
     match kind {
-        Kind::Count { min } if min > 0 => format!("count (at least {min})"),
-        Kind::Number { min, max } => format!("number ({min} to {max})"),
-        Kind::Bytes { max: Some(max) } => format!("bytes (at most {})", options::show_bytes(max)),
+        OptionKind::Count { min } if min > 0 => format!("count (at least {min})"),
+        OptionKind::Number { min, max } => format!("number ({min} to {max})"),
+        OptionKind::Bytes { max: Some(max) } => {
+            format!("bytes (at most {})", options::show_bytes(max))
+        }
         k => k.name().into(),
     }
 }
@@ -551,7 +553,7 @@ mod tests {
                 assert!(!spec.help.is_empty(), "{n} --{}: help", spec.flag);
                 assert_eq!(
                     spec.value_name.is_empty(),
-                    spec.kind == Kind::Switch,
+                    spec.kind == OptionKind::Switch,
                     "{n} --{}: a value name unless a switch",
                     spec.flag
                 );

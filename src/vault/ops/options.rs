@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// The kind of an option's value: how it is parsed and how it is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum OptionKind {
     /// A whole number of things (secrets, users), at least `min`.
     Count { min: u64 },
     /// A whole number between `min` and `max` (an engine version).
@@ -23,16 +23,16 @@ pub enum Kind {
     Switch,
 }
 
-impl Kind {
+impl OptionKind {
     /// The kind's name in `--list-ops --format markdown`.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Count { .. } => "count",
-            Kind::Number { .. } => "number",
-            Kind::Bytes { .. } => "bytes",
-            Kind::Text => "text",
-            Kind::Path => "path",
-            Kind::Switch => "switch",
+            OptionKind::Count { .. } => "count",
+            OptionKind::Number { .. } => "number",
+            OptionKind::Bytes { .. } => "bytes",
+            OptionKind::Text => "text",
+            OptionKind::Path => "path",
+            OptionKind::Switch => "switch",
         }
     }
 }
@@ -44,7 +44,7 @@ pub struct OptionSpec {
     pub flag: &'static str,
     /// The value's placeholder in `--list-ops` ("N", "BYTES", "1|2"); empty for a switch.
     pub value_name: &'static str,
-    pub kind: Kind,
+    pub kind: OptionKind,
     /// The default as the user would type it, if the flag has one.
     pub default: Option<&'static str>,
     /// What the option does, one line. The first entry of the registry that has the flag
@@ -67,11 +67,11 @@ impl OptionSpec {
                 .map_err(|_| format!("--{} {text} is not a whole number", self.flag))
         };
         let v = match self.kind {
-            Kind::Count { .. } | Kind::Number { .. } => OptionValue::Number(number()?),
-            Kind::Bytes { .. } => OptionValue::Number(number()?),
-            Kind::Text => OptionValue::Text(text.to_string()),
-            Kind::Path => OptionValue::Path(PathBuf::from(text)),
-            Kind::Switch => OptionValue::Switch(matches!(text, "true" | "1" | "yes")),
+            OptionKind::Count { .. } | OptionKind::Number { .. } => OptionValue::Number(number()?),
+            OptionKind::Bytes { .. } => OptionValue::Number(number()?),
+            OptionKind::Text => OptionValue::Text(text.to_string()),
+            OptionKind::Path => OptionValue::Path(PathBuf::from(text)),
+            OptionKind::Switch => OptionValue::Switch(matches!(text, "true" | "1" | "yes")),
         };
         self.check(&v)?;
         Ok(v)
@@ -83,15 +83,15 @@ impl OptionSpec {
             return Ok(());
         };
         match self.kind {
-            Kind::Count { min } if n < min => Err(Cause::from(format!(
+            OptionKind::Count { min } if n < min => Err(Cause::from(format!(
                 "--{} must be at least {min}",
                 self.flag
             ))),
-            Kind::Number { min, max } if n < min || n > max => Err(Cause::from(format!(
+            OptionKind::Number { min, max } if n < min || n > max => Err(Cause::from(format!(
                 "--{} {n} is not between {min} and {max}",
                 self.flag
             ))),
-            Kind::Bytes { max: Some(max) } if n > max as u64 => Err(Cause::from(format!(
+            OptionKind::Bytes { max: Some(max) } if n > max as u64 => Err(Cause::from(format!(
                 "--{} is larger than {}",
                 self.flag,
                 show_bytes(max)

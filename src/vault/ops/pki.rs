@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
-    Created, Fixture, Kind, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
-    VbType, call, disable_mount, fresh_name, mount_created, needs_setup, setup_with,
+    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
+    VaultOp, VbType, call, disable_mount, fresh_name, mount_created, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -47,7 +47,7 @@ const DOC: &str = "Setup enables PKI at a fresh mount (`vblast-pki-xxxxxxxx`), g
 const NO_STORE: OptionSpec = OptionSpec {
     flag: "no-store",
     value_name: "",
-    kind: Kind::Switch,
+    kind: OptionKind::Switch,
     default: None,
     help: "pki-issue, pki-sign: certificates are not stored on the server (no_store)",
 };
@@ -55,7 +55,7 @@ const NO_STORE: OptionSpec = OptionSpec {
 const KEY_TYPE: OptionSpec = OptionSpec {
     flag: "key-type",
     value_name: "TYPE",
-    kind: Kind::Text,
+    kind: OptionKind::Text,
     default: None,
     help: "key of each certificate: ec-256 (default), ec-384, rsa-2048, rsa-3072, rsa-4096, ed25519",
 };

@@ -96,7 +96,7 @@ fn parse(v: &Value) -> Result<(), Cause> {
 }
 
 #[derive(Clone, Copy)]
-enum Kind {
+enum SysKind {
     Health,
     HaStatus,
     SealStatus,
@@ -105,25 +105,25 @@ enum Kind {
 
 fn build_health(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
-    Ok(Box::new(Sys(Kind::Health)))
+    Ok(Box::new(Sys(SysKind::Health)))
 }
 
 fn build_ha(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
-    Ok(Box::new(Sys(Kind::HaStatus)))
+    Ok(Box::new(Sys(SysKind::HaStatus)))
 }
 
 fn build_seal(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
-    Ok(Box::new(Sys(Kind::SealStatus)))
+    Ok(Box::new(Sys(SysKind::SealStatus)))
 }
 
 fn build_metrics(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     parse(v)?;
-    Ok(Box::new(Sys(Kind::Metrics)))
+    Ok(Box::new(Sys(SysKind::Metrics)))
 }
 
-struct Sys(Kind);
+struct Sys(SysKind);
 
 impl VaultOp for Sys {
     fn setup(&mut self, _ctx: &SetupCtx) -> Result<(), Error> {
@@ -132,22 +132,22 @@ impl VaultOp for Sys {
 
     fn operation(&self) -> Operation {
         let (name, path, expect) = match self.0 {
-            Kind::Health => (
+            SysKind::Health => (
                 HEALTH.name,
                 "/v1/sys/health",
                 Expect::equals("sealed", "false"),
             ),
-            Kind::HaStatus => (
+            SysKind::HaStatus => (
                 HA_STATUS.name,
                 "/v1/sys/ha-status",
                 Expect::present("data.nodes"),
             ),
-            Kind::SealStatus => (
+            SysKind::SealStatus => (
                 SEAL_STATUS.name,
                 "/v1/sys/seal-status",
                 Expect::equals("sealed", "false"),
             ),
-            Kind::Metrics => (METRICS.name, "/v1/sys/metrics", Expect::present("Gauges")),
+            SysKind::Metrics => (METRICS.name, "/v1/sys/metrics", Expect::present("Gauges")),
         };
         let mut op = Operation::new(
             name,

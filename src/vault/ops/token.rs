@@ -117,29 +117,29 @@ fn config_from(f: &OptionValues) -> Value {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum TokenKind {
     Create,
     Lookup,
     Renew,
     Revoke,
 }
 
-impl Kind {
+impl TokenKind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Create => "token-create",
-            Kind::Lookup => "token-lookup",
-            Kind::Renew => "token-renew",
-            Kind::Revoke => "token-revoke",
+            TokenKind::Create => "token-create",
+            TokenKind::Lookup => "token-lookup",
+            TokenKind::Renew => "token-renew",
+            TokenKind::Revoke => "token-revoke",
         }
     }
 }
 
-fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
+fn build(kind: TokenKind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: TokenConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.token_ttl, &config.token_type)?;
-    if kind != Kind::Create && config.token_type == "batch" {
+    if kind != TokenKind::Create && config.token_type == "batch" {
         return Err(Cause::from(format!(
             "{} works on service tokens (batch tokens are neither renewable nor revocable): leave --token-type out",
             kind.name()
@@ -155,19 +155,19 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
 }
 
 fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Create, v)
+    build(TokenKind::Create, v)
 }
 
 fn build_lookup(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Lookup, v)
+    build(TokenKind::Lookup, v)
 }
 
 fn build_renew(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Renew, v)
+    build(TokenKind::Renew, v)
 }
 
 fn build_revoke(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Revoke, v)
+    build(TokenKind::Revoke, v)
 }
 
 /// The parent token: its secret (for requests, never printed) and its accessor (for
@@ -178,7 +178,7 @@ struct Parent {
 }
 
 struct TokenOp {
-    kind: Kind,
+    kind: TokenKind,
     config: TokenConfig,
     /// The policy's name, as soon as it may exist.
     policy: Option<String>,
@@ -254,7 +254,7 @@ impl TokenOp {
             token: token.clone(),
             accessor,
         });
-        if matches!(self.kind, Kind::Lookup | Kind::Renew) {
+        if matches!(self.kind, TokenKind::Lookup | TokenKind::Renew) {
             // Lives as long as the parent unless renewed down to --token-ttl.
             let mut as_parent = client.clone_fresh().with_token(&token);
             let what = "creating the child token".to_string();
@@ -315,7 +315,7 @@ impl VaultOp for TokenOp {
     }
 
     fn operations(&self) -> Vec<Operation> {
-        if self.kind != Kind::Revoke {
+        if self.kind != TokenKind::Revoke {
             return vec![self.operation()];
         }
         let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
@@ -349,21 +349,21 @@ impl VaultOp for TokenOp {
 
     fn operation(&self) -> Operation {
         let parent = self.parent.as_ref().map_or("", |p| p.token.as_str());
-        if matches!(self.kind, Kind::Create | Kind::Revoke) {
+        if matches!(self.kind, TokenKind::Create | TokenKind::Revoke) {
             let mut op = self.create_request(parent, self.kind.name());
             op.expect = Some(Expect::present("auth.client_token"));
             return op;
         }
         let json = ("Content-Type".to_string(), "application/json".to_string());
         let (method, path, token, body, expect) = match self.kind {
-            Kind::Create | Kind::Revoke | Kind::Lookup => (
+            TokenKind::Create | TokenKind::Revoke | TokenKind::Lookup => (
                 "GET",
                 "/v1/auth/token/lookup-self",
                 self.child.as_str(),
                 None,
                 "data.accessor",
             ),
-            Kind::Renew => (
+            TokenKind::Renew => (
                 "POST",
                 "/v1/auth/token/renew-self",
                 self.child.as_str(),

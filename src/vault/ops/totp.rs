@@ -109,18 +109,18 @@ pub const CREATE: OpInfo = OpInfo {
 
 /// Which request the family sends.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum TotpKind {
     Generate,
     Read,
     Create,
 }
 
-impl Kind {
+impl TotpKind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Generate => GENERATE.name,
-            Kind::Read => READ.name,
-            Kind::Create => CREATE.name,
+            TotpKind::Generate => GENERATE.name,
+            TotpKind::Read => READ.name,
+            TotpKind::Create => CREATE.name,
         }
     }
 }
@@ -134,7 +134,7 @@ fn config_from(_: &OptionValues) -> Value {
     serde_json::to_value(TotpConfig {}).unwrap_or(Value::Null)
 }
 
-fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, Cause> {
+fn build(v: &Value, kind: TotpKind) -> Result<Box<dyn VaultOp>, Cause> {
     serde_json::from_value::<TotpConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Totp {
         kind,
@@ -145,15 +145,15 @@ fn build(v: &Value, kind: Kind) -> Result<Box<dyn VaultOp>, Cause> {
 }
 
 fn build_generate(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(v, Kind::Generate)
+    build(v, TotpKind::Generate)
 }
 
 fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(v, Kind::Read)
+    build(v, TotpKind::Read)
 }
 
 fn build_create(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(v, Kind::Create)
+    build(v, TotpKind::Create)
 }
 
 /// The body of a key the server generates (its seed stays on the server; the answer of a
@@ -168,7 +168,7 @@ fn key_body(exported: bool) -> Value {
 }
 
 struct Totp {
-    kind: Kind,
+    kind: TotpKind,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
@@ -189,7 +189,7 @@ impl Totp {
             &format!("enabling totp at '{mount}'"),
         )
         .inspect_err(|_| self.mount = None)?;
-        if self.kind != Kind::Create {
+        if self.kind != TotpKind::Create {
             call(
                 client,
                 "POST",
@@ -205,7 +205,7 @@ impl Totp {
     /// totp-create: the mount) and, for totp-create, takes a key prefix of its own.
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         let mount = ctx.naming.random_name("vblast-totp-");
-        if self.kind == Kind::Create {
+        if self.kind == TotpKind::Create {
             let v = shared::wait_readable(
                 ctx,
                 &format!("the shared totp mount '{mount}'"),
@@ -314,20 +314,20 @@ impl VaultOp for Totp {
         // A shard's keys carry its own prefix, so that it deletes only its own.
         let key_prefix = self.own_prefix.as_deref().unwrap_or("vblast-");
         let (method, path, body, expect) = match self.kind {
-            Kind::Generate => (
+            TotpKind::Generate => (
                 "GET",
                 vec![Piece::lit(format!("/v1/{mount}/code/{KEY}"))],
                 None,
                 Expect::present("data.code"),
             ),
-            Kind::Read => (
+            TotpKind::Read => (
                 "GET",
                 vec![Piece::lit(format!("/v1/{mount}/keys/{KEY}"))],
                 None,
                 Expect::all_present("data.account_name", &["data.period"]),
             ),
             // vault-benchmark's create: generated, exported (the answer holds its URL).
-            Kind::Create => (
+            TotpKind::Create => (
                 "POST",
                 vec![
                     Piece::lit(format!("/v1/{mount}/keys/{key_prefix}")),

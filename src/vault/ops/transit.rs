@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, Kind as ValueKind, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec, OptionValues, SetupCtx,
     VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
     setup_with,
     shared::{self, Mode},
@@ -322,7 +322,7 @@ fn config_from(f: &OptionValues) -> Value {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum TransitKind {
     Encrypt,
     Decrypt,
     Sign,
@@ -330,22 +330,22 @@ enum Kind {
     Hmac,
 }
 
-impl Kind {
+impl TransitKind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Encrypt => "transit-encrypt",
-            Kind::Decrypt => "transit-decrypt",
-            Kind::Sign => "transit-sign",
-            Kind::Verify => "transit-verify",
-            Kind::Hmac => "transit-hmac",
+            TransitKind::Encrypt => "transit-encrypt",
+            TransitKind::Decrypt => "transit-decrypt",
+            TransitKind::Sign => "transit-sign",
+            TransitKind::Verify => "transit-verify",
+            TransitKind::Hmac => "transit-hmac",
         }
     }
     fn signs(self) -> bool {
-        matches!(self, Kind::Sign | Kind::Verify)
+        matches!(self, TransitKind::Sign | TransitKind::Verify)
     }
 }
 
-fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
+fn build(kind: TransitKind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let c: TransitConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     let key_type = c.key_type.clone().unwrap_or_else(|| {
@@ -367,7 +367,7 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             "a {key_type} key cannot sign: choose ecdsa-p256, ed25519 or rsa-2048"
         )));
     }
-    if matches!(kind, Kind::Encrypt | Kind::Decrypt) && !encrypts {
+    if matches!(kind, TransitKind::Encrypt | TransitKind::Decrypt) && !encrypts {
         return Err(Cause::from(format!(
             "a {key_type} key cannot encrypt: choose aes256-gcm96, chacha20-poly1305 or rsa-2048"
         )));
@@ -378,7 +378,7 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             c.payload_size
         )));
     }
-    if kind == Kind::Encrypt && key_type.starts_with("rsa-") {
+    if kind == TransitKind::Encrypt && key_type.starts_with("rsa-") {
         // RSA-OAEP encrypts at most the key's bytes less 66 (SHA-256 padding).
         let bits: usize = key_type[4..].parse().unwrap_or(2048);
         let most = bits / 8 - 66;
@@ -418,19 +418,19 @@ fn build(kind: Kind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
 }
 
 fn build_encrypt(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Encrypt, v)
+    build(TransitKind::Encrypt, v)
 }
 fn build_decrypt(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Decrypt, v)
+    build(TransitKind::Decrypt, v)
 }
 fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Sign, v)
+    build(TransitKind::Sign, v)
 }
 fn build_verify(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Verify, v)
+    build(TransitKind::Verify, v)
 }
 fn build_hmac(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    build(Kind::Hmac, v)
+    build(TransitKind::Hmac, v)
 }
 
 /// `size` bytes of a derived key's context, base64-encoded.
@@ -446,7 +446,7 @@ pub fn payload(size: usize) -> String {
 }
 
 struct Transit {
-    kind: Kind,
+    kind: TransitKind,
     key_type: String,
     /// Base64 plaintext or input.
     payload: String,
@@ -515,7 +515,7 @@ impl Transit {
     /// in `mount` (empty for the others). It creates nothing on the server.
     fn sample(&self, client: &mut Client, mount: &str) -> Result<String, Cause> {
         match self.kind {
-            Kind::Decrypt => {
+            TransitKind::Decrypt => {
                 let what = "encrypting the plaintext decrypt sends back".to_string();
                 let v = call(
                     client,
@@ -526,7 +526,7 @@ impl Transit {
                 )?;
                 json_str(&v, "data.ciphertext", &what)
             }
-            Kind::Verify => {
+            TransitKind::Verify => {
                 let what = "signing the input verify checks".to_string();
                 let v = call(
                     client,
@@ -594,27 +594,27 @@ impl VaultOp for Transit {
             .or(self.shared_mount.as_deref())
             .unwrap_or("unset");
         let (verb, body, expect) = match self.kind {
-            Kind::Encrypt => (
+            TransitKind::Encrypt => (
                 "encrypt",
                 self.body(json!({ "plaintext": self.payload })),
                 Expect::present("data.ciphertext"),
             ),
-            Kind::Decrypt => (
+            TransitKind::Decrypt => (
                 "decrypt",
                 self.body(json!({ "ciphertext": self.made })),
                 Expect::equals("data.plaintext", format!("\"{}\"", self.payload)),
             ),
-            Kind::Sign => (
+            TransitKind::Sign => (
                 "sign",
                 self.body(json!({ "input": self.payload })),
                 Expect::present("data.signature"),
             ),
-            Kind::Verify => (
+            TransitKind::Verify => (
                 "verify",
                 self.body(json!({ "input": self.payload, "signature": self.made })),
                 Expect::equals("data.valid", "true"),
             ),
-            Kind::Hmac => (
+            TransitKind::Hmac => (
                 "hmac",
                 json!({ "input": self.payload }),
                 Expect::present("data.hmac"),

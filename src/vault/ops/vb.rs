@@ -13,14 +13,14 @@ use serde_json::{Map, Value, json};
 /// A key of a test block vblast refuses: where it is (`config.role.generate_lease`, or
 /// `weight`), and the whole sentence.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub struct KeyRefusal {
     pub path: String,
     pub message: String,
 }
 
 /// Every refusal of one test block, gathered from all its nested blocks, so that a file's
 /// refusals are all reported at once.
-pub type Refusals = Rc<RefCell<Vec<Refusal>>>;
+pub type Refusals = Rc<RefCell<Vec<KeyRefusal>>>;
 
 /// A vault-benchmark test type an operation runs, and how its config block maps.
 #[derive(Clone, Copy)]
@@ -112,7 +112,7 @@ impl<'a> Keys<'a> {
     pub fn refuse_with(&mut self, key: &str, message: String) {
         self.map.remove(key);
         let path = self.path_of(key);
-        self.refused.borrow_mut().push(Refusal { path, message });
+        self.refused.borrow_mut().push(KeyRefusal { path, message });
     }
     /// Refuses `key`: vblast's operation cannot do what it asks, for the reason `why`.
     pub fn refuse(&mut self, key: &str, why: &str) {
@@ -140,7 +140,7 @@ impl<'a> Keys<'a> {
         Rc::clone(&self.refused)
     }
     /// Every refusal of this test so far (all its blocks).
-    pub fn refusals(&self) -> Vec<Refusal> {
+    pub fn refusals(&self) -> Vec<KeyRefusal> {
         self.refused.borrow().clone()
     }
     pub fn take(&mut self, key: &str) -> Option<Value> {
