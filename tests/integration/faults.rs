@@ -286,7 +286,7 @@ fn server_killed_mid_run() {
     let msg = out
         .stderr
         .lines()
-        .find(|l| l.starts_with("vblast: ") && l.contains("vblast-"))
+        .find(|l| l.starts_with("vblast: ") && l.contains("cannot remove"))
         .unwrap_or_else(|| panic!("no message naming the mount: {}", out.show()));
     assert!(msg.contains("cannot remove mount 'vblast-"), "{msg}");
 }

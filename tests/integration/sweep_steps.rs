@@ -343,7 +343,7 @@ fn a_stopped_sweep_keeps_its_steps_and_removes_its_fixture() {
             "the step done, not the one cut short:\n{stdout}"
         );
         assert!(
-            stdout.contains("Interrupted after 1 steps: 20 req/s was the highest load"),
+            stdout.contains("Interrupted after 1 step: 20 req/s was the highest load"),
             "{stdout}"
         );
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -386,7 +386,7 @@ fn a_stopped_sweep_over_worker_processes_ends_its_workers() {
     assert_eq!(rows.len(), 1, "{}", out.show());
     assert!(
         out.stdout
-            .contains("Interrupted after 1 steps: 20 req/s was the highest load"),
+            .contains("Interrupted after 1 step: 20 req/s was the highest load"),
         "{}",
         out.show()
     );
