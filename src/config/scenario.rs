@@ -1,8 +1,9 @@
 //! A run described as data: where the load goes, with which credentials and TLS settings,
 //! its shape (connections, count or duration, rate, warm-up) and its workload (a URL
-//! request, or Vault operations with weights and configs). Built from flags today; the
-//! same structure will come from an HCL file. Serialisable, with the token left out and
-//! secrets redacted (`Scenario::redacted`), so it can be saved with a run's results.
+//! request, or Vault operations with weights and configs). Built once, in the commands
+//! layer, from flags and a vault-benchmark HCL file together (`commands::config_file::settle`).
+//! Serialisable, with the token left out and secrets redacted (`Scenario::redacted`), so
+//! it can be saved with a run's results.
 
 use std::path::PathBuf;
 use std::time::Duration;
