@@ -313,15 +313,5 @@ fn remove_orphans(
         );
         return Ending::Ok;
     }
-    let lines: Vec<String> = left
-        .iter()
-        .map(|f| {
-            format!(
-                "{f} is left on {}: remove it with `{}`",
-                client.base(),
-                f.table.command(&f.name)
-            )
-        })
-        .collect();
-    Ending::Failed(Error::cleanup(lines.join("\n")))
+    Ending::Failed(server::left_on(&client, &left))
 }

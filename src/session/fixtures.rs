@@ -126,17 +126,7 @@ pub fn remove_names(
     if left.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = left
-        .iter()
-        .map(|f| {
-            format!(
-                "{f} is left on {}: remove it with `{}`",
-                client.base(),
-                f.table.command(&f.name)
-            )
-        })
-        .collect();
-    Err(Error::cleanup(lines.join("\n")))
+    Err(server::left_on(client, &left))
 }
 
 /// The operation names of a `--op` (or `--scenario`) text.
