@@ -141,6 +141,28 @@ pub struct RunInfo {
     pub cleanup_s: f64,
 }
 
+#[cfg(test)]
+impl RunInfo {
+    /// A closed-model run of `connections` against `target`, one thread, one process: the
+    /// base the tests fill in with struct update syntax.
+    pub fn sample(target: &str, connections: u64) -> RunInfo {
+        RunInfo {
+            target: target.into(),
+            operation: String::new(),
+            connections,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        }
+    }
+}
+
 /// The one summary every format renders.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -495,18 +517,9 @@ mod tests {
         }
         stats.elapsed_s = secs;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200/x".into(),
-            operation: String::new(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(100.0),
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200/x", 1)
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }
