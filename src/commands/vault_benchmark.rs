@@ -290,7 +290,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         no_setup: false,
         cluster: t.cluster,
         fixtures: FixturePlan {
-            state_dir: crate::commands::fixture::state_dir(),
+            state_dir: crate::commands::scenario::state_dir(),
             ..FixturePlan::default()
         },
     };
