@@ -15,7 +15,7 @@ use crate::cli::server::ServerArgs;
 use crate::commands::config_file::{self, Asked};
 use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
-use crate::commands::scenario::{Beside, Planned, target};
+use crate::commands::scenario::{Beside, Planned, state_dir, target};
 use crate::config::fixtures::FixturePlan;
 use crate::config::scenario::{DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scenario, Workload};
 use crate::config::schedule::Schedule;
@@ -290,7 +290,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         no_setup: false,
         cluster: t.cluster,
         fixtures: FixturePlan {
-            state_dir: crate::commands::scenario::state_dir(),
+            state_dir: state_dir(),
             ..FixturePlan::default()
         },
     };
@@ -387,6 +387,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn v(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
@@ -418,7 +419,7 @@ mod tests {
         assert_eq!(get(&g, "random_mounts"), Some("false"));
         let (config, asked, _) = run_asked(&g).unwrap();
         assert_eq!(config, PathBuf::from("a.hcl"));
-        assert_eq!(asked.duration, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(asked.duration, Some(Duration::from_secs(5)));
         assert_eq!(asked.connections, Some(3));
         assert_eq!(asked.rate.as_deref(), Some("7"));
         assert_eq!(asked.format, Some(OutputFormat::VbVerbose));
