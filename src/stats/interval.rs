@@ -34,7 +34,7 @@ impl Default for Confidence {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfidenceError {
     #[error(
-        "--confidence {0}: give a level strictly between 0 and 1 (0.95 for 95%; also 95%)"
+        "'{0}' is not a confidence level: give one strictly between 0 and 1 (0.95 for 95%, also written 95%)"
     )]
     Range(String),
 }
@@ -297,9 +297,15 @@ mod tests {
         // Exact and normal approximations agree where they meet.
         let exact = binomial_quantiles(16_000_000, 0.5, 0.025, 0.975);
         let sd = (16_000_000f64 * 0.25).sqrt();
-        assert!((exact.0 as f64 - (8e6 - 1.96 * sd)).abs() < 2.0, "{exact:?}");
+        assert!(
+            (exact.0 as f64 - (8e6 - 1.96 * sd)).abs() < 2.0,
+            "{exact:?}"
+        );
         let big = binomial_quantiles(100_000_000, 0.5, 0.025, 0.975);
-        assert!((big.1 as f64 - (5e7 + 1.959964 * 5000.0)).abs() < 2.0, "{big:?}");
+        assert!(
+            (big.1 as f64 - (5e7 + 1.959964 * 5000.0)).abs() < 2.0,
+            "{big:?}"
+        );
         // A higher level widens the ranks.
         let (l95, u95) = ranks(10_000, 0.99, Confidence::default());
         let (l99, u99) = ranks(10_000, 0.99, Confidence::new(0.99).unwrap());
