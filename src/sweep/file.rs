@@ -484,9 +484,9 @@ pub fn repeats_line(sweep: &Sweep, judged: &[Judged]) -> Option<String> {
         )
     } else {
         format!(
-            "Repeats: {} of {} measured again because a percentile's interval straddled its bound: {}",
-            crate::report::plural(repeated.len() as u64, "step", "steps"),
-            sweep.steps.len(),
+            "Repeats: {} of {} measured again because a percentile's interval did not decide its bound: {}",
+            repeated.len(),
+            crate::report::plural(sweep.steps.len() as u64, "step", "steps"),
             repeated.join("; ")
         )
     };

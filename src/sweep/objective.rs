@@ -227,6 +227,13 @@ impl Objective {
                 fmt_ms(max_ms),
                 (v / max_ms - 1.0) * 100.0
             ))
+        } else if high.is_none() {
+            Call::Unclear(format!(
+                "{} {}, {interval}: too few samples to bound it from above against {}",
+                pct.label(),
+                fmt_ms(v),
+                fmt_ms(max_ms)
+            ))
         } else {
             Call::Unclear(format!(
                 "{} {}, {interval} straddles {}",
