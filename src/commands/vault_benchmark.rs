@@ -305,6 +305,8 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         hlog: None,
         hlog_interval: 1,
         html: None,
+        ci: false,
+        confidence: Default::default(),
     };
     Ok(Planned { scenario, output })
 }
