@@ -18,6 +18,7 @@ pub mod text;
 pub mod vb_json;
 pub mod vb_terse;
 pub mod vb_verbose;
+pub mod vegeta;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -131,6 +132,13 @@ pub struct OpSummary {
     pub success_ratio: f64,
     pub latency_ms: Percentiles,
     pub service_ms: Percentiles,
+    /// Body bytes received and sent (vegeta's bytes in and out).
+    pub body_in: u64,
+    pub body_out: u64,
+    /// Responses by status code ("0": no response), as vegeta counts them per test.
+    pub status: BTreeMap<String, u64>,
+    /// This operation's failure messages with their counts.
+    pub error_messages: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -348,6 +356,10 @@ impl Summary {
                     success_ratio: ratio(o.ok, o.requests),
                     latency_ms: pct(&o.latency),
                     service_ms: pct(&o.service),
+                    body_in: o.body_in,
+                    body_out: o.body_out,
+                    status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
+                    error_messages: o.messages.clone(),
                 }
             })
             .collect();
