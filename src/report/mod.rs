@@ -18,6 +18,7 @@ pub mod text;
 pub mod vb_json;
 pub mod vb_terse;
 pub mod vb_verbose;
+pub mod vegeta;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -131,6 +132,13 @@ pub struct OpSummary {
     pub success_ratio: f64,
     pub latency_ms: Percentiles,
     pub service_ms: Percentiles,
+    /// Body bytes received and sent (vegeta's bytes in and out).
+    pub body_in: u64,
+    pub body_out: u64,
+    /// Responses by status code ("0": no response), as vegeta counts them per test.
+    pub status: BTreeMap<String, u64>,
+    /// This operation's failure messages with their counts.
+    pub error_messages: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -179,6 +187,28 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
+}
+
+#[cfg(test)]
+impl RunInfo {
+    /// A closed-model run of `connections` against `target`, one thread, one process: the
+    /// base the tests fill in with struct update syntax.
+    pub fn sample(target: &str, connections: u64) -> RunInfo {
+        RunInfo {
+            target: target.into(),
+            operation: String::new(),
+            connections,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        }
+    }
 }
 
 /// The one summary every format renders.
@@ -326,6 +356,10 @@ impl Summary {
                     success_ratio: ratio(o.ok, o.requests),
                     latency_ms: pct(&o.latency),
                     service_ms: pct(&o.service),
+                    body_in: o.body_in,
+                    body_out: o.body_out,
+                    status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
+                    error_messages: o.messages.clone(),
                 }
             })
             .collect();
@@ -544,18 +578,9 @@ mod tests {
         }
         stats.elapsed_s = secs;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200/x".into(),
-            operation: String::new(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(100.0),
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200/x", 1)
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }

@@ -241,7 +241,7 @@ impl TextRow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Model, RunInfo};
+    use crate::report::RunInfo;
     use crate::stats::Stats;
 
     #[test]
@@ -254,18 +254,8 @@ mod tests {
         }
         stats.elapsed_s = 1.0;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200".into(),
             operation: "a,b".into(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
-            model: Model::Closed,
-            target_rate: None,
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200", 1)
         };
         let names = [
             "kv-read".to_string(),

@@ -514,18 +514,11 @@ mod tests {
 
     fn info(connections: u64) -> RunInfo {
         RunInfo {
-            target: "http://127.0.0.1:8200".into(),
             operation: "kv-read,kv-write".into(),
-            connections,
             threads: 2,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(500.0),
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200", connections)
         }
     }
 
