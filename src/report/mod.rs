@@ -328,6 +328,30 @@ fn ratio(ok: u64, all: u64) -> f64 {
     }
 }
 
+/// What ApacheBench's report adds, from the stats of `requests` requests.
+fn ab_facts(stats: &Stats, requests: u64) -> ab::AbFacts {
+    // ab's Connect per request: the TLS handshake included over https (older files
+    // lack it: TCP alone), a reused keep-alive connection's zero.
+    let mut connect = if stats.connect_tls.is_empty() {
+        stats.connect.clone()
+    } else {
+        stats.connect_tls.clone()
+    };
+    let reused = requests.saturating_sub(connect.0.len());
+    if reused > 0 {
+        let _ = connect.0.record_n(0, reused);
+    }
+    ab::AbFacts {
+        server: stats.server.clone().unwrap_or_default(),
+        doc_length: stats.doc_length.unwrap_or(0),
+        length_failures: stats.length_mismatches(),
+        body_bytes: stats.body_bytes,
+        kept_alive: stats.kept_alive,
+        connect,
+        waiting: stats.waiting.clone(),
+    }
+}
+
 impl Summary {
     /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
@@ -366,26 +390,7 @@ impl Summary {
         let requests = stats.requests();
         let ok = stats.ok();
         let open = run.model == Model::Open;
-        // ab's Connect per request: the TLS handshake included over https (older files
-        // lack it: TCP alone), a reused keep-alive connection's zero.
-        let mut connect = if stats.connect_tls.is_empty() {
-            stats.connect.clone()
-        } else {
-            stats.connect_tls.clone()
-        };
-        let reused = requests.saturating_sub(connect.0.len());
-        if reused > 0 {
-            let _ = connect.0.record_n(0, reused);
-        }
-        let ab = ab::AbFacts {
-            server: stats.server.clone().unwrap_or_default(),
-            doc_length: stats.doc_length.unwrap_or(0),
-            length_failures: stats.length_mismatches(),
-            body_bytes: stats.body_bytes,
-            kept_alive: stats.kept_alive,
-            connect,
-            waiting: stats.waiting.clone(),
-        };
+        let ab = ab_facts(stats, requests);
         Summary {
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             requests,
