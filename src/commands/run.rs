@@ -127,6 +127,7 @@ fn load(
     };
     let mut results = ran.results;
     results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
+    results.confidence = output.confidence;
     let summary = results.summary();
     let tally = Tally {
         requests: summary.requests,

@@ -450,6 +450,8 @@ pub fn output(o: &OutputArgs) -> Output {
         hlog: o.hlog.clone(),
         hlog_interval: o.hlog_interval,
         html: o.html.clone(),
+        ci: o.ci,
+        confidence: o.confidence,
     }
 }
 

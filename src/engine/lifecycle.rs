@@ -79,8 +79,12 @@ impl EventLoop<'_> {
             &mut again
         };
         let turn = req.turn;
+        let (op, first) = (req.op, req.measured && req.hops == 0);
         let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
         self.stats.bytes_sent += n;
+        if first {
+            self.stats.ops[op].body_out += template.body_len(&c.captures);
+        }
         self.settle(i, outcome, now);
     }
 

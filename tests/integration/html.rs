@@ -386,7 +386,7 @@ fn sweep_pages_draw_the_knee_in_chromium() {
             "--step-warmup",
             "200ms",
             "--slo",
-            "p99=2s",
+            "p50=2s",
             "--slo",
             "rate=50%",
             "-c",

@@ -16,6 +16,7 @@ mod harness;
 mod hosts;
 mod html;
 mod lifecycle;
+mod margin;
 mod messages;
 mod metrics;
 mod multihost;
