@@ -426,7 +426,10 @@ fn review_vb(reports: &[VbReport], mode: Option<ReportMode>) -> Result<Ending, C
             _ => vb_terse::render_report(r, &mut o),
         };
         if let Err(e) = written {
-            return Ok(Ending::Failed(Error::output(Cause::io("cannot write the report", e))));
+            return Ok(Ending::Failed(Error::output(Cause::io(
+                "cannot write the report",
+                e,
+            ))));
         }
     }
     Ok(Ending::Ok)

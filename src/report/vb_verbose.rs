@@ -58,11 +58,7 @@ pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<
             "[total, mean]",
             format!("{}, {:.2}", m.bytes_out.total, m.bytes_out.mean),
         ),
-        cells(
-            "Success",
-            "[ratio]",
-            format!("{:.2}%", m.success * 100.0),
-        ),
+        cells("Success", "[ratio]", format!("{:.2}%", m.success * 100.0)),
         cells("Status Codes", "[code:count]", codes),
     ];
     tabwrite(&lines, o)?;

@@ -310,12 +310,22 @@ pub(crate) fn go_duration_ns(d: i64) -> String {
 /// hour to minutes, past a minute to seconds, past a second to milliseconds, past a
 /// millisecond to microseconds), halves away from zero as Go's `Duration.Round`.
 pub(crate) fn vegeta_round(d: i64) -> i64 {
-    const UNITS: [i64; 5] = [3_600_000_000_000, 60_000_000_000, 1_000_000_000, 1_000_000, 1_000];
+    const UNITS: [i64; 5] = [
+        3_600_000_000_000,
+        60_000_000_000,
+        1_000_000_000,
+        1_000_000,
+        1_000,
+    ];
     for (i, unit) in UNITS.iter().enumerate() {
         if d >= *unit {
             let m = if i + 1 < UNITS.len() { UNITS[i + 1] } else { 1 };
             let r = d % m;
-            return if r + r < m { d - r } else { d.saturating_add(m - r) };
+            return if r + r < m {
+                d - r
+            } else {
+                d.saturating_add(m - r)
+            };
         }
     }
     d
