@@ -623,3 +623,58 @@ fn each_test_has_its_own_bytes_status_codes_and_errors() {
         r.show()
     );
 }
+
+/// vault-benchmark's approle example with a `secret_id` block and more role keys, run
+/// with `cleanup = false`: the role and the secret_id read back from the server carry
+/// what the file asked, as vault-benchmark would have sent it.
+#[test]
+fn approle_role_and_secret_id_keys_reach_the_server() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "approle.hcl",
+        "cleanup = false\ntest \"approle_auth\" \"logins\" {\n  weight = 100\n  config {\n    role {\n      role_name = \"benchmark-role\"\n      token_ttl = \"2m\"\n      secret_id_num_uses = 0\n      token_num_uses = 3\n    }\n    secret_id {\n      ttl = \"10m\"\n      token_bound_cidrs = [\"127.0.0.0/8\"]\n    }\n  }\n}\n",
+    );
+    let file = file.display().to_string();
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", &file, "-n", "40", "-c", "4", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 40, "{}", r.show());
+    let auths: Vec<String> = keys(&bao, "/v1/sys/auth")
+        .into_iter()
+        .filter(|k| k.starts_with("vblast-approle-"))
+        .collect();
+    assert_eq!(auths.len(), 1, "{auths:?}");
+    let path = auths[0].trim_end_matches('/');
+    let read = |method: &str, p: &str, body: Option<&str>| -> Value {
+        let (status, text) = bao.api(method, p, body);
+        assert_eq!(status, 200, "{p}: {text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let role = read("GET", &format!("/v1/auth/{path}/role/vblast"), None)["data"].clone();
+    assert_eq!(role["token_ttl"], 120, "{role}");
+    assert_eq!(role["token_num_uses"], 3, "{role}");
+    assert_eq!(role["secret_id_num_uses"], 0, "{role}");
+    let list = read(
+        "LIST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id"),
+        None,
+    );
+    let accessor = list["data"]["keys"][0].as_str().unwrap().to_string();
+    let body = format!("{{\"secret_id_accessor\": \"{accessor}\"}}");
+    let secret = read(
+        "POST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id-accessor/lookup"),
+        Some(&body),
+    )["data"]
+        .clone();
+    assert_eq!(secret["secret_id_ttl"], 600, "{secret}");
+    assert_eq!(secret["token_bound_cidrs"][0], "127.0.0.0/8", "{secret}");
+    let (status, text) = bao.api("DELETE", &format!("/v1/sys/auth/{path}"), None);
+    assert!(status == 204 || status == 200, "{text}");
+    assert_eq!(state(&bao), before);
+}
