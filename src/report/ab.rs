@@ -518,6 +518,7 @@ mod tests {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }
@@ -551,6 +552,7 @@ mod tests {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         };
         let s = Summary::new(run, &stats, &["GET".to_string()]);
         let mut out = Vec::new();

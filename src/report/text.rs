@@ -159,7 +159,7 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             writeln!(o, "  {n} x HTTP {code} {meaning}")?;
         }
     }
-    Ok(())
+    super::phases::write(s.run.setup_s, &s.run.setup_phases, o)
 }
 
 /// What a 4xx or 5xx status means, for the failure lines (None for the others).
@@ -249,6 +249,7 @@ mod tests {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         };
         let names = [
             "kv-read".to_string(),
