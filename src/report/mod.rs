@@ -13,6 +13,7 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod nodes;
+pub mod phases;
 pub mod tails;
 pub mod text;
 pub mod vb_json;
@@ -187,6 +188,9 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
+    /// The setup's phases, each with its count, time and rate (src/report/phases.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_phases: Vec<phases::SetupPhase>,
 }
 
 #[cfg(test)]
@@ -207,6 +211,7 @@ impl RunInfo {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         }
     }
 }
