@@ -28,7 +28,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::interval::Confidence;
-use crate::stats::{Errors, Hist, Stats};
+use crate::stats::{Errors, Hist, OpStats, Stats};
 
 /// Latency figures in milliseconds.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -333,6 +333,26 @@ fn ratio(ok: u64, all: u64) -> f64 {
     }
 }
 
+impl OpSummary {
+    /// One operation's figures over `secs` seconds, its percentiles from `pct`.
+    fn of(name: String, o: &OpStats, secs: f64, pct: &dyn Fn(&Hist) -> Percentiles) -> Self {
+        OpSummary {
+            name,
+            requests: o.requests,
+            ok: o.ok,
+            rps: per_s(o.requests, secs),
+            throughput: per_s(o.ok, secs),
+            success_ratio: ratio(o.ok, o.requests),
+            latency_ms: pct(&o.latency),
+            service_ms: pct(&o.service),
+            body_in: o.body_in,
+            body_out: o.body_out,
+            status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
+            error_messages: o.messages.clone(),
+        }
+    }
+}
+
 impl Summary {
     /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
@@ -352,20 +372,8 @@ impl Summary {
             .map(|(i, o)| {
                 latency.add(&o.latency);
                 service.add(&o.service);
-                OpSummary {
-                    name: op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}")),
-                    requests: o.requests,
-                    ok: o.ok,
-                    rps: per_s(o.requests, secs),
-                    throughput: per_s(o.ok, secs),
-                    success_ratio: ratio(o.ok, o.requests),
-                    latency_ms: pct(&o.latency),
-                    service_ms: pct(&o.service),
-                    body_in: o.body_in,
-                    body_out: o.body_out,
-                    status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
-                    error_messages: o.messages.clone(),
-                }
+                let name = op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}"));
+                OpSummary::of(name, o, secs, &pct)
             })
             .collect();
         let requests = stats.requests();
