@@ -13,6 +13,7 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod nodes;
+pub mod phases;
 pub mod tails;
 pub mod text;
 pub mod vb_json;
@@ -27,7 +28,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::interval::Confidence;
-use crate::stats::{Errors, Hist, Stats};
+use crate::stats::{Errors, Hist, OpStats, Stats};
 
 /// Latency figures in milliseconds.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -187,6 +188,9 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
+    /// The setup's phases, each with its count, time and rate (src/report/phases.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_phases: Vec<phases::SetupPhase>,
 }
 
 #[cfg(test)]
@@ -207,6 +211,7 @@ impl RunInfo {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         }
     }
 }
@@ -352,6 +357,26 @@ fn ab_facts(stats: &Stats, requests: u64) -> ab::AbFacts {
     }
 }
 
+impl OpSummary {
+    /// One operation's figures over `secs` seconds, its percentiles from `pct`.
+    fn of(name: String, o: &OpStats, secs: f64, pct: &dyn Fn(&Hist) -> Percentiles) -> Self {
+        OpSummary {
+            name,
+            requests: o.requests,
+            ok: o.ok,
+            rps: per_s(o.requests, secs),
+            throughput: per_s(o.ok, secs),
+            success_ratio: ratio(o.ok, o.requests),
+            latency_ms: pct(&o.latency),
+            service_ms: pct(&o.service),
+            body_in: o.body_in,
+            body_out: o.body_out,
+            status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
+            error_messages: o.messages.clone(),
+        }
+    }
+}
+
 impl Summary {
     /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
@@ -371,20 +396,8 @@ impl Summary {
             .map(|(i, o)| {
                 latency.add(&o.latency);
                 service.add(&o.service);
-                OpSummary {
-                    name: op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}")),
-                    requests: o.requests,
-                    ok: o.ok,
-                    rps: per_s(o.requests, secs),
-                    throughput: per_s(o.ok, secs),
-                    success_ratio: ratio(o.ok, o.requests),
-                    latency_ms: pct(&o.latency),
-                    service_ms: pct(&o.service),
-                    body_in: o.body_in,
-                    body_out: o.body_out,
-                    status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
-                    error_messages: o.messages.clone(),
-                }
+                let name = op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}"));
+                OpSummary::of(name, o, secs, &pct)
             })
             .collect();
         let requests = stats.requests();

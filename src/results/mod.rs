@@ -364,6 +364,9 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
         run.warmup_s = run.warmup_s.max(r.run.warmup_s);
         run.setup_s = run.setup_s.max(r.run.setup_s);
         run.cleanup_s = run.cleanup_s.max(r.run.cleanup_s);
+        run.setup_phases = crate::report::phases::merge(
+            [&run.setup_phases[..], &r.run.setup_phases[..]].into_iter(),
+        );
         add_distinct(&mut run.target, &r.run.target);
         add_distinct(&mut out.host, &r.host);
         // RFC 3339 UTC with the same precision: the text orders as the time does.

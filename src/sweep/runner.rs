@@ -311,6 +311,7 @@ impl Steps<'_> {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         };
         let mut results = Results::build(
             info,
