@@ -13,7 +13,6 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod nodes;
-pub mod phases;
 pub mod tails;
 pub mod text;
 pub mod vb_json;
@@ -188,9 +187,9 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
-    /// The setup's phases, each with its count, time and rate (src/report/phases.rs).
+    /// The setup's phases, each with its count, time and rate (src/stats/phases.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub setup_phases: Vec<phases::SetupPhase>,
+    pub setup_phases: Vec<crate::stats::phases::SetupPhase>,
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             writeln!(o, "  {n} x HTTP {code} {meaning}")?;
         }
     }
-    super::phases::write(s.run.setup_s, &s.run.setup_phases, o)
+    crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)
 }
 
 /// What a 4xx or 5xx status means, for the failure lines (None for the others).

@@ -364,7 +364,7 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
         run.warmup_s = run.warmup_s.max(r.run.warmup_s);
         run.setup_s = run.setup_s.max(r.run.setup_s);
         run.cleanup_s = run.cleanup_s.max(r.run.cleanup_s);
-        run.setup_phases = crate::report::phases::merge(
+        run.setup_phases = crate::stats::phases::merge(
             [&run.setup_phases[..], &r.run.setup_phases[..]].into_iter(),
         );
         add_distinct(&mut run.target, &r.run.target);

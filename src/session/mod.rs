@@ -707,7 +707,7 @@ impl Session {
     }
 
     /// The setup's phases so far, each with its count and time.
-    pub fn setup_phases(&self) -> Vec<crate::report::phases::SetupPhase> {
+    pub fn setup_phases(&self) -> Vec<crate::stats::phases::SetupPhase> {
         self.log.phases()
     }
 

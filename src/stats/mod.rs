@@ -5,6 +5,7 @@
 pub mod figures;
 pub mod interval;
 pub mod nodes;
+pub mod phases;
 
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::report::phases::SetupPhase;
+use crate::stats::phases::SetupPhase;
 
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,9 +94,9 @@ impl SetupLog {
     }
 
     /// A phase of `total` things starting now, with its progress line.
-    pub fn start(&self, name: &str, total: u64) -> Progress<'_> {
+    pub fn start(&self, name: &str, total: u64) -> PhaseLine<'_> {
         let now = Instant::now();
-        Progress {
+        PhaseLine {
             log: self,
             name: name.to_string(),
             total,
@@ -107,7 +107,7 @@ impl SetupLog {
 }
 
 /// One phase under way.
-pub struct Progress<'a> {
+pub struct PhaseLine<'a> {
     log: &'a SetupLog,
     name: String,
     total: u64,
@@ -115,7 +115,7 @@ pub struct Progress<'a> {
     drawn: Instant,
 }
 
-impl Progress<'_> {
+impl PhaseLine<'_> {
     /// `done` of the total are done: the line, when a second has passed since the last.
     pub fn show(&mut self, done: u64) {
         let now = Instant::now();

@@ -31,6 +31,7 @@ mod results;
 mod schema;
 mod server_stats;
 mod session;
+mod setup_phases;
 mod shard;
 mod shard_ops;
 mod source_addrs;

@@ -1,4 +1,4 @@
-//! The setup's phases as the report shows them: each phase's name, how many things it made
+//! The setup's phases as the reports show them: each phase's name, how many things it made
 //! (secrets written, users created; 1 for a phase that is one step), its seconds and its
 //! rate. Kept in `run.setup_phases` of the JSON report and the results file; rendered as
 //! one `Setup` line of the text and verbose reports.
