@@ -9,6 +9,7 @@ pub mod sampler;
 pub mod sources;
 pub mod summary;
 pub mod timeline;
+pub mod verdict;
 
 use std::time::Duration;
 

@@ -49,6 +49,8 @@ pub struct StepResult {
     pub layout: Layout,
     /// Wall-clock time the step started (after setup).
     pub started_at: SystemTime,
+    /// The nodes' samples over the step (`session::one_step` fills them in).
+    pub server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 pub struct Session {
@@ -457,6 +459,7 @@ impl Session {
                 outcome,
                 layout,
                 started_at,
+                server_samples: None,
             });
         };
         let plans = cluster.node_plans();
@@ -501,6 +504,7 @@ impl Session {
             outcome,
             layout,
             started_at,
+            server_samples: None,
         })
     }
 
@@ -603,6 +607,7 @@ impl Session {
                     outcome,
                     layout,
                     started_at,
+                    server_samples: None,
                 }
             });
             let load = next(result)?;

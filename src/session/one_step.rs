@@ -16,6 +16,7 @@ use crate::report::ab::TlsFacts;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
 use crate::session::live::Live;
+use crate::server_stats::Sampler;
 use crate::session::{Session, StepResult};
 use crate::signals::{Signal, Stop};
 
@@ -112,15 +113,8 @@ pub fn run(
         setup_s,
         tls_probe,
     } = open(scenario, stop, showing, opened)?;
-    let sampler = showing.server.map(|s| {
-        crate::server_stats::Sampler::start(
-            s,
-            session.node_clients(s.timeout()),
-            scenario.load.warmup,
-        )
-    });
-    let step = step(&mut session, &scenario.load, showing);
-    let server_samples = sampler.and_then(crate::server_stats::Sampler::finish);
+    let mut step = step(&mut session, &scenario.load, showing);
+    let server_samples = step.as_mut().ok().and_then(|s| s.server_samples.take());
     if let (Some(m), Ok(s)) = (showing.metrics, &step) {
         m.finish(
             &s.outcome.stats,
@@ -189,8 +183,37 @@ pub fn show_cluster(session: &Session, quiet: bool) {
     }
 }
 
-/// One step of `load`, with the live progress line and the exporter fed as it runs.
+/// The nodes sampled from now on (`showing.server`), for a step of `load`.
+fn sampler(
+    session: &Session,
+    load: &crate::config::scenario::Load,
+    showing: &Showing,
+) -> Option<Sampler> {
+    let s = showing.server?;
+    Some(Sampler::start(
+        s,
+        session.node_clients(s.timeout()),
+        load.warmup,
+    ))
+}
+
+/// One step of `load`, with the live progress line and the exporter fed as it runs, and
+/// the nodes sampled over it (`showing.server`).
 pub fn step(
+    session: &mut Session,
+    load: &crate::config::scenario::Load,
+    showing: &Showing,
+) -> Result<StepResult, Error> {
+    let sampler = sampler(session, load, showing);
+    let mut step = shown_step(session, load, showing);
+    let samples = sampler.and_then(Sampler::finish);
+    if let Ok(s) = &mut step {
+        s.server_samples = samples;
+    }
+    step
+}
+
+fn shown_step(
     session: &mut Session,
     load: &crate::config::scenario::Load,
     showing: &Showing,
@@ -239,12 +262,24 @@ pub fn held(
             m.update(p);
         }
     };
-    let mut each = |step: Result<StepResult, Error>| {
+    // Each step's nodes sampled over it, the next step's sampling started as it is known.
+    let mut sampling = sampler(session, first, showing);
+    let mut each = |mut step: Result<StepResult, Error>| {
         if let Ok(mut l) = live.lock() {
             l.clear();
             *l = Live::new(showing.quiet, showing.progress);
         }
-        next(step)
+        let ended = sampling.take().and_then(Sampler::next_step);
+        let paused = match (&mut step, ended) {
+            (Ok(s), Some((samples, paused))) => {
+                s.server_samples = Some(samples);
+                Some(paused)
+            }
+            (_, ended) => ended.map(|e| e.1),
+        };
+        let load = next(step)?;
+        sampling = paused.map(|p| p.resume(load.warmup));
+        Some(load)
     };
     session.hold(
         first,

@@ -13,6 +13,7 @@ pub mod objective;
 pub mod plan;
 pub mod render;
 pub mod runner;
+pub mod saturation;
 pub mod search;
 
 use std::path::{Path, PathBuf};

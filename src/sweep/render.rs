@@ -97,7 +97,11 @@ pub fn footer(
     o: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(o)?;
-    writeln!(o, "{}", answer_line(sweep, judged, end))
+    writeln!(o, "{}", answer_line(sweep, judged, end))?;
+    match super::saturation::line(sweep, judged, end) {
+        Some(l) => writeln!(o, "{l}"),
+        None => Ok(()),
+    }
 }
 
 /// Several sweeps side by side: answers (with ratios to the first), then each sweep's

@@ -54,7 +54,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         metrics: None,
         probe: Probe::Skip,
         watch: None,
-        server: None,
+        server: args.server.as_ref(),
     };
     let Opened {
         mut session,
@@ -245,13 +245,14 @@ impl Steps<'_> {
             setup_s: 0.0,
             cleanup_s: 0.0,
         };
-        let results = Results::build(
+        let mut results = Results::build(
             info,
             step.outcome.stats,
             self.op_names.clone(),
             self.plan.scenario.redacted(),
             step.started_at,
         );
+        results.server_samples = step.server_samples;
         let j = judge(&sweep.spec, load, &results);
         let mut s = Step {
             load,

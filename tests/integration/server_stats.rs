@@ -178,3 +178,45 @@ fn server_pid_gives_the_process_cpu_and_rss_and_a_missing_pid_is_said_once() {
     out.assert_code(2);
     assert!(out.stderr.contains("--server-interval"), "{}", out.show());
 }
+
+/// A rate sweep against OpenBao pinned to one core (`taskset`): every step's results hold
+/// the node's samples, and at the knee (the step far beyond what one core serves) the
+/// sweep names the server's CPU, with its figures, in the footer and the file's answer.
+#[test]
+fn a_sweep_samples_each_step_and_names_the_server_cpu_of_a_server_on_one_core() {
+    let bao = OpenBao::start();
+    let pinned = std::process::Command::new("taskset")
+        .args(["-a", "-c", "-p", "0", &bao.pid().to_string()])
+        .output()
+        .expect("taskset");
+    assert!(pinned.status.success(), "{pinned:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    let pid = bao.pid().to_string();
+    // Two steps, no bisection: 100 req/s, then 20,000 (far beyond one core); only the
+    // achieved-rate bound can break.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep", "--op", "kv-read", "--rate", "100..20000", "--steps", "2",
+            "--resolution", "20000", "--step-duration", "2s", "--step-warmup", "0s",
+            "--slo", "p99=60s", "-c", "16", "--server-pid", &pid,
+            "--output", file.to_str().unwrap(),
+        ],
+    ));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{}", out.show());
+    for s in steps {
+        let node = &s["results"]["server_samples"]["nodes"][0];
+        assert!(node["samples"].as_array().is_some_and(|v| v.len() >= 2), "{s}");
+        assert_eq!(node["samples"][0]["process"]["cpus_allowed"], 1, "{s}");
+        assert!(s["results"]["server"]["handled"].as_u64().unwrap_or(0) > 0, "{s}");
+    }
+    let saturated = &doc["answer"]["saturated"];
+    assert_eq!(saturated["resource"], "server-cpu", "{}\n{doc:#}", out.show());
+    assert_eq!(saturated["load"], 20000, "{saturated}");
+    crate::schema::assert_valid("results.schema.json", &[&file]);
+    out.line("Saturated first at 20000 req/s: server CPU (server CPU ");
+    assert!(out.stdout.contains("of 1)"), "{}", out.show());
+}
