@@ -22,7 +22,7 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(Error::input(e)),
     };
     let r = &args.run;
-    let server = match super::server::settings(&r.server, &plan.scenario) {
+    let server = match super::server::settings(&r.server, &plan.scenario, r.out.output.as_deref()) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };

@@ -12,6 +12,7 @@ use crate::error::Cause;
 use crate::vault::client::Client;
 
 use super::Settings;
+use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
 use super::timeline::{NodeSamples, ServerSamples};
@@ -213,6 +214,8 @@ pub struct Sampler {
     bell: Bell,
     thread: Option<JoinHandle<Vec<SampledNode>>>,
     interval: Duration,
+    /// `--pprof-interval`: the first node's profiles, from a thread of their own.
+    profiler: Option<Profiler>,
 }
 
 impl Sampler {
@@ -220,7 +223,13 @@ impl Sampler {
     /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
-    pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
+    /// `profiling` is a connection of its own to the first node, for its profiles.
+    pub fn start(
+        settings: &Settings,
+        clients: Vec<Client>,
+        profiling: Option<Client>,
+        warmup: Duration,
+    ) -> Sampler {
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
@@ -240,25 +249,33 @@ impl Sampler {
             n.calibrate();
             n.sample();
         }
-        Sampler::spawn(nodes, settings.interval, warmup)
+        let profiler = settings
+            .pprof
+            .as_ref()
+            .zip(profiling)
+            .map(|(p, c)| Profiler::start(p, c));
+        Sampler::spawn(nodes, settings.interval, warmup, profiler)
     }
 
     /// Stops the thread, samples each node once more (the load has ended), and gives
     /// every node's samples.
-    pub fn finish(self) -> Option<ServerSamples> {
+    pub fn finish(mut self) -> Option<ServerSamples> {
         let interval = self.interval;
+        let profiles = self.profiler.take().map(Profiler::finish);
         let nodes = self.stopped()?;
         Some(ServerSamples {
             interval_s: interval.as_secs_f64(),
             nodes: nodes.into_iter().map(|n| n.out).collect(),
+            profiles: profiles.unwrap_or_default(),
         })
     }
 
     /// Ends this step's sampling as `finish` does, keeping the nodes' connections for the
     /// next step's (a sweep's held steps): the sources found missing stay missing and are
     /// not said again. None: the thread had ended.
-    pub fn next_step(self) -> Option<(ServerSamples, Paused)> {
+    pub fn next_step(mut self) -> Option<(ServerSamples, Paused)> {
         let interval = self.interval;
+        let profiler = self.profiler.take();
         let nodes = self.stopped()?;
         let mut done = Vec::with_capacity(nodes.len());
         let mut kept = Vec::with_capacity(nodes.len());
@@ -275,12 +292,14 @@ impl Sampler {
         let samples = ServerSamples {
             interval_s: interval.as_secs_f64(),
             nodes: done,
+            profiles: profiler.as_ref().map(Profiler::take).unwrap_or_default(),
         };
         Some((
             samples,
             Paused {
                 nodes: kept,
                 interval,
+                profiler,
             },
         ))
     }
@@ -301,7 +320,12 @@ impl Sampler {
 
     /// The thread over `nodes` (each sampled once already), its first sample due an
     /// interval from now, or as the warm-up ends.
-    fn spawn(nodes: Vec<SampledNode>, interval: Duration, warmup: Duration) -> Sampler {
+    fn spawn(
+        nodes: Vec<SampledNode>,
+        interval: Duration,
+        warmup: Duration,
+        profiler: Option<Profiler>,
+    ) -> Sampler {
         // Due from now, before the caller's load begins (not from the thread's start).
         let next = Instant::now() + if warmup.is_zero() { interval } else { warmup };
         let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
@@ -314,6 +338,7 @@ impl Sampler {
             bell,
             thread,
             interval,
+            profiler,
         }
     }
 }
@@ -322,6 +347,8 @@ impl Sampler {
 pub struct Paused {
     nodes: Vec<SampledNode>,
     interval: Duration,
+    /// The profiler goes on between steps.
+    profiler: Option<Profiler>,
 }
 
 impl Paused {
@@ -330,7 +357,7 @@ impl Paused {
         for n in &mut self.nodes {
             n.sample();
         }
-        Sampler::spawn(self.nodes, self.interval, warmup)
+        Sampler::spawn(self.nodes, self.interval, warmup, self.profiler)
     }
 }
 

@@ -240,7 +240,10 @@ pub fn cpu_list_len(list: &str) -> Option<u32> {
 /// field of each thread's `schedstat`, nanoseconds).
 fn cpu_wait_s(pid: u32) -> Option<f64> {
     let mut ns = 0u64;
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
         let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
             continue;
         };

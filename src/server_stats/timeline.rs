@@ -12,6 +12,9 @@ pub struct ServerSamples {
     /// How often the nodes were sampled, seconds (`--server-interval`).
     pub interval_s: f64,
     pub nodes: Vec<NodeSamples>,
+    /// `--pprof-interval`: the profile files of the first node saved during the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<String>,
 }
 
 /// One node's samples, in time order, and the sources it could not be sampled from.
@@ -38,7 +41,9 @@ impl ServerSamples {
             let o = out.get_or_insert_with(|| ServerSamples {
                 interval_s: p.interval_s,
                 nodes: Vec::new(),
+                profiles: Vec::new(),
             });
+            o.profiles.extend(p.profiles.iter().cloned());
             o.interval_s = o.interval_s.max(p.interval_s);
             for n in &p.nodes {
                 match o.nodes.iter_mut().find(|m| m.node == n.node) {
@@ -157,9 +162,8 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         Some((pa, pb)) => per_s(diff(Some(pa.cpu_s), Some(pb.cpu_s))),
         None => per_s(diff(a.server_cpu_s, b.server_cpu_s)),
     };
-    let wait = |pa: Option<Process>, pb: Option<Process>| {
-        per_s(diff(pa?.cpu_wait_s, pb?.cpu_wait_s))
-    };
+    let wait =
+        |pa: Option<Process>, pb: Option<Process>| per_s(diff(pa?.cpu_wait_s, pb?.cpu_wait_s));
     let host_cpu_pct = match (a.host_cpu, b.host_cpu) {
         (Some(ha), Some(hb)) if hb.total_s > ha.total_s => {
             Some(100.0 * (hb.busy_s - ha.busy_s).max(0.0) / (hb.total_s - ha.total_s))

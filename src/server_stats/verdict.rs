@@ -83,7 +83,12 @@ pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
     let server = fullness(k.cpu_cores, k.cpu_wait_cores, cores);
     let client = fullness(k.client_cpu_cores, k.client_wait_cores, k.client_cores);
     let server_words = cpu_words("server", k.cpu_cores, k.cpu_wait_cores, cores);
-    let client_words = cpu_words("vblast's own", k.client_cpu_cores, k.client_wait_cores, k.client_cores);
+    let client_words = cpu_words(
+        "vblast's own",
+        k.client_cpu_cores,
+        k.client_wait_cores,
+        k.client_cores,
+    );
     // The CPU that is fuller gave out first, when either is at its cores.
     match (server, client) {
         (Some(s), c) if s >= CPU_FULL && c.is_none_or(|c| s >= c) => {
@@ -166,7 +171,12 @@ mod tests {
         let v = saturated(&steps, 2).expect("verdict");
         assert_eq!(v.resource, Some(Resource::ServerCpu));
         assert_eq!(v.load, 400);
-        assert!(v.figures.contains("0.70 cores used + 0.25 waited for, of 1"), "{}", v.figures);
+        assert!(
+            v.figures
+                .contains("0.70 cores used + 0.25 waited for, of 1"),
+            "{}",
+            v.figures
+        );
     }
 
     #[test]
@@ -174,9 +184,15 @@ mod tests {
         let mut knee = step(400, 380.0);
         knee.cpu_cores = Some(1.8);
         knee.client_cpu_cores = Some(1.95);
-        assert_eq!(resource(&[step(100, 100.0), knee.clone()], 1), Some(Resource::Client));
+        assert_eq!(
+            resource(&[step(100, 100.0), knee.clone()], 1),
+            Some(Resource::Client)
+        );
         knee.client_cpu_cores = Some(0.5);
-        assert_eq!(resource(&[step(100, 100.0), knee], 1), Some(Resource::ServerCpu));
+        assert_eq!(
+            resource(&[step(100, 100.0), knee], 1),
+            Some(Resource::ServerCpu)
+        );
     }
 
     #[test]
@@ -186,12 +202,20 @@ mod tests {
         knee.barrier_ms = Some(4.1);
         let v = saturated(&[step(100, 100.0), knee], 1).expect("verdict");
         assert_eq!(v.resource, Some(Resource::Storage));
-        assert!(v.figures.starts_with("storage time per request 0.050 ms at 100 grew to 4.000 ms"), "{}", v.figures);
+        assert!(
+            v.figures
+                .starts_with("storage time per request 0.050 ms at 100 grew to 4.000 ms"),
+            "{}",
+            v.figures
+        );
         // A server without a storage timer: the barrier's time says it.
         let mut knee = step(400, 300.0);
         knee.storage_ms = None;
         knee.barrier_ms = Some(1.0);
-        assert_eq!(resource(&[step(100, 100.0), knee], 1), Some(Resource::Storage));
+        assert_eq!(
+            resource(&[step(100, 100.0), knee], 1),
+            Some(Resource::Storage)
+        );
     }
 
     #[test]
@@ -211,7 +235,11 @@ mod tests {
         let steps = [step(100, 100.0), step(200, 200.0)];
         let v = saturated(&steps, 1).expect("verdict");
         assert_eq!(v.resource, None);
-        assert!(v.figures.starts_with("no resource at its limit"), "{}", v.figures);
+        assert!(
+            v.figures.starts_with("no resource at its limit"),
+            "{}",
+            v.figures
+        );
         // Steps without server figures: no CPU reading, still a line.
         let bare = LoadEvidence {
             load: 5,

@@ -15,8 +15,8 @@ use crate::metrics::Metrics;
 use crate::report::ab::TlsFacts;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
-use crate::session::live::Live;
 use crate::server_stats::Sampler;
+use crate::session::live::Live;
 use crate::session::{Session, StepResult};
 use crate::signals::{Signal, Stop};
 
@@ -147,6 +147,7 @@ pub fn run(
     );
     results.tls_probe = tls_probe;
     results.server_samples = server_samples;
+    audit_report(&session, &results, scenario.load.warmup);
     Ok(Ran {
         results,
         clock_start: step.outcome.clock_start.unwrap_or(step.started_at),
@@ -154,6 +155,29 @@ pub fn run(
         cleanup,
         interrupted,
     })
+}
+
+/// `--audit-path`: the audit log's responses per operation beside the client's, on stderr.
+fn audit_report(session: &Session, results: &Results, warmup: std::time::Duration) {
+    let Ok(started) = humantime::parse_rfc3339(&results.started_at) else {
+        return;
+    };
+    let from = (!warmup.is_zero()).then(|| started + warmup);
+    let summary = results.summary();
+    let counts: Vec<u64> = results
+        .op_names
+        .iter()
+        .map(|n| {
+            summary
+                .ops
+                .iter()
+                .find(|o| o.name == *n)
+                .map_or(0, |o| o.requests)
+        })
+        .collect();
+    if let Some(line) = session.audit_line(from, &counts) {
+        eprintln!("vblast: {line}");
+    }
 }
 
 /// https: one handshake before the load, not counted, for ab's TLS lines (saved with the
@@ -190,9 +214,14 @@ fn sampler(
     showing: &Showing,
 ) -> Option<Sampler> {
     let s = showing.server?;
+    let profiling = s
+        .pprof
+        .as_ref()
+        .and_then(|p| session.node_clients(p.timeout()).into_iter().next());
     Some(Sampler::start(
         s,
         session.node_clients(s.timeout()),
+        profiling,
         load.warmup,
     ))
 }

@@ -11,9 +11,7 @@ use super::search::End;
 /// The step the verdict is read at: the first that broke the objective, else the highest.
 fn knee(sweep: &Sweep, end: Option<End>) -> Option<usize> {
     let at = |load: u64| sweep.steps.iter().position(|s| s.load == load);
-    let highest = || {
-        (0..sweep.steps.len()).max_by_key(|&i| sweep.steps[i].load)
-    };
+    let highest = || (0..sweep.steps.len()).max_by_key(|&i| sweep.steps[i].load);
     match end {
         Some(End::Edge { fail, .. } | End::Broken { fail, .. }) => at(fail).or_else(highest),
         Some(End::FirstFailed { load }) => at(load).or_else(highest),
