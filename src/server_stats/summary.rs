@@ -461,6 +461,7 @@ mod tests {
     fn the_accounting_compares_the_window() {
         let samples = ServerSamples {
             interval_s: 1.0,
+            profiles: Vec::new(),
             nodes: vec![NodeSamples {
                 node: "n".into(),
                 samples: vec![

@@ -273,6 +273,7 @@ mod tests {
     fn shards_samples_merge_by_node_in_time_order() {
         let part = |at: u64, node: &str| ServerSamples {
             interval_s: 1.0,
+            profiles: Vec::new(),
             nodes: vec![NodeSamples {
                 node: node.into(),
                 samples: vec![sample(at, 0.0, 0.0, 0.0)],

@@ -465,6 +465,7 @@ impl Session {
             no_setup: false,
             stop: &self.stop,
             naming: &self.naming,
+            log: &self.log,
         };
         let mut device = crate::vault::audit::AuditDevice::new(&path);
         self.naming.set_owner(self.fixtures.len());

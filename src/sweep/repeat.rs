@@ -64,6 +64,7 @@ mod tests {
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,
+            setup_phases: Vec::new(),
         };
         Results::build(
             run,

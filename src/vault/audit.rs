@@ -173,10 +173,10 @@ pub fn count(path: &Path, ops: &[Operation], from: Option<SystemTime>) -> Result
         if v["type"] != "response" {
             continue;
         }
-        if let (Some(from), Some(at)) = (from, v["time"].as_str()) {
-            if humantime::parse_rfc3339_weak(at.trim_end_matches('Z')).is_ok_and(|t| t < from) {
-                continue;
-            }
+        if let (Some(from), Some(at)) = (from, v["time"].as_str())
+            && humantime::parse_rfc3339_weak(at.trim_end_matches('Z')).is_ok_and(|t| t < from)
+        {
+            continue;
         }
         let req = &v["request"];
         let (Some(p), Some(o)) = (req["path"].as_str(), req["operation"].as_str()) else {

@@ -349,14 +349,18 @@ fn an_audit_device_counts_what_the_client_counted_and_goes_on_every_exit() {
     assert!(vblast_audit_devices(&bao).is_empty());
 }
 
-/// The first field of a protobuf message: its tag's wire type and, when length-delimited,
-/// that the length fits in what follows.
+/// The first field of a protobuf message: a field number and a known wire type and, when
+/// length-delimited, a length that fits in what follows.
 fn looks_like_protobuf(b: &[u8]) -> bool {
     let Some(&tag) = b.first() else {
         return false;
     };
-    if tag >> 3 == 0 || tag & 7 != 2 {
+    // Go writes its fields in no fixed order: any field number, a known wire type.
+    if tag >> 3 == 0 || ![0, 1, 2, 5].contains(&(tag & 7)) {
         return false;
+    }
+    if tag & 7 != 2 {
+        return b.len() > 1;
     }
     let (mut len, mut shift, mut i) = (0usize, 0, 1);
     while let Some(&byte) = b.get(i) {
