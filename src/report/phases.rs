@@ -104,7 +104,7 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "Setup 12.60s: kv mount 0.050s; kv seeding 20000 in 12.50s (1600/s, 8 connections)\n"
         );
-        let b = vec![SetupPhase::new("kv seeding", 20000, 14.0)];
+        let b = [SetupPhase::new("kv seeding", 20000, 14.0)];
         let m = merge([&a[..], &b[..]].into_iter());
         assert_eq!(m.len(), 2);
         assert_eq!(m[1].seconds, 14.0);
