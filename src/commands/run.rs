@@ -29,7 +29,11 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
-    let server = match super::server::settings(&cli.server, &planned.scenario) {
+    let server = match super::server::settings(
+        &cli.server,
+        &planned.scenario,
+        planned.output.output.as_deref(),
+    ) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };

@@ -537,6 +537,7 @@ fn fixture_plan(args: &RunArgs) -> FixturePlan {
         external: args.shard.external_setup,
         cleanup_timeout: args.cleanup.cleanup_timeout,
         state_dir: state_dir(),
+        audit_path: args.server.audit_path.clone(),
     }
 }
 

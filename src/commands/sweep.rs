@@ -22,12 +22,17 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(Error::input(e)),
     };
     let r = &args.run;
+    let server = match super::server::settings(&r.server, &plan.scenario, r.out.output.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     let out = SweepOutput {
         text: r.out.format == OutputFormat::Text,
         quiet: r.show.quiet,
         progress: r.show.progress,
         output: r.out.output.clone(),
         html: r.out.html.clone(),
+        server,
     };
     crate::sweep::runner::run(&plan, &out, stop)
 }

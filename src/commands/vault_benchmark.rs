@@ -350,6 +350,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
             let server = match crate::commands::server::settings(
                 &ServerArgs::default(),
                 &planned.scenario,
+                planned.output.output.as_deref(),
             ) {
                 Ok(s) => s,
                 Err(e) => return Ok(Ending::Failed(e)),

@@ -50,6 +50,8 @@ pub struct StepResult {
     pub layout: Layout,
     /// Wall-clock time the step started (after setup).
     pub started_at: SystemTime,
+    /// The nodes' samples over the step (`session::one_step` fills them in).
+    pub server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 pub struct Session {
@@ -239,6 +241,10 @@ impl Session {
                     session
                         .operations
                         .extend(steps_of(fixture.as_ref(), choice));
+                }
+                if let Err(e) = session.enable_audit() {
+                    session.close_reporting();
+                    return Err(stop.signal().map_or(e, Error::Stopped));
                 }
             }
         }
@@ -445,6 +451,42 @@ impl Session {
     }
 
     /// Names of the operations, in the order of the results' per-operation rows.
+    /// `--audit-path`: the file audit device, the session's last fixture (so that its
+    /// cleanup disables it on every exit path), enabled after the operations' setup.
+    fn enable_audit(&mut self) -> Result<(), Error> {
+        let Some(path) = self.plan.audit_path.clone() else {
+            return Ok(());
+        };
+        let proto = self.client(self.timeout).with_stop(self.stop.clone());
+        let make = || proto.clone_fresh();
+        let ctx = SetupCtx {
+            make_client: &make,
+            tls: self.tls.as_ref(),
+            no_setup: false,
+            stop: &self.stop,
+            naming: &self.naming,
+            log: &self.log,
+        };
+        let mut device = crate::vault::audit::AuditDevice::new(&path);
+        self.naming.set_owner(self.fixtures.len());
+        let enabled = device.setup(&ctx);
+        self.fixtures.push(Box::new(device));
+        enabled
+    }
+
+    /// `--audit-path` of a local server: the responses its audit log holds per operation
+    /// (from `from` on), in the order of `op_names`, beside the client's `counts`, as the
+    /// report's line. None without an audit device.
+    pub fn audit_line(&self, from: Option<SystemTime>, counts: &[u64]) -> Option<String> {
+        let path = self.plan.audit_path.as_ref()?;
+        Some(
+            match crate::vault::audit::count(path, &self.operations, from) {
+                Ok(audit) => crate::vault::audit::agreement(&self.op_names(), &audit, counts),
+                Err(e) => format!("audit log not counted (a server on another machine?): {e}"),
+            },
+        )
+    }
+
     pub fn op_names(&self) -> Vec<String> {
         self.operations.iter().map(|o| o.name.clone()).collect()
     }
@@ -481,6 +523,7 @@ impl Session {
                 outcome,
                 layout,
                 started_at,
+                server_samples: None,
             });
         };
         let plans = cluster.node_plans();
@@ -525,6 +568,7 @@ impl Session {
             outcome,
             layout,
             started_at,
+            server_samples: None,
         })
     }
 
@@ -627,6 +671,7 @@ impl Session {
                     outcome,
                     layout,
                     started_at,
+                    server_samples: None,
                 }
             });
             let load = next(result)?;

@@ -149,6 +149,9 @@ struct SavedAnswer {
     first_broken: Option<u64>,
     unit: &'static str,
     line: String,
+    /// The resource that gave out first at the knee (`sweep::saturation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saturated: Option<crate::server_stats::verdict::Saturated>,
     /// Which steps were measured again and why (absent before intervals).
     #[serde(skip_serializing_if = "Option::is_none")]
     repeats: Option<String>,
@@ -317,6 +320,7 @@ impl Sweep {
                 first_broken,
                 unit: self.spec.unit(),
                 line: answer_line(self, &judged, end),
+                saturated: super::saturation::saturated(self, &judged, end),
                 repeats: repeats_line(self, &judged),
             },
             steps,

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod render;
 pub mod repeat;
 pub mod runner;
+pub mod saturation;
 pub mod search;
 
 use std::path::{Path, PathBuf};

@@ -95,4 +95,6 @@ pub struct SweepOutput {
     pub progress: bool,
     pub output: Option<std::path::PathBuf>,
     pub html: Option<std::path::PathBuf>,
+    /// Each step's nodes sampled (src/server_stats/); None: none.
+    pub server: Option<crate::server_stats::Settings>,
 }

@@ -136,6 +136,9 @@ pub fn footer(
     if let Some(line) = repeats_line(sweep, judged) {
         writeln!(o, "{line}")?;
     }
+    if let Some(line) = super::saturation::line(sweep, judged, end) {
+        writeln!(o, "{line}")?;
+    }
     Ok(())
 }
 

@@ -27,6 +27,10 @@ pub fn pool(mut into: Results, more: Results) -> Results {
     let elapsed = before + later.elapsed_s;
     into.stats.merge(&later);
     into.stats.elapsed_s = elapsed;
+    // The nodes' samples of both, by node in time order (their counters are the server's).
+    into.server_samples = crate::server_stats::ServerSamples::merge(
+        into.server_samples.iter().chain(more.server_samples.iter()),
+    );
     into
 }
 

@@ -55,7 +55,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         metrics: None,
         probe: Probe::Skip,
         watch: None,
-        server: None,
+        server: args.server.as_ref(),
     };
     let Opened {
         mut session,
@@ -323,6 +323,7 @@ impl Steps<'_> {
         if let Some(level) = spec.level() {
             results.confidence = level;
         }
+        results.server_samples = step.server_samples;
         results
     }
 

@@ -3,6 +3,7 @@
 //! (`bulk`, its connections set by `ramp`) and the setup's progress and phase times
 //! (`progress`). The load engine knows none of it.
 
+pub mod audit;
 pub mod bulk;
 pub mod client;
 pub mod fixture;
