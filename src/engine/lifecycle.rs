@@ -79,8 +79,12 @@ impl EventLoop<'_> {
             &mut again
         };
         let turn = req.turn;
+        let (op, first) = (req.op, req.measured && req.hops == 0);
         let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
         self.stats.bytes_sent += n;
+        if first {
+            self.stats.ops[op].body_out += template.body_len(&c.captures);
+        }
         self.settle(i, outcome, now);
     }
 
@@ -115,7 +119,7 @@ impl EventLoop<'_> {
             Some(t) => t.addr(),
             None => self.plan.target.addr(),
         };
-        let token = if hop { i | super::hop::HOP } else { i };
+        let token = if hop { i | super::conn::HOP } else { i };
         match transport::connect_node(addr, self.tls.as_ref(), node, self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(

@@ -33,6 +33,7 @@ use crate::vault::client::Client;
 use crate::vault::fixture::Naming;
 use crate::vault::ops::{self, Created, SetupCtx, VaultOp};
 use crate::vault::preflight::preflight;
+use crate::vault::progress::{Display, SetupLog};
 use crate::workload::Operation;
 
 /// How long standbys may take to serve a fresh fixture (`Session::wait_for_standbys`).
@@ -71,6 +72,8 @@ pub struct Session {
     plan: FixturePlan,
     /// Several nodes of one HA cluster as the target.
     cluster: Option<ClusterRun>,
+    /// The setup's progress and its phases' times.
+    log: SetupLog,
 }
 
 /// A cluster target: its nodes, how they looked before the run, and the active node
@@ -148,7 +151,17 @@ fn has_control(s: &str) -> bool {
 impl Session {
     /// Resolves the scenario's target, checks the server and sets every operation up. On
     /// any failure what was created so far is removed before the error is returned.
+    /// The setup's long phases show their progress on a terminal (`open_showing`).
     pub fn open(scenario: &Scenario, stop: &Stop) -> Result<Session, Error> {
+        Self::open_showing(scenario, stop, Display::new(false, false))
+    }
+
+    /// `open`, the setup's progress shown as `display` says (src/vault/progress.rs).
+    pub fn open_showing(
+        scenario: &Scenario,
+        stop: &Stop,
+        display: Display,
+    ) -> Result<Session, Error> {
         let mut target = Target::parse(&scenario.address).map_err(Error::input)?;
         if !matches!(scenario.workload, Workload::Url(_)) {
             target.path = "/".into();
@@ -202,6 +215,7 @@ impl Session {
             naming: fixtures::naming(scenario),
             plan: scenario.fixtures.clone(),
             cluster,
+            log: SetupLog::new(display),
         };
         // The layout is checked now so that impossible loads are refused before setup.
         session.layout(&scenario.load)?;
@@ -299,21 +313,31 @@ impl Session {
             no_setup,
             stop: &self.stop,
             naming: &self.naming,
+            log: &self.log,
         };
         for f in &self.fixtures {
             f.check(&ctx)?;
         }
+        let started = std::time::Instant::now();
         if no_setup {
             self.check_reachable()?;
         } else {
             preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)?;
         }
+        self.log
+            .record("checks", 1, started.elapsed().as_secs_f64());
         for (i, f) in self.fixtures.iter_mut().enumerate() {
             if let Some(s) = self.stop.signal() {
                 return Err(Error::Stopped(s));
             }
             self.naming.set_owner(i);
+            let (started, phases) = (std::time::Instant::now(), self.log.len());
             f.setup(&ctx)?;
+            // An operation that kept no phase of its own is one phase.
+            if self.log.len() == phases && !no_setup {
+                let name = format!("{} setup", f.operation().name);
+                self.log.record(&name, 1, started.elapsed().as_secs_f64());
+            }
         }
         if let Some(s) = self.stop.signal() {
             return Err(Error::Stopped(s));
@@ -680,6 +704,11 @@ impl Session {
     /// fixture's).
     pub fn fixture_names(&self) -> Vec<String> {
         self.naming.names()
+    }
+
+    /// The setup's phases so far, each with its count and time.
+    pub fn setup_phases(&self) -> Vec<crate::report::phases::SetupPhase> {
+        self.log.phases()
     }
 
     /// The run id that names the session's fixtures.

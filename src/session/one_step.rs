@@ -76,7 +76,8 @@ pub fn open(
     opened: &mut dyn FnMut() -> Result<(), Error>,
 ) -> Result<Opened, Error> {
     let setup_started = Instant::now();
-    let mut session = Session::open(scenario, stop)?;
+    let display = crate::vault::progress::Display::new(showing.quiet, showing.progress);
+    let mut session = Session::open_showing(scenario, stop, display)?;
     if let Err(e) = opened() {
         if let Err(c) = session.close() {
             eprintln!("vblast: {c}");
@@ -144,6 +145,7 @@ pub fn run(
     info.interrupted = interrupted.is_some();
     info.setup_s = setup_s;
     info.cleanup_s = cleanup_s;
+    info.setup_phases = session.setup_phases();
     let mut results = Results::build(
         info,
         step.outcome.stats,
@@ -279,5 +281,6 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         interrupted: false,
         setup_s: 0.0,
         cleanup_s: 0.0,
+        setup_phases: Vec::new(),
     }
 }

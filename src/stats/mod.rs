@@ -1,7 +1,9 @@
 //! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
-//! (also across worker processes, through their serialized form).
+//! (also across worker processes, through their serialized form); the confidence intervals
+//! of their percentiles (`interval`).
 
 pub mod figures;
+pub mod interval;
 pub mod nodes;
 
 use std::collections::BTreeMap;
@@ -140,6 +142,18 @@ pub struct OpStats {
     pub latency: Hist,
     /// Service time: completion minus the moment the request's first byte was written.
     pub service: Hist,
+    /// Body bytes of the responses, as vegeta counts `bytes_in` (older files lack it).
+    #[serde(default)]
+    pub body_in: u64,
+    /// Body bytes of the requests sent, as vegeta counts `bytes_out`.
+    #[serde(default)]
+    pub body_out: u64,
+    /// Responses by status code; 0 for a request that got no response (vegeta's code 0).
+    #[serde(default)]
+    pub status: StatusTally,
+    /// This operation's failure messages with their counts (at most `MAX_MESSAGES`).
+    #[serde(default)]
+    pub messages: BTreeMap<String, u64>,
 }
 
 impl OpStats {
@@ -148,6 +162,72 @@ impl OpStats {
         self.ok += o.ok;
         self.latency.add(&o.latency);
         self.service.add(&o.service);
+        self.body_in += o.body_in;
+        self.body_out += o.body_out;
+        for (code, n) in o.status.iter() {
+            self.status.add(code, n);
+        }
+        for (m, n) in &o.messages {
+            note_in(&mut self.messages, m, *n);
+        }
+    }
+}
+
+/// Distinct status codes one operation keeps, each with its count, without allocating
+/// (a request's answer is counted on the hot path). Codes beyond these are not kept per
+/// operation (the run-wide `Stats::status` stays exact).
+const TALLY_CODES: usize = 12;
+
+/// Responses of one operation by status code, held in place; serialized as a map.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "BTreeMap<u16, u64>", into = "BTreeMap<u16, u64>")]
+pub struct StatusTally {
+    codes: [(u16, u64); TALLY_CODES],
+    used: u8,
+}
+
+impl StatusTally {
+    /// Counts `n` answers of `code`; a code past the first `TALLY_CODES` distinct ones is
+    /// not kept per operation.
+    #[inline]
+    pub fn add(&mut self, code: u16, n: u64) {
+        let used = usize::from(self.used);
+        if let Some(slot) = self.codes[..used].iter_mut().find(|(c, _)| *c == code) {
+            slot.1 += n;
+        } else if used < TALLY_CODES {
+            self.codes[used] = (code, n);
+            self.used += 1;
+        }
+    }
+
+    /// Each code with its count, in the order first seen.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.codes[..usize::from(self.used)].iter().copied()
+    }
+}
+
+impl From<BTreeMap<u16, u64>> for StatusTally {
+    fn from(m: BTreeMap<u16, u64>) -> Self {
+        let mut t = StatusTally::default();
+        for (code, n) in m {
+            t.add(code, n);
+        }
+        t
+    }
+}
+
+impl From<StatusTally> for BTreeMap<u16, u64> {
+    fn from(t: StatusTally) -> Self {
+        t.iter().collect()
+    }
+}
+
+/// Adds `n` of `message` to `messages`, keeping at most `MAX_MESSAGES` distinct ones.
+fn note_in(messages: &mut BTreeMap<String, u64>, message: &str, n: u64) {
+    if let Some(c) = messages.get_mut(message) {
+        *c += n;
+    } else if messages.len() < MAX_MESSAGES {
+        messages.insert(message.to_string(), n);
     }
 }
 
@@ -666,10 +746,14 @@ impl Stats {
 
     /// Counts a failure message (no allocation when the message is already known).
     pub fn note(&mut self, message: &str, n: u64) {
-        if let Some(c) = self.messages.get_mut(message) {
-            *c += n;
-        } else if self.messages.len() < MAX_MESSAGES {
-            self.messages.insert(message.to_string(), n);
+        note_in(&mut self.messages, message, n);
+    }
+
+    /// As `note`, and kept for operation `op` too (vault-benchmark's per-test Error Set).
+    pub fn note_op(&mut self, op: usize, message: &str) {
+        note_in(&mut self.messages, message, 1);
+        if let Some(o) = self.ops.get_mut(op) {
+            note_in(&mut o.messages, message, 1);
         }
     }
 
