@@ -28,6 +28,7 @@ mod redaction;
 mod redirects;
 mod reports;
 mod results;
+mod scaling;
 mod schema;
 mod server_stats;
 mod session;
