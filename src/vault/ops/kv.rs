@@ -402,17 +402,18 @@ impl VaultOp for KvOp {
             return Vec::new();
         };
         let mut out = Vec::new();
+        // No count: a setup cut short wrote fewer secrets than --secrets asked for.
         if s.created {
             out.push(Created {
-                what: format!("kv mount '{}' ({} secrets)", s.mount, s.secrets),
+                what: format!("kv mount '{}' (with the secrets seeded in it)", s.mount),
                 remove_with: format!("vault secrets disable {}", s.mount),
             });
         } else if s.wrote_prefix {
             let sub = if s.version == 2 { "metadata " } else { "" };
             out.push(Created {
                 what: format!(
-                    "{} secrets under '{}/{}' in the existing mount",
-                    s.secrets, s.mount, s.prefix
+                    "the secrets seeded under '{}/{}' in the existing mount (at most {})",
+                    s.mount, s.prefix, s.secrets
                 ),
                 remove_with: format!(
                     "vault kv {sub}delete -mount={} {}<name> for each secret listed by `vault kv list -mount={} {}`",
