@@ -190,6 +190,8 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
         connections: (model == Model::Open).then_some(r.load.connections),
         target: String::new(),
         operation: String::new(),
+        confidence: Some(r.out.confidence.level()),
+        max_repeats: args.max_repeats,
     };
     Ok(Plan { scenario, spec })
 }

@@ -10,8 +10,6 @@
 
 use std::path::PathBuf;
 
-use std::time::Duration;
-
 use crate::cli::Command;
 use crate::cli::server::ServerArgs;
 use crate::commands::config_file::{self, Asked};
@@ -19,9 +17,7 @@ use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
 use crate::commands::scenario::{Beside, Planned, target};
 use crate::config::fixtures::FixturePlan;
-use crate::config::scenario::{
-    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_TIMEOUT, Load, Scenario, Workload,
-};
+use crate::config::scenario::{DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scenario, Workload};
 use crate::config::schedule::Schedule;
 use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
@@ -285,26 +281,16 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         namespace: t.namespace,
         tls: t.tls,
         load: Load {
-            connections: s.connections.unwrap_or(DEFAULT_CONNECTIONS),
-            requests: None,
             duration: Some(duration),
-            warmup: Duration::ZERO,
             schedule,
-            keepalive: true,
-            timeout: DEFAULT_TIMEOUT,
-            threads: None,
-            pin: true,
-            respect_retry_after: false,
-            no_forwarding: false,
-            follow_redirects: false,
-            spread: Default::default(),
+            ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
         },
         workload: Workload::Vault(s.tests.clone().unwrap_or_default()),
         keep: s.keep,
         no_setup: false,
         cluster: t.cluster,
         fixtures: FixturePlan {
-            state_dir: crate::commands::fixture::state_dir(),
+            state_dir: crate::commands::scenario::state_dir(),
             ..FixturePlan::default()
         },
     };
@@ -319,6 +305,8 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         hlog: None,
         hlog_interval: 1,
         html: None,
+        ci: false,
+        confidence: Default::default(),
     };
     Ok(Planned { scenario, output })
 }
@@ -432,7 +420,7 @@ mod tests {
         assert_eq!(get(&g, "random_mounts"), Some("false"));
         let (config, asked, _) = run_asked(&g).unwrap();
         assert_eq!(config, PathBuf::from("a.hcl"));
-        assert_eq!(asked.duration, Some(Duration::from_secs(5)));
+        assert_eq!(asked.duration, Some(std::time::Duration::from_secs(5)));
         assert_eq!(asked.connections, Some(3));
         assert_eq!(asked.rate.as_deref(), Some("7"));
         assert_eq!(asked.format, Some(OutputFormat::VbVerbose));

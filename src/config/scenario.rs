@@ -85,6 +85,29 @@ pub struct Load {
     pub spread: crate::config::spread::Spread,
 }
 
+impl Load {
+    /// A closed-model load of `connections` keep-alive connections, pinned, with the default
+    /// timeout and nothing else asked: the base the drop-in commands (ab, vault-benchmark)
+    /// fill in with struct update syntax, so that a new field has its default in one place.
+    pub fn closed(connections: u64) -> Load {
+        Load {
+            connections,
+            requests: None,
+            duration: None,
+            warmup: Duration::ZERO,
+            schedule: None,
+            keepalive: true,
+            timeout: DEFAULT_TIMEOUT,
+            threads: None,
+            pin: true,
+            respect_retry_after: false,
+            no_forwarding: false,
+            follow_redirects: false,
+            spread: Default::default(),
+        }
+    }
+}
+
 /// What each request is.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -164,19 +187,8 @@ mod tests {
             namespace: None,
             tls: None,
             load: Load {
-                connections: 10,
                 requests: Some(100),
-                duration: None,
-                warmup: Duration::ZERO,
-                schedule: None,
-                keepalive: true,
-                timeout: Duration::from_secs(30),
-                threads: None,
-                pin: true,
-                respect_retry_after: false,
-                no_forwarding: false,
-                follow_redirects: false,
-                spread: Default::default(),
+                ..Load::closed(10)
             },
             workload,
             keep: false,

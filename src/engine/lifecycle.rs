@@ -115,7 +115,7 @@ impl EventLoop<'_> {
             Some(t) => t.addr(),
             None => self.plan.target.addr(),
         };
-        let token = if hop { i | super::hop::HOP } else { i };
+        let token = if hop { i | super::conn::HOP } else { i };
         match transport::connect_node(addr, self.tls.as_ref(), node, self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(

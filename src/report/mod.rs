@@ -7,6 +7,7 @@
 //! `vb_json`.
 
 pub mod ab;
+pub mod ci;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
@@ -24,6 +25,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::interval::Confidence;
 use crate::stats::{Errors, Hist, Stats};
 
 /// Latency figures in milliseconds.
@@ -44,6 +46,11 @@ pub struct Percentiles {
     /// Thin tails (`tails.rs`): the percentile keys above with fewer than 10 samples above
     /// them, each with how many there are; empty when every percentile is well supported.
     pub thin_tails: BTreeMap<String, u64>,
+    /// The level of `ci` (0.95 unless `--confidence` says otherwise).
+    pub confidence: f64,
+    /// Each percentile key's confidence interval (`ci.rs`, order statistic); null where
+    /// too few samples bound either side.
+    pub ci: BTreeMap<String, Option<ci::Ci>>,
 }
 
 /// Microseconds to milliseconds.
@@ -52,13 +59,22 @@ pub(crate) fn ms(us: u64) -> f64 {
 }
 
 impl Percentiles {
+    /// The figures of `h`, with intervals at the default level.
     pub fn of(h: &Hist) -> Percentiles {
+        Percentiles::at(h, Confidence::default())
+    }
+
+    /// The figures of `h`, with intervals at `level`.
+    pub fn at(h: &Hist, level: Confidence) -> Percentiles {
         let h = &h.0;
         if h.is_empty() {
-            return Percentiles::default();
+            return Percentiles {
+                confidence: level.level(),
+                ..Percentiles::default()
+            };
         }
         let q = |p: f64| ms(h.value_at_quantile(p));
-        Percentiles {
+        let p = Percentiles {
             count: h.len(),
             min: ms(h.min()),
             mean: h.mean() / 1000.0,
@@ -72,7 +88,31 @@ impl Percentiles {
             p9999: q(0.9999),
             max: ms(h.max()),
             thin_tails: tails::of(h.len()),
+            confidence: level.level(),
+            ci: BTreeMap::new(),
+        };
+        let value = |key: &str| p.value(key);
+        let ci = ci::of(h, level, value);
+        Percentiles { ci, ..p }
+    }
+
+    /// The figure of percentile `key` (`"p99"`).
+    pub fn value(&self, key: &str) -> f64 {
+        match key {
+            "p50" => self.p50,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" => self.p999,
+            "p9999" => self.p9999,
+            _ => 0.0,
         }
+    }
+
+    /// The interval of percentile `key`, when one side at least is known.
+    pub fn interval(&self, key: &str) -> Option<&ci::Ci> {
+        self.ci.get(key).and_then(Option::as_ref)
     }
 
     /// Samples above percentile `key` (`"p99"`) when it is a thin tail.
@@ -139,6 +179,28 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
+}
+
+#[cfg(test)]
+impl RunInfo {
+    /// A closed-model run of `connections` against `target`, one thread, one process: the
+    /// base the tests fill in with struct update syntax.
+    pub fn sample(target: &str, connections: u64) -> RunInfo {
+        RunInfo {
+            target: target.into(),
+            operation: String::new(),
+            connections,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        }
+    }
 }
 
 /// The one summary every format renders.
@@ -267,7 +329,14 @@ fn by_status(m: &BTreeMap<u16, String>) -> BTreeMap<String, String> {
 }
 
 impl Summary {
+    /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
+        Summary::new_at(run, stats, op_names, Confidence::default())
+    }
+
+    /// The summary, with every percentile's interval at `level`.
+    pub fn new_at(run: RunInfo, stats: &Stats, op_names: &[String], level: Confidence) -> Summary {
+        let pct = |h: &Hist| Percentiles::at(h, level);
         let secs = stats.elapsed_s;
         let mut latency = Hist::default();
         let mut service = Hist::default();
@@ -285,8 +354,8 @@ impl Summary {
                     rps: per_s(o.requests, secs),
                     throughput: per_s(o.ok, secs),
                     success_ratio: ratio(o.ok, o.requests),
-                    latency_ms: Percentiles::of(&o.latency),
-                    service_ms: Percentiles::of(&o.service),
+                    latency_ms: pct(&o.latency),
+                    service_ms: pct(&o.service),
                 }
             })
             .collect();
@@ -328,11 +397,11 @@ impl Summary {
                 "actual send"
             }
             .into(),
-            latency_ms: Percentiles::of(&latency),
-            service_ms: Percentiles::of(&service),
-            connect_ms: Percentiles::of(&stats.connect),
-            tls_ms: Percentiles::of(&stats.tls),
-            ttfb_ms: Percentiles::of(&stats.ttfb),
+            latency_ms: pct(&latency),
+            service_ms: pct(&service),
+            connect_ms: pct(&stats.connect),
+            tls_ms: pct(&stats.tls),
+            ttfb_ms: pct(&stats.ttfb),
             status: stats
                 .status
                 .iter()
@@ -376,6 +445,8 @@ pub enum Format {
     /// The terse table; with `latency`, the percentiles and spectra of `--latency` after it.
     Text {
         latency: bool,
+        /// Each percentile's confidence interval beside it (`--ci`).
+        ci: bool,
     },
     /// The JSON report.
     Json,
@@ -396,8 +467,8 @@ pub enum Format {
 /// Writes `summary` in `format` to `out`.
 pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io::Result<()> {
     match format {
-        Format::Text { latency } => {
-            text::render(summary, out)?;
+        Format::Text { latency, ci } => {
+            text::render_with(summary, ci, out)?;
             if latency {
                 hgrm::render_latency(summary, out)?;
             }
@@ -504,18 +575,9 @@ mod tests {
         }
         stats.elapsed_s = secs;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200/x".into(),
-            operation: String::new(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(100.0),
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200/x", 1)
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }

@@ -1,7 +1,9 @@
 //! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
-//! (also across worker processes, through their serialized form).
+//! (also across worker processes, through their serialized form); the confidence intervals
+//! of their percentiles (`interval`).
 
 pub mod figures;
+pub mod interval;
 pub mod nodes;
 
 use std::collections::BTreeMap;

@@ -8,9 +8,10 @@ use std::io::{self, Write};
 
 use crate::report::{Model, fmt_ms};
 
-use super::file::{Judged, Step, Sweep, answer_line, bounds};
+use super::file::{Judged, Step, Sweep, answer_line, bounds, repeats_line};
 use super::plan::Spec;
 use super::search::{End, Phase, StepVerdict};
+use crate::report::ci::cell;
 
 /// The lines before the first step.
 pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
@@ -36,10 +37,18 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
     )?;
     let objective: Vec<String> = spec.objectives.iter().map(|o| o.describe()).collect();
     writeln!(o, "Objective: {}", objective.join(", "))?;
+    if let Some(level) = spec.level() {
+        writeln!(
+            o,
+            "Judged with each percentile's {} confidence interval (order statistic): pass when it lies within the bound, FAIL when beyond, unclear otherwise, measured again up to {} (samples pooled), then counted as failed",
+            level.label(),
+            crate::report::plural(u64::from(spec.max_repeats), "time", "times")
+        )?;
+    }
     writeln!(o)?;
-    writeln!(
+    write!(
         o,
-        "{:>3}  {:<6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8}  result",
+        "{:>3}  {:<6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8}",
         "#",
         "phase",
         match spec.model {
@@ -51,19 +60,45 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
         "p99",
         "p99.9",
         "success"
-    )
+    )?;
+    if spec.level().is_some() {
+        write!(o, " {:>17} {:>17} {:>17}", "p50 CI", "p99 CI", "p99.9 CI")?;
+    }
+    writeln!(o, "  result")
 }
 
-/// One step's row.
-pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<()> {
-    let result = match j.verdict {
+/// A step's result cell: its verdict and why, and how many times it was measured.
+pub fn result(step: &Step, j: &Judged) -> String {
+    let text = match j.verdict {
         StepVerdict::Pass => "pass".to_string(),
         StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
         StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+        StepVerdict::Unclear => format!("UNCLEAR, counted as FAIL: {}", j.unclear.join("; ")),
+    };
+    if step.repeats > 0 {
+        format!("{text} [measured {}x, pooled]", step.repeats + 1)
+    } else {
+        text
+    }
+}
+
+/// One step's row.
+pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write, spec: &Spec) -> io::Result<()> {
+    let result = result(step, j);
+    let cis = if spec.level().is_some() {
+        let f = &j.figures;
+        format!(
+            " {:>17} {:>17} {:>17}",
+            cell(f.p50_ci.as_ref()),
+            cell(f.p99_ci.as_ref()),
+            cell(f.p999_ci.as_ref())
+        )
+    } else {
+        String::new()
     };
     writeln!(
         o,
-        "{:>3}  {:<6} {:>11} {:>11.1} {:>9} {:>9} {:>9} {:>7.2}%  {result}",
+        "{:>3}  {:<6} {:>11} {:>11.1} {:>9} {:>9} {:>9} {:>7.2}%{cis}  {result}",
         i + 1,
         match step.phase {
             Phase::Coarse => "coarse",
@@ -83,7 +118,7 @@ pub fn render(sweep: &Sweep, o: &mut dyn Write) -> io::Result<()> {
     header(&sweep.spec, o)?;
     let judged = sweep.judged();
     for (i, (s, j)) in sweep.steps.iter().zip(&judged).enumerate() {
-        row(i, s, j, o)?;
+        row(i, s, j, o, &sweep.spec)?;
     }
     let end = sweep.end(&judged).ok().flatten();
     footer(sweep, &judged, end, o)
@@ -97,7 +132,11 @@ pub fn footer(
     o: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(o)?;
-    writeln!(o, "{}", answer_line(sweep, judged, end))
+    writeln!(o, "{}", answer_line(sweep, judged, end))?;
+    if let Some(line) = repeats_line(sweep, judged) {
+        writeln!(o, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Several sweeps side by side: answers (with ratios to the first), then each sweep's
