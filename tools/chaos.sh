@@ -22,7 +22,8 @@
 #     the cluster has one active node and two standbys at the end;
 #   - nothing left on the server: `vblast cleanup --orphans` lists nothing.
 #
-#   tools/chaos.sh [DURATION_S]   (default 600; the suite's smoke run uses 60)
+#   tools/chaos.sh [DURATION_S] [extra vblast flags...]   (default 600; the suite's smoke
+#   run uses 60)
 #   env RATE (default 100 requests/s), C (connections, default 32), TIMEOUT (default 5s),
 #       WINDOW_TOL, RSS_PCT, KEEP=1 (keep the directory), VBLAST (a built binary).
 # Needs root (ip netns, tc, iptables), PostgreSQL (tools/deps.sh) and the bao binary
@@ -31,6 +32,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${1:-600}
+shift || true
+EXTRA=("$@")
 RATE=${RATE:-100}
 C=${C:-32}
 TIMEOUT=${TIMEOUT:-5}
@@ -144,7 +147,8 @@ export VBLAST_STATE_DIR=$DIR/state
 RUNID=chaos-$$
 OPS=kv-read:40,kv-write:20,approle-login:20,transit-encrypt:20
 VBARGS=(-R "$RATE" -c "$C" -z "${D}s" --op "$OPS" --secrets 100 --timeout "${TIMEOUT}s"
-    --allow-errors --progress --run-id "$RUNID" --format json --output "$DIR/results.json")
+    --allow-errors --progress --run-id "$RUNID" --format json --output "$DIR/results.json"
+    ${EXTRA[@]+"${EXTRA[@]}"})
 say "vblast ${VBARGS[*]} (VAULT_ADDR: the 3 nodes)"
 VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") ip netns exec "$HUB" "$VBLAST" "${VBARGS[@]}" \
     >"$DIR/report.json" 2>"$DIR/vblast.err" &
