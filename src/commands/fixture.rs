@@ -18,6 +18,15 @@ use crate::vault::fixture::Mode;
 use super::Given;
 use super::scenario::{scenario, state_dir, validate};
 
+/// `--orphans` (and `--yes`, which clap lets through only with it) anywhere but
+/// `vblast cleanup`: refused, since a run, a sweep or a setup would otherwise take and
+/// ignore them.
+pub fn orphans_refused() -> Error {
+    Error::input(
+        "--orphans and --yes are for `vblast cleanup --orphans`: a run removes what it made by itself",
+    )
+}
+
 /// Each request of a cleanup that looks at the server.
 const LOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -26,7 +35,7 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     let name = if remove { "cleanup" } else { "setup" };
     if args.cleanup.orphans {
         if !remove {
-            return Ending::Failed(Error::input("--orphans is for `vblast cleanup`"));
+            return Ending::Failed(orphans_refused());
         }
         return orphans(args, given, stop);
     }

@@ -15,6 +15,9 @@ use super::scenario::{Planned, plan, sharding};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
+    if cli.cleanup.orphans {
+        return Ending::Failed(super::fixture::orphans_refused());
+    }
     if cli.ops.list_ops {
         let list = match cli.out.format {
             OutputFormat::Markdown => crate::vault::ops::list_markdown(),

@@ -17,6 +17,9 @@ use crate::sweep::search::{Resolution, Search};
 
 /// Runs `vblast sweep ...`.
 pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
+    if args.run.cleanup.orphans {
+        return Ending::Failed(super::fixture::orphans_refused());
+    }
     let plan = match plan(args, given) {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::input(e)),

@@ -209,6 +209,9 @@ impl EventLoop<'_> {
         // ab's per-run facts: the first document, its length, and keep-alive reuse.
         let parser = &self.conns[i].parser;
         let s = &mut self.stats;
+        if !answer.ok && answer.quota.is_none() && !self.plan.ops[req.op].is_success(status) {
+            s.note_failed_answer(status, parser.body());
+        }
         s.count_body(parser.body_len(), self.plan.keepalive && !answer.close);
         if s.server.is_none() {
             s.server = parser.server().map(str::to_string);

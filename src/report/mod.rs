@@ -237,6 +237,9 @@ pub struct Summary {
     pub status: BTreeMap<String, u64>,
     pub errors: Errors,
     pub error_messages: BTreeMap<String, u64>,
+    /// Each failed status: the first line of what the server answered with it (redacted).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_answers: BTreeMap<String, String>,
     pub late: u64,
     pub max_lag_ms: f64,
     pub connections_opened: u64,
@@ -376,6 +379,11 @@ impl OpSummary {
     }
 }
 
+/// A map by status code, keyed by the code's text (as JSON has it).
+fn by_status(m: &BTreeMap<u16, String>) -> BTreeMap<String, String> {
+    m.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
 impl Summary {
     /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
@@ -430,6 +438,7 @@ impl Summary {
                 .collect(),
             errors: stats.errors,
             error_messages: stats.messages.clone(),
+            failed_answers: by_status(&stats.failed_answers),
             late: stats.late,
             max_lag_ms: ms(stats.max_lag_us),
             connections_opened: stats.connections_opened,

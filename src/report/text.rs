@@ -169,7 +169,12 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     // what it means, so that a URL answered 403 or 404 says why it failed.
     for (code, n) in &s.status {
         if let Some(meaning) = failed_status(code) {
-            writeln!(o, "  {n} x HTTP {code} {meaning}")?;
+            match s.failed_answers.get(code) {
+                Some(said) => {
+                    writeln!(o, "  {n} x HTTP {code} {meaning}; the server said: {said}")?
+                }
+                None => writeln!(o, "  {n} x HTTP {code} {meaning}")?,
+            }
         }
     }
     crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)

@@ -794,7 +794,7 @@ impl Session {
         let mut client = self
             .client(CLEANUP_TIMEOUT)
             .with_stop(urgent.stop().clone());
-        let left = self.remove_fixtures(&mut client, &stop);
+        let mut left = self.remove_fixtures(&mut client, &stop);
         if left.is_empty() {
             if let Some(dir) = &self.plan.state_dir
                 && matches!(self.naming.mode(), Mode::Own | Mode::Remove)
@@ -803,14 +803,13 @@ impl Session {
             }
             return Ok(());
         }
-        let mut text = left.join("\n");
         if self.plan.state_dir.is_some() && !self.naming.names().is_empty() {
-            text.push_str(&format!(
-                "\nor run `vblast cleanup --run-id {}` (with this run's address and token)",
+            left.push(format!(
+                "or run `vblast cleanup --run-id {}` (with this run's address and token)",
                 self.naming.run_id()
             ));
         }
-        Err(Error::cleanup(text))
+        Err(Error::cleanup(server::one_per_line(&left)))
     }
 
     /// Each operation's cleanup, newest first, then a bounded look for what it named;

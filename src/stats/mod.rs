@@ -640,6 +640,10 @@ pub struct Stats {
     /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
     #[serde(default)]
     pub ratelimit_limit: u64,
+    /// What the server said with each failed status: the first line of the first such
+    /// answer's body, redacted (`failed_answer`; at most `MAX_LENGTHS` statuses).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_answers: BTreeMap<u16, String>,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -712,6 +716,20 @@ impl Stats {
         self.redirects += o.redirects;
         self.followed += o.followed;
         self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
+        for (code, text) in &o.failed_answers {
+            if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(code) {
+                self.failed_answers.insert(*code, text.clone());
+            }
+        }
+    }
+
+    /// A measured answer that failed on its status: the first line of its body is kept,
+    /// once per status (no allocation after that).
+    #[inline]
+    pub fn note_failed_answer(&mut self, status: u16, body: &[u8]) {
+        if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(&status) {
+            self.failed_answers.insert(status, failed_answer(body));
+        }
     }
 
     /// Counts one measured response's body (no allocation once its length is known).
@@ -769,12 +787,63 @@ impl Stats {
     }
 }
 
+/// The first non-empty line of a failed answer's body, whitespace collapsed, at most 200
+/// characters, with anything shaped like a Vault token (`hvs.`, `hvb.`, `hvr.`, `s.`, `b.`
+/// or `r.` and 20 more characters) replaced by `<redacted>`; "empty body" when it has none.
+pub fn failed_answer(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return "empty body".into();
+    };
+    let mut out = String::new();
+    let mut word = String::new();
+    let token_like = |w: &str| {
+        ["hvs.", "hvb.", "hvr.", "s.", "b.", "r."]
+            .iter()
+            .any(|p| w.len() >= p.len() + 20 && w.starts_with(p))
+    };
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(if token_like(word) { "<redacted>" } else { word });
+        word.clear();
+    };
+    for ch in line.chars().take(200) {
+        if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(if ch.is_whitespace() || ch.is_control() {
+                ' '
+            } else {
+                ch
+            });
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// Lag past the intended start beyond which a request counts as late (open model).
 pub const LATE_US: u64 = 10_000;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_answer_is_its_first_line_redacted() {
+        let body = b"\n  {\"errors\":[\"bad token hvs.CAESIAbcdefghijklmnopqrstuvwxyz\"]}\nmore";
+        assert_eq!(
+            failed_answer(body),
+            "{\"errors\":[\"bad token <redacted>\"]}"
+        );
+        assert_eq!(failed_answer(b""), "empty body");
+        assert_eq!(failed_answer(b"<html>\r\n<body>"), "<html>");
+        assert_eq!(failed_answer("x".repeat(300).as_bytes()).len(), 200);
+        let mut s = Stats::new(1);
+        s.note_failed_answer(404, b"first");
+        s.note_failed_answer(404, b"second");
+        assert_eq!(s.failed_answers[&404], "first");
+    }
 
     #[test]
     fn timeline_histograms_are_checked_without_full_decoding() {

@@ -6,6 +6,7 @@ mod support;
 
 mod capture;
 mod catalogue;
+mod chaos;
 mod cleanup;
 mod cluster;
 mod core;
