@@ -212,7 +212,7 @@ fn a_sweep_samples_each_step_and_names_the_server_cpu_of_a_server_on_one_core() 
             "--resolution",
             "20000",
             "--step-duration",
-            "2s",
+            "4s",
             "--step-warmup",
             "0s",
             "--slo",
