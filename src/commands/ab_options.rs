@@ -416,6 +416,7 @@ impl AbOptions {
                 respect_retry_after: false,
                 no_forwarding: false,
                 follow_redirects: false,
+                http2: None,
                 spread: Default::default(),
             },
             workload: Workload::Url(UrlRequest {

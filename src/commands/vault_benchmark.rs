@@ -297,6 +297,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
             respect_retry_after: false,
             no_forwarding: false,
             follow_redirects: false,
+            http2: None,
             spread: Default::default(),
         },
         workload: Workload::Vault(s.tests.clone().unwrap_or_default()),

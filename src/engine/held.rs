@@ -98,6 +98,9 @@ pub fn run_held_at(
     }
     let threads = plan.threads_here;
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
+    if plan.http2.is_some() {
+        return Err(EngineError::Http2Unsupported("held steps (sweeps)"));
+    }
     let workers = build_workers(plan, progress.map(|_| &report))?;
     drop(report);
     let (done, dones) = crossbeam_channel::unbounded();

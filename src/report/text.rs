@@ -245,6 +245,7 @@ mod tests {
             model: Model::Closed,
             target_rate: None,
             keepalive: true,
+            protocol: "HTTP/1.1".into(),
             warmup_s: 0.0,
             interrupted: false,
             setup_s: 0.0,

@@ -2,6 +2,7 @@
 //! (also across worker processes, through their serialized form).
 
 pub mod figures;
+pub mod http2;
 pub mod nodes;
 
 use std::collections::BTreeMap;
@@ -559,6 +560,9 @@ pub struct Stats {
     /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
     #[serde(default)]
     pub ratelimit_limit: u64,
+    /// An HTTP/2 run's own counts (`src/stats/http2.rs`).
+    #[serde(default, skip_serializing_if = "crate::stats::http2::H2Figures::is_empty")]
+    pub http2: crate::stats::http2::H2Figures,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -631,6 +635,7 @@ impl Stats {
         self.redirects += o.redirects;
         self.followed += o.followed;
         self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
+        self.http2.merge(&o.http2);
     }
 
     /// Counts one measured response's body (no allocation once its length is known).
