@@ -23,10 +23,12 @@ pub enum EngineError {
     #[error("a held run cannot change between the open and the closed model")]
     HeldModelChanged,
     /// `--http2` against a TLS server that does not offer h2 by ALPN.
-    #[error("--http2: the server at {addr} does not offer h2 by ALPN (it chose {chosen}); add --http2-fallback to run over HTTP/1.1")]
+    #[error(
+        "--http2: the server at {addr} does not offer h2 by ALPN (it chose {chosen}); add --http2-fallback to run over HTTP/1.1"
+    )]
     NoH2 { addr: String, chosen: String },
     /// Something HTTP/2 runs do not do yet (docs/http2.md).
-    #[error("--http2 does not support {0} yet (docs/http2.md); run it over HTTP/1.1")]
+    #[error("{0}")]
     Http2Unsupported(&'static str),
 }
 

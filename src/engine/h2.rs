@@ -102,21 +102,32 @@ fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
     s
 }
 
-/// What an HTTP/2 run cannot do yet, if `plan` asks for it.
+/// Why `plan` cannot run over HTTP/2 (yet), in one sentence, if it cannot.
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     let h2 = plan.http2?;
+    let not_yet = |what| Some(what);
     if !h2.prior_knowledge && !plan.target.is_tls() {
-        Some("an http:// address: h2 is negotiated by ALPN over TLS (--http2-prior-knowledge speaks h2c)")
+        Some(
+            "--http2 negotiates h2 by ALPN over TLS: use an https:// address, or --http2-prior-knowledge for h2c on http://",
+        )
     } else if h2.prior_knowledge && plan.target.is_tls() {
-        Some("--http2-prior-knowledge over https:// (--http2 negotiates h2 by ALPN)")
+        Some("--http2-prior-knowledge speaks h2c on http://: over https:// use --http2 (ALPN)")
     } else if !plan.nodes.targets.is_empty() {
-        Some("several nodes (cluster mode)")
+        not_yet(
+            "HTTP/2 runs do not support several nodes (cluster mode) yet (docs/http2.md): run it over HTTP/1.1",
+        )
     } else if plan.follow_redirects {
-        Some("--follow-redirects")
+        not_yet(
+            "HTTP/2 runs do not support --follow-redirects yet (docs/http2.md): run it over HTTP/1.1",
+        )
     } else if !plan.keepalive {
-        Some("--no-keepalive")
+        Some(
+            "HTTP/2 multiplexes requests over kept-alive connections: --no-keepalive does not apply",
+        )
     } else if plan.respect_retry_after {
-        Some("--respect-retry-after")
+        not_yet(
+            "HTTP/2 runs do not support --respect-retry-after yet (docs/http2.md): run it over HTTP/1.1",
+        )
     } else {
         None
     }
@@ -129,7 +140,9 @@ impl<'p> H2Loop<'p> {
         mut requests: super::requests::Requests,
         tls: Option<TlsConnector>,
     ) -> Result<H2Loop<'p>, EngineError> {
-        let h2 = plan.http2.ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
+        let h2 = plan
+            .http2
+            .ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
         let poll = Poll::new().map_err(EngineError::EventLoop)?;
         let (slot, slots) = plan.slot(global);
         let mut mine = share(plan.connections, slots, slot);
@@ -314,11 +327,13 @@ impl<'p> H2Loop<'p> {
         }
         let until = now + PRECONNECT_MAX.min(self.plan.timeout);
         while !stop.is_set() && Instant::now() < until {
-            let waiting = self
-                .links
-                .iter()
-                .any(|l| matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
-                    || (l.phase == LinkPhase::Open && !l.proto.can_start() && l.proto.active() == 0 && !l.proto.finished()));
+            let waiting = self.links.iter().any(|l| {
+                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
+                    || (l.phase == LinkPhase::Open
+                        && !l.proto.can_start()
+                        && l.proto.active() == 0
+                        && !l.proto.finished())
+            });
             if !waiting {
                 break;
             }
@@ -327,7 +342,11 @@ impl<'p> H2Loop<'p> {
         Ok(())
     }
 
-    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<Instant, EngineError> {
+    fn poll_once(
+        &mut self,
+        events: &mut Events,
+        timeout: Duration,
+    ) -> Result<Instant, EngineError> {
         match self.poll.poll(events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -370,7 +389,9 @@ impl<'p> H2Loop<'p> {
                         l.stream = Some(stream);
                         l.phase = LinkPhase::Connecting;
                     }
-                    Err(e) => self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now),
+                    Err(e) => {
+                        self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now)
+                    }
                 }
             }
             Err(e) => self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now),
@@ -414,7 +435,9 @@ impl<'p> H2Loop<'p> {
                         self.handshake(i, now);
                     }
                     Ok(false) => {}
-                    Err(e) => self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now),
+                    Err(e) => {
+                        self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now)
+                    }
                 }
             }
             LinkPhase::Handshaking => self.handshake(i, now),
@@ -507,7 +530,12 @@ impl<'p> H2Loop<'p> {
             match stream.read(&mut self.buf) {
                 Ok((0, _)) => {
                     self.stats.server_closes += 1;
-                    self.drop_link(i, ErrorKind::Read, "server closed the connection mid-response", now);
+                    self.drop_link(
+                        i,
+                        ErrorKind::Read,
+                        "server closed the connection mid-response",
+                        now,
+                    );
                     return;
                 }
                 Ok((n, drained)) => {
@@ -620,7 +648,9 @@ impl<'p> H2Loop<'p> {
             } else if !self.plan.ops[req.op].is_success(status) {
                 s.errors.status += 1;
             }
-            let sec = now.saturating_duration_since(self.pacer.measure_from()).as_secs();
+            let sec = now
+                .saturating_duration_since(self.pacer.measure_from())
+                .as_secs();
             s.timeline.record(sec, ok, Some(latency));
             s.timeline.record_service(service);
             s.waiting.record(service);
@@ -794,7 +824,12 @@ impl<'p> H2Loop<'p> {
         let keep = self.plan.ops[req.op].reads_body();
         let Some(slot) = body_at.and_then(|at| l.proto.start(&self.block, &bytes[at..], keep))
         else {
-            self.fail_req(req, ErrorKind::Write, "the request could not be encoded", now);
+            self.fail_req(
+                req,
+                ErrorKind::Write,
+                "the request could not be encoded",
+                now,
+            );
             return;
         };
         l.reqs[slot] = Some(req);
@@ -807,18 +842,27 @@ impl<'p> H2Loop<'p> {
             let l = &self.links[i];
             match l.phase {
                 LinkPhase::Open => {
-                    let late = l.reqs.iter().flatten().any(|r| now.saturating_duration_since(r.sent) >= timeout);
+                    let late = l
+                        .reqs
+                        .iter()
+                        .flatten()
+                        .any(|r| now.saturating_duration_since(r.sent) >= timeout);
                     if late {
-                        let msg = format!("no response within {}", crate::config::units::show_duration(timeout));
+                        let msg = format!(
+                            "no response within {}",
+                            crate::config::units::show_duration(timeout)
+                        );
                         self.drop_link(i, ErrorKind::Timeout, &msg, now);
                     }
                 }
-                LinkPhase::Connecting | LinkPhase::Handshaking => {
-                    if now.saturating_duration_since(l.since) >= timeout {
-                        self.connect_failed(i, "connect timed out", now);
-                    }
+                LinkPhase::Connecting | LinkPhase::Handshaking
+                    if now.saturating_duration_since(l.since) >= timeout =>
+                {
+                    self.connect_failed(i, "connect timed out", now);
                 }
-                LinkPhase::Backoff if now >= l.since && !self.pacer.finished(now) => self.open(i, now),
+                LinkPhase::Backoff if now >= l.since && !self.pacer.finished(now) => {
+                    self.open(i, now)
+                }
                 _ => {}
             }
         }

@@ -484,7 +484,10 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
 
 /// HTTP/2's line under the header: the streams asked for and allowed, and what the
 /// server reset or sent away.
-fn write_http2(h: &crate::stats::http2::H2Figures, o: &mut dyn std::io::Write) -> std::io::Result<()> {
+fn write_http2(
+    h: &crate::stats::http2::H2Figures,
+    o: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     if h.is_empty() {
         return Ok(());
     }
@@ -497,7 +500,11 @@ fn write_http2(h: &crate::stats::http2::H2Figures, o: &mut dyn std::io::Write) -
         "HTTP/2: {} streams per connection asked, {} allowed ({limit})",
         h.streams_asked, h.streams_allowed
     )?;
-    for (what, map) in [("RST_STREAM", &h.resets), ("GOAWAY", &h.goaways), ("connection errors", &h.conn_errors)] {
+    for (what, map) in [
+        ("RST_STREAM", &h.resets),
+        ("GOAWAY", &h.goaways),
+        ("connection errors", &h.conn_errors),
+    ] {
         if !map.is_empty() {
             let list: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();
             write!(o, "; {what}: {}", list.join(", "))?;

@@ -513,7 +513,6 @@ mod tests {
             target_rate: Some(500.0),
             keepalive: true,
             protocol: "HTTP/1.1".into(),
-            protocol: "HTTP/1.1".into(),
             warmup_s: 0.0,
             interrupted: false,
             setup_s: 0.0,

@@ -561,7 +561,10 @@ pub struct Stats {
     #[serde(default)]
     pub ratelimit_limit: u64,
     /// An HTTP/2 run's own counts (`src/stats/http2.rs`).
-    #[serde(default, skip_serializing_if = "crate::stats::http2::H2Figures::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::stats::http2::H2Figures::is_empty"
+    )]
     pub http2: crate::stats::http2::H2Figures,
 }
 

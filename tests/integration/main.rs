@@ -15,6 +15,7 @@ mod faults;
 mod harness;
 mod hosts;
 mod html;
+mod http2;
 mod lifecycle;
 mod messages;
 mod metrics;

@@ -133,7 +133,7 @@ pub struct H2Conn {
     recv_window: i64,
     conn_window: u32,
     unacked: u32,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: super::hpack::Hpack,
     /// Bytes of an incomplete frame, carried to the next `feed`.
     carry: Vec<u8>,
     /// A header block being joined from HEADERS and CONTINUATION frames.
@@ -149,9 +149,9 @@ pub struct H2Conn {
 
 /// A stream id (odd, client-initiated) as the slot it names.
 fn slot_of(slots: &[Slot], id: u32) -> Option<usize> {
-    slots
-        .iter()
-        .position(|s| s.id == id && matches!(s.state, StreamState::Open | StreamState::HalfClosedLocal))
+    slots.iter().position(|s| {
+        s.id == id && matches!(s.state, StreamState::Open | StreamState::HalfClosedLocal)
+    })
 }
 
 fn err(code: u32, why: &'static str) -> ConnError {
@@ -163,9 +163,10 @@ impl H2Conn {
     /// queued in `out`.
     pub fn new(local: Local) -> H2Conn {
         let streams = local.streams.max(1);
-        let conn_window = (u64::from(local.window) * streams as u64)
-            .clamp(u64::from(frame::DEFAULT_WINDOW), u64::from(frame::MAX_WINDOW))
-            as u32;
+        let conn_window = (u64::from(local.window) * streams as u64).clamp(
+            u64::from(frame::DEFAULT_WINDOW),
+            u64::from(frame::MAX_WINDOW),
+        ) as u32;
         let mut out = Vec::with_capacity(16 * 1024);
         out.extend_from_slice(frame::PREFACE);
         frame::put_settings(
@@ -193,7 +194,7 @@ impl H2Conn {
             recv_window: i64::from(conn_window),
             conn_window,
             unacked: 0,
-            decoder: loona_hpack::Decoder::new(),
+            decoder: super::hpack::Hpack::default(),
             carry: Vec::with_capacity(frame::DEFAULT_MAX_FRAME + frame::HEAD_LEN),
             block: Vec::with_capacity(4096),
             block_stream: 0,
@@ -301,7 +302,11 @@ impl H2Conn {
         frame::put_head(&mut self.out, first.len(), kind::HEADERS, flags, id);
         self.out.extend_from_slice(first);
         while let Some(c) = chunks.next() {
-            let flags = if chunks.peek().is_none() { flag::END_HEADERS } else { 0 };
+            let flags = if chunks.peek().is_none() {
+                flag::END_HEADERS
+            } else {
+                0
+            };
             frame::put_head(&mut self.out, c.len(), kind::CONTINUATION, flags, id);
             self.out.extend_from_slice(c);
         }
@@ -387,7 +392,10 @@ impl H2Conn {
         let mut at = 0;
         while let Some(h) = Head::parse(&b[at..]) {
             if h.len > frame::DEFAULT_MAX_FRAME {
-                return Err(err(code::FRAME_SIZE_ERROR, "a frame larger than SETTINGS_MAX_FRAME_SIZE"));
+                return Err(err(
+                    code::FRAME_SIZE_ERROR,
+                    "a frame larger than SETTINGS_MAX_FRAME_SIZE",
+                ));
             }
             let end = at + frame::HEAD_LEN + h.len;
             if end > b.len() {
@@ -428,7 +436,10 @@ impl H2Conn {
         let n = p.len() as u32;
         self.recv_window -= i64::from(n);
         if self.recv_window < 0 {
-            return Err(err(code::FLOW_CONTROL_ERROR, "DATA beyond the connection window"));
+            return Err(err(
+                code::FLOW_CONTROL_ERROR,
+                "DATA beyond the connection window",
+            ));
         }
         self.unacked += n;
         if self.unacked >= self.conn_window / 2 {
@@ -443,10 +454,16 @@ impl H2Conn {
         let s = &mut self.slots[slot];
         s.recv_window -= i64::from(n);
         if s.recv_window < 0 {
-            return Err(err(code::FLOW_CONTROL_ERROR, "DATA beyond the stream window"));
+            return Err(err(
+                code::FLOW_CONTROL_ERROR,
+                "DATA beyond the stream window",
+            ));
         }
         if s.status == 0 {
-            return Err(err(code::PROTOCOL_ERROR, "DATA before the response headers"));
+            return Err(err(
+                code::PROTOCOL_ERROR,
+                "DATA before the response headers",
+            ));
         }
         s.body_len += data.len() as u64;
         if s.keep_body {
@@ -484,9 +501,10 @@ impl H2Conn {
         let mut b = frame::unpadded(h.flags, p)
             .ok_or(err(code::PROTOCOL_ERROR, "HEADERS padding past the frame"))?;
         if h.flags & flag::PRIORITY != 0 {
-            b = b
-                .get(5..)
-                .ok_or(err(code::FRAME_SIZE_ERROR, "HEADERS too short for its priority"))?;
+            b = b.get(5..).ok_or(err(
+                code::FRAME_SIZE_ERROR,
+                "HEADERS too short for its priority",
+            ))?;
         }
         self.block.clear();
         self.block.extend_from_slice(b);
@@ -519,17 +537,12 @@ impl H2Conn {
     /// A whole header block: decoded (always: the dynamic table must stay in step), and
     /// the stream's status taken, or its trailers accepted.
     fn on_block(&mut self) -> Result<(), ConnError> {
-        let mut status = 0u16;
-        let block = std::mem::take(&mut self.block);
-        let r = self.decoder.decode_with_cb(&block, |name, value| {
-            if &name[..] == b":status" && value.len() == 3 {
-                status = value
-                    .iter()
-                    .fold(0u16, |a, &d| a * 10 + u16::from(d.wrapping_sub(b'0') % 10));
-            }
-        });
-        self.block = block;
-        r.map_err(|_| err(code::COMPRESSION_ERROR, "a header block HPACK cannot decode"))?;
+        let status = self.decoder.status(&self.block).map_err(|_| {
+            err(
+                code::COMPRESSION_ERROR,
+                "a header block HPACK cannot decode",
+            )
+        })?;
         let Some(slot) = slot_of(&self.slots, self.block_stream) else {
             return Ok(());
         };
@@ -540,7 +553,10 @@ impl H2Conn {
                 return Ok(());
             }
             if status == 0 {
-                return Err(err(code::PROTOCOL_ERROR, "response headers without :status"));
+                return Err(err(
+                    code::PROTOCOL_ERROR,
+                    "response headers without :status",
+                ));
             }
             s.status = status;
         } else if !self.block_end {
@@ -580,14 +596,20 @@ impl H2Conn {
             }
             return Ok(());
         }
-        if p.len() % 6 != 0 {
-            return Err(err(code::FRAME_SIZE_ERROR, "SETTINGS not a multiple of 6 bytes"));
+        if !p.len().is_multiple_of(6) {
+            return Err(err(
+                code::FRAME_SIZE_ERROR,
+                "SETTINGS not a multiple of 6 bytes",
+            ));
         }
         for (id, v) in frame::settings_pairs(p) {
             self.setting(id, v)?;
         }
         frame::put_settings_ack(&mut self.out);
-        if matches!(self.state, ConnState::PrefaceSent | ConnState::SettingsAcked) {
+        if matches!(
+            self.state,
+            ConnState::PrefaceSent | ConnState::SettingsAcked
+        ) {
             self.state = ConnState::Open;
             self.events.push_back(Event::Ready);
         }
@@ -600,7 +622,10 @@ impl H2Conn {
             setting::MAX_CONCURRENT_STREAMS => self.peer_streams = v,
             setting::INITIAL_WINDOW_SIZE => {
                 if v > frame::MAX_WINDOW {
-                    return Err(err(code::FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                    return Err(err(
+                        code::FLOW_CONTROL_ERROR,
+                        "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
+                    ));
                 }
                 // Open streams' windows move by the change (RFC 9113 §6.9.2).
                 let delta = i64::from(v) - self.peer_window;
@@ -611,7 +636,10 @@ impl H2Conn {
             }
             setting::MAX_FRAME_SIZE => {
                 if !(frame::DEFAULT_MAX_FRAME as u32..=0xff_ffff).contains(&v) {
-                    return Err(err(code::PROTOCOL_ERROR, "SETTINGS_MAX_FRAME_SIZE out of range"));
+                    return Err(err(
+                        code::PROTOCOL_ERROR,
+                        "SETTINGS_MAX_FRAME_SIZE out of range",
+                    ));
                 }
                 self.peer_frame = v as usize;
             }
@@ -672,7 +700,10 @@ impl H2Conn {
         if h.stream == 0 {
             self.send_window += inc;
             if self.send_window > max {
-                return Err(err(code::FLOW_CONTROL_ERROR, "connection window over 2^31-1"));
+                return Err(err(
+                    code::FLOW_CONTROL_ERROR,
+                    "connection window over 2^31-1",
+                ));
             }
         } else if let Some(slot) = slot_of(&self.slots, h.stream) {
             let s = &mut self.slots[slot];

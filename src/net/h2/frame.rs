@@ -180,7 +180,13 @@ mod tests {
     #[test]
     fn a_frame_header_round_trips() {
         let mut out = Vec::new();
-        put_head(&mut out, 0x12_3456, kind::HEADERS, flag::END_HEADERS, 0x8000_0005);
+        put_head(
+            &mut out,
+            0x12_3456,
+            kind::HEADERS,
+            flag::END_HEADERS,
+            0x8000_0005,
+        );
         assert_eq!(out, [0x12, 0x34, 0x56, 1, 4, 0, 0, 0, 5]);
         let h = Head::parse(&out).unwrap();
         assert_eq!(
@@ -207,7 +213,13 @@ mod tests {
     #[test]
     fn settings_and_control_frames_are_written_as_the_rfc_says() {
         let mut out = Vec::new();
-        put_settings(&mut out, &[(setting::ENABLE_PUSH, 0), (setting::INITIAL_WINDOW_SIZE, 1 << 20)]);
+        put_settings(
+            &mut out,
+            &[
+                (setting::ENABLE_PUSH, 0),
+                (setting::INITIAL_WINDOW_SIZE, 1 << 20),
+            ],
+        );
         assert_eq!(&out[..9], &[0, 0, 12, 4, 0, 0, 0, 0, 0]);
         let pairs: Vec<_> = settings_pairs(&out[9..]).collect();
         assert_eq!(pairs, [(2, 0), (4, 1 << 20)]);

@@ -4,17 +4,21 @@
 //! `request` requests as header blocks, from the HTTP/1.1 bytes of a request template,
 //! what does not change per request encoded once.
 //!
-//! HPACK decoding uses the `loona-hpack` crate (the maintained fork of `hpack`, by the
-//! authors of the loona HTTP/2 server): it decodes the dynamic table and Huffman-coded
-//! strings, as Go's server (OpenBao, Vault) and nginx send them, and passes the RFC 7541
-//! appendix C vectors (`conn_tests.rs` runs C.6). `hpack` itself has had no release since
-//! 2016, and `httlib-hpack` decodes into owned vectors per field. Requests are encoded by
+//! HPACK: the crates looked at were `hpack` (no release since 2016), its maintained fork
+//! `loona-hpack` (fluke-hpack's successor, by the loona server's authors) and
+//! `httlib-hpack` (decodes into owned vectors per field). `loona-hpack` decodes the
+//! dynamic table and Huffman strings as Go's server (OpenBao, Vault) and nginx send them,
+//! but its block decoder builds a Huffman hash table per string: measured, most of the
+//! client's CPU and ~200 allocations per response. So `hpack` walks the blocks itself
+//! (RFC 7541 appendix C vectors and a fuzz target) and uses `loona-hpack`'s Huffman
+//! decoder, built once per connection, for the strings it must decode. Requests are encoded by
 //! `request` itself: literals that never touch the dynamic table, which is a few lines of
 //! RFC 7541 §5 and §6.2 and keeps the block the same on every connection.
 //! `Http2Options` is what a run asks for, as the commands parse it.
 
 pub mod conn;
 pub mod frame;
+pub mod hpack;
 pub mod request;
 
 pub use conn::{ConnError, ConnState, Event, H2Conn, Local, StreamState};

@@ -129,7 +129,12 @@ fn put_pseudo(out: &mut Vec<u8>, req: &[u8], at: &Layout, https: bool) {
 fn put_regular(out: &mut Vec<u8>, req: &[u8], at: &Layout) {
     for (name, value) in header_lines(&req[at.headers.0..at.headers.1]) {
         if !dropped(name) {
-            put_literal(out, name, value, name.eq_ignore_ascii_case(b"x-vault-token"));
+            put_literal(
+                out,
+                name,
+                value,
+                name.eq_ignore_ascii_case(b"x-vault-token"),
+            );
         }
     }
 }
