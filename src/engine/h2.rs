@@ -48,7 +48,7 @@ enum LinkPhase {
 }
 
 /// One HTTP/2 connection: its socket, its protocol state and the request on each stream.
-struct Link {
+struct H2Link {
     stream: Option<Stream>,
     phase: LinkPhase,
     proto: H2Conn,
@@ -67,7 +67,7 @@ pub(super) struct H2Loop<'p> {
     plan: &'p EnginePlan,
     global: usize,
     poll: Poll,
-    links: Vec<Link>,
+    links: Vec<H2Link>,
     /// Connections that may have a free stream (checked when taken).
     free: Vec<usize>,
     /// Requests a GOAWAY or REFUSED_STREAM left unprocessed, to send again first.
@@ -165,7 +165,7 @@ impl<'p> H2Loop<'p> {
             window: wire::STREAM_WINDOW,
         };
         let links = (0..mine)
-            .map(|_| Link {
+            .map(|_| H2Link {
                 stream: None,
                 phase: LinkPhase::Unopened,
                 proto: H2Conn::new(local),

@@ -84,7 +84,7 @@ pub struct Local {
     pub window: u32,
 }
 
-struct Slot {
+struct StreamSlot {
     state: StreamState,
     id: u32,
     send_window: i64,
@@ -100,9 +100,9 @@ struct Slot {
     body_len: u64,
 }
 
-impl Slot {
-    fn new(window: u32) -> Slot {
-        Slot {
+impl StreamSlot {
+    fn new(window: u32) -> StreamSlot {
+        StreamSlot {
             state: StreamState::Idle,
             id: 0,
             send_window: i64::from(frame::DEFAULT_WINDOW),
@@ -121,7 +121,7 @@ impl Slot {
 pub struct H2Conn {
     state: ConnState,
     local: Local,
-    slots: Vec<Slot>,
+    slots: Vec<StreamSlot>,
     free: Vec<usize>,
     active: usize,
     next_id: u32,
@@ -148,7 +148,7 @@ pub struct H2Conn {
 }
 
 /// A stream id (odd, client-initiated) as the slot it names.
-fn slot_of(slots: &[Slot], id: u32) -> Option<usize> {
+fn slot_of(slots: &[StreamSlot], id: u32) -> Option<usize> {
     slots.iter().position(|s| {
         s.id == id && matches!(s.state, StreamState::Open | StreamState::HalfClosedLocal)
     })
@@ -183,7 +183,9 @@ impl H2Conn {
         H2Conn {
             state: ConnState::PrefaceSent,
             local,
-            slots: (0..streams).map(|_| Slot::new(local.window)).collect(),
+            slots: (0..streams)
+                .map(|_| StreamSlot::new(local.window))
+                .collect(),
             free: (0..streams).rev().collect(),
             active: 0,
             next_id: 1,

@@ -71,7 +71,7 @@ fn dropped(name: &[u8]) -> bool {
 
 /// Where the parts of a rendered HTTP/1.1 request lie.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub struct RequestLayout {
     pub method: (usize, usize),
     pub path: (usize, usize),
     /// The header lines (after the request line, before the blank line).
@@ -81,7 +81,7 @@ pub struct Layout {
 }
 
 /// Finds the parts of a rendered request (None: not a request line and headers).
-pub fn layout(req: &[u8]) -> Option<Layout> {
+pub fn layout(req: &[u8]) -> Option<RequestLayout> {
     let sp = req.iter().position(|&b| b == b' ')?;
     let eol = find(req, b"\r\n")?;
     let line = &req[..eol];
@@ -90,7 +90,7 @@ pub fn layout(req: &[u8]) -> Option<Layout> {
         return None;
     }
     let end = find(req, b"\r\n\r\n")?;
-    Some(Layout {
+    Some(RequestLayout {
         method: (0, sp),
         path: (sp + 1, sp2),
         headers: (eol + 2, end + 2),
@@ -112,7 +112,7 @@ fn header_lines(lines: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 }
 
 /// The pseudo-headers before `:path`: method, scheme and authority (from Host).
-fn put_pseudo(out: &mut Vec<u8>, req: &[u8], at: &Layout, https: bool) {
+fn put_pseudo(out: &mut Vec<u8>, req: &[u8], at: &RequestLayout, https: bool) {
     match &req[at.method.0..at.method.1] {
         b"GET" => put_int(out, 0x80, 7, METHOD_GET),
         b"POST" => put_int(out, 0x80, 7, METHOD_POST),
@@ -126,7 +126,7 @@ fn put_pseudo(out: &mut Vec<u8>, req: &[u8], at: &Layout, https: bool) {
 }
 
 /// The regular headers, in order.
-fn put_regular(out: &mut Vec<u8>, req: &[u8], at: &Layout) {
+fn put_regular(out: &mut Vec<u8>, req: &[u8], at: &RequestLayout) {
     for (name, value) in header_lines(&req[at.headers.0..at.headers.1]) {
         if !dropped(name) {
             put_literal(
