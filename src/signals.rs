@@ -112,11 +112,18 @@ impl Stop {
                     if quiet {
                         continue;
                     }
+                    // On a terminal the note first ends the live progress line; elsewhere
+                    // that would be an empty line, not one of vblast's own.
+                    let lead = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                        "\n"
+                    } else {
+                        ""
+                    };
                     if again {
-                        eprintln!("\nvblast: {s} again: giving up waiting");
+                        eprintln!("{lead}vblast: {s} again: giving up waiting");
                     } else {
                         eprintln!(
-                            "\nvblast: {s}: stopping, reporting and cleaning up (again to give up waiting)"
+                            "{lead}vblast: {s}: stopping, reporting and cleaning up (again to give up waiting)"
                         );
                     }
                 }

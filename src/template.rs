@@ -112,6 +112,9 @@ pub struct Template {
     /// Variable requests with a body: the digits of Content-Length in `bytes`, and the
     /// body's length without its captured values.
     length: Option<(usize, usize, usize)>,
+    /// Where the body begins in `bytes`.
+    #[serde(default)]
+    body_at: usize,
     /// Variable requests are assembled here.
     #[serde(skip)]
     out: Vec<u8>,
@@ -315,6 +318,7 @@ impl Template {
             } else {
                 out.len() + 512
             }),
+            body_at: base,
             bytes: out,
             slots,
             head: spec.method.eq_ignore_ascii_case("HEAD"),
@@ -396,6 +400,21 @@ impl Template {
         }
         out.extend_from_slice(&self.bytes[pos..]);
         &self.out
+    }
+
+    /// The body length of the request last rendered with `captures` (vegeta's bytes out).
+    #[inline]
+    pub fn body_len(&self, captures: &Captures) -> u64 {
+        let captured: usize = match self.length {
+            Some(_) => self
+                .inserts
+                .iter()
+                .filter(|i| i.in_body)
+                .map(|i| captures.get(i.slot).map_or(0, <[u8]>::len))
+                .sum(),
+            None => 0,
+        };
+        (self.bytes.len() - self.body_at + captured) as u64
     }
 
     /// Whether the response to this request carries a body (not for HEAD).

@@ -63,6 +63,16 @@ pub struct OutputArgs {
     /// table and the run's description (opens offline in any browser).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// The text report: each percentile's confidence interval beside it (JSON, results
+    /// files, HTML and sweeps always carry them).
+    #[arg(long)]
+    pub ci: bool,
+
+    /// The level of the percentiles' confidence intervals, strictly between 0 and 1.
+    #[arg(long, value_name = "LEVEL", default_value = "0.95",
+          value_parser = crate::stats::interval::Confidence::parse)]
+    pub confidence: crate::stats::interval::Confidence,
 }
 
 /// The live progress and the exit status of failed requests.

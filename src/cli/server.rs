@@ -21,4 +21,18 @@ pub struct ServerArgs {
     /// node, in the nodes' order.
     #[arg(long, value_name = "PID", conflicts_with = "no_server_stats")]
     pub server_pid: Vec<u32>,
+
+    /// Every DURATION, save CPU (over half of it), heap and goroutine profiles of the
+    /// first node (sys/pprof) into --pprof-dir.
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::units::parse_duration, conflicts_with = "no_server_stats")]
+    pub pprof_interval: Option<Duration>,
+
+    /// Where the profiles go [default: beside the results file, else the current directory].
+    #[arg(long, value_name = "DIR", requires = "pprof_interval")]
+    pub pprof_dir: Option<std::path::PathBuf>,
+
+    /// Enable a file audit device writing FILE (on the server's machine) for the run,
+    /// disabled after it; a local server's log is counted against vblast's own counts.
+    #[arg(long, value_name = "FILE")]
+    pub audit_path: Option<std::path::PathBuf>,
 }

@@ -7,10 +7,25 @@ use clap::Args;
 
 use crate::cli::RunArgs;
 use crate::config::units::parse_duration;
+use crate::sweep::search::MAX_REPEATS;
 
 /// Connections of a rate sweep when -c is not given: enough for the open model to offer
 /// thousands of requests per second to a server answering in milliseconds.
 pub const DEFAULT_SWEEP_CONNECTIONS: &str = "100";
+
+/// Why `--max-repeats` is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a whole number from 0 to {MAX_REPEATS}")]
+struct RepeatsError(String);
+
+/// `--max-repeats`: a whole number from 0 to `MAX_REPEATS`.
+fn parse_repeats(text: &str) -> Result<u32, RepeatsError> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n <= MAX_REPEATS)
+        .ok_or_else(|| RepeatsError(text.into()))
+}
 
 #[derive(Args, Debug)]
 #[command(mut_arg("connections", |a| a
@@ -54,6 +69,12 @@ pub struct SweepArgs {
     /// A step failing with more errors than this (10% or 0.1) ends the sweep at once.
     #[arg(help_heading = "Sweep", long, default_value = "10%")]
     pub max_error_ratio: String,
+
+    /// An unclear step (a percentile's confidence interval straddling its bound) is measured
+    /// again up to this many times, its samples pooled; 0 to 10.
+    #[arg(help_heading = "Sweep", long, default_value_t = 3, value_name = "N",
+          value_parser = parse_repeats)]
+    pub max_repeats: u32,
 
     /// Objective, repeatable: p50|p90|p99|p999=DURATION, success=PERCENT, rate=PERCENT
     /// (rate sweeps always bound the achieved rate: 2% under the offered unless given).

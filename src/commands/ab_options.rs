@@ -404,20 +404,11 @@ impl AbOptions {
             cluster: None,
             tls,
             load: Load {
-                connections: self.concurrency,
                 requests: Some(self.requests),
                 duration: (self.timelimit > 0).then(|| Duration::from_secs(self.timelimit)),
-                warmup: Duration::ZERO,
-                schedule: None,
                 keepalive: self.keepalive,
                 timeout: Duration::from_secs(self.timeout),
-                threads: None,
-                pin: true,
-                respect_retry_after: false,
-                no_forwarding: false,
-                follow_redirects: false,
-                http2: None,
-                spread: Default::default(),
+                ..Load::closed(self.concurrency)
             },
             workload: Workload::Url(UrlRequest {
                 method: self.method.clone(),

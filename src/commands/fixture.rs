@@ -2,13 +2,11 @@
 //! once before them and removed once after them (`--run-id ID` and the run's --op flags);
 //! `vblast cleanup --run-id ID` also removes what any run listed in its state file
 //! (docs/cleanup.md), and `vblast cleanup --orphans` lists every `vblast-` object on the
-//! server (`--yes` removes them). `plan` turns the flags into the run's `FixturePlan`.
+//! server (`--yes` removes them).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::config::fixtures::FixturePlan;
 use crate::config::scenario::{Scenario, Workload};
 use crate::error::{Ending, Error};
 use crate::session::fixtures::{
@@ -18,32 +16,15 @@ use crate::signals::Stop;
 use crate::vault::fixture::Mode;
 
 use super::Given;
-use super::scenario::{scenario, validate};
+use super::scenario::{scenario, state_dir, validate};
 
-/// How the run's fixtures are named and removed, from its flags and `VBLAST_STATE_DIR`.
-pub fn plan(args: &RunArgs) -> FixturePlan {
-    FixturePlan {
-        run_id: args.shard.run_id.clone(),
-        mode: Mode::Own,
-        external: args.shard.external_setup,
-        cleanup_timeout: args.cleanup.cleanup_timeout,
-        state_dir: state_dir(),
-    }
-}
-
-/// Where state files go: `$VBLAST_STATE_DIR` (empty: none), else
-/// `$XDG_STATE_HOME/vblast`, else `~/.local/state/vblast`.
-pub fn state_dir() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k);
-    if let Some(d) = var("VBLAST_STATE_DIR") {
-        return (!d.is_empty()).then(|| PathBuf::from(d));
-    }
-    if let Some(d) = var("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("vblast"));
-    }
-    var("HOME")
-        .filter(|d| !d.is_empty())
-        .map(|h| PathBuf::from(h).join(".local/state/vblast"))
+/// `--orphans` (and `--yes`, which clap lets through only with it) anywhere but
+/// `vblast cleanup`: refused, since a run, a sweep or a setup would otherwise take and
+/// ignore them.
+pub fn orphans_refused() -> Error {
+    Error::input(
+        "--orphans and --yes are for `vblast cleanup --orphans`: a run removes what it made by itself",
+    )
 }
 
 /// Each request of a cleanup that looks at the server.
@@ -54,7 +35,7 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     let name = if remove { "cleanup" } else { "setup" };
     if args.cleanup.orphans {
         if !remove {
-            return Ending::Failed(Error::input("--orphans is for `vblast cleanup`"));
+            return Ending::Failed(orphans_refused());
         }
         return orphans(args, given, stop);
     }

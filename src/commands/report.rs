@@ -29,6 +29,8 @@ pub fn run(args: &ReportArgs) -> Ending {
         Ok(r) => r,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
+    let mut merged = merged;
+    merged.confidence = out.confidence;
     let summary = merged.summary();
     match deliver(&summary, &merged, &out) {
         Ok(()) => Ending::Ok,

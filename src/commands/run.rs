@@ -15,6 +15,9 @@ use super::scenario::{Planned, plan, sharding};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
+    if cli.cleanup.orphans {
+        return Ending::Failed(super::fixture::orphans_refused());
+    }
     if cli.ops.list_ops {
         let list = match cli.out.format {
             OutputFormat::Markdown => crate::vault::ops::list_markdown(),
@@ -29,7 +32,11 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
-    let server = match super::server::settings(&cli.server, &planned.scenario) {
+    let server = match super::server::settings(
+        &cli.server,
+        &planned.scenario,
+        planned.output.output.as_deref(),
+    ) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
@@ -127,6 +134,7 @@ fn load(
     };
     let mut results = ran.results;
     results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
+    results.confidence = output.confidence;
     let summary = results.summary();
     let tally = Tally {
         requests: summary.requests,

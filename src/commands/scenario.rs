@@ -11,6 +11,7 @@ use crate::cli::shards::ShardArgs;
 use crate::cli::tls::TlsArgs;
 use crate::cli::{OutputArgs, RunArgs};
 use crate::config::cluster::{ClusterSpec, NodesMode};
+use crate::config::fixtures::FixturePlan;
 use crate::config::mix::names as op_names;
 use crate::config::scenario::{
     Body, DEFAULT_DURATION, Load, Scenario, Token, UrlRequest, Workload,
@@ -22,6 +23,7 @@ use crate::error::{Cause, Error};
 use crate::net::tls::{TlsEngine, TlsOptions};
 use crate::results::deliver::{MARKDOWN_ONLY_FOR_LIST_OPS, Output, OutputFormat};
 use crate::session::fixtures::check_ops;
+use crate::vault::fixture::Mode;
 use crate::vault::ops::{Fixture, fixture_of};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
@@ -171,7 +173,7 @@ impl Flags<'_> {
             keep: self.settled.keep,
             no_setup: args.ops.no_setup,
             cluster: t.cluster,
-            fixtures: super::fixture::plan(args),
+            fixtures: fixture_plan(args),
         })
     }
 
@@ -472,6 +474,8 @@ pub fn output(o: &OutputArgs) -> Output {
         hlog: o.hlog.clone(),
         hlog_interval: o.hlog_interval,
         html: o.html.clone(),
+        ci: o.ci,
+        confidence: o.confidence,
     }
 }
 
@@ -547,6 +551,33 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
         }
     }
     Ok(())
+}
+
+/// How the run's fixtures are named and removed, from its flags and `VBLAST_STATE_DIR`.
+fn fixture_plan(args: &RunArgs) -> FixturePlan {
+    FixturePlan {
+        run_id: args.shard.run_id.clone(),
+        mode: Mode::Own,
+        external: args.shard.external_setup,
+        cleanup_timeout: args.cleanup.cleanup_timeout,
+        state_dir: state_dir(),
+        audit_path: args.server.audit_path.clone(),
+    }
+}
+
+/// Where state files go: `$VBLAST_STATE_DIR` (empty: none), else
+/// `$XDG_STATE_HOME/vblast`, else `~/.local/state/vblast`.
+pub fn state_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k);
+    if let Some(d) = var("VBLAST_STATE_DIR") {
+        return (!d.is_empty()).then(|| PathBuf::from(d));
+    }
+    if let Some(d) = var("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("vblast"));
+    }
+    var("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/state/vblast"))
 }
 
 #[cfg(test)]

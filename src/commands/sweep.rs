@@ -17,17 +17,25 @@ use crate::sweep::search::{Resolution, Search};
 
 /// Runs `vblast sweep ...`.
 pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
+    if args.run.cleanup.orphans {
+        return Ending::Failed(super::fixture::orphans_refused());
+    }
     let plan = match plan(args, given) {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
     let r = &args.run;
+    let server = match super::server::settings(&r.server, &plan.scenario, r.out.output.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
     let out = SweepOutput {
         text: r.out.format == OutputFormat::Text,
         quiet: r.show.quiet,
         progress: r.show.progress,
         output: r.out.output.clone(),
         html: r.out.html.clone(),
+        server,
     };
     crate::sweep::runner::run(&plan, &out, stop)
 }
@@ -187,6 +195,8 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
         connections: (model == Model::Open).then_some(r.load.connections),
         target: String::new(),
         operation: String::new(),
+        confidence: Some(r.out.confidence.level()),
+        max_repeats: args.max_repeats,
     };
     Ok(Plan { scenario, spec })
 }

@@ -10,21 +10,19 @@
 
 use std::path::PathBuf;
 
-use std::time::Duration;
-
 use crate::cli::Command;
 use crate::cli::server::ServerArgs;
 use crate::commands::config_file::{self, Asked};
 use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
-use crate::commands::scenario::{Beside, Planned, target};
+use crate::commands::scenario::{Beside, Planned, state_dir, target};
 use crate::config::fixtures::FixturePlan;
-use crate::config::scenario::{
-    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_TIMEOUT, Load, Scenario, Workload,
-};
+use crate::config::scenario::{DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scenario, Workload};
 use crate::config::schedule::Schedule;
 use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
+use crate::report::vegeta::VbReport;
+use crate::report::{vb_terse, vb_verbose};
 use crate::results::deliver::{Output, OutputFormat};
 use crate::signals::Stop;
 use crate::vbconfig::{ReportMode, load_cluster};
@@ -285,27 +283,16 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         namespace: t.namespace,
         tls: t.tls,
         load: Load {
-            connections: s.connections.unwrap_or(DEFAULT_CONNECTIONS),
-            requests: None,
             duration: Some(duration),
-            warmup: Duration::ZERO,
             schedule,
-            keepalive: true,
-            timeout: DEFAULT_TIMEOUT,
-            threads: None,
-            pin: true,
-            respect_retry_after: false,
-            no_forwarding: false,
-            follow_redirects: false,
-            http2: None,
-            spread: Default::default(),
+            ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
         },
         workload: Workload::Vault(s.tests.clone().unwrap_or_default()),
         keep: s.keep,
         no_setup: false,
         cluster: t.cluster,
         fixtures: FixturePlan {
-            state_dir: crate::commands::fixture::state_dir(),
+            state_dir: state_dir(),
             ..FixturePlan::default()
         },
     };
@@ -320,6 +307,8 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         hlog: None,
         hlog_interval: 1,
         html: None,
+        ci: false,
+        confidence: Default::default(),
     };
     Ok(Planned { scenario, output })
 }
@@ -361,6 +350,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
             let server = match crate::commands::server::settings(
                 &ServerArgs::default(),
                 &planned.scenario,
+                planned.output.output.as_deref(),
             ) {
                 Ok(s) => s,
                 Err(e) => return Ok(Ending::Failed(e)),
@@ -382,8 +372,11 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
             let g = parse_flags("review", rest, REVIEW_FLAGS)?;
             check_log_level("review", &g)?;
             let Some(file) = get(&g, "result_file").or_else(|| get(&g, "results_file")) else {
-                return Err("vault-benchmark review: -result_file=FILE is required (a results file saved by vblast: -result_file=FILE in run, or --output)".into());
+                return Err("vault-benchmark review: -result_file=FILE is required (vault-benchmark's JSON report, or a results file saved by vblast: -result_file=FILE in run, or --output)".into());
             };
+            if let Some(reports) = vb_reports(file) {
+                return review_vb(&reports, report_mode("review", &g)?);
+            }
             let format = report_format("review", &g)?.unwrap_or("vb-terse");
             let argv = ["vblast", "report", file, "--format", format];
             let (cli, _) = parse_from(argv).map_err(|e| format!("vault-benchmark review: {e}"))?;
@@ -399,9 +392,42 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
     }
 }
 
+/// The reports of vault-benchmark's JSON report at `file` (None when it is not one: a
+/// vblast results file, or a file `vblast report` explains).
+fn vb_reports(file: &str) -> Option<Vec<VbReport>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    VbReport::read_all(&text)
+}
+
+/// Renders vault-benchmark's own JSON report as its `review` does: each report in turn,
+/// terse unless asked for verbose. JSON is refused, as vault-benchmark refuses it: the
+/// file already is that layout.
+fn review_vb(reports: &[VbReport], mode: Option<ReportMode>) -> Result<Ending, Cause> {
+    let mode = mode.unwrap_or(ReportMode::Terse);
+    if mode == ReportMode::Json {
+        return Err("vault-benchmark review: -report_mode=json on a JSON report: the file already is vault-benchmark's JSON layout (use terse or verbose)".into());
+    }
+    let stdout = std::io::stdout();
+    let mut o = stdout.lock();
+    for r in reports {
+        let written = match mode {
+            ReportMode::Verbose => vb_verbose::render_report(r, &mut o),
+            _ => vb_terse::render_report(r, &mut o),
+        };
+        if let Err(e) = written {
+            return Ok(Ending::Failed(Error::output(Cause::io(
+                "cannot write the report",
+                e,
+            ))));
+        }
+    }
+    Ok(Ending::Ok)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn v(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()

@@ -37,6 +37,8 @@ pub struct FixturePlan {
     pub cleanup_timeout: Duration,
     /// Where the state file of the run goes (None: no state file).
     pub state_dir: Option<PathBuf>,
+    /// `--audit-path`: a file audit device enabled for the run, its log written there.
+    pub audit_path: Option<PathBuf>,
 }
 
 impl Default for FixturePlan {
@@ -47,6 +49,7 @@ impl Default for FixturePlan {
             external: false,
             cleanup_timeout: CLEANUP_TIMEOUT,
             state_dir: None,
+            audit_path: None,
         }
     }
 }

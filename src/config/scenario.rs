@@ -88,6 +88,30 @@ pub struct Load {
     pub http2: Option<crate::net::h2::Http2Options>,
 }
 
+impl Load {
+    /// A closed-model load of `connections` keep-alive connections, pinned, with the default
+    /// timeout and nothing else asked: the base the drop-in commands (ab, vault-benchmark)
+    /// fill in with struct update syntax, so that a new field has its default in one place.
+    pub fn closed(connections: u64) -> Load {
+        Load {
+            connections,
+            requests: None,
+            duration: None,
+            warmup: Duration::ZERO,
+            schedule: None,
+            keepalive: true,
+            timeout: DEFAULT_TIMEOUT,
+            threads: None,
+            pin: true,
+            respect_retry_after: false,
+            no_forwarding: false,
+            follow_redirects: false,
+            http2: None,
+            spread: Default::default(),
+        }
+    }
+}
+
 /// What each request is.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -167,20 +191,8 @@ mod tests {
             namespace: None,
             tls: None,
             load: Load {
-                connections: 10,
                 requests: Some(100),
-                duration: None,
-                warmup: Duration::ZERO,
-                schedule: None,
-                keepalive: true,
-                timeout: Duration::from_secs(30),
-                threads: None,
-                pin: true,
-                respect_retry_after: false,
-                no_forwarding: false,
-                follow_redirects: false,
-                http2: None,
-                spread: Default::default(),
+                ..Load::closed(10)
             },
             workload,
             keep: false,

@@ -15,6 +15,9 @@ use crate::net::transport::Stream;
 use crate::stats::ErrorKind;
 use crate::template::{Captures, Rng};
 
+/// Marks the token of a connection's hop stream (a redirect followed to another node).
+pub(super) const HOP: usize = 1 << (usize::BITS - 2);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ConnPhase {
     /// No socket (connection-per-request slots between requests, or closed for good).

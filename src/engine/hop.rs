@@ -13,9 +13,6 @@ use super::worker::EventLoop;
 use crate::net::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
 use crate::net::transport::Stream;
 
-/// Marks the token of a connection's hop stream.
-pub(super) const HOP: usize = 1 << (usize::BITS - 2);
-
 impl EventLoop<'_> {
     /// A 307/308 completed on connection `i` (`close`: its stream cannot carry more).
     /// Returns true when the request was sent on (or is being sent) to the Location's

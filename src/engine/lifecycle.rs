@@ -79,8 +79,12 @@ impl EventLoop<'_> {
             &mut again
         };
         let turn = req.turn;
+        let (op, first) = (req.op, req.measured && req.hops == 0);
         let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
         self.stats.bytes_sent += n;
+        if first {
+            self.stats.ops[op].body_out += template.body_len(&c.captures);
+        }
         self.settle(i, outcome, now);
     }
 
@@ -115,7 +119,7 @@ impl EventLoop<'_> {
             Some(t) => t.addr(),
             None => self.plan.target.addr(),
         };
-        let token = if hop { i | super::hop::HOP } else { i };
+        let token = if hop { i | super::conn::HOP } else { i };
         match transport::connect_node(addr, self.tls.as_ref(), node, self.ports.as_mut()) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
@@ -154,15 +158,18 @@ impl EventLoop<'_> {
         self.connect_failure(i, &msg, now);
     }
 
-    /// A connection could not be opened. The request it carried (or, in the closed model,
-    /// the next one, so that a run against a dead server still ends) fails as a connect
-    /// error; the connection retries after a growing pause.
+    /// A connection could not be opened. The request it carried (or the next one due, so
+    /// that a run against a dead server still ends, and so that in the open model a dead
+    /// node's requests fail when they fall due rather than wait unsent until something
+    /// answers: its unavailability window opens at once) fails as a connect error; the
+    /// connection retries after a growing pause. In the open model a free connection
+    /// takes the due request instead.
     pub(super) fn connect_failure(&mut self, i: usize, msg: &str, now: Instant) {
         let c = &mut self.conns[i];
         c.stream = None;
         c.failures += 1;
         if c.req.is_none()
-            && !self.pacer.is_open()
+            && (!self.pacer.is_open() || self.idle.is_empty())
             && let Some(due) = self.pacer.take_due(now)
         {
             self.claim(i, due, now);

@@ -18,10 +18,12 @@ mod hop;
 mod lifecycle;
 mod requests;
 mod responses;
+mod step;
 mod worker;
 
 pub use error::EngineError;
-pub use held::{StepPlan, run_held, run_held_at};
+pub use held::{run_held, run_held_at};
+pub use step::StepPlan;
 
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};

@@ -44,8 +44,9 @@ impl EventLoop<'_> {
         if req.measured {
             let s = &mut self.stats;
             s.ops[req.op].requests += 1;
+            s.ops[req.op].status.add(0, 1);
             s.count_error(kind);
-            s.note(msg, 1);
+            s.note_op(req.op, msg);
             let since = now.saturating_duration_since(self.pacer.measure_from());
             s.timeline.record(since.as_secs(), false, None);
             let node = self.conns[i].home();
@@ -146,7 +147,7 @@ impl EventLoop<'_> {
                     ok = false;
                     if req.measured {
                         let msg = format!("response has no {}", cap.describe());
-                        self.stats.note(&msg, 1);
+                        self.stats.note_op(req.op, &msg);
                         self.stats.errors.read += 1;
                     }
                 }
@@ -158,7 +159,7 @@ impl EventLoop<'_> {
         {
             ok = false;
             if req.measured {
-                self.stats.note(&msg, 1);
+                self.stats.note_op(req.op, &msg);
                 self.stats.errors.read += 1;
             }
         }
@@ -182,6 +183,8 @@ impl EventLoop<'_> {
         let s = &mut self.stats;
         let o = &mut s.ops[req.op];
         o.requests += 1;
+        o.status.add(status, 1);
+        o.body_in += self.conns[i].parser.body_len();
         o.latency.record(latency);
         o.service.record(service);
         if answer.ok {
@@ -206,6 +209,9 @@ impl EventLoop<'_> {
         // ab's per-run facts: the first document, its length, and keep-alive reuse.
         let parser = &self.conns[i].parser;
         let s = &mut self.stats;
+        if !answer.ok && answer.quota.is_none() && !self.plan.ops[req.op].is_success(status) {
+            s.note_failed_answer(status, parser.body());
+        }
         s.count_body(parser.body_len(), self.plan.keepalive && !answer.close);
         if s.server.is_none() {
             s.server = parser.server().map(str::to_string);

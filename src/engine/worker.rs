@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
 
+use super::conn::HOP;
 use super::conn::{Conn, ConnPhase};
-use super::held::{Link, StepPlan};
-use super::hop::HOP;
+use super::step::{Link, StepPlan};
 use super::{EngineError, EnginePlan, StartGate, Totals};
 use crate::config::schedule::Schedule;
 use crate::net::transport::{PortSlice, TlsConnector};

@@ -7,6 +7,9 @@
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Largest body kept when capturing (bodies that are only counted have no limit).
 const MAX_CAPTURE: u64 = 256 * 1024 * 1024;
+/// Bytes kept of a failed answer's body (status 400 and up) when not capturing: enough for
+/// the first line of what the server said, for the report's failure lines.
+pub const KEPT_OF_FAILED: usize = 512;
 const MAX_HEADERS: usize = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +184,8 @@ impl ResponseParser {
         self.location_len = 0;
     }
 
-    /// The captured body of the last response (when capturing).
+    /// The captured body of the last response (when capturing; else the first
+    /// `KEPT_OF_FAILED` bytes of a failed answer's).
     pub fn body(&self) -> &[u8] {
         &self.body
     }
@@ -350,6 +354,9 @@ impl ResponseParser {
                 return Err(ParseError("response body too large"));
             }
             self.body.extend_from_slice(bytes);
+        } else if self.status >= 400 && self.body.len() < KEPT_OF_FAILED {
+            let n = bytes.len().min(KEPT_OF_FAILED - self.body.len());
+            self.body.extend_from_slice(&bytes[..n]);
         }
         Ok(())
     }

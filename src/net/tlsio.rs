@@ -57,14 +57,71 @@ enum TlsPhase {
     Broken,
 }
 
-/// The handshake's connection and its buffers, until the keys are handed over.
+/// The handshake's connection, until the keys are handed over. Its bytes pass through the
+/// thread's scratch buffers (`Scratch`); a connection keeps only what is left between two
+/// readiness events: the start of a record split across reads, or what the socket did not
+/// take. Both are empty while it waits for the server, which is most of a handshake's life
+/// when thousands are opened at once, so a handshake in flight holds rustls's state alone.
 struct HandshakeBuffers {
     conn: UnbufferedClientConnection,
+    /// Read, not yet taken by rustls.
+    incoming: Vec<u8>,
+    /// Encoded, not yet written.
+    outgoing: Vec<u8>,
+}
+
+/// One thread's buffers for every handshake it drives, one at a time: the bytes read from
+/// the socket (grown when a flight does not fit, then kept) and the records rustls encodes.
+struct Scratch {
     incoming: Vec<u8>,
     in_len: usize,
     outgoing: Vec<u8>,
     out_len: usize,
     out_sent: usize,
+}
+
+/// Room for the server's first flight (hello, certificates, finished) in one read.
+const SCRATCH_IN: usize = 16 * 1024 + 512;
+/// Room for a client's flight (hello; certificate and finished under mutual TLS).
+const SCRATCH_OUT: usize = 4096;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch {
+        incoming: vec![0; SCRATCH_IN],
+        in_len: 0,
+        outgoing: vec![0; SCRATCH_OUT],
+        out_len: 0,
+        out_sent: 0,
+    });
+}
+
+impl Scratch {
+    /// Takes a connection's kept bytes into the scratch buffers.
+    fn load(&mut self, h: &mut HandshakeBuffers) {
+        let inc = std::mem::take(&mut h.incoming);
+        if self.incoming.len() < inc.len() {
+            self.incoming.resize(inc.len().next_power_of_two(), 0);
+        }
+        self.incoming[..inc.len()].copy_from_slice(&inc);
+        self.in_len = inc.len();
+        let out = std::mem::take(&mut h.outgoing);
+        if self.outgoing.len() < out.len() {
+            self.outgoing.resize(out.len().next_power_of_two(), 0);
+        }
+        self.outgoing[..out.len()].copy_from_slice(&out);
+        self.out_len = out.len();
+        self.out_sent = 0;
+    }
+
+    /// Gives back to the connection what it must keep until its next event (allocated
+    /// only when there is something to keep).
+    fn store(&mut self, h: &mut HandshakeBuffers) {
+        h.incoming = self.incoming[..self.in_len].to_vec();
+        h.outgoing = self.outgoing[self.out_sent..self.out_len].to_vec();
+        self.in_len = 0;
+        self.out_len = 0;
+        self.out_sent = 0;
+    }
 }
 
 /// What the handshake loop does after rustls has looked at the bytes so far.
@@ -73,6 +130,86 @@ enum HandshakeStep {
     Read,
     Transmitted,
     Done,
+}
+
+fn closed_in_handshake() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "server closed the connection during the TLS handshake",
+    )
+}
+
+/// Drives rustls over the scratch buffers until the handshake is done (Ok(true)) or waits
+/// for the socket (Ok(false)).
+fn drive(
+    tcp: &mut TcpStream,
+    conn: &mut UnbufferedClientConnection,
+    s: &mut Scratch,
+) -> io::Result<bool> {
+    loop {
+        // Whatever rustls asked to send goes out first.
+        while s.out_sent < s.out_len {
+            match tcp.write(&s.outgoing[s.out_sent..s.out_len]) {
+                Ok(n) => s.out_sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        let status = conn.process_tls_records(&mut s.incoming[..s.in_len]);
+        let discard = status.discard;
+        let step = match status.state {
+            Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            Ok(ConnectionState::EncodeTlsData(mut enc)) => loop {
+                match enc.encode(&mut s.outgoing[s.out_len..]) {
+                    Ok(n) => {
+                        s.out_len += n;
+                        break HandshakeStep::Again;
+                    }
+                    Err(EncodeError::InsufficientSize(e)) => {
+                        let need = s.out_len + e.required_size;
+                        s.outgoing.resize(need.max(s.outgoing.len() * 2), 0);
+                    }
+                    Err(e) => return Err(io::Error::other(e.to_string())),
+                }
+            },
+            Ok(ConnectionState::TransmitTlsData(t)) => {
+                // Everything encoded was written above.
+                t.done();
+                HandshakeStep::Transmitted
+            }
+            Ok(ConnectionState::BlockedHandshake) => HandshakeStep::Read,
+            Ok(ConnectionState::WriteTraffic(_)) => HandshakeStep::Done,
+            Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
+                return Err(closed_in_handshake());
+            }
+            Ok(other) => {
+                return Err(invalid(format!(
+                    "unexpected TLS state during the handshake: {other:?}"
+                )));
+            }
+        };
+        s.incoming.copy_within(discard..s.in_len, 0);
+        s.in_len -= discard;
+        match step {
+            HandshakeStep::Again => {}
+            HandshakeStep::Transmitted => {
+                s.out_len = 0;
+                s.out_sent = 0;
+            }
+            HandshakeStep::Read => {
+                if s.in_len == s.incoming.len() {
+                    s.incoming.resize(s.incoming.len() * 2, 0);
+                }
+                match tcp.read(&mut s.incoming[s.in_len..]) {
+                    Ok(0) => return Err(closed_in_handshake()),
+                    Ok(n) => s.in_len += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            HandshakeStep::Done => return Ok(true),
+        }
+    }
 }
 
 impl TlsStream {
@@ -86,96 +223,28 @@ impl TlsStream {
             tcp,
             phase: TlsPhase::Handshake(Box::new(HandshakeBuffers {
                 conn,
-                incoming: vec![0; 16 * 1024 + 512],
-                in_len: 0,
-                outgoing: vec![0; 4096],
-                out_len: 0,
-                out_sent: 0,
+                incoming: Vec::new(),
+                outgoing: Vec::new(),
             })),
         })
     }
 
     /// Drives the handshake; Ok(true) once it is complete and records flow.
-    // Over 100 lines, on purpose: rustls' unbuffered API is one loop over its connection
-    // states (encode, transmit, read, hand over the keys) borrowing the same buffers;
-    // split per state, each piece would need the loop's borrows threaded through it.
     pub fn handshake(&mut self) -> io::Result<bool> {
         let h = match &mut self.phase {
             TlsPhase::Handshake(h) => h,
             TlsPhase::Open(_) => return Ok(true),
             TlsPhase::Broken => return Err(invalid("TLS connection unusable")),
         };
-        loop {
-            // Whatever rustls asked to send goes out first.
-            while h.out_sent < h.out_len {
-                match self.tcp.write(&h.outgoing[h.out_sent..h.out_len]) {
-                    Ok(n) => h.out_sent += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                    Err(e) => return Err(e),
-                }
-            }
-            let status = h.conn.process_tls_records(&mut h.incoming[..h.in_len]);
-            let discard = status.discard;
-            let step = match status.state {
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
-                Ok(ConnectionState::EncodeTlsData(mut enc)) => loop {
-                    match enc.encode(&mut h.outgoing[h.out_len..]) {
-                        Ok(n) => {
-                            h.out_len += n;
-                            break HandshakeStep::Again;
-                        }
-                        Err(EncodeError::InsufficientSize(s)) => {
-                            let need = h.out_len + s.required_size;
-                            h.outgoing.resize(need.max(h.outgoing.len() * 2), 0);
-                        }
-                        Err(e) => return Err(io::Error::other(e.to_string())),
-                    }
-                },
-                Ok(ConnectionState::TransmitTlsData(t)) => {
-                    // Everything encoded was written above.
-                    t.done();
-                    HandshakeStep::Transmitted
-                }
-                Ok(ConnectionState::BlockedHandshake) => HandshakeStep::Read,
-                Ok(ConnectionState::WriteTraffic(_)) => HandshakeStep::Done,
-                Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "server closed the connection during the TLS handshake",
-                    ));
-                }
-                Ok(other) => {
-                    return Err(invalid(format!(
-                        "unexpected TLS state during the handshake: {other:?}"
-                    )));
-                }
-            };
-            h.incoming.copy_within(discard..h.in_len, 0);
-            h.in_len -= discard;
-            match step {
-                HandshakeStep::Again => {}
-                HandshakeStep::Transmitted => {
-                    h.out_len = 0;
-                    h.out_sent = 0;
-                }
-                HandshakeStep::Read => {
-                    if h.in_len == h.incoming.len() {
-                        h.incoming.resize(h.incoming.len() * 2, 0);
-                    }
-                    match self.tcp.read(&mut h.incoming[h.in_len..]) {
-                        Ok(0) => {
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "server closed the connection during the TLS handshake",
-                            ));
-                        }
-                        Ok(n) => h.in_len += n,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                        Err(e) => return Err(e),
-                    }
-                }
-                HandshakeStep::Done => break,
-            }
+        let tcp = &mut self.tcp;
+        let done = SCRATCH.with_borrow_mut(|s| {
+            s.load(h);
+            let done = drive(tcp, &mut h.conn, s);
+            s.store(h);
+            done
+        })?;
+        if !done {
+            return Ok(false);
         }
         // Hand the keys over to the record layer, with any bytes already read.
         let TlsPhase::Handshake(h) = std::mem::replace(&mut self.phase, TlsPhase::Broken) else {
@@ -188,19 +257,18 @@ impl TlsStream {
             .dangerous_into_kernel_connection()
             .map_err(|e| invalid(format!("TLS key hand-over failed: {e}")))?;
         let tls13 = kernel.protocol_version() == ProtocolVersion::TLSv1_3;
-        let mut records = Records {
+        let records = Records {
             kernel: Some(kernel),
             tls13,
             tx: Direction::new(secrets.tx.1, secrets.tx.0, tls13)?,
             rx: Direction::new(secrets.rx.1, secrets.rx.0, tls13)?,
-            carry: Vec::new(),
+            carry: h.incoming,
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
             closed: false,
             resumed,
         };
-        records.carry.extend_from_slice(&h.incoming[..h.in_len]);
         self.phase = TlsPhase::Open(Box::new(records));
         Ok(true)
     }

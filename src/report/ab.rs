@@ -495,7 +495,7 @@ mod tests {
     }
 
     fn of_n(n: u64) -> Summary {
-        use crate::report::{Model, RunInfo};
+        use crate::report::RunInfo;
         use crate::stats::Stats;
         let mut stats = Stats::new(1);
         for ms in 1..=n {
@@ -506,19 +506,8 @@ mod tests {
         }
         stats.elapsed_s = 2.0;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200/v1/sys/health".into(),
-            operation: String::new(),
-            connections: 10,
-            threads: 1,
-            processes: 1,
-            model: Model::Closed,
-            target_rate: None,
             keepalive: false,
-            protocol: "HTTP/1.1".into(),
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200/v1/sys/health", 10)
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }
@@ -528,7 +517,7 @@ mod tests {
         assert_eq!(server_software("nginx/1.22.1 (Debian)"), "nginx/1.22.1");
         assert_eq!(server_software("Apache/2.4\tx"), "Apache/2.4");
         assert_eq!(server_software(""), "");
-        use crate::report::{Model, RunInfo};
+        use crate::report::RunInfo;
         use crate::stats::Stats;
         let mut stats = Stats::new(1);
         stats.ops[0].latency.record(9000);
@@ -540,19 +529,8 @@ mod tests {
         stats.connect_tls.record(5000);
         stats.elapsed_s = 1.0;
         let run = RunInfo {
-            target: "https://127.0.0.1:8200/v1/sys/health".into(),
-            operation: String::new(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
-            model: Model::Closed,
-            target_rate: None,
             keepalive: false,
-            protocol: "HTTP/1.1".into(),
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("https://127.0.0.1:8200/v1/sys/health", 1)
         };
         let s = Summary::new(run, &stats, &["GET".to_string()]);
         let mut out = Vec::new();

@@ -897,6 +897,33 @@ fn summary_section(runs: &[HtmlRun], body: &mut String) {
     if let Some(note) = tails::note(&thin) {
         let _ = write!(body, "<p class=\"note thin\">{}</p>", escape(&note));
     }
+    ci_section(runs, body);
+}
+
+/// The confidence intervals of every run's percentiles (`report::ci`), a row per operation
+/// and total.
+fn ci_section(runs: &[HtmlRun], body: &mut String) {
+    let keys = ["p50", "p90", "p99", "p999"];
+    let mut rows = Vec::new();
+    let mut level = None;
+    for run in runs {
+        let s = run.summary;
+        let parts = s.ops.iter().map(|op| (op.name.as_str(), &op.latency_ms));
+        for (op, p) in parts.chain([("total", &s.latency_ms)]) {
+            level = level.or(crate::stats::interval::Confidence::new(p.confidence));
+            let mut row = vec![run.name.clone(), op.to_string()];
+            row.extend(keys.iter().map(|k| super::ci::cell(p.interval(k))));
+            rows.push(row);
+        }
+    }
+    body.push_str("<h2>Confidence intervals</h2>");
+    body.push_str(&table(
+        &["run", "op", "p50 CI", "p90 CI", "p99 CI", "p99.9 CI"],
+        &rows,
+        2,
+    ));
+    let note = super::ci::note(level.unwrap_or_default());
+    let _ = write!(body, "<p class=\"note\">{}</p>", escape(&note));
 }
 
 /// Several nodes as one target: a row per node and the windows of unavailability, as in the

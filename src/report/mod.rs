@@ -7,6 +7,7 @@
 //! `vb_json`.
 
 pub mod ab;
+pub mod ci;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
@@ -17,6 +18,7 @@ pub mod text;
 pub mod vb_json;
 pub mod vb_terse;
 pub mod vb_verbose;
+pub mod vegeta;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -24,7 +26,8 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Errors, Hist, Stats};
+use crate::stats::interval::Confidence;
+use crate::stats::{Errors, Hist, OpStats, Stats};
 
 /// Latency figures in milliseconds.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -44,6 +47,11 @@ pub struct Percentiles {
     /// Thin tails (`tails.rs`): the percentile keys above with fewer than 10 samples above
     /// them, each with how many there are; empty when every percentile is well supported.
     pub thin_tails: BTreeMap<String, u64>,
+    /// The level of `ci` (0.95 unless `--confidence` says otherwise).
+    pub confidence: f64,
+    /// Each percentile key's confidence interval (`ci.rs`, order statistic); null where
+    /// too few samples bound either side.
+    pub ci: BTreeMap<String, Option<ci::Ci>>,
 }
 
 /// Microseconds to milliseconds.
@@ -52,13 +60,22 @@ pub(crate) fn ms(us: u64) -> f64 {
 }
 
 impl Percentiles {
+    /// The figures of `h`, with intervals at the default level.
     pub fn of(h: &Hist) -> Percentiles {
+        Percentiles::at(h, Confidence::default())
+    }
+
+    /// The figures of `h`, with intervals at `level`.
+    pub fn at(h: &Hist, level: Confidence) -> Percentiles {
         let h = &h.0;
         if h.is_empty() {
-            return Percentiles::default();
+            return Percentiles {
+                confidence: level.level(),
+                ..Percentiles::default()
+            };
         }
         let q = |p: f64| ms(h.value_at_quantile(p));
-        Percentiles {
+        let p = Percentiles {
             count: h.len(),
             min: ms(h.min()),
             mean: h.mean() / 1000.0,
@@ -72,7 +89,31 @@ impl Percentiles {
             p9999: q(0.9999),
             max: ms(h.max()),
             thin_tails: tails::of(h.len()),
+            confidence: level.level(),
+            ci: BTreeMap::new(),
+        };
+        let value = |key: &str| p.value(key);
+        let ci = ci::of(h, level, value);
+        Percentiles { ci, ..p }
+    }
+
+    /// The figure of percentile `key` (`"p99"`).
+    pub fn value(&self, key: &str) -> f64 {
+        match key {
+            "p50" => self.p50,
+            "p75" => self.p75,
+            "p90" => self.p90,
+            "p95" => self.p95,
+            "p99" => self.p99,
+            "p999" => self.p999,
+            "p9999" => self.p9999,
+            _ => 0.0,
         }
+    }
+
+    /// The interval of percentile `key`, when one side at least is known.
+    pub fn interval(&self, key: &str) -> Option<&ci::Ci> {
+        self.ci.get(key).and_then(Option::as_ref)
     }
 
     /// Samples above percentile `key` (`"p99"`) when it is a thin tail.
@@ -91,6 +132,13 @@ pub struct OpSummary {
     pub success_ratio: f64,
     pub latency_ms: Percentiles,
     pub service_ms: Percentiles,
+    /// Body bytes received and sent (vegeta's bytes in and out).
+    pub body_in: u64,
+    pub body_out: u64,
+    /// Responses by status code ("0": no response), as vegeta counts them per test.
+    pub status: BTreeMap<String, u64>,
+    /// This operation's failure messages with their counts.
+    pub error_messages: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -142,6 +190,33 @@ pub struct RunInfo {
     pub setup_s: f64,
     #[serde(default)]
     pub cleanup_s: f64,
+    /// The setup's phases, each with its count, time and rate (src/stats/phases.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_phases: Vec<crate::stats::phases::SetupPhase>,
+}
+
+#[cfg(test)]
+impl RunInfo {
+    /// A closed-model run of `connections` against `target`, one thread, one process: the
+    /// base the tests fill in with struct update syntax.
+    pub fn sample(target: &str, connections: u64) -> RunInfo {
+        RunInfo {
+            target: target.into(),
+            operation: String::new(),
+            connections,
+            threads: 1,
+            processes: 1,
+            model: Model::Closed,
+            target_rate: None,
+            keepalive: true,
+            protocol: http11(),
+            warmup_s: 0.0,
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+            setup_phases: Vec::new(),
+        }
+    }
 }
 
 fn http11() -> String {
@@ -170,6 +245,9 @@ pub struct Summary {
     pub status: BTreeMap<String, u64>,
     pub errors: Errors,
     pub error_messages: BTreeMap<String, u64>,
+    /// Each failed status: the first line of what the server answered with it (redacted).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_answers: BTreeMap<String, String>,
     pub late: u64,
     pub max_lag_ms: f64,
     pub connections_opened: u64,
@@ -268,8 +346,64 @@ fn ratio(ok: u64, all: u64) -> f64 {
     }
 }
 
+/// What ApacheBench's report adds, from the stats of `requests` requests.
+fn ab_facts(stats: &Stats, requests: u64) -> ab::AbFacts {
+    // ab's Connect per request: the TLS handshake included over https (older files
+    // lack it: TCP alone), a reused keep-alive connection's zero.
+    let mut connect = if stats.connect_tls.is_empty() {
+        stats.connect.clone()
+    } else {
+        stats.connect_tls.clone()
+    };
+    let reused = requests.saturating_sub(connect.0.len());
+    if reused > 0 {
+        let _ = connect.0.record_n(0, reused);
+    }
+    ab::AbFacts {
+        server: stats.server.clone().unwrap_or_default(),
+        doc_length: stats.doc_length.unwrap_or(0),
+        length_failures: stats.length_mismatches(),
+        body_bytes: stats.body_bytes,
+        kept_alive: stats.kept_alive,
+        connect,
+        waiting: stats.waiting.clone(),
+    }
+}
+
+impl OpSummary {
+    /// One operation's figures over `secs` seconds, its percentiles from `pct`.
+    fn of(name: String, o: &OpStats, secs: f64, pct: &dyn Fn(&Hist) -> Percentiles) -> Self {
+        OpSummary {
+            name,
+            requests: o.requests,
+            ok: o.ok,
+            rps: per_s(o.requests, secs),
+            throughput: per_s(o.ok, secs),
+            success_ratio: ratio(o.ok, o.requests),
+            latency_ms: pct(&o.latency),
+            service_ms: pct(&o.service),
+            body_in: o.body_in,
+            body_out: o.body_out,
+            status: o.status.iter().map(|(c, n)| (c.to_string(), n)).collect(),
+            error_messages: o.messages.clone(),
+        }
+    }
+}
+
+/// A map by status code, keyed by the code's text (as JSON has it).
+fn by_status(m: &BTreeMap<u16, String>) -> BTreeMap<String, String> {
+    m.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
 impl Summary {
+    /// The summary, with intervals at the default level.
     pub fn new(run: RunInfo, stats: &Stats, op_names: &[String]) -> Summary {
+        Summary::new_at(run, stats, op_names, Confidence::default())
+    }
+
+    /// The summary, with every percentile's interval at `level`.
+    pub fn new_at(run: RunInfo, stats: &Stats, op_names: &[String], level: Confidence) -> Summary {
+        let pct = |h: &Hist| Percentiles::at(h, level);
         let secs = stats.elapsed_s;
         let mut latency = Hist::default();
         let mut service = Hist::default();
@@ -280,41 +414,14 @@ impl Summary {
             .map(|(i, o)| {
                 latency.add(&o.latency);
                 service.add(&o.service);
-                OpSummary {
-                    name: op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}")),
-                    requests: o.requests,
-                    ok: o.ok,
-                    rps: per_s(o.requests, secs),
-                    throughput: per_s(o.ok, secs),
-                    success_ratio: ratio(o.ok, o.requests),
-                    latency_ms: Percentiles::of(&o.latency),
-                    service_ms: Percentiles::of(&o.service),
-                }
+                let name = op_names.get(i).cloned().unwrap_or_else(|| format!("op{i}"));
+                OpSummary::of(name, o, secs, &pct)
             })
             .collect();
         let requests = stats.requests();
         let ok = stats.ok();
         let open = run.model == Model::Open;
-        // ab's Connect per request: the TLS handshake included over https (older files
-        // lack it: TCP alone), a reused keep-alive connection's zero.
-        let mut connect = if stats.connect_tls.is_empty() {
-            stats.connect.clone()
-        } else {
-            stats.connect_tls.clone()
-        };
-        let reused = requests.saturating_sub(connect.0.len());
-        if reused > 0 {
-            let _ = connect.0.record_n(0, reused);
-        }
-        let ab = ab::AbFacts {
-            server: stats.server.clone().unwrap_or_default(),
-            doc_length: stats.doc_length.unwrap_or(0),
-            length_failures: stats.length_mismatches(),
-            body_bytes: stats.body_bytes,
-            kept_alive: stats.kept_alive,
-            connect,
-            waiting: stats.waiting.clone(),
-        };
+        let ab = ab_facts(stats, requests);
         Summary {
             http2: stats.http2.clone(),
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -331,11 +438,11 @@ impl Summary {
                 "actual send"
             }
             .into(),
-            latency_ms: Percentiles::of(&latency),
-            service_ms: Percentiles::of(&service),
-            connect_ms: Percentiles::of(&stats.connect),
-            tls_ms: Percentiles::of(&stats.tls),
-            ttfb_ms: Percentiles::of(&stats.ttfb),
+            latency_ms: pct(&latency),
+            service_ms: pct(&service),
+            connect_ms: pct(&stats.connect),
+            tls_ms: pct(&stats.tls),
+            ttfb_ms: pct(&stats.ttfb),
             status: stats
                 .status
                 .iter()
@@ -343,6 +450,7 @@ impl Summary {
                 .collect(),
             errors: stats.errors,
             error_messages: stats.messages.clone(),
+            failed_answers: by_status(&stats.failed_answers),
             late: stats.late,
             max_lag_ms: ms(stats.max_lag_us),
             connections_opened: stats.connections_opened,
@@ -378,6 +486,8 @@ pub enum Format {
     /// The terse table; with `latency`, the percentiles and spectra of `--latency` after it.
     Text {
         latency: bool,
+        /// Each percentile's confidence interval beside it (`--ci`).
+        ci: bool,
     },
     /// The JSON report.
     Json,
@@ -398,8 +508,8 @@ pub enum Format {
 /// Writes `summary` in `format` to `out`.
 pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io::Result<()> {
     match format {
-        Format::Text { latency } => {
-            text::render(summary, out)?;
+        Format::Text { latency, ci } => {
+            text::render_with(summary, ci, out)?;
             if latency {
                 hgrm::render_latency(summary, out)?;
             }
@@ -546,19 +656,9 @@ mod tests {
         }
         stats.elapsed_s = secs;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200/x".into(),
-            operation: String::new(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(100.0),
-            keepalive: true,
-            protocol: "HTTP/1.1".into(),
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200/x", 1)
         };
         Summary::new(run, &stats, &["GET".to_string()])
     }

@@ -1,6 +1,7 @@
 //! The text report: vault-benchmark's terse table (per operation and total; a thin tail
 //! marked `*`, with a note of the samples it rests on), then the run's duration, where
-//! latency is measured from, connections, status codes and errors.
+//! latency is measured from, connections, status codes and errors; with `--ci`, the 95th and
+//! 99th percentiles' confidence intervals at the end of each row (`ci.rs`).
 
 use std::io::{self, Write};
 
@@ -9,9 +10,14 @@ use super::{Percentiles, Summary, fmt_ms};
 
 /// Writes the terse table and what follows it.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    render_with(s, false, o)
+}
+
+/// The same, with each percentile's confidence interval beside it when `ci` (`--ci`).
+pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     super::write_header(s, o)?;
     writeln!(o)?;
-    table(s, o)?;
+    table(s, ci, o)?;
     super::nodes::write(s, o)?;
     writeln!(o)?;
     footer(s, o)?;
@@ -22,7 +28,7 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The table of operations and their total, and the note on its thin tails.
-fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+fn table(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     let open = s.is_open();
     // The first column is as wide as the longest operation name (14 at least).
     let width = s.ops.iter().map(|op| op.name.len()).fold(14, usize::max);
@@ -33,6 +39,9 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     )?;
     if open {
         write!(o, "   {:>10} {:>10}", "svc 95th%", "svc 99th%")?;
+    }
+    if ci {
+        write!(o, "   {:>17} {:>17}", "95th% CI", "99th% CI")?;
     }
     writeln!(o)?;
     for op in &s.ops {
@@ -45,7 +54,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             service: &op.service_ms,
             success_ratio: op.success_ratio,
         };
-        row.write(o, open, width)?;
+        row.write(o, open, ci, width)?;
     }
     let total = TextRow {
         name: "total",
@@ -56,7 +65,7 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         service: &s.service_ms,
         success_ratio: s.success_ratio,
     };
-    total.write(o, open, width)?;
+    total.write(o, open, ci, width)?;
     // Thin tails among the table's percentiles, with the samples each rests on.
     let mut thin = Vec::new();
     // (Service time counts the same requests: its columns are marked alike.)
@@ -74,6 +83,10 @@ fn table(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(note) = super::tails::note(&thin) {
         writeln!(o, "{note}")?;
+    }
+    if ci {
+        let level = crate::stats::interval::Confidence::new(s.latency_ms.confidence);
+        writeln!(o, "{}", super::ci::note(level.unwrap_or_default()))?;
     }
     Ok(())
 }
@@ -156,10 +169,15 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     // what it means, so that a URL answered 403 or 404 says why it failed.
     for (code, n) in &s.status {
         if let Some(meaning) = failed_status(code) {
-            writeln!(o, "  {n} x HTTP {code} {meaning}")?;
+            match s.failed_answers.get(code) {
+                Some(said) => {
+                    writeln!(o, "  {n} x HTTP {code} {meaning}; the server said: {said}")?
+                }
+                None => writeln!(o, "  {n} x HTTP {code} {meaning}")?,
+            }
         }
     }
-    Ok(())
+    crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)
 }
 
 /// What a 4xx or 5xx status means, for the failure lines (None for the others).
@@ -196,7 +214,7 @@ struct TextRow<'a> {
 }
 
 impl TextRow<'_> {
-    fn write(&self, o: &mut dyn Write, open: bool, width: usize) -> io::Result<()> {
+    fn write(&self, o: &mut dyn Write, open: bool, ci: bool, width: usize) -> io::Result<()> {
         write!(
             o,
             "{:<width$} {:>9} {:>11.2} {:>11.2} {:>10} {:>10} {:>10} {:>12.2}%",
@@ -217,6 +235,10 @@ impl TextRow<'_> {
                 mark(fmt_ms(self.service.p99), self.service.thin("p99"))
             )?;
         }
+        if ci {
+            let cell = |key| super::ci::cell(self.latency.interval(key));
+            write!(o, "   {:>17} {:>17}", cell("p95"), cell("p99"))?;
+        }
         writeln!(o)
     }
 }
@@ -224,7 +246,7 @@ impl TextRow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Model, RunInfo};
+    use crate::report::RunInfo;
     use crate::stats::Stats;
 
     #[test]
@@ -237,19 +259,8 @@ mod tests {
         }
         stats.elapsed_s = 1.0;
         let run = RunInfo {
-            target: "http://127.0.0.1:8200".into(),
             operation: "a,b".into(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
-            model: Model::Closed,
-            target_rate: None,
-            keepalive: true,
-            protocol: "HTTP/1.1".into(),
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200", 1)
         };
         let names = [
             "kv-read".to_string(),

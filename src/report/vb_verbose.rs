@@ -1,125 +1,124 @@
 //! vault-benchmark's verbose report (`-report_mode=verbose`): one section per test
-//! (natural order), then `TOTAL`, each in the layout of the vegeta text report that
-//! vault-benchmark prints (Requests, Duration, Latencies, Bytes In, Bytes Out, Success,
-//! Status Codes, Error Set), with vblast's figures. Bytes, status codes and errors are
-//! counted for the whole run, so they are shown in `TOTAL` (and in a single test's
-//! section, where they are the same); bytes are whole HTTP messages, headers included.
-//! `wait` is 0: vblast's duration already runs to the last response.
+//! (natural order), then `TOTAL`, each in the layout of vegeta's text report that
+//! vault-benchmark prints: Requests, Duration, Latencies (durations rounded as vegeta
+//! rounds them: `3.012s`, `92.16ms`), Bytes In, Bytes Out, Success, Status Codes and the
+//! Error Set, aligned as one tabwriter block (a label column 14 wide). Each test's bytes,
+//! codes and errors are its own; bytes are bodies, as vegeta counts them.
 
 use std::io::{self, Write};
 
-use super::vb_terse::{go_duration, natural_order, tabwrite};
-use super::{Percentiles, Summary};
+use super::Summary;
+use super::vegeta::{VbReport, VegetaMetrics, go_duration_ns, tabwrite, vegeta_round};
 
-struct Section<'a> {
-    requests: u64,
-    rate: f64,
-    throughput: f64,
-    latency: &'a Percentiles,
-    success: f64,
-    run_wide: bool,
+fn cells(label: &str, what: &str, value: String) -> Vec<String> {
+    vec![label.into(), what.into(), value]
 }
 
-fn section(s: &Summary, name: &str, x: &Section, o: &mut dyn Write) -> io::Result<()> {
+/// One test's section, as vegeta's text reporter writes its metrics.
+pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o)?;
-    writeln!(o, "{name}")?;
-    let d = go_duration(s.duration_s * 1000.0);
-    let l = x.latency;
-    let mut lines = vec![
-        vec![
-            "Requests".into(),
-            "[total, rate, throughput]".into(),
-            format!("{}, {:.2}, {:.2}", x.requests, x.rate, x.throughput),
-        ],
-        vec![
-            "Duration".into(),
-            "[total, attack, wait]".into(),
-            format!("{d}, {d}, 0s"),
-        ],
-        vec![
-            "Latencies".into(),
-            "[min, mean, 50, 90, 95, 99, max]".into(),
+    writeln!(o, "{title}")?;
+    let d = |ns: i64| go_duration_ns(vegeta_round(ns));
+    let l = &m.latencies;
+    let codes: String = m
+        .status_codes
+        .iter()
+        .map(|(c, n)| format!("{c}:{n}  "))
+        .collect();
+    let lines = vec![
+        cells(
+            "Requests",
+            "[total, rate, throughput]",
+            format!("{}, {:.2}, {:.2}", m.requests, m.rate, m.throughput),
+        ),
+        cells(
+            "Duration",
+            "[total, attack, wait]",
+            format!(
+                "{}, {}, {}",
+                d(m.duration.saturating_add(m.wait)),
+                d(m.duration),
+                d(m.wait)
+            ),
+        ),
+        cells(
+            "Latencies",
+            "[min, mean, 50, 90, 95, 99, max]",
             [l.min, l.mean, l.p50, l.p90, l.p95, l.p99, l.max]
-                .map(go_duration)
+                .map(d)
                 .join(", "),
-        ],
+        ),
+        cells(
+            "Bytes In",
+            "[total, mean]",
+            format!("{}, {:.2}", m.bytes_in.total, m.bytes_in.mean),
+        ),
+        cells(
+            "Bytes Out",
+            "[total, mean]",
+            format!("{}, {:.2}", m.bytes_out.total, m.bytes_out.mean),
+        ),
+        cells("Success", "[ratio]", format!("{:.2}%", m.success * 100.0)),
+        cells("Status Codes", "[code:count]", codes),
     ];
-    let mean = |n: u64| {
-        if s.requests == 0 {
-            0.0
-        } else {
-            n as f64 / s.requests as f64
-        }
-    };
-    if x.run_wide {
-        lines.push(vec![
-            "Bytes In".into(),
-            "[total, mean]".into(),
-            format!("{}, {:.2}", s.bytes_received, mean(s.bytes_received)),
-        ]);
-        lines.push(vec![
-            "Bytes Out".into(),
-            "[total, mean]".into(),
-            format!("{}, {:.2}", s.bytes_sent, mean(s.bytes_sent)),
-        ]);
-    }
-    lines.push(vec![
-        "Success".into(),
-        "[ratio]".into(),
-        format!("{:.2}%", x.success * 100.0),
-    ]);
-    if x.run_wide {
-        // vegeta counts a request without a response under code 0.
-        let e = &s.errors;
-        let no_response = e.connect + e.read + e.write + e.timeout;
-        let mut codes: Vec<(String, u64)> = s.status.iter().map(|(c, n)| (c.clone(), *n)).collect();
-        if no_response > 0 {
-            codes.push(("0".into(), no_response));
-        }
-        codes.sort();
-        let cells: String = codes.iter().map(|(c, n)| format!("{c}:{n}  ")).collect();
-        lines.push(vec!["Status Codes".into(), "[code:count]".into(), cells]);
-    }
     tabwrite(&lines, o)?;
-    if x.run_wide {
-        writeln!(o, "Error Set:")?;
-        for m in s.error_messages.keys() {
-            writeln!(o, "{m}")?;
-        }
+    writeln!(o, "Error Set:")?;
+    for e in &m.errors {
+        writeln!(o, "{e}")?;
     }
     Ok(())
 }
 
-/// Writes the verbose report.
-pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
-    let single = s.ops.len() == 1;
-    for op in natural_order(&s.ops) {
-        section(
-            s,
-            &op.name,
-            &Section {
-                requests: op.requests,
-                rate: op.rps,
-                throughput: op.throughput,
-                latency: &op.latency_ms,
-                success: op.success_ratio,
-                run_wide: single,
-            },
-            o,
-        )?;
+/// Writes one report in the verbose layout.
+pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
+    for name in r.tests() {
+        section(name, &r.metrics[name], o)?;
     }
-    section(
-        s,
-        "TOTAL",
-        &Section {
-            requests: s.requests,
-            rate: s.rps,
-            throughput: s.throughput,
-            latency: &s.latency_ms,
-            success: s.success_ratio,
-            run_wide: true,
-        },
-        o,
-    )?;
+    if let Some(total) = r.metrics.get("total") {
+        section("TOTAL", total, o)?;
+    }
+    Ok(())
+}
+
+/// Writes the verbose report of a vblast run.
+pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    render_report(&VbReport::of(s), o)?;
     super::nodes::write_after_peer_layout(s, o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_is_vegetas_text_report() {
+        let mut m = VegetaMetrics {
+            duration: 3_011_686_506,
+            requests: 4,
+            rate: 1.33,
+            throughput: 0.99,
+            success: 0.75,
+            ..VegetaMetrics::default()
+        };
+        m.latencies.min = 1_234_567;
+        m.bytes_in.total = 40;
+        m.bytes_in.mean = 10.0;
+        m.status_codes.insert("200".into(), 3);
+        m.status_codes.insert("404".into(), 1);
+        m.errors.push("404 Not Found".into());
+        let mut out = Vec::new();
+        section("kv_reads", &m, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let want = "\nkv_reads\n\
+Requests      [total, rate, throughput]         4, 1.33, 0.99\n\
+Duration      [total, attack, wait]             3.012s, 3.012s, 0s\n\
+Latencies     [min, mean, 50, 90, 95, 99, max]  1.235ms, 0s, 0s, 0s, 0s, 0s, 0s\n\
+Bytes In      [total, mean]                     40, 10.00\n\
+Bytes Out     [total, mean]                     0, 0.00\n\
+Success       [ratio]                           75.00%\n\
+Status Codes  [code:count]                      200:3  404:1  \n\
+Error Set:\n\
+404 Not Found\n";
+        assert_eq!(text, want);
+    }
 }

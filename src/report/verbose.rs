@@ -137,5 +137,8 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         "  {:<W$}{:.3}s, {:.3}s",
         "Setup, cleanup [time]", s.run.setup_s, s.run.cleanup_s
     )?;
+    for p in &s.run.setup_phases {
+        writeln!(o, "  {:<W$}{}", "Setup phase", p.text())?;
+    }
     super::nodes::write(s, o)
 }

@@ -45,6 +45,10 @@ pub struct Output {
     /// Interval of the interval log, whole seconds.
     pub hlog_interval: u64,
     pub html: Option<PathBuf>,
+    /// The text report's confidence intervals beside its percentiles (`--ci`).
+    pub ci: bool,
+    /// The level of every interval (`--confidence`).
+    pub confidence: crate::stats::interval::Confidence,
 }
 
 /// Writes `text` to stdout and flushes it: a write error (a full disk, `> /dev/full`) is
@@ -136,7 +140,10 @@ fn writable(path: &std::path::Path) -> bool {
 pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), Error> {
     let format = match o.format {
         OutputFormat::Json => report::Format::Json,
-        OutputFormat::Text => report::Format::Text { latency: o.latency },
+        OutputFormat::Text => report::Format::Text {
+            latency: o.latency,
+            ci: o.ci,
+        },
         OutputFormat::Ab => report::Format::Ab,
         OutputFormat::Verbose => report::Format::Verbose,
         OutputFormat::VbTerse => report::Format::VbTerse,

@@ -53,6 +53,9 @@ pub struct Results {
     pub tls_probe: Option<TlsFacts>,
     /// Each node's samples taken during the run (src/server_stats/).
     pub server_samples: Option<crate::server_stats::ServerSamples>,
+    /// The level of the percentiles' confidence intervals (`--confidence`; not saved:
+    /// the intervals are rebuilt from the histograms at the level asked when read).
+    pub confidence: crate::stats::interval::Confidence,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -115,6 +118,7 @@ impl Results {
             shard: None,
             tls_probe: None,
             server_samples: None,
+            confidence: Default::default(),
         }
     }
 
@@ -131,7 +135,12 @@ impl Results {
 
     /// The summary every format renders, rebuilt from the raw stats.
     pub fn summary(&self) -> Summary {
-        let mut s = Summary::new(self.run.clone(), &self.stats, &self.op_names);
+        let mut s = Summary::new_at(
+            self.run.clone(),
+            &self.stats,
+            &self.op_names,
+            self.confidence,
+        );
         s.vblast_version = self.vblast_version.clone();
         s.server = self.server_summary(&s);
         s
@@ -256,6 +265,7 @@ impl Results {
             shard: stored.shard,
             tls_probe: stored.tls_probe,
             server_samples: stored.server_samples,
+            confidence: Default::default(),
         })
     }
 }
@@ -354,6 +364,9 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
         run.warmup_s = run.warmup_s.max(r.run.warmup_s);
         run.setup_s = run.setup_s.max(r.run.setup_s);
         run.cleanup_s = run.cleanup_s.max(r.run.cleanup_s);
+        run.setup_phases = crate::stats::phases::merge(
+            [&run.setup_phases[..], &r.run.setup_phases[..]].into_iter(),
+        );
         add_distinct(&mut run.target, &r.run.target);
         add_distinct(&mut out.host, &r.host);
         // RFC 3339 UTC with the same precision: the text orders as the time does.
@@ -504,19 +517,11 @@ mod tests {
 
     fn info(connections: u64) -> RunInfo {
         RunInfo {
-            target: "http://127.0.0.1:8200".into(),
             operation: "kv-read,kv-write".into(),
-            connections,
             threads: 2,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(500.0),
-            keepalive: true,
-            protocol: "HTTP/1.1".into(),
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+            ..RunInfo::sample("http://127.0.0.1:8200", connections)
         }
     }
 
@@ -724,7 +729,10 @@ mod tests {
         let mut text = Vec::new();
         let s = report_files(
             std::slice::from_ref(&f),
-            Format::Text { latency: true },
+            Format::Text {
+                latency: true,
+                ci: false,
+            },
             &mut text,
         )
         .unwrap();

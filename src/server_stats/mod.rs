@@ -4,11 +4,13 @@
 //! keeps each node's samples and the intervals between them (merged across shards by
 //! node); `summary` is what they say beside the client's figures, and the report's lines.
 
+pub mod pprof;
 pub mod sample;
 pub mod sampler;
 pub mod sources;
 pub mod summary;
 pub mod timeline;
+pub mod verdict;
 
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ pub struct Settings {
     pub interval: Duration,
     /// One process per node, in the nodes' order, read from /proc.
     pub pids: Vec<u32>,
+    /// `--pprof-interval`: the first node's profiles (src/server_stats/pprof.rs).
+    pub pprof: Option<pprof::Profiling>,
 }
 
 impl Settings {

@@ -33,6 +33,13 @@ pub struct Process {
     pub read_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes: Option<u64>,
+    /// The CPUs the process may run on (`Cpus_allowed_list`; `taskset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<u32>,
+    /// Time its threads waited for a CPU while runnable (`/proc/PID/task/*/schedstat`),
+    /// seconds: CPU the process wanted and did not get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_s: Option<f64>,
 }
 
 /// One node at one instant. Every figure is optional: a source that did not answer
@@ -89,4 +96,8 @@ pub struct Sample {
     pub host_mem_total_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
+    /// vblast's own process at the same instant (the first node's samples only), for
+    /// whether the client itself gave out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Process>,
 }

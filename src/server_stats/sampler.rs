@@ -12,6 +12,7 @@ use crate::error::Cause;
 use crate::vault::client::Client;
 
 use super::Settings;
+use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
 use super::timeline::{NodeSamples, ServerSamples};
@@ -39,6 +40,8 @@ struct SampledNode {
     /// Whether the server counts the sampler's `sys/metrics` calls as handled requests
     /// (a server without unauthenticated metrics access does; `calibrate` finds out).
     metrics_counted: bool,
+    /// vblast's own process is read beside this node's samples (the first node).
+    with_client: bool,
     out: NodeSamples,
 }
 
@@ -57,6 +60,7 @@ impl SampledNode {
             },
             own_since: 0,
             metrics_counted: false,
+            with_client: false,
             out: NodeSamples {
                 node,
                 pid,
@@ -107,6 +111,9 @@ impl SampledNode {
         self.read_telemetry(&mut s);
         self.read_host(&mut s);
         self.read_process(&mut s);
+        if self.with_client {
+            s.client = sources::process(std::process::id()).ok();
+        }
         self.out.samples.push(s);
     }
 
@@ -207,6 +214,8 @@ pub struct Sampler {
     bell: Bell,
     thread: Option<JoinHandle<Vec<SampledNode>>>,
     interval: Duration,
+    /// `--pprof-interval`: the first node's profiles, from a thread of their own.
+    profiler: Option<Profiler>,
 }
 
 impl Sampler {
@@ -214,12 +223,21 @@ impl Sampler {
     /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
-    pub fn start(settings: &Settings, clients: Vec<Client>, warmup: Duration) -> Sampler {
+    /// `profiling` is a connection of its own to the first node, for its profiles.
+    pub fn start(
+        settings: &Settings,
+        clients: Vec<Client>,
+        profiling: Option<Client>,
+        warmup: Duration,
+    ) -> Sampler {
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
             .map(|(i, c)| SampledNode::new(c, settings.pids.get(i).copied()))
             .collect();
+        if let Some(first) = nodes.first_mut() {
+            first.with_client = true;
+        }
         if settings.pids.len() > nodes.len() {
             eprintln!(
                 "vblast: {} --server-pid given for {} node(s): the extra ones are not sampled",
@@ -231,30 +249,63 @@ impl Sampler {
             n.calibrate();
             n.sample();
         }
-        // Due from now, before the caller's load begins (not from the thread's start).
-        let next = Instant::now()
-            + if warmup.is_zero() {
-                settings.interval
-            } else {
-                warmup
-            };
-        let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
-        let interval = settings.interval;
-        let b = bell.clone();
-        let thread = std::thread::Builder::new()
-            .name("server-stats".into())
-            .spawn(move || run(nodes, &b, interval, next))
-            .ok();
-        Sampler {
-            bell,
-            thread,
-            interval,
-        }
+        let profiler = settings
+            .pprof
+            .as_ref()
+            .zip(profiling)
+            .map(|(p, c)| Profiler::start(p, c));
+        Sampler::spawn(nodes, settings.interval, warmup, profiler)
     }
 
     /// Stops the thread, samples each node once more (the load has ended), and gives
     /// every node's samples.
     pub fn finish(mut self) -> Option<ServerSamples> {
+        let interval = self.interval;
+        let profiles = self.profiler.take().map(Profiler::finish);
+        let nodes = self.stopped()?;
+        Some(ServerSamples {
+            interval_s: interval.as_secs_f64(),
+            nodes: nodes.into_iter().map(|n| n.out).collect(),
+            profiles: profiles.unwrap_or_default(),
+        })
+    }
+
+    /// Ends this step's sampling as `finish` does, keeping the nodes' connections for the
+    /// next step's (a sweep's held steps): the sources found missing stay missing and are
+    /// not said again. None: the thread had ended.
+    pub fn next_step(mut self) -> Option<(ServerSamples, Paused)> {
+        let interval = self.interval;
+        let profiler = self.profiler.take();
+        let nodes = self.stopped()?;
+        let mut done = Vec::with_capacity(nodes.len());
+        let mut kept = Vec::with_capacity(nodes.len());
+        for mut n in nodes {
+            let fresh = NodeSamples {
+                node: n.out.node.clone(),
+                pid: n.out.pid,
+                missing: n.out.missing.clone(),
+                samples: Vec::new(),
+            };
+            done.push(std::mem::replace(&mut n.out, fresh));
+            kept.push(n);
+        }
+        let samples = ServerSamples {
+            interval_s: interval.as_secs_f64(),
+            nodes: done,
+            profiles: profiler.as_ref().map(Profiler::take).unwrap_or_default(),
+        };
+        Some((
+            samples,
+            Paused {
+                nodes: kept,
+                interval,
+                profiler,
+            },
+        ))
+    }
+
+    /// Stops the thread and samples each node once more.
+    fn stopped(mut self) -> Option<Vec<SampledNode>> {
         {
             let (stopped, cv) = &*self.bell;
             *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -264,10 +315,49 @@ impl Sampler {
         for n in &mut nodes {
             n.sample();
         }
-        Some(ServerSamples {
-            interval_s: self.interval.as_secs_f64(),
-            nodes: nodes.into_iter().map(|n| n.out).collect(),
-        })
+        Some(nodes)
+    }
+
+    /// The thread over `nodes` (each sampled once already), its first sample due an
+    /// interval from now, or as the warm-up ends.
+    fn spawn(
+        nodes: Vec<SampledNode>,
+        interval: Duration,
+        warmup: Duration,
+        profiler: Option<Profiler>,
+    ) -> Sampler {
+        // Due from now, before the caller's load begins (not from the thread's start).
+        let next = Instant::now() + if warmup.is_zero() { interval } else { warmup };
+        let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
+        let b = bell.clone();
+        let thread = std::thread::Builder::new()
+            .name("server-stats".into())
+            .spawn(move || run(nodes, &b, interval, next))
+            .ok();
+        Sampler {
+            bell,
+            thread,
+            interval,
+            profiler,
+        }
+    }
+}
+
+/// A sampler between two steps: its nodes and their connections, sampling nothing.
+pub struct Paused {
+    nodes: Vec<SampledNode>,
+    interval: Duration,
+    /// The profiler goes on between steps.
+    profiler: Option<Profiler>,
+}
+
+impl Paused {
+    /// Samples each node once now, before the next step's load, then as `Sampler::start`.
+    pub fn resume(mut self, warmup: Duration) -> Sampler {
+        for n in &mut self.nodes {
+            n.sample();
+        }
+        Sampler::spawn(self.nodes, self.interval, warmup, self.profiler)
     }
 }
 

@@ -198,6 +198,8 @@ pub fn process(pid: u32) -> Result<Process, Cause> {
         rss_bytes: rss_pages * sysconf(libc::_SC_PAGESIZE, 4096),
         read_bytes: None,
         write_bytes: None,
+        cpus_allowed: cpus_allowed(pid),
+        cpu_wait_s: cpu_wait_s(pid),
     };
     if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
         for line in io.lines() {
@@ -211,6 +213,47 @@ pub fn process(pid: u32) -> Result<Process, Cause> {
         }
     }
     Ok(p)
+}
+
+/// How many CPUs `pid` may run on, from `Cpus_allowed_list` ("0-1,3" is 3).
+fn cpus_allowed(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+    cpu_list_len(list.trim())
+}
+
+/// The number of CPUs in a list such as "0-1,3".
+pub fn cpu_list_len(list: &str) -> Option<u32> {
+    let mut n = 0;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().ok()? + 1 - a.parse::<u32>().ok()?,
+            None => part.parse::<u32>().map(|_| 1).ok()?,
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+/// The time `pid`'s threads spent runnable but waiting for a CPU, seconds (the second
+/// field of each thread's `schedstat`, nanoseconds).
+fn cpu_wait_s(pid: u32) -> Option<f64> {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        ns += text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(ns as f64 / 1e9)
 }
 
 /// A system configuration value, or `fallback` when the system does not say.

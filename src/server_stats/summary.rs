@@ -71,6 +71,18 @@ pub struct ServerNodeSummary {
     pub cpu_cores_peak: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_cores_mean: Option<f64>,
+    /// CPU the server waited for, in cores, and the cores it may use (see `Interval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_cores_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// vblast's own CPU and CPU wait, in cores (the first node's samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_cores_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_wait_cores_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight_mean: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_cpu_pct_peak: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,6 +227,11 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         samples: n.samples.len(),
         cpu_cores_peak: peak(it().map(|i| i.cpu_cores)),
         cpu_cores_mean: average(it().map(|i| i.cpu_cores)),
+        cpu_wait_cores_mean: average(it().map(|i| i.cpu_wait_cores)),
+        cores: it().filter_map(|i| i.cores).max(),
+        client_cpu_cores_mean: average(it().map(|i| i.client_cpu_cores)),
+        client_wait_cores_mean: average(it().map(|i| i.client_wait_cores)),
+        in_flight_mean: average(it().map(|i| i.in_flight)),
         host_cpu_pct_peak: peak(it().map(|i| i.host_cpu_pct)),
         host_cpu_pct_mean: average(it().map(|i| i.host_cpu_pct)),
         rss_bytes_peak: peak(it().map(|i| i.rss_bytes)),
@@ -444,6 +461,7 @@ mod tests {
     fn the_accounting_compares_the_window() {
         let samples = ServerSamples {
             interval_s: 1.0,
+            profiles: Vec::new(),
             nodes: vec![NodeSamples {
                 node: "n".into(),
                 samples: vec![

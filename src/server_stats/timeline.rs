@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{Sample, TimerTotals};
+use super::sample::{Process, Sample, TimerTotals};
 
 /// The samples of every node of a run (the results file's `server_samples`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -12,6 +12,9 @@ pub struct ServerSamples {
     /// How often the nodes were sampled, seconds (`--server-interval`).
     pub interval_s: f64,
     pub nodes: Vec<NodeSamples>,
+    /// `--pprof-interval`: the profile files of the first node saved during the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<String>,
 }
 
 /// One node's samples, in time order, and the sources it could not be sampled from.
@@ -38,7 +41,9 @@ impl ServerSamples {
             let o = out.get_or_insert_with(|| ServerSamples {
                 interval_s: p.interval_s,
                 nodes: Vec::new(),
+                profiles: Vec::new(),
             });
+            o.profiles.extend(p.profiles.iter().cloned());
             o.interval_s = o.interval_s.max(p.interval_s);
             for n in &p.nodes {
                 match o.nodes.iter_mut().find(|m| m.node == n.node) {
@@ -70,6 +75,18 @@ pub struct Interval {
     /// `--server-pid`, else the server's own `process_cpu_seconds_total`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_cores: Option<f64>,
+    /// CPU the server's threads waited for while runnable, in cores (`--server-pid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_cores: Option<f64>,
+    /// The cores the server may use: its process's allowed CPUs (`--server-pid`), else
+    /// the host's CPUs (`sys/host-info`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// vblast's own CPU, and what its threads waited for, in cores (first node only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_cores: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_wait_cores: Option<f64>,
     /// The host's CPU in use, percent of all its cores (`sys/host-info`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_cpu_pct: Option<f64>,
@@ -145,6 +162,8 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         Some((pa, pb)) => per_s(diff(Some(pa.cpu_s), Some(pb.cpu_s))),
         None => per_s(diff(a.server_cpu_s, b.server_cpu_s)),
     };
+    let wait =
+        |pa: Option<Process>, pb: Option<Process>| per_s(diff(pa?.cpu_wait_s, pb?.cpu_wait_s));
     let host_cpu_pct = match (a.host_cpu, b.host_cpu) {
         (Some(ha), Some(hb)) if hb.total_s > ha.total_s => {
             Some(100.0 * (hb.busy_s - ha.busy_s).max(0.0) / (hb.total_s - ha.total_s))
@@ -162,6 +181,16 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         at_s: b.at_ms.saturating_sub(start_ms) as f64 / 1000.0,
         duration_s: dt,
         cpu_cores,
+        cpu_wait_cores: wait(a.process, b.process),
+        cores: b
+            .process
+            .and_then(|p| p.cpus_allowed)
+            .or(b.host_cpu.map(|h| h.cpus).filter(|c| *c > 0)),
+        client_cpu_cores: match (a.client, b.client) {
+            (Some(ca), Some(cb)) => per_s(diff(Some(ca.cpu_s), Some(cb.cpu_s))),
+            _ => None,
+        },
+        client_wait_cores: wait(a.client, b.client),
         host_cpu_pct,
         rss_bytes: process
             .map(|(_, pb)| pb.rss_bytes as f64)
@@ -244,6 +273,7 @@ mod tests {
     fn shards_samples_merge_by_node_in_time_order() {
         let part = |at: u64, node: &str| ServerSamples {
             interval_s: 1.0,
+            profiles: Vec::new(),
             nodes: vec![NodeSamples {
                 node: node.into(),
                 samples: vec![sample(at, 0.0, 0.0, 0.0)],

@@ -33,6 +33,7 @@ use crate::vault::client::Client;
 use crate::vault::fixture::Naming;
 use crate::vault::ops::{self, Created, SetupCtx, VaultOp};
 use crate::vault::preflight::preflight;
+use crate::vault::progress::{Display, SetupLog};
 use crate::workload::Operation;
 
 /// How long standbys may take to serve a fresh fixture (`Session::wait_for_standbys`).
@@ -49,6 +50,8 @@ pub struct StepResult {
     pub layout: Layout,
     /// Wall-clock time the step started (after setup).
     pub started_at: SystemTime,
+    /// The nodes' samples over the step (`session::one_step` fills them in).
+    pub server_samples: Option<crate::server_stats::ServerSamples>,
 }
 
 pub struct Session {
@@ -71,6 +74,8 @@ pub struct Session {
     plan: FixturePlan,
     /// Several nodes of one HA cluster as the target.
     cluster: Option<ClusterRun>,
+    /// The setup's progress and its phases' times.
+    log: SetupLog,
 }
 
 /// A cluster target: its nodes, how they looked before the run, and the active node
@@ -148,7 +153,17 @@ fn has_control(s: &str) -> bool {
 impl Session {
     /// Resolves the scenario's target, checks the server and sets every operation up. On
     /// any failure what was created so far is removed before the error is returned.
+    /// The setup's long phases show their progress on a terminal (`open_showing`).
     pub fn open(scenario: &Scenario, stop: &Stop) -> Result<Session, Error> {
+        Self::open_showing(scenario, stop, Display::new(false, false))
+    }
+
+    /// `open`, the setup's progress shown as `display` says (src/vault/progress.rs).
+    pub fn open_showing(
+        scenario: &Scenario,
+        stop: &Stop,
+        display: Display,
+    ) -> Result<Session, Error> {
         let mut target = Target::parse(&scenario.address).map_err(Error::input)?;
         if !matches!(scenario.workload, Workload::Url(_)) {
             target.path = "/".into();
@@ -202,6 +217,7 @@ impl Session {
             naming: fixtures::naming(scenario),
             plan: scenario.fixtures.clone(),
             cluster,
+            log: SetupLog::new(display),
         };
         // The layout is checked now so that impossible loads are refused before setup.
         session.layout(&scenario.load)?;
@@ -225,6 +241,10 @@ impl Session {
                     session
                         .operations
                         .extend(steps_of(fixture.as_ref(), choice));
+                }
+                if let Err(e) = session.enable_audit() {
+                    session.close_reporting();
+                    return Err(stop.signal().map_or(e, Error::Stopped));
                 }
             }
         }
@@ -299,21 +319,31 @@ impl Session {
             no_setup,
             stop: &self.stop,
             naming: &self.naming,
+            log: &self.log,
         };
         for f in &self.fixtures {
             f.check(&ctx)?;
         }
+        let started = std::time::Instant::now();
         if no_setup {
             self.check_reachable()?;
         } else {
             preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)?;
         }
+        self.log
+            .record("checks", 1, started.elapsed().as_secs_f64());
         for (i, f) in self.fixtures.iter_mut().enumerate() {
             if let Some(s) = self.stop.signal() {
                 return Err(Error::Stopped(s));
             }
             self.naming.set_owner(i);
+            let (started, phases) = (std::time::Instant::now(), self.log.len());
             f.setup(&ctx)?;
+            // An operation that kept no phase of its own is one phase.
+            if self.log.len() == phases && !no_setup {
+                let name = format!("{} setup", f.operation().name);
+                self.log.record(&name, 1, started.elapsed().as_secs_f64());
+            }
         }
         if let Some(s) = self.stop.signal() {
             return Err(Error::Stopped(s));
@@ -421,6 +451,42 @@ impl Session {
     }
 
     /// Names of the operations, in the order of the results' per-operation rows.
+    /// `--audit-path`: the file audit device, the session's last fixture (so that its
+    /// cleanup disables it on every exit path), enabled after the operations' setup.
+    fn enable_audit(&mut self) -> Result<(), Error> {
+        let Some(path) = self.plan.audit_path.clone() else {
+            return Ok(());
+        };
+        let proto = self.client(self.timeout).with_stop(self.stop.clone());
+        let make = || proto.clone_fresh();
+        let ctx = SetupCtx {
+            make_client: &make,
+            tls: self.tls.as_ref(),
+            no_setup: false,
+            stop: &self.stop,
+            naming: &self.naming,
+            log: &self.log,
+        };
+        let mut device = crate::vault::audit::AuditDevice::new(&path);
+        self.naming.set_owner(self.fixtures.len());
+        let enabled = device.setup(&ctx);
+        self.fixtures.push(Box::new(device));
+        enabled
+    }
+
+    /// `--audit-path` of a local server: the responses its audit log holds per operation
+    /// (from `from` on), in the order of `op_names`, beside the client's `counts`, as the
+    /// report's line. None without an audit device.
+    pub fn audit_line(&self, from: Option<SystemTime>, counts: &[u64]) -> Option<String> {
+        let path = self.plan.audit_path.as_ref()?;
+        Some(
+            match crate::vault::audit::count(path, &self.operations, from) {
+                Ok(audit) => crate::vault::audit::agreement(&self.op_names(), &audit, counts),
+                Err(e) => format!("audit log not counted (a server on another machine?): {e}"),
+            },
+        )
+    }
+
     pub fn op_names(&self) -> Vec<String> {
         self.operations.iter().map(|o| o.name.clone()).collect()
     }
@@ -457,6 +523,7 @@ impl Session {
                 outcome,
                 layout,
                 started_at,
+                server_samples: None,
             });
         };
         let plans = cluster.node_plans();
@@ -501,6 +568,7 @@ impl Session {
             outcome,
             layout,
             started_at,
+            server_samples: None,
         })
     }
 
@@ -604,6 +672,7 @@ impl Session {
                     outcome,
                     layout,
                     started_at,
+                    server_samples: None,
                 }
             });
             let load = next(result)?;
@@ -683,6 +752,11 @@ impl Session {
         self.naming.names()
     }
 
+    /// The setup's phases so far, each with its count and time.
+    pub fn setup_phases(&self) -> Vec<crate::stats::phases::SetupPhase> {
+        self.log.phases()
+    }
+
     /// The run id that names the session's fixtures.
     pub fn run_id(&self) -> &str {
         self.naming.run_id()
@@ -721,7 +795,7 @@ impl Session {
         let mut client = self
             .client(CLEANUP_TIMEOUT)
             .with_stop(urgent.stop().clone());
-        let left = self.remove_fixtures(&mut client, &stop);
+        let mut left = self.remove_fixtures(&mut client, &stop);
         if left.is_empty() {
             if let Some(dir) = &self.plan.state_dir
                 && matches!(self.naming.mode(), Mode::Own | Mode::Remove)
@@ -730,14 +804,13 @@ impl Session {
             }
             return Ok(());
         }
-        let mut text = left.join("\n");
         if self.plan.state_dir.is_some() && !self.naming.names().is_empty() {
-            text.push_str(&format!(
-                "\nor run `vblast cleanup --run-id {}` (with this run's address and token)",
+            left.push(format!(
+                "or run `vblast cleanup --run-id {}` (with this run's address and token)",
                 self.naming.run_id()
             ));
         }
-        Err(Error::cleanup(text))
+        Err(Error::cleanup(server::one_per_line(&left)))
     }
 
     /// Each operation's cleanup, newest first, then a bounded look for what it named;

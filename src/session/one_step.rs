@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use crate::report::ab::TlsFacts;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
+use crate::server_stats::Sampler;
 use crate::session::live::Live;
 use crate::session::{Session, StepResult};
 use crate::signals::{Signal, Stop};
@@ -76,7 +77,8 @@ pub fn open(
     opened: &mut dyn FnMut() -> Result<(), Error>,
 ) -> Result<Opened, Error> {
     let setup_started = Instant::now();
-    let mut session = Session::open(scenario, stop)?;
+    let display = crate::vault::progress::Display::new(showing.quiet, showing.progress);
+    let mut session = Session::open_showing(scenario, stop, display)?;
     if let Err(e) = opened() {
         if let Err(c) = session.close() {
             eprintln!("vblast: {c}");
@@ -112,15 +114,8 @@ pub fn run(
         setup_s,
         tls_probe,
     } = open(scenario, stop, showing, opened)?;
-    let sampler = showing.server.map(|s| {
-        crate::server_stats::Sampler::start(
-            s,
-            session.node_clients(s.timeout()),
-            scenario.load.warmup,
-        )
-    });
-    let step = step(&mut session, &scenario.load, showing);
-    let server_samples = sampler.and_then(crate::server_stats::Sampler::finish);
+    let mut step = step(&mut session, &scenario.load, showing);
+    let server_samples = step.as_mut().ok().and_then(|s| s.server_samples.take());
     if let (Some(m), Ok(s)) = (showing.metrics, &step) {
         m.finish(
             &s.outcome.stats,
@@ -144,6 +139,7 @@ pub fn run(
     info.interrupted = interrupted.is_some();
     info.setup_s = setup_s;
     info.cleanup_s = cleanup_s;
+    info.setup_phases = session.setup_phases();
     let mut results = Results::build(
         info,
         step.outcome.stats,
@@ -153,6 +149,7 @@ pub fn run(
     );
     results.tls_probe = tls_probe;
     results.server_samples = server_samples;
+    audit_report(&session, &results, scenario.load.warmup);
     Ok(Ran {
         results,
         clock_start: step.outcome.clock_start.unwrap_or(step.started_at),
@@ -160,6 +157,29 @@ pub fn run(
         cleanup,
         interrupted,
     })
+}
+
+/// `--audit-path`: the audit log's responses per operation beside the client's, on stderr.
+fn audit_report(session: &Session, results: &Results, warmup: std::time::Duration) {
+    let Ok(started) = humantime::parse_rfc3339(&results.started_at) else {
+        return;
+    };
+    let from = (!warmup.is_zero()).then(|| started + warmup);
+    let summary = results.summary();
+    let counts: Vec<u64> = results
+        .op_names
+        .iter()
+        .map(|n| {
+            summary
+                .ops
+                .iter()
+                .find(|o| o.name == *n)
+                .map_or(0, |o| o.requests)
+        })
+        .collect();
+    if let Some(line) = session.audit_line(from, &counts) {
+        eprintln!("vblast: {line}");
+    }
 }
 
 /// https: one handshake before the load, not counted, for ab's TLS lines (saved with the
@@ -189,8 +209,42 @@ pub fn show_cluster(session: &Session, quiet: bool) {
     }
 }
 
-/// One step of `load`, with the live progress line and the exporter fed as it runs.
+/// The nodes sampled from now on (`showing.server`), for a step of `load`.
+fn sampler(
+    session: &Session,
+    load: &crate::config::scenario::Load,
+    showing: &Showing,
+) -> Option<Sampler> {
+    let s = showing.server?;
+    let profiling = s
+        .pprof
+        .as_ref()
+        .and_then(|p| session.node_clients(p.timeout()).into_iter().next());
+    Some(Sampler::start(
+        s,
+        session.node_clients(s.timeout()),
+        profiling,
+        load.warmup,
+    ))
+}
+
+/// One step of `load`, with the live progress line and the exporter fed as it runs, and
+/// the nodes sampled over it (`showing.server`).
 pub fn step(
+    session: &mut Session,
+    load: &crate::config::scenario::Load,
+    showing: &Showing,
+) -> Result<StepResult, Error> {
+    let sampler = sampler(session, load, showing);
+    let mut step = shown_step(session, load, showing);
+    let samples = sampler.and_then(Sampler::finish);
+    if let Ok(s) = &mut step {
+        s.server_samples = samples;
+    }
+    step
+}
+
+fn shown_step(
     session: &mut Session,
     load: &crate::config::scenario::Load,
     showing: &Showing,
@@ -239,12 +293,24 @@ pub fn held(
             m.update(p);
         }
     };
-    let mut each = |step: Result<StepResult, Error>| {
+    // Each step's nodes sampled over it, the next step's sampling started as it is known.
+    let mut sampling = sampler(session, first, showing);
+    let mut each = |mut step: Result<StepResult, Error>| {
         if let Ok(mut l) = live.lock() {
             l.clear();
             *l = Live::new(showing.quiet, showing.progress);
         }
-        next(step)
+        let ended = sampling.take().and_then(Sampler::next_step);
+        let paused = match (&mut step, ended) {
+            (Ok(s), Some((samples, paused))) => {
+                s.server_samples = Some(samples);
+                Some(paused)
+            }
+            (_, ended) => ended.map(|e| e.1),
+        };
+        let load = next(step)?;
+        sampling = paused.map(|p| p.resume(load.warmup));
+        Some(load)
     };
     session.hold(
         first,
@@ -280,5 +346,6 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         interrupted: false,
         setup_s: 0.0,
         cleanup_s: 0.0,
+        setup_phases: Vec::new(),
     }
 }

@@ -1,9 +1,12 @@
 //! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
-//! (also across worker processes, through their serialized form).
+//! (also across worker processes, through their serialized form); the confidence intervals
+//! of their percentiles (`interval`).
 
 pub mod figures;
 pub mod http2;
+pub mod interval;
 pub mod nodes;
+pub mod phases;
 
 use std::collections::BTreeMap;
 
@@ -141,6 +144,18 @@ pub struct OpStats {
     pub latency: Hist,
     /// Service time: completion minus the moment the request's first byte was written.
     pub service: Hist,
+    /// Body bytes of the responses, as vegeta counts `bytes_in` (older files lack it).
+    #[serde(default)]
+    pub body_in: u64,
+    /// Body bytes of the requests sent, as vegeta counts `bytes_out`.
+    #[serde(default)]
+    pub body_out: u64,
+    /// Responses by status code; 0 for a request that got no response (vegeta's code 0).
+    #[serde(default)]
+    pub status: StatusTally,
+    /// This operation's failure messages with their counts (at most `MAX_MESSAGES`).
+    #[serde(default)]
+    pub messages: BTreeMap<String, u64>,
 }
 
 impl OpStats {
@@ -149,6 +164,72 @@ impl OpStats {
         self.ok += o.ok;
         self.latency.add(&o.latency);
         self.service.add(&o.service);
+        self.body_in += o.body_in;
+        self.body_out += o.body_out;
+        for (code, n) in o.status.iter() {
+            self.status.add(code, n);
+        }
+        for (m, n) in &o.messages {
+            note_in(&mut self.messages, m, *n);
+        }
+    }
+}
+
+/// Distinct status codes one operation keeps, each with its count, without allocating
+/// (a request's answer is counted on the hot path). Codes beyond these are not kept per
+/// operation (the run-wide `Stats::status` stays exact).
+const TALLY_CODES: usize = 12;
+
+/// Responses of one operation by status code, held in place; serialized as a map.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "BTreeMap<u16, u64>", into = "BTreeMap<u16, u64>")]
+pub struct StatusTally {
+    codes: [(u16, u64); TALLY_CODES],
+    used: u8,
+}
+
+impl StatusTally {
+    /// Counts `n` answers of `code`; a code past the first `TALLY_CODES` distinct ones is
+    /// not kept per operation.
+    #[inline]
+    pub fn add(&mut self, code: u16, n: u64) {
+        let used = usize::from(self.used);
+        if let Some(slot) = self.codes[..used].iter_mut().find(|(c, _)| *c == code) {
+            slot.1 += n;
+        } else if used < TALLY_CODES {
+            self.codes[used] = (code, n);
+            self.used += 1;
+        }
+    }
+
+    /// Each code with its count, in the order first seen.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.codes[..usize::from(self.used)].iter().copied()
+    }
+}
+
+impl From<BTreeMap<u16, u64>> for StatusTally {
+    fn from(m: BTreeMap<u16, u64>) -> Self {
+        let mut t = StatusTally::default();
+        for (code, n) in m {
+            t.add(code, n);
+        }
+        t
+    }
+}
+
+impl From<StatusTally> for BTreeMap<u16, u64> {
+    fn from(t: StatusTally) -> Self {
+        t.iter().collect()
+    }
+}
+
+/// Adds `n` of `message` to `messages`, keeping at most `MAX_MESSAGES` distinct ones.
+fn note_in(messages: &mut BTreeMap<String, u64>, message: &str, n: u64) {
+    if let Some(c) = messages.get_mut(message) {
+        *c += n;
+    } else if messages.len() < MAX_MESSAGES {
+        messages.insert(message.to_string(), n);
     }
 }
 
@@ -566,6 +647,10 @@ pub struct Stats {
         skip_serializing_if = "crate::stats::http2::H2Figures::is_empty"
     )]
     pub http2: crate::stats::http2::H2Figures,
+    /// What the server said with each failed status: the first line of the first such
+    /// answer's body, redacted (`failed_answer`; at most `MAX_LENGTHS` statuses).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_answers: BTreeMap<u16, String>,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -639,6 +724,20 @@ impl Stats {
         self.followed += o.followed;
         self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
         self.http2.merge(&o.http2);
+        for (code, text) in &o.failed_answers {
+            if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(code) {
+                self.failed_answers.insert(*code, text.clone());
+            }
+        }
+    }
+
+    /// A measured answer that failed on its status: the first line of its body is kept,
+    /// once per status (no allocation after that).
+    #[inline]
+    pub fn note_failed_answer(&mut self, status: u16, body: &[u8]) {
+        if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(&status) {
+            self.failed_answers.insert(status, failed_answer(body));
+        }
     }
 
     /// Counts one measured response's body (no allocation once its length is known).
@@ -674,10 +773,14 @@ impl Stats {
 
     /// Counts a failure message (no allocation when the message is already known).
     pub fn note(&mut self, message: &str, n: u64) {
-        if let Some(c) = self.messages.get_mut(message) {
-            *c += n;
-        } else if self.messages.len() < MAX_MESSAGES {
-            self.messages.insert(message.to_string(), n);
+        note_in(&mut self.messages, message, n);
+    }
+
+    /// As `note`, and kept for operation `op` too (vault-benchmark's per-test Error Set).
+    pub fn note_op(&mut self, op: usize, message: &str) {
+        note_in(&mut self.messages, message, 1);
+        if let Some(o) = self.ops.get_mut(op) {
+            note_in(&mut o.messages, message, 1);
         }
     }
 
@@ -692,12 +795,63 @@ impl Stats {
     }
 }
 
+/// The first non-empty line of a failed answer's body, whitespace collapsed, at most 200
+/// characters, with anything shaped like a Vault token (`hvs.`, `hvb.`, `hvr.`, `s.`, `b.`
+/// or `r.` and 20 more characters) replaced by `<redacted>`; "empty body" when it has none.
+pub fn failed_answer(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return "empty body".into();
+    };
+    let mut out = String::new();
+    let mut word = String::new();
+    let token_like = |w: &str| {
+        ["hvs.", "hvb.", "hvr.", "s.", "b.", "r."]
+            .iter()
+            .any(|p| w.len() >= p.len() + 20 && w.starts_with(p))
+    };
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(if token_like(word) { "<redacted>" } else { word });
+        word.clear();
+    };
+    for ch in line.chars().take(200) {
+        if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(if ch.is_whitespace() || ch.is_control() {
+                ' '
+            } else {
+                ch
+            });
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// Lag past the intended start beyond which a request counts as late (open model).
 pub const LATE_US: u64 = 10_000;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_answer_is_its_first_line_redacted() {
+        let body = b"\n  {\"errors\":[\"bad token hvs.CAESIAbcdefghijklmnopqrstuvwxyz\"]}\nmore";
+        assert_eq!(
+            failed_answer(body),
+            "{\"errors\":[\"bad token <redacted>\"]}"
+        );
+        assert_eq!(failed_answer(b""), "empty body");
+        assert_eq!(failed_answer(b"<html>\r\n<body>"), "<html>");
+        assert_eq!(failed_answer("x".repeat(300).as_bytes()).len(), 200);
+        let mut s = Stats::new(1);
+        s.note_failed_answer(404, b"first");
+        s.note_failed_answer(404, b"second");
+        assert_eq!(s.failed_answers[&404], "first");
+    }
 
     #[test]
     fn timeline_histograms_are_checked_without_full_decoding() {

@@ -14,9 +14,10 @@ use crate::error::Cause;
 use crate::report::Summary;
 use crate::results::Results;
 
-use super::objective::{StepFigures, misses};
+use super::objective::{StepFigures, calls, misses};
 use super::plan::Spec;
 use super::search::{End, Next, Phase, StepVerdict};
+use crate::report::ci::Ci;
 
 /// The results version of sweep files (run files stay at 1).
 pub const SWEEP_RESULTS_VERSION: u64 = 2;
@@ -38,8 +39,14 @@ pub struct Timing {
 pub struct Step {
     pub load: u64,
     pub phase: Phase,
+    /// Every measurement of the step pooled (its repeats' histograms merged losslessly).
     pub results: Results,
+    /// The last measurement's timing.
     pub timing: Timing,
+    /// How many times the step was measured again because it was unclear.
+    pub repeats: u32,
+    /// Why each repeat was made (the unclear bounds of the samples so far).
+    pub repeated_because: Vec<String>,
 }
 
 /// A step measured against the objective.
@@ -48,6 +55,8 @@ pub struct Judged {
     pub figures: StepFigures,
     pub summary: Summary,
     pub misses: Vec<String>,
+    /// The bounds neither clearly held nor missed (their intervals straddle them).
+    pub unclear: Vec<String>,
     pub verdict: StepVerdict,
     /// Failed requests over all requests.
     pub error_ratio: f64,
@@ -67,10 +76,18 @@ pub struct Sweep {
     pub cleanup_s: f64,
 }
 
-/// Checks one step against the spec's objective.
+/// Checks one step against the spec's objective: latency bounds with the percentiles'
+/// intervals at the spec's level (on their figures alone for a file from before intervals).
 pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
-    let summary = results.summary();
+    let mut summary = results.summary();
+    let level = spec.level();
+    if let Some(level) = level
+        && summary.latency_ms.confidence != level.level()
+    {
+        summary.latency_ms = crate::report::Percentiles::at(&summary.latency_hist, level);
+    }
     let l = &summary.latency_ms;
+    let ci = |key| l.interval(key).copied();
     let figures = StepFigures {
         requests: summary.requests,
         p50_ms: l.p50,
@@ -80,8 +97,15 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
         success_percent: summary.success_ratio * 100.0,
         offered: (spec.model == crate::report::Model::Open).then_some(load as f64),
         achieved: summary.rps,
+        p50_ci: ci("p50"),
+        p90_ci: ci("p90"),
+        p99_ci: ci("p99"),
+        p999_ci: ci("p999"),
     };
-    let mut m = misses(&spec.objectives, &figures);
+    let (mut m, unclear) = match level {
+        Some(_) => calls(&spec.objectives, &figures),
+        None => (misses(&spec.objectives, &figures), Vec::new()),
+    };
     let error_ratio = if summary.requests == 0 {
         1.0
     } else {
@@ -99,15 +123,18 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
     }
     let verdict = if broken {
         StepVerdict::Broken
-    } else if m.is_empty() {
-        StepVerdict::Pass
-    } else {
+    } else if !m.is_empty() {
         StepVerdict::Fail
+    } else if !unclear.is_empty() {
+        StepVerdict::Unclear
+    } else {
+        StepVerdict::Pass
     };
     Judged {
         figures,
         summary,
         misses: m,
+        unclear,
         verdict,
         error_ratio,
     }
@@ -122,6 +149,12 @@ struct SavedAnswer {
     first_broken: Option<u64>,
     unit: &'static str,
     line: String,
+    /// The resource that gave out first at the knee (`sweep::saturation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saturated: Option<crate::server_stats::verdict::Saturated>,
+    /// Which steps were measured again and why (absent before intervals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeats: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -134,6 +167,13 @@ struct WrittenStep<'a> {
     p50_ms: f64,
     p99_ms: f64,
     p999_ms: f64,
+    /// The percentiles' confidence intervals (null: unknown).
+    p50_ci_ms: Option<Ci>,
+    p99_ci_ms: Option<Ci>,
+    p999_ci_ms: Option<Ci>,
+    unclear: &'a [String],
+    repeats: u32,
+    repeated_because: &'a [String],
     success_ratio: f64,
     timing: Timing,
     results: Value,
@@ -161,6 +201,10 @@ struct StoredStep {
     phase: Phase,
     #[serde(default)]
     timing: Timing,
+    #[serde(default)]
+    repeats: u32,
+    #[serde(default)]
+    repeated_because: Vec<String>,
     results: Value,
 }
 
@@ -247,6 +291,12 @@ impl Sweep {
                 p50_ms: j.figures.p50_ms,
                 p99_ms: j.figures.p99_ms,
                 p999_ms: j.figures.p999_ms,
+                p50_ci_ms: j.figures.p50_ci,
+                p99_ci_ms: j.figures.p99_ci,
+                p999_ci_ms: j.figures.p999_ci,
+                unclear: &j.unclear,
+                repeats: s.repeats,
+                repeated_because: &s.repeated_because,
                 success_ratio: j.summary.success_ratio,
                 timing: s.timing,
                 results,
@@ -270,6 +320,8 @@ impl Sweep {
                 first_broken,
                 unit: self.spec.unit(),
                 line: answer_line(self, &judged, end),
+                saturated: super::saturation::saturated(self, &judged, end),
+                repeats: repeats_line(self, &judged),
             },
             steps,
         };
@@ -327,12 +379,17 @@ impl Sweep {
         let mut steps = Vec::new();
         for (i, s) in stored.steps.into_iter().enumerate() {
             let text = s.results.to_string();
-            let results = Results::parse(&text, &format!("{name} step {}", i + 1))?;
+            let mut results = Results::parse(&text, &format!("{name} step {}", i + 1))?;
+            if let Some(level) = stored.sweep.level() {
+                results.confidence = level;
+            }
             steps.push(Step {
                 load: s.load,
                 phase: s.phase,
                 results,
                 timing: s.timing,
+                repeats: s.repeats,
+                repeated_because: s.repeated_because,
             });
         }
         let sweep = Sweep {
@@ -366,34 +423,182 @@ pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
     }
 }
 
-/// Why the step at `load` broke the objective.
+/// Why the step at `load` broke the objective (an unclear step: why it stayed unclear).
 fn why(sweep: &Sweep, judged: &[Judged], load: u64) -> String {
     sweep
         .steps
         .iter()
         .zip(judged)
         .find(|(s, _)| s.load == load)
-        .map(|(_, j)| j.misses.join("; "))
+        .map(|(_, j)| match j.verdict {
+            StepVerdict::Unclear => format!(
+                "unclear after {}, counted as failed: {}",
+                crate::report::plural(
+                    1 + u64::from(sweep_repeats(sweep, load)),
+                    "measurement",
+                    "measurements"
+                ),
+                j.unclear.join("; ")
+            ),
+            _ => j.misses.join("; "),
+        })
         .unwrap_or_default()
 }
 
-/// The one line with the answer.
+fn sweep_repeats(sweep: &Sweep, load: u64) -> u32 {
+    sweep
+        .steps
+        .iter()
+        .find(|s| s.load == load)
+        .map_or(0, |s| s.repeats)
+}
+
+/// Which steps were measured again, how often and why, and which stayed unclear; None for
+/// a sweep from before intervals.
+pub fn repeats_line(sweep: &Sweep, judged: &[Judged]) -> Option<String> {
+    sweep.spec.level()?;
+    let unit = sweep.spec.unit();
+    let repeated: Vec<String> = sweep
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.repeats > 0)
+        .map(|(i, s)| {
+            format!(
+                "step {} at {} {unit} {} more ({})",
+                i + 1,
+                grouped(s.load),
+                crate::report::plural(u64::from(s.repeats), "time", "times"),
+                s.repeated_because.first().map_or("", String::as_str)
+            )
+        })
+        .collect();
+    let unclear: Vec<String> = sweep
+        .steps
+        .iter()
+        .zip(judged)
+        .enumerate()
+        .filter(|(_, (_, j))| j.verdict == StepVerdict::Unclear)
+        .map(|(i, _)| format!("step {}", i + 1))
+        .collect();
+    let mut line = if repeated.is_empty() {
+        format!(
+            "Repeats: none (up to {} per unclear step)",
+            sweep.spec.max_repeats
+        )
+    } else {
+        format!(
+            "Repeats: {} of {} measured again because a percentile's interval did not decide its bound: {}",
+            repeated.len(),
+            crate::report::plural(sweep.steps.len() as u64, "step", "steps"),
+            repeated.join("; ")
+        )
+    };
+    if !unclear.is_empty() {
+        line.push_str(&format!(
+            "; still unclear, counted as failed: {}",
+            unclear.join(", ")
+        ));
+    }
+    if let Some((low, high)) = super::search::inversion(
+        &sweep
+            .steps
+            .iter()
+            .zip(judged)
+            .map(|(s, j)| (s.load, j.verdict))
+            .collect::<Vec<_>>(),
+    ) {
+        line.push_str(&format!(
+            "; not monotone: {} {unit} did not hold although {} {unit} did",
+            grouped(low),
+            grouped(high)
+        ));
+    }
+    Some(line)
+}
+
+/// A load with its thousands grouped: "1,444".
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The margin of the step at `load`: each bounded percentile with its interval, in
+/// parentheses ("(p99 10.00ms, 95% CI 8.70-11.60ms)"; the level said when `first`); empty
+/// when the sweep has no latency bound or predates intervals.
+pub fn margin(sweep: &Sweep, judged: &[Judged], load: u64, first: bool) -> String {
+    let Some(level) = sweep.spec.level() else {
+        return String::new();
+    };
+    let Some((_, j)) = sweep.steps.iter().zip(judged).find(|(s, _)| s.load == load) else {
+        return String::new();
+    };
+    let parts: Vec<String> = sweep
+        .spec
+        .objectives
+        .iter()
+        .filter_map(|o| match o {
+            super::objective::Objective::Latency { pct, .. } => {
+                let (v, ci) = j.figures.at(*pct);
+                Some(format!(
+                    "{} {}, {}CI {}",
+                    pct.label(),
+                    crate::report::fmt_ms(v),
+                    if first {
+                        format!("{} ", level.label())
+                    } else {
+                        String::new()
+                    },
+                    crate::report::ci::cell(ci.as_ref())
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
+/// The one line with the answer, each load with its margin.
 pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
     let unit = sweep.spec.unit();
+    let m = |load, first| margin(sweep, judged, load, first);
+    let g = grouped;
     match end {
         Some(End::Edge { pass, fail }) => format!(
-            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}: {}",
+            "Answer: {} {unit} sustained within the objective{}; first broken at {} {unit}{}: {}",
+            g(pass),
+            m(pass, true),
+            g(fail),
+            m(fail, false),
             why(sweep, judged, fail)
         ),
         Some(End::Broken { pass, fail }) => format!(
-            "Answer: {pass} {unit} sustained within the objective; first broken at {fail} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
+            "Answer: {} {unit} sustained within the objective{}; first broken at {} {unit}, with errors above --max-error-ratio, so the sweep stopped there without narrowing: {}",
+            g(pass),
+            m(pass, true),
+            g(fail),
             why(sweep, judged, fail)
         ),
         Some(End::AllPassed { top }) => format!(
-            "Answer: {top} {unit} sustained within the objective, the top of the range: no step broke it (raise TO to find the edge)"
+            "Answer: {} {unit} sustained within the objective{}, the top of the range: no step broke it (raise TO to find the edge)",
+            g(top),
+            m(top, true)
         ),
         Some(End::FirstFailed { load }) => format!(
-            "Answer: none: the first step, {load} {unit}, already broke the objective: {}",
+            "Answer: none: the first step, {} {unit}, already broke the objective{}: {}",
+            g(load),
+            m(load, true),
             why(sweep, judged, load)
         ),
         None => {
@@ -401,7 +606,7 @@ pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String
                 .steps
                 .iter()
                 .zip(judged)
-                .filter(|(_, j)| j.verdict == StepVerdict::Pass)
+                .filter(|(_, j)| j.verdict.held())
                 .map(|(s, _)| s.load)
                 .max();
             match best {

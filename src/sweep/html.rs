@@ -6,12 +6,13 @@
 //! one chart.
 
 use crate::report::Model;
+use crate::report::ci::cell;
 use crate::report::fmt_ms;
 use crate::report::html::{Chart, Scale, Series, escape, page, table};
 
 use super::file::{Judged, Sweep, answer_line};
 use super::objective::Objective;
-use super::search::{Phase, StepVerdict};
+use super::search::Phase;
 
 /// How a step's figure is read.
 type Figure = fn(&Judged) -> f64;
@@ -252,16 +253,15 @@ impl Page<'_> {
                             Phase::Coarse => "coarse".into(),
                             Phase::Bisect => "bisect".into(),
                         },
-                        match j.verdict {
-                            StepVerdict::Pass => "pass".into(),
-                            StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
-                            StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
-                        },
+                        super::render::result(st, &j),
                         st.load.to_string(),
                         format!("{:.1}", j.figures.achieved),
                         fmt_ms(j.figures.p50_ms),
+                        cell(j.figures.p50_ci.as_ref()),
                         fmt_ms(j.figures.p99_ms),
+                        cell(j.figures.p99_ci.as_ref()),
                         fmt_ms(j.figures.p999_ms),
+                        cell(j.figures.p999_ci.as_ref()),
                         format!("{:.2}%", j.figures.success_percent),
                     ]
                 })
@@ -274,8 +274,11 @@ impl Page<'_> {
                     self.unit,
                     "achieved/s",
                     "p50",
+                    "p50 CI",
                     "p99",
+                    "p99 CI",
                     "p99.9",
+                    "p99.9 CI",
                     "success",
                 ],
                 &rows,

@@ -5,14 +5,16 @@
 //! flags), `objective` (the `--slo` bounds), `search` (the pure state machine choosing each
 //! next load), `runner` (the steps over a `Session`), `file` (the sweep as data, its answer
 //! and its results file), `render` (the table and comparisons of sweeps as text), `html`
-//! (the same as a page).
+//! (the same as a page), `repeat` (an unclear step measured again, its samples pooled).
 
 pub mod file;
 pub mod html;
 pub mod objective;
 pub mod plan;
 pub mod render;
+pub mod repeat;
 pub mod runner;
+pub mod saturation;
 pub mod search;
 
 use std::path::{Path, PathBuf};

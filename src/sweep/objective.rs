@@ -5,10 +5,17 @@
 //! missed. Rate sweeps always check the achieved rate (2% unless `--slo rate=N%` says
 //! otherwise): a server that answers fast but only half of what was offered did not
 //! sustain the load.
+//!
+//! A latency bound is judged with the percentile's confidence interval (`report::ci`): it
+//! holds when the whole interval is within the bound, misses when the whole interval is
+//! beyond it, and is unclear otherwise (the interval straddles the bound, or too few samples
+//! bound the side that would decide). The success and rate bounds are judged on their
+//! figures.
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::units::parse_duration;
+use crate::report::ci::{Ci, cell};
 use crate::report::fmt_ms;
 
 /// The tolerance of the achieved rate when `--slo rate=` is not given.
@@ -25,7 +32,8 @@ pub enum Pct {
 }
 
 impl Pct {
-    fn label(self) -> &'static str {
+    /// "p99", "p99.9": as the tables name it.
+    pub fn label(self) -> &'static str {
         match self {
             Pct::P50 => "p50",
             Pct::P90 => "p90",
@@ -60,6 +68,33 @@ pub struct StepFigures {
     pub offered: Option<f64>,
     /// Responses per second over the measured window.
     pub achieved: f64,
+    /// The confidence intervals of p50, p90, p99 and p99.9 (None: unknown).
+    pub p50_ci: Option<Ci>,
+    pub p90_ci: Option<Ci>,
+    pub p99_ci: Option<Ci>,
+    pub p999_ci: Option<Ci>,
+}
+
+impl StepFigures {
+    /// Percentile `pct`'s figure and interval.
+    pub fn at(&self, pct: Pct) -> (f64, Option<Ci>) {
+        match pct {
+            Pct::P50 => (self.p50_ms, self.p50_ci),
+            Pct::P90 => (self.p90_ms, self.p90_ci),
+            Pct::P99 => (self.p99_ms, self.p99_ci),
+            Pct::P999 => (self.p999_ms, self.p999_ci),
+        }
+    }
+}
+
+/// How a step measures against one bound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call {
+    Holds,
+    /// Missed, and why (the measured value and by how much).
+    Misses(String),
+    /// Neither clearly held nor clearly missed, and why.
+    Unclear(String),
 }
 
 fn percent(text: &str, slo: &str) -> Result<f64, ObjectiveError> {
@@ -169,7 +204,47 @@ impl Objective {
         }
     }
 
-    /// Why `f` misses this bound, or None when it holds.
+    /// Whether `f` holds this bound, misses it or is unclear: a latency bound with the
+    /// percentile's interval (see the module's doc), the others on their figures.
+    pub fn call(&self, f: &StepFigures) -> Call {
+        let Objective::Latency { pct, max_ms } = *self else {
+            return match self.miss(f) {
+                Some(why) => Call::Misses(why),
+                None => Call::Holds,
+            };
+        };
+        let (v, ci) = f.at(pct);
+        let low = ci.and_then(|c| c.low);
+        let high = ci.and_then(|c| c.high);
+        let interval = format!("{} CI {}", pct.label(), cell(ci.as_ref()));
+        if high.is_some_and(|h| h <= max_ms) {
+            Call::Holds
+        } else if low.is_some_and(|l| l > max_ms) {
+            Call::Misses(format!(
+                "{} {} > {} (+{:.0}%; {interval})",
+                pct.label(),
+                fmt_ms(v),
+                fmt_ms(max_ms),
+                (v / max_ms - 1.0) * 100.0
+            ))
+        } else if high.is_none() {
+            Call::Unclear(format!(
+                "{} {}, {interval}: too few samples to bound it from above against {}",
+                pct.label(),
+                fmt_ms(v),
+                fmt_ms(max_ms)
+            ))
+        } else {
+            Call::Unclear(format!(
+                "{} {}, {interval} straddles {}",
+                pct.label(),
+                fmt_ms(v),
+                fmt_ms(max_ms)
+            ))
+        }
+    }
+
+    /// Why `f` misses this bound on its figure alone, or None when it holds.
     pub fn miss(&self, f: &StepFigures) -> Option<String> {
         match *self {
             Objective::Latency { pct, max_ms } => {
@@ -244,13 +319,30 @@ pub fn objectives(texts: &[String], open: bool) -> Result<Vec<Objective>, Object
     Ok(out)
 }
 
-/// Every bound `f` misses, in the objective's order; a step in which nothing completed
-/// misses by that alone.
+/// Every bound `f` misses on its figure alone, in the objective's order; a step in which
+/// nothing completed misses by that alone.
 pub fn misses(objectives: &[Objective], f: &StepFigures) -> Vec<String> {
     if f.requests == 0 {
         return vec!["no request completed".into()];
     }
     objectives.iter().filter_map(|o| o.miss(f)).collect()
+}
+
+/// The bounds `f` clearly misses, and those it neither clearly holds nor misses, each with
+/// why, in the objective's order; a step in which nothing completed misses by that alone.
+pub fn calls(objectives: &[Objective], f: &StepFigures) -> (Vec<String>, Vec<String>) {
+    if f.requests == 0 {
+        return (vec!["no request completed".into()], Vec::new());
+    }
+    let (mut missed, mut unclear) = (Vec::new(), Vec::new());
+    for o in objectives {
+        match o.call(f) {
+            Call::Holds => {}
+            Call::Misses(why) => missed.push(why),
+            Call::Unclear(why) => unclear.push(why),
+        }
+    }
+    (missed, unclear)
 }
 
 #[cfg(test)]
@@ -267,7 +359,45 @@ mod tests {
             success_percent: 99.95,
             offered: Some(1000.0),
             achieved: 990.0,
+            ..StepFigures::default()
         }
+    }
+
+    #[test]
+    fn a_latency_bound_is_judged_with_its_interval() {
+        let ci = |low, high| {
+            Some(Ci {
+                low: Some(low),
+                high: Some(high),
+                wide: false,
+            })
+        };
+        let bound = Objective::parse("p99=20ms").unwrap();
+        let mut f = figures();
+        f.p99_ms = 18.0;
+        f.p99_ci = ci(16.0, 19.5);
+        assert_eq!(bound.call(&f), Call::Holds);
+        f.p99_ci = ci(16.0, 21.0);
+        let Call::Unclear(why) = bound.call(&f) else {
+            panic!("{:?}", bound.call(&f))
+        };
+        assert!(why.contains("straddles 20.00ms"), "{why}");
+        f.p99_ms = 24.0;
+        f.p99_ci = ci(21.0, 26.0);
+        let Call::Misses(why) = bound.call(&f) else {
+            panic!()
+        };
+        assert!(
+            why.contains("p99 24.00ms > 20.00ms (+20%; p99 CI 21.00-26.00ms)"),
+            "{why}"
+        );
+        // Too few samples to bound the upper side: unclear, never a pass.
+        f.p99_ms = 10.0;
+        f.p99_ci = None;
+        assert!(matches!(bound.call(&f), Call::Unclear(_)));
+        // The other bounds are judged on their figures.
+        let (missed, unclear) = calls(&[Objective::parse("success=99.99").unwrap()], &f);
+        assert_eq!((missed.len(), unclear.len()), (1, 0));
     }
 
     #[test]

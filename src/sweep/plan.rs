@@ -28,6 +28,13 @@ pub struct Spec {
     pub connections: Option<u64>,
     pub target: String,
     pub operation: String,
+    /// The level of the intervals latency bounds are judged with; None in files of a
+    /// vblast before intervals, whose steps are judged on their figures alone.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// How many times an unclear step is measured again (`--max-repeats`).
+    #[serde(default)]
+    pub max_repeats: u32,
 }
 
 impl Spec {
@@ -37,6 +44,12 @@ impl Spec {
             Model::Open => "req/s",
             Model::Closed => "connections",
         }
+    }
+
+    /// The level of the intervals, when latency bounds are judged with them.
+    pub fn level(&self) -> Option<crate::stats::interval::Confidence> {
+        self.confidence
+            .and_then(crate::stats::interval::Confidence::new)
     }
 
     pub fn search(&self) -> Result<Search, crate::error::Cause> {
@@ -82,4 +95,6 @@ pub struct SweepOutput {
     pub progress: bool,
     pub output: Option<std::path::PathBuf>,
     pub html: Option<std::path::PathBuf>,
+    /// Each step's nodes sampled (src/server_stats/); None: none.
+    pub server: Option<crate::server_stats::Settings>,
 }

@@ -8,9 +8,10 @@ use std::io::{self, Write};
 
 use crate::report::{Model, fmt_ms};
 
-use super::file::{Judged, Step, Sweep, answer_line, bounds};
+use super::file::{Judged, Step, Sweep, answer_line, bounds, grouped, repeats_line};
 use super::plan::Spec;
 use super::search::{End, Phase, StepVerdict};
+use crate::report::ci::cell;
 
 /// The lines before the first step.
 pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
@@ -36,10 +37,18 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
     )?;
     let objective: Vec<String> = spec.objectives.iter().map(|o| o.describe()).collect();
     writeln!(o, "Objective: {}", objective.join(", "))?;
+    if let Some(level) = spec.level() {
+        writeln!(
+            o,
+            "Judged with each percentile's {} confidence interval (order statistic): pass when it lies within the bound, FAIL when beyond, unclear otherwise, measured again up to {} (samples pooled), then counted as failed",
+            level.label(),
+            crate::report::plural(u64::from(spec.max_repeats), "time", "times")
+        )?;
+    }
     writeln!(o)?;
-    writeln!(
+    write!(
         o,
-        "{:>3}  {:<6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8}  result",
+        "{:>3}  {:<6} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8}",
         "#",
         "phase",
         match spec.model {
@@ -51,19 +60,45 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
         "p99",
         "p99.9",
         "success"
-    )
+    )?;
+    if spec.level().is_some() {
+        write!(o, " {:>17} {:>17} {:>17}", "p50 CI", "p99 CI", "p99.9 CI")?;
+    }
+    writeln!(o, "  result")
 }
 
-/// One step's row.
-pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write) -> io::Result<()> {
-    let result = match j.verdict {
+/// A step's result cell: its verdict and why, and how many times it was measured.
+pub fn result(step: &Step, j: &Judged) -> String {
+    let text = match j.verdict {
         StepVerdict::Pass => "pass".to_string(),
         StepVerdict::Fail => format!("FAIL: {}", j.misses.join("; ")),
         StepVerdict::Broken => format!("BROKEN: {}", j.misses.join("; ")),
+        StepVerdict::Unclear => format!("UNCLEAR, counted as FAIL: {}", j.unclear.join("; ")),
+    };
+    if step.repeats > 0 {
+        format!("{text} [measured {}x, pooled]", step.repeats + 1)
+    } else {
+        text
+    }
+}
+
+/// One step's row.
+pub fn row(i: usize, step: &Step, j: &Judged, o: &mut dyn Write, spec: &Spec) -> io::Result<()> {
+    let result = result(step, j);
+    let cis = if spec.level().is_some() {
+        let f = &j.figures;
+        format!(
+            " {:>17} {:>17} {:>17}",
+            cell(f.p50_ci.as_ref()),
+            cell(f.p99_ci.as_ref()),
+            cell(f.p999_ci.as_ref())
+        )
+    } else {
+        String::new()
     };
     writeln!(
         o,
-        "{:>3}  {:<6} {:>11} {:>11.1} {:>9} {:>9} {:>9} {:>7.2}%  {result}",
+        "{:>3}  {:<6} {:>11} {:>11.1} {:>9} {:>9} {:>9} {:>7.2}%{cis}  {result}",
         i + 1,
         match step.phase {
             Phase::Coarse => "coarse",
@@ -83,7 +118,7 @@ pub fn render(sweep: &Sweep, o: &mut dyn Write) -> io::Result<()> {
     header(&sweep.spec, o)?;
     let judged = sweep.judged();
     for (i, (s, j)) in sweep.steps.iter().zip(&judged).enumerate() {
-        row(i, s, j, o)?;
+        row(i, s, j, o, &sweep.spec)?;
     }
     let end = sweep.end(&judged).ok().flatten();
     footer(sweep, &judged, end, o)
@@ -97,7 +132,14 @@ pub fn footer(
     o: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(o)?;
-    writeln!(o, "{}", answer_line(sweep, judged, end))
+    writeln!(o, "{}", answer_line(sweep, judged, end))?;
+    if let Some(line) = repeats_line(sweep, judged) {
+        writeln!(o, "{line}")?;
+    }
+    if let Some(line) = super::saturation::line(sweep, judged, end) {
+        writeln!(o, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Several sweeps side by side: answers (with ratios to the first), then each sweep's
@@ -147,8 +189,68 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
     for ((name, s), (j, e)) in sweeps.iter().zip(judged.iter().zip(&ends)) {
         writeln!(o, "{name}: {}", answer_line(s, j, *e))?;
     }
+    margins(sweeps, &ends, o)?;
     curves(sweeps, &judged, &names, width, o)?;
     differences(sweeps, o)
+}
+
+/// Where a sweep's edge lies: above the highest load sustained, at most the first that
+/// broke (None on a side the sweep did not find).
+fn bracket(end: Option<End>) -> Option<(Option<u64>, Option<u64>)> {
+    end.map(|e| bounds(Some(e)))
+}
+
+/// A bracket as text: "1,444..1,512 req/s", "above 20,000", "below 100".
+fn bracket_text(b: (Option<u64>, Option<u64>), unit: &str) -> String {
+    match b {
+        (Some(p), Some(f)) => format!("{}..{} {unit}", grouped(p), grouped(f)),
+        (Some(p), None) => format!("above {} {unit}", grouped(p)),
+        (None, Some(f)) => format!("below {} {unit}", grouped(f)),
+        (None, None) => "nowhere found".into(),
+    }
+}
+
+/// Whether each sweep's answer differs from the first's beyond their margins: the edge of
+/// each lies between its highest sustained load and its first broken one, so two answers
+/// differ when one sweep broke at a load the other sustained, and are within their
+/// margins when the brackets overlap.
+fn margins(sweeps: &[(String, Sweep)], ends: &[Option<End>], o: &mut dyn Write) -> io::Result<()> {
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Margins: each edge lies between its highest sustained load and its first broken one"
+    )?;
+    let unit = sweeps[0].1.spec.unit();
+    let (first_name, first) = (&sweeps[0].0, bracket(ends[0]));
+    for ((name, _), end) in sweeps.iter().zip(ends).skip(1) {
+        let (Some(a), Some(b)) = (first, bracket(*end)) else {
+            writeln!(
+                o,
+                "{name} against {first_name}: no answer to compare (interrupted)"
+            )?;
+            continue;
+        };
+        let (at, bt) = (bracket_text(a, unit), bracket_text(b, unit));
+        // a's edge is below b's for certain when a broke at or below a load b sustained.
+        let below = |x: (Option<u64>, Option<u64>), y: (Option<u64>, Option<u64>)| matches!((x.1, y.0), (Some(f), Some(p)) if f <= p);
+        let line = if below(a, b) {
+            format!(
+                "{name} sustains more than {first_name}, beyond their margins: {first_name} broke at {} {unit}, which {name} sustained ({first_name} {at}; {name} {bt})",
+                grouped(a.1.unwrap_or_default()),
+            )
+        } else if below(b, a) {
+            format!(
+                "{name} sustains less than {first_name}, beyond their margins: {name} broke at {} {unit}, which {first_name} sustained ({first_name} {at}; {name} {bt})",
+                grouped(b.1.unwrap_or_default()),
+            )
+        } else {
+            format!(
+                "{name} and {first_name} do not differ beyond their margins: their edges' brackets overlap ({first_name} {at}; {name} {bt})"
+            )
+        };
+        writeln!(o, "{line}")?;
+    }
+    Ok(())
 }
 
 /// The step curves: every load any sweep ran, ascending, with each sweep's achieved rate,
@@ -240,4 +342,74 @@ fn differences(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep() -> Sweep {
+        Sweep {
+            vblast_version: String::new(),
+            started_at: String::new(),
+            host: String::new(),
+            scenario: serde_json::Value::Null,
+            spec: Spec {
+                model: Model::Open,
+                from: 100,
+                to: 4000,
+                steps: 4,
+                resolution: "5%".into(),
+                max_error_ratio: 0.1,
+                objectives: Vec::new(),
+                step_duration_s: 1.0,
+                step_warmup_s: 0.0,
+                connections: Some(1),
+                target: String::new(),
+                operation: String::new(),
+                confidence: Some(0.95),
+                max_repeats: 3,
+            },
+            steps: Vec::new(),
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+        }
+    }
+
+    fn said(ends: &[Option<End>]) -> String {
+        let sweeps: Vec<(String, Sweep)> = ["a", "b"]
+            .iter()
+            .map(|n| (n.to_string(), sweep()))
+            .collect();
+        let mut o = Vec::new();
+        margins(&sweeps, ends, &mut o).unwrap();
+        String::from_utf8(o).unwrap()
+    }
+
+    #[test]
+    fn answers_differ_beyond_their_margins_only_when_their_brackets_do_not_overlap() {
+        let edge = |pass, fail| Some(End::Edge { pass, fail });
+        let t = said(&[edge(1444, 1512), edge(2936, 3080)]);
+        assert!(
+            t.contains("b sustains more than a, beyond their margins: a broke at 1,512 req/s"),
+            "{t}"
+        );
+        let t = said(&[edge(2936, 3080), edge(1444, 1512)]);
+        assert!(
+            t.contains("b sustains less than a, beyond their margins"),
+            "{t}"
+        );
+        let t = said(&[edge(1444, 1512), edge(1479, 1550)]);
+        assert!(t.contains("do not differ beyond their margins"), "{t}");
+        assert!(
+            t.contains("a 1,444..1,512 req/s; b 1,479..1,550 req/s"),
+            "{t}"
+        );
+        // The top of the range held: that sweep's edge is above it.
+        let t = said(&[edge(900, 1000), Some(End::AllPassed { top: 4000 })]);
+        assert!(t.contains("b sustains more than a"), "{t}");
+        assert!(t.contains("b above 4,000 req/s"), "{t}");
+        assert!(said(&[edge(1, 2), None]).contains("no answer to compare"));
+    }
 }

@@ -29,7 +29,8 @@ use crate::signals::Stop;
 use super::file::{Step, Sweep, Timing, judge};
 use super::plan::{Plan, SweepOutput};
 use super::render;
-use super::search::{End, Next, Phase};
+use super::repeat::{Repeating, pool};
+use super::search::{End, Next, Phase, StepVerdict};
 
 fn out(bytes: &[u8]) {
     let mut o = std::io::stdout().lock();
@@ -54,7 +55,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         metrics: None,
         probe: Probe::Skip,
         watch: None,
-        server: None,
+        server: args.server.as_ref(),
     };
     let Opened {
         mut session,
@@ -100,6 +101,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         failure: None,
         end: None,
         saving: None,
+        repeating: None,
     };
     run_steps(&mut session, &mut steps, &showing);
     // Before the final write, which must come last.
@@ -178,11 +180,16 @@ struct Steps<'a> {
     end: Option<End>,
     /// The file being written with the steps so far.
     saving: Option<std::thread::JoinHandle<()>>,
+    /// The unclear step being measured again (`repeat.rs`).
+    repeating: Option<Repeating>,
 }
 
 impl Steps<'_> {
     /// The search's next load and that step's load shape (None: the search is done).
     fn next(&mut self) -> Option<(u64, Phase, Load)> {
+        if let Some(r) = &self.repeating {
+            return Some((r.load, r.phase, self.plan.load_for(r.load)));
+        }
         match self.search.next() {
             Next::Done(end) => {
                 self.end = Some(end);
@@ -230,39 +237,38 @@ impl Steps<'_> {
             self.failure = Some(Error::lost_load(lost));
             return false;
         }
-        let sweep = &mut self.sweep;
-        let info = RunInfo {
-            target: sweep.spec.target.clone(),
-            operation: sweep.spec.operation.clone(),
-            connections: step_load.connections,
-            threads: step.layout.threads,
-            processes: step.layout.processes,
-            model: sweep.spec.model,
-            target_rate: step_load.schedule.as_ref().map(|s| s.peak_rate()),
-            keepalive: step_load.keepalive,
-            protocol: crate::net::h2::Http2Options::name(step_load.http2),
-            warmup_s: step_load.warmup.as_secs_f64(),
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
+        let results = self.results_of(step_load, step);
+        // An unclear step's measurements so far, pooled with this one (`repeat.rs`).
+        let (results, repeats, because) = match self.repeating.take() {
+            Some(r) if r.load == load => (pool(r.results, results), r.repeats, r.because),
+            _ => (results, 0, Vec::new()),
         };
-        let results = Results::build(
-            info,
-            step.outcome.stats,
-            self.op_names.clone(),
-            self.plan.scenario.redacted(),
-            step.started_at,
-        );
-        let j = judge(&sweep.spec, load, &results);
+        let j = judge(&self.sweep.spec, load, &results);
+        if j.verdict == StepVerdict::Unclear && repeats < self.sweep.spec.max_repeats {
+            self.repeat(
+                Repeating {
+                    load,
+                    phase,
+                    results,
+                    repeats,
+                    because,
+                },
+                &j,
+            );
+            return true;
+        }
+        let sweep = &mut self.sweep;
         let mut s = Step {
             load,
             phase,
             results,
             timing: Timing::default(),
+            repeats,
+            repeated_because: because,
         };
         if self.text {
             let mut b = Vec::new();
-            let _ = render::row(sweep.steps.len(), &s, &j, &mut b);
+            let _ = render::row(sweep.steps.len(), &s, &j, &mut b, &sweep.spec);
             out(&b);
         }
         let planned = step_load.warmup + step_load.duration.unwrap_or_default();
@@ -287,6 +293,56 @@ impl Steps<'_> {
         self.judged.push(j);
         self.save_so_far(timing);
         true
+    }
+
+    /// This measurement's results, at the sweep's confidence level.
+    fn results_of(&self, step_load: &Load, step: StepResult) -> Results {
+        let spec = &self.sweep.spec;
+        let info = RunInfo {
+            target: spec.target.clone(),
+            operation: spec.operation.clone(),
+            connections: step_load.connections,
+            threads: step.layout.threads,
+            processes: step.layout.processes,
+            model: spec.model,
+            target_rate: step_load.schedule.as_ref().map(|s| s.peak_rate()),
+            keepalive: step_load.keepalive,
+            protocol: crate::net::h2::Http2Options::name(step_load.http2),
+            warmup_s: step_load.warmup.as_secs_f64(),
+            interrupted: false,
+            setup_s: 0.0,
+            cleanup_s: 0.0,
+            setup_phases: Vec::new(),
+        };
+        let mut results = Results::build(
+            info,
+            step.outcome.stats,
+            self.op_names.clone(),
+            self.plan.scenario.redacted(),
+            step.started_at,
+        );
+        if let Some(level) = spec.level() {
+            results.confidence = level;
+        }
+        results.server_samples = step.server_samples;
+        results
+    }
+
+    /// The step `r` is unclear: it is measured again (the next step is the same load), and
+    /// stderr says why.
+    fn repeat(&mut self, mut r: Repeating, j: &super::file::Judged) {
+        let why = j.unclear.join("; ");
+        eprintln!(
+            "vblast: step {} at {} {} is unclear ({why}): measuring it again ({} of at most {}), its samples pooled",
+            self.sweep.steps.len() + 1,
+            r.load,
+            self.sweep.spec.unit(),
+            r.repeats + 1,
+            self.sweep.spec.max_repeats
+        );
+        r.because.push(why);
+        r.repeats += 1;
+        self.repeating = Some(r);
     }
 
     /// Saves the steps so far. The file holds every step so far, so a sweep killed

@@ -33,6 +33,38 @@ pub enum StepVerdict {
     Fail,
     /// Failed with an error ratio above --max-error-ratio: the sweep ends here.
     Broken,
+    /// Neither clearly held nor clearly failed after its repeats (a percentile's interval
+    /// straddled its bound): counted as failed.
+    Unclear,
+}
+
+impl StepVerdict {
+    /// Whether the search counts the step as holding the objective.
+    pub fn held(self) -> bool {
+        self == StepVerdict::Pass
+    }
+}
+
+/// The most repeats of an unclear step `--max-repeats` takes.
+pub const MAX_REPEATS: u32 = 10;
+
+/// A pair of steps whose verdicts are not monotone in the load: `lower` did not hold
+/// although `higher`, a higher load, did. The first such pair, lowest failing load first.
+pub fn inversion(steps: &[(u64, StepVerdict)]) -> Option<(u64, u64)> {
+    let mut failed: Vec<u64> = steps
+        .iter()
+        .filter(|(_, v)| !v.held())
+        .map(|(l, _)| *l)
+        .collect();
+    failed.sort_unstable();
+    failed.into_iter().find_map(|low| {
+        steps
+            .iter()
+            .filter(|(l, v)| v.held() && *l > low)
+            .map(|(l, _)| *l)
+            .min()
+            .map(|high| (low, high))
+    })
 }
 
 /// How close the bracket must be before the bisection stops.
@@ -203,7 +235,7 @@ impl Search {
                     self.next_coarse += 1;
                 }
             }
-            StepVerdict::Fail => self.fail = Some(load),
+            StepVerdict::Fail | StepVerdict::Unclear => self.fail = Some(load),
             StepVerdict::Broken => {
                 self.next = Next::Done(match self.pass {
                     None => End::FirstFailed { load },
@@ -402,6 +434,30 @@ mod tests {
         for bad in ["", "0", "0%", "100%", "x", "-5%", "1.5"] {
             assert!(Resolution::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn unclear_counts_as_failed_and_inversions_are_found() {
+        let mut s = Search::new(100, 400, 3, Resolution::Absolute(1)).unwrap();
+        s.record(StepVerdict::Pass);
+        s.record(StepVerdict::Unclear);
+        assert_eq!(
+            s.next(),
+            Next::Run {
+                load: 141,
+                phase: Phase::Bisect
+            }
+        );
+        use StepVerdict::*;
+        assert_eq!(inversion(&[(100, Pass), (200, Fail), (150, Pass)]), None);
+        assert_eq!(
+            inversion(&[(100, Pass), (300, Pass), (200, Unclear)]),
+            Some((200, 300))
+        );
+        assert_eq!(
+            inversion(&[(500, Pass), (100, Fail), (200, Fail), (300, Pass)]),
+            Some((100, 300))
+        );
     }
 
     #[test]

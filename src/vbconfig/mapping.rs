@@ -171,6 +171,20 @@ mod tests {
         assert_eq!(t.choice.config["secrets"], 100);
         assert_eq!(t.choice.config["secret_size"], 100);
         assert_eq!(t.choice.config["version"], 2);
+        // The role's other keys and the secret_id block go to the server as given.
+        let t = tr(
+            "approle_auth",
+            "weight = 1\nconfig {\n role {\n token_policies = [\"a\"]\n secret_id_num_uses = 0\n }\n secret_id {\n ttl = \"10m\"\n token_bound_cidrs = [\"127.0.0.1/32\"]\n }\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["role"]["token_policies"][0], "a", "{c}");
+        assert_eq!(c["role"]["secret_id_num_uses"], 0, "{c}");
+        assert_eq!(c["secret_id"]["ttl"], "10m", "{c}");
+        assert_eq!(
+            c["secret_id"]["token_bound_cidrs"][0], "127.0.0.1/32",
+            "{c}"
+        );
         let t = tr("kvv1_read", "weight = 5").unwrap();
         assert_eq!(t.choice.config["version"], 1);
         assert_eq!(t.choice.config["secrets"], 1000);
@@ -388,13 +402,8 @@ mod tests {
         for (kind, text, key) in [
             (
                 "approle_auth",
-                "weight = 1\nconfig {\n role {\n token_policies = [\"a\"]\n }\n}",
-                "config.role.token_policies",
-            ),
-            (
-                "approle_auth",
-                "weight = 1\nconfig {\n secret_id {\n ttl = \"10m\"\n }\n}",
-                "config.secret_id.ttl",
+                "weight = 1\nconfig {\n secret_id {\n colour = \"red\"\n }\n}",
+                "config.secret_id.colour",
             ),
             (
                 "approle_auth",
@@ -413,8 +422,8 @@ mod tests {
             ),
             (
                 "ssh_sign",
-                "weight = 1\nconfig {\n key_signing {\n ttl = \"5m\"\n }\n}",
-                "config.key_signing.ttl",
+                "weight = 1\nconfig {\n key_signing {\n extensions = {}\n }\n}",
+                "config.key_signing.extensions",
             ),
             (
                 "totp_generate",

@@ -1,8 +1,12 @@
 //! Cleanup that tells the truth, against a real OpenBao dev server: every run's fixtures
 //! are named after its run id, printed and listed in its state file as they are made;
 //! `vblast cleanup --run-id ID` removes what the state file lists after a run was killed
-//! (SIGKILL during seeding and during load), says "not found" for what is not there, and
-//! leaves the server as it was; a long login run ends with exit 0 and nothing left;
+//! (SIGKILL during seeding and during load, for kv, approle, token, jwt, db-creds and
+//! login-read runs, and during the cleanup itself), says "not found" for what is not
+//! there, and leaves the server as it was; a long login run ends with exit 0 and nothing
+//! left (tools/soak-logins.sh runs 50,000); a cleanup that fails says what is left on
+//! lines that each begin `vblast: `, without a secret count the setup may not have reached;
+//! `--orphans` is refused by `vblast run`;
 //! `vblast cleanup --orphans` lists and removes every `vblast-` object; a db-creds run's
 //! leases are revoked (with progress) before its mount goes. docs/cleanup.md.
 
@@ -14,7 +18,7 @@ use crate::support::figures::u;
 use crate::support::openbao::{OpenBao, server_state};
 use crate::support::postgres::Postgres;
 use crate::support::process::signal;
-use crate::support::run::{lines, run};
+use crate::support::run::{WATCHDOG, lines, run, spawn};
 use crate::support::vblast::vault_cmd;
 
 fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
@@ -110,7 +114,19 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
 /// line and the server), kills it with SIGKILL, runs `vblast cleanup --run-id ID`, and
 /// checks that the server is as before.
 fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&str) -> bool) {
-    let before = server_state(bao);
+    killed_then_cleaned_with(bao, id, args, ready, &|| 0);
+}
+
+/// `killed_then_cleaned`, with `also` (a count beside the server's state, such as the
+/// database's users) as before too.
+fn killed_then_cleaned_with(
+    bao: &OpenBao,
+    id: &str,
+    args: &[&str],
+    ready: &dyn Fn(&str) -> bool,
+    also: &dyn Fn() -> u64,
+) {
+    let before = (server_state(bao), also());
     let mut all = vec!["--run-id", id, "--progress"];
     all.extend_from_slice(args);
     let mut cmd = vault_cmd(bao, &all);
@@ -130,7 +146,7 @@ fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&s
         }
     }
     wait_for("a fixture on the server", Duration::from_secs(20), || {
-        server_state(bao) != before
+        server_state(bao) != before.0
     });
     signal(child.id(), libc::SIGKILL);
     let _ = child.wait();
@@ -141,7 +157,12 @@ fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&s
         "{args:?}: {}",
         cleanup.show()
     );
-    assert_eq!(server_state(bao), before, "{args:?}: {}", cleanup.show());
+    assert_eq!(
+        (server_state(bao), also()),
+        before,
+        "{args:?}: {}",
+        cleanup.show()
+    );
 }
 
 #[test]
@@ -170,11 +191,18 @@ fn a_run_killed_while_seeding_or_under_load_is_cleaned_up_from_its_state_file() 
     }
 }
 
+/// `VBLAST_LOGINS` raises the count (tools/soak-logins.sh runs it with 50,000).
 #[test]
 fn a_long_login_run_ends_with_exit_0_and_nothing_left() {
+    let logins: u64 = std::env::var("VBLAST_LOGINS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10000);
     let bao = OpenBao::start();
     let before = server_state(&bao);
-    let out = run(vault_cmd(
+    let n = logins.to_string();
+    // The watchdog grows with the count: the logins, then the disable revoking each token.
+    let out = spawn(vault_cmd(
         &bao,
         &[
             "--op",
@@ -182,13 +210,14 @@ fn a_long_login_run_ends_with_exit_0_and_nothing_left() {
             "-c",
             "8",
             "-n",
-            "10000",
+            &n,
             "--format",
             "json",
         ],
-    ));
+    ))
+    .finish(WATCHDOG.max(Duration::from_secs(logins / 50)));
     out.assert_code(0);
-    assert_eq!(u(&out.json()["ok"]), 10000, "{}", out.show());
+    assert_eq!(u(&out.json()["ok"]), logins, "{}", out.show());
     assert!(!out.stderr.contains("is left"), "{}", out.show());
     assert_eq!(server_state(&bao), before, "{}", out.show());
     assert!(!state_file(&out.stderr).exists(), "{}", out.show());
@@ -269,4 +298,227 @@ fn db_leases_are_revoked_before_the_mount_goes() {
         "{}",
         cleanup.show()
     );
+}
+
+/// A run id's fixture line ("vblast: run ID: fixture vblast-..."): the setup has begun.
+fn fixture_named(line: &str) -> bool {
+    line.contains(": fixture vblast-")
+}
+
+fn progress(line: &str) -> bool {
+    line.starts_with("progress: ")
+}
+
+#[test]
+fn jwt_and_login_read_runs_killed_in_setup_or_under_load_are_cleaned_up() {
+    let bao = OpenBao::start();
+    let b = &bao;
+    let jwt = ["--op", "jwt-login", "-c", "2", "-z", "60s"];
+    killed_then_cleaned(b, &run_id("jwt-setup"), &jwt, &fixture_named);
+    killed_then_cleaned(b, &run_id("jwt-load"), &jwt, &progress);
+    // Seeding: 20,000 users and secrets take far longer than this waits.
+    let seeding = [
+        "--scenario",
+        "login-read",
+        "--users",
+        "20000",
+        "--secrets",
+        "20000",
+        "-c",
+        "2",
+        "-z",
+        "60s",
+    ];
+    killed_then_cleaned(b, &run_id("lr-seeding"), &seeding, &fixture_named);
+    let load = [
+        "--scenario",
+        "login-read",
+        "--users",
+        "5",
+        "--secrets",
+        "5",
+        "-c",
+        "2",
+        "-z",
+        "60s",
+    ];
+    killed_then_cleaned(b, &run_id("lr-load"), &load, &progress);
+}
+
+#[test]
+fn db_creds_runs_killed_in_setup_or_under_load_are_cleaned_up() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let url = pg.url();
+    let args = ["--op", "db-creds", "--db-url", &url, "-c", "2", "-z", "60s"];
+    let users = || pg.vault_users();
+    killed_then_cleaned_with(&bao, &run_id("db-setup"), &args, &fixture_named, &users);
+    // Under load: each login made a database user; the cleanup revokes them all.
+    killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users);
+}
+
+/// The accessors of every token on the server.
+fn tokens(bao: &OpenBao) -> usize {
+    let (st, body) = bao.api("LIST", "/v1/auth/token/accessors", None);
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["keys"].as_array().map_or(0, Vec::len)
+}
+
+/// SIGKILL while the run's own cleanup is revoking its logins' tokens (disabling the
+/// approle path, which the server does one token at a time): the state file is still
+/// there, and `vblast cleanup --run-id` finishes the job.
+#[test]
+fn a_run_killed_during_its_cleanup_is_finished_by_vblast_cleanup() {
+    let bao = OpenBao::start();
+    let before = (server_state(&bao), tokens(&bao));
+    let id = run_id("in-cleanup");
+    let logins = 2000;
+    let n = logins.to_string();
+    let mut cmd = vault_cmd(
+        &bao,
+        &[
+            "--run-id",
+            &id,
+            "--op",
+            "approle-login",
+            "-c",
+            "8",
+            "-n",
+            &n,
+        ],
+    );
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let err = lines(child.stderr.take().unwrap());
+    // Every login made its token; then the count falls: the cleanup is under way.
+    wait_for("every login's token", Duration::from_secs(120), || {
+        tokens(&bao) >= before.1 + logins
+    });
+    wait_for("the revocation", Duration::from_secs(60), || {
+        tokens(&bao) < before.1 + logins
+    });
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    let stderr: Vec<String> = err.try_iter().collect();
+    let path = state_file(&stderr.join("\n"));
+    assert!(
+        path.exists(),
+        "the state file went before the cleanup ended:\n{}",
+        stderr.join("\n")
+    );
+    let cleanup = run(vault_cmd(&bao, &["cleanup", "--run-id", &id]));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("auth path 'vblast-approle-"),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(
+        (server_state(&bao), tokens(&bao)),
+        before,
+        "{}",
+        cleanup.show()
+    );
+    assert!(!path.exists(), "{}", cleanup.show());
+}
+
+/// A cleanup that fails (a token that may create mounts but not remove them), after a run
+/// stopped part-way through its seeding: what is left is said on lines that each begin
+/// `vblast: `, with no count of secrets the seeding did not reach.
+#[test]
+fn what_is_left_is_said_on_lines_of_vblasts_own() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let policy = r#"{"policy": "path \"sys/mounts\" { capabilities = [\"read\"] }\npath \"sys/mounts/*\" { capabilities = [\"create\", \"update\", \"read\"] }\npath \"vblast-*\" { capabilities = [\"create\", \"read\", \"update\", \"list\"] }"}"#;
+    let (st, body) = bao.api(
+        "PUT",
+        "/v1/sys/policies/acl/vblast-test-nodelete",
+        Some(policy),
+    );
+    assert!((200..300).contains(&st), "{body}");
+    let (st, body) = bao.api(
+        "POST",
+        "/v1/auth/token/create",
+        Some(r#"{"policies": ["vblast-test-nodelete"], "ttl": "10m"}"#),
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let token = v["auth"]["client_token"].as_str().unwrap().to_string();
+    let id = run_id("nodelete");
+    let mut cmd = vault_cmd(
+        &bao,
+        &[
+            "--run-id",
+            &id,
+            "--op",
+            "kv-read",
+            "--secrets",
+            "200000",
+            "-n",
+            "10",
+            "--cleanup-timeout",
+            "1s",
+        ],
+    );
+    cmd.env("VAULT_TOKEN", &token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let err = lines(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| fixture_named(l)) {
+        seen.push(
+            err.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no fixture line:\n{}", seen.join("\n"))),
+        );
+    }
+    wait_for("the mount on the server", Duration::from_secs(20), || {
+        server_state(&bao).0 != before.0
+    });
+    // Seeding under way: Ctrl-C stops it, and the cleanup is refused its removal.
+    signal(child.id(), libc::SIGINT);
+    let status = child.wait().unwrap();
+    seen.extend(err.iter());
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        // The secrets written before the stop are counted, never the 200000 asked for.
+        stderr.contains(" secrets) is left on") && !stderr.contains("200000 secrets"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("vblast: or run `vblast cleanup --run-id {id}`")),
+        "{stderr}"
+    );
+    for line in &seen {
+        assert!(line.starts_with("vblast: "), "{line:?} in:\n{stderr}");
+    }
+    // The root token finishes the job.
+    run(vault_cmd(&bao, &["cleanup", "--run-id", &id])).assert_code(0);
+    bao.api("DELETE", "/v1/sys/policies/acl/vblast-test-nodelete", None);
+    assert_eq!(server_state(&bao), before);
+}
+
+/// `--orphans` and `--yes` belong to `vblast cleanup`: a run refuses them, before any
+/// request (the address is a closed port).
+#[test]
+fn a_run_refuses_orphans_and_yes() {
+    for extra in [&["--orphans"][..], &["--orphans", "--yes"][..]] {
+        let mut args = vec!["--op", "kv-read", "-n", "1"];
+        args.extend_from_slice(extra);
+        let mut cmd = crate::support::vblast::vblast();
+        cmd.env("VAULT_ADDR", "http://127.0.0.1:9")
+            .env("VAULT_TOKEN", "root")
+            .args(&args);
+        let out = run(cmd);
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains("--orphans and --yes are for `vblast cleanup --orphans`"),
+            "{}",
+            out.show()
+        );
+        assert!(!out.stderr.contains("Connection refused"), "{}", out.show());
+    }
 }

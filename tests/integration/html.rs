@@ -32,17 +32,17 @@ fn chromium() -> PathBuf {
 }
 
 /// What the browser made of a page.
-struct Browsed {
+pub(super) struct Browsed {
     /// The DOM after load and scripts.
-    dom: String,
+    pub(super) dom: String,
     /// Console messages (Chromium logs them as `CONSOLE` lines on stderr).
-    console: Vec<String>,
+    pub(super) console: Vec<String>,
 }
 
 /// Runs headless Chromium on `page` with `args` (`--dump-dom` or `--screenshot=...`), off
 /// the network: file:// only, every host name unresolvable, no background services, a
 /// profile of its own in `profile`. Killed (by pid) after 60 s.
-fn chromium_run(page: &Path, profile: &Path, args: &[String]) -> Browsed {
+pub(super) fn chromium_run(page: &Path, profile: &Path, args: &[String]) -> Browsed {
     let mut cmd = Command::new(chromium());
     cmd.args([
         "--headless",
@@ -386,7 +386,7 @@ fn sweep_pages_draw_the_knee_in_chromium() {
             "--step-warmup",
             "200ms",
             "--slo",
-            "p99=2s",
+            "p50=2s",
             "--slo",
             "rate=50%",
             "-c",

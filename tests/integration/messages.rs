@@ -1,5 +1,5 @@
 //! The smaller points of what vblast says: clap's tips that point the right way, a URL
-//! answered 404 that says why it failed, counts with their nouns in the right number.
+//! answered 404 that says why it failed (and what the server said), counts with their nouns in the right number.
 
 use crate::support::nginx::Nginx;
 use crate::support::run::run;
@@ -49,6 +49,29 @@ fn a_url_answered_404_says_why_and_one_request_is_one() {
             .contains("  1 x HTTP 404 Not Found: nothing at this path"),
         "{}",
         out.show()
+    );
+    // And what the server said: its body's first line.
+    assert!(
+        out.stdout.contains("; the server said: {\"errors\":[]}"),
+        "{}",
+        out.show()
+    );
+    // A 500 with Vault's errors, in JSON too.
+    let json = run(url_cmd(&[
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "--format",
+        "json",
+        &format!("{}/status/500", ng.addr),
+    ]));
+    json.assert_code(1);
+    assert_eq!(
+        json.json()["failed_answers"]["500"],
+        "{\"errors\":[\"internal error\"]}",
+        "{}",
+        json.show()
     );
     assert!(
         out.stdout.contains(", 1 request, 0 ok, 1 failed."),

@@ -373,7 +373,7 @@ fn vault_mode_outputs_match_the_schemas() {
             "--step-warmup",
             "200ms",
             "--slo",
-            "p99=2s",
+            "p50=2s",
             "-c",
             "4",
             "--format",

@@ -178,3 +178,281 @@ fn server_pid_gives_the_process_cpu_and_rss_and_a_missing_pid_is_said_once() {
     out.assert_code(2);
     assert!(out.stderr.contains("--server-interval"), "{}", out.show());
 }
+
+/// A rate sweep against OpenBao pinned to one core (`taskset`): every step's results hold
+/// the node's samples, and at the knee (the step far beyond what one core serves) the
+/// sweep names the server's CPU, with its figures, in the footer and the file's answer.
+#[test]
+fn a_sweep_samples_each_step_and_names_the_server_cpu_of_a_server_on_one_core() {
+    let bao = OpenBao::start();
+    let pinned = std::process::Command::new("taskset")
+        .args(["-a", "-c", "-p", "0", &bao.pid().to_string()])
+        .output()
+        .expect("taskset");
+    assert!(pinned.status.success(), "{pinned:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    let pid = bao.pid().to_string();
+    // Two steps, no bisection: 10 req/s, then 20,000 (far beyond one core); only the
+    // achieved-rate bound can break. RSA-2048 signing costs the server milliseconds of CPU
+    // per request and the client microseconds, so 16 requests in flight keep the server's
+    // core full even when other tests starve the client on a busy machine.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--op",
+            "transit-sign",
+            "--key-type",
+            "rsa-2048",
+            "--rate",
+            "10..20000",
+            "--steps",
+            "2",
+            "--resolution",
+            "20000",
+            "--step-duration",
+            "2s",
+            "--step-warmup",
+            "0s",
+            "--slo",
+            "p50=60s",
+            "-c",
+            "16",
+            "--server-pid",
+            &pid,
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    ));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{}", out.show());
+    for s in steps {
+        let node = &s["results"]["server_samples"]["nodes"][0];
+        assert!(
+            node["samples"].as_array().is_some_and(|v| v.len() >= 2),
+            "{s}"
+        );
+        assert_eq!(node["samples"][0]["process"]["cpus_allowed"], 1, "{s}");
+        assert!(
+            s["results"]["server"]["handled"].as_u64().unwrap_or(0) > 0,
+            "{s}"
+        );
+    }
+    let saturated = &doc["answer"]["saturated"];
+    assert_eq!(
+        saturated["resource"],
+        "server-cpu",
+        "{}\n{doc:#}",
+        out.show()
+    );
+    assert_eq!(saturated["load"], 20000, "{saturated}");
+    crate::schema::assert_valid("results.schema.json", &[&file]);
+    out.line("Saturated first at 20000 req/s: server CPU (server CPU ");
+    assert!(out.stdout.contains("of 1)"), "{}", out.show());
+}
+
+/// The audit devices on `bao` that vblast named.
+fn vblast_audit_devices(bao: &OpenBao) -> Vec<String> {
+    let (status, body) = bao.api("GET", "/v1/sys/audit", None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["data"]
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .filter(|k| k.starts_with("vblast-"))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--audit-path`: a file audit device for the run (OpenBao enables one over the API only
+/// with `unsafe_allow_api_audit_creation`): a mix's responses in its log match vblast's
+/// counts per operation exactly; the device is gone after the run, after SIGTERM, and a
+/// path the server cannot write is refused with exit 2, leaving nothing.
+#[test]
+fn an_audit_device_counts_what_the_client_counted_and_goes_on_every_exit() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let log_arg = log.to_str().unwrap();
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "600",
+            "--op",
+            "kv-read:3,kv-write:1",
+            "--audit-path",
+            log_arg,
+        ],
+    ));
+    out.assert_code(0);
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("vblast: audit log: "))
+        .unwrap_or_else(|| panic!("no audit line:\n{}", out.show()));
+    assert!(
+        line.ends_with("exact agreement with the client's counts"),
+        "{line}"
+    );
+    assert!(
+        line.contains("kv-read ") && line.contains("kv-write "),
+        "{line}"
+    );
+    assert!(vblast_audit_devices(&bao).is_empty());
+    // SIGTERM mid-run: the device goes with the cleanup.
+    let running = crate::support::run::spawn(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "1",
+            "-z",
+            "30s",
+            "-R",
+            "50",
+            "--op",
+            "kv-read",
+            "--audit-path",
+            log_arg,
+        ],
+    ));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = running.finish(std::time::Duration::from_secs(60));
+    out.assert_code(143);
+    assert!(vblast_audit_devices(&bao).is_empty(), "{}", out.show());
+    // A path the server cannot write: one message, exit 2, nothing left.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "1",
+            "-n",
+            "5",
+            "--op",
+            "kv-read",
+            "--audit-path",
+            "/proc/vblast/audit.log",
+        ],
+    ));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("--audit-path /proc/vblast/audit.log: the server cannot enable"),
+        "{}",
+        out.show()
+    );
+    assert!(vblast_audit_devices(&bao).is_empty());
+}
+
+/// The first field of a protobuf message: a field number and a known wire type and, when
+/// length-delimited, a length that fits in what follows.
+fn looks_like_protobuf(b: &[u8]) -> bool {
+    let Some(&tag) = b.first() else {
+        return false;
+    };
+    // Go writes its fields in no fixed order: any field number, a known wire type.
+    if tag >> 3 == 0 || ![0, 1, 2, 5].contains(&(tag & 7)) {
+        return false;
+    }
+    if tag & 7 != 2 {
+        return b.len() > 1;
+    }
+    let (mut len, mut shift, mut i) = (0usize, 0, 1);
+    while let Some(&byte) = b.get(i) {
+        len |= ((byte & 0x7f) as usize) << shift;
+        i += 1;
+        if byte & 0x80 == 0 {
+            return len <= b.len() - i;
+        }
+        shift += 7;
+    }
+    false
+}
+
+/// `--pprof-interval`: CPU, heap and goroutine profiles of the node beside the results
+/// file, listed in it, each gzip-compressed protobuf; a directory that cannot be made is
+/// refused before any request.
+#[test]
+fn pprof_profiles_are_saved_beside_the_results_and_listed() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, doc) = sampled_for(
+        &bao,
+        dir.path(),
+        &["-z", "3s", "-R", "50", "--pprof-interval", "2s"],
+    );
+    out.assert_code(0);
+    let files: Vec<&str> = doc["server_samples"]["profiles"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no profiles: {}", out.show()))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for kind in ["-cpu.pb.gz", "-heap.pb.gz", "-goroutine.pb.gz"] {
+        assert!(files.iter().any(|f| f.ends_with(kind)), "{kind}: {files:?}");
+    }
+    for f in &files {
+        let path = std::path::Path::new(f);
+        assert_eq!(path.parent(), Some(dir.path()), "{f}");
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(&bytes[..2], &[0x1f, 0x8b], "{f} is not gzip");
+        let plain = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(path)
+            .output()
+            .expect("gzip");
+        assert!(plain.status.success(), "{f}: {plain:?}");
+        assert!(looks_like_protobuf(&plain.stdout), "{f} is not protobuf");
+    }
+    let bad = run(vault_cmd(
+        &bao,
+        &[
+            "-n",
+            "5",
+            "--op",
+            "kv-read",
+            "--pprof-interval",
+            "2s",
+            "--pprof-dir",
+            "/proc/vblast",
+        ],
+    ));
+    bad.assert_code(2);
+    assert!(
+        bad.stderr.contains("--pprof-dir /proc/vblast"),
+        "{}",
+        bad.show()
+    );
+}
+
+/// A kv-read run with `extra` flags, its results file in `dir`, read back.
+fn sampled_for(
+    bao: &OpenBao,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (crate::support::run::Out, Value) {
+    let file = dir.join("run.json");
+    let mut args = vec![
+        "-c",
+        "1",
+        "--op",
+        "kv-read",
+        "--output",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run(vault_cmd(bao, &args));
+    let doc = std::fs::read_to_string(&file)
+        .map(|t| serde_json::from_str(&t).expect("results JSON"))
+        .unwrap_or(Value::Null);
+    (out, doc)
+}

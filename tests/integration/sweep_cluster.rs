@@ -403,7 +403,7 @@ fn a_sweep_of_a_real_cluster_carries_node_rows_and_cleans_up() {
         "--step-warmup",
         "0s",
         "--slo",
-        "p99=10s",
+        "p50=10s",
         "--slo",
         "rate=50%",
         "-c",

@@ -271,7 +271,7 @@ fn sweep_cmd(bao: &OpenBao, file: &std::path::Path, conns: u64) -> std::process:
             "--step-warmup",
             "200ms",
             "--slo",
-            "p99=10s",
+            "p50=10s",
             "--slo",
             "rate=90%",
             "-c",

@@ -489,3 +489,192 @@ fn documented_examples_create_what_vault_benchmark_creates() {
     }
     assert_eq!(state(&bao), before);
 }
+
+/// `review` reads vault-benchmark's own JSON report (two reports one after another, with
+/// vegeta's timestamps) and prints it as vault-benchmark's review does: terse by default,
+/// verbose in vegeta's text layout, durations rounded as vegeta rounds them; JSON refused.
+#[test]
+fn review_renders_vault_benchmarks_own_json_report() {
+    let file = format!("-result_file={}", data("vb-report.json"));
+    let r = run(env_cmd(&["vault-benchmark", "review", &file], &[]));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let want = "Target: http://10.0.0.5:8200\n\
+op          count  rate  throughput  mean    95th%  99th%  successRatio\n\
+kv_read_9   1      1.00  1.00        1ms     1ms    1ms    100.00%\n\
+kv_read_10  3      1.20  0.80        2ms     2.6ms  2.7ms  66.67%\n\
+---         ---    ---   ---         ---     ---    ---    ---\n\
+TOTAL       4      1.60  1.20        1.75ms  2.6ms  2.7ms  75.00%\n\
+Target: http://10.0.0.6:8200\n";
+    assert!(r.stdout.starts_with(want), "{}", r.show());
+    let r = run(env_cmd(
+        &["vault-benchmark", "review", &file, "-report_mode=verbose"],
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let section = "\nkv_read_10\n\
+Requests      [total, rate, throughput]         3, 1.20, 0.80\n\
+Duration      [total, attack, wait]             2.502s, 2.5s, 2.5ms\n\
+Latencies     [min, mean, 50, 90, 95, 99, max]  1.75ms, 2ms, 1.5ms, 2.5ms, 2.6ms, 2.7ms, 2.75ms\n\
+Bytes In      [total, mean]                     900, 300.00\n\
+Bytes Out     [total, mean]                     0, 0.00\n\
+Success       [ratio]                           66.67%\n\
+Status Codes  [code:count]                      200:2  503:1  \n\
+Error Set:\n\
+503 Service Unavailable\n";
+    assert!(r.stdout.contains(section), "{}", r.show());
+    assert!(
+        r.stdout.find("\nkv_read_9\n") < r.stdout.find("\nkv_read_10\n"),
+        "natural order: {}",
+        r.show()
+    );
+    assert_eq!(r.stdout.matches("\nTOTAL\n").count(), 2, "{}", r.show());
+    let r = run(env_cmd(
+        &["vault-benchmark", "review", &file, "-report_mode=json"],
+        &[],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(r.stderr.contains("already is"), "{}", r.show());
+}
+
+/// Each test of a run carries its own body bytes, status codes and errors, in the JSON
+/// report and in the verbose one, and the JSON a run prints is what `review` reads.
+#[test]
+fn each_test_has_its_own_bytes_status_codes_and_errors() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config_arg = format!("-config={}", data("vb-getting-started.hcl"));
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config_arg,
+            "-duration=1s",
+            "-workers=4",
+            "-report_mode=json",
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    let mut requests = 0;
+    for name in ["approle_logins", "static_secret_writes"] {
+        let m = &j["metrics"][name];
+        let n = m["requests"].as_u64().unwrap();
+        assert!(n > 0, "{name}: {j}");
+        requests += n;
+        let codes: u64 = m["status_codes"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(codes, n, "{name}: every request has its code: {j}");
+        // A login answers with a token and sends a role and secret id; a write sends
+        // its 100-byte secret.
+        assert!(
+            m["bytes_in"]["total"].as_u64().unwrap() >= n * 100,
+            "{name}: {j}"
+        );
+        assert!(
+            m["bytes_out"]["total"].as_u64().unwrap() >= n * 50,
+            "{name}: {j}"
+        );
+        assert_eq!(m["errors"], Value::Array(vec![]), "{name}: {j}");
+    }
+    let total = &j["metrics"]["total"];
+    assert_eq!(total["requests"], requests, "{j}");
+    let sum = |key: &str| -> u64 {
+        ["approle_logins", "static_secret_writes"]
+            .iter()
+            .map(|n| j["metrics"][n][key]["total"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(total["bytes_in"]["total"], sum("bytes_in"), "{j}");
+    assert_eq!(total["bytes_out"]["total"], sum("bytes_out"), "{j}");
+    // The report printed is what vault-benchmark's review reads.
+    let saved = write(dir.path(), "vb.json", &r.stdout);
+    let saved_arg = format!("-result_file={}", saved.display());
+    let r = run(env_cmd(
+        &[
+            "vault-benchmark",
+            "review",
+            &saved_arg,
+            "-report_mode=verbose",
+        ],
+        &[],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(
+        r.stdout.matches("\nStatus Codes  [code:count]  ").count(),
+        3,
+        "{}",
+        r.show()
+    );
+    assert_eq!(
+        r.stdout.matches("\nBytes In      [total, mean]  ").count(),
+        3,
+        "{}",
+        r.show()
+    );
+    assert_eq!(
+        r.stdout.matches("\nError Set:\n").count(),
+        3,
+        "{}",
+        r.show()
+    );
+}
+
+/// vault-benchmark's approle example with a `secret_id` block and more role keys, run
+/// with `cleanup = false`: the role and the secret_id read back from the server carry
+/// what the file asked, as vault-benchmark would have sent it.
+#[test]
+fn approle_role_and_secret_id_keys_reach_the_server() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "approle.hcl",
+        "cleanup = false\ntest \"approle_auth\" \"logins\" {\n  weight = 100\n  config {\n    role {\n      role_name = \"benchmark-role\"\n      token_ttl = \"2m\"\n      secret_id_num_uses = 0\n      token_num_uses = 3\n    }\n    secret_id {\n      ttl = \"10m\"\n      token_bound_cidrs = [\"127.0.0.0/8\"]\n    }\n  }\n}\n",
+    );
+    let file = file.display().to_string();
+    let r = run(vault_cmd(
+        &bao,
+        &["--config", &file, "-n", "40", "-c", "4", "--format", "json"],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 40, "{}", r.show());
+    let auths: Vec<String> = keys(&bao, "/v1/sys/auth")
+        .into_iter()
+        .filter(|k| k.starts_with("vblast-approle-"))
+        .collect();
+    assert_eq!(auths.len(), 1, "{auths:?}");
+    let path = auths[0].trim_end_matches('/');
+    let read = |method: &str, p: &str, body: Option<&str>| -> Value {
+        let (status, text) = bao.api(method, p, body);
+        assert_eq!(status, 200, "{p}: {text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let role = read("GET", &format!("/v1/auth/{path}/role/vblast"), None)["data"].clone();
+    assert_eq!(role["token_ttl"], 120, "{role}");
+    assert_eq!(role["token_num_uses"], 3, "{role}");
+    assert_eq!(role["secret_id_num_uses"], 0, "{role}");
+    let list = read(
+        "LIST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id"),
+        None,
+    );
+    let accessor = list["data"]["keys"][0].as_str().unwrap().to_string();
+    let body = format!("{{\"secret_id_accessor\": \"{accessor}\"}}");
+    let secret = read(
+        "POST",
+        &format!("/v1/auth/{path}/role/vblast/secret-id-accessor/lookup"),
+        Some(&body),
+    )["data"]
+        .clone();
+    assert_eq!(secret["secret_id_ttl"], 600, "{secret}");
+    assert_eq!(secret["token_bound_cidrs"][0], "127.0.0.0/8", "{secret}");
+    let (status, text) = bao.api("DELETE", &format!("/v1/sys/auth/{path}"), None);
+    assert!(status == 204 || status == 200, "{text}");
+    assert_eq!(state(&bao), before);
+}

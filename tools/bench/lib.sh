@@ -182,3 +182,24 @@ rss_sampler() {
     done
     echo "$peak" >"$out"
 }
+
+# start_bao_tls: an OpenBao dev server with -dev-tls (root token "root"); sets BAO_PORT,
+# BAO_ADDR (https) and BAO_CA (the CA it generated).
+start_bao_tls() {
+    find_bao
+    local dir="$BENCH_TMP/bao-tls"
+    mkdir -p "$dir/home" "$dir/tls"
+    BAO_PORT="$(free_port)"
+    BAO_ADDR="https://127.0.0.1:$BAO_PORT"
+    BAO_CA="$dir/tls/vault-ca.pem"
+    show "HOME=$dir/home $BAO server -dev -dev-tls -dev-tls-cert-dir $dir/tls -dev-root-token-id root -dev-listen-address 127.0.0.1:$BAO_PORT -dev-no-store-token"
+    HOME="$dir/home" "$BAO" server -dev -dev-tls -dev-tls-cert-dir "$dir/tls" -dev-root-token-id root \
+        -dev-listen-address "127.0.0.1:$BAO_PORT" -dev-no-store-token \
+        </dev/null >"$dir/log" 2>&1 &
+    BENCH_PIDS+=("$!")
+    local deadline=$((SECONDS + 30))
+    until [ -s "$BAO_CA" ] && curl -sf --max-time 2 --cacert "$BAO_CA" "$BAO_ADDR/v1/sys/health" >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$deadline" ] || die "bao -dev-tls did not start: $(tail -n 20 "$dir/log")"
+        sleep 0.2
+    done
+}

@@ -11,7 +11,7 @@
 //! disables the path.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::vb::{Keys, Mapped, token_settings};
 use super::{
@@ -63,9 +63,46 @@ fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
         "its logins always present a secret_id",
     )?;
     token_settings(&mut role, &mut out.config)?;
+    pass_through(&mut role, APPROLE_ROLE_KEYS, &mut out.config, "role");
     role.finish(&mut out.named)?;
-    let secret = c.block("secret_id")?;
+    let mut secret = c.block("secret_id")?;
+    pass_through(&mut secret, SECRET_ID_KEYS, &mut out.config, "secret_id");
     secret.finish(&mut out.named)
+}
+
+/// The role keys vault-benchmark documents beyond the token's TTL and type: sent to the
+/// server in the role's write, as vault-benchmark sends them.
+const APPROLE_ROLE_KEYS: &[&str] = &[
+    "secret_id_bound_cidrs",
+    "secret_id_num_uses",
+    "secret_id_ttl",
+    "local_secret_ids",
+    "token_max_ttl",
+    "token_policies",
+    "policies",
+    "token_bound_cidrs",
+    "token_explicit_max_ttl",
+    "token_no_default_policy",
+    "token_num_uses",
+    "token_period",
+];
+
+/// The keys of vault-benchmark's `secret_id` block, sent when the secret_id is made.
+const SECRET_ID_KEYS: &[&str] = &[
+    "metadata",
+    "cidr_list",
+    "num_uses",
+    "ttl",
+    "token_bound_cidrs",
+];
+
+/// Takes each of `keys` the block has into `cfg[into]`, as given.
+fn pass_through(k: &mut Keys, keys: &[&str], cfg: &mut Map<String, Value>, into: &str) {
+    for key in keys {
+        if let Some(v) = k.take(key) {
+            super::vb::set_in(cfg, into, key, v);
+        }
+    }
 }
 
 fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
@@ -112,6 +149,12 @@ pub const USERPASS: OpInfo = OpInfo {
 pub struct LoginConfig {
     pub token_ttl: String,
     pub token_type: String,
+    /// vault-benchmark's other `role` keys, sent in the role's write as it sends them.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub role: Map<String, Value>,
+    /// vault-benchmark's `secret_id` block, sent when the secret_id is made.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub secret_id: Map<String, Value>,
 }
 
 fn config_from(f: &OptionValues) -> Value {
@@ -120,6 +163,8 @@ fn config_from(f: &OptionValues) -> Value {
             .text("token-ttl")
             .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
         token_type: f.text("token-type").unwrap_or_else(|| "service".into()),
+        role: Map::new(),
+        secret_id: Map::new(),
     })
     .unwrap_or(Value::Null)
 }
@@ -259,7 +304,7 @@ impl Login {
                     &mut client,
                     "POST",
                     &format!("{role}/secret-id"),
-                    Some(&json!({"metadata": "{\"vblast\":\"shard\"}"})),
+                    Some(&self.secret_id_body(json!({"metadata": "{\"vblast\":\"shard\"}"}))),
                     &what,
                 )
                 .map_err(Error::setup)?;
@@ -337,12 +382,27 @@ impl Login {
 
     /// The settings of the tokens a role's or user's logins make.
     fn token_settings(&self) -> Value {
-        json!({
+        let mut v = json!({
             "token_ttl": self.config.token_ttl,
             "token_max_ttl": self.config.token_ttl,
             "token_type": self.config.token_type,
             "token_policies": ["default"],
-        })
+        });
+        for (k, x) in &self.config.role {
+            v[k] = x.clone();
+        }
+        v
+    }
+
+    /// The body of a secret_id's creation: vault-benchmark's `secret_id` block, and `extra`.
+    fn secret_id_body(&self, extra: Value) -> Value {
+        let mut v = Value::Object(self.config.secret_id.clone());
+        if let Value::Object(m) = extra {
+            for (k, x) in m {
+                v[&k] = x;
+            }
+        }
+        v
     }
 
     /// Setup; `secret_id` false makes the role without a secret_id (a shared fixture's).
@@ -388,7 +448,7 @@ impl Login {
                     client,
                     "POST",
                     &format!("{role}/secret-id"),
-                    Some(&json!({})),
+                    Some(&self.secret_id_body(json!({}))),
                     &what,
                 )?;
                 let secret_id = json_str(&v, "data.secret_id", &what)?;

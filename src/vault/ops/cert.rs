@@ -27,14 +27,14 @@ use crate::workload::Operation;
 
 fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["name", "display_name"]);
+    // PEM text, as vault-benchmark documents it, or a file holding it.
     if let Some(ca) = c.string("certificate")? {
-        if ca.contains("-----BEGIN") {
-            return Err(Cause::from(format!(
-                "test '{}': config.certificate holds PEM text: vblast takes the CA certificate as a file path (certificate = \"ca.pem\")",
-                c.test
-            )));
-        }
-        out.config.insert("client_ca".into(), json!(ca));
+        let key = if ca.contains("-----BEGIN") {
+            "client_ca_pem"
+        } else {
+            "client_ca"
+        };
+        out.config.insert(key.into(), json!(ca));
     }
     Ok(())
 }
@@ -85,6 +85,9 @@ pub const LOGIN: OpInfo = OpInfo {
 pub struct CertConfig {
     /// CA certificate registered as the trusted role (None: the client certificate).
     pub client_ca: Option<PathBuf>,
+    /// The same given as PEM text (vault-benchmark's `certificate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ca_pem: Option<String>,
     /// With --no-setup: the existing auth path.
     pub path: Option<String>,
 }
@@ -92,6 +95,7 @@ pub struct CertConfig {
 fn config_from(f: &OptionValues) -> Value {
     serde_json::to_value(CertConfig {
         client_ca: f.path("client-ca"),
+        client_ca_pem: None,
         path: f.text("mount"),
     })
     .unwrap_or(Value::Null)
@@ -128,12 +132,21 @@ impl CertLogin {
     }
 }
 
+impl CertLogin {
+    /// The CA certificate to trust: the config's PEM text, its file, or the client's own.
+    fn ca_pem(&self, client_cert: &Path) -> Result<String, Cause> {
+        match &self.config.client_ca_pem {
+            Some(text) => certificates_of(text, "config.certificate"),
+            None => read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert)),
+        }
+    }
+}
+
 impl VaultOp for CertLogin {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         let client_cert = self.client_cert(ctx)?;
         if !ctx.no_setup {
-            read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
-                .map_err(Error::input)?;
+            self.ca_pem(client_cert).map_err(Error::input)?;
         }
         Ok(())
     }
@@ -171,8 +184,7 @@ impl VaultOp for CertLogin {
             }
             Mode::Own | Mode::Create => {}
         }
-        let ca_pem = read_ca_pem(self.config.client_ca.as_deref().unwrap_or(client_cert))
-            .map_err(Error::input)?;
+        let ca_pem = self.ca_pem(client_cert).map_err(Error::input)?;
         let mut client = (ctx.make_client)();
         prepare(&mut client, ctx.naming, &ca_pem, &mut self.setup).map_err(Error::setup)
     }
@@ -234,6 +246,11 @@ pub fn read_ca_pem(path: &Path) -> Result<String, Cause> {
             crate::error::io_text(&e)
         )
     })?;
+    certificates_of(&text, &path.display().to_string())
+}
+
+/// The PEM CERTIFICATE blocks of `text` (read from `source`).
+fn certificates_of(text: &str, source: &str) -> Result<String, Cause> {
     let mut out = String::new();
     let mut inside = false;
     for line in text.lines() {
@@ -251,8 +268,7 @@ pub fn read_ca_pem(path: &Path) -> Result<String, Cause> {
     }
     if out.is_empty() || inside {
         return Err(Cause::from(format!(
-            "no complete PEM certificate found in {}",
-            path.display()
+            "no complete PEM certificate found in {source}"
         )));
     }
     Ok(out)

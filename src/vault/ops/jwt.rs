@@ -41,7 +41,22 @@ pub const DEFAULT_POOL: usize = 100;
 const JWT_LIFETIME_S: u64 = 24 * 3600;
 
 fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
-    let auth = c.block("auth")?;
+    let mut auth = c.block("auth")?;
+    for key in [
+        "jwks_url",
+        "jwks_ca_pem",
+        "jwt_validation_pubkeys",
+        "oidc_discovery_url",
+        "oidc_discovery_ca_pem",
+        "bound_issuer",
+    ] {
+        if auth.has(key) {
+            auth.refuse(
+                key,
+                "vblast signs its logins' JWTs with a key pair it makes at setup and gives the server that public key (jwt_validation_pubkeys); it neither serves nor fetches keys, so the keys' source cannot be set",
+            );
+        }
+    }
     auth.finish(&mut out.named)?;
     let mut role = c.block("role")?;
     role.names(&["name"]);

@@ -5,7 +5,6 @@
 //! the user's own secrets), seeds it concurrently, and cleanup removes exactly what setup
 //! wrote. The requests are byte templates whose secret index is patched per request.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,11 +19,11 @@ use super::{
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
+use crate::vault::bulk::{self, Job};
 use crate::vault::client::Client;
+use crate::vault::progress::{Display, SetupLog};
 use crate::workload::Operation;
 
-/// Most threads used to seed (and remove) secrets.
-const SEED_THREADS: u64 = 16;
 /// How long a fresh mount may take to become usable.
 const MOUNT_READY_WAIT: Duration = Duration::from_secs(10);
 /// Random characters written into each kv-write value; the rest is fixed filler.
@@ -332,6 +331,10 @@ struct KvOp {
     name: &'static str,
     config: KvConfig,
     setup: Option<KvSetup>,
+    /// How setup showed its progress: cleanup's removal of secrets shows it so too.
+    display: Display,
+    /// Seeding stopped short: the secrets below this index may have been written.
+    reached: Option<u64>,
 }
 
 impl KvOp {
@@ -346,7 +349,15 @@ impl KvOp {
             },
             config,
             setup: None,
+            display: Display::Off,
+            reached: None,
         }
+    }
+
+    /// How many of the fixture's secrets may be on the server: all, or as far as a
+    /// seeding stopped short got.
+    fn written(&self, s: &KvSetup) -> u64 {
+        self.reached.map_or(s.secrets, |r| r.min(s.secrets))
     }
 
     fn fixture(&self) -> KvSetup {
@@ -374,6 +385,7 @@ impl VaultOp for KvOp {
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
+        self.display = ctx.log.display();
         if ctx.no_setup {
             self.setup = Some(self.fixture());
             return Ok(());
@@ -382,7 +394,7 @@ impl VaultOp for KvOp {
             self.setup = Some(s);
             return Ok(());
         }
-        prepare_kv(ctx, &self.config, &mut self.setup)
+        prepare_kv(ctx, &self.config, &mut self.setup, &mut self.reached)
     }
 
     fn operation(&self) -> Operation {
@@ -404,7 +416,7 @@ impl VaultOp for KvOp {
         let mut out = Vec::new();
         if s.created {
             out.push(Created {
-                what: format!("kv mount '{}' ({} secrets)", s.mount, s.secrets),
+                what: format!("kv mount '{}' ({} secrets)", s.mount, self.written(s)),
                 remove_with: format!("vault secrets disable {}", s.mount),
             });
         } else if s.wrote_prefix {
@@ -412,7 +424,9 @@ impl VaultOp for KvOp {
             out.push(Created {
                 what: format!(
                     "{} secrets under '{}/{}' in the existing mount",
-                    s.secrets, s.mount, s.prefix
+                    self.written(s),
+                    s.mount,
+                    s.prefix
                 ),
                 remove_with: format!(
                     "vault kv {sub}delete -mount={} {}<name> for each secret listed by `vault kv list -mount={} {}`",
@@ -440,7 +454,8 @@ impl VaultOp for KvOp {
         } else if s.wrote_prefix {
             let target = client.clone_fresh();
             let make = || target.clone_fresh();
-            remove_prefixed(&make, &s, stop)?;
+            let upto = self.written(&s);
+            remove_prefixed(&make, &SetupLog::new(self.display), &s, upto, stop)?;
             self.setup = None;
         }
         Ok(())
@@ -705,87 +720,32 @@ fn usable_now(client: &mut Client, setup: &KvSetup) -> Result<Result<(), (u16, S
     })
 }
 
-/// Runs `f(client, i)` for every `i` in `0..count` on up to 16 threads, each with its own
-/// connection. Stops at the first failure, or when `stop` is set.
-pub(crate) fn for_each_secret(
-    make_client: &(dyn Fn() -> Client + Sync),
-    count: u64,
-    stop: &Stop,
-    f: &(dyn Fn(&mut Client, u64) -> Result<(), Cause> + Sync),
-) -> Result<(), Error> {
-    if count == 0 {
-        return Ok(());
-    }
-    // VBLAST_SEED_CONNS (benchmarks, tools/bench/seeding.sh): another number of
-    // connections; 0 or anything not a number keeps the default.
-    let threads = count.min(
-        std::env::var("VBLAST_SEED_CONNS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(SEED_THREADS),
-    );
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<Cause>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            let (failed, first_error) = (&failed, &first_error);
-            let start = count * t / threads;
-            let end = count * (t + 1) / threads;
-            scope.spawn(move || {
-                let mut client = make_client();
-                for i in start..end {
-                    if failed.load(Ordering::Relaxed) || stop.is_set() {
-                        return;
-                    }
-                    if let Err(e) = f(&mut client, i) {
-                        failed.store(true, Ordering::Relaxed);
-                        if let Ok(mut slot) = first_error.lock()
-                            && slot.is_none()
-                        {
-                            *slot = Some(e);
-                        }
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(s) = stop.signal() {
-        return Err(Error::Stopped(s));
-    }
-    match first_error.into_inner() {
-        Ok(None) => Ok(()),
-        Ok(Some(e)) => Err(Error::setup(e)),
-        Err(_) => Err(Error::setup("a seeding thread panicked".to_string())),
-    }
-}
-
-/// Writes secrets `0..setup.secrets` (under the prefix).
-fn seed(
-    make_client: &(dyn Fn() -> Client + Sync),
-    setup: &KvSetup,
-    size: usize,
-    stop: &Stop,
-) -> Result<(), Error> {
+/// Writes secrets `0..setup.secrets` (under the prefix), at the server's pace
+/// (`vault/bulk.rs`); every index below the returned one may have been written.
+fn seed(ctx: &SetupCtx, setup: &KvSetup, size: usize) -> bulk::Reached {
     let count = setup.secrets;
-    for_each_secret(make_client, count, stop, &|client, i| {
+    let job = Job {
+        name: "kv seeding",
+        unit: "secrets",
+        flag: Some("--secrets"),
+        count,
+    };
+    bulk::each(ctx.make_client, ctx.log, ctx.stop, &job, &|client, i| {
         let name = format!("{}{}", setup.prefix, secret_name(i, count));
         let body = write_body(setup.version, &secret_value(size, i));
         let path = data_path(&setup.mount, setup.version, &name);
         match client.request("POST", &path, Some(body.as_bytes())) {
             Ok(r) if (200..300).contains(&r.status) => Ok(()),
-            Ok(r) => Err(Cause::from(format!(
-                "writing secret '{}/{name}' to {} failed: HTTP {}: {}",
-                setup.mount,
-                client.base(),
-                r.status,
-                r.error_text()
-            ))),
-            Err(e) => Err(Cause::from(format!(
-                "writing secret '{}/{name}' failed: {e}",
-                setup.mount
-            ))),
+            Ok(r) => Err(Cause::Http {
+                what: format!(
+                    "writing secret '{}/{name}' to {}",
+                    setup.mount,
+                    client.base()
+                ),
+                status: r.status,
+                excerpt: r.error_text(),
+            }),
+            Err(e) => Err(e.within(format!("writing secret '{}/{name}'", setup.mount))),
         }
     })
 }
@@ -794,7 +754,9 @@ fn seed(
 /// metadata on KV v2).
 fn remove_prefixed(
     make_client: &(dyn Fn() -> Client + Sync),
+    log: &SetupLog,
     setup: &KvSetup,
+    upto: u64,
     stop: &Stop,
 ) -> Result<(), Cause> {
     let count = setup.secrets;
@@ -816,29 +778,32 @@ fn remove_prefixed(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let r = for_each_secret(make_client, count, &urgent, &|client, i| {
+        let job = Job {
+            name: "cleanup: kv secrets removed",
+            unit: "secrets",
+            flag: None,
+            count: upto,
+        };
+        let r = bulk::each(make_client, log, &urgent, &job, &|client, i| {
             let name = format!("{}{}", setup.prefix, secret_name(i, count));
             let path = if setup.version == 2 {
                 format!("/v1/{}/metadata/{name}", setup.mount)
             } else {
                 format!("/v1/{}/{name}", setup.mount)
             };
-            match client.request("DELETE", &path, None) {
+            // A rate-limit quota on the mount throttles the removal too: waited out.
+            bulk::retry_throttled(&urgent, || match client.request("DELETE", &path, None) {
                 Ok(r) if (200..300).contains(&r.status) || r.status == 404 => Ok(()),
-                Ok(r) => Err(Cause::from(format!(
-                    "cannot remove secret '{}/{name}': HTTP {}: {}",
-                    setup.mount,
-                    r.status,
-                    r.error_text()
-                ))),
-                Err(e) => Err(Cause::from(format!(
-                    "cannot remove secret '{}/{name}': {e}",
-                    setup.mount
-                ))),
-            }
+                Ok(r) => Err(Cause::Http {
+                    what: format!("cannot remove secret '{}/{name}'", setup.mount),
+                    status: r.status,
+                    excerpt: r.error_text(),
+                }),
+                Err(e) => Err(e.within(format!("cannot remove secret '{}/{name}'", setup.mount))),
+            })
         });
         done.store(true, Ordering::Relaxed);
-        r
+        r.result
     });
     result.map_err(|e| Cause::from(e.to_string()))
 }
@@ -896,8 +861,13 @@ fn shared_kv(ctx: &SetupCtx, plan: &KvConfig) -> Result<Option<KvSetup>, Error> 
     Ok(Some(setup))
 }
 
-fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Result<(), Error> {
-    let mut phases = Phases::start();
+fn prepare_kv(
+    ctx: &SetupCtx,
+    plan: &KvConfig,
+    slot: &mut Option<KvSetup>,
+    reached: &mut Option<u64>,
+) -> Result<(), Error> {
+    let started = Instant::now();
     let mut client = (ctx.make_client)();
     let base = client.base();
     let mut setup = match &plan.mount {
@@ -962,9 +932,9 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
                     r.error_text()
                 )));
             }
-            phases.mark("mount created");
             wait_until_usable(&mut client, &fixture).map_err(Error::setup)?;
-            phases.mark("mount usable");
+            ctx.log
+                .record("kv mount", 1, started.elapsed().as_secs_f64());
             fixture
         }
     };
@@ -975,52 +945,17 @@ fn prepare_kv(ctx: &SetupCtx, plan: &KvConfig, slot: &mut Option<KvSetup>) -> Re
         // An existing mount may still be settling too (a KV v2 mount upgrading its data
         // answers 400 for a while, as a fresh dev server's secret/ does).
         wait_until_usable(&mut client, &setup).map_err(Error::setup)?;
-        phases.mark("existing mount usable");
+        ctx.log
+            .record("kv mount checked", 1, started.elapsed().as_secs_f64());
         setup.wrote_prefix = true;
     }
     *slot = Some(setup.clone());
-    let seeded = seed(ctx.make_client, &setup, plan.secret_size, ctx.stop);
-    phases.mark(&format!("{} secrets seeded", setup.secrets));
-    phases.print();
-    seeded
-}
-
-/// Setup's phases with their durations, printed to stderr when VBLAST_SETUP_TIMING is set
-/// (to see where setup time goes).
-struct Phases {
-    start: Instant,
-    last: Instant,
-    marks: Vec<(String, Duration)>,
-}
-
-impl Phases {
-    fn start() -> Phases {
-        let now = Instant::now();
-        Phases {
-            start: now,
-            last: now,
-            marks: Vec::new(),
-        }
+    let seeded = seed(ctx, &setup, plan.secret_size);
+    if seeded.result.is_err() {
+        // Cleanup removes (and a leftover names) what may have been written, not all asked.
+        *reached = Some(seeded.reached);
     }
-
-    fn mark(&mut self, what: &str) {
-        let now = Instant::now();
-        self.marks.push((what.to_string(), now - self.last));
-        self.last = now;
-    }
-
-    fn print(&self) {
-        if std::env::var_os("VBLAST_SETUP_TIMING").is_none() {
-            return;
-        }
-        for (what, d) in &self.marks {
-            eprintln!("vblast: setup: {what}: {:.3}s", d.as_secs_f64());
-        }
-        eprintln!(
-            "vblast: setup: kv fixture total: {:.3}s",
-            self.start.elapsed().as_secs_f64()
-        );
-    }
+    seeded.result
 }
 
 /// Removes the mount when we created it.

@@ -27,6 +27,7 @@ use crate::capture::{Capture, Expect};
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
+use crate::vault::bulk::{self, Job};
 use crate::vault::client::Client;
 use crate::workload::Operation;
 
@@ -217,7 +218,14 @@ impl LoginRead {
         })
         .to_string();
         let users = self.config.users;
-        super::kv::for_each_secret(ctx.make_client, users, ctx.stop, &|client, i| {
+        let job = Job {
+            name: "userpass users",
+            unit: "users",
+            flag: Some("--users"),
+            count: users,
+        };
+        // The users go with the auth path at cleanup, however far this got.
+        let made = bulk::each(ctx.make_client, ctx.log, ctx.stop, &job, &|client, i| {
             let name = user_name(i, users);
             let r = client.request(
                 "POST",
@@ -227,14 +235,14 @@ impl LoginRead {
             if (200..300).contains(&r.status) {
                 Ok(())
             } else {
-                Err(Cause::from(format!(
-                    "creating user '{name}' at '{path}' failed: HTTP {}: {}",
-                    r.status,
-                    r.error_text()
-                )))
+                Err(Cause::Http {
+                    what: format!("creating user '{name}' at '{path}'"),
+                    status: r.status,
+                    excerpt: r.error_text(),
+                })
             }
-        })
-        .map_err(|e| Cause::from(e.to_string()))
+        });
+        made.result.map_err(|e| Cause::from(e.to_string()))
     }
 }
 

@@ -47,6 +47,8 @@ pub struct SetupCtx<'a> {
     pub stop: &'a Stop,
     /// The names of the session's fixtures (its run id and mode).
     pub naming: &'a crate::vault::fixture::Naming,
+    /// Where the setup's progress is shown and its phases' times kept.
+    pub log: &'a crate::vault::progress::SetupLog,
 }
 
 /// Something setup created on the server, with the command that removes it by hand.

@@ -10,7 +10,7 @@
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::vb::{Keys, Mapped};
 use super::{
@@ -49,6 +49,12 @@ fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     ca.finish(&mut out.named)?;
     let mut ks = c.block("key_signing")?;
     ks.only("cert_type", &[json!("user")], "it signs user certificates")?;
+    // Sent in every request, as vault-benchmark sends them.
+    for key in ["ttl", "key_id"] {
+        if let Some(v) = ks.string(key)? {
+            super::vb::set_in(&mut out.config, "sign", key, json!(v));
+        }
+    }
     ks.finish(&mut out.named)
 }
 
@@ -68,21 +74,27 @@ pub const SIGN: OpInfo = OpInfo {
     fixture: Fixture::Shared,
 };
 
-/// No options yet: an empty config, unknown keys refused.
+/// No options of its own; vault-benchmark's `key_signing` `ttl` and `key_id`, sent in
+/// every request (`sign`). Unknown keys refused.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SshConfig {}
+pub struct SshConfig {
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    sign: Map<String, Value>,
+}
 
 fn config_from(_: &OptionValues) -> Value {
-    serde_json::to_value(SshConfig {}).unwrap_or(Value::Null)
+    serde_json::to_value(SshConfig::default()).unwrap_or(Value::Null)
 }
 
 fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    serde_json::from_value::<SshConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    let c =
+        serde_json::from_value::<SshConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Ssh {
         mount: None,
         public_key: String::new(),
         shared_mount: None,
+        sign: c.sign,
     }))
 }
 
@@ -112,6 +124,8 @@ struct Ssh {
     public_key: String,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
+    /// What every request also asks (vault-benchmark's `key_signing` `ttl`, `key_id`).
+    sign: Map<String, Value>,
 }
 
 impl Ssh {
@@ -186,7 +200,10 @@ impl VaultOp for Ssh {
             .as_deref()
             .or(self.shared_mount.as_deref())
             .unwrap_or("unset");
-        let body = json!({ "public_key": self.public_key, "valid_principals": ROLE });
+        let mut body = json!({ "public_key": self.public_key, "valid_principals": ROLE });
+        for (k, v) in &self.sign {
+            body[k] = v.clone();
+        }
         let mut op = Operation::new(
             SIGN.name,
             RequestSpec {

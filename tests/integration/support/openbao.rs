@@ -60,20 +60,25 @@ pub struct OpenBao {
 impl OpenBao {
     /// Plain-HTTP dev server.
     pub fn start() -> OpenBao {
-        Self::start_inner(false)
+        Self::start_inner(false, None)
+    }
+
+    /// Plain-HTTP dev server with `hcl` as an extra configuration file (`-config`).
+    pub fn start_with_config(hcl: &str) -> OpenBao {
+        Self::start_inner(false, Some(hcl))
     }
 
     /// Dev server with `-dev-tls`; `ca_cert` points at the generated CA.
     pub fn start_tls() -> OpenBao {
-        Self::start_inner(true)
+        Self::start_inner(true, None)
     }
 
-    fn start_inner(tls: bool) -> OpenBao {
+    fn start_inner(tls: bool, config: Option<&str>) -> OpenBao {
         let mut last_err = String::new();
         // Retry a couple of times in case another process grabbed our port
         // (or port+1) between choosing it and the server binding it.
         for _ in 0..3 {
-            match Self::try_start(tls) {
+            match Self::try_start(tls, config) {
                 Ok(b) => return b,
                 Err(e) => last_err = e,
             }
@@ -81,7 +86,7 @@ impl OpenBao {
         panic!("OpenBao dev server did not start:\n{last_err}");
     }
 
-    fn try_start(tls: bool) -> Result<OpenBao, String> {
+    fn try_start(tls: bool, config: Option<&str>) -> Result<OpenBao, String> {
         let bin = bao_binary();
         let tempdir = tempfile::Builder::new()
             .prefix("vblast-bao-")
@@ -104,6 +109,11 @@ impl OpenBao {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
+        if let Some(hcl) = config {
+            let file = tempdir.path().join("extra.hcl");
+            fs::write(&file, hcl).expect("write the extra config");
+            cmd.arg(format!("-config={}", file.display()));
+        }
         let mut ca_cert = None;
         if tls {
             let dir = tempdir.path().join("tls");

@@ -1,0 +1,251 @@
+//! Which resource gave out first at a sweep's knee, from the steps' server-side figures:
+//! the server's CPU at its cores; its storage (or barrier) time growing while its CPU has
+//! room; requests piling up in flight while throughput stays flat; or the client itself
+//! (vblast's own CPU). Pure: the sweep hands it each step's figures and the knee.
+
+use serde::{Deserialize, Serialize};
+
+/// A CPU this busy (used, plus waited for while runnable) over its cores is at its cores.
+const CPU_FULL: f64 = 0.85;
+/// Storage time per request this many times the lowest step's has grown.
+const GREW: f64 = 2.0;
+/// Throughput within this ratio of the step below is flat.
+const FLAT: f64 = 1.10;
+
+/// One step's figures, as the verdict reads them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadEvidence {
+    /// The step's load (req/s offered, or connections).
+    pub load: u64,
+    /// Responses per second the client saw.
+    pub achieved: f64,
+    /// The busiest node's CPU used and waited for, in cores, and the cores it may use.
+    pub cpu_cores: Option<f64>,
+    pub cpu_wait_cores: Option<f64>,
+    pub cores: Option<u32>,
+    /// Per handled request, milliseconds: storage backend and barrier time.
+    pub storage_ms: Option<f64>,
+    pub barrier_ms: Option<f64>,
+    /// Mean of the sampled in-flight gauge.
+    pub in_flight: Option<f64>,
+    /// vblast's own CPU used and waited for, in cores, and the cores its threads had.
+    pub client_cpu_cores: Option<f64>,
+    pub client_wait_cores: Option<f64>,
+    pub client_cores: f64,
+}
+
+/// The resource that gave out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    ServerCpu,
+    Storage,
+    InFlight,
+    Client,
+}
+
+/// The verdict: the resource, the step it was read at, and its figures in words.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Saturated {
+    /// None: the figures name no resource (said in `figures`).
+    pub resource: Option<Resource>,
+    pub load: u64,
+    pub figures: String,
+}
+
+/// How full a CPU was: (used + waited) / cores.
+fn fullness(used: Option<f64>, wait: Option<f64>, cores: f64) -> Option<f64> {
+    let used = used?;
+    (cores > 0.0).then(|| (used + wait.unwrap_or(0.0)) / cores)
+}
+
+fn cpu_words(who: &str, used: Option<f64>, wait: Option<f64>, cores: f64) -> String {
+    format!(
+        "{who} CPU {:.2} cores used + {:.2} waited for, of {cores:.0}",
+        used.unwrap_or(0.0),
+        wait.unwrap_or(0.0)
+    )
+}
+
+/// The resource that gave out first at `steps[knee]` (the first step that broke the
+/// objective, or the highest step when none did), against the lowest step's figures.
+pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
+    let k = steps.get(knee)?;
+    let base = steps.iter().min_by_key(|s| s.load)?;
+    let said = |resource, figures: String| {
+        Some(Saturated {
+            resource,
+            load: k.load,
+            figures,
+        })
+    };
+    let cores = f64::from(k.cores.unwrap_or(0));
+    let server = fullness(k.cpu_cores, k.cpu_wait_cores, cores);
+    let client = fullness(k.client_cpu_cores, k.client_wait_cores, k.client_cores);
+    let server_words = cpu_words("server", k.cpu_cores, k.cpu_wait_cores, cores);
+    let client_words = cpu_words(
+        "vblast's own",
+        k.client_cpu_cores,
+        k.client_wait_cores,
+        k.client_cores,
+    );
+    // The CPU that is fuller gave out first, when either is at its cores.
+    match (server, client) {
+        (Some(s), c) if s >= CPU_FULL && c.is_none_or(|c| s >= c) => {
+            return said(Some(Resource::ServerCpu), server_words);
+        }
+        (_, Some(c)) if c >= CPU_FULL => return said(Some(Resource::Client), client_words),
+        _ => {}
+    }
+    let cpu_room = server.is_none_or(|s| s < CPU_FULL);
+    for (name, at, was) in [
+        ("storage", k.storage_ms, base.storage_ms),
+        ("barrier", k.barrier_ms, base.barrier_ms),
+    ] {
+        if let (Some(at), Some(was)) = (at, was)
+            && cpu_room
+            && at >= GREW * was.max(0.001)
+        {
+            return said(
+                Some(Resource::Storage),
+                format!(
+                    "{name} time per request {was:.3} ms at {} grew to {at:.3} ms while {server_words}",
+                    base.load
+                ),
+            );
+        }
+    }
+    let below = steps
+        .iter()
+        .filter(|s| s.load < k.load)
+        .max_by_key(|s| s.load);
+    if let (Some(at), Some(was), Some(b)) = (k.in_flight, base.in_flight, below)
+        && at >= GREW * was.max(1.0)
+        && k.achieved <= FLAT * b.achieved
+    {
+        return said(
+            Some(Resource::InFlight),
+            format!(
+                "requests in flight {was:.1} at {} piled up to {at:.1} while throughput stayed at {:.0} req/s ({:.0} at {})",
+                base.load, k.achieved, b.achieved, b.load
+            ),
+        );
+    }
+    said(
+        None,
+        format!("no resource at its limit: {server_words}; {client_words}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(load: u64, achieved: f64) -> LoadEvidence {
+        LoadEvidence {
+            load,
+            achieved,
+            cpu_cores: Some(0.3),
+            cpu_wait_cores: Some(0.0),
+            cores: Some(2),
+            storage_ms: Some(0.05),
+            barrier_ms: Some(0.06),
+            in_flight: Some(1.0),
+            client_cpu_cores: Some(0.2),
+            client_wait_cores: Some(0.0),
+            client_cores: 2.0,
+        }
+    }
+
+    fn resource(steps: &[LoadEvidence], knee: usize) -> Option<Resource> {
+        saturated(steps, knee).and_then(|s| s.resource)
+    }
+
+    #[test]
+    fn a_server_at_its_cores_is_cpu_bound() {
+        let mut knee = step(400, 380.0);
+        knee.cpu_cores = Some(0.7);
+        knee.cpu_wait_cores = Some(0.25);
+        knee.cores = Some(1);
+        let steps = [step(100, 100.0), step(200, 200.0), knee];
+        let v = saturated(&steps, 2).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::ServerCpu));
+        assert_eq!(v.load, 400);
+        assert!(
+            v.figures
+                .contains("0.70 cores used + 0.25 waited for, of 1"),
+            "{}",
+            v.figures
+        );
+    }
+
+    #[test]
+    fn the_fuller_cpu_gave_out_first() {
+        let mut knee = step(400, 380.0);
+        knee.cpu_cores = Some(1.8);
+        knee.client_cpu_cores = Some(1.95);
+        assert_eq!(
+            resource(&[step(100, 100.0), knee.clone()], 1),
+            Some(Resource::Client)
+        );
+        knee.client_cpu_cores = Some(0.5);
+        assert_eq!(
+            resource(&[step(100, 100.0), knee], 1),
+            Some(Resource::ServerCpu)
+        );
+    }
+
+    #[test]
+    fn storage_time_growing_with_cpu_room_is_storage_bound() {
+        let mut knee = step(400, 300.0);
+        knee.storage_ms = Some(4.0);
+        knee.barrier_ms = Some(4.1);
+        let v = saturated(&[step(100, 100.0), knee], 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::Storage));
+        assert!(
+            v.figures
+                .starts_with("storage time per request 0.050 ms at 100 grew to 4.000 ms"),
+            "{}",
+            v.figures
+        );
+        // A server without a storage timer: the barrier's time says it.
+        let mut knee = step(400, 300.0);
+        knee.storage_ms = None;
+        knee.barrier_ms = Some(1.0);
+        assert_eq!(
+            resource(&[step(100, 100.0), knee], 1),
+            Some(Resource::Storage)
+        );
+    }
+
+    #[test]
+    fn in_flight_piling_up_with_flat_throughput() {
+        let mut knee = step(400, 205.0);
+        knee.in_flight = Some(30.0);
+        let steps = [step(100, 100.0), step(200, 200.0), knee.clone()];
+        assert_eq!(resource(&steps, 2), Some(Resource::InFlight));
+        // Throughput still rising: not piling up.
+        knee.achieved = 390.0;
+        let steps = [step(100, 100.0), step(200, 200.0), knee];
+        assert_eq!(resource(&steps, 2), None);
+    }
+
+    #[test]
+    fn nothing_at_its_limit_is_said_so() {
+        let steps = [step(100, 100.0), step(200, 200.0)];
+        let v = saturated(&steps, 1).expect("verdict");
+        assert_eq!(v.resource, None);
+        assert!(
+            v.figures.starts_with("no resource at its limit"),
+            "{}",
+            v.figures
+        );
+        // Steps without server figures: no CPU reading, still a line.
+        let bare = LoadEvidence {
+            load: 5,
+            ..LoadEvidence::default()
+        };
+        assert_eq!(resource(&[bare], 0), None);
+        assert!(saturated(&[], 0).is_none());
+    }
+}

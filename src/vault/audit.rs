@@ -1,0 +1,264 @@
+//! A file audit device for the run (`--audit-path FILE`, vault-benchmark's `audit_path`):
+//! enabled under a fresh `vblast-audit-` name once the operations are set up, before the
+//! load, as the session's last fixture, so that every exit path's cleanup disables it
+//! and the run's state file names it (`vblast cleanup --run-id`). And, for a local
+//! server, the log it wrote counted per operation, to set against the client's counts.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::error::{Cause, Error};
+use crate::signals::Stop;
+use crate::template::{Piece, RequestSpec};
+use crate::vault::client::Client;
+use crate::vault::ops::{Created, SetupCtx, VaultOp};
+use crate::workload::Operation;
+
+/// The audit device of a run.
+pub struct AuditDevice {
+    path: PathBuf,
+    /// Its name once asked for (cleared when the server refused it).
+    name: Option<String>,
+}
+
+impl AuditDevice {
+    pub fn new(path: &Path) -> AuditDevice {
+        AuditDevice {
+            path: path.to_path_buf(),
+            name: None,
+        }
+    }
+}
+
+impl VaultOp for AuditDevice {
+    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
+        let name = ctx.naming.random_name("vblast-audit-");
+        self.name = Some(name.clone());
+        let body = serde_json::json!({
+            "type": "file",
+            "description": "vblast --audit-path",
+            "options": { "file_path": self.path.display().to_string() },
+        });
+        let refused = |e: Cause| {
+            Error::input(e.within(format!(
+                "--audit-path {}: the server cannot enable a file audit device writing there",
+                self.path.display()
+            )))
+        };
+        let r = (ctx.make_client)()
+            .request(
+                "PUT",
+                &format!("/v1/sys/audit/{name}"),
+                Some(body.to_string().as_bytes()),
+            )
+            .map_err(refused)?;
+        if !(200..300).contains(&r.status) {
+            // Refused: nothing was enabled.
+            self.name = None;
+            return Err(refused(Cause::Http {
+                what: format!("enabling audit device {name} failed"),
+                status: r.status,
+                excerpt: r.error_text(),
+            }));
+        }
+        eprintln!(
+            "vblast: audit device {name} writes {} during the run",
+            self.path.display()
+        );
+        Ok(())
+    }
+
+    /// Never sent: the device is added after the run's operations were drawn.
+    fn operation(&self) -> Operation {
+        Operation::new(
+            "audit-device",
+            RequestSpec {
+                method: "GET".into(),
+                path: vec![Piece::lit("/v1/sys/health")],
+                headers: vec![],
+                body: None,
+                captured_headers: vec![],
+            },
+        )
+    }
+
+    fn operations(&self) -> Vec<Operation> {
+        Vec::new()
+    }
+
+    fn created(&self) -> Vec<Created> {
+        self.name
+            .iter()
+            .map(|n| Created {
+                what: format!("audit device {n}"),
+                remove_with: format!("vault audit disable {n}"),
+            })
+            .collect()
+    }
+
+    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
+        let Some(name) = &self.name else {
+            return Ok(());
+        };
+        let r = client
+            .request("DELETE", &format!("/v1/sys/audit/{name}"), None)
+            .map_err(|e| e.within(format!("disabling audit device {name} failed")))?;
+        if !(200..300).contains(&r.status) {
+            return Err(Cause::Http {
+                what: format!("disabling audit device {name} failed"),
+                status: r.status,
+                excerpt: r.error_text(),
+            });
+        }
+        self.name = None;
+        Ok(())
+    }
+}
+
+/// What an operation's requests look like in the audit log: the audit operations its
+/// method may be logged as, and the literal start of its path (without `/v1/`).
+struct Shape {
+    ops: &'static [&'static str],
+    prefix: String,
+}
+
+fn shape(op: &Operation) -> Shape {
+    let mut prefix = Vec::new();
+    for p in &op.request.path {
+        match p {
+            Piece::Lit(b) => prefix.extend_from_slice(b),
+            _ => break,
+        }
+    }
+    let prefix = String::from_utf8_lossy(&prefix);
+    let prefix = prefix.split('?').next().unwrap_or("");
+    let ops: &[&str] = match op.request.method.as_str() {
+        "GET" | "HEAD" => &["read", "list"],
+        "LIST" => &["list"],
+        "DELETE" => &["delete"],
+        _ => &["update", "create"],
+    };
+    Shape {
+        ops,
+        prefix: prefix.trim_start_matches("/v1/").to_string(),
+    }
+}
+
+/// The operation (index into `shapes`) an audit entry's request is: the longest prefix
+/// that matches its path and operation.
+fn which(shapes: &[Shape], path: &str, operation: &str) -> Option<usize> {
+    shapes
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| path.starts_with(&s.prefix) && s.ops.contains(&operation))
+        .max_by_key(|(_, s)| s.prefix.len())
+        .map(|(i, _)| i)
+}
+
+/// The responses in the audit log at `path` per operation of `ops` (their order), those
+/// logged at or after `from` (None: all).
+pub fn count(path: &Path, ops: &[Operation], from: Option<SystemTime>) -> Result<Vec<u64>, Cause> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| Cause::io(format!("cannot read the audit log {}", path.display()), e))?;
+    let shapes: Vec<Shape> = ops.iter().map(shape).collect();
+    let mut counts = vec![0u64; ops.len()];
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| Cause::io(format!("cannot read {}", path.display()), e))?;
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if v["type"] != "response" {
+            continue;
+        }
+        if let (Some(from), Some(at)) = (from, v["time"].as_str())
+            && humantime::parse_rfc3339_weak(at.trim_end_matches('Z')).is_ok_and(|t| t < from)
+        {
+            continue;
+        }
+        let req = &v["request"];
+        let (Some(p), Some(o)) = (req["path"].as_str(), req["operation"].as_str()) else {
+            continue;
+        };
+        if let Some(i) = which(&shapes, p, o) {
+            counts[i] += 1;
+        }
+    }
+    Ok(counts)
+}
+
+/// The report's line: each operation's count in the audit log beside the client's.
+pub fn agreement(names: &[String], audit: &[u64], client: &[u64]) -> String {
+    let parts: Vec<String> = names
+        .iter()
+        .zip(audit.iter().zip(client))
+        .map(|(n, (a, c))| {
+            if a == c {
+                format!("{n} {a} = {c}")
+            } else {
+                format!("{n} {a} vs client {c} ({:+})", *a as i64 - *c as i64)
+            }
+        })
+        .collect();
+    let exact = audit == client;
+    format!(
+        "audit log: {}: {}",
+        parts.join(", "),
+        if exact {
+            "exact agreement with the client's counts"
+        } else {
+            "differs from the client's counts"
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(method: &str, path: &str) -> Operation {
+        Operation::new(
+            "x",
+            RequestSpec {
+                method: method.into(),
+                path: vec![Piece::lit(path)],
+                headers: vec![],
+                body: None,
+                captured_headers: vec![],
+            },
+        )
+    }
+
+    #[test]
+    fn audit_responses_are_counted_per_operation() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        let line = |t: &str, o: &str, p: &str| {
+            format!(
+                r#"{{"type":"{t}","time":"2026-12-02T06:00:00.5Z","request":{{"operation":"{o}","path":"{p}"}}}}"#
+            )
+        };
+        let text = [
+            line("request", "read", "kv/data/s1"),
+            line("response", "read", "kv/data/s1"),
+            line("response", "update", "kv/data/s2"),
+            line("response", "read", "sys/host-info"),
+            line("response", "read", "kv/data/s3"),
+            "not json".into(),
+        ]
+        .join("\n");
+        std::fs::write(&log, text).unwrap();
+        let ops = [op("GET", "/v1/kv/data/s"), op("POST", "/v1/kv/data/s")];
+        assert_eq!(count(&log, &ops, None).unwrap(), vec![2, 1]);
+        let later = humantime::parse_rfc3339("2026-12-02T06:00:01Z").unwrap();
+        assert_eq!(count(&log, &ops, Some(later)).unwrap(), vec![0, 0]);
+        let names = ["kv-read".to_string(), "kv-write".to_string()];
+        assert_eq!(
+            agreement(&names, &[2, 1], &[2, 1]),
+            "audit log: kv-read 2 = 2, kv-write 1 = 1: exact agreement with the client's counts"
+        );
+        assert!(agreement(&names, &[2, 0], &[2, 1]).contains("kv-write 0 vs client 1 (-1)"));
+    }
+}

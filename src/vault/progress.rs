@@ -1,0 +1,186 @@
+//! The setup's progress and its phases' times. A long phase (secrets seeded, users
+//! created, secrets removed) shows one line on stderr: done/total, rate and ETA, redrawn
+//! in place once a second when stderr is a terminal, or, with `--progress`, one plain line
+//! a second and one when the phase ends; nothing with `--quiet`, or when stderr is not a
+//! terminal and `--progress` was not given (as the run's live line, `session/live.rs`).
+//! Every phase's name, count and time is kept (`SetupLog::phases`) for the report and
+//! the results file; `VBLAST_SETUP_TIMING=1` also prints each as it ends.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::stats::phases::SetupPhase;
+
+/// How progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Display {
+    Off,
+    /// One line redrawn in place (stderr is a terminal).
+    Redraw,
+    /// Plain lines (`--progress`, stderr not a terminal).
+    Lines,
+}
+
+impl Display {
+    /// As the run's live line decides: shown on a terminal, or anywhere with `progress`,
+    /// never with `quiet`.
+    pub fn new(quiet: bool, progress: bool) -> Display {
+        use std::io::IsTerminal;
+        let terminal = std::io::stderr().is_terminal();
+        match (quiet, terminal, progress) {
+            (true, _, _) | (false, false, false) => Display::Off,
+            (false, true, _) => Display::Redraw,
+            (false, false, true) => Display::Lines,
+        }
+    }
+}
+
+/// How often a phase's line is drawn.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// A session's setup (and cleanup) phases: how they are shown and what they took.
+#[derive(Debug)]
+pub struct SetupLog {
+    display: Display,
+    /// `VBLAST_SETUP_TIMING` is set: each phase's time on stderr as it ends.
+    timing: bool,
+    phases: Mutex<Vec<SetupPhase>>,
+}
+
+impl SetupLog {
+    pub fn new(display: Display) -> SetupLog {
+        SetupLog {
+            display,
+            timing: std::env::var_os("VBLAST_SETUP_TIMING").is_some(),
+            phases: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether `VBLAST_SETUP_TIMING` asks for the phases' times (and the ramp's steps).
+    pub fn timing(&self) -> bool {
+        self.timing
+    }
+
+    pub fn display(&self) -> Display {
+        self.display
+    }
+
+    /// Every phase ended so far, in order.
+    pub fn phases(&self) -> Vec<SetupPhase> {
+        self.phases.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// How many phases have ended.
+    pub fn len(&self) -> usize {
+        self.phases.lock().map_or(0, |p| p.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps a phase that ended: `count` things in `seconds`.
+    pub fn record(&self, name: &str, count: u64, seconds: f64) {
+        self.keep(SetupPhase::new(name, count, seconds));
+    }
+
+    fn keep(&self, phase: SetupPhase) {
+        if self.timing {
+            eprintln!("vblast: setup: {}", phase.text());
+        }
+        if let Ok(mut p) = self.phases.lock() {
+            p.push(phase);
+        }
+    }
+
+    /// A phase of `total` things starting now, with its progress line.
+    pub fn start(&self, name: &str, total: u64) -> PhaseLine<'_> {
+        let now = Instant::now();
+        PhaseLine {
+            log: self,
+            name: name.to_string(),
+            total,
+            start: now,
+            drawn: now,
+        }
+    }
+}
+
+/// One phase under way.
+pub struct PhaseLine<'a> {
+    log: &'a SetupLog,
+    name: String,
+    total: u64,
+    start: Instant,
+    drawn: Instant,
+}
+
+impl PhaseLine<'_> {
+    /// `done` of the total are done: the line, when a second has passed since the last.
+    pub fn show(&mut self, done: u64) {
+        let now = Instant::now();
+        if self.log.display == Display::Off || now.duration_since(self.drawn) < EVERY {
+            return;
+        }
+        self.drawn = now;
+        let line = self.line(done, now.duration_since(self.start).as_secs_f64());
+        match self.log.display {
+            Display::Redraw => eprint!("\r\x1b[2K  {line}"),
+            _ => eprintln!("progress: {line}"),
+        }
+    }
+
+    /// "kv seeding 5000/20000 1626/s ETA 9s".
+    fn line(&self, done: u64, elapsed: f64) -> String {
+        let rate = if elapsed > 0.0 {
+            done as f64 / elapsed
+        } else {
+            0.0
+        };
+        let eta = if rate > 0.0 {
+            format!("ETA {:.0}s", self.total.saturating_sub(done) as f64 / rate)
+        } else {
+            "ETA unknown".to_string()
+        };
+        format!("{} {done}/{} {rate:.0}/s {eta}", self.name, self.total)
+    }
+
+    /// The phase ended with `done` things done on `connections`: its line goes (a plain
+    /// line says how it ended), and its time is kept.
+    pub fn finish(self, done: u64, connections: usize) {
+        let seconds = self.start.elapsed().as_secs_f64();
+        match self.log.display {
+            Display::Redraw => eprint!("\r\x1b[2K"),
+            Display::Lines => eprintln!(
+                "progress: {} {done}/{} done in {seconds:.1}s",
+                self.name, self.total
+            ),
+            Display::Off => {}
+        }
+        self.log.keep(SetupPhase {
+            connections: connections as u64,
+            ..SetupPhase::new(&self.name, done, seconds)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_says_done_of_total_rate_and_eta() {
+        let log = SetupLog::new(Display::Off);
+        let p = log.start("kv seeding", 20000);
+        assert_eq!(p.line(5000, 2.0), "kv seeding 5000/20000 2500/s ETA 6s");
+        assert_eq!(p.line(0, 0.0), "kv seeding 0/20000 0/s ETA unknown");
+        p.finish(20000, 4);
+        log.record("kv mount", 1, 0.5);
+        let phases = log.phases();
+        assert_eq!(phases.len(), 2);
+        assert_eq!(phases[0].name, "kv seeding");
+        assert_eq!(phases[0].count, 20000);
+        assert_eq!(phases[0].connections, 4);
+        assert_eq!(phases[1].text(), "kv mount 0.500s");
+    }
+}
