@@ -419,7 +419,8 @@ impl<'p> H2Loop<'p> {
     }
 
     fn on_event(&mut self, i: usize, readable: bool, now: Instant) {
-        match self.links[i].phase {
+        let was = self.links[i].phase;
+        match was {
             LinkPhase::Connecting => {
                 let Some(stream) = self.links[i].stream.as_mut() else {
                     return;
@@ -449,6 +450,13 @@ impl<'p> H2Loop<'p> {
             }
             LinkPhase::Unopened | LinkPhase::Backoff => {}
         }
+        // Opened by this event: a server sends its SETTINGS as soon as it accepts (nginx
+        // does), so what is already there is read now; its readiness came with this event
+        // and will not come again (edge-triggered).
+        if was != LinkPhase::Open && self.links[i].phase == LinkPhase::Open {
+            self.read(i, now);
+            self.flush(i, now);
+        }
     }
 
     fn handshake(&mut self, i: usize, now: Instant) {
@@ -457,6 +465,9 @@ impl<'p> H2Loop<'p> {
         };
         match stream.handshake() {
             Ok(Handshake::Done) => {
+                // Its own clock: the event batch's `now` may predate this handshake's
+                // last flight, read in the same batch as the connect.
+                let now = Instant::now();
                 if stream.is_tls() {
                     self.stats.tls_resumed += u64::from(stream.resumed());
                     let l = &self.links[i];

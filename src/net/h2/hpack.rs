@@ -296,8 +296,10 @@ impl Hpack {
     /// The `:status` of a response header block (0: none), the table kept in step.
     pub fn status(&mut self, block: &[u8]) -> Result<u16, HpackError> {
         let mut status = 0u16;
-        self.decode(block, false, &mut |_, v| {
-            if v.len() == 3 && v.iter().all(u8::is_ascii_digit) {
+        // Only `:status` sets it: literals entering the table (`content-length: 147`)
+        // are handed over too.
+        self.decode(block, false, &mut |n, v| {
+            if n == b":status" && v.len() == 3 && v.iter().all(u8::is_ascii_digit) {
                 status = v.iter().fold(0, |a, &d| a * 10 + u16::from(d - b'0'));
             }
         })?;
@@ -408,6 +410,16 @@ mod tests {
             d.status(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]),
             Err(HpackError::Integer)
         );
+    }
+
+    #[test]
+    fn an_indexed_literal_of_three_digits_is_not_the_status() {
+        // nginx: `:status: 200` indexed, then `content-length: 147` with incremental
+        // indexing (name index 28), the value raw.
+        let mut d = Hpack::default();
+        assert_eq!(d.status(&[0x88, 0x5c, 0x03, b'1', b'4', b'7']), Ok(200));
+        // The next block's `content-length` from the table (index 62) is not the status.
+        assert_eq!(d.status(&[0x89, 0xbe]), Ok(204));
     }
 
     #[test]
