@@ -79,4 +79,23 @@ pub struct LoadArgs {
     /// Do not pin event-loop threads to cores.
     #[arg(long)]
     pub no_pin: bool,
+
+    /// Speak HTTP/2: h2 negotiated by ALPN over TLS (exit 2, naming what the server
+    /// chose, when it does not offer h2). docs/http2.md.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// Speak HTTP/2 on plain TCP without asking (h2c with prior knowledge, as nginx's
+    /// `listen ... http2` accepts; Go's server does not).
+    #[arg(long, conflicts_with = "http2")]
+    pub http2_prior_knowledge: bool,
+
+    /// With --http2: a server that does not offer h2 is loaded over HTTP/1.1, with a note.
+    #[arg(long, requires = "http2")]
+    pub http2_fallback: bool,
+
+    /// HTTP/2: concurrent streams per connection (h2load's -m; default 1), capped by the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS (the report says what it allowed).
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
 }

@@ -223,6 +223,7 @@ impl Flags<'_> {
             respect_retry_after: args.load.respect_retry_after,
             no_forwarding: args.load.no_forwarding,
             follow_redirects: args.load.follow_redirects,
+            http2: self.http2()?,
             spread: crate::config::spread::Spread {
                 shard: args.shard.shard.unwrap_or_default(),
                 start_at: args.shard.start_at.clone(),
@@ -232,6 +233,29 @@ impl Flags<'_> {
                 .map_err(Error::input)?,
             },
         })
+    }
+
+    /// `--http2`, `--http2-prior-knowledge`, `--http2-fallback` and `--streams`.
+    fn http2(&self) -> Result<Option<crate::net::h2::Http2Options>, Error> {
+        let l = &self.args.load;
+        let streams = match l.streams {
+            Some(0) => return Err(Error::input("--streams must be at least 1")),
+            Some(n) => n,
+            None => 1,
+        };
+        if !(l.http2 || l.http2_prior_knowledge) {
+            if l.streams.is_some() {
+                return Err(Error::input(
+                    "--streams needs --http2 or --http2-prior-knowledge",
+                ));
+            }
+            return Ok(None);
+        }
+        Ok(Some(crate::net::h2::Http2Options {
+            prior_knowledge: l.http2_prior_knowledge,
+            streams,
+            fallback: l.http2_fallback,
+        }))
     }
 
     /// Checks flag combinations that clap cannot express.

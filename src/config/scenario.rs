@@ -83,6 +83,9 @@ pub struct Load {
     /// Shard, start instant, source addresses (`src/config/spread.rs`).
     #[serde(default)]
     pub spread: crate::config::spread::Spread,
+    /// HTTP/2 (`--http2`, `--http2-prior-knowledge`, `-m`); None: HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<crate::net::h2::Http2Options>,
 }
 
 impl Load {
@@ -103,6 +106,7 @@ impl Load {
             respect_retry_after: false,
             no_forwarding: false,
             follow_redirects: false,
+            http2: None,
             spread: Default::default(),
         }
     }

@@ -22,6 +22,14 @@ pub enum EngineError {
     HeldWithoutKeepalive,
     #[error("a held run cannot change between the open and the closed model")]
     HeldModelChanged,
+    /// `--http2` against a TLS server that does not offer h2 by ALPN.
+    #[error(
+        "--http2: the server at {addr} does not offer h2 by ALPN (it chose {chosen}); add --http2-fallback to run over HTTP/1.1"
+    )]
+    NoH2 { addr: String, chosen: String },
+    /// Something HTTP/2 runs do not do yet (docs/http2.md).
+    #[error("{0}")]
+    Http2Unsupported(&'static str),
 }
 
 impl From<EngineError> for Cause {

@@ -53,6 +53,11 @@ pub fn run_held_at(
     }
     let threads = plan.threads_here;
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
+    if plan.http2.is_some() {
+        return Err(EngineError::Http2Unsupported(
+            "HTTP/2 runs do not support held steps (sweeps) yet (docs/http2.md): run it over HTTP/1.1",
+        ));
+    }
     let workers = build_workers(plan, progress.map(|_| &report))?;
     drop(report);
     let (done, dones) = crossbeam_channel::unbounded();

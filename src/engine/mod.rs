@@ -12,6 +12,7 @@
 
 mod conn;
 mod error;
+mod h2;
 mod held;
 mod hop;
 mod lifecycle;
@@ -75,6 +76,9 @@ pub struct EnginePlan {
     /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/net/redirect.rs).
     #[serde(default)]
     pub follow_redirects: bool,
+    /// HTTP/2 (`src/engine/h2.rs`); None: HTTP/1.1.
+    #[serde(default)]
+    pub http2: Option<crate::net::h2::Http2Options>,
 }
 
 impl EnginePlan {
@@ -149,7 +153,58 @@ pub fn run(
 ) -> Result<Stats, EngineError> {
     // Threads report progress over a bounded channel they never block on.
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(plan.threads_here * 4);
-    let workers = build_workers(plan, progress.map(|_| &report))?;
+    let sender = progress.map(|_| &report);
+    // The protocol is chosen here, once: each has its own event loop.
+    if let Some(fallback) = alpn_refusal(plan)? {
+        // --http2-fallback: the server speaks no h2, the run is HTTP/1.1, and says so.
+        let plan = EnginePlan {
+            http2: None,
+            ..plan.clone()
+        };
+        let mut stats = run(&plan, stop, gate, progress)?;
+        stats.note(&fallback, 1);
+        return Ok(stats);
+    }
+    if plan.http2.is_some() {
+        let workers = build_h2_workers(plan, sender)?;
+        run_workers(plan, workers, stop, gate, progress, (report, reports))
+    } else {
+        let workers = build_workers(plan, sender)?;
+        run_workers(plan, workers, stop, gate, progress, (report, reports))
+    }
+}
+
+/// An event-loop thread's work, whichever protocol it speaks.
+trait Loop: Send {
+    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError>;
+}
+
+impl Loop for EventLoop<'_> {
+    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
+        self.run(stop, gate)
+    }
+}
+
+impl Loop for h2::H2Loop<'_> {
+    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
+        self.run(stop, gate)
+    }
+}
+
+type Reports = (
+    crossbeam_channel::Sender<(usize, Totals)>,
+    crossbeam_channel::Receiver<(usize, Totals)>,
+);
+
+/// Runs the workers on their threads (pinned), relays their progress, merges their results.
+fn run_workers<W: Loop>(
+    plan: &EnginePlan,
+    workers: Vec<(W, Option<core_affinity::CoreId>)>,
+    stop: &Stop,
+    gate: &dyn StartGate,
+    progress: Option<ProgressFn<'_>>,
+    (report, reports): Reports,
+) -> Result<Stats, EngineError> {
     let results: Vec<Result<Stats, EngineError>> = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
@@ -158,7 +213,7 @@ pub fn run(
                     if let Some(c) = core {
                         core_affinity::set_for_current(c);
                     }
-                    worker.run(stop, gate)
+                    worker.go(stop, gate)
                 })
             })
             .collect();
@@ -183,14 +238,9 @@ pub fn run(
     Ok(total)
 }
 
-/// Every event-loop thread's worker and the core it is pinned to, built before any thread
-/// starts, so that a failure (no event loop, no timer) is one message, not a thread gone
-/// missing while the others wait at the gate. `report`: where progress goes, if anywhere.
-fn build_workers<'p>(
-    plan: &'p EnginePlan,
-    report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
-) -> Result<Vec<(EventLoop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
-    let tls = match (&plan.tls, plan.target.is_tls()) {
+/// The TLS connector every thread copies (None: plain TCP).
+fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
+    Ok(match (&plan.tls, plan.target.is_tls()) {
         (Some(opts), true) => Some(TlsConnector {
             config: {
                 // The engine seals and opens records itself after the handshake
@@ -198,6 +248,10 @@ fn build_workers<'p>(
                 let mut config =
                     (*crate::net::tls::client_config(opts).map_err(tls_error)?).clone();
                 config.enable_secret_extraction = true;
+                if plan.http2.is_some() {
+                    // ALPN: h2 first; http/1.1 so that a server without h2 says so.
+                    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                }
                 Arc::new(config)
             },
             name: crate::net::tls::server_name(opts, &plan.target.host).map_err(tls_error)?,
@@ -214,20 +268,94 @@ fn build_workers<'p>(
             return Err(EngineError::NoTlsSettings);
         }
         _ => None,
+    })
+}
+
+/// `--http2` over TLS: asks the server which protocol it chooses by ALPN before any load.
+/// Ok(None): it chose h2 (or the run does not ask); Ok(Some(note)): it did not, and
+/// `--http2-fallback` lets the run go on over HTTP/1.1; otherwise the refusal.
+fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
+    let Some(h2) = plan.http2 else {
+        return Ok(None);
     };
-    let requests = requests::Requests::build(plan);
+    if h2.prior_knowledge || !plan.target.is_tls() || h2::unsupported(plan).is_some() {
+        return Ok(None);
+    }
+    let Some(tls) = connector(plan)? else {
+        return Ok(None);
+    };
+    let chosen = crate::net::tls::negotiated_alpn(
+        tls.config.clone(),
+        tls.name.clone(),
+        plan.target.addr(),
+        plan.timeout.min(std::time::Duration::from_secs(10)),
+    )
+    .map_err(tls_error)?;
+    if chosen.as_deref() == Some(b"h2") {
+        return Ok(None);
+    }
+    let chosen = match chosen {
+        Some(p) => String::from_utf8_lossy(&p).into_owned(),
+        None => "no protocol".into(),
+    };
+    if !h2.fallback {
+        return Err(EngineError::NoH2 {
+            addr: plan.target.base(),
+            chosen,
+        });
+    }
+    Ok(Some(format!(
+        "--http2-fallback: the server offers no h2 by ALPN (it chose {chosen}): this run is HTTP/1.1"
+    )))
+}
+
+/// The core each local thread is pinned to.
+fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId> {
     let cores = if plan.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
         Vec::new()
     };
+    move |global| (!cores.is_empty()).then(|| cores[global % cores.len()])
+}
+
+/// Every event-loop thread's worker and the core it is pinned to, built before any thread
+/// starts, so that a failure (no event loop, no timer) is one message, not a thread gone
+/// missing while the others wait at the gate. `report`: where progress goes, if anywhere.
+fn build_workers<'p>(
+    plan: &'p EnginePlan,
+    report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
+) -> Result<Vec<(EventLoop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
+    let tls = connector(plan)?;
+    let requests = requests::Requests::build(plan);
+    let core = core_of(plan);
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
         let mut worker = EventLoop::new(plan, global, requests.clone(), tls.clone())?;
         worker.report = report.map(|r| (local, r.clone()));
-        let core = (!cores.is_empty()).then(|| cores[global % cores.len()]);
-        workers.push((worker, core));
+        workers.push((worker, core(global)));
+    }
+    Ok(workers)
+}
+
+/// As `build_workers`, for HTTP/2 (`h2.rs`): refused where it does not apply yet.
+fn build_h2_workers<'p>(
+    plan: &'p EnginePlan,
+    report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
+) -> Result<Vec<(h2::H2Loop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
+    if let Some(what) = h2::unsupported(plan) {
+        return Err(EngineError::Http2Unsupported(what));
+    }
+    let tls = connector(plan)?;
+    let requests = requests::Requests::build(plan);
+    let core = core_of(plan);
+    let mut workers = Vec::with_capacity(plan.threads_here);
+    for local in 0..plan.threads_here {
+        let global = plan.thread_offset + local;
+        let mut worker = h2::H2Loop::new(plan, global, requests.clone(), tls.clone())?;
+        worker.report = report.map(|r| (local, r.clone()));
+        workers.push((worker, core(global)));
     }
     Ok(workers)
 }

@@ -98,6 +98,37 @@ fn fresh_stats(plan: &EnginePlan) -> Stats {
     s
 }
 
+/// For each operation, what to send instead while the slot it needs is empty: the
+/// operation that captures it (itself if it needs none).
+pub(super) fn producers(plan: &EnginePlan) -> Vec<usize> {
+    plan.ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            o.needs
+                .and_then(|slot| {
+                    plan.ops
+                        .iter()
+                        .position(|p| p.capture.as_ref().is_some_and(|c| c.slot == slot))
+                })
+                .unwrap_or(i)
+        })
+        .collect()
+}
+
+/// A pacer that hands out nothing (and is never finished) until the real schedule is set.
+pub(super) fn idle_pacer(now: Instant) -> Pacer {
+    Pacer::open(
+        now + Duration::from_secs(86_400 * 365),
+        Duration::ZERO,
+        None,
+        None,
+        &Schedule::Constant { rate: 1.0 },
+        0,
+        1,
+    )
+}
+
 impl<'p> EventLoop<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
@@ -128,21 +159,7 @@ impl<'p> EventLoop<'p> {
         let conns = (0..mine)
             .map(|_| Conn::new(now, Captures::with_slots(slots, CAPTURE_BYTES)))
             .collect();
-        // For each operation, what to send instead while its slot is empty.
-        let producers = plan
-            .ops
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                o.needs
-                    .and_then(|slot| {
-                        plan.ops
-                            .iter()
-                            .position(|p| p.capture.as_ref().is_some_and(|c| c.slot == slot))
-                    })
-                    .unwrap_or(i)
-            })
-            .collect();
+        let producers = producers(plan);
         Ok(EventLoop {
             plan,
             global,
@@ -166,16 +183,7 @@ impl<'p> EventLoop<'p> {
             stats: fresh_stats(plan),
             status: Box::new([0; 1000]),
             producers,
-            // Hands out nothing (and is never finished) until the real schedule is set.
-            pacer: Pacer::open(
-                now + Duration::from_secs(86_400 * 365),
-                Duration::ZERO,
-                None,
-                None,
-                &Schedule::Constant { rate: 1.0 },
-                0,
-                1,
-            ),
+            pacer: idle_pacer(now),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             windows: crate::stats::nodes::WindowTracker::default(),
             route_seen: 0,

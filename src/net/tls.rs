@@ -351,6 +351,27 @@ pub fn blocking_handshake<S: std::io::Read + std::io::Write>(
     Ok(())
 }
 
+/// The protocol the server at `addr` chooses by ALPN from what `config` offers (one
+/// blocking handshake before the run; None: it chose none). `--http2` asks this first.
+pub fn negotiated_alpn(
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+    addr: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> Result<Option<Vec<u8>>, TlsError> {
+    let host_port = addr.to_string();
+    let refused = |e: std::io::Error| TlsError::Handshake {
+        text: format!("cannot connect to {host_port}: {}", io_text(&e)),
+        timed_out: e.kind() == std::io::ErrorKind::TimedOut,
+    };
+    let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(refused)?;
+    sock.set_read_timeout(Some(timeout)).map_err(refused)?;
+    sock.set_write_timeout(Some(timeout)).map_err(refused)?;
+    let mut conn = rustls::ClientConnection::new(config, name).map_err(TlsError::Setup)?;
+    blocking_handshake(&mut conn, &mut sock, &host_port)?;
+    Ok(conn.alpn_protocol().map(<[u8]>::to_vec))
+}
+
 /// One clear message for a failed handshake.
 pub fn handshake_error(e: &std::io::Error, first: &[u8], host_port: &str) -> String {
     use std::io::ErrorKind;

@@ -68,6 +68,9 @@ struct HandshakeBuffers {
     incoming: Vec<u8>,
     /// Encoded, not yet written.
     outgoing: Vec<u8>,
+    /// Application data the server sent before the handshake was done here (an HTTP/2
+    /// server's SETTINGS), as rustls decrypted it: the record layer's first read.
+    early: Vec<u8>,
 }
 
 /// One thread's buffers for every handshake it drives, one at a time: the bytes read from
@@ -145,6 +148,7 @@ fn drive(
     tcp: &mut TcpStream,
     conn: &mut UnbufferedClientConnection,
     s: &mut Scratch,
+    early: &mut Vec<u8>,
 ) -> io::Result<bool> {
     loop {
         // Whatever rustls asked to send goes out first.
@@ -179,6 +183,17 @@ fn drive(
             }
             Ok(ConnectionState::BlockedHandshake) => HandshakeStep::Read,
             Ok(ConnectionState::WriteTraffic(_)) => HandshakeStep::Done,
+            // The server spoke first (an HTTP/2 server's SETTINGS) in the flight that ends
+            // the handshake: rustls has decrypted it already (and counted it in `discard`),
+            // so its plaintext is kept for the record layer's first read.
+            Ok(ConnectionState::ReadTraffic(mut r)) => {
+                while let Some(record) = r.next_record() {
+                    let record =
+                        record.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    early.extend_from_slice(record.payload);
+                }
+                HandshakeStep::Again
+            }
             Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
                 return Err(closed_in_handshake());
             }
@@ -225,6 +240,7 @@ impl TlsStream {
                 conn,
                 incoming: Vec::new(),
                 outgoing: Vec::new(),
+                early: Vec::new(),
             })),
         })
     }
@@ -239,7 +255,7 @@ impl TlsStream {
         let tcp = &mut self.tcp;
         let done = SCRATCH.with_borrow_mut(|s| {
             s.load(h);
-            let done = drive(tcp, &mut h.conn, s);
+            let done = drive(tcp, &mut h.conn, s, &mut h.early);
             s.store(h);
             done
         })?;
@@ -263,6 +279,7 @@ impl TlsStream {
             tx: Direction::new(secrets.tx.1, secrets.tx.0, tls13)?,
             rx: Direction::new(secrets.rx.1, secrets.rx.0, tls13)?,
             carry: h.incoming,
+            early: h.early,
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
@@ -383,6 +400,8 @@ struct Records {
     rx: Direction,
     /// Bytes of an incomplete record, carried to the next read.
     carry: Vec<u8>,
+    /// Plaintext received during the handshake, handed out before anything read later.
+    early: Vec<u8>,
     /// The start of a post-handshake message split across records.
     handshake: Vec<u8>,
     /// Sealed records not yet written, and how much of them was.
@@ -459,10 +478,26 @@ impl Records {
             if self.closed {
                 return Ok((0, true));
             }
+            if !self.early.is_empty() {
+                // Not drained: the caller reads again, for what the socket holds.
+                let n = self.early.len().min(buf.len());
+                buf[..n].copy_from_slice(&self.early[..n]);
+                self.early.drain(..n);
+                return Ok((n, false));
+            }
             let have = self.take_carry(buf)?;
             let space = buf.len() - have;
             let n = match tcp.read(&mut buf[have..]) {
                 Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && have > 0 => {
+                    // Whole records may be carried (the handshake read them with its last
+                    // flight): opened now, as no readiness event will bring them again.
+                    let plain = self.received(buf, have)?;
+                    if plain > 0 {
+                        return Ok((plain, true));
+                    }
+                    return Err(e);
+                }
                 Err(e) => {
                     self.carry.extend_from_slice(&buf[..have]);
                     return Err(e);
@@ -725,6 +760,7 @@ pub mod fuzz {
                 explicit: gcm && !tls13,
             },
             carry: Vec::new(),
+            early: Vec::new(),
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
@@ -848,6 +884,7 @@ mod tests {
             tx: dir(alg, &key, tls13),
             rx: dir(alg, &key, tls13),
             carry: Vec::new(),
+            early: Vec::new(),
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
@@ -1138,6 +1175,7 @@ mod tests {
                 tx: dir(),
                 rx: dir(),
                 carry: Vec::new(),
+                early: Vec::new(),
                 handshake: Vec::new(),
                 out: Vec::new(),
                 out_sent: 0,

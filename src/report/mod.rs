@@ -179,6 +179,9 @@ pub struct RunInfo {
     pub model: Model,
     pub target_rate: Option<f64>,
     pub keepalive: bool,
+    /// "HTTP/1.1", "HTTP/2 (h2)" or "HTTP/2 (h2c)" (`Http2Options::name`).
+    #[serde(default = "http11")]
+    pub protocol: String,
     pub warmup_s: f64,
     /// Whether the run was stopped early (Ctrl-C).
     pub interrupted: bool,
@@ -206,6 +209,7 @@ impl RunInfo {
             model: Model::Closed,
             target_rate: None,
             keepalive: true,
+            protocol: http11(),
             warmup_s: 0.0,
             interrupted: false,
             setup_s: 0.0,
@@ -213,6 +217,10 @@ impl RunInfo {
             setup_phases: Vec::new(),
         }
     }
+}
+
+fn http11() -> String {
+    "HTTP/1.1".into()
 }
 
 /// The one summary every format renders.
@@ -274,6 +282,9 @@ pub struct Summary {
     /// What the nodes did during the run, sampled on them (src/server_stats/).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server_stats::ServerSummary>,
+    /// HTTP/2: streams asked and allowed, resets, GOAWAYs (`src/stats/http2.rs`).
+    #[serde(skip_serializing_if = "crate::stats::http2::H2Figures::is_empty")]
+    pub http2: crate::stats::http2::H2Figures,
     #[serde(skip)]
     pub latency_hist: Hist,
     #[serde(skip)]
@@ -412,6 +423,7 @@ impl Summary {
         let open = run.model == Model::Open;
         let ab = ab_facts(stats, requests);
         Summary {
+            http2: stats.http2.clone(),
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             requests,
             ok,
@@ -560,11 +572,17 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
     } else {
         "new connection per request"
     };
+    let protocol = if r.protocol == "HTTP/1.1" || r.protocol.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", r.protocol)
+    };
     writeln!(
         o,
-        "Target: {}  ({} connections, {} threads{processes}, {connections}, {model})",
+        "Target: {}  ({} connections, {} threads{processes}, {connections}, {model}{protocol})",
         r.target, r.connections, r.threads
     )?;
+    write_http2(&s.http2, o)?;
     if r.interrupted {
         writeln!(
             o,
@@ -572,6 +590,40 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
         )?;
     }
     Ok(())
+}
+
+/// HTTP/2's line under the header: the streams asked for and allowed, and what the
+/// server reset or sent away.
+fn write_http2(
+    h: &crate::stats::http2::H2Figures,
+    o: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    if h.is_empty() {
+        return Ok(());
+    }
+    let limit = match h.server_limit {
+        0 => "the server set no limit".to_string(),
+        n => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS {n}"),
+    };
+    write!(
+        o,
+        "HTTP/2: {} streams per connection asked, {} allowed ({limit})",
+        h.streams_asked, h.streams_allowed
+    )?;
+    for (what, map) in [
+        ("RST_STREAM", &h.resets),
+        ("GOAWAY", &h.goaways),
+        ("connection errors", &h.conn_errors),
+    ] {
+        if !map.is_empty() {
+            let list: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            write!(o, "; {what}: {}", list.join(", "))?;
+        }
+    }
+    if h.resent > 0 {
+        write!(o, "; {} requests re-sent on a new stream", h.resent)?;
+    }
+    writeln!(o)
 }
 
 #[cfg(test)]

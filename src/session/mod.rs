@@ -607,6 +607,7 @@ impl Session {
             respect_retry_after: load.respect_retry_after,
             spread: load.spread.clone(),
             follow_redirects: load.follow_redirects,
+            http2: load.http2,
         }
     }
 

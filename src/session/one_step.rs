@@ -341,6 +341,7 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         },
         target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
         keepalive: scenario.load.keepalive,
+        protocol: crate::net::h2::Http2Options::name(scenario.load.http2),
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: false,
         setup_s: 0.0,

@@ -3,6 +3,7 @@
 //! of their percentiles (`interval`).
 
 pub mod figures;
+pub mod http2;
 pub mod interval;
 pub mod nodes;
 pub mod phases;
@@ -640,6 +641,12 @@ pub struct Stats {
     /// Largest `X-Ratelimit-Limit` seen on a throttled answer.
     #[serde(default)]
     pub ratelimit_limit: u64,
+    /// An HTTP/2 run's own counts (`src/stats/http2.rs`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::stats::http2::H2Figures::is_empty"
+    )]
+    pub http2: crate::stats::http2::H2Figures,
     /// What the server said with each failed status: the first line of the first such
     /// answer's body, redacted (`failed_answer`; at most `MAX_LENGTHS` statuses).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -716,6 +723,7 @@ impl Stats {
         self.redirects += o.redirects;
         self.followed += o.followed;
         self.ratelimit_limit = self.ratelimit_limit.max(o.ratelimit_limit);
+        self.http2.merge(&o.http2);
         for (code, text) in &o.failed_answers {
             if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(code) {
                 self.failed_answers.insert(*code, text.clone());

@@ -52,19 +52,10 @@ mod tests {
         }
         stats.elapsed_s = secs;
         let run = RunInfo {
-            target: "http://127.0.0.1:1".into(),
             operation: "GET".into(),
-            connections: 1,
-            threads: 1,
-            processes: 1,
             model: Model::Open,
             target_rate: Some(10.0),
-            keepalive: true,
-            warmup_s: 0.0,
-            interrupted: false,
-            setup_s: 0.0,
-            cleanup_s: 0.0,
-            setup_phases: Vec::new(),
+            ..RunInfo::sample("http://127.0.0.1:1", 1)
         };
         Results::build(
             run,

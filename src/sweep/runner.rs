@@ -307,6 +307,7 @@ impl Steps<'_> {
             model: spec.model,
             target_rate: step_load.schedule.as_ref().map(|s| s.peak_rate()),
             keepalive: step_load.keepalive,
+            protocol: crate::net::h2::Http2Options::name(step_load.http2),
             warmup_s: step_load.warmup.as_secs_f64(),
             interrupted: false,
             setup_s: 0.0,

@@ -104,6 +104,7 @@ fn each_connection_logs_in_then_uses_its_own_token() {
         respect_retry_after: false,
         spread: Default::default(),
         follow_redirects: false,
+        http2: None,
     };
     let stats = engine::run(&plan, &Stop::new(), &LocalGate::new(2), None).unwrap();
     let [logins, selfs, lookups] = [0, 1, 2].map(|i| stats.ops[i].requests);

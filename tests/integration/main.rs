@@ -16,6 +16,7 @@ mod faults;
 mod harness;
 mod hosts;
 mod html;
+mod http2;
 mod lifecycle;
 mod margin;
 mod messages;

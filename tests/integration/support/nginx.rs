@@ -102,6 +102,30 @@ impl Nginx {
         (ng, moved)
     }
 
+    /// nginx speaking HTTP/2 (tests/integration/http2.rs): `listen ... ssl http2` with a
+    /// generated CA (`ca_cert` set) when `tls`, else `listen ... http2` (h2c); with
+    /// `http_snippet` at the `http { }` level and `server_snippet` in the server.
+    pub fn start_h2(tls: bool, http_snippet: &str, server_snippet: &str) -> Nginx {
+        if !tls {
+            return Self::start_full(" http2", http_snippet, server_snippet, None);
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("vblast-certs-")
+            .tempdir()
+            .unwrap();
+        let files = gen_tls_files(dir.path());
+        let snippet = format!(
+            "ssl_certificate {};\n    ssl_certificate_key {};\n    {server_snippet}\n",
+            files.cert.display(),
+            files.key.display()
+        );
+        let mut ng = Self::start_full(" ssl http2", http_snippet, &snippet, None);
+        let own = ng.prefix().join("ca.pem");
+        fs::copy(&files.ca_cert, &own).unwrap();
+        ng.ca_cert = Some(own);
+        ng
+    }
+
     /// The nginx prefix directory (config, logs, pid file).
     pub fn prefix(&self) -> &Path {
         self.tempdir.path()

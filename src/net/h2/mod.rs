@@ -1,0 +1,52 @@
+//! HTTP/2 on the wire (RFC 9113), for the load engine's HTTP/2 connections
+//! (`src/engine/h2.rs`): `frame` the frame codec, `conn` one client connection as a
+//! state machine over bytes (preface, SETTINGS, flow control, streams, GOAWAY), and
+//! `request` requests as header blocks, from the HTTP/1.1 bytes of a request template,
+//! what does not change per request encoded once.
+//!
+//! HPACK: the crates looked at were `hpack` (no release since 2016), its maintained fork
+//! `loona-hpack` (fluke-hpack's successor, by the loona server's authors) and
+//! `httlib-hpack` (decodes into owned vectors per field). `loona-hpack` decodes the
+//! dynamic table and Huffman strings as Go's server (OpenBao, Vault) and nginx send them,
+//! but its block decoder builds a Huffman hash table per string: measured, most of the
+//! client's CPU and ~200 allocations per response. So `hpack` walks the blocks itself
+//! (RFC 7541 appendix C vectors and a fuzz target) and uses `loona-hpack`'s Huffman
+//! decoder, built once per connection, for the strings it must decode. Requests are encoded by
+//! `request` itself: literals that never touch the dynamic table, which is a few lines of
+//! RFC 7541 §5 and §6.2 and keeps the block the same on every connection.
+//! `Http2Options` is what a run asks for, as the commands parse it.
+
+pub mod conn;
+pub mod frame;
+pub mod hpack;
+pub mod request;
+
+pub use conn::{ConnError, ConnState, Event, H2Conn, Local, StreamState};
+
+/// How a run speaks HTTP/2 (`--http2`, `--http2-prior-knowledge`, `-m`), parsed once by
+/// the commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Http2Options {
+    /// h2c on plain TCP without asking (prior knowledge); else `h2` by ALPN over TLS.
+    pub prior_knowledge: bool,
+    /// Concurrent streams per connection asked for (`-m`, at least 1).
+    pub streams: u32,
+    /// A TLS server that does not offer `h2`: HTTP/1.1 with a note instead of exit 2.
+    pub fallback: bool,
+}
+
+impl Http2Options {
+    /// The protocol a run speaks, as the report header and the results file name it.
+    pub fn name(h2: Option<Http2Options>) -> String {
+        match h2 {
+            None => "HTTP/1.1",
+            Some(h) if h.prior_knowledge => "HTTP/2 (h2c)",
+            Some(_) => "HTTP/2 (h2)",
+        }
+        .into()
+    }
+}
+
+/// The receive window of each stream: 1 MiB, so that a 1 MiB KV value needs one round of
+/// WINDOW_UPDATEs at most.
+pub const STREAM_WINDOW: u32 = 1 << 20;

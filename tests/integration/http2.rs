@@ -1,0 +1,249 @@
+//! HTTP/2 end to end (docs/http2.md) against real servers: nginx with `listen ... ssl
+//! http2` (ALPN h2) and `listen ... http2` (h2c), with a lowered
+//! `http2_max_concurrent_streams`, a `keepalive_requests` that sends GOAWAY mid-run and a
+//! 1 MiB response; nginx without h2 for the ALPN refusal; OpenBao `-dev-tls` (Go's HTTP/2
+//! server) for a Vault operation, with `ss` showing one TCP connection per `-c`; and
+//! `nghttp` as an independent client where the frame sequence matters.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::nginx::Nginx;
+use crate::support::openbao::OpenBao;
+use crate::support::run::{Out, run};
+use crate::support::vblast::{env_cmd, url_cmd};
+use serde_json::Value;
+
+/// A run of `n` requests that all succeeded; its JSON report.
+fn all_ok(r: &Out, n: u64) -> Value {
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["requests"], n, "{}", r.show());
+    assert_eq!(j["ok"], n, "{}", r.show());
+    j
+}
+
+/// `vblast run URL` over HTTP/2 with `extra` flags, as JSON.
+fn h2_run(ng: &Nginx, path: &str, extra: &[&str]) -> Out {
+    let url = format!("{}{path}", ng.addr);
+    let mut args = vec![url.as_str(), "--format", "json"];
+    let ca;
+    if let Some(c) = &ng.ca_cert {
+        ca = c.display().to_string();
+        args.extend(["--http2", "--ca-cert", ca.as_str()]);
+    } else {
+        args.push("--http2-prior-knowledge");
+    }
+    args.extend(extra);
+    run(url_cmd(&args))
+}
+
+#[test]
+fn h2_by_alpn_and_h2c_carry_many_streams_per_connection() {
+    for tls in [true, false] {
+        let ng = Nginx::start_h2(tls, "", "");
+        let r = h2_run(
+            &ng,
+            "/v1/kv/data/foo",
+            &["-c", "2", "--streams", "8", "-n", "800"],
+        );
+        let j = all_ok(&r, 800);
+        assert_eq!(j["status"]["200"], 800, "{}", r.show());
+        let want = if tls { "HTTP/2 (h2)" } else { "HTTP/2 (h2c)" };
+        assert_eq!(j["run"]["protocol"], want, "{}", r.show());
+        assert_eq!(j["http2"]["streams_asked"], 8, "{j}");
+        assert_eq!(j["http2"]["streams_allowed"], 8, "{j}");
+        // One connection per -c: 400 requests each, under nginx's keepalive_requests 1000.
+        assert_eq!(j["connections_opened"], 2, "{j}");
+    }
+    // The text report's header names the protocol and the streams allowed.
+    let ng = Nginx::start_h2(false, "", "");
+    let url = format!("{}/v1/x", ng.addr);
+    let r = run(url_cmd(&[
+        &url,
+        "--http2-prior-knowledge",
+        "--streams",
+        "4",
+        "-c",
+        "1",
+        "-n",
+        "50",
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.stdout.contains("HTTP/2 (h2c)"), "{}", r.show());
+    assert!(
+        r.stdout
+            .contains("4 streams per connection asked, 4 allowed"),
+        "{}",
+        r.show()
+    );
+}
+
+#[test]
+fn the_servers_max_concurrent_streams_caps_the_streams_and_is_reported() {
+    let ng = Nginx::start_h2(true, "http2_max_concurrent_streams 3;", "");
+    let r = h2_run(&ng, "/v1/x", &["-c", "2", "--streams", "50", "-n", "600"]);
+    let j = all_ok(&r, 600);
+    assert_eq!(j["http2"]["streams_asked"], 50, "{j}");
+    assert_eq!(j["http2"]["streams_allowed"], 3, "{j}");
+    assert_eq!(j["http2"]["server_limit"], 3, "{j}");
+    // Never above the limit: nginx would have refused (reset) a stream over it.
+    assert!(
+        j["http2"]["resets"]
+            .as_object()
+            .is_none_or(|m| m.is_empty()),
+        "{j}"
+    );
+}
+
+#[test]
+fn goaway_mid_run_completes_what_it_covered_and_resends_the_rest() {
+    // nginx sends GOAWAY after 40 requests on a connection: every request still succeeds,
+    // over connections opened again.
+    let ng = Nginx::start_h2(false, "", "keepalive_requests 40;");
+    let r = h2_run(&ng, "/v1/x", &["-c", "2", "--streams", "8", "-n", "1000"]);
+    let j = all_ok(&r, 1000);
+    let goaways = j["http2"]["goaways"]["NO_ERROR"].as_u64().unwrap_or(0);
+    assert!(goaways >= 10, "{j}");
+    assert!(j["connections_opened"].as_u64().unwrap() >= 20, "{j}");
+}
+
+#[test]
+fn a_mebibyte_response_flows_with_window_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, vec![b'x'; 1 << 20]).unwrap();
+    let loc = format!("location = /big {{ alias {}; }}", big.display());
+    for tls in [true, false] {
+        let ng = Nginx::start_h2(tls, "", &loc);
+        let r = h2_run(&ng, "/big", &["-c", "1", "--streams", "4", "-n", "12"]);
+        let j = all_ok(&r, 12);
+        assert!(j["bytes_received"].as_u64().unwrap() >= 12 << 20, "{j}");
+    }
+}
+
+#[test]
+fn a_server_without_h2_is_refused_naming_its_choice_unless_fallback() {
+    let (ng, files) = Nginx::start_tls_generated();
+    let ca = files.ca_cert.display().to_string();
+    let url = format!("{}/v1/x", ng.addr);
+    let base = [
+        url.as_str(),
+        "--http2",
+        "--ca-cert",
+        ca.as_str(),
+        "-n",
+        "20",
+    ];
+    let r = run(url_cmd(&base));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains("does not offer h2") && r.stderr.contains("http/1.1"),
+        "{}",
+        r.show()
+    );
+    assert!(
+        r.stdout.is_empty() && !r.stderr.contains("panicked"),
+        "{}",
+        r.show()
+    );
+    let mut args = base.to_vec();
+    args.extend(["--http2-fallback", "--format", "json"]);
+    let r = run(url_cmd(&args));
+    let j = all_ok(&r, 20);
+    assert!(j.to_string().contains("--http2-fallback"), "{j}");
+    // --streams 0, and --streams without HTTP/2: one message each, exit 2.
+    for bad in [&["--http2", "--streams", "0"][..], &["--streams", "4"][..]] {
+        let mut args = vec![url.as_str(), "-n", "1"];
+        args.extend(bad);
+        let r = run(url_cmd(&args));
+        assert_eq!(r.code, Some(2), "{}", r.show());
+        assert!(r.stderr.contains("--streams"), "{}", r.show());
+    }
+}
+
+/// The TCP connections process `pid` has open to `port`, as `ss` sees them.
+fn connections_of(pid: u32, port: u16) -> usize {
+    let out = Command::new("ss")
+        .args(["-Htnp", "state", "established"])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let peer = format!("127.0.0.1:{port}");
+    text.lines()
+        .filter(|l| l.contains(&peer) && l.contains(&format!("pid={pid},")))
+        .count()
+}
+
+#[test]
+fn openbao_kv_read_over_h2_uses_one_connection_per_c() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let port: u16 = bao.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", ca.to_str().unwrap()),
+    ];
+    let args = [
+        "--op",
+        "kv-read",
+        "--secrets",
+        "10",
+        "--http2",
+        "--streams",
+        "8",
+        "-c",
+        "3",
+    ];
+    let mut a = args.to_vec();
+    a.extend(["-n", "600", "--format", "json"]);
+    let r = run(env_cmd(&a, &env));
+    let j = all_ok(&r, 600);
+    assert_eq!(j["run"]["protocol"], "HTTP/2 (h2)", "{j}");
+    assert_eq!(j["connections_opened"], 3, "{j}");
+    // Over a timed run, the server's side of it as `ss` sees it: 3 connections.
+    let mut a = args.to_vec();
+    // Without the server-stats sampler's own connection (docs/server-stats.md).
+    a.extend(["-z", "3s", "--format", "json", "--no-server-stats"]);
+    let mut cmd = env_cmd(&a, &env);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = 0;
+    while Instant::now() < deadline && seen == 0 {
+        std::thread::sleep(Duration::from_millis(300));
+        seen = connections_of(child.id(), port);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = seen.max(connections_of(child.id(), port));
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen, 3, "ss saw {seen} connections of vblast to the server");
+}
+
+#[test]
+fn nghttp_agrees_on_the_frame_sequence_nginx_sends() {
+    // The independent client's view of the same server: SETTINGS, the response HEADERS
+    // and DATA ending the stream, as vblast's connection reads them.
+    let Ok(out) = Command::new("nghttp").arg("--version").output() else {
+        eprintln!("nghttp not installed: skipped");
+        return;
+    };
+    assert!(out.status.success());
+    let ng = Nginx::start_h2(false, "", "");
+    let out = Command::new("nghttp")
+        .args(["-nv", &format!("{}/v1/x", ng.addr)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for frame in ["recv SETTINGS frame", "recv DATA frame", "END_STREAM"] {
+        assert!(text.contains(frame), "{frame} missing:\n{text}");
+    }
+    let r = h2_run(&ng, "/v1/x", &["-c", "1", "-n", "5"]);
+    all_ok(&r, 5);
+}
