@@ -175,6 +175,9 @@ fn from_state(
     let urgent = server::UrgentStop::watch(stop);
     let mut client = client.with_stop(urgent.stop().clone());
     let removed = remove_names(&mut client, &names, args.cleanup.cleanup_timeout, stop);
+    if let Some(note) = crate::vault::ops::database::unleased_users_note(&names) {
+        eprintln!("vblast: {note}");
+    }
     let sync = leftover(&scenario, &st.run_id);
     match (removed, sync) {
         (Ok(()), Ok(())) => {

@@ -114,17 +114,18 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
 /// line and the server), kills it with SIGKILL, runs `vblast cleanup --run-id ID`, and
 /// checks that the server is as before.
 fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&str) -> bool) {
-    killed_then_cleaned_with(bao, id, args, ready, &|| 0);
+    killed_then_cleaned_with(bao, id, args, ready, &|| 0, 0);
 }
 
 /// `killed_then_cleaned`, with `also` (a count beside the server's state, such as the
-/// database's users) as before too.
+/// database's users) as before too, give or take `slack` more.
 fn killed_then_cleaned_with(
     bao: &OpenBao,
     id: &str,
     args: &[&str],
     ready: &dyn Fn(&str) -> bool,
     also: &dyn Fn() -> u64,
+    slack: u64,
 ) {
     let before = (server_state(bao), also());
     let mut all = vec!["--run-id", id, "--progress"];
@@ -157,10 +158,18 @@ fn killed_then_cleaned_with(
         "{args:?}: {}",
         cleanup.show()
     );
-    assert_eq!(
-        (server_state(bao), also()),
-        before,
+    assert_eq!(server_state(bao), before.0, "{args:?}: {}", cleanup.show());
+    // What may be left beyond Vault's reach is said.
+    assert!(
+        slack == 0 || cleanup.stderr.contains("never leased it"),
         "{args:?}: {}",
+        cleanup.show()
+    );
+    let after = also();
+    assert!(
+        (before.1..=before.1 + slack).contains(&after),
+        "{args:?}: {} before, {after} after: {}",
+        before.1,
         cleanup.show()
     );
 }
@@ -352,9 +361,11 @@ fn db_creds_runs_killed_in_setup_or_under_load_are_cleaned_up() {
     let url = pg.url();
     let args = ["--op", "db-creds", "--db-url", &url, "-c", "2", "-z", "60s"];
     let users = || pg.vault_users();
-    killed_then_cleaned_with(&bao, &run_id("db-setup"), &args, &fixture_named, &users);
-    // Under load: each login made a database user; the cleanup revokes them all.
-    killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users);
+    killed_then_cleaned_with(&bao, &run_id("db-setup"), &args, &fixture_named, &users, 0);
+    // Under load: each read made a database user; the cleanup revokes every one leased.
+    // A read in flight at the kill may leave its user with no lease at all (OpenBao's
+    // doing: measured 1 in 3 kills): at most one per connection, and the cleanup says so.
+    killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users, 2);
 }
 
 /// The accessors of every token on the server.
@@ -373,7 +384,7 @@ fn a_run_killed_during_its_cleanup_is_finished_by_vblast_cleanup() {
     let bao = OpenBao::start();
     let before = (server_state(&bao), tokens(&bao));
     let id = run_id("in-cleanup");
-    let logins = 2000;
+    let logins = 4000;
     let n = logins.to_string();
     let mut cmd = vault_cmd(
         &bao,
@@ -391,12 +402,15 @@ fn a_run_killed_during_its_cleanup_is_finished_by_vblast_cleanup() {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn vblast");
     let err = lines(child.stderr.take().unwrap());
-    // Every login made its token; then the count falls: the cleanup is under way.
-    wait_for("every login's token", Duration::from_secs(120), || {
-        tokens(&bao) >= before.1 + logins
-    });
-    wait_for("the revocation", Duration::from_secs(60), || {
-        tokens(&bao) < before.1 + logins
+    // The logins make their tokens; once the count falls from its peak the cleanup is
+    // under way (nothing else revokes them). The peak itself may last only between two
+    // looks, so it is not waited for.
+    let mut peak = 0;
+    wait_for("the revocation", Duration::from_secs(240), || {
+        let now = tokens(&bao);
+        let falling = peak >= before.1 + logins / 2 && now < peak;
+        peak = peak.max(now);
+        falling
     });
     signal(child.id(), libc::SIGKILL);
     let _ = child.wait();

@@ -101,11 +101,23 @@ fn goaway_mid_run_completes_what_it_covered_and_resends_the_rest() {
     // nginx sends GOAWAY after 40 requests on a connection: every request still succeeds,
     // over connections opened again.
     let ng = Nginx::start_h2(false, "", "keepalive_requests 40;");
-    let r = h2_run(&ng, "/v1/x", &["-c", "2", "--streams", "8", "-n", "1000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("h2.json");
+    let out = results.display().to_string();
+    let r = h2_run(
+        &ng,
+        "/v1/x",
+        &["-c", "2", "--streams", "8", "-n", "1000", "--output", &out],
+    );
     let j = all_ok(&r, 1000);
     let goaways = j["http2"]["goaways"]["NO_ERROR"].as_u64().unwrap_or(0);
     assert!(goaways >= 10, "{j}");
     assert!(j["connections_opened"].as_u64().unwrap() >= 20, "{j}");
+    // The HTTP/2 keys are in the schemas: the report and the results file validate.
+    let report = dir.path().join("report.json");
+    std::fs::write(&report, &r.stdout).unwrap();
+    crate::schema::assert_valid("report.schema.json", &[&report]);
+    crate::schema::assert_valid("results.schema.json", &[&results]);
 }
 
 #[test]

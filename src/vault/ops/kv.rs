@@ -868,6 +868,9 @@ fn prepare_kv(
     reached: &mut Option<u64>,
 ) -> Result<(), Error> {
     let started = Instant::now();
+    // Nothing is written until the seeding says how far it got: a stop before it (while
+    // the mount settles) leaves no secrets to name.
+    *reached = Some(0);
     let mut client = (ctx.make_client)();
     let base = client.base();
     let mut setup = match &plan.mount {
@@ -951,10 +954,11 @@ fn prepare_kv(
     }
     *slot = Some(setup.clone());
     let seeded = seed(ctx, &setup, plan.secret_size);
-    if seeded.result.is_err() {
-        // Cleanup removes (and a leftover names) what may have been written, not all asked.
-        *reached = Some(seeded.reached);
-    }
+    // Cleanup removes (and a leftover names) what may have been written, not all asked.
+    *reached = match seeded.result {
+        Ok(()) => None,
+        Err(_) => Some(seeded.reached),
+    };
     seeded.result
 }
 
