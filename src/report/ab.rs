@@ -55,6 +55,10 @@ pub struct AbStyle {
     /// (a secret's version, a token, a lease id), so Length failures are not counted, as
     /// with ab's `-l`, and a line under the report says so.
     pub vault_bodies: bool,
+    /// `--ci`: each percentage row but 100% ends in its confidence interval, in
+    /// parentheses after the figure as ab's own 100% row ends in "(longest request)", and a
+    /// `CI:` note goes under the report. Off, the table is ab's alone.
+    pub ci: bool,
 }
 
 impl AbStyle {
@@ -222,7 +226,8 @@ fn server_software(header: &str) -> &str {
 }
 
 /// vblast's notes below ab's report, where no ab parser reads: why no Length failures
-/// are counted on Vault's answers, and which percentage rows rest on few requests.
+/// are counted on Vault's answers, which percentage rows rest on few requests, and with
+/// `--ci` what the intervals are.
 fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
     let n = s.latency_hist.0.len();
     let thin: Vec<String> = if style.no_percentiles || n <= 1 {
@@ -253,6 +258,12 @@ fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
             o,
             "Length failures are not counted: Vault's answers differ in length from one request to the next (as ab -l)"
         )?;
+    }
+    if style.ci && !style.no_percentiles && n > 1 {
+        if thin.is_empty() && !style.vault_bodies {
+            writeln!(o)?;
+        }
+        writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms)))?;
     }
     Ok(())
 }
@@ -442,11 +453,34 @@ fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()
                 // A thin tail is said below the table (`notes`): ab adds text only to
                 // the 100% line.
                 let v = at_rank(total, n * p / 100);
-                writeln!(o, "  {p}%  {:5}", round_ms(v))?;
+                write!(o, "  {p}%  {:5}", round_ms(v))?;
+                if style.ci {
+                    let level = super::ci::level_of(&s.latency_ms);
+                    let q = p as f64 / 100.0;
+                    let ci = super::ci::at(&total.0, q, level, super::ms(v));
+                    write!(o, " ({} CI {})", level.label(), ci_cell(ci.as_ref()))?;
+                }
+                writeln!(o)?;
             }
         }
     }
     Ok(())
+}
+
+/// A percentage row's interval in ab's unit, whole milliseconds widened outwards (the
+/// lower bound rounded down, the upper up): "1970-1991 ms", "?" a side unknown, `!` when
+/// wider than the value.
+fn ci_cell(ci: Option<&super::ci::Ci>) -> String {
+    let Some(ci) = ci else {
+        return "unknown".into();
+    };
+    let side = |v: Option<f64>, f: fn(f64) -> f64| v.map_or("?".into(), |v| f(v).to_string());
+    let wide = if ci.wide { "!" } else { "" };
+    format!(
+        "{}-{} ms{wide}",
+        side(ci.low, f64::floor),
+        side(ci.high, f64::ceil)
+    )
 }
 
 /// Writes ab `-e`'s CSV: the time in ms within which each percentage (0..100) was served.

@@ -38,20 +38,29 @@ pub fn of(
 ) -> BTreeMap<String, Option<Ci>> {
     super::tails::KEYS
         .iter()
-        .map(|(key, ppm, _)| {
-            let i = interval::of(h, *ppm as f64 / 1e6, level);
-            let ci = (!i.unknown()).then(|| {
-                let low = i.low.map(ms);
-                let high = i.high.map(ms);
-                let wide = match (low, high) {
-                    (Some(l), Some(h)) => h - l > value(key),
-                    _ => false,
-                };
-                Ci { low, high, wide }
-            });
-            (key.to_string(), ci)
-        })
+        .map(|(key, ppm, _)| (key.to_string(), at(h, *ppm as f64 / 1e6, level, value(key))))
         .collect()
+}
+
+/// The interval of quantile `q` (0.66 for ab's 66%) of `h` (microseconds) at `level`,
+/// given its point value (ms); None where neither side is known.
+pub fn at(h: &hdrhistogram::Histogram<u64>, q: f64, level: Confidence, value: f64) -> Option<Ci> {
+    let i = interval::of(h, q, level);
+    (!i.unknown()).then(|| {
+        let low = i.low.map(ms);
+        let high = i.high.map(ms);
+        let wide = match (low, high) {
+            (Some(l), Some(h)) => h - l > value,
+            _ => false,
+        };
+        Ci { low, high, wide }
+    })
+}
+
+/// The level a summary's intervals were built at (its latency's), the default when the
+/// figures are empty.
+pub fn level_of(p: &super::Percentiles) -> Confidence {
+    Confidence::new(p.confidence).unwrap_or_default()
 }
 
 /// A cell: "8.70-11.60ms", "?-2.10s" (a side unknown), "unknown", with `!` when wide.
@@ -101,5 +110,119 @@ mod tests {
         );
         assert_eq!(cell(Some(&ci(Some(8.7), None, false))), "8.70ms-?");
         assert_eq!(cell(None), "unknown");
+    }
+
+    /// One summary (2,000 requests of 1..=2,000 ms, intervals at 99%) for every renderer.
+    fn summary() -> super::super::Summary {
+        use crate::report::{RunInfo, Summary};
+        use crate::stats::Stats;
+        let mut stats = Stats::new(1);
+        for ms in 1..=2000u64 {
+            stats.ops[0].latency.record(ms * 1000);
+            stats.ops[0].service.record(ms * 1000);
+            stats.ops[0].requests += 1;
+            stats.ops[0].ok += 1;
+        }
+        stats.elapsed_s = 2.0;
+        let run = RunInfo::sample("http://127.0.0.1:8200/v1/secret/data/foo", 4);
+        let level = Confidence::new(0.99).unwrap();
+        Summary::new_at(run, &stats, &["kv-read".to_string()], level)
+    }
+
+    fn rendered(format: super::super::Format) -> String {
+        let mut out = Vec::new();
+        super::super::render(&summary(), format, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_renderer_shows_the_intervals_only_when_asked() {
+        use super::super::Format;
+        let s = summary();
+        let p99 = cell(s.latency_ms.interval("p99"));
+        let p50 = cell(s.latency_ms.interval("p50"));
+        let note = "CI: 99% confidence interval of the percentile";
+        // --latency: a CI column after the value, the 100% row's "max-?", then the note.
+        let text = rendered(Format::Text {
+            latency: true,
+            ci: true,
+        });
+        let row = |t: &str, label: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in\n{t}"))
+                .to_string()
+        };
+        assert!(
+            row(&text, "Latency Distribution").contains("Latency"),
+            "{text}"
+        );
+        assert!(text.contains("latency CI"), "{text}");
+        assert!(
+            row(&text, "99.000%").ends_with(&format!(" {p99}")),
+            "{text}"
+        );
+        assert!(
+            row(&text, "50.000%").ends_with(&format!(" {p50}")),
+            "{text}"
+        );
+        assert!(row(&text, "100.000%").ends_with("2.00s-?"), "{text}");
+        assert!(text.contains(&format!("  {note}")), "{text}");
+        // ab: "(99% CI ...)" after each figure but 100%, whose line stays ab's.
+        let ab = rendered(Format::Ab { ci: true });
+        for p in [50u64, 66, 75, 80, 90, 95, 98, 99] {
+            let line = row(&ab, &format!("{p}%  "));
+            let (figure, rest) = line.trim_start()[format!("{p}%").len()..]
+                .trim_start()
+                .split_once(' ')
+                .unwrap();
+            let figure: f64 = figure.parse().unwrap();
+            let ci = rest.strip_prefix("(99% CI ").unwrap();
+            let (lo, hi) = ci.strip_suffix(" ms)").unwrap().split_once('-').unwrap();
+            let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+            assert!(lo <= figure && figure <= hi, "{line}");
+            assert!(hi - lo < figure * 0.2, "{line}");
+        }
+        assert!(ab.contains("\n 100%   2001 (longest request)\n"), "{ab}");
+        assert!(
+            ab.trim_end().ends_with("wider than the value itself"),
+            "{ab}"
+        );
+        assert!(ab.contains(note), "{ab}");
+        // verbose: a line under each latency line.
+        let verbose = rendered(Format::Verbose { ci: true });
+        let line = row(&verbose, "Latency 99% CI [50, 90, 95, 99, 99.9]");
+        assert!(
+            line.contains(&format!("{p50}, ")) && line.contains(&p99),
+            "{verbose}"
+        );
+        assert_eq!(verbose.matches("Latency 99% CI").count(), 2, "{verbose}");
+        // vault-benchmark's terse table: two columns after successRatio.
+        let terse = rendered(Format::VbTerse { ci: true });
+        let header = row(&terse, "op ");
+        assert!(header.contains("successRatio  95th% CI  "), "{terse}");
+        assert!(header.ends_with("99th% CI"), "{terse}");
+        assert!(row(&terse, "TOTAL").ends_with(&p99), "{terse}");
+        assert!(terse.contains(note), "{terse}");
+        // vault-benchmark's verbose sections: a Latencies CI line in the tabwriter block.
+        let vb = rendered(Format::VbVerbose { ci: true });
+        let line = row(&vb, "Latencies CI");
+        assert!(line.ends_with(&p99), "{vb}");
+        let col = |l: &str| l.find('[').unwrap();
+        assert_eq!(col(&line), col(&row(&vb, "Latencies  ")), "{vb}");
+        // Without --ci each format is as before: no interval anywhere.
+        for format in [
+            Format::Text {
+                latency: true,
+                ci: false,
+            },
+            Format::Ab { ci: false },
+            Format::Verbose { ci: false },
+            Format::VbTerse { ci: false },
+            Format::VbVerbose { ci: false },
+        ] {
+            let t = rendered(format);
+            assert!(!t.contains("CI"), "{format:?}\n{t}");
+        }
     }
 }

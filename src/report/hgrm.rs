@@ -1,7 +1,8 @@
 //! HdrHistogram's percentile spectrum in its standard text layout (values in
 //! milliseconds), which HdrHistogram's plotter reads: the file `--hgrm` saves, and the
-//! `--latency` view (headline percentiles, thin tails marked, then the spectrum of each
-//! latency; the spectrum's layout is HdrHistogram's own and stays unmarked).
+//! `--latency` view (headline percentiles, thin tails marked, with `--ci` each one's
+//! confidence interval beside it, then the spectrum of each latency; the spectrum's layout
+//! is HdrHistogram's own and stays unmarked).
 
 use std::io::{self, Write};
 
@@ -16,6 +17,28 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 /// `--latency`: the headline percentiles, then the full spectrum (corrected and service
 /// time side by side in the open model).
 pub fn render_latency(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    render_latency_with(s, false, o)
+}
+
+/// The headline rows of `--latency`: label, quantile, parts per million.
+const ROWS: [(&str, f64, u64); 8] = [
+    ("50.000%", 0.5, 500_000),
+    ("75.000%", 0.75, 750_000),
+    ("90.000%", 0.9, 900_000),
+    ("99.000%", 0.99, 990_000),
+    ("99.900%", 0.999, 999_000),
+    ("99.990%", 0.9999, 999_900),
+    ("99.999%", 0.99999, 999_990),
+    ("100.000%", 1.0, 1_000_000),
+];
+
+/// Width of a CI column of `--latency --ci`.
+const CI_W: usize = 19;
+
+/// The same, with each headline percentile's confidence interval after its value when
+/// `ci` (`--ci`); the 100% row's is the largest sample's (`max-?`: the true maximum is at
+/// least the largest seen, and nothing bounds it from above).
+pub fn render_latency_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     let views: Vec<(&str, &Hist)> = if s.is_open() {
         vec![
             ("Latency (corrected, from intended start)", &s.latency_hist),
@@ -37,19 +60,14 @@ pub fn render_latency(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             "latency"
         };
         write!(o, " {short:>12}")?;
+        if ci {
+            write!(o, " {:>CI_W$}", format!("{short} CI"))?;
+        }
     }
     writeln!(o)?;
+    let level = super::ci::level_of(&s.latency_ms);
     let mut thin = Vec::new();
-    for (label, q, ppm) in [
-        ("50.000%", 0.5, 500_000),
-        ("75.000%", 0.75, 750_000),
-        ("90.000%", 0.9, 900_000),
-        ("99.000%", 0.99, 990_000),
-        ("99.900%", 0.999, 999_000),
-        ("99.990%", 0.9999, 999_900),
-        ("99.999%", 0.99999, 999_990),
-        ("100.000%", 1.0, 1_000_000),
-    ] {
+    for (label, q, ppm) in ROWS {
         write!(o, "  {label:>9}")?;
         // The views count the same requests: one mark for the row.
         let rests_on = match ppm {
@@ -63,6 +81,10 @@ pub fn render_latency(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
                 ms(h.0.value_at_quantile(q))
             };
             write!(o, " {:>12}", tails::mark(fmt_ms(v), rests_on))?;
+            if ci {
+                let cell = super::ci::cell(super::ci::at(&h.0, q, level, v).as_ref());
+                write!(o, " {cell:>CI_W$}")?;
+            }
         }
         writeln!(o)?;
         if let Some(n) = rests_on {
@@ -71,6 +93,9 @@ pub fn render_latency(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(note) = tails::note(&thin) {
         writeln!(o, "  {note}")?;
+    }
+    if ci {
+        writeln!(o, "  {}", super::ci::note(level))?;
     }
     for (name, h) in &views {
         writeln!(o)?;

@@ -493,15 +493,26 @@ pub enum Format {
     Json,
     /// The corrected latency's percentile spectrum (what `--hgrm` saves).
     Hgrm,
-    /// ApacheBench's report.
-    Ab,
-    /// Per operation latency spectrum, bytes, status codes, errors, setup and cleanup.
-    Verbose,
+    /// ApacheBench's report; with `ci`, each percentage row's interval after it (`--ci`).
+    Ab {
+        ci: bool,
+    },
+    /// Per operation latency spectrum, bytes, status codes, errors, setup and cleanup;
+    /// with `ci`, a line of the percentiles' intervals under each latency line.
+    Verbose {
+        ci: bool,
+    },
     /// ab `-e`'s percentile CSV (what `--ab-csv` saves).
     AbCsv,
-    /// vault-benchmark's terse, verbose and JSON layouts.
-    VbTerse,
-    VbVerbose,
+    /// vault-benchmark's terse, verbose and JSON layouts; with `ci` (`--ci`), the terse
+    /// table's 95th and 99th percentiles' intervals in two columns after it, and a
+    /// `Latencies CI` line in each verbose section (vault-benchmark's JSON keeps its keys).
+    VbTerse {
+        ci: bool,
+    },
+    VbVerbose {
+        ci: bool,
+    },
     VbJson,
 }
 
@@ -511,17 +522,23 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
         Format::Text { latency, ci } => {
             text::render_with(summary, ci, out)?;
             if latency {
-                hgrm::render_latency(summary, out)?;
+                hgrm::render_latency_with(summary, ci, out)?;
             }
             Ok(())
         }
         Format::Json => json::render(summary, out),
         Format::Hgrm => hgrm::render(summary, out),
-        Format::Ab => ab::render(summary, out),
-        Format::Verbose => verbose::render(summary, out),
+        Format::Ab { ci } => {
+            let style = ab::AbStyle {
+                ci,
+                ..ab::AbStyle::default()
+            };
+            ab::render_with(summary, &style, out)
+        }
+        Format::Verbose { ci } => verbose::render_with(summary, ci, out),
         Format::AbCsv => ab::render_csv(summary, out),
-        Format::VbTerse => vb_terse::render(summary, out),
-        Format::VbVerbose => vb_verbose::render(summary, out),
+        Format::VbTerse { ci } => vb_terse::render_with(summary, ci, out),
+        Format::VbVerbose { ci } => vb_verbose::render_with(summary, ci, out),
         Format::VbJson => vb_json::render(summary, out),
     }
 }

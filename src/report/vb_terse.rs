@@ -3,12 +3,14 @@
 //! row, columns aligned as Go's tabwriter aligns them (two spaces of padding), latencies
 //! written as Go writes durations, unrounded (`257.346µs`). The figures are vblast's
 //! (`vegeta::VbReport::of`): under `-R` the latency columns are corrected for coordinated
-//! omission.
+//! omission. With `--ci`, two columns after `successRatio` give the 95th and 99th
+//! percentiles' confidence intervals (`ci.rs`) and a `CI:` note follows the table; without
+//! it the table is vault-benchmark's alone.
 
 use std::io::{self, Write};
 
-use super::Summary;
 use super::vegeta::{VbReport, VegetaMetrics, go_duration_ns, tabwrite};
+use super::{Percentiles, Summary};
 
 fn row(label: &str, m: &VegetaMetrics) -> Vec<String> {
     let l = &m.latencies;
@@ -26,6 +28,17 @@ fn row(label: &str, m: &VegetaMetrics) -> Vec<String> {
 
 /// Writes one report in the terse layout.
 pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
+    render_report_with(r, None, o)
+}
+
+/// The two interval cells of a row (95th%, 99th%).
+fn ci_cells(p: Option<&Percentiles>) -> [String; 2] {
+    let cell = |key| super::ci::cell(p.and_then(|p| p.interval(key)));
+    [cell("p95"), cell("p99")]
+}
+
+/// The terse layout; with `ci` (a run's summary, `--ci`), each row's intervals after it.
+fn render_report_with(r: &VbReport, ci: Option<&Summary>, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "Target: {}", r.target_addr)?;
     let mut lines = vec![
         [
@@ -41,19 +54,43 @@ pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
         .map(String::from)
         .to_vec(),
     ];
+    let latency = |name: &str| {
+        ci.and_then(|s| s.ops.iter().find(|op| op.name == name))
+            .map(|op| &op.latency_ms)
+    };
+    if ci.is_some() {
+        lines[0].extend(["95th% CI".to_string(), "99th% CI".to_string()]);
+    }
     for name in r.tests() {
-        lines.push(row(name, &r.metrics[name]));
+        let mut cells = row(name, &r.metrics[name]);
+        if ci.is_some() {
+            cells.extend(ci_cells(latency(name)));
+        }
+        lines.push(cells);
     }
     if let Some(total) = r.metrics.get("total") {
-        lines.push(vec!["---".to_string(); 8]);
-        lines.push(row("TOTAL", total));
+        lines.push(vec!["---".to_string(); lines[0].len()]);
+        let mut cells = row("TOTAL", total);
+        if let Some(s) = ci {
+            cells.extend(ci_cells(Some(&s.latency_ms)));
+        }
+        lines.push(cells);
     }
-    tabwrite(&lines, o)
+    tabwrite(&lines, o)?;
+    match ci {
+        Some(s) => writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms))),
+        None => Ok(()),
+    }
 }
 
 /// Writes the terse report of a vblast run.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
-    render_report(&VbReport::of(s), o)?;
+    render_with(s, false, o)
+}
+
+/// The same, with the interval columns when `ci` (`--ci`).
+pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
+    render_report_with(&VbReport::of(s), ci.then_some(s), o)?;
     super::nodes::write_after_peer_layout(s, o)
 }
 

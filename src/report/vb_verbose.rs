@@ -3,12 +3,15 @@
 //! vault-benchmark prints: Requests, Duration, Latencies (durations rounded as vegeta
 //! rounds them: `3.012s`, `92.16ms`), Bytes In, Bytes Out, Success, Status Codes and the
 //! Error Set, aligned as one tabwriter block (a label column 14 wide). Each test's bytes,
-//! codes and errors are its own; bytes are bodies, as vegeta counts them.
+//! codes and errors are its own; bytes are bodies, as vegeta counts them. With `--ci`, a
+//! `Latencies CI` line after `Latencies` gives the confidence intervals of its 50, 90, 95
+//! and 99 (`ci.rs`), and a `CI:` note ends the report: vegeta has no such line, so it
+//! appears only when asked for.
 
 use std::io::{self, Write};
 
-use super::Summary;
 use super::vegeta::{VbReport, VegetaMetrics, go_duration_ns, tabwrite, vegeta_round};
+use super::{Percentiles, Summary};
 
 fn cells(label: &str, what: &str, value: String) -> Vec<String> {
     vec![label.into(), what.into(), value]
@@ -16,6 +19,30 @@ fn cells(label: &str, what: &str, value: String) -> Vec<String> {
 
 /// One test's section, as vegeta's text reporter writes its metrics.
 pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<()> {
+    section_with(title, m, None, o)
+}
+
+/// The `Latencies CI` line of `p`: its 50, 90, 95 and 99's intervals.
+fn ci_line(p: &Percentiles) -> Vec<String> {
+    let level = super::ci::level_of(p);
+    let values: Vec<String> = ["p50", "p90", "p95", "p99"]
+        .iter()
+        .map(|key| super::ci::cell(p.interval(key)))
+        .collect();
+    cells(
+        "Latencies CI",
+        &format!("[{} of 50, 90, 95, 99]", level.label()),
+        values.join(", "),
+    )
+}
+
+/// One test's section, with the `Latencies CI` line of `ci` when given (`--ci`).
+fn section_with(
+    title: &str,
+    m: &VegetaMetrics,
+    ci: Option<&Percentiles>,
+    o: &mut dyn Write,
+) -> io::Result<()> {
     writeln!(o)?;
     writeln!(o, "{title}")?;
     let d = |ns: i64| go_duration_ns(vegeta_round(ns));
@@ -25,7 +52,7 @@ pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<
         .iter()
         .map(|(c, n)| format!("{c}:{n}  "))
         .collect();
-    let lines = vec![
+    let mut lines = vec![
         cells(
             "Requests",
             "[total, rate, throughput]",
@@ -61,6 +88,9 @@ pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<
         cells("Success", "[ratio]", format!("{:.2}%", m.success * 100.0)),
         cells("Status Codes", "[code:count]", codes),
     ];
+    if let Some(p) = ci {
+        lines.insert(3, ci_line(p));
+    }
     tabwrite(&lines, o)?;
     writeln!(o, "Error Set:")?;
     for e in &m.errors {
@@ -82,7 +112,28 @@ pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
 
 /// Writes the verbose report of a vblast run.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
-    render_report(&VbReport::of(s), o)?;
+    render_with(s, false, o)
+}
+
+/// The same, with each section's `Latencies CI` line when `ci` (`--ci`).
+pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
+    if !ci {
+        render_report(&VbReport::of(s), o)?;
+        return super::nodes::write_after_peer_layout(s, o);
+    }
+    let r = VbReport::of(s);
+    for name in r.tests() {
+        let p = s
+            .ops
+            .iter()
+            .find(|op| op.name == name)
+            .map(|op| &op.latency_ms);
+        section_with(name, &r.metrics[name], p, o)?;
+    }
+    if let Some(total) = r.metrics.get("total") {
+        section_with("TOTAL", total, Some(&s.latency_ms), o)?;
+    }
+    writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms)))?;
     super::nodes::write_after_peer_layout(s, o)
 }
 

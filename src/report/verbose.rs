@@ -2,7 +2,9 @@
 //! requests, rates, success ratio and latency (min, mean, stdev, 50, 90, 95, 99, 99.9, max;
 //! corrected and service time in the open model), then for the run: bytes in and out, status
 //! codes, the distinct errors with their counts, and the setup and cleanup times. A thin
-//! tail (`tails.rs`) is marked `*` and followed by a line of the samples it rests on.
+//! tail (`tails.rs`) is marked `*` and followed by a line of the samples it rests on. With
+//! `--ci`, each latency line is followed by one of its percentiles' confidence intervals
+//! (`ci.rs`), and a `CI:` note ends the report.
 
 use std::io::{self, Write};
 
@@ -12,7 +14,32 @@ use super::{Percentiles, Summary, fmt_ms};
 /// Label column width.
 const W: usize = 56;
 
-fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> {
+/// The percentiles of the latency line that have an interval, with their labels.
+const CI_KEYS: [(&str, &str); 5] = [
+    ("p50", "50"),
+    ("p90", "90"),
+    ("p95", "95"),
+    ("p99", "99"),
+    ("p999", "99.9"),
+];
+
+/// `--ci`: the line of the intervals of `p`'s percentiles (`[50, 90, 95, 99, 99.9]`).
+fn intervals(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> {
+    let level = super::ci::level_of(p);
+    let labels: Vec<&str> = CI_KEYS.iter().map(|(_, l)| *l).collect();
+    let cells: Vec<String> = CI_KEYS
+        .iter()
+        .map(|(key, _)| super::ci::cell(p.interval(key)))
+        .collect();
+    writeln!(
+        o,
+        "  {:<W$}{}",
+        format!("{label} {} CI [{}]", level.label(), labels.join(", ")),
+        cells.join(", ")
+    )
+}
+
+fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles, ci: bool) -> io::Result<()> {
     let keys = ["", "", "", "p50", "p90", "p95", "p99", "p999", ""];
     let cells: Vec<String> = [
         p.min, p.mean, p.stdev, p.p50, p.p90, p.p95, p.p99, p.p999, p.max,
@@ -44,11 +71,19 @@ fn latencies(o: &mut dyn Write, label: &str, p: &Percentiles) -> io::Result<()> 
             thin.join(", ")
         )?;
     }
+    if ci {
+        intervals(o, label, p)?;
+    }
     Ok(())
 }
 
 /// Writes the verbose report.
 pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    render_with(s, false, o)
+}
+
+/// The same, with each latency line's intervals under it when `ci` (`--ci`).
+pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     super::write_header(s, o)?;
     let open = s.is_open();
     let latency_label = if open { "Corrected" } else { "Latency" };
@@ -60,9 +95,9 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             "  {:<W$}{}, {:.2}, {:.2}",
             "Requests [total, rate, throughput]", op.requests, op.rps, op.throughput
         )?;
-        latencies(o, latency_label, &op.latency_ms)?;
+        latencies(o, latency_label, &op.latency_ms, ci)?;
         if open {
-            latencies(o, "Service", &op.service_ms)?;
+            latencies(o, "Service", &op.service_ms, ci)?;
         }
         writeln!(
             o,
@@ -79,9 +114,9 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         "Requests [total, rate, throughput]", s.requests, s.rps, s.throughput
     )?;
     writeln!(o, "  {:<W$}{:.2}s", "Duration [measured]", s.duration_s)?;
-    latencies(o, latency_label, &s.latency_ms)?;
+    latencies(o, latency_label, &s.latency_ms, ci)?;
     if open {
-        latencies(o, "Service", &s.service_ms)?;
+        latencies(o, "Service", &s.service_ms, ci)?;
     }
     let mean = |bytes: u64| {
         if s.requests > 0 {
@@ -139,6 +174,13 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     )?;
     for p in &s.run.setup_phases {
         writeln!(o, "  {:<W$}{}", "Setup phase", p.text())?;
+    }
+    if ci {
+        writeln!(
+            o,
+            "  {}",
+            super::ci::note(super::ci::level_of(&s.latency_ms))
+        )?;
     }
     super::nodes::write(s, o)
 }

@@ -144,10 +144,10 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
             latency: o.latency,
             ci: o.ci,
         },
-        OutputFormat::Ab => report::Format::Ab,
-        OutputFormat::Verbose => report::Format::Verbose,
-        OutputFormat::VbTerse => report::Format::VbTerse,
-        OutputFormat::VbVerbose => report::Format::VbVerbose,
+        OutputFormat::Ab => report::Format::Ab { ci: o.ci },
+        OutputFormat::Verbose => report::Format::Verbose { ci: o.ci },
+        OutputFormat::VbTerse => report::Format::VbTerse { ci: o.ci },
+        OutputFormat::VbVerbose => report::Format::VbVerbose { ci: o.ci },
         OutputFormat::VbJson => report::Format::VbJson,
         OutputFormat::Markdown => {
             return Err(Error::input(MARKDOWN_ONLY_FOR_LIST_OPS));
@@ -155,9 +155,10 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
     };
     let mut text = Vec::new();
     let _ = match format {
-        report::Format::Ab => {
+        report::Format::Ab { ci } => {
             let mut style = report::ab::AbStyle::of_scenario(&results.scenario);
             style.tls = results.tls_probe.clone();
+            style.ci = ci;
             report::ab::render_with(summary, &style, &mut text)
         }
         _ => report::render(summary, format, &mut text),

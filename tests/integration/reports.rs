@@ -1491,3 +1491,62 @@ fn format_ab_on_vault_operations_counts_no_length_failures() {
         out.stdout
     );
 }
+
+/// `--format ab --ci`: each percentage row but 100% ends in its interval, in parentheses
+/// after the figure (as ab's own 100% row ends in "(longest request)"), so the parser that
+/// reads the real ab reads it the same; `vblast report FILE --format ab --ci` prints it
+/// again, and without `--ci` the rows are ab's alone.
+#[test]
+fn ab_format_with_ci_still_reads_like_real_ab() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json").display().to_string();
+    let a = ab(&["-n", "2000", "-c", "4", &url]);
+    let v = vblast_ab(&[
+        "--no-keepalive",
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--ci",
+        "--output",
+        &file,
+        &url,
+    ]);
+    let (ra, rv) = (AbReport::parse(&a), AbReport::parse(&v));
+    assert_same(&ra, &rv);
+    let rows: Vec<&str> = v
+        .lines()
+        .filter(|l| l.trim_start().split_once("%  ").is_some())
+        .collect();
+    assert_eq!(rows.len(), 9, "{v}");
+    for (line, (p, figure)) in rows.iter().zip(&rv.percents) {
+        if *p == 100 {
+            assert!(line.ends_with(" (longest request)"), "{line}");
+            continue;
+        }
+        let ci = line
+            .split_once(" (95% CI ")
+            .and_then(|(_, ci)| ci.strip_suffix(" ms)"))
+            .unwrap_or_else(|| panic!("no interval in {line:?}\n{v}"));
+        let (lo, hi) = ci.trim_end_matches('!').split_once('-').unwrap();
+        let (lo, hi): (u64, u64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo <= *figure && *figure <= hi, "{line}");
+    }
+    assert!(
+        v.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("CI: 95% confidence interval"),
+        "{v}"
+    );
+    let again = run(url_cmd(&["report", &file, "--format", "ab", "--ci"]));
+    again.assert_code(0);
+    assert_eq!(again.stdout, v);
+    let plain = run(url_cmd(&["report", &file, "--format", "ab"]));
+    plain.assert_code(0);
+    assert!(!plain.stdout.contains("CI"), "{}", plain.stdout);
+    assert_eq!(AbReport::parse(&plain.stdout).percents, rv.percents);
+}
