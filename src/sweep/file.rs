@@ -453,6 +453,21 @@ fn sweep_repeats(sweep: &Sweep, load: u64) -> u32 {
         .map_or(0, |s| s.repeats)
 }
 
+/// Why the steps were measured again: a percentile's interval that did not decide its
+/// bound, a step that contradicted a lower load (`monotone.rs`), or both.
+fn repeat_causes(sweep: &Sweep) -> &'static str {
+    let reasons = || sweep.steps.iter().flat_map(|s| s.repeated_because.iter());
+    let monotone = reasons().any(|r| r.starts_with("not monotone"));
+    let unclear = reasons().any(|r| !r.starts_with("not monotone"));
+    match (unclear, monotone) {
+        (_, false) => "a percentile's interval did not decide its bound",
+        (false, true) => "a step contradicted a lower load (not monotone): both measured again",
+        (true, true) => {
+            "a percentile's interval did not decide its bound, or a step contradicted a lower load (not monotone): both measured again"
+        }
+    }
+}
+
 /// Which steps were measured again, how often and why, and which stayed unclear; None for
 /// a sweep from before intervals.
 pub fn repeats_line(sweep: &Sweep, judged: &[Judged]) -> Option<String> {
@@ -488,9 +503,10 @@ pub fn repeats_line(sweep: &Sweep, judged: &[Judged]) -> Option<String> {
         )
     } else {
         format!(
-            "Repeats: {} of {} measured again because a percentile's interval did not decide its bound: {}",
+            "Repeats: {} of {} measured again because {}: {}",
             repeated.len(),
             crate::report::plural(sweep.steps.len() as u64, "step", "steps"),
+            repeat_causes(sweep),
             repeated.join("; ")
         )
     };

@@ -9,6 +9,7 @@
 
 pub mod file;
 pub mod html;
+pub mod monotone;
 pub mod objective;
 pub mod plan;
 pub mod render;

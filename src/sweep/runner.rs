@@ -102,6 +102,8 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         end: None,
         saving: None,
         repeating: None,
+        rechecking: None,
+        checked: Vec::new(),
     };
     run_steps(&mut session, &mut steps, &showing);
     // Before the final write, which must come last.
@@ -182,11 +184,36 @@ struct Steps<'a> {
     saving: Option<std::thread::JoinHandle<()>>,
     /// The unclear step being measured again (`repeat.rs`).
     repeating: Option<Repeating>,
+    /// A step that contradicts a recorded one (`monotone.rs`): the recorded load measured
+    /// again first, then the step itself.
+    rechecking: Option<Rechecking>,
+    /// The loads already checked for monotone verdicts (each once).
+    checked: Vec<u64>,
+}
+
+/// A step as `monotone::recheck` reads it.
+fn seen(load: u64, j: &super::file::Judged) -> super::monotone::Seen<'_> {
+    super::monotone::Seen {
+        load,
+        held: j.verdict.held(),
+        figures: &j.figures,
+    }
+}
+
+/// A non-monotone pair being measured again: the new step, held back until both are
+/// re-measured, the recorded load, and why.
+struct Rechecking {
+    pending: Repeating,
+    other: u64,
+    why: String,
 }
 
 impl Steps<'_> {
     /// The search's next load and that step's load shape (None: the search is done).
     fn next(&mut self) -> Option<(u64, Phase, Load)> {
+        if let Some(r) = &self.rechecking {
+            return Some((r.other, r.pending.phase, self.plan.load_for(r.other)));
+        }
         if let Some(r) = &self.repeating {
             return Some((r.load, r.phase, self.plan.load_for(r.load)));
         }
@@ -238,6 +265,10 @@ impl Steps<'_> {
             return false;
         }
         let results = self.results_of(step_load, step);
+        if let Some(r) = self.rechecking.take() {
+            self.rechecked(r, results);
+            return true;
+        }
         // An unclear step's measurements so far, pooled with this one (`repeat.rs`).
         let (results, repeats, because) = match self.repeating.take() {
             Some(r) if r.load == load => (pool(r.results, results), r.repeats, r.because),
@@ -257,6 +288,22 @@ impl Steps<'_> {
             );
             return true;
         }
+        let pending = Repeating {
+            load,
+            phase,
+            results,
+            repeats,
+            because,
+        };
+        let Some(Repeating {
+            results,
+            repeats,
+            because,
+            ..
+        }) = self.check_monotone(pending, &j)
+        else {
+            return true;
+        };
         let sweep = &mut self.sweep;
         let mut s = Step {
             load,
@@ -293,6 +340,85 @@ impl Steps<'_> {
         self.judged.push(j);
         self.save_so_far(timing);
         true
+    }
+
+    /// The step `r` (judged `j`) as the search may take it: None when it contradicts a
+    /// recorded step (`monotone::recheck`), which is then measured again, and `r` after it.
+    fn check_monotone(&mut self, r: Repeating, j: &super::file::Judged) -> Option<Repeating> {
+        let spec = &self.sweep.spec;
+        if self.checked.contains(&r.load) || spec.level().is_none() || r.repeats >= spec.max_repeats
+        {
+            return Some(r);
+        }
+        let pcts: Vec<_> = self
+            .sweep
+            .spec
+            .objectives
+            .iter()
+            .filter_map(|o| match o {
+                super::objective::Objective::Latency { pct, .. } => Some(*pct),
+                _ => None,
+            })
+            .collect();
+        let recorded: Vec<_> = self
+            .sweep
+            .steps
+            .iter()
+            .zip(&self.judged)
+            .map(|(s, j)| seen(s.load, j))
+            .collect();
+        let unit = self.sweep.spec.unit();
+        let Some(c) = super::monotone::recheck(&recorded, &seen(r.load, j), &pcts, unit) else {
+            return Some(r);
+        };
+        self.checked.push(r.load);
+        eprintln!(
+            "vblast: step {} at {} {unit}: {}: measuring both again, their samples pooled",
+            self.sweep.steps.len() + 1,
+            r.load,
+            c.why
+        );
+        self.rechecking = Some(Rechecking {
+            pending: r,
+            other: c.other,
+            why: c.why,
+        });
+        None
+    }
+
+    /// The recorded load of a non-monotone pair measured again (`results`): its figures
+    /// pooled with its step's, said in the pending step's reasons; the pending step is
+    /// measured next. The recorded step keeps its verdict (the search already acted on it).
+    fn rechecked(&mut self, r: Rechecking, results: Results) {
+        let Rechecking {
+            mut pending,
+            other,
+            why,
+        } = r;
+        let recorded = self.sweep.steps.iter().position(|s| s.load == other);
+        let again = match recorded {
+            Some(i) => {
+                let pooled = pool(self.sweep.steps[i].results.clone(), results);
+                let j = judge(&self.sweep.spec, other, &pooled);
+                let held = if j.verdict.held() {
+                    "held"
+                } else {
+                    "did not hold"
+                };
+                let p = |key| crate::report::ci::cell(j.summary.latency_ms.interval(key));
+                format!(
+                    "step {} at {} re-measured and pooled: p99 {:.2}ms (CI {}), {held}",
+                    i + 1,
+                    super::file::grouped(other),
+                    j.summary.latency_ms.p99,
+                    p("p99")
+                )
+            }
+            None => String::new(),
+        };
+        pending.because.push(format!("{why}; {again}"));
+        pending.repeats += 1;
+        self.repeating = Some(pending);
     }
 
     /// This measurement's results, at the sweep's confidence level.
