@@ -118,6 +118,19 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     if open {
         latencies(o, "Service", &s.service_ms, ci)?;
     }
+    bytes_and_codes(s, o)?;
+    for p in &s.run.setup_phases {
+        writeln!(o, "  {:<W$}{}", "Setup phase", p.text())?;
+    }
+    if ci {
+        let level = super::ci::level_of(&s.latency_ms);
+        writeln!(o, "  {}", super::ci::note(level))?;
+    }
+    super::nodes::write(s, o)
+}
+
+/// The run's bytes, success, status codes, errors, and setup and cleanup times.
+fn bytes_and_codes(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     let mean = |bytes: u64| {
         if s.requests > 0 {
             bytes as f64 / s.requests as f64
@@ -171,16 +184,5 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
         o,
         "  {:<W$}{:.3}s, {:.3}s",
         "Setup, cleanup [time]", s.run.setup_s, s.run.cleanup_s
-    )?;
-    for p in &s.run.setup_phases {
-        writeln!(o, "  {:<W$}{}", "Setup phase", p.text())?;
-    }
-    if ci {
-        writeln!(
-            o,
-            "  {}",
-            super::ci::note(super::ci::level_of(&s.latency_ms))
-        )?;
-    }
-    super::nodes::write(s, o)
+    )
 }

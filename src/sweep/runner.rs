@@ -191,6 +191,36 @@ struct Steps<'a> {
     checked: Vec<u64>,
 }
 
+/// Sets step `s`'s timing (called at `called`, ended at `ended`; `before` steps before it)
+/// and says it on stderr with `VBLAST_SWEEP_TIMING`; whether that is set.
+fn step_timing(
+    s: &mut Step,
+    step_load: &Load,
+    called: Instant,
+    ended: Instant,
+    before: usize,
+    j: &super::file::Judged,
+) -> bool {
+    let planned = step_load.warmup + step_load.duration.unwrap_or_default();
+    let wall = ended.duration_since(called);
+    s.timing = Timing {
+        report_ready_ms: ended.elapsed().as_secs_f64() * 1000.0,
+        overhead_ms: wall.saturating_sub(planned).as_secs_f64() * 1000.0,
+    };
+    let timing = std::env::var_os("VBLAST_SWEEP_TIMING").is_some();
+    if timing {
+        eprintln!(
+            "vblast: step {} report ready {:.2} ms after its end; {:.0} ms beyond its planned {:.1} s (connections opened {})",
+            before + 1,
+            s.timing.report_ready_ms,
+            s.timing.overhead_ms,
+            planned.as_secs_f64(),
+            j.summary.connections_opened
+        );
+    }
+    timing
+}
+
 /// A step as `monotone::recheck` reads it.
 fn seen(load: u64, j: &super::file::Judged) -> super::monotone::Seen<'_> {
     super::monotone::Seen {
@@ -318,23 +348,7 @@ impl Steps<'_> {
             let _ = render::row(sweep.steps.len(), &s, &j, &mut b, &sweep.spec);
             out(&b);
         }
-        let planned = step_load.warmup + step_load.duration.unwrap_or_default();
-        let wall = ended.duration_since(called);
-        s.timing = Timing {
-            report_ready_ms: ended.elapsed().as_secs_f64() * 1000.0,
-            overhead_ms: wall.saturating_sub(planned).as_secs_f64() * 1000.0,
-        };
-        let timing = std::env::var_os("VBLAST_SWEEP_TIMING").is_some();
-        if timing {
-            eprintln!(
-                "vblast: step {} report ready {:.2} ms after its end; {:.0} ms beyond its planned {:.1} s (connections opened {})",
-                sweep.steps.len() + 1,
-                s.timing.report_ready_ms,
-                s.timing.overhead_ms,
-                planned.as_secs_f64(),
-                j.summary.connections_opened
-            );
-        }
+        let timing = step_timing(&mut s, step_load, called, ended, sweep.steps.len(), &j);
         self.search.record(j.verdict);
         sweep.steps.push(s);
         self.judged.push(j);
