@@ -64,8 +64,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// The text report: each percentile's confidence interval beside it (JSON, results
-    /// files, HTML and sweeps always carry them).
+    /// Each percentile's confidence interval beside it in the text formats (text, --latency,
+    /// ab, verbose, vb-terse, vb-verbose); JSON, results files, HTML and sweeps always carry them.
     #[arg(long)]
     pub ci: bool,
 
