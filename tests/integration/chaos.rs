@@ -178,6 +178,13 @@ fn a_stall_past_the_end_leaves_requests_not_sent_and_every_one_counted() {
     assert_eq!(status.code(), Some(0), "{show}");
     let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {show}"));
     let n = |k: &str| j[k].as_u64().unwrap_or_else(|| panic!("no {k}: {show}"));
+    eprintln!(
+        "stall past the end: {} requests = {} ok + {} failed, {} not sent",
+        n("requests"),
+        n("ok"),
+        n("failed"),
+        n("not_sent")
+    );
     assert_eq!(j["run"]["model"], "open", "{show}");
     assert_eq!(n("requests"), n("ok") + n("failed"), "{show}");
     assert_eq!(n("requests") + n("not_sent"), 500, "{show}");
