@@ -190,6 +190,34 @@ impl Pacer {
         }
     }
 
+    /// Open model: this thread's measured requests that the schedule placed before `end`
+    /// (the moment the run stopped or finished, at most the deadline) and that were never
+    /// handed out: the run ended (the deadline's grace passed, a stop) while they waited for
+    /// a connection. With what `take_due` handed out, they make exactly the schedule's
+    /// share of this thread in the measured window (at most its count). 0 in the closed model.
+    pub fn not_sent(&self, end: Instant) -> u64 {
+        let Some(o) = &self.open else {
+            return 0;
+        };
+        let cutoff = self.deadline.map_or(end, |d| d.min(end));
+        let first_measured = self.placed_before(o, self.measure_from);
+        let placed = self.placed_before(o, cutoff);
+        let unsent = placed.saturating_sub(self.next.max(first_measured));
+        self.budget.map_or(unsent, |b| unsent.min(b))
+    }
+
+    /// How many of this thread's requests the schedule places before `t`: those k whose
+    /// global number k*N + j is below the count the whole schedule intends before `t`.
+    fn placed_before(&self, o: &Open, t: Instant) -> u64 {
+        let all = o
+            .schedule
+            .requests_before(t.saturating_duration_since(self.origin));
+        if all <= o.thread {
+            return 0;
+        }
+        (all - o.thread - 1) / o.threads + 1
+    }
+
     /// Open model, once `finished`: where the schedule's window ends, so that rates are
     /// taken over the window rather than over the time to the last completion alone
     /// (at 5 req/s for 0.2 s that would be one request over its own service time). With a
@@ -525,6 +553,74 @@ mod tests {
         let mut p = Pacer::open(origin, Duration::ZERO, Some(end), None, &c(100.0), 0, 1);
         assert!(p.finished(end + OVERDUE_GRACE));
         assert!(p.take_due(end + OVERDUE_GRACE).is_none());
+    }
+
+    /// Sent (handed out) and not sent add up to the schedule's requests in the measured
+    /// window, exactly, over every thread: a thread that fell behind and was cut off by the
+    /// deadline's grace, one stopped early, warm-up left out, a count that caps it.
+    #[test]
+    fn sent_and_not_sent_make_the_schedule_exactly() {
+        let origin = Instant::now();
+        let d = |s: f64| Duration::from_secs_f64(s);
+        let schedules = [
+            c(1000.0),
+            c(7.5),
+            Schedule::Ramp {
+                from: 0.0,
+                to: 3000.0,
+                over: d(1.5),
+            },
+            Schedule::Steps(vec![(500.0, d(0.3)), (0.0, d(0.2)), (2500.0, d(0.7))]),
+        ];
+        let warmup = d(0.25);
+        let deadline = origin + warmup + d(1.5);
+        let measured = |s: &Schedule, until: Instant| {
+            s.requests_before(until - origin) - s.requests_before(warmup)
+        };
+        for schedule in &schedules {
+            for threads in [1usize, 3, 16] {
+                // (how far each thread got before it stalled, when the run ended)
+                for (stall, end) in [
+                    (d(0.9), deadline + OVERDUE_GRACE),
+                    (d(0.1), deadline + OVERDUE_GRACE),
+                    (d(0.6), origin + d(1.2)),
+                ] {
+                    let (mut sent, mut unsent) = (0, 0);
+                    for t in 0..threads {
+                        let mut p =
+                            Pacer::open(origin, warmup, Some(deadline), None, schedule, t, threads);
+                        let got = std::iter::from_fn(|| p.take_due(origin + stall));
+                        sent += got.filter(|x| x.measured).count() as u64;
+                        unsent += p.not_sent(end);
+                    }
+                    let want = measured(schedule, end.min(deadline));
+                    assert_eq!(
+                        sent + unsent,
+                        want,
+                        "{schedule}, {threads} threads, stalled at {stall:?}"
+                    );
+                }
+            }
+        }
+        // On time to the end: nothing is left unsent.
+        let mut p = Pacer::open(origin, warmup, Some(deadline), None, &c(100.0), 0, 1);
+        drain(&mut p, deadline);
+        assert_eq!(p.not_sent(deadline + OVERDUE_GRACE), 0);
+        // A count: what it leaves is never more than it had left.
+        let mut p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(deadline),
+            Some(20),
+            &c(100.0),
+            0,
+            1,
+        );
+        assert_eq!(drain(&mut p, origin + d(0.05)).len(), 6);
+        assert_eq!(p.not_sent(deadline), 14);
+        // The closed model has no schedule to fall behind.
+        let p = Pacer::closed(origin, Duration::ZERO, Some(deadline), None);
+        assert_eq!(p.not_sent(deadline), 0);
     }
 
     #[test]

@@ -250,6 +250,10 @@ pub struct Summary {
     pub failed_answers: BTreeMap<String, String>,
     pub late: u64,
     pub max_lag_ms: f64,
+    /// Open model: requests the schedule placed in the measured window that were never
+    /// sent (the run ended or was stopped first); `requests` + this = the schedule's count
+    /// (less any still in flight when a signal stopped the run). 0 in the closed model.
+    pub not_sent: u64,
     pub connections_opened: u64,
     /// TLS handshakes that resumed a session (of tls_ms.count handshakes).
     pub tls_resumed: u64,
@@ -453,6 +457,7 @@ impl Summary {
             failed_answers: by_status(&stats.failed_answers),
             late: stats.late,
             max_lag_ms: ms(stats.max_lag_us),
+            not_sent: stats.not_sent,
             connections_opened: stats.connections_opened,
             tls_resumed: stats.tls_resumed,
             server_closes: stats.server_closes,

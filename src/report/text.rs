@@ -114,6 +114,11 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             s.late,
             fmt_ms(s.max_lag_ms)
         )?;
+        writeln!(
+            o,
+            "Not sent (scheduled in the run's window, the run ended first): {}",
+            s.not_sent
+        )?;
     } else {
         writeln!(
             o,

@@ -584,6 +584,11 @@ pub struct Stats {
     pub late: u64,
     /// Open model: largest lag between intended and actual start, in microseconds.
     pub max_lag_us: u64,
+    /// Open model: measured requests the schedule placed in the run's window that were
+    /// never sent (the run ended or was stopped while they waited for a connection), so
+    /// that the schedule's requests = those sent + these (older files lack it).
+    #[serde(default)]
+    pub not_sent: u64,
     pub connections_opened: u64,
     /// TLS handshakes that resumed an earlier session (the rest were full handshakes).
     #[serde(default)]
@@ -693,6 +698,7 @@ impl Stats {
         self.ttfb.add(&o.ttfb);
         self.late += o.late;
         self.max_lag_us = self.max_lag_us.max(o.max_lag_us);
+        self.not_sent += o.not_sent;
         self.connections_opened += o.connections_opened;
         self.tls_resumed += o.tls_resumed;
         self.server_closes += o.server_closes;
