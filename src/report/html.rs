@@ -937,6 +937,40 @@ fn interval_points(
 /// than two points is left out (a figure the node does not give); a chart left without
 /// series is not drawn.
 fn server_node_charts(s: &Summary, node: &ServerNodeSummary, key: &str, body: &mut String) {
+    let kept: Vec<Chart> = server_node_series(s, node, key)
+        .into_iter()
+        .map(|(id, title, y_label, series)| Chart {
+            id,
+            title: title.into(),
+            x_label: "second".into(),
+            y_label: y_label.into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            series: series.into_iter().filter(|s| s.points.len() >= 2).collect(),
+        })
+        .filter(|c| !c.series.is_empty())
+        .collect();
+    if kept.is_empty() {
+        body.push_str("<p class=\"note\">Too few samples for a timeline (fewer than three).</p>");
+        return;
+    }
+    // One time axis for the node's charts.
+    let span: Vec<f64> = kept
+        .iter()
+        .flat_map(|c| c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
+        .collect();
+    for c in &kept {
+        body.push_str(&c.svg_spanning(&[], &span));
+    }
+}
+
+/// One node's charts before the series too short to draw are left out: id, title, y
+/// axis, series.
+fn server_node_series(
+    s: &Summary,
+    node: &ServerNodeSummary,
+    key: &str,
+) -> [(String, &'static str, &'static str, Vec<Series>); 3] {
     let w = s.run.warmup_s;
     let it = &node.intervals;
     let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
@@ -947,7 +981,7 @@ fn server_node_charts(s: &Summary, node: &ServerNodeSummary, key: &str, body: &m
     };
     let busy = || drawn(&s.timeline).filter(|(r, _)| r.requests > 0);
     let mid = |r: &SecondSummary| r.second as f64 + r.partial_s.unwrap_or(1.0) / 2.0;
-    let charts = [
+    [
         (
             format!("server-cpu-{key}"),
             "CPU (cores: 1 = one core busy)",
@@ -1015,32 +1049,7 @@ fn server_node_charts(s: &Summary, node: &ServerNodeSummary, key: &str, body: &m
                 ),
             ],
         ),
-    ];
-    let kept: Vec<Chart> = charts
-        .into_iter()
-        .map(|(id, title, y_label, series)| Chart {
-            id,
-            title: title.into(),
-            x_label: "second".into(),
-            y_label: y_label.into(),
-            x_scale: Scale::Linear,
-            y_scale: Scale::Linear,
-            series: series.into_iter().filter(|s| s.points.len() >= 2).collect(),
-        })
-        .filter(|c| !c.series.is_empty())
-        .collect();
-    if kept.is_empty() {
-        body.push_str("<p class=\"note\">Too few samples for a timeline (fewer than three).</p>");
-        return;
-    }
-    // One time axis for the node's charts.
-    let span: Vec<f64> = kept
-        .iter()
-        .flat_map(|c| c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
-        .collect();
-    for c in &kept {
-        body.push_str(&c.svg_spanning(&[], &span));
-    }
+    ]
 }
 
 /// Each node's figures over the window, and the accounting cross-check.
