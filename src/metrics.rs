@@ -355,13 +355,16 @@ fn label_value(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A gauge of the nodes' figures: its name after `vblast_server_`, its help, its value.
+type ServerGauge = (&'static str, &'static str, fn(&Interval) -> Option<f64>);
+
 /// The nodes' figures of their latest sampled interval: a gauge family per figure, a
 /// series per node (label `node`, its address); a figure no node gives is left out.
 fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
     use std::fmt::Write as _;
     let per_s =
         |i: &Interval, v: Option<f64>| v.filter(|_| i.duration_s > 0.0).map(|v| v / i.duration_s);
-    let families: [(&str, &str, fn(&Interval) -> Option<f64>); 12] = [
+    let families: [ServerGauge; 12] = [
         (
             "cpu_cores",
             "The node's process CPU over the latest sampling interval, in cores (1 = one core busy).",
