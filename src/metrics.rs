@@ -12,6 +12,10 @@
 //! first snapshot, the run's figures stay at zero, and `vblast_figures_parts_included`
 //! (of `vblast_figures_parts`) says whose figures are in what is served.
 //!
+//! The nodes' sampled figures (src/server_stats/, the latest interval of each node) are
+//! served beside the run's as `vblast_server_*` gauges, each with the node's address as
+//! its `node` label, so that a cluster's nodes are told apart.
+//!
 //! Latency is exported as two histograms (corrected from the intended start, uncorrected
 //! from the actual send) over fixed `le` buckets, so that shards scraped separately add up
 //! with `sum by (le) (vblast_latency_seconds_bucket)`, unlike quantile summaries.
@@ -28,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use crate::config::schedule::Schedule;
 use crate::engine::Totals;
+use crate::server_stats::live::LatestIntervals;
+use crate::server_stats::timeline::Interval;
 use crate::stats::Stats;
 use crate::stats::figures::{BUCKETS_US, Buckets, Figures};
 
@@ -84,6 +90,8 @@ impl From<MetricsError> for crate::error::Cause {
 /// The running metrics server.
 pub struct Metrics {
     state: Arc<Mutex<MetricsState>>,
+    /// The nodes' latest sampled intervals (the sampler fills them).
+    server: LatestIntervals,
     schedule: Option<Schedule>,
     pub addr: std::net::SocketAddr,
 }
@@ -107,19 +115,27 @@ impl Metrics {
             ..MetricsState::default()
         }));
         let shared = state.clone();
+        let server = LatestIntervals::default();
+        let nodes = server.clone();
         std::thread::Builder::new()
             .name("vblast-metrics".into())
             .spawn(move || {
                 for conn in listener.incoming().flatten() {
-                    serve(conn, &shared);
+                    serve(conn, &shared, &nodes);
                 }
             })
             .map_err(MetricsError::Thread)?;
         Ok(Metrics {
             state,
+            server,
             schedule,
             addr: local,
         })
+    }
+
+    /// Where the server-side sampler leaves each node's latest interval, served here.
+    pub fn server_intervals(&self) -> LatestIntervals {
+        self.server.clone()
     }
 
     /// Takes the latest snapshot of every part of the run (called about once a second).
@@ -211,7 +227,7 @@ pub fn hold(d: Duration, stop: &crate::signals::Stop) {
     }
 }
 
-fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>) {
+fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>, nodes: &LatestIntervals) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
     let mut buf = [0u8; 8192];
@@ -231,10 +247,11 @@ fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>) {
     let path = head.split_whitespace().nth(1).unwrap_or("");
     let (status, body) =
         if head.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
-            let body = match state.lock() {
+            let mut body = match state.lock() {
                 Ok(s) => render(&s),
                 Err(_) => String::new(),
             };
+            render_server(&mut body, &nodes.nodes());
             ("200 OK", body)
         } else {
             ("404 Not Found", "not found: try /metrics\n".to_string())
@@ -329,6 +346,112 @@ fn render(s: &MetricsState) -> String {
         &f.service,
     );
     o
+}
+
+/// A label value as the text format writes it: `\`, `"` and newlines escaped.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A gauge of the nodes' figures: its name after `vblast_server_`, its help, its value.
+type ServerGauge = (&'static str, &'static str, fn(&Interval) -> Option<f64>);
+
+/// The nodes' figures of their latest sampled interval: a gauge family per figure, a
+/// series per node (label `node`, its address); a figure no node gives is left out.
+fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
+    use std::fmt::Write as _;
+    let per_s =
+        |i: &Interval, v: Option<f64>| v.filter(|_| i.duration_s > 0.0).map(|v| v / i.duration_s);
+    let families: [ServerGauge; 12] = [
+        (
+            "cpu_cores",
+            "The node's process CPU over the latest sampling interval, in cores (1 = one core busy).",
+            |i| i.cpu_cores,
+        ),
+        (
+            "cpu_wait_cores",
+            "CPU the node's threads waited for while runnable, in cores (--server-pid).",
+            |i| i.cpu_wait_cores,
+        ),
+        (
+            "host_cpu_ratio",
+            "The node's host CPU in use, of all its cores (0 to 1; sys/host-info).",
+            |i| i.host_cpu_pct.map(|p| p / 100.0),
+        ),
+        (
+            "resident_memory_bytes",
+            "The node's process resident memory.",
+            |i| i.rss_bytes,
+        ),
+        (
+            "in_flight_requests",
+            "Requests in flight on the node (vault.core.in_flight_requests).",
+            |i| i.in_flight,
+        ),
+        ("goroutines", "The node's goroutines.", |i| i.goroutines),
+        (
+            "leases",
+            "Leases on the node (vault.expire.num_leases).",
+            |i| i.leases,
+        ),
+        ("tokens", "Tokens on the node (vault.token.count).", |i| {
+            i.tokens
+        }),
+        (
+            "handle_request_seconds",
+            "Mean time of the node's request handler over the latest interval (vault.core.handle_request).",
+            |i| i.handle_ms.map(|ms| ms / 1000.0),
+        ),
+        (
+            "check_token_seconds",
+            "Mean token check time over the latest interval (vault.core.check_token).",
+            |i| i.check_token_ms.map(|ms| ms / 1000.0),
+        ),
+        (
+            "barrier_get_seconds",
+            "Mean barrier get time over the latest interval (vault.barrier.get).",
+            |i| i.barrier_get_ms.map(|ms| ms / 1000.0),
+        ),
+        (
+            "storage_seconds_per_request",
+            "Storage backend time (get and put) per handled request over the latest interval.",
+            |i| i.storage_ms_per_request.map(|ms| ms / 1000.0),
+        ),
+    ];
+    let mut family = |name: &str, help: &str, values: Vec<(&str, f64)>| {
+        if values.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "# HELP vblast_server_{name} {help}\n# TYPE vblast_server_{name} gauge"
+        );
+        for (node, v) in values {
+            let _ = writeln!(
+                o,
+                "vblast_server_{name}{{node=\"{}\"}} {v}",
+                label_value(node)
+            );
+        }
+    };
+    for (name, help, value) in families {
+        let values = nodes
+            .iter()
+            .filter_map(|(n, i)| Some((n.as_str(), value(i)?)))
+            .collect();
+        family(name, help, values);
+    }
+    let handled = nodes
+        .iter()
+        .filter_map(|(n, i)| Some((n.as_str(), per_s(i, i.handled)?)))
+        .collect();
+    family(
+        "handled_per_second",
+        "Requests the node handled per second over the latest interval (less the sampler's own).",
+        handled,
+    );
 }
 
 fn histogram(o: &mut String, name: &str, help: &str, b: &Buckets) {
@@ -433,6 +556,38 @@ mod tests {
         let text = served();
         assert!(has(&text, "vblast_requests_total 8"), "{text}");
         assert!(has(&text, "vblast_figures_parts_included 2"), "{text}");
+    }
+
+    #[test]
+    fn each_node_is_a_series_of_its_own_by_its_address() {
+        let node = |cpu: f64, handled: f64| Interval {
+            duration_s: 0.5,
+            cpu_cores: Some(cpu),
+            handled: Some(handled),
+            handle_ms: Some(2.0),
+            ..Interval::default()
+        };
+        let mut o = String::new();
+        render_server(
+            &mut o,
+            &[
+                ("http://10.0.0.1:8200".into(), node(1.5, 100.0)),
+                ("http://10.0.0.2:8200".into(), node(0.25, 10.0)),
+                ("a\"b".into(), node(0.0, 0.0)),
+            ],
+        );
+        for line in [
+            "vblast_server_cpu_cores{node=\"http://10.0.0.1:8200\"} 1.5",
+            "vblast_server_cpu_cores{node=\"http://10.0.0.2:8200\"} 0.25",
+            "vblast_server_handled_per_second{node=\"http://10.0.0.1:8200\"} 200",
+            "vblast_server_handle_request_seconds{node=\"http://10.0.0.2:8200\"} 0.002",
+            "vblast_server_cpu_cores{node=\"a\\\"b\"} 0",
+            "# TYPE vblast_server_cpu_cores gauge",
+        ] {
+            assert!(o.lines().any(|l| l == line), "{line} not in\n{o}");
+        }
+        // A figure no node gives has no family.
+        assert!(!o.contains("vblast_server_goroutines"), "{o}");
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Asked {
     pub connections: Option<u64>,
     pub keep: bool,
     pub format: Option<OutputFormat>,
+    /// `--audit-path`, `-audit_path`.
+    pub audit_path: Option<PathBuf>,
+    /// `--pprof-interval`, `-pprof_interval`.
+    pub pprof_interval: Option<Duration>,
 }
 
 /// The settings decided: the command line's where it gave one, else the environment's,
@@ -53,6 +57,8 @@ pub struct Settled {
     pub connections: Option<u64>,
     pub keep: bool,
     pub format: Option<OutputFormat>,
+    pub audit_path: Option<PathBuf>,
+    pub pprof_interval: Option<Duration>,
     /// The file's tests, as the workload (None without a file).
     pub tests: Option<Vec<OpChoice>>,
 }
@@ -78,6 +84,8 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
             connections: asked.connections,
             keep: asked.keep,
             format: asked.format,
+            audit_path: asked.audit_path,
+            pprof_interval: asked.pprof_interval,
             tests: None,
         });
     };
@@ -135,6 +143,8 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
         );
     }
     s.format = asked.format.or(c.report_mode.map(|m| m.format()));
+    s.audit_path = asked.audit_path.or_else(|| c.audit_path.clone());
+    s.pprof_interval = asked.pprof_interval.or(c.pprof_interval);
     for n in notes {
         eprintln!("vblast: note: {n}");
     }

@@ -2,6 +2,7 @@
 //! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
 
 use crate::cli::RunArgs;
+use crate::cli::server::ServerArgs;
 use crate::config::scenario::Scenario;
 use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
@@ -32,8 +33,13 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
+    // A vault-benchmark file's pprof_interval, when no flag gave one.
+    let server_args = ServerArgs {
+        pprof_interval: cli.server.pprof_interval.or(planned.pprof_interval),
+        ..cli.server.clone()
+    };
     let server = match super::server::settings(
-        &cli.server,
+        &server_args,
         &planned.scenario,
         planned.output.output.as_deref(),
     ) {

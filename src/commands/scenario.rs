@@ -59,6 +59,8 @@ pub const MAX_THREADS: usize = 1024;
 pub struct Planned {
     pub scenario: Scenario,
     pub output: Output,
+    /// `--pprof-interval`, else a vault-benchmark file's `pprof_interval`.
+    pub pprof_interval: Option<Duration>,
 }
 
 /// The run these flags (and Vault's environment variables) describe, checked.
@@ -92,6 +94,7 @@ pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
     Ok(Planned {
         scenario: flags.scenario()?,
         output,
+        pprof_interval: settled.pprof_interval,
     })
 }
 
@@ -112,6 +115,8 @@ fn asked(args: &RunArgs, given: Given) -> Asked {
         connections: given.flag("connections").then_some(args.load.connections),
         keep: args.ops.keep,
         format: given.flag("format").then_some(args.out.format),
+        audit_path: args.server.audit_path.clone(),
+        pprof_interval: args.server.pprof_interval,
     }
 }
 
@@ -173,7 +178,7 @@ impl Flags<'_> {
             keep: self.settled.keep,
             no_setup: args.ops.no_setup,
             cluster: t.cluster,
-            fixtures: fixture_plan(args),
+            fixtures: fixture_plan(args, self.settled),
         })
     }
 
@@ -554,14 +559,14 @@ fn validate_shards(args: &ShardArgs, op: Option<&str>, no_setup: bool) -> Result
 }
 
 /// How the run's fixtures are named and removed, from its flags and `VBLAST_STATE_DIR`.
-fn fixture_plan(args: &RunArgs) -> FixturePlan {
+fn fixture_plan(args: &RunArgs, settled: &Settled) -> FixturePlan {
     FixturePlan {
         run_id: args.shard.run_id.clone(),
         mode: Mode::Own,
         external: args.shard.external_setup,
         cleanup_timeout: args.cleanup.cleanup_timeout,
         state_dir: state_dir(),
-        audit_path: args.server.audit_path.clone(),
+        audit_path: settled.audit_path.clone(),
     }
 }
 

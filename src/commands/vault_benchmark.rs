@@ -180,22 +180,18 @@ fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
         );
     };
     check_log_level("run", g)?;
-    for refused in ["audit_path", "pprof_interval"] {
-        if get(g, refused).is_some() {
-            return Err(format!(
-                "vault-benchmark run: -{refused} is not supported: {}",
-                if refused == "audit_path" {
-                    "vblast does not enable an audit device; enable it yourself before the run"
-                } else {
-                    "vblast does not collect Vault's pprof profiles"
-                }
-            )
-            .into());
-        }
-    }
     let mut asked = Asked {
         addresses: get(g, "vault_addr").map(String::from).into_iter().collect(),
         token: get(g, "vault_token").map(String::from),
+        // vblast's --audit-path and --pprof-interval (docs/server-stats.md).
+        audit_path: get(g, "audit_path")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from),
+        pprof_interval: match get(g, "pprof_interval") {
+            Some(p) => crate::vbconfig::pprof_interval(p)
+                .map_err(|e| format!("vault-benchmark run: -{e}"))?,
+            None => None,
+        },
         ..Asked::default()
     };
     if let Some(c) = get(g, "cluster_json") {
@@ -293,6 +289,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         cluster: t.cluster,
         fixtures: FixturePlan {
             state_dir: state_dir(),
+            audit_path: s.audit_path.clone(),
             ..FixturePlan::default()
         },
     };
@@ -310,7 +307,11 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         ci: false,
         confidence: Default::default(),
     };
-    Ok(Planned { scenario, output })
+    Ok(Planned {
+        scenario,
+        output,
+        pprof_interval: s.pprof_interval,
+    })
 }
 
 /// Runs `vblast vault-benchmark ARGS...`.
@@ -347,8 +348,13 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
                 Err(e) => return Ok(Ending::Failed(e)),
             };
             // Sampled as `vblast run` samples its nodes by default.
+            // pprof_interval (the key or the flag) is vblast's --pprof-interval.
+            let server_args = ServerArgs {
+                pprof_interval: planned.pprof_interval,
+                ..ServerArgs::default()
+            };
             let server = match crate::commands::server::settings(
-                &ServerArgs::default(),
+                &server_args,
                 &planned.scenario,
                 planned.output.output.as_deref(),
             ) {
@@ -501,12 +507,22 @@ mod tests {
                 .to_string()
                 .contains("-report_mode=loud")
         );
-        let g = parse_flags("run", &v(&["-config=a", "-audit_path=/x"]), RUN_FLAGS).unwrap();
+        // -audit_path and -pprof_interval are vblast's --audit-path and --pprof-interval.
+        let g = parse_flags(
+            "run",
+            &v(&["-config=a", "-audit_path=/x", "-pprof_interval=4s"]),
+            RUN_FLAGS,
+        )
+        .unwrap();
+        let (_, asked, _) = run_asked(&g).unwrap();
+        assert_eq!(asked.audit_path, Some(PathBuf::from("/x")));
+        assert_eq!(asked.pprof_interval, Some(Duration::from_secs(4)));
+        let g = parse_flags("run", &v(&["-config=a", "-pprof_interval=x"]), RUN_FLAGS).unwrap();
         assert!(
             run_asked(&g)
                 .unwrap_err()
                 .to_string()
-                .contains("-audit_path is not supported")
+                .contains("-pprof_interval 'x'")
         );
         let g = parse_flags("run", &v(&["-config=a", "-rps=x"]), RUN_FLAGS).unwrap();
         assert!(run_asked(&g).unwrap_err().to_string().contains("-rps=x"));

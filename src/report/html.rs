@@ -22,6 +22,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{PARTIAL_SECOND_DRAWN, Percentiles, SecondSummary, Summary, fmt_ms, ms, tails};
+use crate::server_stats::ServerSummary;
+use crate::server_stats::summary::ServerNodeSummary;
+use crate::server_stats::timeline::Interval;
 use crate::stats::Hist;
 
 /// Escapes text for HTML element content and attribute values.
@@ -233,12 +236,19 @@ impl Chart {
     /// `svg`, with vertical marks: at each `(x, label, color)` a dashed line across the plot
     /// and its label (the spectrum's start of a thin tail, the timeline's partial second).
     fn svg_marked(&self, marks: &[(f64, String, usize)]) -> String {
+        self.svg_spanning(marks, &[])
+    }
+
+    /// `svg_marked`, with the x axis covering `span` as well as the points (charts that
+    /// share one time axis give it the same span).
+    fn svg_spanning(&self, marks: &[(f64, String, usize)], span: &[f64]) -> String {
         let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
-        let xs: Vec<f64> = self
+        let mut xs: Vec<f64> = self
             .series
             .iter()
             .flat_map(|s| s.points.iter().filter(finite).map(|p| p.0))
             .collect();
+        xs.extend(span.iter().copied().filter(|x| x.is_finite()));
         let ys: Vec<f64> = self
             .series
             .iter()
@@ -679,6 +689,7 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     let mut body = String::new();
     spectrum_section(runs, &mut body);
     timeline_section(runs, &mut body);
+    server_section(runs, &mut body);
     summary_section(runs, &mut body);
     cluster_tables(runs, &mut body);
     for run in runs {
@@ -862,6 +873,242 @@ fn timeline_section(runs: &[HtmlRun], body: &mut String) {
         },
     ] {
         body.push_str(&chart.svg_marked(&marks));
+    }
+}
+
+/// The server's figures of every run (src/server_stats/), per node, on the run's timeline:
+/// the node's CPU, the requests in flight and its mean `handle_request` time per sampling
+/// interval, beside the client's latency per second; a table of each node's figures over
+/// the window. Nothing without samples (URL mode, `--no-server-stats`).
+fn server_section(runs: &[HtmlRun], body: &mut String) {
+    let sampled: Vec<(usize, &HtmlRun, &ServerSummary)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some((i, r, r.summary.server.as_ref()?)))
+        .filter(|(_, _, s)| !s.nodes.is_empty())
+        .collect();
+    if sampled.is_empty() {
+        return;
+    }
+    body.push_str("<h2 id=\"server\">Server</h2>");
+    body.push_str("<p class=\"note\">Sampled on each node while the load ran (every sampling interval; see docs/server-stats.md). Each point sits at the middle of the span it covers: a sampling interval for the server's figures, a second for the client's. Time is seconds of the measured run.</p>");
+    let several = runs.len() > 1;
+    for (r, run, server) in sampled {
+        let prefix = if several {
+            format!("{}: ", run.name)
+        } else {
+            String::new()
+        };
+        for (n, node) in server.nodes.iter().enumerate() {
+            let _ = write!(
+                body,
+                "<h3 class=\"server-node\">{}{}</h3>",
+                escape(&prefix),
+                escape(&node.node)
+            );
+            server_node_charts(run.summary, node, &format!("{r}-{n}"), body);
+            if !node.missing.is_empty() {
+                let _ = write!(
+                    body,
+                    "<p class=\"note missing\">Not sampled: {}</p>",
+                    escape(&node.missing.join("; "))
+                );
+            }
+        }
+        server_table(server, body);
+    }
+}
+
+/// A series of `(x, y)` from a node's intervals, at each interval's middle on the measured
+/// run's clock (`warmup_s` earlier than the sampler's).
+fn interval_points(
+    intervals: &[Interval],
+    warmup_s: f64,
+    value: fn(&Interval) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    intervals
+        .iter()
+        .filter_map(|i| Some((i.at_s - warmup_s - i.duration_s / 2.0, value(i)?)))
+        .collect()
+}
+
+/// The three charts of one node (`key` makes their ids unique): CPU, requests in flight,
+/// time per request beside the client's latency, on one time axis. A series with fewer
+/// than two points is left out (a figure the node does not give); a chart left without
+/// series is not drawn.
+fn server_node_charts(s: &Summary, node: &ServerNodeSummary, key: &str, body: &mut String) {
+    let kept: Vec<Chart> = server_node_series(s, node, key)
+        .into_iter()
+        .map(|(id, title, y_label, series)| Chart {
+            id,
+            title: title.into(),
+            x_label: "second".into(),
+            y_label: y_label.into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            series: series.into_iter().filter(|s| s.points.len() >= 2).collect(),
+        })
+        .filter(|c| !c.series.is_empty())
+        .collect();
+    if kept.is_empty() {
+        body.push_str("<p class=\"note\">Too few samples for a timeline (fewer than three).</p>");
+        return;
+    }
+    // One time axis for the node's charts.
+    let span: Vec<f64> = kept
+        .iter()
+        .flat_map(|c| c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
+        .collect();
+    for c in &kept {
+        body.push_str(&c.svg_spanning(&[], &span));
+    }
+}
+
+/// One node's charts before the series too short to draw are left out: id, title, y
+/// axis, series.
+fn server_node_series(
+    s: &Summary,
+    node: &ServerNodeSummary,
+    key: &str,
+) -> [(String, &'static str, &'static str, Vec<Series>); 3] {
+    let w = s.run.warmup_s;
+    let it = &node.intervals;
+    let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
+        name: name.into(),
+        points,
+        dashed,
+        color,
+    };
+    let busy = || drawn(&s.timeline).filter(|(r, _)| r.requests > 0);
+    let mid = |r: &SecondSummary| r.second as f64 + r.partial_s.unwrap_or(1.0) / 2.0;
+    [
+        (
+            format!("server-cpu-{key}"),
+            "CPU (cores: 1 = one core busy)",
+            "cores",
+            vec![
+                line(
+                    "server CPU",
+                    interval_points(it, w, |i| i.cpu_cores),
+                    false,
+                    0,
+                ),
+                line(
+                    "server CPU waited for (runnable, no core)",
+                    interval_points(it, w, |i| i.cpu_wait_cores),
+                    true,
+                    0,
+                ),
+                line(
+                    "vblast CPU",
+                    interval_points(it, w, |i| i.client_cpu_cores),
+                    false,
+                    3,
+                ),
+            ],
+        ),
+        (
+            format!("server-inflight-{key}"),
+            "Requests in flight on the server (its gauge)",
+            "requests",
+            vec![line(
+                "in flight",
+                interval_points(it, w, |i| i.in_flight),
+                false,
+                4,
+            )],
+        ),
+        (
+            format!("server-time-{key}"),
+            "Time per request: the server's handler beside the client's latency",
+            "ms",
+            vec![
+                line(
+                    "server handle_request mean",
+                    interval_points(it, w, |i| i.handle_ms),
+                    false,
+                    1,
+                ),
+                line(
+                    "server storage time per request",
+                    interval_points(it, w, |i| i.storage_ms_per_request),
+                    true,
+                    6,
+                ),
+                line(
+                    "client p50",
+                    busy().map(|(r, _)| (mid(r), r.p50_ms)).collect(),
+                    false,
+                    2,
+                ),
+                line(
+                    "client p99",
+                    busy().map(|(r, _)| (mid(r), r.p99_ms)).collect(),
+                    true,
+                    2,
+                ),
+            ],
+        ),
+    ]
+}
+
+/// Each node's figures over the window, and the accounting cross-check.
+fn server_table(server: &ServerSummary, body: &mut String) {
+    let f = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    let rows: Vec<Vec<String>> = server
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.node.clone(),
+                n.samples.to_string(),
+                f(n.cpu_cores_peak, 2),
+                f(n.cpu_cores_mean, 2),
+                f(n.in_flight_peak, 0),
+                n.handled.map_or("-".into(), |h| h.to_string()),
+                f(n.handle_ms, 3),
+                f(n.token_ms_per_request, 3),
+                f(n.barrier_ms_per_request, 3),
+                f(n.storage_ms_per_request, 3),
+            ]
+        })
+        .collect();
+    body.push_str(&table(
+        &[
+            "node",
+            "samples",
+            "CPU peak (cores)",
+            "CPU mean (cores)",
+            "in flight peak",
+            "handled",
+            "handle mean (ms)",
+            "token check (ms/req)",
+            "barrier (ms/req)",
+            "storage (ms/req)",
+        ],
+        &rows,
+        1,
+    ));
+    let mut lines = Vec::new();
+    if let (Some(server_ms), Some(outside)) = (server.server_ms, server.outside_ms) {
+        lines.push(format!(
+            "mean time per request: server {server_ms:.3} ms, client {:.3} ms, outside Vault {outside:.3} ms",
+            server.client_ms
+        ));
+    }
+    if let (Some(h), Some(d)) = (server.handled, server.difference) {
+        lines.push(format!(
+            "accounting: server handled {h}, client answered {}, difference {d:+}{}",
+            server.client_answered,
+            if server.beyond {
+                " (beyond what the sampling windows explain)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for l in lines {
+        let _ = write!(body, "<p class=\"note server-line\">{}</p>", escape(&l));
     }
 }
 

@@ -2,8 +2,10 @@
 //! client's figures. `sources` reads the server's telemetry, host and process; `sample`
 //! is one look at one node; `sampler` takes them from a thread of its own; `timeline`
 //! keeps each node's samples and the intervals between them (merged across shards by
-//! node); `summary` is what they say beside the client's figures, and the report's lines.
+//! node); `summary` is what they say beside the client's figures, and the report's lines;
+//! `live` hands each node's latest interval to the Prometheus exporter.
 
+pub mod live;
 pub mod pprof;
 pub mod sample;
 pub mod sampler;

@@ -12,10 +12,11 @@ use crate::error::Cause;
 use crate::vault::client::Client;
 
 use super::Settings;
+use super::live::LatestIntervals;
 use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
-use super::timeline::{NodeSamples, ServerSamples};
+use super::timeline::{NodeSamples, ServerSamples, interval};
 
 /// Where a source stands for one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +118,14 @@ impl SampledNode {
         self.out.samples.push(s);
     }
 
+    /// Hands the interval up to the latest sample to the exporter, when one serves.
+    fn publish(&self, latest: Option<&LatestIntervals>) {
+        let (Some(latest), [.., a, b]) = (latest, self.out.samples.as_slice()) else {
+            return;
+        };
+        latest.set(&self.out.node, interval(a, b, a.at_ms));
+    }
+
     fn read_telemetry(&mut self, s: &mut Sample) {
         let form = match self.telemetry {
             Source::On(f) | Source::Failing(f) => f,
@@ -216,6 +225,8 @@ pub struct Sampler {
     interval: Duration,
     /// `--pprof-interval`: the first node's profiles, from a thread of their own.
     profiler: Option<Profiler>,
+    /// `--metrics-listen`: where each node's latest interval goes.
+    latest: Option<LatestIntervals>,
 }
 
 impl Sampler {
@@ -223,12 +234,14 @@ impl Sampler {
     /// `clients` are one per node (their own connections); `settings.pids[i]` is node i's
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
-    /// `profiling` is a connection of its own to the first node, for its profiles.
+    /// `profiling` is a connection of its own to the first node, for its profiles;
+    /// `latest`, the exporter's view of each node's latest interval.
     pub fn start(
         settings: &Settings,
         clients: Vec<Client>,
         profiling: Option<Client>,
         warmup: Duration,
+        latest: Option<LatestIntervals>,
     ) -> Sampler {
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
@@ -254,7 +267,7 @@ impl Sampler {
             .as_ref()
             .zip(profiling)
             .map(|(p, c)| Profiler::start(p, c));
-        Sampler::spawn(nodes, settings.interval, warmup, profiler)
+        Sampler::spawn(nodes, settings.interval, warmup, profiler, latest)
     }
 
     /// Stops the thread, samples each node once more (the load has ended), and gives
@@ -276,6 +289,7 @@ impl Sampler {
     pub fn next_step(mut self) -> Option<(ServerSamples, Paused)> {
         let interval = self.interval;
         let profiler = self.profiler.take();
+        let latest = self.latest.clone();
         let nodes = self.stopped()?;
         let mut done = Vec::with_capacity(nodes.len());
         let mut kept = Vec::with_capacity(nodes.len());
@@ -300,6 +314,7 @@ impl Sampler {
                 nodes: kept,
                 interval,
                 profiler,
+                latest,
             },
         ))
     }
@@ -314,6 +329,7 @@ impl Sampler {
         let mut nodes = self.thread.take()?.join().ok()?;
         for n in &mut nodes {
             n.sample();
+            n.publish(self.latest.as_ref());
         }
         Some(nodes)
     }
@@ -325,20 +341,23 @@ impl Sampler {
         interval: Duration,
         warmup: Duration,
         profiler: Option<Profiler>,
+        latest: Option<LatestIntervals>,
     ) -> Sampler {
         // Due from now, before the caller's load begins (not from the thread's start).
         let next = Instant::now() + if warmup.is_zero() { interval } else { warmup };
         let bell: Bell = Arc::new((Mutex::new(false), Condvar::new()));
         let b = bell.clone();
+        let l = latest.clone();
         let thread = std::thread::Builder::new()
             .name("server-stats".into())
-            .spawn(move || run(nodes, &b, interval, next))
+            .spawn(move || run(nodes, &b, interval, next, l.as_ref()))
             .ok();
         Sampler {
             bell,
             thread,
             interval,
             profiler,
+            latest,
         }
     }
 }
@@ -349,6 +368,7 @@ pub struct Paused {
     interval: Duration,
     /// The profiler goes on between steps.
     profiler: Option<Profiler>,
+    latest: Option<LatestIntervals>,
 }
 
 impl Paused {
@@ -357,7 +377,13 @@ impl Paused {
         for n in &mut self.nodes {
             n.sample();
         }
-        Sampler::spawn(self.nodes, self.interval, warmup, self.profiler)
+        Sampler::spawn(
+            self.nodes,
+            self.interval,
+            warmup,
+            self.profiler,
+            self.latest,
+        )
     }
 }
 
@@ -368,6 +394,7 @@ fn run(
     bell: &Bell,
     interval: Duration,
     mut next: Instant,
+    latest: Option<&LatestIntervals>,
 ) -> Vec<SampledNode> {
     let (stopped, cv) = &**bell;
     loop {
@@ -388,6 +415,7 @@ fn run(
         drop(done);
         for n in &mut nodes {
             n.sample();
+            n.publish(latest);
         }
         next += interval;
         // A slow node: the next sample comes an interval after this one, not in a burst.

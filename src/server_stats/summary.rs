@@ -288,7 +288,10 @@ impl ServerSamples {
             .collect();
         let counts: Vec<Counted> = self.nodes.iter().filter_map(|n| counted(n, c)).collect();
         let handled = (!counts.is_empty()).then(|| counts.iter().map(|k| k.handled).sum::<u64>());
-        let explained = handled.map(|_| counts.iter().map(|k| k.explained).sum::<u64>());
+        // The profiles' requests (`--pprof-interval`) pass through the first node's handler
+        // too: as many as were saved, at most, are the sampler's, not the client's.
+        let explained = handled
+            .map(|_| counts.iter().map(|k| k.explained).sum::<u64>() + self.profiles.len() as u64);
         let difference = handled.map(|h| h as i64 - c.answered as i64);
         // Mean server time over all nodes, weighted by what each handled.
         let (n, sum) = nodes
@@ -489,5 +492,13 @@ mod tests {
         let text = String::from_utf8(text).expect("utf8");
         assert!(text.contains("difference +10"), "{text}");
         assert!(text.contains("beyond"), "{text}");
+        // Ten profiles saved (`--pprof-interval`): ten requests of the server's are theirs.
+        let profiled = ServerSamples {
+            profiles: (0..10).map(|i| format!("{i}-cpu.pb.gz")).collect(),
+            ..samples
+        };
+        let p = profiled.summary(&client(90, false), 1000);
+        assert_eq!((p.difference, p.explained), (Some(10), Some(10)));
+        assert!(!p.beyond);
     }
 }

@@ -225,6 +225,7 @@ fn sampler(
         session.node_clients(s.timeout()),
         profiling,
         load.warmup,
+        showing.metrics.map(Metrics::server_intervals),
     ))
 }
 

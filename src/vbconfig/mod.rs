@@ -59,6 +59,10 @@ pub struct VbConfig {
     pub cleanup: Option<bool>,
     pub ca_pem_file: Option<PathBuf>,
     pub cluster_json: Option<PathBuf>,
+    /// `audit_path`: a file audit device writing there during the run (`--audit-path`).
+    pub audit_path: Option<PathBuf>,
+    /// `pprof_interval`: the first node's profiles every interval (`--pprof-interval`).
+    pub pprof_interval: Option<Duration>,
     /// The tests, as vblast operations labelled with the tests' names.
     pub tests: Vec<OpChoice>,
     /// What vblast does differently from what the file asks, said once on stderr.
@@ -80,20 +84,10 @@ const NO_EFFECT: &[(&str, &str)] = &[
 ];
 
 /// Global keys vault-benchmark documents that vblast cannot honour.
-const REFUSED: &[(&str, &str)] = &[
-    (
-        "audit_path",
-        "vblast does not enable an audit device: enable it yourself before the run",
-    ),
-    (
-        "pprof_interval",
-        "vblast does not collect Vault's pprof profiles",
-    ),
-    (
-        "input_results",
-        "vblast re-renders saved runs with `vblast vault-benchmark review -result_file=FILE`",
-    ),
-];
+const REFUSED: &[(&str, &str)] = &[(
+    "input_results",
+    "vblast re-renders saved runs with `vblast vault-benchmark review -result_file=FILE`",
+)];
 
 const GLOBAL_KEYS: &[&str] = &[
     "vault_addr",
@@ -107,6 +101,8 @@ const GLOBAL_KEYS: &[&str] = &[
     "cleanup",
     "ca_pem_file",
     "cluster_json",
+    "audit_path",
+    "pprof_interval",
 ];
 
 /// Reads and checks the file at `path`.
@@ -425,6 +421,12 @@ fn global(c: &mut VbConfig, key: &str, v: &Value) -> Result<Global, String> {
         "cleanup" => c.cleanup = Some(want_bool(v, key)?),
         "ca_pem_file" => c.ca_pem_file = Some(want_str(v, key)?.into()),
         "cluster_json" => c.cluster_json = Some(want_str(v, key)?.into()),
+        "audit_path" => {
+            c.audit_path = Some(want_str(v, key)?)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        }
+        "pprof_interval" => c.pprof_interval = pprof_interval(&want_str(v, key)?)?,
         _ => {
             if let Some((_, why)) = NO_EFFECT.iter().find(|(k, _)| *k == key) {
                 c.notes.push(format!("{key} has no effect: {why}"));
@@ -436,6 +438,17 @@ fn global(c: &mut VbConfig, key: &str, v: &Value) -> Result<Global, String> {
         }
     }
     Ok(Global::Known)
+}
+
+/// `pprof_interval` (the key or the flag): a Go duration; empty is none, as in
+/// vault-benchmark. vblast's own bounds (2 s or more) are checked with `--pprof-interval`'s.
+pub fn pprof_interval(text: &str) -> Result<Option<Duration>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let d = crate::config::units::parse_duration(text)
+        .map_err(|e| format!("pprof_interval '{text}': {e}"))?;
+    Ok(Some(d).filter(|d| !d.is_zero()))
 }
 
 /// vault-benchmark's `-cluster_json` file: the token and the nodes' addresses.
@@ -505,8 +518,18 @@ mod tests {
             .collect();
         assert_eq!(notes.len(), 1, "{:?}", c.notes);
         assert!(notes[0].contains("vault_adr, timeout"), "{notes:?}");
-        let e = parse("audit_path = \"/tmp/a\"\n", "f.hcl").unwrap_err();
-        assert!(e.contains("'audit_path' is not supported"), "{e}");
+        let e = parse("input_results = true\n", "f.hcl").unwrap_err();
+        assert!(e.contains("'input_results' is not supported"), "{e}");
+        // audit_path and pprof_interval are vblast's --audit-path and --pprof-interval.
+        let c = parse(
+            "audit_path = \"/tmp/a.log\"\npprof_interval = \"5s\"\ntest \"ha_status\" \"h\" { weight = 100 }",
+            "f.hcl",
+        )
+        .unwrap();
+        assert_eq!(c.audit_path, Some(PathBuf::from("/tmp/a.log")));
+        assert_eq!(c.pprof_interval, Some(Duration::from_secs(5)));
+        let e = parse("pprof_interval = \"often\"\n", "f.hcl").unwrap_err();
+        assert!(e.contains("pprof_interval 'often'"), "{e}");
         let e = parse("duration = \"soon\"\n", "f.hcl").unwrap_err();
         assert!(e.contains("duration 'soon'"), "{e}");
         let e = parse("report_mode = \"loud\"\n", "f.hcl").unwrap_err();

@@ -450,3 +450,74 @@ fn sweep_pages_draw_the_knee_in_chromium() {
         "{err}"
     );
 }
+
+/// The server's figures beside the client's (src/report/html.rs, `server_section`): a run
+/// against a real OpenBao dev server, sampled every half second, writes a page whose
+/// Server section has the node's three charts (CPU, in flight, time per request beside the
+/// client's latency), each drawn in Chromium, and the node's figures as the results file
+/// has them.
+#[test]
+fn the_server_section_draws_the_nodes_figures_in_chromium() {
+    let bao = crate::support::openbao::OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("run.json"), dir.path().join("run.html"));
+    let out = run(crate::support::vblast::vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-z",
+            "3s",
+            "--op",
+            "kv-read",
+            "--server-interval",
+            "500ms",
+            "--output",
+            json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let node = &doc["server"]["nodes"][0];
+    assert_eq!(node["node"], bao.addr.as_str(), "{doc}");
+    let ids = ["server-cpu-0-0", "server-inflight-0-0", "server-time-0-0"];
+    let drawn = check_page(&html, "run-server", &ids).unwrap();
+    let cpu = chart(&drawn, "server-cpu-0-0");
+    assert!(cpu.legend.iter().any(|l| l == "server CPU"), "{cpu:?}");
+    let intervals = node["intervals"].as_array().unwrap().len();
+    assert_eq!(cpu.series_points[0], intervals, "{cpu:?}");
+    let time = chart(&drawn, "server-time-0-0");
+    for name in ["server handle_request mean", "client p50", "client p99"] {
+        assert!(time.legend.iter().any(|l| l == name), "{time:?}");
+    }
+    assert_eq!(chart(&drawn, "server-inflight-0-0").legend, ["in flight"]);
+    // The node's heading and its row: the figures the results file holds.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("<h3 class=\"server-node\">{}</h3>", bao.addr)),
+        "no heading for {}",
+        bao.addr
+    );
+    let row = format!(
+        "<td>{}</td><td class=\"num\">{}</td>",
+        bao.addr, node["samples"]
+    );
+    let at = page.find(&row).unwrap_or_else(|| panic!("no row {row}"));
+    let row = &page[at..at + page[at..].find("</tr>").unwrap()];
+    let handled = node["handled"].as_u64().unwrap();
+    assert!(handled > 0, "{node}");
+    let handle_ms = format!("{:.3}", node["handle_ms"].as_f64().unwrap());
+    for cell in [handled.to_string(), handle_ms] {
+        assert!(
+            row.contains(&format!("<td class=\"num\">{cell}</td>")),
+            "{cell} not in {row}"
+        );
+    }
+    assert!(
+        page.contains("accounting: server handled"),
+        "no accounting line"
+    );
+}

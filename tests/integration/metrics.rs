@@ -423,3 +423,104 @@ fn a_lost_worker_is_left_out_of_the_final_figures_parts() {
     out.assert_code(0);
     assert!(out.stderr.contains("was lost"), "{}", out.show());
 }
+
+/// The nodes' sampled figures on `--metrics-listen` (src/metrics.rs, `render_server`): a
+/// run against a real OpenBao dev server serves `vblast_server_*` gauges labelled with
+/// the node's address; `promtool check metrics` reads the text without a problem, and a
+/// real Prometheus scraping it answers a query for the node's series by that label.
+#[test]
+fn the_nodes_sampled_figures_are_served_with_a_node_label() {
+    let prom = prometheus();
+    let bao = crate::support::openbao::OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mport = free_port();
+    let (_prom, papi) = start_prometheus(&prom, dir.path(), mport);
+    let maddr = format!("127.0.0.1:{mport}");
+    let running = spawn(crate::support::vblast::vault_cmd(
+        &bao,
+        &[
+            "-R",
+            "100",
+            "-z",
+            "4s",
+            "-c",
+            "2",
+            "--op",
+            "kv-read",
+            "--server-interval",
+            "500ms",
+            "--metrics-listen",
+            &maddr,
+            "--metrics-hold",
+            "3s",
+            "-q",
+        ],
+    ));
+    std::thread::sleep(Duration::from_millis(2500));
+    let text = http_request(
+        &format!("http://{maddr}"),
+        "GET",
+        "/metrics",
+        &[],
+        None,
+        None,
+    )
+    .expect("scrape vblast")
+    .text();
+    let label = format!("{{node=\"{}\"}} ", bao.addr);
+    for family in [
+        "vblast_server_cpu_cores",
+        "vblast_server_in_flight_requests",
+        "vblast_server_handle_request_seconds",
+        "vblast_server_handled_per_second",
+        "vblast_server_goroutines",
+    ] {
+        let series = format!("{family}{label}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&series)),
+            "{series} not in\n{text}"
+        );
+    }
+    // Prometheus's own linter on the whole text.
+    let mut lint = Command::new(program(&["promtool"], "promtool"))
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start promtool");
+    std::io::Write::write_all(&mut lint.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let linted = lint.wait_with_output().unwrap();
+    assert!(
+        linted.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&linted.stdout),
+        String::from_utf8_lossy(&linted.stderr)
+    );
+    let out = running.finish(Duration::from_secs(60));
+    out.assert_code(0);
+    // Prometheus answers for the node by its label.
+    let q = format!(
+        "/api/v1/query?query=max_over_time(vblast_server_handled_per_second%7Bnode%3D%22{}%22%7D%5B5m%5D)",
+        bao.addr.replace(':', "%3A").replace('/', "%2F")
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (node, body) = loop {
+        let body = http_request(&papi, "GET", &q, &[], None, None)
+            .map(|r| r.text())
+            .unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let node = v["data"]["result"][0]["metric"]["node"]
+            .as_str()
+            .map(String::from);
+        if node.is_some() || Instant::now() > deadline {
+            break (node, body);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(
+        node.as_deref(),
+        Some(bao.addr.as_str()),
+        "prometheus answered {body}"
+    );
+}

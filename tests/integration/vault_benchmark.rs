@@ -679,3 +679,101 @@ fn approle_role_and_secret_id_keys_reach_the_server() {
     assert!(status == 204 || status == 200, "{text}");
     assert_eq!(state(&bao), before);
 }
+
+/// The responses an audit log holds (one JSON object a line, `"type": "response"`).
+fn audit_responses(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "response")
+        .count()
+}
+
+/// vault-benchmark's `audit_path` and `pprof_interval` keys (and flags) run as vblast's
+/// `--audit-path` and `--pprof-interval` (docs/coming-from-vault-benchmark.md): a
+/// `vault-benchmark run` of a file with both leaves an audit log with the run's responses
+/// and no audit device, and non-empty profiles beside its `-result_file`, listed there;
+/// `-audit_path` given as a flag wins over the file's key.
+#[test]
+fn audit_path_and_pprof_interval_run_as_vblasts_own() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let (file_log, flag_log) = (dir.path().join("file.log"), dir.path().join("flag.log"));
+    let config = write(
+        dir.path(),
+        "audit.hcl",
+        &format!(
+            "audit_path = \"{}\"\npprof_interval = \"2s\"\ntest \"kvv2_read\" \"reads\" {{\n  weight = 100\n  config {{\n    numkvs = 10\n  }}\n}}\n",
+            file_log.display()
+        ),
+    );
+    let saved = dir.path().join("saved.json");
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &format!("-config={}", config.display()),
+            "-duration=3s",
+            "-rps=50",
+            "-workers=2",
+            &format!("-result_file={}", saved.display()),
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let requests = doc["requests"].as_u64().unwrap_or(0);
+    assert!(requests > 0, "{doc}");
+    let responses = audit_responses(&file_log);
+    assert!(
+        responses as u64 >= requests,
+        "{responses} responses in the log, {requests} requests: {}",
+        r.show()
+    );
+    assert!(
+        r.stderr
+            .contains("exact agreement with the client's counts"),
+        "{}",
+        r.show()
+    );
+    let (s, b) = bao.api("GET", "/v1/sys/audit", None);
+    assert_eq!(s, 200, "{b}");
+    assert!(!b.contains("vblast-audit-"), "an audit device is left: {b}");
+    let profiles: Vec<&str> = doc["server_samples"]["profiles"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no profiles listed: {}", r.show()))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for kind in ["-cpu.pb.gz", "-heap.pb.gz", "-goroutine.pb.gz"] {
+        assert!(
+            profiles.iter().any(|f| f.ends_with(kind)),
+            "{kind}: {profiles:?}"
+        );
+    }
+    for f in &profiles {
+        let p = Path::new(f);
+        assert_eq!(p.parent(), Some(dir.path()), "{f}: not beside -result_file");
+        assert!(std::fs::metadata(p).unwrap().len() > 0, "{f} is empty");
+    }
+    // The flag over the key.
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &format!("-config={}", config.display()),
+            "-duration=1s",
+            "-rps=20",
+            &format!("-audit_path={}", flag_log.display()),
+            &format!("-result_file={}", dir.path().join("again.json").display()),
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let was = responses;
+    assert!(audit_responses(&flag_log) > 0, "{}", r.show());
+    assert_eq!(audit_responses(&file_log), was, "the file's log grew");
+    assert_eq!(state(&bao), before, "the runs left something behind");
+}
