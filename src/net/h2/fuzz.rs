@@ -156,7 +156,7 @@ fn hpack_round_trip(mode: u8, rest: &[u8]) {
 
 /// What the connection did, step by step, for comparing two feedings.
 #[derive(Debug, PartialEq, Eq)]
-enum Step {
+enum FeedStep {
     Event(Event),
     Failed(ConnError),
     Out(Vec<u8>),
@@ -166,7 +166,7 @@ enum Step {
 struct Driver {
     conn: H2Conn,
     under_way: Vec<bool>,
-    steps: Vec<Step>,
+    steps: Vec<FeedStep>,
     closed: bool,
 }
 
@@ -213,7 +213,7 @@ impl Driver {
             // (the events of the frames before a failing one come first)
             self.events();
             if let Err(e) = fed {
-                self.steps.push(Step::Failed(e));
+                self.steps.push(FeedStep::Failed(e));
                 assert_eq!(self.conn.state(), super::ConnState::Closed);
                 self.closed = true;
             }
@@ -231,7 +231,7 @@ impl Driver {
                 Event::Reset { slot, .. } | Event::Refused { slot } => self.settle(slot),
                 Event::Ready | Event::GoAway { .. } => {}
             }
-            self.steps.push(Step::Event(ev));
+            self.steps.push(FeedStep::Event(ev));
         }
     }
 
@@ -246,7 +246,7 @@ impl Driver {
         // Answers (ACKs, WINDOW_UPDATEs, RST_STREAMs, a GOAWAY) and request bytes: a
         // few times what came in, plus what requests wait to send.
         assert!(out.len() <= 4 * fed + 64 * 1024, "{} bytes out", out.len());
-        self.steps.push(Step::Out(out));
+        self.steps.push(FeedStep::Out(out));
         let n = self.under_way.iter().filter(|&&u| u).count();
         assert_eq!(self.conn.active(), n, "streams open");
         let held = frame::HEAD_LEN + frame::DEFAULT_MAX_FRAME + MAX_BLOCK;

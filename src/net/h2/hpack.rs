@@ -175,7 +175,7 @@ fn fill(r: Raw<'_>, into: &mut Vec<u8>) -> Result<(), HpackError> {
 }
 
 /// The buffers a block's strings are read into.
-struct Scratch {
+struct HpackScratch {
     name: Vec<u8>,
     value: Vec<u8>,
 }
@@ -247,7 +247,7 @@ impl Hpack {
         on: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<(), HpackError> {
         // The scratch buffers are lent out for the block (given back, grown, at the end).
-        let mut sc = Scratch {
+        let mut sc = HpackScratch {
             name: std::mem::take(&mut self.name),
             value: std::mem::take(&mut self.value),
         };
@@ -262,7 +262,7 @@ impl Hpack {
         block: &[u8],
         all: bool,
         on: &mut dyn FnMut(&[u8], &[u8]),
-        sc: &mut Scratch,
+        sc: &mut HpackScratch,
     ) -> Result<(), HpackError> {
         let mut at = 0;
         let mut fields = false;
@@ -301,7 +301,7 @@ impl Hpack {
         block: &[u8],
         at: usize,
         on: &mut dyn FnMut(&[u8], &[u8]),
-        sc: &mut Scratch,
+        sc: &mut HpackScratch,
     ) -> Result<usize, HpackError> {
         let (i, mut next) = int(block, at, 6)?;
         if i == 0 {
@@ -327,7 +327,7 @@ impl Hpack {
         at: usize,
         all: bool,
         on: &mut dyn FnMut(&[u8], &[u8]),
-        sc: &mut Scratch,
+        sc: &mut HpackScratch,
     ) -> Result<usize, HpackError> {
         let (i, mut next) = int(block, at, 4)?;
         let mut wanted = all;
