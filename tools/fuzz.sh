@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the response parser (src/http.rs) and the TLS record layer
-# (src/tlsio.rs) with cargo-fuzz (libFuzzer), on the stable toolchain.
+# Coverage-guided fuzzing of the response parser (src/http.rs), the TLS record layer
+# (src/tlsio.rs), the HPACK decoder (src/net/h2/hpack.rs) and the HTTP/2 frame reader
+# (src/net/h2/conn.rs) with cargo-fuzz (libFuzzer), on the stable toolchain.
 #
-#   tools/fuzz.sh SECONDS [TARGET...]     targets: http_response tls_records (default both)
+#   tools/fuzz.sh SECONDS [TARGET...]     targets: http_response tls_records hpack h2_frames
+#                                         (default all)
 #
 # Each target runs SECONDS, starting from its seeds (fuzz/seeds/TARGET) and the corpus it
 # grew before ($FUZZ_WORK/corpus/TARGET, default under the cargo target directory). A crash
@@ -22,7 +24,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" = "--" ] && shift
 replay=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_response tls_records)
+[ ${#targets[@]} -gt 0 ] || targets=(http_response tls_records hpack h2_frames)
 
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz" >&2

@@ -9,7 +9,8 @@
 //! and counted, a reset counted by code (a REFUSED_STREAM sent again), the streams a
 //! GOAWAY left unprocessed sent again on the next free stream, the connection re-opened
 //! once its streams are done, and a connection error counted and the connection
-//! re-opened.
+//! re-opened. A request that times out resets its own stream (CANCEL) and fails; the
+//! connection goes on unless it does not answer a PING within the timeout either.
 
 use std::collections::VecDeque;
 use std::io;
@@ -60,6 +61,8 @@ struct H2Link {
     failures: u32,
     /// In the loop's list of connections with a free stream.
     listed: bool,
+    /// When our last PING went out (`expire_streams`).
+    ping_at: Instant,
     captures: Captures,
 }
 
@@ -175,6 +178,7 @@ impl<'p> H2Loop<'p> {
                 connected_at: now,
                 failures: 0,
                 listed: false,
+                ping_at: now,
                 captures: Captures::with_slots(captured, CAPTURE_BYTES),
             })
             .collect();
@@ -853,20 +857,7 @@ impl<'p> H2Loop<'p> {
         for i in 0..self.links.len() {
             let l = &self.links[i];
             match l.phase {
-                LinkPhase::Open => {
-                    let late = l
-                        .reqs
-                        .iter()
-                        .flatten()
-                        .any(|r| now.saturating_duration_since(r.sent) >= timeout);
-                    if late {
-                        let msg = format!(
-                            "no response within {}",
-                            crate::config::units::show_duration(timeout)
-                        );
-                        self.drop_link(i, ErrorKind::Timeout, &msg, now);
-                    }
-                }
+                LinkPhase::Open => self.expire_streams(i, now, timeout),
                 LinkPhase::Connecting | LinkPhase::Handshaking
                     if now.saturating_duration_since(l.since) >= timeout =>
                 {
@@ -878,5 +869,44 @@ impl<'p> H2Loop<'p> {
                 _ => {}
             }
         }
+    }
+
+    /// The streams of link `i` past the timeout: each given up (RST_STREAM CANCEL) and
+    /// its request failed, while the connection's other streams go on. A PING then asks
+    /// whether the server still reads the connection; one left unanswered for a whole
+    /// timeout drops the connection (its requests failed), which is opened again.
+    fn expire_streams(&mut self, i: usize, now: Instant, timeout: Duration) {
+        let show = crate::config::units::show_duration;
+        let l = &self.links[i];
+        if l.proto.ping_unanswered() && now.saturating_duration_since(l.ping_at) >= timeout {
+            let msg = format!("no answer to a PING within {}", show(timeout));
+            self.drop_link(i, ErrorKind::Timeout, &msg, now);
+            return;
+        }
+        let late = |r: &Option<Req>| {
+            r.as_ref()
+                .is_some_and(|r| now.saturating_duration_since(r.sent) >= timeout)
+        };
+        if !l.reqs.iter().any(late) {
+            return;
+        }
+        let msg = format!("no response within {}", show(timeout));
+        for slot in 0..self.links[i].reqs.len() {
+            if !late(&self.links[i].reqs[slot]) {
+                continue;
+            }
+            let l = &mut self.links[i];
+            l.proto.cancel(slot);
+            if let Some(req) = l.reqs[slot].take() {
+                self.fail_req(req, ErrorKind::Timeout, &msg, now);
+            }
+        }
+        let l = &mut self.links[i];
+        if !l.proto.ping_unanswered() {
+            l.proto.ping();
+            l.ping_at = now;
+        }
+        self.list(i);
+        self.flush(i, now);
     }
 }

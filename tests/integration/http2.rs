@@ -259,3 +259,66 @@ fn nghttp_agrees_on_the_frame_sequence_nginx_sends() {
     let r = h2_run(&ng, "/v1/x", &["-c", "1", "-n", "5"]);
     all_ok(&r, 5);
 }
+
+/// nginx numbers the streams of a connection (`$connection_requests`): every fifth one
+/// (5, 10, ...) is `$special`, so that a run on one connection knows how many.
+const EVERY_FIFTH: &str = "map $connection_requests $special { ~[05]$ 1; default 0; }";
+
+#[test]
+fn an_rst_stream_from_nginx_fails_its_request_counted_by_code_and_the_rest_go_on() {
+    // `return 444` over HTTP/2: nginx resets the stream (RST_STREAM PROTOCOL_ERROR) and
+    // keeps the connection; its other streams are answered.
+    let loc = "location = /reset { if ($special) { return 444; } return 200 'ok'; }";
+    for tls in [false, true] {
+        let ng = Nginx::start_h2(tls, EVERY_FIFTH, loc);
+        let r = h2_run(&ng, "/reset", &["-c", "1", "--streams", "4", "-n", "40"]);
+        assert!(!r.stderr.contains("panicked"), "{}", r.show());
+        let j = r.json();
+        assert_eq!(j["requests"], 40, "{j}");
+        assert_eq!(j["ok"], 32, "{j}");
+        assert_eq!(j["errors"]["read"], 8, "{j}");
+        assert_eq!(j["http2"]["resets"]["PROTOCOL_ERROR"], 8, "{j}");
+        // Failed, not sent again: only REFUSED_STREAM (and a GOAWAY) say "unprocessed".
+        assert_eq!(j["http2"]["resent"], 0, "{j}");
+        assert_eq!(j["connections_opened"], 1, "{j}");
+        assert_eq!(
+            j["error_messages"]["stream reset: PROTOCOL_ERROR"], 8,
+            "{j}"
+        );
+    }
+}
+
+#[test]
+fn a_timed_out_stream_is_cancelled_and_its_connection_goes_on() {
+    // Every fifth stream is proxied to a port that accepts nothing (a listener never
+    // accepting), so it never answers; the others answer at once.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let http = format!("{EVERY_FIFTH}\n    error_log logs/error.log info;");
+    let loc = format!(
+        "location = /slow {{ proxy_read_timeout 60s; if ($special = 0) {{ return 200 'ok'; }} \
+         proxy_pass http://127.0.0.1:{port}; }}"
+    );
+    let ng = Nginx::start_h2(false, &http, &loc);
+    let r = h2_run(
+        &ng,
+        "/slow",
+        &["-c", "1", "--streams", "4", "-n", "40", "--timeout", "2s"],
+    );
+    assert!(!r.stderr.contains("panicked"), "{}", r.show());
+    let j = r.json();
+    // The 8 silent streams time out, alone: the 32 others succeed on the same connection.
+    assert_eq!(j["requests"], 40, "{j}");
+    assert_eq!(j["ok"], 32, "{j}");
+    assert_eq!(j["errors"]["timeout"], 8, "{j}");
+    assert_eq!(j["connections_opened"], 1, "{j}");
+    assert_eq!(j["error_messages"]["no response within 2s"], 8, "{j}");
+    // nginx's view: each was reset by the client with CANCEL.
+    let log = ng.error_log();
+    assert_eq!(
+        log.matches("client canceled stream").count(),
+        8,
+        "nginx's error log:\n{log}"
+    );
+    drop(silent);
+}

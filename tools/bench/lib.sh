@@ -80,7 +80,8 @@ KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"v
 # with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
 # start_nginx CPUS [TLS_DIRECTIVES]: a canned kv response on $NGINX_URL, pinned to CPUS.
 # Sizes from the environment: NGINX_WORKERS (1), NGINX_RLIMIT (16384), NGINX_CONNS (8192),
-# NGINX_KEEPALIVE (75s), NGINX_LISTEN_OPTS (extra listen parameters: " reuseport backlog=4096").
+# NGINX_KEEPALIVE (75s), NGINX_LISTEN_OPTS (extra listen parameters: " reuseport backlog=4096"),
+# NGINX_CURL_OPTS (options of the curl that checks it: "--http2-prior-knowledge" for h2c).
 start_nginx() {
     local cpu="$1" tls="${2:-}" dir="$BENCH_TMP/nginx" user="" ssl="" scheme=http
     need nginx
@@ -120,7 +121,7 @@ EOF
     wait_port "$NGINX_PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
     NGINX_URL="$scheme://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
     local got
-    got="$(curl -s --max-time 5 ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL")"
+    got="$(curl -s --max-time 5 ${NGINX_CURL_OPTS:-} ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL")"
     [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
 }
 

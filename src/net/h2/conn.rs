@@ -6,7 +6,9 @@
 //! The connection's states are named (`ConnState`): the preface and SETTINGS sent, our
 //! SETTINGS acknowledged, open (the server's SETTINGS seen, so its stream limit known),
 //! going away (a GOAWAY received or sent, or stream ids used up: no new streams) and
-//! closed. Each stream slot has its own (`StreamState`). Flow control both ways: DATA is
+//! closed. Each stream slot has its own (`StreamState`); a stream given up (`cancel`, its
+//! request timed out) is reset with CANCEL while the connection goes on, and `ping` asks
+//! whether the server still reads the connection at all. Flow control both ways: DATA is
 //! sent only within the peer's windows (a body that does not fit waits for its
 //! WINDOW_UPDATE), and WINDOW_UPDATEs are sent for the connection and each stream once
 //! half of a window has been consumed, so that a large body (a 1 MiB KV value) never
@@ -141,6 +143,8 @@ pub struct H2Conn {
     block_stream: u32,
     block_end: bool,
     in_block: bool,
+    /// A PING of ours not answered yet (`ping`).
+    ping_out: bool,
     /// Frames to write to the server.
     pub out: Vec<u8>,
     /// What happened in the last `feed` (the caller drains it).
@@ -202,6 +206,7 @@ impl H2Conn {
             block_stream: 0,
             block_end: false,
             in_block: false,
+            ping_out: false,
             out,
             events: VecDeque::with_capacity(2 * streams + 4),
         }
@@ -250,6 +255,41 @@ impl H2Conn {
     /// The stream id on `slot`.
     pub fn stream_id(&self, slot: usize) -> u32 {
         self.slots[slot].id
+    }
+
+    /// Gives up the stream on `slot` (its request timed out): RST_STREAM CANCEL is queued
+    /// and the slot freed; what the server still sends on it is read and dropped (the
+    /// connection window and the HPACK table kept in step). False: nothing was under way.
+    pub fn cancel(&mut self, slot: usize) -> bool {
+        let Some(s) = self.slots.get(slot) else {
+            return false;
+        };
+        if !matches!(s.state, StreamState::Open | StreamState::HalfClosedLocal) {
+            return false;
+        }
+        frame::put_rst(&mut self.out, s.id, code::CANCEL);
+        self.close_slot(slot);
+        true
+    }
+
+    /// Queues a PING, unless one is still unanswered: whether the server still reads this
+    /// connection (`ping_unanswered` until its ACK comes).
+    pub fn ping(&mut self) {
+        if !self.ping_out {
+            self.ping_out = true;
+            frame::put_ping(&mut self.out, false, b"vblast\0\0");
+        }
+    }
+
+    /// Our PING has not been answered yet.
+    pub fn ping_unanswered(&self) -> bool {
+        self.ping_out
+    }
+
+    /// Bytes held between reads: an incomplete frame and a header block being joined
+    /// (bounded by a frame and `MAX_BLOCK`; the fuzz target checks it).
+    pub fn buffered(&self) -> usize {
+        self.carry.len() + self.block.len()
     }
 
     /// Opens a stream carrying a request: its encoded header `block` and `body`; keeps the
@@ -665,6 +705,8 @@ impl H2Conn {
             let mut data = [0u8; 8];
             data.copy_from_slice(p);
             frame::put_ping(&mut self.out, true, &data);
+        } else {
+            self.ping_out = false;
         }
         Ok(())
     }

@@ -388,3 +388,57 @@ fn malformed_frames_and_overflows_close_with_the_right_goaway_code() {
         code::FLOW_CONTROL_ERROR
     );
 }
+
+#[test]
+fn a_cancelled_stream_is_reset_and_what_follows_on_it_is_dropped() {
+    let mut c = open(2, None, 65_535);
+    let a = c.start(b"\x82", b"", false).unwrap();
+    let b = c.start(b"\x82", b"", false).unwrap();
+    c.out.clear();
+    assert!(c.cancel(a));
+    assert!(!c.cancel(a), "a slot not under way");
+    let fs = frames(&c.out);
+    assert_eq!(fs.len(), 1);
+    assert_eq!((fs[0].0.kind, fs[0].0.stream), (kind::RST_STREAM, 1));
+    assert_eq!(frame::be32(&fs[0].1, 0), code::CANCEL);
+    assert_eq!(c.active(), 1);
+    // The server's late answer on stream 1 is read and dropped (its DATA still counts
+    // against the connection window); stream 3's answer goes through.
+    c.feed(&f(kind::HEADERS, flag::END_HEADERS, 1, &[0x88]))
+        .unwrap();
+    c.feed(&f(kind::DATA, flag::END_STREAM, 1, b"late"))
+        .unwrap();
+    c.feed(&f(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        3,
+        &[0x88],
+    ))
+    .unwrap();
+    assert_eq!(
+        c.events.pop_front(),
+        Some(Event::Response {
+            slot: b,
+            status: 200
+        })
+    );
+    assert!(c.events.is_empty());
+    // The freed slots carry the next streams.
+    let next = c.start(b"\x82", b"", false).unwrap();
+    assert_eq!(c.stream_id(next), 5);
+    assert_eq!(c.active(), 1);
+}
+
+#[test]
+fn a_ping_of_ours_is_sent_once_until_its_ack() {
+    let mut c = open(1, None, 65_535);
+    c.ping();
+    assert!(c.ping_unanswered());
+    let n = c.out.len();
+    c.ping();
+    assert_eq!(c.out.len(), n, "one PING at a time");
+    let fs = frames(&c.out);
+    assert_eq!((fs[0].0.kind, fs[0].0.flags), (kind::PING, 0));
+    c.feed(&f(kind::PING, flag::ACK, 0, &fs[0].1)).unwrap();
+    assert!(!c.ping_unanswered());
+}

@@ -1,15 +1,14 @@
 //! HPACK decoding of response header blocks (RFC 7541), shaped for a load generator: the
 //! block is walked field by field and the dynamic table kept in step (entries added,
 //! evicted, resized), but a string is decoded only when it must be: one entering the
-//! dynamic table (its size counts), or `:status`. A literal the server does not index
-//! (nginx sends every field so) is skipped without decoding, so a response costs no
-//! allocation; Go's server indexes its fields, and once they are in the table its
-//! responses are indices. Huffman strings are decoded by `loona-hpack`'s decoder, built
-//! once per connection (its own block decoder builds one per string, a hash table each
-//! time: most of the client's CPU in a first measurement). Checked against RFC 7541
-//! appendix C (C.3, C.4, C.6) and fuzzed (`fuzz/fuzz_targets/hpack.rs`).
+//! dynamic table (its size counts), or `:status`. A literal the server does not index is
+//! skipped without decoding. Strings are read into two buffers the decoder keeps, and the
+//! table's entries into one buffer of fixed size, so a response costs no allocation,
+//! whatever the server indexes (nginx indexes `content-length`, Huffman-coded, in every
+//! response; Go's server its fields once). Huffman strings are decoded by table
+//! (`huffman`). Checked against RFC 7541 appendix C (C.3, C.4, C.6) and fuzzed
+//! (`fuzz`, `tools/fuzz.sh`: `fuzz/fuzz_targets/hpack.rs`).
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// The dynamic table size this client allows (SETTINGS_HEADER_TABLE_SIZE, left default).
@@ -97,24 +96,37 @@ struct Raw<'a> {
     bytes: &'a [u8],
 }
 
-/// A dynamic table entry: name and value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A dynamic table entry: where its name and value are in `Hpack::bytes`.
+#[derive(Clone, Copy)]
+struct Entry {
+    start: usize,
+    name: usize,
+    value: usize,
+}
 
-/// One connection's decoder: the dynamic table (newest first) and its size.
+/// One connection's decoder: the dynamic table (newest first) and its size. The entries'
+/// bytes live in one buffer of twice the table's size, appended at its end and moved to
+/// its start when the end is reached (the live bytes never exceed the table size), so
+/// that the table allocates nothing after it is made.
 pub struct Hpack {
     table: VecDeque<Entry>,
+    bytes: Vec<u8>,
     size: usize,
     max: usize,
-    huffman: loona_hpack::huffman::HuffmanDecoder,
+    /// Huffman-decoded name and value of the field being read.
+    name: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl Default for Hpack {
     fn default() -> Self {
         Hpack {
-            table: VecDeque::with_capacity(64),
+            table: VecDeque::with_capacity(TABLE_SIZE / 32),
+            bytes: vec![0; 2 * TABLE_SIZE],
             size: 0,
             max: TABLE_SIZE,
-            huffman: loona_hpack::huffman::HuffmanDecoder::new(),
+            name: Vec::with_capacity(256),
+            value: Vec::with_capacity(256),
         }
     }
 }
@@ -152,18 +164,23 @@ fn raw(b: &[u8], at: usize) -> Result<(Raw<'_>, usize), HpackError> {
     Ok((Raw { huffman, bytes }, end))
 }
 
-impl Hpack {
-    /// The text of a string (an allocation only when it is Huffman-coded).
-    fn text<'a>(&mut self, r: Raw<'a>) -> Result<Cow<'a, [u8]>, HpackError> {
-        if !r.huffman {
-            return Ok(Cow::Borrowed(r.bytes));
-        }
-        self.huffman
-            .decode(r.bytes)
-            .map(Cow::Owned)
-            .map_err(|_| HpackError::Huffman)
+/// The text of a string into `into` (its bytes, or their Huffman decoding).
+fn fill(r: Raw<'_>, into: &mut Vec<u8>) -> Result<(), HpackError> {
+    into.clear();
+    if !r.huffman {
+        into.extend_from_slice(r.bytes);
+        return Ok(());
     }
+    super::huffman::decode(r.bytes, into).map_err(|_| HpackError::Huffman)
+}
 
+/// The buffers a block's strings are read into.
+struct HpackScratch {
+    name: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Hpack {
     /// Entry `i` (1-based: the static table, then the dynamic one).
     fn entry(&self, i: usize) -> Result<(&[u8], &[u8]), HpackError> {
         match i {
@@ -175,27 +192,50 @@ impl Hpack {
             _ => self
                 .table
                 .get(i - 62)
-                .map(|(n, v)| (&n[..], &v[..]))
+                .map(|e| {
+                    let name = &self.bytes[e.start..e.start + e.name];
+                    let at = e.start + e.name;
+                    (name, &self.bytes[at..at + e.value])
+                })
                 .ok_or(HpackError::Index),
         }
     }
 
     fn evict_to(&mut self, max: usize) {
         while self.size > max {
-            let Some((n, v)) = self.table.pop_back() else {
+            let Some(e) = self.table.pop_back() else {
                 break;
             };
-            self.size -= n.len() + v.len() + 32;
+            self.size -= e.name + e.value + 32;
         }
     }
 
+    /// Adds an entry (evicting as needed); an entry larger than the table empties it.
     fn insert(&mut self, name: &[u8], value: &[u8]) {
         let size = name.len() + value.len() + 32;
         self.evict_to(self.max.saturating_sub(size));
-        if size <= self.max {
-            self.table.push_front((name.into(), value.into()));
-            self.size += size;
+        if size > self.max {
+            return;
         }
+        let len = name.len() + value.len();
+        let mut end = self.table.front().map_or(0, |e| e.start + e.name + e.value);
+        if end + len > self.bytes.len() {
+            // Move the live entries (at most the table size) to the start.
+            let from = self.table.back().map_or(end, |e| e.start);
+            self.bytes.copy_within(from..end, 0);
+            for e in self.table.iter_mut() {
+                e.start -= from;
+            }
+            end -= from;
+        }
+        self.bytes[end..end + name.len()].copy_from_slice(name);
+        self.bytes[end + name.len()..end + len].copy_from_slice(value);
+        self.table.push_front(Entry {
+            start: end,
+            name: name.len(),
+            value: value.len(),
+        });
+        self.size += size;
     }
 
     /// Decodes `block`, handing every field to `on` when `all`, else only `:status`;
@@ -205,6 +245,24 @@ impl Hpack {
         block: &[u8],
         all: bool,
         on: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), HpackError> {
+        // The scratch buffers are lent out for the block (given back, grown, at the end).
+        let mut sc = HpackScratch {
+            name: std::mem::take(&mut self.name),
+            value: std::mem::take(&mut self.value),
+        };
+        let r = self.fields(block, all, on, &mut sc);
+        self.name = sc.name;
+        self.value = sc.value;
+        r
+    }
+
+    fn fields(
+        &mut self,
+        block: &[u8],
+        all: bool,
+        on: &mut dyn FnMut(&[u8], &[u8]),
+        sc: &mut HpackScratch,
     ) -> Result<(), HpackError> {
         let mut at = 0;
         let mut fields = false;
@@ -218,7 +276,7 @@ impl Hpack {
                 }
                 at = next;
             } else if b & 0x40 != 0 {
-                at = self.indexed_literal(block, at, on)?;
+                at = self.indexed_literal(block, at, on, sc)?;
             } else if b & 0x20 != 0 {
                 // A table size update: only before the block's first field.
                 let (size, next) = int(block, at, 5)?;
@@ -230,7 +288,7 @@ impl Hpack {
                 at = next;
                 continue;
             } else {
-                at = self.plain_literal(block, at, all, on)?;
+                at = self.plain_literal(block, at, all, on, sc)?;
             }
             fields = true;
         }
@@ -243,19 +301,22 @@ impl Hpack {
         block: &[u8],
         at: usize,
         on: &mut dyn FnMut(&[u8], &[u8]),
+        sc: &mut HpackScratch,
     ) -> Result<usize, HpackError> {
         let (i, mut next) = int(block, at, 6)?;
-        let name: Cow<[u8]> = if i == 0 {
+        if i == 0 {
             let (r, n) = raw(block, next)?;
             next = n;
-            self.text(r)?
+            fill(r, &mut sc.name)?;
         } else {
-            Cow::Owned(self.entry(i)?.0.to_vec())
-        };
+            let n = self.entry(i)?.0;
+            sc.name.clear();
+            sc.name.extend_from_slice(n);
+        }
         let (r, next) = raw(block, next)?;
-        let value = self.text(r)?;
-        on(&name, &value);
-        self.insert(&name, &value);
+        fill(r, &mut sc.value)?;
+        on(&sc.name, &sc.value);
+        self.insert(&sc.name, &sc.value);
         Ok(next)
     }
 
@@ -266,31 +327,56 @@ impl Hpack {
         at: usize,
         all: bool,
         on: &mut dyn FnMut(&[u8], &[u8]),
+        sc: &mut HpackScratch,
     ) -> Result<usize, HpackError> {
         let (i, mut next) = int(block, at, 4)?;
-        let mut name = None;
         let mut wanted = all;
         if i == 0 {
             let (r, n) = raw(block, next)?;
             next = n;
             // A literal name is read only when it may be `:status` (7 bytes at most).
             if all || r.bytes.len() <= 7 {
-                let t = self.text(r)?;
-                wanted |= &t[..] == b":status";
-                name = Some(t);
+                fill(r, &mut sc.name)?;
+                wanted |= sc.name == b":status";
             }
         } else {
-            wanted |= self.entry(i)?.0 == b":status";
+            let n = self.entry(i)?.0;
+            wanted |= n == b":status";
+            if wanted {
+                sc.name.clear();
+                sc.name.extend_from_slice(n);
+            }
         }
         let (r, next) = raw(block, next)?;
         if wanted {
-            let value = self.text(r)?;
-            match name {
-                Some(n) => on(&n, &value),
-                None => on(self.entry(i)?.0, &value),
-            }
+            fill(r, &mut sc.value)?;
+            on(&sc.name, &sc.value);
         }
         Ok(next)
+    }
+
+    /// The table's invariants (for the fuzz target): its size is the sum of its entries'
+    /// and within its limit, and every entry's bytes lie in the buffer.
+    #[doc(hidden)]
+    pub fn check(&self) {
+        let sum: usize = self.table.iter().map(|e| e.name + e.value + 32).sum();
+        assert_eq!(sum, self.size, "table size");
+        assert!(
+            self.size <= self.max && self.max <= TABLE_SIZE,
+            "table over its limit"
+        );
+        assert!(self.table.len() <= TABLE_SIZE / 32);
+        for e in &self.table {
+            assert!(e.start + e.name + e.value <= self.bytes.len());
+        }
+    }
+
+    /// Whether `other` holds the same entries in the same order (for the fuzz target).
+    #[doc(hidden)]
+    pub fn same_table(&self, other: &Hpack) -> bool {
+        self.table.len() == other.table.len()
+            && self.size == other.size
+            && (62..62 + self.table.len()).all(|i| self.entry(i).ok() == other.entry(i).ok())
     }
 
     /// The `:status` of a response header block (0: none), the table kept in step.

@@ -8,17 +8,22 @@
 //! `loona-hpack` (fluke-hpack's successor, by the loona server's authors) and
 //! `httlib-hpack` (decodes into owned vectors per field). `loona-hpack` decodes the
 //! dynamic table and Huffman strings as Go's server (OpenBao, Vault) and nginx send them,
-//! but its block decoder builds a Huffman hash table per string: measured, most of the
-//! client's CPU and ~200 allocations per response. So `hpack` walks the blocks itself
-//! (RFC 7541 appendix C vectors and a fuzz target) and uses `loona-hpack`'s Huffman
-//! decoder, built once per connection, for the strings it must decode. Requests are encoded by
+//! but its block decoder builds a Huffman hash table per string (~200 allocations per
+//! response), and its Huffman decoder, built once, still hashes per bit (two thirds of
+//! the client's CPU against nginx, measured with perf). So `hpack` walks the blocks itself
+//! (RFC 7541 appendix C vectors and a fuzz target, `fuzz`) and `huffman` decodes strings
+//! by table, from `httlib-huffman`'s copy of the RFC's code table (that crate's own
+//! decoder allocates per string). Requests are encoded by
 //! `request` itself: literals that never touch the dynamic table, which is a few lines of
 //! RFC 7541 §5 and §6.2 and keeps the block the same on every connection.
 //! `Http2Options` is what a run asks for, as the commands parse it.
 
 pub mod conn;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hpack;
+pub mod huffman;
 pub mod request;
 
 pub use conn::{ConnError, ConnState, Event, H2Conn, Local, StreamState};
