@@ -59,6 +59,9 @@ pub struct VbConfig {
     pub cleanup: Option<bool>,
     pub ca_pem_file: Option<PathBuf>,
     pub cluster_json: Option<PathBuf>,
+    /// `disable_http2`: HTTP/1.1 against an https address, where vault-benchmark's Go
+    /// client (and vblast after it) would speak HTTP/2.
+    pub disable_http2: Option<bool>,
     /// The tests, as vblast operations labelled with the tests' names.
     pub tests: Vec<OpChoice>,
     /// What vblast does differently from what the file asks, said once on stderr.
@@ -69,10 +72,6 @@ pub struct VbConfig {
 const NO_EFFECT: &[(&str, &str)] = &[
     ("log_level", "vblast has no log levels"),
     ("debug", "vblast has no debug mode"),
-    (
-        "disable_http2",
-        "vblast always speaks HTTP/1.1, one request at a time per connection",
-    ),
     (
         "annotate",
         "vblast exports no Prometheus metrics to annotate",
@@ -107,6 +106,7 @@ const GLOBAL_KEYS: &[&str] = &[
     "cleanup",
     "ca_pem_file",
     "cluster_json",
+    "disable_http2",
 ];
 
 /// Reads and checks the file at `path`.
@@ -425,6 +425,7 @@ fn global(c: &mut VbConfig, key: &str, v: &Value) -> Result<Global, String> {
         "cleanup" => c.cleanup = Some(want_bool(v, key)?),
         "ca_pem_file" => c.ca_pem_file = Some(want_str(v, key)?.into()),
         "cluster_json" => c.cluster_json = Some(want_str(v, key)?.into()),
+        "disable_http2" => c.disable_http2 = Some(want_bool(v, key)?),
         _ => {
             if let Some((_, why)) = NO_EFFECT.iter().find(|(k, _)| *k == key) {
                 c.notes.push(format!("{key} has no effect: {why}"));
