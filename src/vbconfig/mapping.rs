@@ -273,6 +273,29 @@ mod tests {
         assert_eq!(t.choice.name, "jwt-login");
         assert_eq!(t.choice.config["role"]["token_ttl"], "1m");
         assert_eq!(t.choice.config["role"]["token_type"], "batch");
+        // The role's bounds are the file's, the issuer goes into the auth config.
+        assert_eq!(t.choice.config["role"]["name"], "r");
+        assert_eq!(t.choice.config["role"]["user_claim"], "sub");
+        assert_eq!(
+            t.choice.config["role"]["bound_audiences"],
+            serde_json::json!(["a"])
+        );
+        let t = tr(
+            "jwt_auth",
+            "weight = 100\nconfig {\n auth {\n bound_issuer = \"https://idp\"\n }\n role {\n bound_subject = \"svc\"\n }\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["bound_issuer"], "https://idp");
+        assert_eq!(c["role"]["bound_subject"], "svc");
+        // vault-benchmark's defaults where the file is silent.
+        assert_eq!(c["role"]["name"], "benchmark-role");
+        assert_eq!(c["role"]["user_claim"], "https://vault/user");
+        assert_eq!(
+            c["role"]["bound_audiences"],
+            serde_json::json!(["https://vault.plugin.auth.jwt.test"])
+        );
+        (find("jwt-login").unwrap().build)(c).unwrap();
         let t = tr(
             "pki_sign",
             "weight = 100\nconfig {\n role {\n key_type = \"ed25519\"\n }\n}",

@@ -30,10 +30,15 @@ test "pki_sign" "csr_signing" {
 test "jwt_auth" "jwt_logins" {
   weight = 50
   config {
+    auth {
+      bound_issuer = "https://idp.benchmark.test"
+    }
     role {
-      role_type  = "jwt"
-      token_ttl  = "1m"
-      token_type = "batch"
+      role_type       = "jwt"
+      bound_subject   = "benchmark-service"
+      bound_audiences = ["https://vault.plugin.auth.jwt.test", "second"]
+      token_ttl       = "1m"
+      token_type      = "batch"
     }
   }
 }

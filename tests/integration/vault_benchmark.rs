@@ -390,7 +390,8 @@ fn bad_files_and_flags_are_one_message_and_exit_2() {
 #[test]
 fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
     // pki_sign goes through a root and an intermediate made at setup; jwt_auth logs in with
-    // JWTs signed by a key vblast made; both rows carry the tests' names; nothing is left.
+    // JWTs signed by a key vblast made, meeting the file's bound_issuer, bound_subject and
+    // audiences (which the server checks); both rows carry the tests' names; nothing is left.
     let bao = OpenBao::start();
     let before = state(&bao);
     let config_arg = format!("-config={}", data("vb-sign-and-jwt.hcl"));

@@ -40,6 +40,11 @@ pub const DEFAULT_POOL: usize = 100;
 /// How long the pre-signed JWTs are valid (the run must end before; the key dies with it).
 const JWT_LIFETIME_S: u64 = 24 * 3600;
 
+/// vault-benchmark's `jwt_auth` role defaults (its ParseConfig), which a file's role starts from.
+const VB_AUDIENCE: &str = "https://vault.plugin.auth.jwt.test";
+const VB_USER_CLAIM: &str = "https://vault/user";
+const VB_ROLE: &str = "benchmark-role";
+
 fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let mut auth = c.block("auth")?;
     for key in [
@@ -48,25 +53,42 @@ fn jwt_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
         "jwt_validation_pubkeys",
         "oidc_discovery_url",
         "oidc_discovery_ca_pem",
-        "bound_issuer",
     ] {
         if auth.has(key) {
             auth.refuse(
                 key,
-                "vblast signs its logins' JWTs with a key pair it makes at setup and gives the server that public key (jwt_validation_pubkeys); it neither serves nor fetches keys, so the keys' source cannot be set",
+                "vblast signs its logins' JWTs with a key pair it makes at setup and gives the server that public key (jwt_validation_pubkeys); it neither serves nor fetches keys, so the keys' source cannot be set (vault-benchmark too signs with a key of its own whatever this says, so its logins would fail against these keys)",
             );
         }
     }
+    // The JWTs carry the issuer, and the server checks it, as vault-benchmark's do.
+    if let Some(iss) = auth.string("bound_issuer")? {
+        out.config.insert("bound_issuer".into(), json!(iss));
+    }
     auth.finish(&mut out.named)?;
     let mut role = c.block("role")?;
-    role.names(&["name"]);
+    let name = role.string("name")?.unwrap_or_else(|| VB_ROLE.into());
+    set_in(&mut out.config, "role", "name", json!(name));
     role.only(
         "role_type",
         &[json!("jwt")],
         "it logs in with JWTs it signs itself (role_type jwt)",
     )?;
-    // vblast signs its own tokens with these claims, so the role's bounds are its own.
-    role.names(&["user_claim", "bound_audiences", "bound_subject"]);
+    // The role's bounds as the file (or vault-benchmark's defaults) sets them; vblast's
+    // JWTs carry claims that meet them.
+    let audiences = match role.take("bound_audiences") {
+        None => vec![json!(VB_AUDIENCE)],
+        Some(Value::Array(a)) => a,
+        Some(v) => vec![v],
+    };
+    set_in(&mut out.config, "role", "bound_audiences", json!(audiences));
+    let user_claim = role
+        .string("user_claim")?
+        .unwrap_or_else(|| VB_USER_CLAIM.into());
+    set_in(&mut out.config, "role", "user_claim", json!(user_claim));
+    if let Some(sub) = role.string("bound_subject")? {
+        set_in(&mut out.config, "role", "bound_subject", json!(sub));
+    }
     let mut tokens = serde_json::Map::new();
     token_settings(&mut role, &mut tokens)?;
     for (k, v) in tokens {
@@ -106,6 +128,9 @@ pub const LOGIN: OpInfo = OpInfo {
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
     pub role: JwtRoleConfig,
+    /// The auth method's `bound_issuer`, and the JWTs' `iss` (vault-benchmark's `auth` key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_issuer: Option<String>,
     /// JWTs pre-signed at setup, sent in turn.
     #[serde(default = "default_pool")]
     pub pool: usize,
@@ -120,6 +145,9 @@ pub struct JwtRoleConfig {
     pub bound_audiences: Vec<String>,
     #[serde(default = "default_user_claim")]
     pub user_claim: String,
+    /// The role's `bound_subject`, and the JWTs' `sub` (else "vblast").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_subject: Option<String>,
     pub token_ttl: String,
     pub token_type: String,
     /// Policies besides the one vblast writes.
@@ -146,6 +174,7 @@ fn config_from(f: &OptionValues) -> Value {
             name: default_role(),
             bound_audiences: default_audiences(),
             user_claim: default_user_claim(),
+            bound_subject: None,
             token_ttl: f
                 .text("token-ttl")
                 .unwrap_or_else(|| DEFAULT_TOKEN_TTL.into()),
@@ -153,6 +182,7 @@ fn config_from(f: &OptionValues) -> Value {
             token_policies: Vec::new(),
         },
         pool: DEFAULT_POOL,
+        bound_issuer: None,
     })
     .unwrap_or(Value::Null)
 }
@@ -227,28 +257,37 @@ fn p256_public_pem(point: &[u8]) -> String {
     pem
 }
 
-/// `count` ES256 JWTs for `role`, equal in length: the claims differ only in a
-/// fixed-width `jti`, and P-256 signatures are 64 bytes.
+/// `count` ES256 JWTs for `config`'s role, equal in length: the claims differ only in a
+/// fixed-width `jti`, and P-256 signatures are 64 bytes. They meet the role's bounds:
+/// every bound audience, its subject, the method's issuer; the user claim is "vblast"
+/// (or the subject, when the user claim is `sub`).
 fn sign_pool(
     key: &EcdsaKeyPair,
     rng: &SystemRandom,
-    role: &JwtRoleConfig,
+    config: &JwtConfig,
     count: usize,
     now: u64,
 ) -> Result<Vec<Vec<u8>>, Cause> {
+    let role = &config.role;
     let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
     let salt = fresh_name("");
+    let sub = role.bound_subject.as_deref().unwrap_or("vblast");
     (0..count)
         .map(|i| {
             let mut claims = json!({
-                "aud": role.bound_audiences[0],
-                "sub": "vblast",
+                "aud": role.bound_audiences,
+                "sub": sub,
                 "iat": now,
                 "nbf": now.saturating_sub(60),
                 "exp": now + JWT_LIFETIME_S,
                 "jti": format!("{salt}-{i:08}"),
             });
-            claims[&role.user_claim] = json!("vblast");
+            if let Some(iss) = &config.bound_issuer {
+                claims["iss"] = json!(iss);
+            }
+            if role.user_claim != "sub" {
+                claims[&role.user_claim] = json!("vblast");
+            }
             let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
             let signing_input = format!("{header}.{payload}");
             let sig = key
@@ -301,7 +340,7 @@ impl Jwt {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        self.jwts = sign_pool(&key, &rng, &self.config.role, self.config.pool, now)?;
+        self.jwts = sign_pool(&key, &rng, &self.config, self.config.pool, now)?;
 
         // From here on the path may exist: the session disables it whatever happens next.
         self.path = Some(path.clone());
@@ -320,6 +359,7 @@ impl Jwt {
             Some(&json!({
                 "jwt_validation_pubkeys": [p256_public_pem(key.public_key().as_ref())],
                 "jwt_supported_algs": ["ES256"],
+                "bound_issuer": self.config.bound_issuer.clone().unwrap_or_default(),
             })),
             &format!("configuring jwt auth at '{path}'"),
         )?;
@@ -334,6 +374,7 @@ impl Jwt {
                 "role_type": "jwt",
                 "bound_audiences": role.bound_audiences,
                 "user_claim": role.user_claim,
+                "bound_subject": role.bound_subject.clone().unwrap_or_default(),
                 "token_policies": policies,
                 "token_ttl": role.token_ttl,
                 "token_max_ttl": role.token_ttl,
@@ -459,7 +500,7 @@ mod tests {
         let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
             .unwrap();
         let cfg: JwtConfig = serde_json::from_value(config_from(&OptionValues::new())).unwrap();
-        let pool = sign_pool(&key, &rng, &cfg.role, 20, 1_800_000_000).unwrap();
+        let pool = sign_pool(&key, &rng, &cfg, 20, 1_800_000_000).unwrap();
         assert_eq!(pool.len(), 20);
         assert!(pool.iter().all(|j| j.len() == pool[0].len()));
         let distinct: std::collections::HashSet<_> = pool.iter().collect();
@@ -486,10 +527,35 @@ mod tests {
                     .unwrap(),
             )
             .unwrap();
-            assert_eq!(claims["aud"], "vblast");
+            assert_eq!(claims["aud"], json!(["vblast"]));
             assert_eq!(claims["sub"], "vblast");
+            assert!(claims.get("iss").is_none());
             assert_eq!(claims["exp"], 1_800_000_000u64 + JWT_LIFETIME_S);
         }
+    }
+
+    #[test]
+    fn the_jwts_meet_the_roles_subject_issuer_and_audiences() {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let mut cfg: JwtConfig = serde_json::from_value(config_from(&OptionValues::new())).unwrap();
+        cfg.bound_issuer = Some("https://idp".into());
+        cfg.role.bound_subject = Some("svc".into());
+        cfg.role.bound_audiences = vec!["a".into(), "b".into()];
+        cfg.role.user_claim = "sub".into();
+        let pool = sign_pool(&key, &rng, &cfg, 2, 1_800_000_000).unwrap();
+        let text = std::str::from_utf8(&pool[0]).unwrap();
+        let claims: Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(text.split('.').nth(1).unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims["iss"], "https://idp");
+        assert_eq!(claims["sub"], "svc");
+        assert_eq!(claims["aud"], json!(["a", "b"]));
     }
 
     #[test]
