@@ -98,4 +98,9 @@ pub struct LoadArgs {
     /// server's SETTINGS_MAX_CONCURRENT_STREAMS (the report says what it allowed).
     #[arg(long, value_name = "N")]
     pub streams: Option<u32>,
+
+    /// With --config: HTTP/1.1 where the file's run would speak HTTP/2 to an https://
+    /// address as vault-benchmark does (vault-benchmark's -disable_http2).
+    #[arg(long = "http1.1", conflicts_with_all = ["http2", "http2_prior_knowledge"])]
+    pub http1_1: bool,
 }

@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::scenario::OpChoice;
+use crate::config::scenario::{Load, OpChoice};
 use crate::error::Error;
+use crate::net::h2::{Http2Options, WithoutH2};
 use crate::results::deliver::OutputFormat;
 use crate::vbconfig::{VbConfig, load, load_cluster};
 
@@ -41,6 +42,8 @@ pub struct Asked {
     pub audit_path: Option<PathBuf>,
     /// `--pprof-interval`, `-pprof_interval`.
     pub pprof_interval: Option<Duration>,
+    /// `-disable_http2[=BOOL]` (`--http1.1`: true).
+    pub disable_http2: Option<bool>,
 }
 
 /// The settings decided: the command line's where it gave one, else the environment's,
@@ -61,6 +64,9 @@ pub struct Settled {
     pub pprof_interval: Option<Duration>,
     /// The file's tests, as the workload (None without a file).
     pub tests: Option<Vec<OpChoice>>,
+    /// A file's run that speaks HTTP/2 to an https address, as vault-benchmark's Go
+    /// client does (a file given, `disable_http2` not set by flag or file): `go_http2`.
+    pub go_http2: bool,
 }
 
 /// Reads the vault-benchmark file at `path` (its notes are said once, by `settle`).
@@ -87,6 +93,7 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
             audit_path: asked.audit_path,
             pprof_interval: asked.pprof_interval,
             tests: None,
+            go_http2: false,
         });
     };
     let mut notes = c.notes.clone();
@@ -145,8 +152,170 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
     s.format = asked.format.or(c.report_mode.map(|m| m.format()));
     s.audit_path = asked.audit_path.or_else(|| c.audit_path.clone());
     s.pprof_interval = asked.pprof_interval.or(c.pprof_interval);
+    // vault-benchmark: the flag over the file (it has no environment variable for it).
+    s.go_http2 = !asked.disable_http2.or(c.disable_http2).unwrap_or(false);
     for n in notes {
         eprintln!("vblast: note: {n}");
     }
     Ok(s)
+}
+
+/// Go's server's default SETTINGS_MAX_CONCURRENT_STREAMS (Vault's and OpenBao's listener):
+/// Go's client opens another connection to a host once one carries this many streams.
+const GO_MAX_STREAMS: u64 = 250;
+
+/// The protocol of a vault-benchmark file's run (`Settled::go_http2`), as vault-benchmark's
+/// Go client speaks it: HTTP/2 by ALPN to an https address, its `workers` (`connections`
+/// here) multiplexed as streams on one connection per 250 of them; HTTP/1.1 to http://
+/// (Go does not speak h2c) and where the server offers no h2. `not_yet`: why this run
+/// cannot go over vblast's HTTP/2 (then HTTP/1.1, said in one note). Explicit HTTP/2 flags
+/// (`--http2`, `--streams`) are the caller's to leave alone.
+/// `streams`: `--streams` given, which keeps the connections as `-c` says.
+pub fn go_protocol(
+    load: &mut Load,
+    address: &str,
+    streams: Option<u32>,
+    not_yet: Option<&str>,
+) -> Result<(), Error> {
+    if load.http2.is_some() {
+        return Ok(());
+    }
+    if !address.starts_with("https://") {
+        return match streams {
+            Some(_) => Err(Error::input(format!(
+                "--streams: {address} is http://, which vault-benchmark (Go) speaks HTTP/1.1 to; --http2-prior-knowledge speaks h2c"
+            ))),
+            None => Ok(()),
+        };
+    }
+    if let Some(why) = not_yet {
+        eprintln!(
+            "vblast: note: this run is HTTP/1.1, where vault-benchmark would speak HTTP/2 to {address}: vblast's HTTP/2 does not do {why} yet (docs/http2.md)"
+        );
+        return Ok(());
+    }
+    let workers = load.connections;
+    let (connections, streams) = match streams {
+        Some(m) => (workers, m),
+        None => {
+            let c = workers.div_ceil(GO_MAX_STREAMS);
+            (c, u32::try_from(workers.div_ceil(c)).unwrap_or(u32::MAX))
+        }
+    };
+    load.connections = connections;
+    load.http2 = Some(Http2Options {
+        prior_knowledge: false,
+        streams,
+        without_h2: WithoutH2::Http1Over {
+            connections: workers,
+        },
+    });
+    Ok(())
+}
+
+/// Why `load` (to a cluster's nodes when `cluster`) cannot go over vblast's HTTP/2 yet,
+/// in words for `go_protocol`'s note (the engine refuses the same with `--http2`).
+pub fn h2_not_yet(load: &Load, cluster: bool) -> Option<&'static str> {
+    if cluster {
+        Some("several nodes (cluster mode)")
+    } else if load.follow_redirects {
+        Some("--follow-redirects")
+    } else if load.respect_retry_after {
+        Some("--respect-retry-after")
+    } else if !load.keepalive {
+        Some("--no-keepalive")
+    } else if !load.spread.shard.is_whole() {
+        Some("shards")
+    } else {
+        None
+    }
+}
+
+/// A sweep of a vault-benchmark file's run goes over HTTP/1.1 (vblast's HTTP/2 does not
+/// hold steps yet), over the connections vault-benchmark's workers would have, said once.
+pub fn http1_for_sweeps(load: &mut Load, address: &str) {
+    if let Some(h2) = load.http2
+        && let WithoutH2::Http1Over { connections } = h2.without_h2
+    {
+        load.http2 = None;
+        load.connections = connections;
+        eprintln!(
+            "vblast: note: this sweep is HTTP/1.1, where vault-benchmark would speak HTTP/2 to {address}: vblast's HTTP/2 does not do sweeps yet (docs/http2.md)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protocol(workers: u64, address: &str, streams: Option<u32>) -> (Option<Http2Options>, u64) {
+        let mut load = Load::closed(workers);
+        go_protocol(&mut load, address, streams, None).unwrap();
+        (load.http2, load.connections)
+    }
+
+    #[test]
+    fn a_files_workers_become_streams_on_one_connection_per_250_over_https() {
+        let (h2, c) = protocol(10, "https://v:8200", None);
+        let h2 = h2.unwrap();
+        assert_eq!((c, h2.streams, h2.prior_knowledge), (1, 10, false));
+        assert_eq!(h2.connections_without_h2(c), 10);
+        let (h2, c) = protocol(300, "https://v:8200", None);
+        assert_eq!((c, h2.unwrap().streams), (2, 150));
+        // --streams keeps -c as the connections.
+        let (h2, c) = protocol(4, "https://v:8200", Some(8));
+        assert_eq!((c, h2.unwrap().streams), (4, 8));
+        // http:// stays HTTP/1.1 (Go speaks no h2c); --streams there is refused.
+        assert_eq!(protocol(10, "http://v:8200", None), (None, 10));
+        let mut load = Load::closed(10);
+        assert!(go_protocol(&mut load, "http://v:8200", Some(2), None).is_err());
+        // What vblast's HTTP/2 does not do yet: HTTP/1.1 over the workers.
+        let mut load = Load::closed(10);
+        go_protocol(&mut load, "https://v:8200", None, Some("x")).unwrap();
+        assert_eq!((load.http2, load.connections), (None, 10));
+        let load = Load {
+            follow_redirects: true,
+            ..Load::closed(1)
+        };
+        assert_eq!(h2_not_yet(&load, false), Some("--follow-redirects"));
+        assert_eq!(
+            h2_not_yet(&Load::closed(1), true),
+            Some("several nodes (cluster mode)")
+        );
+        // A sweep: back to the workers over HTTP/1.1.
+        let mut load = Load::closed(10);
+        go_protocol(&mut load, "https://v:8200", None, None).unwrap();
+        http1_for_sweeps(&mut load, "https://v:8200");
+        assert_eq!((load.http2, load.connections), (None, 10));
+    }
+
+    #[test]
+    fn disable_http2_the_flag_over_the_file() {
+        let file = |text: &str| {
+            crate::vbconfig::parse(
+                &format!("{text}test \"ha_status\" \"h\" {{ weight = 100 }}\n"),
+                "f.hcl",
+            )
+            .unwrap()
+        };
+        let on = file("");
+        let off = file("disable_http2 = true\n");
+        let go = |asked: Option<bool>, f: &VbConfig| {
+            settle(
+                Asked {
+                    disable_http2: asked,
+                    ..Asked::default()
+                },
+                Some(f),
+            )
+            .unwrap()
+            .go_http2
+        };
+        assert!(go(None, &on));
+        assert!(!go(None, &off));
+        assert!(go(Some(false), &off));
+        assert!(!go(Some(true), &on));
+        assert!(!settle(Asked::default(), None).unwrap().go_http2);
+    }
 }

@@ -117,6 +117,7 @@ fn asked(args: &RunArgs, given: Given) -> Asked {
         format: given.flag("format").then_some(args.out.format),
         audit_path: args.server.audit_path.clone(),
         pprof_interval: args.server.pprof_interval,
+        disable_http2: args.load.http1_1.then_some(true),
     }
 }
 
@@ -168,12 +169,18 @@ impl Flags<'_> {
                 tls: Some(&args.tls),
             },
         )?;
+        let mut load = self.load()?;
+        if self.settled.go_http2 {
+            let streams = self.args.load.streams.filter(|_| load.http2.is_none());
+            let not_yet = super::config_file::h2_not_yet(&load, t.cluster.is_some());
+            super::config_file::go_protocol(&mut load, &t.address, streams, not_yet)?;
+        }
         Ok(Scenario {
             address: t.address,
             token: t.token,
             namespace: t.namespace,
             tls: t.tls,
-            load: self.load()?,
+            load,
             workload: self.workload()?,
             keep: self.settled.keep,
             no_setup: args.ops.no_setup,
@@ -243,13 +250,19 @@ impl Flags<'_> {
     /// `--http2`, `--http2-prior-knowledge`, `--http2-fallback` and `--streams`.
     fn http2(&self) -> Result<Option<crate::net::h2::Http2Options>, Error> {
         let l = &self.args.load;
+        if l.http1_1 && self.args.config.is_none() {
+            return Err(Error::input(
+                "--http1.1 goes with --config: a vault-benchmark file's run to https:// speaks HTTP/2, as vault-benchmark does; vblast's own runs are HTTP/1.1 unless --http2",
+            ));
+        }
         let streams = match l.streams {
             Some(0) => return Err(Error::input("--streams must be at least 1")),
             Some(n) => n,
             None => 1,
         };
         if !(l.http2 || l.http2_prior_knowledge) {
-            if l.streams.is_some() {
+            // A vault-benchmark file's HTTP/2 takes --streams (`config_file::go_protocol`).
+            if l.streams.is_some() && !self.settled.go_http2 {
                 return Err(Error::input(
                     "--streams needs --http2 or --http2-prior-knowledge",
                 ));
@@ -259,7 +272,11 @@ impl Flags<'_> {
         Ok(Some(crate::net::h2::Http2Options {
             prior_knowledge: l.http2_prior_knowledge,
             streams,
-            fallback: l.http2_fallback,
+            without_h2: if l.http2_fallback {
+                crate::net::h2::WithoutH2::Http1
+            } else {
+                crate::net::h2::WithoutH2::Refuse
+            },
         }))
     }
 

@@ -65,7 +65,7 @@ const REVIEW_FLAGS: &[(&str, GoFlagKind)] = &[
     ("log_level", GoFlagKind::Value),
 ];
 
-const USAGE: &str = "Usage: vblast vault-benchmark run -config=FILE [-vault_addr=ADDR] [-vault_token=TOKEN] [-vault_namespace=NS]\n           [-duration=10s] [-rps=N] [-workers=N] [-report_mode=terse|verbose|json] [-cleanup[=BOOL]]\n           [-random_mounts[=BOOL]] [-ca_pem_file=FILE] [-cluster_json=FILE] [-annotate=K=V,...] [-log_level=LEVEL]\n           [-result_file=FILE (vblast's results file, for review)]\n       vblast vault-benchmark review -result_file=FILE [-report_mode=terse|verbose|json]\n\nFlags win over the environment (VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT), which wins over the file.";
+const USAGE: &str = "Usage: vblast vault-benchmark run -config=FILE [-vault_addr=ADDR] [-vault_token=TOKEN] [-vault_namespace=NS]\n           [-duration=10s] [-rps=N] [-workers=N] [-report_mode=terse|verbose|json] [-cleanup[=BOOL]]\n           [-random_mounts[=BOOL]] [-ca_pem_file=FILE] [-cluster_json=FILE] [-annotate=K=V,...] [-log_level=LEVEL]\n           [-disable_http2[=BOOL]] [-result_file=FILE (vblast's results file, for review)]\n       vblast vault-benchmark review -result_file=FILE [-report_mode=terse|verbose|json]\n\nFlags win over the environment (VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT), which wins over the file.";
 
 /// Flags as given: name and value ("true" for a bare boolean).
 type GoFlags = Vec<(String, String)>;
@@ -232,6 +232,7 @@ fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
     }
     asked.format = report_mode("run", g)?.map(ReportMode::format);
     asked.ca_cert = get(g, "ca_pem_file").map(PathBuf::from);
+    asked.disable_http2 = get(g, "disable_http2").and_then(parse_bool);
     if get(g, "cleanup").and_then(parse_bool) == Some(false) {
         asked.keep = true;
         notes.push("-cleanup=false: what vblast creates is kept after the run".into());
@@ -273,16 +274,21 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
             tls: None,
         },
     )?;
+    let mut load = Load {
+        duration: Some(duration),
+        schedule,
+        ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
+    };
+    if s.go_http2 {
+        let not_yet = config_file::h2_not_yet(&load, t.cluster.is_some());
+        config_file::go_protocol(&mut load, &t.address, None, not_yet)?;
+    }
     let scenario = Scenario {
         address: t.address,
         token: t.token,
         namespace: t.namespace,
         tls: t.tls,
-        load: Load {
-            duration: Some(duration),
-            schedule,
-            ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
-        },
+        load,
         workload: Workload::Vault(s.tests.clone().unwrap_or_default()),
         keep: s.keep,
         no_setup: false,

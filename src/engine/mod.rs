@@ -156,9 +156,13 @@ pub fn run(
     let sender = progress.map(|_| &report);
     // The protocol is chosen here, once: each has its own event loop.
     if let Some(fallback) = alpn_refusal(plan)? {
-        // --http2-fallback: the server speaks no h2, the run is HTTP/1.1, and says so.
+        // The server speaks no h2 (--http2-fallback, or a vault-benchmark file's run):
+        // the run is HTTP/1.1, and says so.
         let plan = EnginePlan {
             http2: None,
+            connections: plan.http2.map_or(plan.connections, |h| {
+                h.connections_without_h2(plan.connections)
+            }),
             ..plan.clone()
         };
         let mut stats = run(&plan, stop, gate, progress)?;
@@ -273,7 +277,8 @@ fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
 
 /// `--http2` over TLS: asks the server which protocol it chooses by ALPN before any load.
 /// Ok(None): it chose h2 (or the run does not ask); Ok(Some(note)): it did not, and
-/// `--http2-fallback` lets the run go on over HTTP/1.1; otherwise the refusal.
+/// `--http2-fallback` (or a vault-benchmark file's run) goes on over HTTP/1.1; otherwise
+/// the refusal.
 fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
     let Some(h2) = plan.http2 else {
         return Ok(None);
@@ -298,15 +303,20 @@ fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
         Some(p) => String::from_utf8_lossy(&p).into_owned(),
         None => "no protocol".into(),
     };
-    if !h2.fallback {
-        return Err(EngineError::NoH2 {
-            addr: plan.target.base(),
-            chosen,
-        });
-    }
-    Ok(Some(format!(
-        "--http2-fallback: the server offers no h2 by ALPN (it chose {chosen}): this run is HTTP/1.1"
-    )))
+    Ok(Some(match h2.without_h2 {
+        crate::net::h2::WithoutH2::Refuse => {
+            return Err(EngineError::NoH2 {
+                addr: plan.target.base(),
+                chosen,
+            });
+        }
+        crate::net::h2::WithoutH2::Http1 => format!(
+            "--http2-fallback: the server offers no h2 by ALPN (it chose {chosen}): this run is HTTP/1.1"
+        ),
+        crate::net::h2::WithoutH2::Http1Over { connections } => format!(
+            "the server offers no h2 by ALPN (it chose {chosen}): this run is HTTP/1.1 over {connections} connections, as vault-benchmark's Go client falls back"
+        ),
+    }))
 }
 
 /// The core each local thread is pinned to.

@@ -324,6 +324,9 @@ pub fn held(
 /// stopped it, are the caller's).
 pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> RunInfo {
     let target = session.target();
+    let asked_h2 = scenario.load.http2;
+    let spoken_h2 =
+        crate::net::h2::Http2Options::spoken(asked_h2, !step.outcome.stats.http2.is_empty());
     RunInfo {
         target: if matches!(scenario.workload, Workload::Url(_)) {
             format!("{}{}", target.base(), target.path)
@@ -332,7 +335,15 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         },
         operation: session.op_names().join(","),
         // A shard's own share (`session::shard`); shards' files add up to -c.
-        connections: scenario.load.spread.shard.share(scenario.load.connections),
+        connections: scenario
+            .load
+            .spread
+            .shard
+            .share(match (asked_h2, spoken_h2) {
+                // Fell back to HTTP/1.1 (the server offers no h2): over the connections it had.
+                (Some(h), None) => h.connections_without_h2(scenario.load.connections),
+                _ => scenario.load.connections,
+            }),
         threads: step.layout.threads,
         processes: step.layout.processes,
         model: if scenario.load.schedule.is_some() {
@@ -342,7 +353,7 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         },
         target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
         keepalive: scenario.load.keepalive,
-        protocol: crate::net::h2::Http2Options::name(scenario.load.http2),
+        protocol: crate::net::h2::Http2Options::name(spoken_h2),
         warmup_s: scenario.load.warmup.as_secs_f64(),
         interrupted: false,
         setup_s: 0.0,

@@ -63,6 +63,9 @@ pub struct VbConfig {
     pub audit_path: Option<PathBuf>,
     /// `pprof_interval`: the first node's profiles every interval (`--pprof-interval`).
     pub pprof_interval: Option<Duration>,
+    /// `disable_http2`: HTTP/1.1 against an https address, where vault-benchmark's Go
+    /// client (and vblast after it) would speak HTTP/2.
+    pub disable_http2: Option<bool>,
     /// The tests, as vblast operations labelled with the tests' names.
     pub tests: Vec<OpChoice>,
     /// What vblast does differently from what the file asks, said once on stderr.
@@ -73,10 +76,6 @@ pub struct VbConfig {
 const NO_EFFECT: &[(&str, &str)] = &[
     ("log_level", "vblast has no log levels"),
     ("debug", "vblast has no debug mode"),
-    (
-        "disable_http2",
-        "vblast always speaks HTTP/1.1, one request at a time per connection",
-    ),
     (
         "annotate",
         "vblast exports no Prometheus metrics to annotate",
@@ -103,6 +102,7 @@ const GLOBAL_KEYS: &[&str] = &[
     "cluster_json",
     "audit_path",
     "pprof_interval",
+    "disable_http2",
 ];
 
 /// Reads and checks the file at `path`.
@@ -427,6 +427,7 @@ fn global(c: &mut VbConfig, key: &str, v: &Value) -> Result<Global, String> {
                 .map(PathBuf::from)
         }
         "pprof_interval" => c.pprof_interval = pprof_interval(&want_str(v, key)?)?,
+        "disable_http2" => c.disable_http2 = Some(want_bool(v, key)?),
         _ => {
             if let Some((_, why)) = NO_EFFECT.iter().find(|(k, _)| *k == key) {
                 c.notes.push(format!("{key} has no effect: {why}"));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support::openbao::OpenBao;
 use crate::support::run::run;
-use crate::support::vblast::{env_cmd, vault_cmd};
+use crate::support::vblast::{env_cmd, url_cmd, vault_cmd};
 use serde_json::Value;
 
 fn data(name: &str) -> String {
@@ -776,4 +776,79 @@ fn audit_path_and_pprof_interval_run_as_vblasts_own() {
     assert!(audit_responses(&flag_log) > 0, "{}", r.show());
     assert_eq!(audit_responses(&file_log), was, "the file's log grew");
     assert_eq!(state(&bao), before, "the runs left something behind");
+}
+
+/// A kvv2_read file for `addr` with `workers` and any `extra` global keys.
+fn kv_file(dir: &Path, name: &str, addr: &str, ca: Option<&Path>, extra: &str) -> String {
+    let ca = ca.map_or(String::new(), |c| {
+        format!("ca_pem_file = \"{}\"\n", c.display())
+    });
+    let text = format!(
+        "vault_addr = \"{addr}\"\nvault_token = \"root\"\nworkers = 6\n{ca}{extra}test \"kvv2_read\" \"reads\" {{\n  weight = 100\n  config {{\n    numkvs = 10\n  }}\n}}\n"
+    );
+    write(dir, name, &text).display().to_string()
+}
+
+/// The protocol and the TCP connections of a `vblast --config FILE -n 300` run.
+fn protocol_of(file: &str, more: &[&str]) -> (String, u64, Value) {
+    let mut args = vec!["--config", file, "-n", "300", "--format", "json"];
+    args.extend(more);
+    let r = run(url_cmd(&args));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    assert_eq!(j["ok"], 300, "{}", r.show());
+    let p = j["run"]["protocol"].as_str().unwrap().to_string();
+    (p, j["connections_opened"].as_u64().unwrap(), j)
+}
+
+#[test]
+fn https_files_speak_http2_as_vault_benchmark_does_unless_disable_http2() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Go's client: the 6 workers are 6 streams on one TCP connection.
+    let h2 = kv_file(d, "h2.hcl", &bao.addr, Some(&ca), "");
+    let (p, conns, j) = protocol_of(&h2, &[]);
+    assert_eq!((p.as_str(), conns), ("HTTP/2 (h2)", 1), "{j}");
+    assert_eq!(j["http2"]["streams_asked"], 6, "{j}");
+    // The same through vault-benchmark's own command line, in its results file.
+    let saved = d.join("run.json").display().to_string();
+    let cfg = format!("-config={h2}");
+    let out = format!("-result_file={saved}");
+    let r = run(url_cmd(&[
+        "vault-benchmark",
+        "run",
+        &cfg,
+        "-duration=1s",
+        &out,
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let r = run(url_cmd(&["report", &saved, "--format", "json"]));
+    let j = r.json();
+    assert_eq!(j["run"]["protocol"], "HTTP/2 (h2)", "{j}");
+    assert_eq!(j["connections_opened"], 1, "{j}");
+    // disable_http2 = true, or the flag: HTTP/1.1, a connection per worker.
+    let h1 = kv_file(d, "h1.hcl", &bao.addr, Some(&ca), "disable_http2 = true\n");
+    let (p, conns, j) = protocol_of(&h1, &[]);
+    assert_eq!((p.as_str(), conns), ("HTTP/1.1", 6), "{j}");
+    let (p, conns, j) = protocol_of(&h2, &["--http1.1"]);
+    assert_eq!((p.as_str(), conns), ("HTTP/1.1", 6), "{j}");
+    let r = run(url_cmd(&[
+        "vault-benchmark",
+        "run",
+        &cfg,
+        "-duration=1s",
+        "-disable_http2",
+        "-report_mode=json",
+        &out,
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = run(url_cmd(&["report", &saved, "--format", "json"])).json();
+    assert_eq!(j["run"]["protocol"], "HTTP/1.1", "{j}");
+    // An http:// address stays HTTP/1.1 (Go speaks no h2c).
+    let plain = OpenBao::start();
+    let http = kv_file(d, "http.hcl", &plain.addr, None, "");
+    let (p, conns, j) = protocol_of(&http, &[]);
+    assert_eq!((p.as_str(), conns), ("HTTP/1.1", 6), "{j}");
 }

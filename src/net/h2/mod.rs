@@ -28,16 +28,28 @@ pub mod request;
 
 pub use conn::{ConnError, ConnState, Event, H2Conn, Local, StreamState};
 
-/// How a run speaks HTTP/2 (`--http2`, `--http2-prior-knowledge`, `-m`), parsed once by
-/// the commands.
+/// How a run speaks HTTP/2 (`--http2`, `--http2-prior-knowledge`, `--streams`, or a
+/// vault-benchmark file against https://), parsed once by the commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Http2Options {
     /// h2c on plain TCP without asking (prior knowledge); else `h2` by ALPN over TLS.
     pub prior_knowledge: bool,
-    /// Concurrent streams per connection asked for (`-m`, at least 1).
+    /// Concurrent streams per connection asked for (`--streams`, at least 1).
     pub streams: u32,
-    /// A TLS server that does not offer `h2`: HTTP/1.1 with a note instead of exit 2.
-    pub fallback: bool,
+    /// What the run does when a TLS server does not offer `h2`.
+    pub without_h2: WithoutH2,
+}
+
+/// What a run asking for `h2` by ALPN does when the server chooses something else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum WithoutH2 {
+    /// `--http2`: exit 2, naming the server's choice.
+    Refuse,
+    /// `--http2-fallback`: HTTP/1.1 over the same number of connections, with a note.
+    Http1,
+    /// A vault-benchmark file's run: HTTP/1.1 over these connections (one per worker), as
+    /// vault-benchmark's Go client falls back, with a note.
+    Http1Over { connections: u64 },
 }
 
 impl Http2Options {
@@ -49,6 +61,20 @@ impl Http2Options {
             Some(_) => "HTTP/2 (h2)",
         }
         .into()
+    }
+
+    /// The connections of the HTTP/1.1 run this one falls back to, from its `connections`.
+    pub fn connections_without_h2(&self, connections: u64) -> u64 {
+        match self.without_h2 {
+            WithoutH2::Http1Over { connections: n } => n,
+            WithoutH2::Refuse | WithoutH2::Http1 => connections,
+        }
+    }
+
+    /// What a run that asked `asked` spoke: None (HTTP/1.1) when it fell back, which its
+    /// figures show by carrying no HTTP/2 counts (`has_h2_figures` false).
+    pub fn spoken(asked: Option<Http2Options>, has_h2_figures: bool) -> Option<Http2Options> {
+        asked.filter(|_| has_h2_figures)
     }
 }
 
