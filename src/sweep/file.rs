@@ -226,6 +226,16 @@ struct StoredSweep {
 }
 
 impl Sweep {
+    /// Each step's load beside its summary (from `judged`), in order: what
+    /// `sweep::saturation` reads.
+    pub fn seen<'a>(&self, judged: &'a [Judged]) -> Vec<super::saturation::StepSeen<'a>> {
+        self.steps
+            .iter()
+            .zip(judged)
+            .map(|(s, j)| (s.load, &j.summary))
+            .collect()
+    }
+
     /// Every step judged, in order.
     pub fn judged(&self) -> Vec<Judged> {
         self.steps
@@ -320,7 +330,7 @@ impl Sweep {
                 first_broken,
                 unit: self.spec.unit(),
                 line: answer_line(self, &judged, end),
-                saturated: super::saturation::saturated(self, &judged, end),
+                saturated: super::saturation::saturated(&self.seen(&judged), end),
                 repeats: repeats_line(self, &judged),
             },
             steps,

@@ -37,13 +37,25 @@ fn cell(ci: &Ci) -> String {
     crate::report::ci::cell(Some(ci))
 }
 
-/// Why `lower` and `higher` contradict each other on percentile `pct`, if they do: the
-/// lower load's interval wholly above the higher load's.
-fn figure_inversion(pct: Pct, lower: &Seen, higher: &Seen, unit: &str) -> Option<String> {
+/// Why `lower` and `higher` contradict each other on percentile `pct` (bound `max_ms`), if
+/// they do in a way that could move a verdict: the lower load's interval wholly above the
+/// higher load's, and noise of the size the pair shows able to carry the higher step past
+/// the bound. The pair shows that one measurement can come out `lower.high / higher.low`
+/// times another; when the higher step's upper end times that factor stays within the
+/// bound, no noise of that size changes its verdict, and measuring again would only spend
+/// time (a 2.3 ms against a 2.0 ms p50 under a 10 s bound is such a pair).
+fn figure_inversion(
+    (pct, max_ms): (Pct, f64),
+    lower: &Seen,
+    higher: &Seen,
+    unit: &str,
+) -> Option<String> {
     let (_, lo_ci) = lower.figures.at(pct);
     let (_, hi_ci) = higher.figures.at(pct);
     let (lo_ci, hi_ci) = (lo_ci?, hi_ci?);
-    (lo_ci.low? > hi_ci.high?).then(|| {
+    let (lo_low, lo_high, hi_low, hi_high) = (lo_ci.low?, lo_ci.high?, hi_ci.low?, hi_ci.high?);
+    let material = hi_low > 0.0 && hi_high * (lo_high / hi_low) > max_ms;
+    (lo_low > hi_high && material).then(|| {
         format!(
             "not monotone: {} at {} {unit} (CI {}) lies wholly above {} at {} {unit} (CI {}), a higher load",
             pct.label(),
@@ -58,8 +70,14 @@ fn figure_inversion(pct: Pct, lower: &Seen, higher: &Seen, unit: &str) -> Option
 
 /// Whether `new`, a step that held, contradicts a recorded lower load: that load (the
 /// highest of those that do) and why; None when every lower load is consistent with it.
-/// `pcts` are the objective's latency bounds (the figures the verdicts rest on).
-pub fn recheck(recorded: &[Seen], new: &Seen, pcts: &[Pct], unit: &str) -> Option<Recheck> {
+/// `bounds` are the objective's latency bounds (the figures the verdicts rest on), each a
+/// percentile and its bound in milliseconds.
+pub fn recheck(
+    recorded: &[Seen],
+    new: &Seen,
+    bounds: &[(Pct, f64)],
+    unit: &str,
+) -> Option<Recheck> {
     if !new.held {
         return None;
     }
@@ -67,8 +85,9 @@ pub fn recheck(recorded: &[Seen], new: &Seen, pcts: &[Pct], unit: &str) -> Optio
     lower.sort_by_key(|r| std::cmp::Reverse(r.load));
     lower.into_iter().find_map(|r| {
         let why = if r.held {
-            pcts.iter()
-                .find_map(|&pct| figure_inversion(pct, r, new, unit))?
+            bounds
+                .iter()
+                .find_map(|&b| figure_inversion(b, r, new, unit))?
         } else {
             format!(
                 "not monotone: {} {unit} did not hold although {} {unit}, a higher load, did",
@@ -111,21 +130,34 @@ mod tests {
         };
         let recorded = [seen(1258, true, &a), seen(1379, true, &b)];
         let new = seen(1444, true, &c);
-        let r = recheck(&recorded, &new, &[Pct::P99], "req/s").unwrap();
+        let r = recheck(&recorded, &new, &[(Pct::P99, 20.0)], "req/s").unwrap();
         assert_eq!(r.other, 1258);
         assert_eq!(
             r.why,
             "not monotone: p99 at 1,258 req/s (CI 12.90-15.30ms) lies wholly above p99 at 1,444 req/s (CI 8.70-11.60ms), a higher load"
         );
         // Overlapping intervals (1,379 against 1,444) are noise within the margin.
-        assert_eq!(recheck(&recorded[1..], &new, &[Pct::P99], "req/s"), None);
+        assert_eq!(
+            recheck(&recorded[1..], &new, &[(Pct::P99, 20.0)], "req/s"),
+            None
+        );
+        // Far from the bound the same inversion moves no verdict: 11.6 ms x 15.3/8.7 is
+        // 20.4 ms, past a 20 ms bound but within 21 ms, and far within 10 s.
+        assert_eq!(recheck(&recorded, &new, &[(Pct::P99, 21.0)], "req/s"), None);
+        assert_eq!(
+            recheck(&recorded, &new, &[(Pct::P99, 10_000.0)], "req/s"),
+            None
+        );
         // Only the objective's percentiles count, and only a step that held is checked.
-        assert_eq!(recheck(&recorded, &new, &[Pct::P50], "req/s"), None);
+        assert_eq!(recheck(&recorded, &new, &[(Pct::P50, 20.0)], "req/s"), None);
         let failed = seen(1444, false, &c);
-        assert_eq!(recheck(&recorded, &failed, &[Pct::P99], "req/s"), None);
+        assert_eq!(
+            recheck(&recorded, &failed, &[(Pct::P99, 20.0)], "req/s"),
+            None
+        );
         // A higher load is never a contradiction of a lower one that held.
         let above = [seen(2000, true, &a)];
-        assert_eq!(recheck(&above, &new, &[Pct::P99], "req/s"), None);
+        assert_eq!(recheck(&above, &new, &[(Pct::P99, 20.0)], "req/s"), None);
         // An unknown side decides nothing.
         let unknown = StepFigures {
             p99_ci: Some(Ci {
@@ -136,7 +168,7 @@ mod tests {
             ..StepFigures::default()
         };
         let r = [seen(1258, true, &unknown)];
-        assert_eq!(recheck(&r, &new, &[Pct::P99], "req/s"), None);
+        assert_eq!(recheck(&r, &new, &[(Pct::P99, 20.0)], "req/s"), None);
     }
 
     #[test]
@@ -148,14 +180,19 @@ mod tests {
             figures: &f,
         };
         let recorded = [seen(100, false), seen(200, false), seen(300, true)];
-        let r = recheck(&recorded, &seen(400, true), &[Pct::P99], "req/s").unwrap();
+        let r = recheck(&recorded, &seen(400, true), &[(Pct::P99, 20.0)], "req/s").unwrap();
         assert_eq!(r.other, 200);
         assert_eq!(
             r.why,
             "not monotone: 200 req/s did not hold although 400 req/s, a higher load, did"
         );
         assert_eq!(
-            recheck(&recorded[2..], &seen(400, true), &[Pct::P99], "req/s"),
+            recheck(
+                &recorded[2..],
+                &seen(400, true),
+                &[(Pct::P99, 20.0)],
+                "req/s"
+            ),
             None
         );
     }

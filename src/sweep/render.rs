@@ -136,7 +136,7 @@ pub fn footer(
     if let Some(line) = repeats_line(sweep, judged) {
         writeln!(o, "{line}")?;
     }
-    if let Some(line) = super::saturation::line(sweep, judged, end) {
+    if let Some(line) = super::saturation::line(&sweep.seen(judged), end, sweep.spec.unit()) {
         writeln!(o, "{line}")?;
     }
     Ok(())

@@ -364,16 +364,7 @@ impl Steps<'_> {
         {
             return Some(r);
         }
-        let pcts: Vec<_> = self
-            .sweep
-            .spec
-            .objectives
-            .iter()
-            .filter_map(|o| match o {
-                super::objective::Objective::Latency { pct, .. } => Some(*pct),
-                _ => None,
-            })
-            .collect();
+        let bounds = self.latency_bounds();
         let recorded: Vec<_> = self
             .sweep
             .steps
@@ -382,7 +373,7 @@ impl Steps<'_> {
             .map(|(s, j)| seen(s.load, j))
             .collect();
         let unit = self.sweep.spec.unit();
-        let Some(c) = super::monotone::recheck(&recorded, &seen(r.load, j), &pcts, unit) else {
+        let Some(c) = super::monotone::recheck(&recorded, &seen(r.load, j), &bounds, unit) else {
             return Some(r);
         };
         self.checked.push(r.load);
@@ -398,6 +389,19 @@ impl Steps<'_> {
             why: c.why,
         });
         None
+    }
+
+    /// The objective's latency bounds: each percentile with its bound in milliseconds.
+    fn latency_bounds(&self) -> Vec<(super::objective::Pct, f64)> {
+        self.sweep
+            .spec
+            .objectives
+            .iter()
+            .filter_map(|o| match o {
+                super::objective::Objective::Latency { pct, max_ms } => Some((*pct, *max_ms)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The recorded load of a non-monotone pair measured again (`results`): its figures
@@ -419,13 +423,19 @@ impl Steps<'_> {
                 } else {
                     "did not hold"
                 };
-                let p = |key| crate::report::ci::cell(j.summary.latency_ms.interval(key));
+                // The objective's first percentile (p99 when it bounds none), as judged.
+                let pct = self
+                    .latency_bounds()
+                    .first()
+                    .map_or(super::objective::Pct::P99, |b| b.0);
+                let (value, ci) = j.figures.at(pct);
                 format!(
-                    "step {} at {} re-measured and pooled: p99 {:.2}ms (CI {}), {held}",
+                    "step {} at {} re-measured and pooled: {} {:.2}ms (CI {}), {held}",
                     i + 1,
                     super::file::grouped(other),
-                    j.summary.latency_ms.p99,
-                    p("p99")
+                    pct.label(),
+                    value,
+                    crate::report::ci::cell(ci.as_ref())
                 )
             }
             None => String::new(),

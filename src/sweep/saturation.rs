@@ -1,17 +1,20 @@
 //! The resource that gave out first at a sweep's knee (`server_stats::verdict`), from its
 //! steps' server samples and vblast's own CPU: which step is the knee, and each step's
-//! figures as the verdict reads them.
+//! figures as the verdict reads them. It reads each step as its load and its summary, in
+//! the order measured, so that it needs nothing of the sweep file's types.
 
 use crate::report::Summary;
 use crate::server_stats::verdict::{self, LoadEvidence, Saturated};
 
-use super::file::{Judged, Sweep};
 use super::search::End;
 
+/// One measured step as the verdict reads it: its load and its summary.
+pub type StepSeen<'a> = (u64, &'a Summary);
+
 /// The step the verdict is read at: the first that broke the objective, else the highest.
-fn knee(sweep: &Sweep, end: Option<End>) -> Option<usize> {
-    let at = |load: u64| sweep.steps.iter().position(|s| s.load == load);
-    let highest = || (0..sweep.steps.len()).max_by_key(|&i| sweep.steps[i].load);
+fn knee(steps: &[StepSeen], end: Option<End>) -> Option<usize> {
+    let at = |load: u64| steps.iter().position(|s| s.0 == load);
+    let highest = || (0..steps.len()).max_by_key(|&i| steps[i].0);
     match end {
         Some(End::Edge { fail, .. } | End::Broken { fail, .. }) => at(fail).or_else(highest),
         Some(End::FirstFailed { load }) => at(load).or_else(highest),
@@ -45,22 +48,18 @@ fn evidence(load: u64, s: &Summary) -> LoadEvidence {
 }
 
 /// What gave out first; None when no step was sampled on the server.
-pub fn saturated(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> Option<Saturated> {
-    if judged.iter().all(|j| j.summary.server.is_none()) {
+pub fn saturated(steps: &[StepSeen], end: Option<End>) -> Option<Saturated> {
+    if steps.iter().all(|s| s.1.server.is_none()) {
         return None;
     }
-    let steps: Vec<LoadEvidence> = sweep
-        .steps
-        .iter()
-        .zip(judged)
-        .map(|(s, j)| evidence(s.load, &j.summary))
-        .collect();
-    verdict::saturated(&steps, knee(sweep, end)?)
+    let evidence: Vec<LoadEvidence> = steps.iter().map(|&(l, s)| evidence(l, s)).collect();
+    verdict::saturated(&evidence, knee(steps, end)?)
 }
 
-/// The footer's line: "saturated first at 2400 req/s: server CPU (...)".
-pub fn line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> Option<String> {
-    let s = saturated(sweep, judged, end)?;
+/// The footer's line: "saturated first at 2400 req/s: server CPU (...)"; `unit` is the
+/// sweep's ("req/s", "connections").
+pub fn line(steps: &[StepSeen], end: Option<End>, unit: &str) -> Option<String> {
+    let s = saturated(steps, end)?;
     let what = match s.resource {
         Some(verdict::Resource::ServerCpu) => "server CPU",
         Some(verdict::Resource::Storage) => "storage",
@@ -70,8 +69,6 @@ pub fn line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> Option<String
     };
     Some(format!(
         "Saturated first at {} {}: {what} ({})",
-        s.load,
-        sweep.spec.unit(),
-        s.figures
+        s.load, unit, s.figures
     ))
 }

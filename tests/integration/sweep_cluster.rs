@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support;
 use crate::support::cluster::Cluster;
-use crate::support::figures::u;
+use crate::support::figures::{step_requests, u};
 use crate::support::nginx::Nginx;
 use crate::support::run::{Live, Out, run};
 use crate::support::vblast::env_cmd;
@@ -184,15 +184,15 @@ fn rows(step: &Value) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// The steps ran at `loads`, each with exactly rate x duration requests (the schedule
-/// places them in its measured second), none failed.
+/// The steps ran at `loads`, each with exactly rate x duration requests per measurement
+/// (`step_requests`), none failed.
 fn assert_steps(doc: &Value, loads: &[u64], show: &str) -> Vec<Value> {
     let steps = doc["steps"].as_array().expect("steps").clone();
     let got: Vec<u64> = steps.iter().map(|s| u(&s["load"])).collect();
     assert_eq!(got, loads, "{show}");
     for s in &steps {
         let r = &s["results"];
-        assert_eq!(u(&r["requests"]), u(&s["load"]), "{s}\n{show}");
+        assert_eq!(u(&r["requests"]), step_requests(s), "{s}\n{show}");
         assert_eq!(u(&r["failed"]), 0, "{s}\n{show}");
     }
     steps
@@ -246,7 +246,7 @@ fn active_mode_holds_one_set_of_connections_on_the_active_node() {
     assert_eq!(standby.load_connections(), 0, "{}", out.show());
     assert_eq!(standby.load_requests(), 0, "{}", out.show());
     for s in &steps {
-        let load = u(&s["load"]);
+        let load = step_requests(s);
         let r = rows(s);
         assert_eq!(
             r,
@@ -281,7 +281,7 @@ fn all_mode_holds_one_set_of_connections_per_node() {
         // (Which node a step's requests went to is the pacer's choice of free
         // connections: at these rates one connection per thread may take them all.)
         assert!(r.iter().all(|n| n.1 == n.2), "{st}");
-        assert_eq!(r[0].1 + r[1].1, u(&st["load"]), "{st}");
+        assert_eq!(r[0].1 + r[1].1, step_requests(st), "{st}");
     }
 }
 
@@ -417,7 +417,7 @@ fn a_sweep_of_a_real_cluster_carries_node_rows_and_cleans_up() {
     out.assert_code(0);
     let steps = assert_steps(&read(&file), &[20, 40, 80], &out.show());
     for (i, s) in steps.iter().enumerate() {
-        let load = u(&s["load"]);
+        let load = step_requests(s);
         let r = rows(s);
         assert_eq!(r.len(), 2, "{s}");
         assert_eq!(r[active], ("active".to_string(), load, load), "{s}");

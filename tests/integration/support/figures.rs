@@ -54,3 +54,10 @@ pub fn u(v: &Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
+
+/// How many requests a sweep step of 1 s at rate `load` holds: the schedule places
+/// exactly rate x duration requests in each measured second, and a step measured again
+/// (`repeats`: unclear, or one side of a non-monotone pair) pools every measurement.
+pub fn step_requests(step: &Value) -> u64 {
+    u(&step["load"]) * (1 + step["repeats"].as_u64().unwrap_or(0))
+}
