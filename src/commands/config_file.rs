@@ -213,23 +213,21 @@ pub fn go_protocol(
     Ok(())
 }
 
-/// Why `load` (to a cluster's nodes when `cluster`) cannot go over vblast's HTTP/2 yet,
+/// Why `load` cannot go over vblast's HTTP/2 yet,
 /// in words for `go_protocol`'s note (`net::h2::H2Refusal`, which the engine and
 /// `scenario::refuse_h2` refuse with `--http2`).
-pub fn h2_not_yet(load: &Load, cluster: bool) -> Option<&'static str> {
-    crate::net::h2::H2Refusal::not_yet(&run_shape(load, cluster, true))
+pub fn h2_not_yet(load: &Load) -> Option<&'static str> {
+    crate::net::h2::H2Refusal::not_yet(&run_shape(load, true))
         .map(crate::net::h2::H2Refusal::feature)
 }
 
 /// `load`'s shape as HTTP/2's refusals read it (`net::h2::RunShape`); `tls` is the
 /// address's.
-pub fn run_shape(load: &Load, cluster: bool, tls: bool) -> crate::net::h2::RunShape {
+pub fn run_shape(load: &Load, tls: bool) -> crate::net::h2::RunShape {
     crate::net::h2::RunShape {
         tls,
-        several_nodes: cluster,
         follow_redirects: load.follow_redirects,
         keepalive: load.keepalive,
-        respect_retry_after: load.respect_retry_after,
         shard: !load.spread.shard.is_whole(),
     }
 }
@@ -281,11 +279,13 @@ mod tests {
             follow_redirects: true,
             ..Load::closed(1)
         };
-        assert_eq!(h2_not_yet(&load, false), Some("--follow-redirects"));
-        assert_eq!(
-            h2_not_yet(&Load::closed(1), true),
-            Some("several nodes (cluster mode)")
-        );
+        assert_eq!(h2_not_yet(&load), Some("--follow-redirects"));
+        // Several nodes and --respect-retry-after go over HTTP/2.
+        let load = Load {
+            respect_retry_after: true,
+            ..Load::closed(1)
+        };
+        assert_eq!(h2_not_yet(&load), None);
         // A sweep: back to the workers over HTTP/1.1.
         let mut load = Load::closed(10);
         go_protocol(&mut load, "https://v:8200", None, None).unwrap();

@@ -280,7 +280,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
     };
     if s.go_http2 {
-        let not_yet = config_file::h2_not_yet(&load, t.cluster.is_some());
+        let not_yet = config_file::h2_not_yet(&load);
         config_file::go_protocol(&mut load, &t.address, None, not_yet)?;
     }
     let scenario = Scenario {

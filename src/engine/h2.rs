@@ -23,10 +23,12 @@ use super::{EngineError, EnginePlan, StartGate, Totals};
 use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
+use crate::net::http::Quota;
 use crate::net::transport::{self, Handshake, Stream, TlsConnector};
 use crate::pacing::{Due, Pacer, share};
 use crate::signals::Stop;
 use crate::stats::http2::H2Figures;
+use crate::stats::nodes::{NodeStats, WindowTracker};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::{Captures, Rng};
 use crate::timer::Timer;
@@ -64,6 +66,10 @@ struct H2Link {
     /// When our last PING went out (`expire_streams`).
     ping_at: Instant,
     captures: Captures,
+    /// The node (of several) this connection is open to (0 for a single address).
+    node: usize,
+    /// `--respect-retry-after`: a 429's Retry-After holds new streams off until then.
+    paused_until: Option<Instant>,
 }
 
 pub(super) struct H2Loop<'p> {
@@ -77,8 +83,13 @@ pub(super) struct H2Loop<'p> {
     again: VecDeque<Req>,
     busy: usize,
     requests: super::requests::Requests,
-    /// Per operation: its header block encoded once (None: it carries captured values).
+    /// Per (node, operation), `node * ops + op`: its header block (with that node's
+    /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
+    /// Several nodes: the window of failures this thread has open.
+    windows: WindowTracker,
+    /// Several nodes: how many route moves this thread has acted on.
+    route_seen: u64,
     picker: Picker,
     producers: Vec<usize>,
     rng: Rng,
@@ -97,6 +108,17 @@ pub(super) struct H2Loop<'p> {
 /// A thread's empty statistics, with what it asked of HTTP/2.
 fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
     let mut s = Stats::new(plan.ops.len());
+    s.nodes = plan
+        .nodes
+        .targets
+        .iter()
+        .map(|t| NodeStats {
+            addr: t.base(),
+            ..Default::default()
+        })
+        .collect();
+    // Room for the windows of a long run: none allocated while it goes on.
+    s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
     s.http2 = H2Figures {
         streams_asked: u64::from(streams),
         streams_allowed: u64::from(streams),
@@ -110,10 +132,8 @@ fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
-        several_nodes: !plan.nodes.targets.is_empty(),
         follow_redirects: plan.follow_redirects,
         keepalive: plan.keepalive,
-        respect_retry_after: plan.respect_retry_after,
         // Each shard runs an engine of its own: nothing to refuse here.
         shard: false,
     };
@@ -150,6 +170,8 @@ impl<'p> H2Loop<'p> {
         let local = Local {
             streams: h2.streams as usize,
             window: wire::STREAM_WINDOW,
+            // A 429's quota is read where it is counted per node or obeyed.
+            headers: plan.nodes.is_cluster() || plan.respect_retry_after,
         };
         let links = (0..mine)
             .map(|_| H2Link {
@@ -164,19 +186,22 @@ impl<'p> H2Loop<'p> {
                 listed: false,
                 ping_at: now,
                 captures: Captures::with_slots(captured, CAPTURE_BYTES),
+                node: 0,
+                paused_until: None,
             })
             .collect();
         let https = plan.target.is_tls();
         let mut rng = Rng::new(1);
-        let prepared = (0..plan.ops.len())
-            .map(|op| {
-                let t = requests.get(0, op);
+        let mut prepared = Vec::new();
+        for node in 0..plan.nodes.targets.len().max(1) {
+            prepared.extend((0..plan.ops.len()).map(|op| {
+                let t = requests.get(node, op);
                 if t.uses_captures() {
                     return None;
                 }
                 Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
-            })
-            .collect();
+            }));
+        }
         Ok(H2Loop {
             plan,
             global,
@@ -187,6 +212,8 @@ impl<'p> H2Loop<'p> {
             busy: 0,
             requests,
             prepared,
+            windows: WindowTracker::default(),
+            route_seen: 0,
             picker: Picker::new(&plan.ops),
             producers: super::worker::producers(plan),
             rng: Rng::seeded(global as u64),
@@ -278,6 +305,12 @@ impl<'p> H2Loop<'p> {
         stats.elapsed_s = end
             .saturating_duration_since(self.pacer.measure_from())
             .as_secs_f64();
+        if let Some(w) = std::mem::take(&mut self.windows).finish() {
+            stats.windows.push(w);
+        }
+        for n in stats.nodes.iter_mut().filter(|n| n.requests > 0) {
+            n.elapsed_s = stats.elapsed_s;
+        }
         stats
     }
 
@@ -358,15 +391,25 @@ impl<'p> H2Loop<'p> {
         Ok(now)
     }
 
-    /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection.
+    /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection, to the
+    /// node it goes to now (`NodePlan::pick`: its share of `--nodes all`, or the active
+    /// node), under that node's TLS name.
     fn open(&mut self, i: usize, now: Instant) {
+        let nodes = &self.plan.nodes;
+        let node = nodes.pick(i + self.global);
+        let addr = match nodes.targets.get(node) {
+            Some(t) => t.addr(),
+            None => self.plan.target.addr(),
+        };
         let l = &mut self.links[i];
         l.stream = None;
         l.since = now;
         l.proto = H2Conn::new(self.local);
         l.out_sent = 0;
         l.listed = false;
-        match transport::connect_node(self.plan.target.addr(), self.tls.as_ref(), 0, None) {
+        l.node = node;
+        l.paused_until = None;
+        match transport::connect_node(addr, self.tls.as_ref(), node, None) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
                     stream.tcp(),
@@ -401,7 +444,7 @@ impl<'p> H2Loop<'p> {
         {
             let req = self.claim(i, due, now);
             self.busy += 1;
-            self.fail_req(req, ErrorKind::Connect, msg, now);
+            self.fail_req(i, req, ErrorKind::Connect, msg, now);
         } else {
             self.stats.note(msg, 1);
         }
@@ -596,7 +639,7 @@ impl<'p> H2Loop<'p> {
                         self.send_again(req);
                     } else {
                         let msg = format!("stream reset: {}", wire::frame::code_name(code));
-                        self.fail_req(req, ErrorKind::Read, &msg, now);
+                        self.fail_req(i, req, ErrorKind::Read, &msg, now);
                     }
                     self.list(i);
                 }
@@ -617,9 +660,15 @@ impl<'p> H2Loop<'p> {
         self.again.push_back(req);
     }
 
+    /// Lists link `i` as free when it may start a stream: not held off by a Retry-After,
+    /// not open to a node the route has left.
     fn list(&mut self, i: usize) {
         let l = &mut self.links[i];
-        if !l.listed && l.proto.can_start() {
+        if !l.listed
+            && l.proto.can_start()
+            && l.paused_until.is_none()
+            && !self.plan.nodes.should_move(l.node)
+        {
             l.listed = true;
             self.free.push(i);
         }
@@ -632,30 +681,97 @@ impl<'p> H2Loop<'p> {
         };
         self.busy -= 1;
         let ok = self.judge(i, slot, &req, status);
+        let quota = if status == 429 {
+            self.links[i].proto.quota(slot)
+        } else {
+            None
+        };
         if req.measured {
-            if let Some(n) = self.status.get_mut(status as usize) {
-                *n += 1;
-            }
-            let latency = now.saturating_duration_since(req.intended).as_micros() as u64;
-            let service = now.saturating_duration_since(req.sent).as_micros() as u64;
-            let s = &mut self.stats;
-            let o = &mut s.ops[req.op];
-            o.requests += 1;
-            o.latency.record(latency);
-            o.service.record(service);
+            self.count_response(i, slot, &req, (status, ok, quota), now);
+        }
+        self.after_response(i, quota, now);
+    }
+
+    /// Counts a measured response: its status, latency and service time, its kind
+    /// (success, throttled by a quota, failed status), the timeline, its node.
+    fn count_response(
+        &mut self,
+        i: usize,
+        slot: usize,
+        req: &Req,
+        (status, ok, quota): (u16, bool, Option<Quota>),
+        now: Instant,
+    ) {
+        if let Some(n) = self.status.get_mut(status as usize) {
+            *n += 1;
+        }
+        let latency = now.saturating_duration_since(req.intended).as_micros() as u64;
+        let service = now.saturating_duration_since(req.sent).as_micros() as u64;
+        let s = &mut self.stats;
+        let o = &mut s.ops[req.op];
+        o.requests += 1;
+        o.latency.record(latency);
+        o.service.record(service);
+        if ok {
+            o.ok += 1;
+        } else if self.plan.ops[req.op].is_success(status) {
+            // Counted by `judge` (no value to capture, or not what was expected).
+        } else if let Some(q) = quota {
+            // A rate-limit quota's 429: throttled, counted apart from the errors.
+            s.throttled += 1;
+            s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
+            s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
+        } else {
+            s.errors.status += 1;
+        }
+        let measure_from = self.pacer.measure_from();
+        let since = now.saturating_duration_since(measure_from);
+        s.timeline.record(since.as_secs(), ok, Some(latency));
+        s.timeline.record_service(service);
+        s.waiting.record(service);
+        s.redirects += u64::from(matches!(status, 307 | 308));
+        let len = self.links[i].proto.body_len(slot);
+        s.count_body(len, true);
+        let node = self.links[i].node;
+        if let Some(n) = s.nodes.get_mut(node) {
+            // Several nodes: the node's answers and its windows of failures.
+            n.requests += 1;
+            n.latency.record(latency);
+            n.throttled += u64::from(quota.is_some());
+            n.redirects += u64::from(matches!(status, 307 | 308));
+            let sent = req
+                .sent
+                .saturating_duration_since(measure_from)
+                .as_secs_f64();
             if ok {
-                o.ok += 1;
-            } else if !self.plan.ops[req.op].is_success(status) {
-                s.errors.status += 1;
+                n.ok += 1;
+                if let Some(w) = self.windows.ok(since.as_secs_f64(), sent, node) {
+                    s.windows.push(w);
+                }
+            } else if quota.is_none() {
+                // (a throttled answer is the quota at work, not unavailability)
+                self.windows.failed(since.as_secs_f64(), sent);
             }
-            let sec = now
-                .saturating_duration_since(self.pacer.measure_from())
-                .as_secs();
-            s.timeline.record(sec, ok, Some(latency));
-            s.timeline.record_service(service);
-            s.waiting.record(service);
-            let len = self.links[i].proto.body_len(slot);
-            s.count_body(len, true);
+        }
+    }
+
+    /// After a response on link `i`: a Retry-After holds its new streams off
+    /// (`--respect-retry-after`); a link whose node the route left re-opens to the active
+    /// node once its last stream is done; otherwise its free stream is listed.
+    fn after_response(&mut self, i: usize, quota: Option<Quota>, now: Instant) {
+        if self.plan.respect_retry_after
+            && let Some(q) = quota
+            && q.retry_after > 0
+        {
+            let l = &mut self.links[i];
+            let until = now + Duration::from_secs(u64::from(q.retry_after));
+            l.paused_until = Some(l.paused_until.map_or(until, |u| u.max(until)));
+        }
+        let l = &self.links[i];
+        if l.proto.active() == 0 && self.plan.nodes.should_move(l.node) {
+            self.flush(i, now);
+            self.reopen(i, now);
+            return;
         }
         self.list(i);
     }
@@ -698,16 +814,22 @@ impl<'p> H2Loop<'p> {
         ok
     }
 
-    /// Counts `req` as failed.
-    fn fail_req(&mut self, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
+    /// Counts `req`, sent on link `i`, as failed (for the link's node too).
+    fn fail_req(&mut self, i: usize, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
         self.busy -= 1;
         if req.measured {
             let s = &mut self.stats;
             s.ops[req.op].requests += 1;
             s.count_error(kind);
             s.note(msg, 1);
-            let since = now.saturating_duration_since(self.pacer.measure_from());
+            let measure_from = self.pacer.measure_from();
+            let since = now.saturating_duration_since(measure_from);
             s.timeline.record(since.as_secs(), false, None);
+            if let Some(n) = s.nodes.get_mut(self.links[i].node) {
+                n.requests += 1;
+                let sent = req.sent.saturating_duration_since(measure_from);
+                self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
+            }
         }
     }
 
@@ -715,7 +837,7 @@ impl<'p> H2Loop<'p> {
     fn drop_link(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         for slot in 0..self.links[i].reqs.len() {
             if let Some(req) = self.links[i].reqs[slot].take() {
-                self.fail_req(req, kind, msg, now);
+                self.fail_req(i, req, kind, msg, now);
             }
         }
         self.reopen(i, now);
@@ -741,7 +863,12 @@ impl<'p> H2Loop<'p> {
     fn dispatch(&mut self, now: Instant) {
         let mut started = 0usize;
         while let Some(&i) = self.free.last() {
-            if self.links[i].phase != LinkPhase::Open || !self.links[i].proto.can_start() {
+            let l = &self.links[i];
+            if l.phase != LinkPhase::Open
+                || !l.proto.can_start()
+                || l.paused_until.is_some()
+                || self.plan.nodes.should_move(l.node)
+            {
                 self.free.pop();
                 self.links[i].listed = false;
                 continue;
@@ -804,7 +931,8 @@ impl<'p> H2Loop<'p> {
 
     /// Renders `req` and opens its stream on link `i`.
     fn start(&mut self, i: usize, mut req: Req, now: Instant) {
-        let template = self.requests.get(0, req.op);
+        let node = self.links[i].node;
+        let template = self.requests.get(node, req.op);
         if !req.resent {
             req.rng = self.rng;
             req.turn = template.next_turn();
@@ -817,7 +945,7 @@ impl<'p> H2Loop<'p> {
             self.rng = rng;
         }
         self.block.clear();
-        let body_at = match &self.prepared[req.op] {
+        let body_at = match &self.prepared[node * self.plan.ops.len() + req.op] {
             Some(p) => Some(p.encode(&mut self.block, bytes)),
             None => request::encode(&mut self.block, bytes, self.https),
         };
@@ -825,6 +953,7 @@ impl<'p> H2Loop<'p> {
         let Some(slot) = body_at.and_then(|at| l.proto.start(&self.block, &bytes[at..], keep))
         else {
             self.fail_req(
+                i,
                 req,
                 ErrorKind::Write,
                 "the request could not be encoded",
@@ -835,10 +964,17 @@ impl<'p> H2Loop<'p> {
         l.reqs[slot] = Some(req);
     }
 
-    /// Periodic checks: request and connect timeouts, connections due to retry.
+    /// Periodic checks: request and connect timeouts, connections due to retry, the
+    /// end of a Retry-After's pause, the route's active node followed.
     fn tick(&mut self, now: Instant) {
+        self.follow_route(now);
         let timeout = self.plan.timeout;
         for i in 0..self.links.len() {
+            let l = &mut self.links[i];
+            if l.paused_until.is_some_and(|u| now >= u) {
+                l.paused_until = None;
+                self.list(i);
+            }
             let l = &self.links[i];
             match l.phase {
                 LinkPhase::Open => self.expire_streams(i, now, timeout),
@@ -849,6 +985,36 @@ impl<'p> H2Loop<'p> {
                 }
                 LinkPhase::Backoff if now >= l.since && !self.pacer.finished(now) => {
                     self.open(i, now)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The cluster's active node moved: links waiting to retry try the new one at once;
+    /// links open to another node, with no stream under way, re-open to it (the others
+    /// start no new stream and re-open when their last one is done, `after_response`).
+    fn follow_route(&mut self, now: Instant) {
+        let nodes = &self.plan.nodes;
+        let Some(route) = nodes.route.as_ref() else {
+            return;
+        };
+        let changes = route.changes();
+        let moved = changes != self.route_seen;
+        self.route_seen = changes;
+        for i in 0..self.links.len() {
+            let l = &mut self.links[i];
+            if !nodes.should_move(l.node) {
+                continue;
+            }
+            match l.phase {
+                LinkPhase::Backoff if moved => {
+                    l.since = now;
+                    l.failures = 0;
+                }
+                // (also a link that opened to the old node after the move)
+                LinkPhase::Open if l.proto.active() == 0 && !self.pacer.finished(now) => {
+                    self.reopen(i, now)
                 }
                 _ => {}
             }
@@ -882,7 +1048,7 @@ impl<'p> H2Loop<'p> {
             let l = &mut self.links[i];
             l.proto.cancel(slot);
             if let Some(req) = l.reqs[slot].take() {
-                self.fail_req(req, ErrorKind::Timeout, &msg, now);
+                self.fail_req(i, req, ErrorKind::Timeout, &msg, now);
             }
         }
         let l = &mut self.links[i];

@@ -2,7 +2,9 @@
 //! service) holding the storage and the HA lock, and two or three `bao server` nodes on
 //! loopback ports sharing it, initialised once and unsealed each; or (`start_raft`) nodes
 //! with integrated storage (raft), the first initialised and unsealed, the others joining it
-//! (`retry_join`) and unsealed. Every process started here is stopped by its pid when the
+//! (`retry_join`) and unsealed; `start_tls`: the PostgreSQL cluster with its listeners
+//! over TLS (one generated CA, `ca`), as HTTP/2 runs need (Go's server speaks h2 only by
+//! ALPN). Every process started here is stopped by its pid when the
 //! handle is dropped, and the temporary directory goes with it.
 
 use std::fs;
@@ -59,6 +61,9 @@ pub struct Cluster {
     /// The storage: a private PostgreSQL (support/postgres.rs), stopped after the
     /// nodes (fields drop after `Drop::drop`); None: integrated storage (raft).
     pg: Option<Postgres>,
+    /// `start_tls`: the CA the nodes' certificate is signed by (their listeners are TLS).
+    pub ca: Option<PathBuf>,
+    tls: Option<super::certs::TlsFiles>,
     dir: tempfile::TempDir,
 }
 
@@ -66,6 +71,15 @@ impl Cluster {
     /// Starts PostgreSQL and `n` nodes, initialises the cluster, unseals every node and
     /// waits for one active node and `n - 1` standbys.
     pub fn start(n: usize) -> Cluster {
+        Self::start_postgres(n, false)
+    }
+
+    /// `start`, with every node's API listener over TLS (`https://`, trusting `ca`).
+    pub fn start_tls(n: usize) -> Cluster {
+        Self::start_postgres(n, true)
+    }
+
+    fn start_postgres(n: usize, tls: bool) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("vblast-ha-")
             .tempdir()
@@ -75,11 +89,14 @@ impl Cluster {
             pg.query(SCHEMA).is_some(),
             "creating the storage tables failed"
         );
+        let tls = tls.then(|| super::certs::gen_tls_files(dir.path()));
         let mut cluster = Cluster {
             nodes: Vec::new(),
             token: String::new(),
             unseal_key: String::new(),
             pg: Some(pg),
+            ca: tls.as_ref().map(|t| t.ca_cert.clone()),
+            tls,
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -109,6 +126,8 @@ impl Cluster {
             token: String::new(),
             unseal_key: String::new(),
             pg: None,
+            ca: None,
+            tls: None,
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -229,14 +248,25 @@ impl Cluster {
                 )
             }
         };
+        let (scheme, tls) = match &self.tls {
+            Some(t) => (
+                "https",
+                format!(
+                    "tls_cert_file = \"{}\"\n  tls_key_file = \"{}\"",
+                    t.cert.display(),
+                    t.key.display()
+                ),
+            ),
+            None => ("http", "tls_disable = true".to_string()),
+        };
         let config = format!(
             r#"{storage}
 listener "tcp" {{
   address = "127.0.0.1:{port}"
   cluster_address = "127.0.0.1:{cport}"
-  tls_disable = true
+  {tls}
 }}
-api_addr = "http://127.0.0.1:{port}"
+api_addr = "{scheme}://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
 "#,
@@ -257,7 +287,7 @@ disable_mlock = true
             .stderr(log);
         let child = cmd.spawn().expect("start bao server");
         let node = Node {
-            addr: format!("http://127.0.0.1:{port}"),
+            addr: format!("{scheme}://127.0.0.1:{port}"),
             child: Some(child),
             log_path,
         };
@@ -288,6 +318,9 @@ disable_mlock = true
         scrub_env(&mut cmd);
         if let Some(t) = token {
             cmd.env("VAULT_TOKEN", t);
+        }
+        if let Some(ca) = &self.ca {
+            cmd.env("VAULT_CACERT", ca);
         }
         let out = cmd
             .args(args)
@@ -336,7 +369,7 @@ disable_mlock = true
             "/v1/sys/health",
             &[],
             None,
-            None,
+            self.ca.as_deref(),
         )
         .ok()
         .map(|r| r.status)
@@ -384,7 +417,7 @@ disable_mlock = true
             path,
             &headers,
             body.map(str::as_bytes),
-            None,
+            self.ca.as_deref(),
         )?;
         Ok((r.status, r.text()))
     }
