@@ -56,9 +56,12 @@ fn h2_by_alpn_and_h2c_carry_many_streams_per_connection() {
         // One connection per -c: 400 requests each, under nginx's keepalive_requests 1000.
         assert_eq!(j["connections_opened"], 2, "{j}");
     }
-    // The text report's header names the protocol and the streams allowed.
+    // The text report's header names the protocol and the streams allowed, and so does
+    // the HTML report's description.
     let ng = Nginx::start_h2(false, "", "");
     let url = format!("{}/v1/x", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("run.html");
     let r = run(url_cmd(&[
         &url,
         "--http2-prior-knowledge",
@@ -68,7 +71,16 @@ fn h2_by_alpn_and_h2c_carry_many_streams_per_connection() {
         "1",
         "-n",
         "50",
+        "--html",
+        html.to_str().unwrap(),
     ]));
+    let page = std::fs::read_to_string(&html).unwrap_or_default();
+    assert!(page.contains("HTTP/2 (h2c)"), "{}", r.show());
+    assert!(
+        page.contains("4 streams per connection asked, 4 allowed"),
+        "{}",
+        r.show()
+    );
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert!(r.stdout.contains("HTTP/2 (h2c)"), "{}", r.show());
     assert!(
