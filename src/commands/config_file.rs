@@ -226,7 +226,6 @@ pub fn h2_not_yet(load: &Load) -> Option<&'static str> {
 pub fn run_shape(load: &Load, tls: bool) -> crate::net::h2::RunShape {
     crate::net::h2::RunShape {
         tls,
-        follow_redirects: load.follow_redirects,
         keepalive: load.keepalive,
         shard: !load.spread.shard.is_whole(),
     }
@@ -276,13 +275,14 @@ mod tests {
         go_protocol(&mut load, "https://v:8200", None, Some("x")).unwrap();
         assert_eq!((load.http2, load.connections), (None, 10));
         let load = Load {
-            follow_redirects: true,
+            keepalive: false,
             ..Load::closed(1)
         };
-        assert_eq!(h2_not_yet(&load), Some("--follow-redirects"));
-        // Several nodes and --respect-retry-after go over HTTP/2.
+        assert_eq!(h2_not_yet(&load), Some("--no-keepalive"));
+        // Several nodes, --follow-redirects and --respect-retry-after go over HTTP/2.
         let load = Load {
             respect_retry_after: true,
+            follow_redirects: true,
             ..Load::closed(1)
         };
         assert_eq!(h2_not_yet(&load), None);

@@ -11,6 +11,10 @@
 //! once its streams are done, and a connection error counted and the connection
 //! re-opened. A request that times out resets its own stream (CANCEL) and fails; the
 //! connection goes on unless it does not answer a PING within the timeout either.
+//! Several nodes: each connection belongs to one (its address, TLS name and header
+//! blocks), responses and failures count per node, and connections follow the route to
+//! the active node; a redirect followed waits for a free stream to its node; a
+//! Retry-After holds a connection's new streams off.
 
 use std::collections::VecDeque;
 use std::io;
@@ -24,6 +28,7 @@ use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
+use crate::net::redirect::{MAX_HOPS, Redirects, TOO_MANY, Verdict, request_target};
 use crate::net::transport::{self, Handshake, Stream, TlsConnector};
 use crate::pacing::{Due, Pacer, share};
 use crate::signals::Stop;
@@ -56,6 +61,9 @@ struct H2Link {
     phase: LinkPhase,
     proto: H2Conn,
     reqs: Vec<Option<Req>>,
+    /// Per stream: the node its request counts for (the one it was first sent to; a
+    /// redirect's hop is sent on a link to another node).
+    homes: Vec<usize>,
     /// How much of `proto.out` has been written.
     out_sent: usize,
     since: Instant,
@@ -81,6 +89,11 @@ pub(super) struct H2Loop<'p> {
     free: Vec<usize>,
     /// Requests a GOAWAY or REFUSED_STREAM left unprocessed, to send again first.
     again: VecDeque<Req>,
+    /// `--follow-redirects`: per node, the requests a redirect sends there, with the node
+    /// each counts for, for the next free stream of a link to that node.
+    hops: Vec<VecDeque<(Req, usize)>>,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    redirects: Option<Redirects>,
     busy: usize,
     requests: super::requests::Requests,
     /// Per (node, operation), `node * ops + op`: its header block (with that node's
@@ -132,12 +145,41 @@ fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
-        follow_redirects: plan.follow_redirects,
         keepalive: plan.keepalive,
         // Each shard runs an engine of its own: nothing to refuse here.
         shard: false,
     };
     crate::net::h2::H2Refusal::of(&plan.http2?, &shape).map(crate::net::h2::H2Refusal::message)
+}
+
+/// Per (node, operation), `node * ops + op`: the operation's header block with the node's
+/// `:authority`, encoded once (None: it carries captured values, encoded per request).
+fn prepare(
+    plan: &EnginePlan,
+    requests: &mut super::requests::Requests,
+    https: bool,
+) -> Vec<Option<Prepared>> {
+    let mut rng = Rng::new(1);
+    let mut prepared = Vec::new();
+    for node in 0..plan.nodes.targets.len().max(1) {
+        prepared.extend((0..plan.ops.len()).map(|op| {
+            let t = requests.get(node, op);
+            if t.uses_captures() {
+                return None;
+            }
+            Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
+        }));
+    }
+    prepared
+}
+
+/// `--follow-redirects`: one queue of hops per node, with room for every stream of the
+/// thread (`streams`), so that none grows while the run goes on.
+fn hop_queues(plan: &EnginePlan, streams: usize) -> Vec<VecDeque<(Req, usize)>> {
+    let room = if plan.follow_redirects { streams } else { 0 };
+    (0..plan.nodes.targets.len().max(1))
+        .map(|_| VecDeque::with_capacity(room))
+        .collect()
 }
 
 impl<'p> H2Loop<'p> {
@@ -171,7 +213,7 @@ impl<'p> H2Loop<'p> {
             streams: h2.streams as usize,
             window: wire::STREAM_WINDOW,
             // A 429's quota is read where it is counted per node or obeyed.
-            headers: plan.nodes.is_cluster() || plan.respect_retry_after,
+            headers: plan.nodes.is_cluster() || plan.respect_retry_after || plan.follow_redirects,
         };
         let links = (0..mine)
             .map(|_| H2Link {
@@ -179,6 +221,7 @@ impl<'p> H2Loop<'p> {
                 phase: LinkPhase::Unopened,
                 proto: H2Conn::new(local),
                 reqs: vec![None; local.streams],
+                homes: vec![0; local.streams],
                 out_sent: 0,
                 since: now,
                 connected_at: now,
@@ -191,17 +234,7 @@ impl<'p> H2Loop<'p> {
             })
             .collect();
         let https = plan.target.is_tls();
-        let mut rng = Rng::new(1);
-        let mut prepared = Vec::new();
-        for node in 0..plan.nodes.targets.len().max(1) {
-            prepared.extend((0..plan.ops.len()).map(|op| {
-                let t = requests.get(node, op);
-                if t.uses_captures() {
-                    return None;
-                }
-                Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
-            }));
-        }
+        let prepared = prepare(plan, &mut requests, https);
         Ok(H2Loop {
             plan,
             global,
@@ -209,6 +242,14 @@ impl<'p> H2Loop<'p> {
             links,
             free: Vec::with_capacity(mine as usize),
             again: VecDeque::with_capacity(mine as usize * local.streams),
+            hops: hop_queues(plan, mine as usize * local.streams),
+            redirects: plan.follow_redirects.then(|| {
+                Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
             busy: 0,
             requests,
             prepared,
@@ -444,7 +485,7 @@ impl<'p> H2Loop<'p> {
         {
             let req = self.claim(i, due, now);
             self.busy += 1;
-            self.fail_req(i, req, ErrorKind::Connect, msg, now);
+            self.fail_req(self.links[i].node, req, ErrorKind::Connect, msg, now);
         } else {
             self.stats.note(msg, 1);
         }
@@ -635,17 +676,18 @@ impl<'p> H2Loop<'p> {
                     let Some(req) = self.links[i].reqs[slot].take() else {
                         continue;
                     };
+                    let home = self.links[i].homes[slot];
                     if code == wire::frame::code::REFUSED_STREAM {
-                        self.send_again(req);
+                        self.send_again(i, home, req);
                     } else {
                         let msg = format!("stream reset: {}", wire::frame::code_name(code));
-                        self.fail_req(i, req, ErrorKind::Read, &msg, now);
+                        self.fail_req(home, req, ErrorKind::Read, &msg, now);
                     }
                     self.list(i);
                 }
                 Event::Refused { slot } => {
                     if let Some(req) = self.links[i].reqs[slot].take() {
-                        self.send_again(req);
+                        self.send_again(i, self.links[i].homes[slot], req);
                     }
                 }
                 Event::GoAway { code, .. } => H2Figures::count(&mut self.stats.http2.goaways, code),
@@ -653,10 +695,15 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// A request left unprocessed goes out again, first, on the next free stream.
-    fn send_again(&mut self, req: Req) {
-        self.busy -= 1;
+    /// A request left unprocessed on link `i` goes out again, first, on the next free
+    /// stream (a redirect's hop, on the next one to the same node).
+    fn send_again(&mut self, i: usize, home: usize, req: Req) {
         self.stats.http2.resent += 1;
+        if req.hops > 0 {
+            self.hops[self.links[i].node].push_back((req, home));
+            return;
+        }
+        self.busy -= 1;
         self.again.push_back(req);
     }
 
@@ -676,9 +723,18 @@ impl<'p> H2Loop<'p> {
 
     /// The whole response on `slot` of link `i`: judged, counted, the stream freed.
     fn complete(&mut self, i: usize, slot: usize, status: u16, now: Instant) {
-        let Some(req) = self.links[i].reqs[slot].take() else {
+        let Some(mut req) = self.links[i].reqs[slot].take() else {
             return;
         };
+        let home = self.links[i].homes[slot];
+        if matches!(status, 307 | 308)
+            && let Some(node) = self.follow(i, slot, &mut req)
+        {
+            // Queued for the next free stream to the Location's node; the request goes on.
+            self.hops[node].push_back((req, home));
+            self.after_response(i, None, now);
+            return;
+        }
         self.busy -= 1;
         let ok = self.judge(i, slot, &req, status);
         let quota = if status == 429 {
@@ -687,7 +743,7 @@ impl<'p> H2Loop<'p> {
             None
         };
         if req.measured {
-            self.count_response(i, slot, &req, (status, ok, quota), now);
+            self.count_response((i, slot, home), &req, (status, ok, quota), now);
         }
         self.after_response(i, quota, now);
     }
@@ -696,8 +752,7 @@ impl<'p> H2Loop<'p> {
     /// (success, throttled by a quota, failed status), the timeline, its node.
     fn count_response(
         &mut self,
-        i: usize,
-        slot: usize,
+        (i, slot, home): (usize, usize, usize),
         req: &Req,
         (status, ok, quota): (u16, bool, Option<Quota>),
         now: Instant,
@@ -734,23 +789,91 @@ impl<'p> H2Loop<'p> {
         s.count_body(len, true);
         let node = self.links[i].node;
         if let Some(n) = s.nodes.get_mut(node) {
-            // Several nodes: the node's answers and its windows of failures.
+            // The node that answered: a redirect's hop, or a redirect.
+            n.hops += u64::from(req.hops > 0 && node != home);
+            n.redirects += u64::from(matches!(status, 307 | 308));
+        }
+        if let Some(n) = s.nodes.get_mut(home) {
+            // Several nodes: the request counts for the node it was sent to, with its
+            // windows of failures.
             n.requests += 1;
             n.latency.record(latency);
             n.throttled += u64::from(quota.is_some());
-            n.redirects += u64::from(matches!(status, 307 | 308));
             let sent = req
                 .sent
                 .saturating_duration_since(measure_from)
                 .as_secs_f64();
             if ok {
                 n.ok += 1;
-                if let Some(w) = self.windows.ok(since.as_secs_f64(), sent, node) {
+                if let Some(w) = self.windows.ok(since.as_secs_f64(), sent, home) {
                     s.windows.push(w);
                 }
             } else if quota.is_none() {
                 // (a throttled answer is the quota at work, not unavailability)
                 self.windows.failed(since.as_secs_f64(), sent);
+            }
+        }
+    }
+
+    /// `--follow-redirects`: a 307/308 on `slot` of link `i` whose Location names a node
+    /// of the target (`net::redirect` judges it, against the request as it went out):
+    /// counted, and that node (the caller queues the request for it; it keeps its clock
+    /// and is sent again with the same bytes but for that node's `:authority`). None: the
+    /// redirect is the request's answer (why noted).
+    fn follow(&mut self, i: usize, slot: usize, req: &mut Req) -> Option<usize> {
+        let redirects = self.redirects.as_ref()?;
+        let l = &self.links[i];
+        let verdict = if req.hops >= MAX_HOPS {
+            Verdict::Refused(TOO_MANY)
+        } else {
+            let mut rng = req.rng;
+            let sent = self
+                .requests
+                .get(l.node, req.op)
+                .render_at(&mut rng, req.turn, &l.captures);
+            let location = l.proto.location(slot).unwrap_or(&[]);
+            redirects.judge(location, l.node, request_target(sent))
+        };
+        let node = match verdict {
+            Verdict::Node(n) if n < self.hops.len() => n,
+            Verdict::Node(_) => return None,
+            Verdict::Refused(why) => {
+                if req.measured {
+                    self.stats.note(why, 1);
+                }
+                return None;
+            }
+        };
+        if req.measured {
+            let s = &mut self.stats;
+            s.redirects += 1;
+            s.followed += 1;
+            if let Some(n) = s.nodes.get_mut(l.node) {
+                n.redirects += 1;
+                n.followed += 1;
+            }
+        }
+        req.hops += 1;
+        // (rendered again from its generator's state and turn: the same request)
+        req.resent = true;
+        Some(node)
+    }
+
+    /// `--follow-redirects`: hops waiting a whole timeout for a free stream to their node
+    /// (this thread may have no link open to it) fail.
+    fn expire_hops(&mut self, now: Instant, timeout: Duration) {
+        for node in 0..self.hops.len() {
+            while let Some((r, _)) = self.hops[node].front()
+                && now.saturating_duration_since(r.sent) >= timeout
+            {
+                let Some((r, home)) = self.hops[node].pop_front() else {
+                    break;
+                };
+                let msg = format!(
+                    "redirect not followed: no free stream to its node within {}",
+                    crate::config::units::show_duration(timeout)
+                );
+                self.fail_req(home, r, ErrorKind::Timeout, &msg, now);
             }
         }
     }
@@ -814,8 +937,8 @@ impl<'p> H2Loop<'p> {
         ok
     }
 
-    /// Counts `req`, sent on link `i`, as failed (for the link's node too).
-    fn fail_req(&mut self, i: usize, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
+    /// Counts `req` as failed (for `home`, the node it counts for, too).
+    fn fail_req(&mut self, home: usize, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
         self.busy -= 1;
         if req.measured {
             let s = &mut self.stats;
@@ -825,7 +948,7 @@ impl<'p> H2Loop<'p> {
             let measure_from = self.pacer.measure_from();
             let since = now.saturating_duration_since(measure_from);
             s.timeline.record(since.as_secs(), false, None);
-            if let Some(n) = s.nodes.get_mut(self.links[i].node) {
+            if let Some(n) = s.nodes.get_mut(home) {
                 n.requests += 1;
                 let sent = req.sent.saturating_duration_since(measure_from);
                 self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
@@ -837,7 +960,7 @@ impl<'p> H2Loop<'p> {
     fn drop_link(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         for slot in 0..self.links[i].reqs.len() {
             if let Some(req) = self.links[i].reqs[slot].take() {
-                self.fail_req(i, req, kind, msg, now);
+                self.fail_req(self.links[i].homes[slot], req, kind, msg, now);
             }
         }
         self.reopen(i, now);
@@ -847,10 +970,13 @@ impl<'p> H2Loop<'p> {
     fn reopen(&mut self, i: usize, now: Instant) {
         for slot in 0..self.links[i].reqs.len() {
             if let Some(req) = self.links[i].reqs[slot].take() {
-                self.send_again(req);
+                self.send_again(i, self.links[i].homes[slot], req);
             }
         }
-        if self.pacer.finished(now) && self.again.is_empty() {
+        if self.pacer.finished(now)
+            && self.again.is_empty()
+            && self.hops.iter().all(VecDeque::is_empty)
+        {
             let l = &mut self.links[i];
             l.stream = None;
             l.phase = LinkPhase::Unopened;
@@ -873,20 +999,27 @@ impl<'p> H2Loop<'p> {
                 self.links[i].listed = false;
                 continue;
             }
-            let req = match self.again.pop_front() {
-                Some(mut r) => {
-                    r.resent = true;
-                    r
-                }
+            let node = l.node;
+            let (req, home) = match self.hops[node].pop_front() {
+                Some(hop) => hop,
                 None => {
-                    let Some(due) = self.pacer.take_due(now) else {
-                        break;
+                    let req = match self.again.pop_front() {
+                        Some(mut r) => {
+                            r.resent = true;
+                            r
+                        }
+                        None => {
+                            let Some(due) = self.pacer.take_due(now) else {
+                                break;
+                            };
+                            self.claim(i, due, now)
+                        }
                     };
-                    self.claim(i, due, now)
+                    self.busy += 1;
+                    (req, node)
                 }
             };
-            self.busy += 1;
-            self.start(i, req, now);
+            self.start(i, req, home, now);
             started += 1;
             // Frames of several new streams go out in one write, once this link is full.
             if !self.links[i].proto.can_start() {
@@ -929,8 +1062,8 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// Renders `req` and opens its stream on link `i`.
-    fn start(&mut self, i: usize, mut req: Req, now: Instant) {
+    /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
+    fn start(&mut self, i: usize, mut req: Req, home: usize, now: Instant) {
         let node = self.links[i].node;
         let template = self.requests.get(node, req.op);
         if !req.resent {
@@ -953,7 +1086,7 @@ impl<'p> H2Loop<'p> {
         let Some(slot) = body_at.and_then(|at| l.proto.start(&self.block, &bytes[at..], keep))
         else {
             self.fail_req(
-                i,
+                home,
                 req,
                 ErrorKind::Write,
                 "the request could not be encoded",
@@ -962,6 +1095,7 @@ impl<'p> H2Loop<'p> {
             return;
         };
         l.reqs[slot] = Some(req);
+        l.homes[slot] = home;
     }
 
     /// Periodic checks: request and connect timeouts, connections due to retry, the
@@ -969,6 +1103,9 @@ impl<'p> H2Loop<'p> {
     fn tick(&mut self, now: Instant) {
         self.follow_route(now);
         let timeout = self.plan.timeout;
+        if self.redirects.is_some() {
+            self.expire_hops(now, timeout);
+        }
         for i in 0..self.links.len() {
             let l = &mut self.links[i];
             if l.paused_until.is_some_and(|u| now >= u) {
@@ -1047,8 +1184,9 @@ impl<'p> H2Loop<'p> {
             }
             let l = &mut self.links[i];
             l.proto.cancel(slot);
+            let home = l.homes[slot];
             if let Some(req) = l.reqs[slot].take() {
-                self.fail_req(i, req, ErrorKind::Timeout, &msg, now);
+                self.fail_req(home, req, ErrorKind::Timeout, &msg, now);
             }
         }
         let l = &mut self.links[i];

@@ -569,10 +569,11 @@ fn node_answers(v: &serde_json::Value) -> Vec<(u64, u64, u64, u64)> {
 /// Cluster mode over HTTP/2 (docs/http2.md): an HA OpenBao cluster over TLS, h2 by ALPN.
 /// `--nodes active` loads the active node alone; `--nodes all` every node, each link to
 /// its node under the node's own `:authority`; a standby asked not to forward answers
-/// 307, counted in its row as over HTTP/1.1; a step-down mid-run moves the h2 load to the
+/// 307, counted in its row as over HTTP/1.1, and `--follow-redirects` sends those writes
+/// on to the active node, every one a success; a step-down mid-run moves the h2 load to the
 /// new active node, with one window of failures.
 #[test]
-fn a_tls_cluster_over_http2_per_node_rows_standby_answers_and_a_failover() {
+fn a_tls_cluster_over_http2_per_node_rows_standby_redirects_and_a_failover() {
     let mut c = Cluster::start_tls(2);
     let ca = c.ca.clone().unwrap().display().to_string();
     let active = c.active().unwrap();
@@ -669,6 +670,28 @@ fn a_tls_cluster_over_http2_per_node_rows_standby_answers_and_a_failover() {
         rows_by.push(rows);
     }
     eprintln!("standby rows over HTTP/1.1 and HTTP/2: {rows_by:?}");
+    // Followed: every write succeeds; the standby's count for it, answered by the active
+    // node (its `hops`), over HTTP/1.1 and over HTTP/2 alike.
+    for over_h2 in [false, true] {
+        let mut args = h2(&write);
+        if !over_h2 {
+            args.remove(0);
+        }
+        args.push("--follow-redirects".into());
+        let out = support::run::run(cluster_cmd(&c, &strs(&args)));
+        out.assert_code(0);
+        let v = out.json();
+        let u = support::figures::u;
+        assert_eq!((u(&v["requests"]), u(&v["ok"])), (60, 60), "{}", out.show());
+        let rows = node_answers(&v);
+        let r = rows[standby].0;
+        assert!(r > 0, "h2 {over_h2}: {}", out.show());
+        assert_eq!(rows[standby], (r, r, r, 0), "h2 {over_h2}: {}", out.show());
+        let n = &v["nodes"];
+        assert_eq!(u(&n[standby]["followed"]), r, "{}", out.show());
+        assert_eq!(u(&n[active]["hops"]), r, "{}", out.show());
+        assert_eq!(u(&v["followed"]), r, "{}", out.show());
+    }
 
     // A step-down mid-run: the h2 load follows the new active node.
     let args = h2(&[

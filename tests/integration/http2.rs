@@ -342,11 +342,7 @@ fn what_http2_does_not_do_is_refused_before_anything_is_sent() {
     let env = [("VAULT_ADDR", "https://127.0.0.1:1"), ("VAULT_TOKEN", "t")];
     for (extra, says) in [
         (
-            &["--http2", "--follow-redirects"][..],
-            "do not support --follow-redirects yet",
-        ),
-        (
-            &["--http2", "--no-keepalive"],
+            &["--http2", "--no-keepalive"][..],
             "--no-keepalive does not apply",
         ),
         (&["--http2-prior-knowledge"], "speaks h2c on http://"),

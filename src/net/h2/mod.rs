@@ -83,7 +83,6 @@ impl Http2Options {
 pub struct RunShape {
     /// The address is https://.
     pub tls: bool,
-    pub follow_redirects: bool,
     pub keepalive: bool,
     /// A shard of a run spread over several processes or machines (`--shard`).
     pub shard: bool,
@@ -98,7 +97,6 @@ pub enum H2Refusal {
     AlpnNeedsTls,
     /// `--http2-prior-knowledge` (h2c) to an https:// address.
     PriorKnowledgeNeedsPlain,
-    FollowRedirects,
     NoKeepalive,
     Shard,
 }
@@ -118,9 +116,7 @@ impl H2Refusal {
 
     /// What vblast's HTTP/2 does not do (yet) of `shape`, whatever the protocol pair.
     pub fn not_yet(shape: &RunShape) -> Option<H2Refusal> {
-        if shape.follow_redirects {
-            Some(H2Refusal::FollowRedirects)
-        } else if !shape.keepalive {
+        if !shape.keepalive {
             Some(H2Refusal::NoKeepalive)
         } else if shape.shard {
             Some(H2Refusal::Shard)
@@ -134,7 +130,6 @@ impl H2Refusal {
         match self {
             H2Refusal::AlpnNeedsTls => "ALPN over plain TCP",
             H2Refusal::PriorKnowledgeNeedsPlain => "h2c over TLS",
-            H2Refusal::FollowRedirects => "--follow-redirects",
             H2Refusal::NoKeepalive => "--no-keepalive",
             H2Refusal::Shard => "shards",
         }
@@ -148,9 +143,6 @@ impl H2Refusal {
             }
             H2Refusal::PriorKnowledgeNeedsPlain => {
                 "--http2-prior-knowledge speaks h2c on http://: over https:// use --http2 (ALPN)"
-            }
-            H2Refusal::FollowRedirects => {
-                "HTTP/2 runs do not support --follow-redirects yet (docs/http2.md): run it over HTTP/1.1"
             }
             H2Refusal::NoKeepalive => {
                 "HTTP/2 multiplexes requests over kept-alive connections: --no-keepalive does not apply"
