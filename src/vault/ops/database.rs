@@ -340,6 +340,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         own_role: None,
         all_roles: false,
         cleanup_timeout: crate::config::fixtures::CLEANUP_TIMEOUT,
+        display: crate::vault::progress::Display::Off,
     }))
 }
 
@@ -355,6 +356,8 @@ struct Db {
     all_roles: bool,
     /// How long the revocation of the leases may take (`--cleanup-timeout`).
     cleanup_timeout: std::time::Duration,
+    /// How the revocation's progress is shown (the setup's).
+    display: crate::vault::progress::Display,
 }
 
 impl Db {
@@ -478,7 +481,7 @@ impl Db {
     /// Revokes every lease under `prefix` (each revocation drops its database user),
     /// bounded: past `--cleanup-timeout` the rest are forced out (`leases::revoke_all`).
     fn revoke(&self, client: &mut Client, prefix: &str, stop: &Stop) -> Result<(), Cause> {
-        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop)
+        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop, self.display)
             .map(drop)
             .map_err(|e| self.masked(e))
     }
@@ -498,6 +501,7 @@ impl VaultOp for Db {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
         self.cleanup_timeout = ctx.naming.cleanup_timeout();
+        self.display = ctx.log.display();
         match shared::mode(ctx) {
             Mode::Join => return self.join(ctx),
             // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.
