@@ -3,12 +3,13 @@
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
-//! `token`, `transit`, `pki`, `ssh`, `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `login_read` (the login-read scenario) and
+//! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `login_read` (the login-read scenario) and
 //! `sys` (sys-health, ha-status, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
 pub mod database;
+pub mod identity;
 pub mod jwt;
 pub mod kv;
 pub mod leases;
@@ -138,7 +139,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 31] = [
+    static ALL: [OpInfo; 33] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -161,10 +162,12 @@ pub fn registry() -> &'static [OpInfo] {
         pki::ISSUE,
         pki::SIGN,
         ssh::SIGN,
+        ssh::ISSUE,
         totp::GENERATE,
         totp::READ,
         totp::CREATE,
         database::CREDS,
+        identity::IDENTITY,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::HA_STATUS,
