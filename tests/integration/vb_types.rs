@@ -223,3 +223,98 @@ fn ssh_issue_makes_keys_and_certificates_of_each_type() {
     );
     assert_eq!(state(&bao), before);
 }
+
+/// redis_dynamic_secret and redis_static_secret against a private redis-server: each
+/// dynamic credential is a real redis user, all deleted by the cleanup (redis revokes
+/// about one lease in 0.2-0.3 s here: short runs); the static role really rotates the
+/// existing user's password, and the user stays.
+#[test]
+fn redis_credentials_are_real_users_and_none_is_left() {
+    let redis =
+        crate::support::redis::Redis::start().expect("redis-server missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let url = redis.url();
+    all_ok(&bao, 24, &["--op", "redis-creds", "--redis-url", &url]);
+    assert_eq!(
+        redis.users(),
+        Vec::<String>::new(),
+        "every dynamic user deleted"
+    );
+    assert_eq!(state(&bao), before);
+    assert_eq!(
+        redis
+            .cli(&[
+                "ACL",
+                "SETUSER",
+                "bench-static",
+                "on",
+                ">first-pw",
+                "~*",
+                "+@read"
+            ])
+            .as_deref(),
+        Some("OK")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let conn = format!(
+        "    db_connection {{\n      host = \"127.0.0.1\"\n      name = \"redis\"\n      port = \"{}\"\n      allowed_roles = [\"my-*-role\"]\n      username = \"default\"\n      password = \"{}\"\n      tls = false\n    }}\n",
+        redis.port, redis.password
+    );
+    let file = write(
+        dir.path(),
+        "redis.hcl",
+        &format!(
+            "test \"redis_static_secret\" \"redis_static_secret_1\" {{\n  weight = 80\n  config {{\n{conn}    role {{\n      name = \"my-s-role\"\n      db_name = \"redis\"\n      rotation_period = \"5m\"\n      username = \"bench-static\"\n    }}\n  }}\n}}\ntest \"redis_dynamic_secret\" \"redis_dynamic_secret_1\" {{\n  weight = 20\n  config {{\n{conn}    role {{\n      role_name = \"my-dynamic-role\"\n      creation_statements = \"[\\\"+@admin\\\"]\"\n      default_ttl = \"5m\"\n      max_ttl = \"1h\"\n    }}\n  }}\n}}\n"
+        ),
+    );
+    let j = all_ok(&bao, 100, &["--config", &file]);
+    let rows: Vec<&str> = j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        ["redis_static_secret_1", "redis_dynamic_secret_1"],
+        "{j}"
+    );
+    assert_eq!(
+        redis.users(),
+        ["bench-static"],
+        "the static user stays, no dynamic one"
+    );
+    let old = std::process::Command::new("redis-cli")
+        .args([
+            "-p",
+            &redis.port.to_string(),
+            "--user",
+            "bench-static",
+            "--pass",
+            "first-pw",
+            "--no-auth-warning",
+            "PING",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&old.stdout).contains("PONG"),
+        "Vault rotated the static user's password"
+    );
+    assert_eq!(state(&bao), before);
+    // An unreachable redis: one message, exit 2, nothing left.
+    let port = crate::support::ports::free_port();
+    let bad = format!("redis://default:x@127.0.0.1:{port}");
+    let r = run(vault_cmd(
+        &bao,
+        &["--op", "redis-creds", "--redis-url", &bad, "-n", "1"],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains(&format!("127.0.0.1:{port}")) && !r.stderr.contains("default:x"),
+        "{}",
+        r.show()
+    );
+    assert_eq!(state(&bao), before);
+}

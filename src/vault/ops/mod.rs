@@ -3,7 +3,8 @@
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
-//! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `login_read` (the login-read scenario) and
+//! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
+//! redis-static-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, ha-status, seal-status, sys-metrics).
 
 pub mod auth;
@@ -16,6 +17,7 @@ pub mod leases;
 pub mod login_read;
 pub mod options;
 pub mod pki;
+pub mod redis;
 pub mod shared;
 pub mod ssh;
 pub mod sys;
@@ -139,7 +141,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 33] = [
+    static ALL: [OpInfo; 35] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -168,6 +170,8 @@ pub fn registry() -> &'static [OpInfo] {
         totp::CREATE,
         database::CREDS,
         identity::IDENTITY,
+        redis::CREDS,
+        redis::STATIC_CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::HA_STATUS,

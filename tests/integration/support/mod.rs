@@ -6,6 +6,7 @@
 //! - `cluster`: a real OpenBao HA cluster (PostgreSQL storage, or raft).
 //! - `nginx`: nginx with canned Vault-shaped responses.
 //! - `postgres`, `mariadb`: private database servers for db-creds.
+//! - `redis`: a private redis-server for the redis secrets types.
 //! - `raw`: fault-injecting plain TCP servers, in-process.
 //! - `tls_server`: an in-process rustls server for TLS edge cases.
 //! - `certs`: a CA and a leaf certificate for the TLS servers.
@@ -28,6 +29,7 @@ pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod raw;
+pub mod redis;
 pub mod run;
 pub mod tls_server;
 pub mod vblast;
