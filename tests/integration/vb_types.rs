@@ -1,8 +1,10 @@
 //! vault-benchmark's test types whose engines OpenBao ships, end to end against a real
-//! OpenBao dev server: `identity` (its login, group_read and populate workloads) and
-//! `ssh_issue`, each as a vblast operation (`--op`) and as a vault-benchmark file, at
-//! `-c 8` with every request a success, leaving the server as it found it: mounts, auth
-//! paths, policies, identity entities and groups.
+//! OpenBao dev server: `identity` (its login, group_read and populate workloads),
+//! `ssh_issue`, `redis_dynamic_secret` and `redis_static_secret` (a private redis-server)
+//! and `rabbitmq_secret` (a private RabbitMQ), each as a vblast operation (`--op`) and as a
+//! vault-benchmark file, at `-c 8` with every request a success, leaving the server as it
+//! found it (mounts, auth paths, policies, identity entities and groups) and no user made
+//! in redis or RabbitMQ.
 
 use std::path::Path;
 
@@ -230,8 +232,8 @@ fn ssh_issue_makes_keys_and_certificates_of_each_type() {
 /// existing user's password, and the user stays.
 #[test]
 fn redis_credentials_are_real_users_and_none_is_left() {
-    let redis =
-        crate::support::redis::Redis::start().expect("redis-server missing: run tools/deps.sh");
+    let redis = crate::support::redis::Redis::start()
+        .expect("redis-server is not installed: run tools/deps.sh (Debian package redis-server)");
     let bao = OpenBao::start();
     let before = state(&bao);
     let url = redis.url();
@@ -316,5 +318,38 @@ fn redis_credentials_are_real_users_and_none_is_left() {
         "{}",
         r.show()
     );
+    assert_eq!(state(&bao), before);
+}
+
+/// rabbitmq_secret against a private RabbitMQ (started once: it takes about 10 s): each
+/// credential is a real RabbitMQ user, all deleted by the cleanup; the same through a
+/// vault-benchmark file with its documented keys.
+#[test]
+fn rabbitmq_credentials_are_real_users_and_none_is_left() {
+    let mq = crate::support::rabbitmq::RabbitMq::start().expect(
+        "rabbitmq-server is not installed: run tools/deps.sh (Debian package rabbitmq-server)",
+    );
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let users = mq.users().unwrap();
+    all_ok(
+        &bao,
+        60,
+        &["--op", "rabbitmq-creds", "--rabbitmq-url", &mq.url()],
+    );
+    assert_eq!(mq.users().unwrap(), users, "every RabbitMQ user deleted");
+    assert_eq!(state(&bao), before);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "rabbit.hcl",
+        &format!(
+            "test \"rabbitmq_secret\" \"rabbit_test\" {{\n  weight = 100\n  config {{\n    connection {{\n      connection_uri = \"http://127.0.0.1:{}\"\n      username = \"guest\"\n      password = \"guest\"\n    }}\n    role {{\n      name = \"bench\"\n      vhosts = \"{{\\\"/\\\":{{\\\"write\\\": \\\".*\\\", \\\"read\\\": \\\".*\\\"}}}}\"\n      tags = \"management\"\n    }}\n  }}\n}}\n",
+            mq.port
+        ),
+    );
+    let j = all_ok(&bao, 60, &["--config", &file]);
+    assert_eq!(j["ops"][0]["name"], "rabbit_test", "{j}");
+    assert_eq!(mq.users().unwrap(), users, "every RabbitMQ user deleted");
     assert_eq!(state(&bao), before);
 }

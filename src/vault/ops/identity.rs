@@ -77,7 +77,7 @@ const DOC: &str = "vault-benchmark's `identity` test, with its keys and defaults
 /// or `count` things filled with `size` each.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Spread {
+pub struct IdentitySpread {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
     #[serde(default)]
@@ -86,7 +86,7 @@ pub struct Spread {
     pub size: u64,
 }
 
-impl Spread {
+impl IdentitySpread {
     /// (how many of `holders` are filled, how many each gets) when `total` things are
     /// spread: `balanced` over all holders (rounded up), `full` all to each, `empty` none;
     /// `count` + `size` fill `count` holders with `size` each.
@@ -129,16 +129,16 @@ pub struct IdentityConfig {
     pub group_count: u64,
     pub policy_count: u64,
     #[serde(default)]
-    pub aliases: Spread,
+    pub aliases: IdentitySpread,
     #[serde(default)]
-    pub groups: Spread,
+    pub groups: IdentitySpread,
     #[serde(default)]
-    pub policies: Spread,
+    pub policies: IdentitySpread,
 }
 
 /// What setup makes, resolved from the config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Plan {
+struct IdentityPlan {
     /// Entities with aliases, and aliases (userpass paths) each.
     alias_fill: u64,
     alias_each: u64,
@@ -152,7 +152,7 @@ struct Plan {
     policy_each: u64,
 }
 
-fn plan(c: &IdentityConfig) -> Result<Plan, Cause> {
+fn plan(c: &IdentityConfig) -> Result<IdentityPlan, Cause> {
     if c.entity_count == 0 {
         return Err("entity_count must be at least 1".into());
     }
@@ -188,7 +188,7 @@ fn plan(c: &IdentityConfig) -> Result<Plan, Cause> {
     if c.workload == "group_read" && c.group_count == 0 {
         return Err("workload 'group_read' needs group_count above 0".into());
     }
-    Ok(Plan {
+    Ok(IdentityPlan {
         alias_fill,
         alias_each,
         login,
@@ -267,9 +267,9 @@ fn config_from(f: &OptionValues) -> Value {
         login_users: n("login-users", 100),
         group_count: n("groups", 0),
         policy_count: n("identity-policies", 0),
-        aliases: Spread::default(),
-        groups: Spread::default(),
-        policies: Spread::default(),
+        aliases: IdentitySpread::default(),
+        groups: IdentitySpread::default(),
+        policies: IdentitySpread::default(),
     })
     .unwrap_or(Value::Null)
 }
@@ -292,7 +292,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
 
 struct Identity {
     config: IdentityConfig,
-    plan: Plan,
+    plan: IdentityPlan,
     /// `vblast-id-xxxxxxxx`: the first userpass path, and the prefix of every name.
     base: Option<String>,
     /// The userpass paths enabled (one per alias slot), with their accessors.
@@ -662,9 +662,9 @@ mod tests {
             login_users: l,
             group_count: g,
             policy_count: p,
-            aliases: Spread::default(),
-            groups: Spread::default(),
-            policies: Spread::default(),
+            aliases: IdentitySpread::default(),
+            groups: IdentitySpread::default(),
+            policies: IdentitySpread::default(),
         }
     }
 
@@ -675,7 +675,7 @@ mod tests {
         assert_eq!((p.group_fill, p.group_each), (50, 20));
         assert_eq!((p.policy_fill, p.policy_each), (1000, 1));
         let mut c = cfg("login", 1000, 1000, 100, 0, 0);
-        c.aliases = Spread {
+        c.aliases = IdentitySpread {
             preset: None,
             count: 200,
             size: 5,
@@ -704,13 +704,13 @@ mod tests {
             assert!(e.contains(want), "{e}");
         }
         let mut c = cfg("group_read", 10, 0, 0, 5, 0);
-        c.groups = Spread {
+        c.groups = IdentitySpread {
             preset: Some("full".into()),
             count: 2,
             size: 2,
         };
         assert!(plan(&c).unwrap_err().to_string().contains("not both"));
-        c.groups = Spread {
+        c.groups = IdentitySpread {
             preset: Some("most".into()),
             count: 0,
             size: 0,

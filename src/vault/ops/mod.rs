@@ -4,7 +4,7 @@
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
-//! redis-static-creds), `login_read` (the login-read scenario) and
+//! redis-static-creds), `rabbitmq` (rabbitmq-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, ha-status, seal-status, sys-metrics).
 
 pub mod auth;
@@ -17,6 +17,7 @@ pub mod leases;
 pub mod login_read;
 pub mod options;
 pub mod pki;
+pub mod rabbitmq;
 pub mod redis;
 pub mod shared;
 pub mod ssh;
@@ -141,7 +142,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 35] = [
+    static ALL: [OpInfo; 36] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -172,6 +173,7 @@ pub fn registry() -> &'static [OpInfo] {
         identity::IDENTITY,
         redis::CREDS,
         redis::STATIC_CREDS,
+        rabbitmq::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::HA_STATUS,
