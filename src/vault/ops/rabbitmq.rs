@@ -139,6 +139,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         config,
         mount: None,
         cleanup_timeout: std::time::Duration::from_secs(60),
+        display: crate::vault::progress::Display::Off,
     }))
 }
 
@@ -146,6 +147,8 @@ struct Rabbit {
     config: RabbitConfig,
     mount: Option<String>,
     cleanup_timeout: std::time::Duration,
+    /// How the lease revocation's progress is shown (the setup's).
+    display: crate::vault::progress::Display,
 }
 
 impl Rabbit {
@@ -218,6 +221,7 @@ impl VaultOp for Rabbit {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
         self.cleanup_timeout = ctx.naming.cleanup_timeout();
+        self.display = ctx.log.display();
         setup_with(ctx, CREDS.name, |client| self.prepare(client, ctx))
     }
 
@@ -251,6 +255,7 @@ impl VaultOp for Rabbit {
                 &format!("{m}/creds/{ROLE}"),
                 self.cleanup_timeout,
                 stop,
+                self.display,
             )
             .map_err(|e| self.masked(e))?;
         }

@@ -248,6 +248,8 @@ struct Redis {
     is_static: bool,
     mount: Option<String>,
     cleanup_timeout: std::time::Duration,
+    /// How the lease revocation's progress is shown (the setup's).
+    display: crate::vault::progress::Display,
 }
 
 impl Redis {
@@ -257,6 +259,7 @@ impl Redis {
             is_static,
             mount: None,
             cleanup_timeout: std::time::Duration::from_secs(60),
+            display: crate::vault::progress::Display::Off,
         }
     }
 
@@ -368,6 +371,7 @@ impl VaultOp for Redis {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
         self.cleanup_timeout = ctx.naming.cleanup_timeout();
+        self.display = ctx.log.display();
         let name = self.name();
         setup_with(ctx, name, |client| self.prepare(client, ctx))
     }
@@ -419,6 +423,7 @@ impl VaultOp for Redis {
                     &format!("{m}/creds/{ROLE}"),
                     self.cleanup_timeout,
                     stop,
+                    self.display,
                 )
                 .map_err(|e| self.masked(e))?;
             }
