@@ -101,8 +101,12 @@ fn kv2_config(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     kv_config(2, c, out)
 }
 
-fn cubby_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
+/// vault-benchmark's cubbyhole tests: one secret (its `path`), `{"foo": "bar"}`: here one
+/// secret of a 3-byte value.
+fn cubby_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["path"]);
+    out.config.insert("secrets".into(), json!(1));
+    out.config.insert("secret_size".into(), json!(3));
     Ok(())
 }
 
