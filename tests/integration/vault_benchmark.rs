@@ -1142,3 +1142,34 @@ test "postgresql_secret" "pg_creds" {{
     assert_eq!(state(&bao), before);
     assert_eq!(pg.vault_users(), 0, "database users left");
 }
+
+/// tests/data/vb-examples/*.hcl, vblast's own files exercising the keys of vault-benchmark's
+/// PKI examples and test pages for the types vblast runs: each runs unchanged at -c 8 with
+/// every request a success, and leaves the server as it found it.
+#[test]
+fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/vb-examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hcl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for f in &files {
+        let file = f.display().to_string();
+        let r = run(vault_cmd(
+            &bao,
+            &[
+                "--config", &file, "-n", "160", "-c", "8", "--format", "json",
+            ],
+        ));
+        assert_eq!(r.code, Some(0), "{file}: {}", r.show());
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(j["requests"], 160, "{file}: {}", r.show());
+        assert_eq!(j["ok"], 160, "{file}: {}", r.show());
+        assert_eq!(state(&bao), before, "{file} left something behind");
+    }
+}
