@@ -374,6 +374,14 @@ mod tests {
     fn ssh_sign_takes_vault_benchmarks_key_and_keys() {
         let t = tr("ssh_sign", "weight = 1").unwrap();
         assert_eq!(t.choice.config["client_key"], "rsa-4096");
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.contains("role.allowed_users")
+                    && n.contains("key_signing.valid_principals")),
+            "{:?}",
+            t.notes
+        );
         let t = tr(
             "ssh_sign",
             "weight = 1\nconfig {\n role {\n allow_user_certificates = true\n allowed_extensions = \"permit-pty\"\n default_user = \"vblast\"\n }\n ca {\n key_type = \"ssh-ed25519\"\n }\n key_signing {\n ttl = \"5m\"\n valid_principals = \"vblast\"\n extensions = { permit-pty = \"\" }\n critical_options = {}\n key_id = \"k\"\n cert_type = \"user\"\n public_key = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7g vblast\"\n }\n}",
@@ -480,6 +488,18 @@ mod tests {
             t.notes
         );
         (find("db-creds").unwrap().build)(c).unwrap();
+        // KV reads read 1-byte secrets whatever kvsize says (vault-benchmark seeds
+        // {"foo": 1}); writes send kvsize bytes.
+        let t = tr("kvv2_read", "weight = 1\nconfig {\n kvsize = 100\n}").unwrap();
+        assert_eq!(t.choice.config["secret_size"], 1);
+        assert!(
+            t.notes.iter().any(|n| n.contains("config.kvsize")),
+            "{:?}",
+            t.notes
+        );
+        let t = tr("kvv1_write", "weight = 1\nconfig {\n kvsize = 100\n}").unwrap();
+        assert_eq!(t.choice.config["secret_size"], 100);
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
     /// vault-benchmark's transit example (docs/tests/secret-transit.md): its defaults are

@@ -36,6 +36,10 @@ fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let mut role = c.block("role")?;
     role.names(&["name"]);
     role.only("key_type", &[json!("ca")], "it signs with a CA")?;
+    let unset: Vec<&str> = ["allowed_users", "default_user", "ttl"]
+        .into_iter()
+        .filter(|k| !role.has(k))
+        .collect();
     take_into(&mut role, ROLE_KEYS, &mut out.config, "role");
     role.finish(&mut out.named)?;
     let mut ca = c.block("ca")?;
@@ -53,7 +57,25 @@ fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
             }
         }
     }
+    let principals = !ks.has("valid_principals");
     take_into(&mut ks, SIGN_KEYS, &mut out.config, "sign");
+    if !unset.is_empty() || principals {
+        let mut what: Vec<String> = unset
+            .iter()
+            .map(|k| match *k {
+                "ttl" => "role.ttl = 10m".to_string(),
+                k => format!("role.{k} = \"{ROLE}\""),
+            })
+            .collect();
+        if principals {
+            what.push(format!("key_signing.valid_principals = \"{ROLE}\""));
+        }
+        out.notes.push(format!(
+            "test '{}': vblast sets {} where the file is silent (vault-benchmark sends none): a user certificate needs a principal its role allows",
+            c.test,
+            what.join(", ")
+        ));
+    }
     ks.finish(&mut out.named)
 }
 
