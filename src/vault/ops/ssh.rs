@@ -81,7 +81,8 @@ fn ssh_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     ks.finish(&mut out.named)
 }
 
-/// vault-benchmark's `role` keys (all but its name and key type), sent in the role's write.
+/// vault-benchmark's `role` keys of ssh_sign and ssh_issue (all but its name and key type),
+/// sent in the role's write.
 const ROLE_KEYS: &[&str] = &[
     "allowed_domains_template",
     "key",
@@ -114,7 +115,7 @@ const ROLE_KEYS: &[&str] = &[
     "not_before_duration",
 ];
 
-/// vault-benchmark's `ca` keys, sent in the CA's write (`config/ca`).
+/// vault-benchmark's `ca` keys (ssh_sign, ssh_issue), sent in the CA's write (`config/ca`).
 const CA_KEYS: &[&str] = &[
     "private_key",
     "public_key",
@@ -123,7 +124,8 @@ const CA_KEYS: &[&str] = &[
     "key_bits",
 ];
 
-/// vault-benchmark's `key_signing` keys besides `public_key`, sent in every request.
+/// vault-benchmark's `key_signing` keys besides `public_key` (ssh_sign), and its
+/// `issued_cert` keys besides the key's type and size (ssh_issue), sent in every request.
 const SIGN_KEYS: &[&str] = &[
     "ttl",
     "valid_principals",
@@ -426,60 +428,6 @@ const ISSUE_KEY_TYPE: super::OptionSpec = super::OptionSpec {
     help: "ssh-issue: the key made for each certificate: rsa-2048 (default, as vault-benchmark), rsa-3072, rsa-4096, ec-256, ec-384, ec-521, ed25519",
 };
 
-/// The role keys of vault-benchmark's `ssh_issue` `role` block, written to the role as given.
-const ISSUE_ROLE_KEYS: &[&str] = &[
-    "default_user",
-    "default_user_template",
-    "cidr_list",
-    "exclude_cidr_list",
-    "port",
-    "key_type",
-    "allowed_users",
-    "allowed_users_template",
-    "allowed_domains",
-    "allowed_domains_template",
-    "ttl",
-    "max_ttl",
-    "allowed_critical_options",
-    "allowed_extensions",
-    "default_critical_options",
-    "default_extensions",
-    "allow_user_certificates",
-    "allow_host_certificates",
-    "allow_bare_domains",
-    "allow_subdomains",
-    "allow_user_key_ids",
-    "key_id_format",
-    "allowed_user_key_lengths",
-    "algorithm_signer",
-    "not_before_duration",
-    "key",
-    "admin_user",
-    "key_bits",
-    "install_script",
-    "key_option_specs",
-];
-
-/// The keys of its `ca` block, written to `config/ca` as given.
-const ISSUE_CA_KEYS: &[&str] = &[
-    "private_key",
-    "public_key",
-    "generate_signing_key",
-    "key_type",
-    "key_bits",
-];
-
-/// The keys of its `issued_cert` block sent in every request as given (the key's type and
-/// size are vblast's `key_type`).
-const ISSUE_REQUEST_KEYS: &[&str] = &[
-    "ttl",
-    "valid_principals",
-    "cert_type",
-    "key_id",
-    "critical_options",
-    "extensions",
-];
-
 /// vault-benchmark's `ssh_issue`: its CA (the server generates an RSA key, 4096 bits as
 /// `key_bits = 0` gives), its role (`ca` type, user certificates) and its request (an
 /// RSA-2048 key, a user certificate), each block's keys sent as given. OpenBao refuses a
@@ -487,30 +435,21 @@ const ISSUE_REQUEST_KEYS: &[&str] = &[
 /// names them, the role allows and defaults to the user `vblast` (said in a note).
 fn ssh_issue_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     let mut ca = c.block("ca")?;
-    for key in ISSUE_CA_KEYS {
-        if let Some(v) = ca.take(key) {
-            super::vb::set_in(&mut out.config, "ca", key, v);
-        }
-    }
+    take_into(&mut ca, CA_KEYS, &mut out.config, "ca");
     ca.finish(&mut out.named)?;
     let mut role = c.block("role")?;
     role.names(&["name"]);
-    for key in ISSUE_ROLE_KEYS {
-        if let Some(v) = role.take(key) {
-            super::vb::set_in(&mut out.config, "role", key, v);
-        }
-    }
+    // ssh_sign's role keys, and the role's `key_type` as given.
+    take_into(&mut role, ROLE_KEYS, &mut out.config, "role");
+    take_into(&mut role, &["key_type"], &mut out.config, "role");
     role.finish(&mut out.named)?;
     let mut cert = c.block("issued_cert")?;
     cert.names(&["name"]);
     if let Some(k) = super::vb::pki_key(&mut cert)? {
         out.config.insert("key_type".into(), json!(k));
     }
-    for key in ISSUE_REQUEST_KEYS {
-        if let Some(v) = cert.take(key) {
-            super::vb::set_in(&mut out.config, "issue", key, v);
-        }
-    }
+    // The same request keys as ssh_sign's `key_signing`.
+    take_into(&mut cert, SIGN_KEYS, &mut out.config, "issue");
     cert.finish(&mut out.named)?;
     let role_has = |k: &str| out.config.get("role").is_some_and(|r| r.get(k).is_some());
     let principals = out
