@@ -94,6 +94,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         args,
         plan,
         op_names: session.op_names(),
+        differences: scenario.differences.clone(),
         stop,
         text,
         search,
@@ -179,6 +180,8 @@ struct Steps<'a> {
     args: &'a SweepOutput,
     plan: &'a Plan,
     op_names: Vec<String>,
+    /// A vault-benchmark file's differences, in each step's run section.
+    differences: Vec<String>,
     stop: &'a Stop,
     text: bool,
     search: super::search::Search,
@@ -481,6 +484,7 @@ impl Steps<'_> {
             setup_s: 0.0,
             cleanup_s: 0.0,
             setup_phases: Vec::new(),
+            differences: self.differences.clone(),
         };
         let mut results = Results::build(
             info,
