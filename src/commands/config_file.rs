@@ -67,6 +67,9 @@ pub struct Settled {
     /// A file's run that speaks HTTP/2 to an https address, as vault-benchmark's Go
     /// client does (a file given, `disable_http2` not set by flag or file): `go_http2`.
     pub go_http2: bool,
+    /// What the file asks that vblast does differently: said on stderr once here, and
+    /// kept in the results' run section (`Scenario::differences`).
+    pub differences: Vec<String>,
 }
 
 /// Reads the vault-benchmark file at `path` (its notes are said once, by `settle`).
@@ -94,6 +97,7 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
             pprof_interval: asked.pprof_interval,
             tests: None,
             go_http2: false,
+            differences: Vec::new(),
         });
     };
     let mut notes = c.notes.clone();
@@ -154,9 +158,10 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
     s.pprof_interval = asked.pprof_interval.or(c.pprof_interval);
     // vault-benchmark: the flag over the file (it has no environment variable for it).
     s.go_http2 = !asked.disable_http2.or(c.disable_http2).unwrap_or(false);
-    for n in notes {
+    for n in &notes {
         eprintln!("vblast: note: {n}");
     }
+    s.differences = notes;
     Ok(s)
 }
 

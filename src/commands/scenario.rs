@@ -187,6 +187,7 @@ impl Flags<'_> {
             no_setup: args.ops.no_setup,
             cluster: t.cluster,
             fixtures: fixture_plan(args, self.settled),
+            differences: self.settled.differences.clone(),
         })
     }
 
