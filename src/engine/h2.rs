@@ -474,6 +474,15 @@ impl<'p> H2Loop<'p> {
     /// A connection could not be opened: counted, retried after a growing pause; in the
     /// closed model a request fails with it, so that a run against a dead server ends.
     fn connect_failed(&mut self, i: usize, msg: &str, now: Instant) {
+        self.link_failed(i, ErrorKind::Connect, msg, now);
+    }
+
+    /// Link `i` failed with no request of its own to fail (`kind`: a connect, or an HTTP/2
+    /// connection error before any stream started): retried after a pause that grows
+    /// until a response comes back; in the closed model a due request fails with it, so
+    /// that a run against a server that never answers ends rather than reconnecting in a
+    /// tight loop.
+    fn link_failed(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         let l = &mut self.links[i];
         l.stream = None;
         l.failures += 1;
@@ -485,7 +494,7 @@ impl<'p> H2Loop<'p> {
         {
             let req = self.claim(i, due, now);
             self.busy += 1;
-            self.fail_req(self.links[i].node, req, ErrorKind::Connect, msg, now);
+            self.fail_req(self.links[i].node, req, kind, msg, now);
         } else {
             self.stats.note(msg, 1);
         }
@@ -551,8 +560,9 @@ impl<'p> H2Loop<'p> {
                         .connect_tls
                         .record(now.saturating_duration_since(l.since).as_micros() as u64);
                 }
+                // (`failures` goes back to 0 at the first response, not here: a server
+                // that breaks every connection it accepts is backed off from.)
                 let l = &mut self.links[i];
-                l.failures = 0;
                 l.phase = LinkPhase::Open;
                 // The preface and SETTINGS go out; streams wait for the server's SETTINGS.
                 self.flush(i, now);
@@ -635,7 +645,12 @@ impl<'p> H2Loop<'p> {
                             e.why
                         );
                         self.flush(i, now);
-                        self.drop_link(i, ErrorKind::Read, &msg, now);
+                        if self.links[i].reqs.iter().any(Option::is_some) {
+                            self.drop_link(i, ErrorKind::Read, &msg, now);
+                        } else {
+                            // Nothing of its own to fail: paced as a failed connect.
+                            self.link_failed(i, ErrorKind::Read, &msg, now);
+                        }
                         return;
                     }
                     if self.links[i].proto.finished() {
@@ -670,7 +685,10 @@ impl<'p> H2Loop<'p> {
                     h.server_limit = h.server_limit.max(u64::from(p.server_limit().unwrap_or(0)));
                     self.list(i);
                 }
-                Event::Response { slot, status } => self.complete(i, slot, status, now),
+                Event::Response { slot, status } => {
+                    self.links[i].failures = 0;
+                    self.complete(i, slot, status, now)
+                }
                 Event::Reset { slot, code } => {
                     H2Figures::count(&mut self.stats.http2.resets, code);
                     let Some(req) = self.links[i].reqs[slot].take() else {

@@ -540,3 +540,66 @@ fn a_mix_login_read_and_the_open_model_run_over_h2_to_openbao() {
     assert_eq!(j["ok"], j["requests"], "{j}");
     assert_eq!(j["run"]["model"], "open", "{j}");
 }
+
+/// An h2c "server" (`RawServer`: it reads the client's preface, answers with `frames`,
+/// then closes) that breaks the protocol: vblast closes the connection with the right
+/// GOAWAY code, counts it by code and opens the connection again, never hangs. The first
+/// and last break the connection before any stream starts (streams wait for the server's
+/// SETTINGS): a due request fails with the error and the link backs off, so the run ends
+/// (it used to reconnect in a tight loop, 24,673 connections in 15 s, and send nothing).
+#[test]
+fn a_malformed_frame_an_oversized_block_and_a_window_overflow_are_counted_and_reopened() {
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let n = payload.len() as u32;
+        let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+        f.extend_from_slice(&stream.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+    let settings = frame(0x4, 0, 0, &[]);
+    // HEADERS on stream 1 without END_HEADERS, then CONTINUATIONs past 64 KiB.
+    let mut oversized = frame(0x1, 0, 1, &[0x88]);
+    for _ in 0..5 {
+        oversized.extend(frame(0x9, 0, 1, &[0x40; 16_000]));
+    }
+    for (name, bad, code) in [
+        // A PING of 7 bytes (PINGs are 8).
+        ("malformed", frame(0x6, 0, 0, &[0; 7]), "FRAME_SIZE_ERROR"),
+        ("oversized block", oversized, "ENHANCE_YOUR_CALM"),
+        // The connection's window raised past 2^31 - 1.
+        (
+            "window overflow",
+            frame(0x8, 0, 0, &0x7fff_ffffu32.to_be_bytes()),
+            "FLOW_CONTROL_ERROR",
+        ),
+    ] {
+        let mut bytes = settings.clone();
+        bytes.extend(bad);
+        let server = crate::support::raw::RawServer::reply(bytes);
+        let url = format!("{}/v1/x", server.addr);
+        let r = run(url_cmd(&[
+            &url,
+            "--http2-prior-knowledge",
+            "-c",
+            "1",
+            "-n",
+            "3",
+            "--timeout",
+            "5s",
+            "--format",
+            "json",
+        ]));
+        // Every request failed (no server answered one): exit 1, a report, no hang.
+        assert_eq!(r.code, Some(1), "{name}: {}", r.show());
+        let j = r.json();
+        let errors = j["http2"]["conn_errors"][code].as_u64().unwrap_or(0);
+        assert!(errors >= 1, "{name}: no {code} counted: {j}");
+        assert!(
+            server.connections() >= 2,
+            "{name}: the connection was not opened again ({} accepted): {}",
+            server.connections(),
+            r.show()
+        );
+        assert_eq!(j["ok"], 0, "{name}: {j}");
+    }
+}
