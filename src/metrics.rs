@@ -416,7 +416,7 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
         ),
         (
             "storage_seconds_per_request",
-            "Storage backend time (get and put) per handled request over the latest interval.",
+            "Storage backend time (get, put, delete and list) per handled request over the latest interval.",
             |i| i.storage_ms_per_request.map(|ms| ms / 1000.0),
         ),
     ];
@@ -451,6 +451,15 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
         "handled_per_second",
         "Requests the node handled per second over the latest interval (less the sampler's own).",
         handled,
+    );
+    let refused = nodes
+        .iter()
+        .filter_map(|(n, i)| Some((n.as_str(), per_s(i, i.rate_limit_violations)?)))
+        .collect();
+    family(
+        "rate_limit_violations_per_second",
+        "Requests the node refused by a rate-limit quota per second over the latest interval (vault.quota.rate_limit.violation).",
+        refused,
     );
 }
 
@@ -565,6 +574,7 @@ mod tests {
             cpu_cores: Some(cpu),
             handled: Some(handled),
             handle_ms: Some(2.0),
+            rate_limit_violations: Some(handled / 10.0),
             ..Interval::default()
         };
         let mut o = String::new();
@@ -581,6 +591,7 @@ mod tests {
             "vblast_server_cpu_cores{node=\"http://10.0.0.2:8200\"} 0.25",
             "vblast_server_handled_per_second{node=\"http://10.0.0.1:8200\"} 200",
             "vblast_server_handle_request_seconds{node=\"http://10.0.0.2:8200\"} 0.002",
+            "vblast_server_rate_limit_violations_per_second{node=\"http://10.0.0.1:8200\"} 20",
             "vblast_server_cpu_cores{node=\"a\\\"b\"} 0",
             "# TYPE vblast_server_cpu_cores gauge",
         ] {

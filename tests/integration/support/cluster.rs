@@ -59,6 +59,8 @@ pub struct Cluster {
     /// The storage: a private PostgreSQL (support/postgres.rs), stopped after the
     /// nodes (fields drop after `Drop::drop`); None: integrated storage (raft).
     pg: Option<Postgres>,
+    /// Configuration added to every node's (a `telemetry` stanza).
+    extra: String,
     dir: tempfile::TempDir,
 }
 
@@ -66,6 +68,11 @@ impl Cluster {
     /// Starts PostgreSQL and `n` nodes, initialises the cluster, unseals every node and
     /// waits for one active node and `n - 1` standbys.
     pub fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, "")
+    }
+
+    /// As `start`, with `extra` added to every node's configuration.
+    pub fn start_with(n: usize, extra: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("vblast-ha-")
             .tempdir()
@@ -80,6 +87,7 @@ impl Cluster {
             token: String::new(),
             unseal_key: String::new(),
             pg: Some(pg),
+            extra: extra.to_string(),
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -109,6 +117,7 @@ impl Cluster {
             token: String::new(),
             unseal_key: String::new(),
             pg: None,
+            extra: String::new(),
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -239,7 +248,9 @@ listener "tcp" {{
 api_addr = "http://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
+{}
 "#,
+            self.extra,
             cport = port + 1,
         );
         let cfg = self.dir.path().join(format!("node{i}.hcl"));
@@ -440,6 +451,16 @@ disable_mlock = true
             .map(|i| format!("--- node {i} ({}) ---\n{}", self.nodes[i].addr, self.log(i)))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Node `i`'s process id (while it runs).
+    pub fn pid(&self, i: usize) -> u32 {
+        self.nodes[i].child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The PostgreSQL holding the storage (None with raft).
+    pub fn pg(&self) -> Option<&Postgres> {
+        self.pg.as_ref()
     }
 
     /// The addresses, comma-separated (as `VAULT_ADDR` takes them).
