@@ -214,20 +214,23 @@ pub fn go_protocol(
 }
 
 /// Why `load` (to a cluster's nodes when `cluster`) cannot go over vblast's HTTP/2 yet,
-/// in words for `go_protocol`'s note (the engine refuses the same with `--http2`).
+/// in words for `go_protocol`'s note (`net::h2::H2Refusal`, which the engine and
+/// `scenario::refuse_h2` refuse with `--http2`).
 pub fn h2_not_yet(load: &Load, cluster: bool) -> Option<&'static str> {
-    if cluster {
-        Some("several nodes (cluster mode)")
-    } else if load.follow_redirects {
-        Some("--follow-redirects")
-    } else if load.respect_retry_after {
-        Some("--respect-retry-after")
-    } else if !load.keepalive {
-        Some("--no-keepalive")
-    } else if !load.spread.shard.is_whole() {
-        Some("shards")
-    } else {
-        None
+    crate::net::h2::H2Refusal::not_yet(&run_shape(load, cluster, true))
+        .map(crate::net::h2::H2Refusal::feature)
+}
+
+/// `load`'s shape as HTTP/2's refusals read it (`net::h2::RunShape`); `tls` is the
+/// address's.
+pub fn run_shape(load: &Load, cluster: bool, tls: bool) -> crate::net::h2::RunShape {
+    crate::net::h2::RunShape {
+        tls,
+        several_nodes: cluster,
+        follow_redirects: load.follow_redirects,
+        keepalive: load.keepalive,
+        respect_retry_after: load.respect_retry_after,
+        shard: !load.spread.shard.is_whole(),
     }
 }
 

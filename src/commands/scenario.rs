@@ -175,6 +175,7 @@ impl Flags<'_> {
             let not_yet = super::config_file::h2_not_yet(&load, t.cluster.is_some());
             super::config_file::go_protocol(&mut load, &t.address, streams, not_yet)?;
         }
+        refuse_h2(&load, t.cluster.is_some(), t.tls.is_some())?;
         Ok(Scenario {
             address: t.address,
             token: t.token,
@@ -429,6 +430,23 @@ pub fn target(s: &Settled, b: &Beside) -> Result<TargetPlan, Error> {
 }
 
 /// The TLS settings of an https target: flags (`ca_cert` as settled with a vault-benchmark
+/// `--http2` or `--http2-prior-knowledge` where vblast's HTTP/2 cannot go
+/// (`net::h2::H2Refusal`): refused here, before setup creates anything, with the sentence
+/// the engine would say. Each shard runs an engine of its own, so shards are no refusal.
+fn refuse_h2(load: &Load, cluster: bool, tls: bool) -> Result<(), Error> {
+    let Some(h2) = &load.http2 else {
+        return Ok(());
+    };
+    let shape = crate::net::h2::RunShape {
+        shard: false,
+        ..super::config_file::run_shape(load, cluster, tls)
+    };
+    match crate::net::h2::H2Refusal::of(h2, &shape) {
+        Some(r) => Err(Error::input(r.message())),
+        None => Ok(()),
+    }
+}
+
 /// file) over Vault's environment variables.
 fn tls_options(tls: Option<&TlsArgs>, ca_cert: Option<PathBuf>) -> TlsOptions {
     let flag = |f: fn(&TlsArgs) -> Option<PathBuf>| tls.and_then(f);

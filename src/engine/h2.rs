@@ -105,35 +105,19 @@ fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
     s
 }
 
-/// Why `plan` cannot run over HTTP/2 (yet), in one sentence, if it cannot.
+/// Why `plan` cannot run over HTTP/2 (yet), in one sentence, if it cannot
+/// (`net::h2::H2Refusal`, which the commands check before anything is sent).
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
-    let h2 = plan.http2?;
-    let not_yet = |what| Some(what);
-    if !h2.prior_knowledge && !plan.target.is_tls() {
-        Some(
-            "--http2 negotiates h2 by ALPN over TLS: use an https:// address, or --http2-prior-knowledge for h2c on http://",
-        )
-    } else if h2.prior_knowledge && plan.target.is_tls() {
-        Some("--http2-prior-knowledge speaks h2c on http://: over https:// use --http2 (ALPN)")
-    } else if !plan.nodes.targets.is_empty() {
-        not_yet(
-            "HTTP/2 runs do not support several nodes (cluster mode) yet (docs/http2.md): run it over HTTP/1.1",
-        )
-    } else if plan.follow_redirects {
-        not_yet(
-            "HTTP/2 runs do not support --follow-redirects yet (docs/http2.md): run it over HTTP/1.1",
-        )
-    } else if !plan.keepalive {
-        Some(
-            "HTTP/2 multiplexes requests over kept-alive connections: --no-keepalive does not apply",
-        )
-    } else if plan.respect_retry_after {
-        not_yet(
-            "HTTP/2 runs do not support --respect-retry-after yet (docs/http2.md): run it over HTTP/1.1",
-        )
-    } else {
-        None
-    }
+    let shape = crate::net::h2::RunShape {
+        tls: plan.target.is_tls(),
+        several_nodes: !plan.nodes.targets.is_empty(),
+        follow_redirects: plan.follow_redirects,
+        keepalive: plan.keepalive,
+        respect_retry_after: plan.respect_retry_after,
+        // Each shard runs an engine of its own: nothing to refuse here.
+        shard: false,
+    };
+    crate::net::h2::H2Refusal::of(&plan.http2?, &shape).map(crate::net::h2::H2Refusal::message)
 }
 
 impl<'p> H2Loop<'p> {

@@ -629,6 +629,7 @@ fn description(run: &HtmlRun, o: &mut String) {
             format!("{}, {}", r.threads, r.processes),
         ),
         ("model", model),
+        ("protocol", r.protocol.clone()),
         ("keep-alive", r.keepalive.to_string()),
         ("warm-up", format!("{}s", r.warmup_s)),
         ("duration", format!("{:.2}s", s.duration_s)),
@@ -641,6 +642,13 @@ fn description(run: &HtmlRun, o: &mut String) {
     ];
     if let Some(t) = run.started_at {
         items.insert(0, ("started", t.to_string()));
+    }
+    // HTTP/2's streams, resets and GOAWAYs: the text report's line under its header.
+    let mut h2 = Vec::new();
+    if super::write_http2(&s.http2, &mut h2).is_ok() && !h2.is_empty() {
+        let line = String::from_utf8_lossy(&h2);
+        let line = line.trim().trim_start_matches("HTTP/2: ");
+        items.push(("HTTP/2", line.to_string()));
     }
     if r.interrupted {
         items.push((

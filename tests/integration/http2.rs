@@ -56,9 +56,12 @@ fn h2_by_alpn_and_h2c_carry_many_streams_per_connection() {
         // One connection per -c: 400 requests each, under nginx's keepalive_requests 1000.
         assert_eq!(j["connections_opened"], 2, "{j}");
     }
-    // The text report's header names the protocol and the streams allowed.
+    // The text report's header names the protocol and the streams allowed, and so does
+    // the HTML report's description.
     let ng = Nginx::start_h2(false, "", "");
     let url = format!("{}/v1/x", ng.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("run.html");
     let r = run(url_cmd(&[
         &url,
         "--http2-prior-knowledge",
@@ -68,7 +71,16 @@ fn h2_by_alpn_and_h2c_carry_many_streams_per_connection() {
         "1",
         "-n",
         "50",
+        "--html",
+        html.to_str().unwrap(),
     ]));
+    let page = std::fs::read_to_string(&html).unwrap_or_default();
+    assert!(page.contains("HTTP/2 (h2c)"), "{}", r.show());
+    assert!(
+        page.contains("4 streams per connection asked, 4 allowed"),
+        "{}",
+        r.show()
+    );
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert!(r.stdout.contains("HTTP/2 (h2c)"), "{}", r.show());
     assert!(
@@ -321,4 +333,183 @@ fn a_timed_out_stream_is_cancelled_and_its_connection_goes_on() {
         "nginx's error log:\n{log}"
     );
     drop(silent);
+}
+
+/// What HTTP/2 cannot do yet is refused before anything is sent: the address here
+/// listens on nothing, so any setup or preflight would fail otherwise, with other words.
+#[test]
+fn what_http2_does_not_do_is_refused_before_anything_is_sent() {
+    let env = [("VAULT_ADDR", "https://127.0.0.1:1"), ("VAULT_TOKEN", "t")];
+    for (extra, says) in [
+        (
+            &["--http2", "--follow-redirects"][..],
+            "do not support --follow-redirects yet",
+        ),
+        (
+            &["--http2", "--respect-retry-after"],
+            "--respect-retry-after yet",
+        ),
+        (
+            &["--http2", "--no-keepalive"],
+            "--no-keepalive does not apply",
+        ),
+        (&["--http2-prior-knowledge"], "speaks h2c on http://"),
+    ] {
+        let mut a = vec!["--op", "kv-read", "-n", "10"];
+        a.extend(extra);
+        let r = run(env_cmd(&a, &env));
+        assert_eq!(r.code, Some(2), "{extra:?}: {}", r.show());
+        assert!(r.stderr.contains(says), "{extra:?}: {}", r.show());
+        assert!(!r.stderr.contains("fixture"), "{extra:?}: {}", r.show());
+    }
+}
+
+/// The open model over h2c: the schedule's requests go to free streams, and every one is
+/// sent or counted as not sent; a rate sweep's steps run over HTTP/2, each step over
+/// connections of its own (steps are not held over HTTP/2 yet), each with exactly its
+/// rate's requests.
+#[test]
+fn the_open_model_and_a_rate_sweep_run_over_h2c() {
+    let ng = Nginx::start_h2(false, "", "");
+    let r = h2_run(
+        &ng,
+        "/v1/x",
+        &["-R", "200", "-z", "2s", "-c", "2", "--streams", "4"],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    let sent = crate::support::figures::u(&j["requests"]);
+    let not_sent = j["not_sent"].as_u64().unwrap_or(0);
+    assert_eq!(sent + not_sent, 400, "{}", r.show());
+    assert_eq!(j["ok"], j["requests"], "{}", r.show());
+    assert_eq!(j["run"]["protocol"], "HTTP/2 (h2c)", "{j}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    let url = format!("{}/v1/x", ng.addr);
+    let r = run(url_cmd(&[
+        "sweep",
+        "--rate",
+        "50..200",
+        "--steps",
+        "3",
+        "--step-duration",
+        "1s",
+        "--step-warmup",
+        "200ms",
+        "--slo",
+        "success=100",
+        "--http2-prior-knowledge",
+        "--streams",
+        "4",
+        "-c",
+        "2",
+        "--output",
+        file.to_str().unwrap(),
+        &url,
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(
+        r.stderr
+            .contains("each step opens its own connections: HTTP/2 steps"),
+        "{}",
+        r.show()
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = doc["steps"].as_array().expect("steps");
+    let loads: Vec<u64> = steps.iter().map(|s| s["load"].as_u64().unwrap()).collect();
+    assert_eq!(loads, [50, 100, 200], "{}", r.show());
+    for s in steps {
+        let res = &s["results"];
+        assert_eq!(
+            res["requests"].as_u64(),
+            Some(crate::support::figures::step_requests(s)),
+            "{s}"
+        );
+        assert_eq!(res["failed"], 0, "{s}");
+        assert_eq!(res["run"]["protocol"], "HTTP/2 (h2c)", "{s}");
+    }
+}
+
+/// A Vault mix, the login-read scenario (each login's token captured and used on later
+/// streams of the same connection) and the open model, over h2 to a TLS OpenBao: every
+/// request answered, each operation its own row, the protocol named.
+#[test]
+fn a_mix_login_read_and_the_open_model_run_over_h2_to_openbao() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", ca.to_str().unwrap()),
+    ];
+    let h2 = ["--http2", "--streams", "4", "-c", "2", "--format", "json"];
+    let ops = |j: &Value| -> Vec<(String, u64, u64)> {
+        j["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let n = |k: &str| o[k].as_u64().unwrap();
+                (
+                    o["name"].as_str().unwrap().to_string(),
+                    n("requests"),
+                    n("ok"),
+                )
+            })
+            .collect()
+    };
+    let mut a = vec![
+        "--op",
+        "kv-read:3,kv-write:1",
+        "--secrets",
+        "20",
+        "-n",
+        "200",
+    ];
+    a.extend(h2);
+    let r = run(env_cmd(&a, &env));
+    let j = all_ok(&r, 200);
+    assert_eq!(j["run"]["protocol"], "HTTP/2 (h2)", "{j}");
+    let rows = ops(&j);
+    let names: Vec<&str> = rows.iter().map(|o| o.0.as_str()).collect();
+    assert_eq!(names, ["kv-read", "kv-write"], "{j}");
+    assert!(rows.iter().all(|o| o.1 > 0 && o.1 == o.2), "{rows:?}");
+
+    let mut a = vec![
+        "--scenario",
+        "login-read",
+        "--users",
+        "4",
+        "--secrets",
+        "10",
+    ];
+    a.extend(["-n", "40"]);
+    a.extend(h2);
+    let r = run(env_cmd(&a, &env));
+    let j = all_ok(&r, 40);
+    let rows = ops(&j);
+    let names: Vec<&str> = rows.iter().map(|o| o.0.as_str()).collect();
+    assert_eq!(names, ["login-read", "login-read/login"], "{j}");
+    // A read answered 200 used a token its connection's login captured.
+    assert!(rows.iter().all(|o| o.1 > 0 && o.1 == o.2), "{rows:?}");
+
+    let mut a = vec![
+        "--op",
+        "kv-read",
+        "--secrets",
+        "10",
+        "-R",
+        "100",
+        "-z",
+        "2s",
+    ];
+    a.extend(h2);
+    let r = run(env_cmd(&a, &env));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j = r.json();
+    let sent = crate::support::figures::u(&j["requests"]);
+    assert_eq!(sent + j["not_sent"].as_u64().unwrap_or(0), 200, "{j}");
+    assert_eq!(j["ok"], j["requests"], "{j}");
+    assert_eq!(j["run"]["model"], "open", "{j}");
 }

@@ -6,7 +6,7 @@
 //! table's entries into one buffer of fixed size, so a response costs no allocation,
 //! whatever the server indexes (nginx indexes `content-length`, Huffman-coded, in every
 //! response; Go's server its fields once). Huffman strings are decoded by table
-//! (`huffman`). Checked against RFC 7541 appendix C (C.3, C.4, C.6) and fuzzed
+//! (`huffman`). Checked against RFC 7541 appendix C (C.2 to C.6) and fuzzed
 //! (`fuzz`, `tools/fuzz.sh`: `fuzz/fuzz_targets/hpack.rs`).
 
 use std::collections::VecDeque;
@@ -473,6 +473,94 @@ mod tests {
             );
             // 57 + 53 + 54 bytes of entries.
             assert_eq!(d.size, 164);
+        }
+    }
+
+    /// RFC 7541 C.2: each kind of field representation on its own, and what it leaves in
+    /// the dynamic table.
+    #[test]
+    fn rfc_7541_c2_field_representations() {
+        let cases = [
+            (
+                "400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572",
+                ("custom-key", "custom-header"),
+                55,
+            ),
+            (
+                "040c 2f73 616d 706c 652f 7061 7468",
+                (":path", "/sample/path"),
+                0,
+            ),
+            (
+                "1008 7061 7373 776f 7264 0673 6563 7265 74",
+                ("password", "secret"),
+                0,
+            ),
+            ("82", (":method", "GET"), 0),
+        ];
+        for (block, field, size) in cases {
+            let mut d = Hpack::default();
+            assert_eq!(all(&mut d, &hex(block)), pairs(&[field]), "{block}");
+            assert_eq!(d.size, size, "{block}");
+        }
+    }
+
+    /// RFC 7541 C.5 (without Huffman) and C.6 (with): three responses on one connection
+    /// whose table holds 256 bytes, so that the later ones evict the earlier entries.
+    #[test]
+    fn rfc_7541_c5_and_c6_response_sequences_with_evictions() {
+        let seqs = [
+            [
+                "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133
+                 2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70
+                 6c65 2e63 6f6d",
+                "4803 3330 37c1 c0bf",
+                "88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d
+                 54c0 5a04 677a 6970 7738 666f 6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049
+                 5541 5851 5745 4f49 553b 206d 6178 2d61 6765 3d33 3630 303b 2076 6572 7369 6f6e
+                 3d31",
+            ],
+            [
+                "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+                "4883 640e ffc1 c0bf",
+                "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab
+                 77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f
+                 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+            ],
+        ];
+        let date1 = ("date", "Mon, 21 Oct 2013 20:13:21 GMT");
+        let cc = ("cache-control", "private");
+        let loc = ("location", "https://www.example.com");
+        for seq in seqs {
+            let mut d = Hpack {
+                max: 256,
+                ..Hpack::default()
+            };
+            let first = all(&mut d, &hex(seq[0]));
+            assert_eq!(first, pairs(&[(":status", "302"), cc, date1, loc]));
+            assert_eq!((d.table.len(), d.size), (4, 222));
+            // `:status: 302` is evicted to make room for `:status: 307`.
+            let second = all(&mut d, &hex(seq[1]));
+            assert_eq!(second, pairs(&[(":status", "307"), cc, date1, loc]));
+            assert_eq!((d.table.len(), d.size), (4, 222));
+            let third = all(&mut d, &hex(seq[2]));
+            assert_eq!(
+                third,
+                pairs(&[
+                    (":status", "200"),
+                    cc,
+                    ("date", "Mon, 21 Oct 2013 20:13:22 GMT"),
+                    loc,
+                    ("content-encoding", "gzip"),
+                    (
+                        "set-cookie",
+                        "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"
+                    ),
+                ])
+            );
+            assert_eq!((d.table.len(), d.size), (3, 215));
+            d.check();
         }
     }
 

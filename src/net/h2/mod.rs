@@ -78,6 +78,107 @@ impl Http2Options {
     }
 }
 
+/// What a run asks of its connections beside HTTP/2, as `H2Refusal::of` reads it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunShape {
+    /// The address is https://.
+    pub tls: bool,
+    /// Several nodes of one cluster (cluster mode).
+    pub several_nodes: bool,
+    pub follow_redirects: bool,
+    pub keepalive: bool,
+    pub respect_retry_after: bool,
+    /// A shard of a run spread over several processes or machines (`--shard`).
+    pub shard: bool,
+}
+
+/// Why a run cannot go over vblast's HTTP/2: one place for the engine (which refuses),
+/// the commands (which refuse before anything is sent) and a vault-benchmark file's run
+/// (which goes on over HTTP/1.1 with a note, `feature`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum H2Refusal {
+    /// `--http2` (ALPN) to an http:// address.
+    AlpnNeedsTls,
+    /// `--http2-prior-knowledge` (h2c) to an https:// address.
+    PriorKnowledgeNeedsPlain,
+    Cluster,
+    FollowRedirects,
+    NoKeepalive,
+    RetryAfter,
+    Shard,
+}
+
+impl H2Refusal {
+    /// The first thing in `shape` that `h2` cannot do, if any. The protocol pairs
+    /// (ALPN over TLS, h2c over TCP) come first, then what vblast's HTTP/2 does not do yet.
+    pub fn of(h2: &Http2Options, shape: &RunShape) -> Option<H2Refusal> {
+        if !h2.prior_knowledge && !shape.tls {
+            Some(H2Refusal::AlpnNeedsTls)
+        } else if h2.prior_knowledge && shape.tls {
+            Some(H2Refusal::PriorKnowledgeNeedsPlain)
+        } else {
+            H2Refusal::not_yet(shape)
+        }
+    }
+
+    /// What vblast's HTTP/2 does not do (yet) of `shape`, whatever the protocol pair.
+    pub fn not_yet(shape: &RunShape) -> Option<H2Refusal> {
+        if shape.several_nodes {
+            Some(H2Refusal::Cluster)
+        } else if shape.follow_redirects {
+            Some(H2Refusal::FollowRedirects)
+        } else if !shape.keepalive {
+            Some(H2Refusal::NoKeepalive)
+        } else if shape.respect_retry_after {
+            Some(H2Refusal::RetryAfter)
+        } else if shape.shard {
+            Some(H2Refusal::Shard)
+        } else {
+            None
+        }
+    }
+
+    /// The feature in words, for a note ("vblast's HTTP/2 does not do {feature} yet").
+    pub fn feature(self) -> &'static str {
+        match self {
+            H2Refusal::AlpnNeedsTls => "ALPN over plain TCP",
+            H2Refusal::PriorKnowledgeNeedsPlain => "h2c over TLS",
+            H2Refusal::Cluster => "several nodes (cluster mode)",
+            H2Refusal::FollowRedirects => "--follow-redirects",
+            H2Refusal::NoKeepalive => "--no-keepalive",
+            H2Refusal::RetryAfter => "--respect-retry-after",
+            H2Refusal::Shard => "shards",
+        }
+    }
+
+    /// The refusal in one sentence, for exit 2.
+    pub fn message(self) -> &'static str {
+        match self {
+            H2Refusal::AlpnNeedsTls => {
+                "--http2 negotiates h2 by ALPN over TLS: use an https:// address, or --http2-prior-knowledge for h2c on http://"
+            }
+            H2Refusal::PriorKnowledgeNeedsPlain => {
+                "--http2-prior-knowledge speaks h2c on http://: over https:// use --http2 (ALPN)"
+            }
+            H2Refusal::Cluster => {
+                "HTTP/2 runs do not support several nodes (cluster mode) yet (docs/http2.md): run it over HTTP/1.1"
+            }
+            H2Refusal::FollowRedirects => {
+                "HTTP/2 runs do not support --follow-redirects yet (docs/http2.md): run it over HTTP/1.1"
+            }
+            H2Refusal::NoKeepalive => {
+                "HTTP/2 multiplexes requests over kept-alive connections: --no-keepalive does not apply"
+            }
+            H2Refusal::RetryAfter => {
+                "HTTP/2 runs do not support --respect-retry-after yet (docs/http2.md): run it over HTTP/1.1"
+            }
+            H2Refusal::Shard => {
+                "HTTP/2 runs do not support shards (--shard) yet (docs/http2.md): run them over HTTP/1.1"
+            }
+        }
+    }
+}
+
 /// The receive window of each stream: 1 MiB, so that a 1 MiB KV value needs one round of
 /// WINDOW_UPDATEs at most.
 pub const STREAM_WINDOW: u32 = 1 << 20;
