@@ -108,10 +108,10 @@ fn dashboard_queries(d: &Value) -> Vec<String> {
         }
     }
     for v in d["templating"]["list"].as_array().into_iter().flatten() {
-        if let Some(q) = v["query"]["query"].as_str().or(v["definition"].as_str()) {
-            if v["type"] == "query" {
-                out.push(q.to_string());
-            }
+        if let Some(q) = v["query"]["query"].as_str().or(v["definition"].as_str())
+            && v["type"] == "query"
+        {
+            out.push(q.to_string());
         }
     }
     out
