@@ -24,6 +24,7 @@ pub const SECRET_KEYS: &[&str] = &[
     "passphrase",
     "secret_id",
     "private_key",
+    "tls_certificate_key",
     "connection_url",
     "authorization",
     "proxy_authorization",

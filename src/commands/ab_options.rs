@@ -422,6 +422,7 @@ impl AbOptions {
             keep: false,
             no_setup: true,
             fixtures: Default::default(),
+            differences: Vec::new(),
         }
     }
 

@@ -67,6 +67,9 @@ pub struct Settled {
     /// A file's run that speaks HTTP/2 to an https address, as vault-benchmark's Go
     /// client does (a file given, `disable_http2` not set by flag or file): `go_http2`.
     pub go_http2: bool,
+    /// What the file asks that vblast does differently: said on stderr once here, and
+    /// kept in the results' run section (`Scenario::differences`).
+    pub differences: Vec<String>,
 }
 
 /// Reads the vault-benchmark file at `path` (its notes are said once, by `settle`).
@@ -94,6 +97,7 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
             pprof_interval: asked.pprof_interval,
             tests: None,
             go_http2: false,
+            differences: Vec::new(),
         });
     };
     let mut notes = c.notes.clone();
@@ -154,9 +158,10 @@ pub fn settle(asked: Asked, file: Option<&VbConfig>) -> Result<Settled, Error> {
     s.pprof_interval = asked.pprof_interval.or(c.pprof_interval);
     // vault-benchmark: the flag over the file (it has no environment variable for it).
     s.go_http2 = !asked.disable_http2.or(c.disable_http2).unwrap_or(false);
-    for n in notes {
+    for n in &notes {
         eprintln!("vblast: note: {n}");
     }
+    s.differences = notes;
     Ok(s)
 }
 
@@ -213,23 +218,20 @@ pub fn go_protocol(
     Ok(())
 }
 
-/// Why `load` (to a cluster's nodes when `cluster`) cannot go over vblast's HTTP/2 yet,
+/// Why `load` cannot go over vblast's HTTP/2 yet,
 /// in words for `go_protocol`'s note (`net::h2::H2Refusal`, which the engine and
 /// `scenario::refuse_h2` refuse with `--http2`).
-pub fn h2_not_yet(load: &Load, cluster: bool) -> Option<&'static str> {
-    crate::net::h2::H2Refusal::not_yet(&run_shape(load, cluster, true))
+pub fn h2_not_yet(load: &Load) -> Option<&'static str> {
+    crate::net::h2::H2Refusal::not_yet(&run_shape(load, true))
         .map(crate::net::h2::H2Refusal::feature)
 }
 
 /// `load`'s shape as HTTP/2's refusals read it (`net::h2::RunShape`); `tls` is the
 /// address's.
-pub fn run_shape(load: &Load, cluster: bool, tls: bool) -> crate::net::h2::RunShape {
+pub fn run_shape(load: &Load, tls: bool) -> crate::net::h2::RunShape {
     crate::net::h2::RunShape {
         tls,
-        several_nodes: cluster,
-        follow_redirects: load.follow_redirects,
         keepalive: load.keepalive,
-        respect_retry_after: load.respect_retry_after,
         shard: !load.spread.shard.is_whole(),
     }
 }
@@ -278,14 +280,17 @@ mod tests {
         go_protocol(&mut load, "https://v:8200", None, Some("x")).unwrap();
         assert_eq!((load.http2, load.connections), (None, 10));
         let load = Load {
+            keepalive: false,
+            ..Load::closed(1)
+        };
+        assert_eq!(h2_not_yet(&load), Some("--no-keepalive"));
+        // Several nodes, --follow-redirects and --respect-retry-after go over HTTP/2.
+        let load = Load {
+            respect_retry_after: true,
             follow_redirects: true,
             ..Load::closed(1)
         };
-        assert_eq!(h2_not_yet(&load, false), Some("--follow-redirects"));
-        assert_eq!(
-            h2_not_yet(&Load::closed(1), true),
-            Some("several nodes (cluster mode)")
-        );
+        assert_eq!(h2_not_yet(&load), None);
         // A sweep: back to the workers over HTTP/1.1.
         let mut load = Load::closed(10);
         go_protocol(&mut load, "https://v:8200", None, None).unwrap();

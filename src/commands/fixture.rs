@@ -14,6 +14,7 @@ use crate::session::fixtures::{
 };
 use crate::signals::Stop;
 use crate::vault::fixture::Mode;
+use crate::vault::progress::Display;
 
 use super::Given;
 use super::scenario::{scenario, state_dir, validate};
@@ -83,12 +84,23 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
         return Ending::Failed(Error::input(format!("vblast {name} needs --op")));
     }
     if !remove {
-        return match shared_session(&scenario, stop, Mode::Create, &run_id) {
+        return match shared_session(
+            &scenario,
+            stop,
+            Mode::Create,
+            &run_id,
+            Display::new(args.show.quiet, args.show.progress),
+        ) {
             Ok(_) => Ending::Ok,
             Err(e) => Ending::Failed(e),
         };
     }
-    let (names, removed) = remove_shared(&scenario, stop, &run_id);
+    let (names, removed) = remove_shared(
+        &scenario,
+        stop,
+        &run_id,
+        Display::new(args.show.quiet, args.show.progress),
+    );
     // What a shard 0 that was killed left of the shards' rendezvous.
     let leftover = leftover(&scenario, &run_id);
     if let Err(e) = removed.and(leftover) {
@@ -174,7 +186,13 @@ fn from_state(
     };
     let urgent = server::UrgentStop::watch(stop);
     let mut client = client.with_stop(urgent.stop().clone());
-    let removed = remove_names(&mut client, &names, args.cleanup.cleanup_timeout, stop);
+    let removed = remove_names(
+        &mut client,
+        &names,
+        args.cleanup.cleanup_timeout,
+        stop,
+        Display::new(args.show.quiet, args.show.progress),
+    );
     if let Some(note) = crate::vault::ops::database::unleased_users_note(&names) {
         eprintln!("vblast: {note}");
     }
@@ -232,7 +250,13 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
         );
         return Ending::Ok;
     }
-    remove_orphans(client, &list, args.cleanup.cleanup_timeout, stop)
+    remove_orphans(
+        client,
+        &list,
+        args.cleanup.cleanup_timeout,
+        stop,
+        Display::new(args.show.quiet, args.show.progress),
+    )
 }
 
 /// The orphans' table on stdout: table, name, type, age.
@@ -261,6 +285,7 @@ fn remove_orphans(
     list: &[server::Orphan],
     timeout: Duration,
     stop: &Stop,
+    display: Display,
 ) -> Ending {
     let urgent = server::UrgentStop::watch(stop);
     let mut client = client.with_stop(urgent.stop().clone());
@@ -281,7 +306,7 @@ fn remove_orphans(
         .filter(|o| matches!(o.found.table, server::Table::Mount | server::Table::Auth))
         .map(|o| o.found.clone())
         .collect();
-    left.extend(server::wait_gone(&mut client, slow, timeout, stop));
+    left.extend(server::wait_gone(&mut client, slow, timeout, stop, display));
     if let Ok(now) = server::orphans(&mut client) {
         for o in now {
             if !left.contains(&o.found) {

@@ -172,10 +172,10 @@ impl Flags<'_> {
         let mut load = self.load()?;
         if self.settled.go_http2 {
             let streams = self.args.load.streams.filter(|_| load.http2.is_none());
-            let not_yet = super::config_file::h2_not_yet(&load, t.cluster.is_some());
+            let not_yet = super::config_file::h2_not_yet(&load);
             super::config_file::go_protocol(&mut load, &t.address, streams, not_yet)?;
         }
-        refuse_h2(&load, t.cluster.is_some(), t.tls.is_some())?;
+        refuse_h2(&load, t.tls.is_some())?;
         Ok(Scenario {
             address: t.address,
             token: t.token,
@@ -187,6 +187,7 @@ impl Flags<'_> {
             no_setup: args.ops.no_setup,
             cluster: t.cluster,
             fixtures: fixture_plan(args, self.settled),
+            differences: self.settled.differences.clone(),
         })
     }
 
@@ -433,13 +434,13 @@ pub fn target(s: &Settled, b: &Beside) -> Result<TargetPlan, Error> {
 /// `--http2` or `--http2-prior-knowledge` where vblast's HTTP/2 cannot go
 /// (`net::h2::H2Refusal`): refused here, before setup creates anything, with the sentence
 /// the engine would say. Each shard runs an engine of its own, so shards are no refusal.
-fn refuse_h2(load: &Load, cluster: bool, tls: bool) -> Result<(), Error> {
+fn refuse_h2(load: &Load, tls: bool) -> Result<(), Error> {
     let Some(h2) = &load.http2 else {
         return Ok(());
     };
     let shape = crate::net::h2::RunShape {
         shard: false,
-        ..super::config_file::run_shape(load, cluster, tls)
+        ..super::config_file::run_shape(load, tls)
     };
     match crate::net::h2::H2Refusal::of(h2, &shape) {
         Some(r) => Err(Error::input(r.message())),

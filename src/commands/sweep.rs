@@ -1,6 +1,7 @@
 //! `vblast sweep`: its flags checked into a `Plan` before anything is sent (a range upside
 //! down, an objective that does not parse or a step shorter than its warm-up is one message
-//! and exit 2), then the sweep run by the library (`sweep::runner`).
+//! and exit 2; so is an --output or --html path that cannot be written), then the sweep run
+//! by the library (`sweep::runner`).
 
 use crate::cli::sweep::SweepArgs;
 use crate::config::schedule::Schedule;
@@ -25,6 +26,15 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
         Err(e) => return Ending::Failed(Error::input(e)),
     };
     let r = &args.run;
+    // Before the first request: a results or HTML path that cannot be written is refused
+    // now, not found out once the sweep is over and its steps lost.
+    for (flag, path) in [("--output", &r.out.output), ("--html", &r.out.html)] {
+        if let Some(path) = path
+            && let Err(e) = crate::results::deliver::check_path(flag, path)
+        {
+            return Ending::Failed(e);
+        }
+    }
     let server = match super::server::settings(&r.server, &plan.scenario, r.out.output.as_deref()) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),

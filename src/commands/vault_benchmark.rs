@@ -250,7 +250,7 @@ fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
 /// Scenario and what to print and save, with vblast's defaults for what neither gives.
 fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
     let (path, asked, notes) = run_asked(g).map_err(Error::input)?;
-    for n in notes {
+    for n in &notes {
         eprintln!("vblast: note: {n}");
     }
     let file = config_file::read(&path)?;
@@ -280,7 +280,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
     };
     if s.go_http2 {
-        let not_yet = config_file::h2_not_yet(&load, t.cluster.is_some());
+        let not_yet = config_file::h2_not_yet(&load);
         config_file::go_protocol(&mut load, &t.address, None, not_yet)?;
     }
     let scenario = Scenario {
@@ -298,6 +298,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
             audit_path: s.audit_path.clone(),
             ..FixturePlan::default()
         },
+        differences: notes.iter().chain(&s.differences).cloned().collect(),
     };
     let output = Output {
         // vault-benchmark's default layout is terse; the file's report_mode still wins

@@ -55,6 +55,10 @@ pub struct Scenario {
     /// How the run's fixtures are named and removed (not part of the results).
     #[serde(skip)]
     pub fixtures: crate::config::fixtures::FixturePlan,
+    /// What a vault-benchmark file asks that vblast does differently (said on stderr; kept
+    /// in the results' run section as `differences`). Empty without such a file.
+    #[serde(skip)]
+    pub differences: Vec<String>,
 }
 
 /// The shape of the load.
@@ -198,6 +202,7 @@ mod tests {
             keep: false,
             no_setup: false,
             fixtures: Default::default(),
+            differences: Vec::new(),
         }
     }
 

@@ -11,6 +11,10 @@
 //! once its streams are done, and a connection error counted and the connection
 //! re-opened. A request that times out resets its own stream (CANCEL) and fails; the
 //! connection goes on unless it does not answer a PING within the timeout either.
+//! Several nodes: each connection belongs to one (its address, TLS name and header
+//! blocks), responses and failures count per node, and connections follow the route to
+//! the active node; a redirect followed waits for a free stream to its node; a
+//! Retry-After holds a connection's new streams off.
 
 use std::collections::VecDeque;
 use std::io;
@@ -23,10 +27,13 @@ use super::{EngineError, EnginePlan, StartGate, Totals};
 use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
+use crate::net::http::Quota;
+use crate::net::redirect::{MAX_HOPS, Redirects, TOO_MANY, Verdict, request_target};
 use crate::net::transport::{self, Handshake, Stream, TlsConnector};
 use crate::pacing::{Due, Pacer, share};
 use crate::signals::Stop;
 use crate::stats::http2::H2Figures;
+use crate::stats::nodes::{NodeStats, WindowTracker};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::{Captures, Rng};
 use crate::timer::Timer;
@@ -54,6 +61,9 @@ struct H2Link {
     phase: LinkPhase,
     proto: H2Conn,
     reqs: Vec<Option<Req>>,
+    /// Per stream: the node its request counts for (the one it was first sent to; a
+    /// redirect's hop is sent on a link to another node).
+    homes: Vec<usize>,
     /// How much of `proto.out` has been written.
     out_sent: usize,
     since: Instant,
@@ -64,6 +74,10 @@ struct H2Link {
     /// When our last PING went out (`expire_streams`).
     ping_at: Instant,
     captures: Captures,
+    /// The node (of several) this connection is open to (0 for a single address).
+    node: usize,
+    /// `--respect-retry-after`: a 429's Retry-After holds new streams off until then.
+    paused_until: Option<Instant>,
 }
 
 pub(super) struct H2Loop<'p> {
@@ -75,10 +89,20 @@ pub(super) struct H2Loop<'p> {
     free: Vec<usize>,
     /// Requests a GOAWAY or REFUSED_STREAM left unprocessed, to send again first.
     again: VecDeque<Req>,
+    /// `--follow-redirects`: per node, the requests a redirect sends there, with the node
+    /// each counts for, for the next free stream of a link to that node.
+    hops: Vec<VecDeque<(Req, usize)>>,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    redirects: Option<Redirects>,
     busy: usize,
     requests: super::requests::Requests,
-    /// Per operation: its header block encoded once (None: it carries captured values).
+    /// Per (node, operation), `node * ops + op`: its header block (with that node's
+    /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
+    /// Several nodes: the window of failures this thread has open.
+    windows: WindowTracker,
+    /// Several nodes: how many route moves this thread has acted on.
+    route_seen: u64,
     picker: Picker,
     producers: Vec<usize>,
     rng: Rng,
@@ -97,6 +121,17 @@ pub(super) struct H2Loop<'p> {
 /// A thread's empty statistics, with what it asked of HTTP/2.
 fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
     let mut s = Stats::new(plan.ops.len());
+    s.nodes = plan
+        .nodes
+        .targets
+        .iter()
+        .map(|t| NodeStats {
+            addr: t.base(),
+            ..Default::default()
+        })
+        .collect();
+    // Room for the windows of a long run: none allocated while it goes on.
+    s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
     s.http2 = H2Figures {
         streams_asked: u64::from(streams),
         streams_allowed: u64::from(streams),
@@ -110,14 +145,41 @@ fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
-        several_nodes: !plan.nodes.targets.is_empty(),
-        follow_redirects: plan.follow_redirects,
         keepalive: plan.keepalive,
-        respect_retry_after: plan.respect_retry_after,
         // Each shard runs an engine of its own: nothing to refuse here.
         shard: false,
     };
     crate::net::h2::H2Refusal::of(&plan.http2?, &shape).map(crate::net::h2::H2Refusal::message)
+}
+
+/// Per (node, operation), `node * ops + op`: the operation's header block with the node's
+/// `:authority`, encoded once (None: it carries captured values, encoded per request).
+fn prepare(
+    plan: &EnginePlan,
+    requests: &mut super::requests::Requests,
+    https: bool,
+) -> Vec<Option<Prepared>> {
+    let mut rng = Rng::new(1);
+    let mut prepared = Vec::new();
+    for node in 0..plan.nodes.targets.len().max(1) {
+        prepared.extend((0..plan.ops.len()).map(|op| {
+            let t = requests.get(node, op);
+            if t.uses_captures() {
+                return None;
+            }
+            Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
+        }));
+    }
+    prepared
+}
+
+/// `--follow-redirects`: one queue of hops per node, with room for every stream of the
+/// thread (`streams`), so that none grows while the run goes on.
+fn hop_queues(plan: &EnginePlan, streams: usize) -> Vec<VecDeque<(Req, usize)>> {
+    let room = if plan.follow_redirects { streams } else { 0 };
+    (0..plan.nodes.targets.len().max(1))
+        .map(|_| VecDeque::with_capacity(room))
+        .collect()
 }
 
 impl<'p> H2Loop<'p> {
@@ -150,6 +212,8 @@ impl<'p> H2Loop<'p> {
         let local = Local {
             streams: h2.streams as usize,
             window: wire::STREAM_WINDOW,
+            // A 429's quota is read where it is counted per node or obeyed.
+            headers: plan.nodes.is_cluster() || plan.respect_retry_after || plan.follow_redirects,
         };
         let links = (0..mine)
             .map(|_| H2Link {
@@ -157,6 +221,7 @@ impl<'p> H2Loop<'p> {
                 phase: LinkPhase::Unopened,
                 proto: H2Conn::new(local),
                 reqs: vec![None; local.streams],
+                homes: vec![0; local.streams],
                 out_sent: 0,
                 since: now,
                 connected_at: now,
@@ -164,19 +229,12 @@ impl<'p> H2Loop<'p> {
                 listed: false,
                 ping_at: now,
                 captures: Captures::with_slots(captured, CAPTURE_BYTES),
+                node: 0,
+                paused_until: None,
             })
             .collect();
         let https = plan.target.is_tls();
-        let mut rng = Rng::new(1);
-        let prepared = (0..plan.ops.len())
-            .map(|op| {
-                let t = requests.get(0, op);
-                if t.uses_captures() {
-                    return None;
-                }
-                Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
-            })
-            .collect();
+        let prepared = prepare(plan, &mut requests, https);
         Ok(H2Loop {
             plan,
             global,
@@ -184,9 +242,19 @@ impl<'p> H2Loop<'p> {
             links,
             free: Vec::with_capacity(mine as usize),
             again: VecDeque::with_capacity(mine as usize * local.streams),
+            hops: hop_queues(plan, mine as usize * local.streams),
+            redirects: plan.follow_redirects.then(|| {
+                Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
             busy: 0,
             requests,
             prepared,
+            windows: WindowTracker::default(),
+            route_seen: 0,
             picker: Picker::new(&plan.ops),
             producers: super::worker::producers(plan),
             rng: Rng::seeded(global as u64),
@@ -278,6 +346,12 @@ impl<'p> H2Loop<'p> {
         stats.elapsed_s = end
             .saturating_duration_since(self.pacer.measure_from())
             .as_secs_f64();
+        if let Some(w) = std::mem::take(&mut self.windows).finish() {
+            stats.windows.push(w);
+        }
+        for n in stats.nodes.iter_mut().filter(|n| n.requests > 0) {
+            n.elapsed_s = stats.elapsed_s;
+        }
         stats
     }
 
@@ -358,15 +432,25 @@ impl<'p> H2Loop<'p> {
         Ok(now)
     }
 
-    /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection.
+    /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection, to the
+    /// node it goes to now (`NodePlan::pick`: its share of `--nodes all`, or the active
+    /// node), under that node's TLS name.
     fn open(&mut self, i: usize, now: Instant) {
+        let nodes = &self.plan.nodes;
+        let node = nodes.pick(i + self.global);
+        let addr = match nodes.targets.get(node) {
+            Some(t) => t.addr(),
+            None => self.plan.target.addr(),
+        };
         let l = &mut self.links[i];
         l.stream = None;
         l.since = now;
         l.proto = H2Conn::new(self.local);
         l.out_sent = 0;
         l.listed = false;
-        match transport::connect_node(self.plan.target.addr(), self.tls.as_ref(), 0, None) {
+        l.node = node;
+        l.paused_until = None;
+        match transport::connect_node(addr, self.tls.as_ref(), node, None) {
             Ok(mut stream) => {
                 let reg = self.poll.registry().register(
                     stream.tcp(),
@@ -401,7 +485,7 @@ impl<'p> H2Loop<'p> {
         {
             let req = self.claim(i, due, now);
             self.busy += 1;
-            self.fail_req(req, ErrorKind::Connect, msg, now);
+            self.fail_req(self.links[i].node, req, ErrorKind::Connect, msg, now);
         } else {
             self.stats.note(msg, 1);
         }
@@ -592,17 +676,18 @@ impl<'p> H2Loop<'p> {
                     let Some(req) = self.links[i].reqs[slot].take() else {
                         continue;
                     };
+                    let home = self.links[i].homes[slot];
                     if code == wire::frame::code::REFUSED_STREAM {
-                        self.send_again(req);
+                        self.send_again(i, home, req);
                     } else {
                         let msg = format!("stream reset: {}", wire::frame::code_name(code));
-                        self.fail_req(req, ErrorKind::Read, &msg, now);
+                        self.fail_req(home, req, ErrorKind::Read, &msg, now);
                     }
                     self.list(i);
                 }
                 Event::Refused { slot } => {
                     if let Some(req) = self.links[i].reqs[slot].take() {
-                        self.send_again(req);
+                        self.send_again(i, self.links[i].homes[slot], req);
                     }
                 }
                 Event::GoAway { code, .. } => H2Figures::count(&mut self.stats.http2.goaways, code),
@@ -610,16 +695,27 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// A request left unprocessed goes out again, first, on the next free stream.
-    fn send_again(&mut self, req: Req) {
-        self.busy -= 1;
+    /// A request left unprocessed on link `i` goes out again, first, on the next free
+    /// stream (a redirect's hop, on the next one to the same node).
+    fn send_again(&mut self, i: usize, home: usize, req: Req) {
         self.stats.http2.resent += 1;
+        if req.hops > 0 {
+            self.hops[self.links[i].node].push_back((req, home));
+            return;
+        }
+        self.busy -= 1;
         self.again.push_back(req);
     }
 
+    /// Lists link `i` as free when it may start a stream: not held off by a Retry-After,
+    /// not open to a node the route has left.
     fn list(&mut self, i: usize) {
         let l = &mut self.links[i];
-        if !l.listed && l.proto.can_start() {
+        if !l.listed
+            && l.proto.can_start()
+            && l.paused_until.is_none()
+            && !self.plan.nodes.should_move(l.node)
+        {
             l.listed = true;
             self.free.push(i);
         }
@@ -627,35 +723,178 @@ impl<'p> H2Loop<'p> {
 
     /// The whole response on `slot` of link `i`: judged, counted, the stream freed.
     fn complete(&mut self, i: usize, slot: usize, status: u16, now: Instant) {
-        let Some(req) = self.links[i].reqs[slot].take() else {
+        let Some(mut req) = self.links[i].reqs[slot].take() else {
             return;
         };
+        let home = self.links[i].homes[slot];
+        if matches!(status, 307 | 308)
+            && let Some(node) = self.follow(i, slot, &mut req)
+        {
+            // Queued for the next free stream to the Location's node; the request goes on.
+            self.hops[node].push_back((req, home));
+            self.after_response(i, None, now);
+            return;
+        }
         self.busy -= 1;
         let ok = self.judge(i, slot, &req, status);
+        let quota = if status == 429 {
+            self.links[i].proto.quota(slot)
+        } else {
+            None
+        };
         if req.measured {
-            if let Some(n) = self.status.get_mut(status as usize) {
-                *n += 1;
-            }
-            let latency = now.saturating_duration_since(req.intended).as_micros() as u64;
-            let service = now.saturating_duration_since(req.sent).as_micros() as u64;
-            let s = &mut self.stats;
-            let o = &mut s.ops[req.op];
-            o.requests += 1;
-            o.latency.record(latency);
-            o.service.record(service);
+            self.count_response((i, slot, home), &req, (status, ok, quota), now);
+        }
+        self.after_response(i, quota, now);
+    }
+
+    /// Counts a measured response: its status, latency and service time, its kind
+    /// (success, throttled by a quota, failed status), the timeline, its node.
+    fn count_response(
+        &mut self,
+        (i, slot, home): (usize, usize, usize),
+        req: &Req,
+        (status, ok, quota): (u16, bool, Option<Quota>),
+        now: Instant,
+    ) {
+        if let Some(n) = self.status.get_mut(status as usize) {
+            *n += 1;
+        }
+        let latency = now.saturating_duration_since(req.intended).as_micros() as u64;
+        let service = now.saturating_duration_since(req.sent).as_micros() as u64;
+        let s = &mut self.stats;
+        let o = &mut s.ops[req.op];
+        o.requests += 1;
+        o.latency.record(latency);
+        o.service.record(service);
+        if ok {
+            o.ok += 1;
+        } else if self.plan.ops[req.op].is_success(status) {
+            // Counted by `judge` (no value to capture, or not what was expected).
+        } else if let Some(q) = quota {
+            // A rate-limit quota's 429: throttled, counted apart from the errors.
+            s.throttled += 1;
+            s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
+            s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
+        } else {
+            s.errors.status += 1;
+        }
+        let measure_from = self.pacer.measure_from();
+        let since = now.saturating_duration_since(measure_from);
+        s.timeline.record(since.as_secs(), ok, Some(latency));
+        s.timeline.record_service(service);
+        s.waiting.record(service);
+        s.redirects += u64::from(matches!(status, 307 | 308));
+        let len = self.links[i].proto.body_len(slot);
+        s.count_body(len, true);
+        let node = self.links[i].node;
+        if let Some(n) = s.nodes.get_mut(node) {
+            // The node that answered: a redirect's hop, or a redirect.
+            n.hops += u64::from(req.hops > 0 && node != home);
+            n.redirects += u64::from(matches!(status, 307 | 308));
+        }
+        if let Some(n) = s.nodes.get_mut(home) {
+            // Several nodes: the request counts for the node it was sent to, with its
+            // windows of failures.
+            n.requests += 1;
+            n.latency.record(latency);
+            n.throttled += u64::from(quota.is_some());
+            let sent = req
+                .sent
+                .saturating_duration_since(measure_from)
+                .as_secs_f64();
             if ok {
-                o.ok += 1;
-            } else if !self.plan.ops[req.op].is_success(status) {
-                s.errors.status += 1;
+                n.ok += 1;
+                if let Some(w) = self.windows.ok(since.as_secs_f64(), sent, home) {
+                    s.windows.push(w);
+                }
+            } else if quota.is_none() {
+                // (a throttled answer is the quota at work, not unavailability)
+                self.windows.failed(since.as_secs_f64(), sent);
             }
-            let sec = now
-                .saturating_duration_since(self.pacer.measure_from())
-                .as_secs();
-            s.timeline.record(sec, ok, Some(latency));
-            s.timeline.record_service(service);
-            s.waiting.record(service);
-            let len = self.links[i].proto.body_len(slot);
-            s.count_body(len, true);
+        }
+    }
+
+    /// `--follow-redirects`: a 307/308 on `slot` of link `i` whose Location names a node
+    /// of the target (`net::redirect` judges it, against the request as it went out):
+    /// counted, and that node (the caller queues the request for it; it keeps its clock
+    /// and is sent again with the same bytes but for that node's `:authority`). None: the
+    /// redirect is the request's answer (why noted).
+    fn follow(&mut self, i: usize, slot: usize, req: &mut Req) -> Option<usize> {
+        let redirects = self.redirects.as_ref()?;
+        let l = &self.links[i];
+        let verdict = if req.hops >= MAX_HOPS {
+            Verdict::Refused(TOO_MANY)
+        } else {
+            let mut rng = req.rng;
+            let sent = self
+                .requests
+                .get(l.node, req.op)
+                .render_at(&mut rng, req.turn, &l.captures);
+            let location = l.proto.location(slot).unwrap_or(&[]);
+            redirects.judge(location, l.node, request_target(sent))
+        };
+        let node = match verdict {
+            Verdict::Node(n) if n < self.hops.len() => n,
+            Verdict::Node(_) => return None,
+            Verdict::Refused(why) => {
+                if req.measured {
+                    self.stats.note(why, 1);
+                }
+                return None;
+            }
+        };
+        if req.measured {
+            let s = &mut self.stats;
+            s.redirects += 1;
+            s.followed += 1;
+            if let Some(n) = s.nodes.get_mut(l.node) {
+                n.redirects += 1;
+                n.followed += 1;
+            }
+        }
+        req.hops += 1;
+        // (rendered again from its generator's state and turn: the same request)
+        req.resent = true;
+        Some(node)
+    }
+
+    /// `--follow-redirects`: hops waiting a whole timeout for a free stream to their node
+    /// (this thread may have no link open to it) fail.
+    fn expire_hops(&mut self, now: Instant, timeout: Duration) {
+        for node in 0..self.hops.len() {
+            while let Some((r, _)) = self.hops[node].front()
+                && now.saturating_duration_since(r.sent) >= timeout
+            {
+                let Some((r, home)) = self.hops[node].pop_front() else {
+                    break;
+                };
+                let msg = format!(
+                    "redirect not followed: no free stream to its node within {}",
+                    crate::config::units::show_duration(timeout)
+                );
+                self.fail_req(home, r, ErrorKind::Timeout, &msg, now);
+            }
+        }
+    }
+
+    /// After a response on link `i`: a Retry-After holds its new streams off
+    /// (`--respect-retry-after`); a link whose node the route left re-opens to the active
+    /// node once its last stream is done; otherwise its free stream is listed.
+    fn after_response(&mut self, i: usize, quota: Option<Quota>, now: Instant) {
+        if self.plan.respect_retry_after
+            && let Some(q) = quota
+            && q.retry_after > 0
+        {
+            let l = &mut self.links[i];
+            let until = now + Duration::from_secs(u64::from(q.retry_after));
+            l.paused_until = Some(l.paused_until.map_or(until, |u| u.max(until)));
+        }
+        let l = &self.links[i];
+        if l.proto.active() == 0 && self.plan.nodes.should_move(l.node) {
+            self.flush(i, now);
+            self.reopen(i, now);
+            return;
         }
         self.list(i);
     }
@@ -698,16 +937,22 @@ impl<'p> H2Loop<'p> {
         ok
     }
 
-    /// Counts `req` as failed.
-    fn fail_req(&mut self, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
+    /// Counts `req` as failed (for `home`, the node it counts for, too).
+    fn fail_req(&mut self, home: usize, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
         self.busy -= 1;
         if req.measured {
             let s = &mut self.stats;
             s.ops[req.op].requests += 1;
             s.count_error(kind);
             s.note(msg, 1);
-            let since = now.saturating_duration_since(self.pacer.measure_from());
+            let measure_from = self.pacer.measure_from();
+            let since = now.saturating_duration_since(measure_from);
             s.timeline.record(since.as_secs(), false, None);
+            if let Some(n) = s.nodes.get_mut(home) {
+                n.requests += 1;
+                let sent = req.sent.saturating_duration_since(measure_from);
+                self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
+            }
         }
     }
 
@@ -715,7 +960,7 @@ impl<'p> H2Loop<'p> {
     fn drop_link(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         for slot in 0..self.links[i].reqs.len() {
             if let Some(req) = self.links[i].reqs[slot].take() {
-                self.fail_req(req, kind, msg, now);
+                self.fail_req(self.links[i].homes[slot], req, kind, msg, now);
             }
         }
         self.reopen(i, now);
@@ -725,10 +970,13 @@ impl<'p> H2Loop<'p> {
     fn reopen(&mut self, i: usize, now: Instant) {
         for slot in 0..self.links[i].reqs.len() {
             if let Some(req) = self.links[i].reqs[slot].take() {
-                self.send_again(req);
+                self.send_again(i, self.links[i].homes[slot], req);
             }
         }
-        if self.pacer.finished(now) && self.again.is_empty() {
+        if self.pacer.finished(now)
+            && self.again.is_empty()
+            && self.hops.iter().all(VecDeque::is_empty)
+        {
             let l = &mut self.links[i];
             l.stream = None;
             l.phase = LinkPhase::Unopened;
@@ -741,25 +989,37 @@ impl<'p> H2Loop<'p> {
     fn dispatch(&mut self, now: Instant) {
         let mut started = 0usize;
         while let Some(&i) = self.free.last() {
-            if self.links[i].phase != LinkPhase::Open || !self.links[i].proto.can_start() {
+            let l = &self.links[i];
+            if l.phase != LinkPhase::Open
+                || !l.proto.can_start()
+                || l.paused_until.is_some()
+                || self.plan.nodes.should_move(l.node)
+            {
                 self.free.pop();
                 self.links[i].listed = false;
                 continue;
             }
-            let req = match self.again.pop_front() {
-                Some(mut r) => {
-                    r.resent = true;
-                    r
-                }
+            let node = l.node;
+            let (req, home) = match self.hops[node].pop_front() {
+                Some(hop) => hop,
                 None => {
-                    let Some(due) = self.pacer.take_due(now) else {
-                        break;
+                    let req = match self.again.pop_front() {
+                        Some(mut r) => {
+                            r.resent = true;
+                            r
+                        }
+                        None => {
+                            let Some(due) = self.pacer.take_due(now) else {
+                                break;
+                            };
+                            self.claim(i, due, now)
+                        }
                     };
-                    self.claim(i, due, now)
+                    self.busy += 1;
+                    (req, node)
                 }
             };
-            self.busy += 1;
-            self.start(i, req, now);
+            self.start(i, req, home, now);
             started += 1;
             // Frames of several new streams go out in one write, once this link is full.
             if !self.links[i].proto.can_start() {
@@ -802,9 +1062,10 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// Renders `req` and opens its stream on link `i`.
-    fn start(&mut self, i: usize, mut req: Req, now: Instant) {
-        let template = self.requests.get(0, req.op);
+    /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
+    fn start(&mut self, i: usize, mut req: Req, home: usize, now: Instant) {
+        let node = self.links[i].node;
+        let template = self.requests.get(node, req.op);
         if !req.resent {
             req.rng = self.rng;
             req.turn = template.next_turn();
@@ -817,7 +1078,7 @@ impl<'p> H2Loop<'p> {
             self.rng = rng;
         }
         self.block.clear();
-        let body_at = match &self.prepared[req.op] {
+        let body_at = match &self.prepared[node * self.plan.ops.len() + req.op] {
             Some(p) => Some(p.encode(&mut self.block, bytes)),
             None => request::encode(&mut self.block, bytes, self.https),
         };
@@ -825,6 +1086,7 @@ impl<'p> H2Loop<'p> {
         let Some(slot) = body_at.and_then(|at| l.proto.start(&self.block, &bytes[at..], keep))
         else {
             self.fail_req(
+                home,
                 req,
                 ErrorKind::Write,
                 "the request could not be encoded",
@@ -833,12 +1095,23 @@ impl<'p> H2Loop<'p> {
             return;
         };
         l.reqs[slot] = Some(req);
+        l.homes[slot] = home;
     }
 
-    /// Periodic checks: request and connect timeouts, connections due to retry.
+    /// Periodic checks: request and connect timeouts, connections due to retry, the
+    /// end of a Retry-After's pause, the route's active node followed.
     fn tick(&mut self, now: Instant) {
+        self.follow_route(now);
         let timeout = self.plan.timeout;
+        if self.redirects.is_some() {
+            self.expire_hops(now, timeout);
+        }
         for i in 0..self.links.len() {
+            let l = &mut self.links[i];
+            if l.paused_until.is_some_and(|u| now >= u) {
+                l.paused_until = None;
+                self.list(i);
+            }
             let l = &self.links[i];
             match l.phase {
                 LinkPhase::Open => self.expire_streams(i, now, timeout),
@@ -849,6 +1122,36 @@ impl<'p> H2Loop<'p> {
                 }
                 LinkPhase::Backoff if now >= l.since && !self.pacer.finished(now) => {
                     self.open(i, now)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The cluster's active node moved: links waiting to retry try the new one at once;
+    /// links open to another node, with no stream under way, re-open to it (the others
+    /// start no new stream and re-open when their last one is done, `after_response`).
+    fn follow_route(&mut self, now: Instant) {
+        let nodes = &self.plan.nodes;
+        let Some(route) = nodes.route.as_ref() else {
+            return;
+        };
+        let changes = route.changes();
+        let moved = changes != self.route_seen;
+        self.route_seen = changes;
+        for i in 0..self.links.len() {
+            let l = &mut self.links[i];
+            if !nodes.should_move(l.node) {
+                continue;
+            }
+            match l.phase {
+                LinkPhase::Backoff if moved => {
+                    l.since = now;
+                    l.failures = 0;
+                }
+                // (also a link that opened to the old node after the move)
+                LinkPhase::Open if l.proto.active() == 0 && !self.pacer.finished(now) => {
+                    self.reopen(i, now)
                 }
                 _ => {}
             }
@@ -881,8 +1184,9 @@ impl<'p> H2Loop<'p> {
             }
             let l = &mut self.links[i];
             l.proto.cancel(slot);
+            let home = l.homes[slot];
             if let Some(req) = l.reqs[slot].take() {
-                self.fail_req(req, ErrorKind::Timeout, &msg, now);
+                self.fail_req(home, req, ErrorKind::Timeout, &msg, now);
             }
         }
         let l = &mut self.links[i];

@@ -494,7 +494,7 @@ impl ResponseParser {
 /// A Content-Length value: one or more ASCII digits (RFC 9110 8.6), no sign, no list.
 /// A rate-limit quota header of a 429 (`Retry-After` in seconds, `X-Ratelimit-Limit`,
 /// `-Remaining`, `-Reset`): noted in `quota`; returns whether it was one.
-fn quota_header(name: &str, value: &[u8], quota: &mut Option<Quota>) -> bool {
+pub(crate) fn quota_header(name: &str, value: &[u8], quota: &mut Option<Quota>) -> bool {
     let n = std::str::from_utf8(value)
         .ok()
         .and_then(|t| t.trim().parse::<u32>().ok())

@@ -193,6 +193,10 @@ pub struct RunInfo {
     /// The setup's phases, each with its count, time and rate (src/stats/phases.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup_phases: Vec<crate::stats::phases::SetupPhase>,
+    /// What a vault-benchmark file asked that this run did differently, each as said on
+    /// stderr (`vblast: note: ...`); empty for a run without such a file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
 }
 
 #[cfg(test)]
@@ -215,6 +219,7 @@ impl RunInfo {
             setup_s: 0.0,
             cleanup_s: 0.0,
             setup_phases: Vec::new(),
+            differences: Vec::new(),
         }
     }
 }

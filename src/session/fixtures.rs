@@ -15,6 +15,7 @@ use crate::signals::Stop;
 use crate::vault::client::Client;
 use crate::vault::fixture::{Mode, Naming};
 use crate::vault::ops::{Fixture, fixture_of};
+use crate::vault::progress::Display;
 
 use server::Found;
 
@@ -38,17 +39,18 @@ pub fn in_mode(scenario: &Scenario, mode: Mode, run_id: &str) -> Scenario {
 
 /// Opens and closes one session of the shared fixture in `mode` (Create keeps what it
 /// made, Remove removes it: `remove_shared` says what) and returns the fixture names the
-/// session drew.
+/// session drew. Its progress (setup, the waits of its cleanup) is shown as `display` says.
 pub fn shared_session(
     scenario: &Scenario,
     stop: &Stop,
     mode: Mode,
     run_id: &str,
+    display: Display,
 ) -> Result<Vec<String>, Error> {
     let mut scenario = in_mode(scenario, mode, run_id);
     // A setup failing half-way removes what it made; cleanup removes the fixture on close.
     scenario.keep = false;
-    let mut session = Session::open(&scenario, stop)?;
+    let mut session = Session::open_showing(&scenario, stop, display)?;
     // A complete setup keeps the fixture (the shards use it).
     session.set_keep(mode == Mode::Create);
     let names = session.fixture_names();
@@ -58,15 +60,16 @@ pub fn shared_session(
 
 /// Removes the shared fixture of run `run_id` (a `Mode::Remove` session), saying on
 /// stderr, for each of its names, whether it was removed or not found; returns the names
-/// and, as an error, what is left.
+/// and, as an error, what is left. Its waits are shown as `display` says.
 pub fn remove_shared(
     scenario: &Scenario,
     stop: &Stop,
     run_id: &str,
+    display: Display,
 ) -> (Vec<String>, Result<(), Error>) {
     let mut scenario = in_mode(scenario, Mode::Remove, run_id);
     scenario.keep = false;
-    let mut session = match Session::open(&scenario, stop) {
+    let mut session = match Session::open_showing(&scenario, stop, display) {
         Ok(s) => s,
         Err(e) => return (Vec::new(), Err(e)),
     };
@@ -104,12 +107,13 @@ fn report(client: &Client, names: &[String], before: &[Found], after: &[Found]) 
 /// `vblast cleanup` from a state file: looks for each of `names`, removes what is there,
 /// waits (bounded by `timeout`, a second signal ends the wait) until the server has
 /// removed it, and says for each name removed or not found; the error names what is left
-/// with the commands that remove it.
+/// with the commands that remove it. The wait has a progress line as `display` says.
 pub fn remove_names(
     client: &mut Client,
     names: &[String],
     timeout: std::time::Duration,
     stop: &Stop,
+    display: Display,
 ) -> Result<(), Error> {
     let before = server::locate(client, names).map_err(Error::Cleanup)?;
     for f in &before {
@@ -121,7 +125,7 @@ pub fn remove_names(
             eprintln!("vblast: {e} (looking whether the server goes on)");
         }
     }
-    let left = server::wait_gone(client, before.clone(), timeout, stop);
+    let left = server::wait_gone(client, before.clone(), timeout, stop, display);
     report(client, names, &before, &left);
     if left.is_empty() {
         return Ok(());

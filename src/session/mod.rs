@@ -850,8 +850,14 @@ impl Session {
                 .collect();
             if !mine.is_empty()
                 && !stop.is_urgent()
-                && server::wait_gone(client, mine.clone(), self.plan.cleanup_timeout, stop)
-                    .is_empty()
+                && server::wait_gone(
+                    client,
+                    mine.clone(),
+                    self.plan.cleanup_timeout,
+                    stop,
+                    self.log.display(),
+                )
+                .is_empty()
             {
                 for f in &mine {
                     eprintln!("vblast: the server has removed {f}");
@@ -875,7 +881,13 @@ impl Session {
                 .into_iter()
                 .filter(|f| !reported.contains(&f.name))
                 .collect();
-            for f in server::wait_gone(client, there, self.plan.cleanup_timeout, stop) {
+            for f in server::wait_gone(
+                client,
+                there,
+                self.plan.cleanup_timeout,
+                stop,
+                self.log.display(),
+            ) {
                 left.push(format!(
                     "{f} is left on {} (still there after {}): remove it with `{}`",
                     self.target.base(),

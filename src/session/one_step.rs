@@ -359,5 +359,6 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         setup_s: 0.0,
         cleanup_s: 0.0,
         setup_phases: Vec::new(),
+        differences: scenario.differences.clone(),
     }
 }

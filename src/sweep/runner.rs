@@ -15,7 +15,6 @@
 //! `timing.overhead_ms` of the results file. The results file is written after every
 //! step.
 
-use std::io::Write;
 use std::time::{Instant, SystemTime};
 
 use crate::config::scenario::{Load, Workload};
@@ -32,11 +31,11 @@ use super::render;
 use super::repeat::{Repeating, pool};
 use super::search::{End, Next, Phase, StepVerdict};
 
-fn out(bytes: &[u8]) {
-    let mut o = std::io::stdout().lock();
-    // A closed pipe (`vblast sweep ... | head`) is not an error worth a panic.
-    let _ = o.write_all(bytes);
-    let _ = o.flush();
+/// Prints `bytes` on stdout: a write error (a full disk, `> /dev/full`) is an output error
+/// that ends the sweep, as the report would be lost; a reader that closed the pipe early
+/// (`vblast sweep ... | head`) took what it wanted and is not one.
+fn out(bytes: &[u8]) -> Result<(), Error> {
+    crate::results::deliver::print_or_fail(bytes)
 }
 
 /// Runs `vblast sweep ...`.
@@ -84,15 +83,18 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         setup_s,
         cleanup_s: 0.0,
     };
-    if text {
+    let header = if text {
         let mut b = Vec::new();
         let _ = render::header(&sweep.spec, &mut b);
-        out(&b);
-    }
+        out(&b)
+    } else {
+        Ok(())
+    };
     let mut steps = Steps {
         args,
         plan,
         op_names: session.op_names(),
+        differences: scenario.differences.clone(),
         stop,
         text,
         search,
@@ -104,10 +106,14 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         repeating: None,
         rechecking: None,
         checked: Vec::new(),
+        file_failed: false,
     };
-    run_steps(&mut session, &mut steps, &showing);
-    // Before the final write, which must come last.
-    steps.saved();
+    match header {
+        Ok(()) => run_steps(&mut session, &mut steps, &showing),
+        Err(e) => steps.fail(e),
+    }
+    // Before the final write, which must come last; its error is the final write's too.
+    let _ = steps.saved();
     let cleanup_started = Instant::now();
     let cleanup = session.close();
     steps.sweep.cleanup_s = cleanup_started.elapsed().as_secs_f64();
@@ -117,9 +123,10 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         judged,
         end,
         failure,
+        file_failed,
         ..
     } = steps;
-    finish(args, &sweep, &judged, end, failure, cleanup, text)
+    finish(args, &sweep, &judged, end, failure, cleanup, file_failed)
 }
 
 /// The search's steps over the open session: held over the same connections when they can
@@ -173,6 +180,8 @@ struct Steps<'a> {
     args: &'a SweepOutput,
     plan: &'a Plan,
     op_names: Vec<String>,
+    /// A vault-benchmark file's differences, in each step's run section.
+    differences: Vec<String>,
     stop: &'a Stop,
     text: bool,
     search: super::search::Search,
@@ -181,7 +190,7 @@ struct Steps<'a> {
     failure: Option<Error>,
     end: Option<End>,
     /// The file being written with the steps so far.
-    saving: Option<std::thread::JoinHandle<()>>,
+    saving: Option<std::thread::JoinHandle<Result<(), crate::error::Cause>>>,
     /// The unclear step being measured again (`repeat.rs`).
     repeating: Option<Repeating>,
     /// A step that contradicts a recorded one (`monotone.rs`): the recorded load measured
@@ -189,6 +198,8 @@ struct Steps<'a> {
     rechecking: Option<Rechecking>,
     /// The loads already checked for monotone verdicts (each once).
     checked: Vec<u64>,
+    /// A step's save failed (the sweep ended on it).
+    file_failed: bool,
 }
 
 /// Sets step `s`'s timing (called at `called`, ended at `ended`; `before` steps before it)
@@ -343,17 +354,27 @@ impl Steps<'_> {
             repeats,
             repeated_because: because,
         };
-        if self.text {
+        let printed = if self.text {
             let mut b = Vec::new();
             let _ = render::row(sweep.steps.len(), &s, &j, &mut b, &sweep.spec);
-            out(&b);
-        }
+            out(&b)
+        } else {
+            Ok(())
+        };
         let timing = step_timing(&mut s, step_load, called, ended, sweep.steps.len(), &j);
         self.search.record(j.verdict);
         sweep.steps.push(s);
         self.judged.push(j);
-        self.save_so_far(timing);
-        true
+        // The step is kept in the file even when stdout failed; then the sweep ends.
+        let saved = self.save_so_far(timing);
+        self.file_failed = printed.is_ok() && saved.is_err();
+        match printed.and(saved) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
     }
 
     /// The step `r` (judged `j`) as the search may take it: None when it contradicts a
@@ -463,6 +484,7 @@ impl Steps<'_> {
             setup_s: 0.0,
             cleanup_s: 0.0,
             setup_phases: Vec::new(),
+            differences: self.differences.clone(),
         };
         let mut results = Results::build(
             info,
@@ -499,33 +521,37 @@ impl Steps<'_> {
     /// mid-way leaves them; until the sweep ends it says "interrupted" (the final write
     /// says how it ended). It is written by a thread of its own, so the next step need not
     /// wait for it.
-    fn save_so_far(&mut self, timing: bool) {
-        if let Some(path) = &self.args.output {
-            let mut copy = self.sweep.clone();
-            self.saved();
-            copy.interrupted = true;
-            let path = path.clone();
-            self.saving = Some(std::thread::spawn(move || {
-                let written = Instant::now();
-                if let Err(e) = copy.write(&path) {
-                    eprintln!("vblast: {e}");
-                }
-                if timing {
-                    eprintln!(
-                        "vblast: step {} saved to {} in {:.2} ms",
-                        copy.steps.len(),
-                        path.display(),
-                        written.elapsed().as_secs_f64() * 1000.0
-                    );
-                }
-            }));
-        }
+    /// The previous step's write failing (a full disk) is an output error: the sweep ends
+    /// there, as its steps could not be kept, and the final write says why.
+    fn save_so_far(&mut self, timing: bool) -> Result<(), Error> {
+        let Some(path) = &self.args.output else {
+            return Ok(());
+        };
+        let mut copy = self.sweep.clone();
+        let path = path.clone();
+        self.saved()?;
+        copy.interrupted = true;
+        self.saving = Some(std::thread::spawn(move || {
+            let written = Instant::now();
+            let result = copy.write(&path);
+            if timing {
+                eprintln!(
+                    "vblast: step {} saved to {} in {:.2} ms",
+                    copy.steps.len(),
+                    path.display(),
+                    written.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            result
+        }));
+        Ok(())
     }
 
-    /// Waits for the last step's file to be written.
-    fn saved(&mut self) {
-        if let Some(h) = self.saving.take() {
-            let _ = h.join();
+    /// Waits for the last step's file to be written; its write error, if any.
+    fn saved(&mut self) -> Result<(), Error> {
+        match self.saving.take().map(|h| h.join()) {
+            Some(Ok(Err(e))) => Err(Error::output(e)),
+            _ => Ok(()),
         }
     }
 }
@@ -538,16 +564,24 @@ fn finish(
     end: Option<End>,
     failure: Option<Error>,
     cleanup: Result<(), Error>,
-    text: bool,
+    file_failed: bool,
 ) -> Ending {
-    if text {
-        let mut b = Vec::new();
-        let _ = render::footer(sweep, judged, end, &mut b);
-        out(&b);
-    } else {
-        match sweep.to_json() {
-            Ok(t) => out(t.as_bytes()),
-            Err(e) => eprintln!("vblast: {e}"),
+    let text = args.text;
+    let mut failure = failure;
+    // Nothing more is printed once stdout failed: that error is the one message.
+    if !matches!(failure, Some(Error::Output(_))) {
+        let printed = if text {
+            let mut b = Vec::new();
+            let _ = render::footer(sweep, judged, end, &mut b);
+            out(&b)
+        } else {
+            sweep
+                .to_json()
+                .map_err(Error::output)
+                .and_then(|t| out(t.as_bytes()))
+        };
+        if let Err(e) = printed {
+            failure.get_or_insert(e);
         }
     }
     let mut written = Ok(());
@@ -568,7 +602,11 @@ fn finish(
         if let Err(c) = cleanup {
             eprintln!("vblast: {c}");
         }
-        if let Err(w) = written {
+        // The file's error is said unless the sweep ended on it already (a full disk
+        // fails a step's save and the final write alike: one message).
+        if let Err(w) = written
+            && !file_failed
+        {
             eprintln!("vblast: {w}");
         }
         return match e {

@@ -1,5 +1,7 @@
 //! The setup's progress and its phases' times. A long phase (secrets seeded, users
-//! created, secrets removed) shows one line on stderr: done/total, rate and ETA, redrawn
+//! created, secrets removed, leases revoked at cleanup) shows one line on stderr:
+//! done/total, rate and ETA (a wait on the server with no count to go by, such as a
+//! mount's removal, shows what is done of what, the time so far and its bound), redrawn
 //! in place once a second when stderr is a terminal, or, with `--progress`, one plain line
 //! a second and one when the phase ends; nothing with `--quiet`, or when stderr is not a
 //! terminal and `--progress` was not given (as the run's live line, `session/live.rs`).
@@ -102,6 +104,17 @@ impl SetupLog {
             total,
             start: now,
             drawn: now,
+            bound: None,
+        }
+    }
+
+    /// A wait for the server to finish `total` things whose pace tells nothing (a mount
+    /// removed as its tokens are revoked), bounded by `bound`: its line says how many are
+    /// done, the time so far and the bound, with no rate or ETA.
+    pub fn start_wait(&self, name: &str, total: u64, bound: Duration) -> PhaseLine<'_> {
+        PhaseLine {
+            bound: Some(bound),
+            ..self.start(name, total)
         }
     }
 }
@@ -113,6 +126,8 @@ pub struct PhaseLine<'a> {
     total: u64,
     start: Instant,
     drawn: Instant,
+    /// A wait's bound (`start_wait`): the line has no rate or ETA.
+    bound: Option<Duration>,
 }
 
 impl PhaseLine<'_> {
@@ -130,8 +145,26 @@ impl PhaseLine<'_> {
         }
     }
 
-    /// "kv seeding 5000/20000 1626/s ETA 9s".
+    /// A message of its own line on stderr (`vblast: ...`), the progress line cleared
+    /// first when it is redrawn in place (it comes back at the next `show`).
+    pub fn say(&self, text: &str) {
+        if self.log.display == Display::Redraw {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("vblast: {text}");
+    }
+
+    /// "kv seeding 5000/20000 1626/s ETA 9s"; a wait: "removing 0/1, 12s so far (at
+    /// most 10m)".
     fn line(&self, done: u64, elapsed: f64) -> String {
+        if let Some(bound) = self.bound {
+            return format!(
+                "{} {done}/{}, {elapsed:.0}s so far (at most {})",
+                self.name,
+                self.total,
+                humantime::format_duration(bound)
+            );
+        }
         let rate = if elapsed > 0.0 {
             done as f64 / elapsed
         } else {
@@ -175,9 +208,18 @@ mod tests {
         assert_eq!(p.line(5000, 2.0), "kv seeding 5000/20000 2500/s ETA 6s");
         assert_eq!(p.line(0, 0.0), "kv seeding 0/20000 0/s ETA unknown");
         p.finish(20000, 4);
+        let w = log.start_wait(
+            "waiting for the server to remove",
+            2,
+            Duration::from_secs(600),
+        );
+        assert_eq!(
+            w.line(1, 12.3),
+            "waiting for the server to remove 1/2, 12s so far (at most 10m)"
+        );
         log.record("kv mount", 1, 0.5);
         let phases = log.phases();
-        assert_eq!(phases.len(), 2);
+        assert_eq!(phases.len(), 2, "a wait not finished is not kept");
         assert_eq!(phases[0].name, "kv seeding");
         assert_eq!(phases[0].count, 20000);
         assert_eq!(phases[0].connections, 4);

@@ -353,8 +353,153 @@ mod tests {
             let e = tr(kind, "weight = 1\nconfig {\n generate = false\n}").unwrap_err();
             assert!(e.contains("config.generate"), "{kind}: {e}");
         }
-        let e = tr("totp_read", "weight = 1\nconfig {\n period = 60\n}").unwrap_err();
+        // Generate and read make their key with the file's algorithm, digits and period.
+        let t = tr(
+            "totp_generate",
+            "weight = 1\nconfig {\n algorithm = \"sha256\"\n digits = 8\n period = 60\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["algorithm"], "SHA256");
+        assert_eq!(c["digits"], 8);
+        assert_eq!(c["period"], 60);
+        (find("totp-generate").unwrap().build)(c).unwrap();
+        let e = tr("totp_read", "weight = 1\nconfig {\n period = 0\n}").unwrap_err();
         assert!(e.contains("config.period"), "{e}");
+    }
+
+    /// ssh_sign: vault-benchmark's RSA-4096 client key by default; the role's, CA's and
+    /// key_signing's documented keys go to the server as given.
+    #[test]
+    fn ssh_sign_takes_vault_benchmarks_key_and_keys() {
+        let t = tr("ssh_sign", "weight = 1").unwrap();
+        assert_eq!(t.choice.config["client_key"], "rsa-4096");
+        assert!(
+            t.notes
+                .iter()
+                .any(|n| n.contains("role.allowed_users")
+                    && n.contains("key_signing.valid_principals")),
+            "{:?}",
+            t.notes
+        );
+        let t = tr(
+            "ssh_sign",
+            "weight = 1\nconfig {\n role {\n allow_user_certificates = true\n allowed_extensions = \"permit-pty\"\n default_user = \"vblast\"\n }\n ca {\n key_type = \"ssh-ed25519\"\n }\n key_signing {\n ttl = \"5m\"\n valid_principals = \"vblast\"\n extensions = { permit-pty = \"\" }\n critical_options = {}\n key_id = \"k\"\n cert_type = \"user\"\n public_key = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7g vblast\"\n }\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["role"]["allowed_extensions"], "permit-pty", "{c}");
+        assert_eq!(c["role"]["allow_user_certificates"], true);
+        assert_eq!(c["ca"]["key_type"], "ssh-ed25519");
+        assert_eq!(c["sign"]["ttl"], "5m");
+        assert_eq!(c["sign"]["valid_principals"], "vblast");
+        assert_eq!(c["sign"]["extensions"]["permit-pty"], "");
+        assert_eq!(c["sign"]["cert_type"], "user");
+        assert!(
+            c["sign"]["public_key"]
+                .as_str()
+                .unwrap()
+                .starts_with("ssh-ed25519 ")
+        );
+        (find("ssh-sign").unwrap().build)(c).unwrap();
+        let k = crate::vault::ops::ssh::rsa_public_key(1024).unwrap();
+        let b64 = k
+            .strip_prefix("ssh-rsa ")
+            .unwrap()
+            .strip_suffix(" vblast")
+            .unwrap();
+        use base64::Engine as _;
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        assert_eq!(&blob[4..11], b"ssh-rsa");
+    }
+
+    /// cert_auth's token settings and name constraints, userpass's token keys and the
+    /// database's other connection and role keys are sent as given; the defaults vblast
+    /// picks where the file is silent are said.
+    #[test]
+    fn documented_auth_and_database_keys_pass_through() {
+        let t = tr(
+            "cert_auth",
+            "weight = 1\nconfig {\n token_ttl = \"1m\"\n token_policies = [\"default\"]\n allowed_common_names = [\"x\"]\n token_type = \"batch\"\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["role"]["token_ttl"], "1m", "{c}");
+        assert_eq!(c["role"]["allowed_common_names"][0], "x");
+        assert_eq!(c["role"]["token_type"], "batch");
+        assert!(
+            t.notes.iter().all(|n| !n.contains("token_ttl")),
+            "{:?}",
+            t.notes
+        );
+        (find("cert-login").unwrap().build)(c).unwrap();
+        let t = tr("cert_auth", "weight = 1").unwrap();
+        assert!(
+            t.notes.iter().any(|n| n.contains("token_ttl not given")),
+            "{:?}",
+            t.notes
+        );
+        let t = tr(
+            "userpass_auth",
+            "weight = 1\nconfig {\n token_num_uses = 3\n token_period = \"1m\"\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(c["role"]["token_num_uses"], 3, "{c}");
+        assert_eq!(c["role"]["token_period"], "1m");
+        assert!(
+            t.notes.iter().any(|n| n.contains("token_ttl not given")),
+            "{:?}",
+            t.notes
+        );
+        (find("userpass-login").unwrap().build)(c).unwrap();
+        let t = tr(
+            "approle_auth",
+            "weight = 1\nconfig {\n role {\n token_ttl = \"1m\"\n }\n}",
+        )
+        .unwrap();
+        assert!(
+            t.notes.iter().all(|n| !n.contains("token_ttl")),
+            "{:?}",
+            t.notes
+        );
+        let t = tr(
+            "postgresql_secret",
+            "weight = 1\nconfig {\n db_connection {\n username_template = \"u-{{random 8}}\"\n max_idle_connections = 2\n allowed_roles = [\"benchmark-role\"]\n plugin_name = \"postgresql-database-plugin\"\n }\n role {\n renew_statements = \"SELECT 1;\"\n default_ttl = \"1m\"\n }\n}",
+        )
+        .unwrap();
+        let c = &t.choice.config;
+        assert_eq!(
+            c["db_connection"]["extra"]["username_template"], "u-{{random 8}}",
+            "{c}"
+        );
+        assert_eq!(c["db_connection"]["extra"]["max_idle_connections"], 2);
+        assert_eq!(c["role"]["renew_statements"], "SELECT 1;");
+        assert!(
+            t.notes.iter().any(|n| n.contains("max_ttl not given")),
+            "{:?}",
+            t.notes
+        );
+        assert!(
+            t.notes.iter().all(|n| !n.contains("default_ttl not given")),
+            "{:?}",
+            t.notes
+        );
+        (find("db-creds").unwrap().build)(c).unwrap();
+        // KV reads read 1-byte secrets whatever kvsize says (vault-benchmark seeds
+        // {"foo": 1}); writes send kvsize bytes.
+        let t = tr("kvv2_read", "weight = 1\nconfig {\n kvsize = 100\n}").unwrap();
+        assert_eq!(t.choice.config["secret_size"], 1);
+        assert!(
+            t.notes.iter().any(|n| n.contains("config.kvsize")),
+            "{:?}",
+            t.notes
+        );
+        let t = tr("kvv1_write", "weight = 1\nconfig {\n kvsize = 100\n}").unwrap();
+        assert_eq!(t.choice.config["secret_size"], 100);
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
     /// vault-benchmark's transit example (docs/tests/secret-transit.md): its defaults are
@@ -445,18 +590,33 @@ mod tests {
             ),
             (
                 "ssh_sign",
-                "weight = 1\nconfig {\n key_signing {\n extensions = {}\n }\n}",
-                "config.key_signing.extensions",
+                "weight = 1\nconfig {\n role {\n key_type = \"otp\"\n }\n}",
+                "config.role.key_type",
+            ),
+            (
+                "ssh_sign",
+                "weight = 1\nconfig {\n key_signing {\n public_key = \"/nonexistent/k.pub\"\n }\n}",
+                "config.key_signing.public_key",
             ),
             (
                 "totp_generate",
-                "weight = 1\nconfig {\n digits = 8\n}",
+                "weight = 1\nconfig {\n digits = 7\n}",
                 "config.digits",
             ),
             (
+                "totp_read",
+                "weight = 1\nconfig {\n algorithm = \"MD5\"\n}",
+                "config.algorithm",
+            ),
+            (
                 "cert_auth",
-                "weight = 1\nconfig {\n token_ttl = \"1m\"\n}",
-                "config.token_ttl",
+                "weight = 1\nconfig {\n colour = \"red\"\n}",
+                "config.colour",
+            ),
+            (
+                "postgresql_secret",
+                "weight = 1\nconfig {\n db_connection {\n plugin_name = \"mysql-database-plugin\"\n }\n}",
+                "config.db_connection.plugin_name",
             ),
             ("ha_status", "weight = 1\nextra = 2", "test.extra"),
         ] {

@@ -4,7 +4,8 @@
 //! degraded, PostgreSQL stopped and the connections reset) must hold every check it makes:
 //! the accounting per operation, node and second, the schedule's requests = sent + not
 //! sent, each unavailability window beside a fault, vblast's RSS flat, no hang, the
-//! cluster whole, nothing left on the server. 20 s of load, not the soak's 10 minutes: the
+//! cluster whole, nothing left on the server, the audit log between the client's
+//! successful and sent requests per operation. 20 s of load, not the soak's 10 minutes: the
 //! SIGKILL's failover (PostgreSQL's 15 s HA lock) takes most of it and the other faults
 //! fall inside or just after it; the whole test is about 35-45 s on a quiet machine.
 //! The smoke run's only tolerance: a window may start within 3 s of its fault (the soak

@@ -72,13 +72,21 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
         "{text}"
     );
 
-    // The state file names it: cleanup removes it, and says so.
-    let mut args = vec!["cleanup"];
+    // The state file names it: cleanup removes it, and says so; its wait for the server
+    // has the setup's progress line (`--progress`: plain lines, the last when it ends).
+    let mut args = vec!["cleanup", "--progress"];
     args.extend_from_slice(&common[..2]);
     let cleanup = run(vault_cmd(&bao, &args));
     cleanup.assert_code(0);
     assert!(
         cleanup.stderr.contains(&format!("removed mount '{mount}'")),
+        "{}",
+        cleanup.show()
+    );
+    assert!(
+        cleanup
+            .stderr
+            .contains("progress: waiting for the server to remove 1/1 done in "),
         "{}",
         cleanup.show()
     );
@@ -292,7 +300,7 @@ fn db_leases_are_revoked_before_the_mount_goes() {
     let out = run(vault_cmd(&bao, &args));
     out.assert_code(0);
     assert_eq!(pg.vault_users(), before.1 + leases, "{}", out.show());
-    let mut args = vec!["cleanup"];
+    let mut args = vec!["cleanup", "--progress"];
     args.extend_from_slice(&common);
     let cleanup = run(vault_cmd(&bao, &args));
     cleanup.assert_code(0);
@@ -300,6 +308,16 @@ fn db_leases_are_revoked_before_the_mount_goes() {
         cleanup.stderr.contains("removed mount 'vblast-db-"),
         "{}",
         cleanup.show()
+    );
+    // The revocation on the setup's progress line: every lease found, revoked.
+    let revoked = cleanup
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("progress: revoking the leases under 'vblast-db-"))
+        .unwrap_or_else(|| panic!("no revocation line:\n{}", cleanup.show()));
+    assert!(
+        revoked.contains(&format!("/creds' {leases}/{leases} done in ")),
+        "{revoked}"
     );
     assert_eq!(
         (server_state(&bao), pg.vault_users()),

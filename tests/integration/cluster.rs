@@ -548,3 +548,184 @@ fn a_raft_cluster_fails_over_to_the_new_leader() {
     let window = assert_one_window(&out, &c, old, new);
     compare_with_leader("raft kill", window, leader_change(&c, new, killed_at));
 }
+
+fn strs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
+/// The node rows of `v` as (requests, ok, redirects, throttled), by node.
+fn node_answers(v: &serde_json::Value) -> Vec<(u64, u64, u64, u64)> {
+    v["nodes"]
+        .as_array()
+        .expect("nodes rows in the JSON report")
+        .iter()
+        .map(|n| {
+            let u = |k: &str| support::figures::u(&n[k]);
+            (u("requests"), u("ok"), u("redirects"), u("throttled"))
+        })
+        .collect()
+}
+
+/// Cluster mode over HTTP/2 (docs/http2.md): an HA OpenBao cluster over TLS, h2 by ALPN.
+/// `--nodes active` loads the active node alone; `--nodes all` every node, each link to
+/// its node under the node's own `:authority`; a standby asked not to forward answers
+/// 307, counted in its row as over HTTP/1.1, and `--follow-redirects` sends those writes
+/// on to the active node, every one a success; a step-down mid-run moves the h2 load to the
+/// new active node, with one window of failures.
+#[test]
+fn a_tls_cluster_over_http2_per_node_rows_standby_redirects_and_a_failover() {
+    let mut c = Cluster::start_tls(2);
+    let ca = c.ca.clone().unwrap().display().to_string();
+    let active = c.active().unwrap();
+    let standby = 1 - active;
+    let h2 = |extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = ["--http2", "--ca-cert", &ca, "--format", "json"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let args = h2(&["-c", "2", "--streams", "4", "-n", "400", "--op", "kv-read"]);
+    let args = [strs(&args), vec!["--secrets", "10"]].concat();
+    let out = support::run::run(cluster_cmd(&c, &args));
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["run"]["protocol"], "HTTP/2 (h2)", "{}", out.show());
+    let rows = node_answers(&v);
+    assert_eq!(rows[active], (400, 400, 0, 0), "{}", out.show());
+    assert_eq!(rows[standby], (0, 0, 0, 0), "{}", out.show());
+
+    let args = h2(&[
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--streams",
+        "4",
+        "-n",
+        "400",
+        "--nodes",
+        "all",
+        "--op",
+        "seal-status",
+    ]);
+    let out = support::run::run(cluster_cmd(&c, &strs(&args)));
+    out.assert_code(0);
+    let rows = node_answers(&out.json());
+    assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), 400, "{}", out.show());
+    assert!(rows.iter().all(|r| r.0 > 0 && r.0 == r.1), "{}", out.show());
+
+    // A standby asked not to forward: its answers, over HTTP/1.1 and over HTTP/2.
+    let write = [
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "60",
+        "--nodes",
+        "all",
+        "--op",
+        "kv-write",
+        "--kv-version",
+        "1",
+        "--secrets",
+        "5",
+        "--no-forwarding",
+        "--allow-errors",
+    ];
+    let mut rows_by = Vec::new();
+    for over_h2 in [false, true] {
+        let args = if over_h2 {
+            h2(&write)
+        } else {
+            let mut a = h2(&write);
+            a.remove(0);
+            a
+        };
+        let out = support::run::run(cluster_cmd(&c, &strs(&args)));
+        out.assert_code(0);
+        let rows = node_answers(&out.json());
+        let (r, ok, redirects, throttled) = rows[standby];
+        assert!(r > 0 && ok == 0, "h2 {over_h2}: {}", out.show());
+        assert_eq!(
+            (redirects, throttled),
+            (r, 0),
+            "h2 {over_h2}: {}",
+            out.show()
+        );
+        assert_eq!(
+            rows[active].0,
+            rows[active].1,
+            "h2 {over_h2}: {}",
+            out.show()
+        );
+        assert_eq!(
+            support::figures::u(&out.json()["redirects"]),
+            r,
+            "{}",
+            out.show()
+        );
+        rows_by.push(rows);
+    }
+    eprintln!("standby rows over HTTP/1.1 and HTTP/2: {rows_by:?}");
+    // Followed: every write succeeds; the standby's count for it, answered by the active
+    // node (its `hops`), over HTTP/1.1 and over HTTP/2 alike.
+    for over_h2 in [false, true] {
+        let mut args = h2(&write);
+        if !over_h2 {
+            args.remove(0);
+        }
+        args.push("--follow-redirects".into());
+        let out = support::run::run(cluster_cmd(&c, &strs(&args)));
+        out.assert_code(0);
+        let v = out.json();
+        let u = support::figures::u;
+        assert_eq!((u(&v["requests"]), u(&v["ok"])), (60, 60), "{}", out.show());
+        let rows = node_answers(&v);
+        let r = rows[standby].0;
+        assert!(r > 0, "h2 {over_h2}: {}", out.show());
+        assert_eq!(rows[standby], (r, r, r, 0), "h2 {over_h2}: {}", out.show());
+        let n = &v["nodes"];
+        assert_eq!(u(&n[standby]["followed"]), r, "{}", out.show());
+        assert_eq!(u(&n[active]["hops"]), r, "{}", out.show());
+        assert_eq!(u(&v["followed"]), r, "{}", out.show());
+    }
+
+    // A step-down mid-run: the h2 load follows the new active node.
+    let args = h2(&[
+        "-c",
+        "4",
+        "--streams",
+        "4",
+        "-z",
+        "8s",
+        "--op",
+        "kv-read",
+        "--secrets",
+        "10",
+        "--allow-errors",
+        "-q",
+    ]);
+    let (out, _, old) = failover_run(
+        &mut c,
+        &strs(&args),
+        &[],
+        Duration::from_secs(2),
+        |c, old| c.step_down(old),
+    );
+    out.assert_code(0);
+    assert_eq!(
+        out.json()["run"]["protocol"],
+        "HTTP/2 (h2)",
+        "{}",
+        out.show()
+    );
+    let new = c
+        .wait_active(Some(old), Duration::from_secs(30))
+        .expect("a new active node");
+    // As over HTTP/1.1: the node stepping down fails requests (500, some 307) until the
+    // other holds the lock; the links then re-open to it.
+    assert_one_window_ended_on(&out, &c, old, new, &[old, new]);
+}

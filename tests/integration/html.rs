@@ -195,6 +195,40 @@ fn check_page(page: &Path, name: &str, ids: &[&str]) -> Result<Vec<DrawnChart>, 
     Ok(found)
 }
 
+/// The text of `html` without its tags.
+fn text_of(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim().to_string()
+}
+
+/// A sweep page's first steps table, as the DOM has it: its header and its rows' cells.
+fn steps_table(dom: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let at = dom.find(">Steps</h2>").expect("a Steps heading");
+    let table = &dom[at..];
+    let table = &table[table.find("<table").expect("a table")..];
+    let table = &table[..table.find("</table>").expect("the table's end")];
+    let cells = |row: &str, tag: &str| -> Vec<String> {
+        row.split(&format!("<{tag}"))
+            .skip(1)
+            // `<th` begins `<thead` too: only `<th>` and `<th class=...>` are cells.
+            .filter(|c| c.starts_with(['>', ' ']))
+            .map(|c| text_of(&format!("<{tag}{c}")))
+            .collect()
+    };
+    let (head, body) = table.split_once("</thead>").expect("a header");
+    let rows = body.split("<tr").skip(1).map(|r| cells(r, "td")).collect();
+    (cells(head, "th"), rows)
+}
+
 fn chart<'a>(charts: &'a [DrawnChart], id: &str) -> &'a DrawnChart {
     charts.iter().find(|c| c.id == id).unwrap()
 }
@@ -412,6 +446,31 @@ fn sweep_pages_draw_the_knee_in_chromium() {
     };
     let (a, b) = (steps(&a_json), steps(&b_json));
     let drawn = check_page(&a_html, "sweep", &ids).unwrap();
+    // The steps' table with each percentile's interval, as the browser has it.
+    let profile = tempfile::tempdir().unwrap();
+    let dom = chromium_run(&a_html, profile.path(), &["--dump-dom".into()]).dom;
+    let (header, rows) = steps_table(&dom);
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    assert_eq!(rows.len(), a, "{header:?} {rows:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a_json).unwrap()).unwrap();
+    for (row, step) in rows.iter().zip(doc["steps"].as_array().unwrap()) {
+        for (name, key) in [("p50 CI", "p50_ci_ms"), ("p99 CI", "p99_ci_ms")] {
+            let cell = &row[col(name)];
+            // Known sides are numbers with a unit; an unknown side is '?', never a number.
+            let ci = &step[key];
+            assert!(
+                cell.contains('-') && cell.contains('s'),
+                "{name}: {cell} {ci}"
+            );
+            assert_eq!(cell.starts_with('?'), ci["low"].is_null(), "{cell} {ci}");
+            assert_eq!(
+                cell.trim_end_matches('!').ends_with('?'),
+                ci["high"].is_null(),
+                "{cell} {ci}"
+            );
+        }
+    }
     let knee = chart(&drawn, "knee");
     // p99 and p50, a point per step, and the objective's bound across them.
     assert_eq!(knee.series_points, [a, a, 2], "{knee:?}");

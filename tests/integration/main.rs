@@ -45,3 +45,4 @@ mod sweep_steps;
 mod tails;
 mod tls;
 mod vault_benchmark;
+mod vb_types;

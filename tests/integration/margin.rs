@@ -232,3 +232,217 @@ fn bad_repeats_and_levels_are_refused_before_any_request() {
     }
     assert_eq!(raw.connections(), 0, "a request reached the server");
 }
+
+/// The worker processes of nginx (children of its master, `pid`), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut kids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the fields after the last ')'.
+        let after = stat.rsplit(')').next().unwrap_or("");
+        if after.split_whitespace().nth(1) == Some(&pid.to_string()) {
+            kids.push(p);
+        }
+    }
+    kids
+}
+
+/// Stalls nginx's worker (SIGSTOP, then SIGCONT) from a thread of its own: `stall` long,
+/// then free for `free`, until told to change or stop; always let go at the end.
+struct Staller {
+    mode: std::sync::Arc<std::sync::Mutex<Option<(u64, u64)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    worker: u32,
+}
+
+impl Staller {
+    fn start(worker: u32, stall_ms: u64, free_ms: u64) -> Staller {
+        use crate::support::process::signal;
+        let mode = std::sync::Arc::new(std::sync::Mutex::new(Some((stall_ms, free_ms))));
+        let m = mode.clone();
+        let thread = std::thread::spawn(move || {
+            let ms = std::time::Duration::from_millis;
+            loop {
+                // Read and let go at once (a `while let` would hold the lock all round).
+                let mode = *m.lock().unwrap();
+                let Some((stall, free)) = mode else {
+                    break;
+                };
+                signal(worker, libc::SIGSTOP);
+                std::thread::sleep(ms(stall));
+                signal(worker, libc::SIGCONT);
+                std::thread::sleep(ms(free));
+            }
+        });
+        Staller {
+            mode,
+            thread: Some(thread),
+            worker,
+        }
+    }
+
+    fn set(&self, mode: Option<(u64, u64)>) {
+        *self.mode.lock().unwrap() = mode;
+    }
+}
+
+impl Drop for Staller {
+    fn drop(&mut self) {
+        self.set(None);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        crate::support::process::signal(self.worker, libc::SIGCONT);
+    }
+}
+
+/// A sweep's lower step measured clearly slower than its higher one, near the bound: the
+/// lower step (200 req/s) runs while nginx's worker is stopped 300 ms in every 360 (its p99
+/// about 300 ms, within the 400 ms bound), the higher (250 req/s) while it is stopped only
+/// 30 ms in every 1.6 s (its p99 interval spans the fast requests and the few held up, far
+/// below the lower step's). The sweep says the two are not monotone on stderr, measures
+/// both again, and keeps the reason in the file. The same file with its intervals' keys
+/// removed (as a file from before intervals) still reports: its intervals are read from its
+/// histograms, a side too few samples bound is `?`, and nothing is repeated.
+#[test]
+fn a_lower_step_measured_slower_is_measured_again() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    // The master listens before its worker is forked: wait for the worker.
+    let mut workers = children(ng.pid());
+    for _ in 0..500 {
+        if !workers.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        workers = children(ng.pid());
+    }
+    assert_eq!(workers.len(), 1, "nginx workers: {workers:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.json");
+    let staller = Staller::start(workers[0], 300, 60);
+    let mut live = crate::support::run::Live::start(url_cmd(&[
+        "sweep",
+        "--rate",
+        "200..250",
+        "--steps",
+        "2",
+        "--step-duration",
+        "3s",
+        "--step-warmup",
+        "300ms",
+        "--slo",
+        "p99=400ms",
+        // Requests held up at a step's end are answered after it: not a rate to judge.
+        "--slo",
+        "rate=50%",
+        "-c",
+        "100",
+        "--output",
+        file.to_str().unwrap(),
+        &url,
+    ]));
+    let first = live.next_row();
+    staller.set(Some((30, 1600)));
+    let out = live.finish();
+    drop(staller);
+    let first = first.unwrap_or_else(|| panic!("no first step:\n{}", out.show()));
+    assert!(first.contains("pass"), "{}", out.show());
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("not monotone: p99 at 200 req/s")
+            && out.stderr.contains("lies wholly above p99 at 250 req/s")
+            && out.stderr.contains("measuring both again"),
+        "{}",
+        out.show()
+    );
+    let doc = read_json(&file);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{}", out.show());
+    let second = &steps[1];
+    assert_eq!(second["repeats"], 1, "{second}");
+    let because = second["repeated_because"][0].as_str().unwrap();
+    assert!(
+        because.contains("not monotone")
+            && because.contains("step 1 at 200 re-measured and pooled"),
+        "{because}"
+    );
+    assert!(
+        out.line("Repeats: ").contains("not monotone"),
+        "{}",
+        out.show()
+    );
+
+    // From before intervals: no level, no interval keys, no repeats.
+    let mut old = doc.clone();
+    old["sweep"].as_object_mut().unwrap().remove("confidence");
+    old["sweep"].as_object_mut().unwrap().remove("max_repeats");
+    old["answer"].as_object_mut().unwrap().remove("repeats");
+    for s in old["steps"].as_array_mut().unwrap() {
+        let s = s.as_object_mut().unwrap();
+        for key in [
+            "p50_ci_ms",
+            "p99_ci_ms",
+            "p999_ci_ms",
+            "unclear",
+            "repeats",
+            "repeated_because",
+        ] {
+            s.remove(key);
+        }
+        let l = s["results"]["latency_ms"].as_object_mut().unwrap();
+        l.remove("ci");
+        l.remove("confidence");
+    }
+    let old_file = dir.path().join("old.json");
+    std::fs::write(&old_file, old.to_string()).unwrap();
+    let report = run({
+        let mut c = vblast();
+        c.args(["report", old_file.to_str().unwrap()]);
+        c
+    });
+    report.assert_code(0);
+    assert!(!report.stdout.contains("Repeats:"), "{}", report.show());
+    // Each step's p99 interval, read from its histograms: the same as the live file's.
+    let rows: Vec<&str> = report
+        .stdout
+        .lines()
+        .filter(|l| crate::support::run::is_sweep_row(l))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", report.show());
+    for (row, step) in rows.iter().zip(steps) {
+        let ci = &step["p99_ci_ms"];
+        assert!(ci["low"].is_number() && ci["high"].is_number(), "{step}");
+        assert!(!row.contains("unknown"), "{row}");
+    }
+    // A side the samples do not bound is unknown, never a number: 300 requests and p99.99.
+    let run_file = dir.path().join("run.json");
+    run(url_cmd(&[
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "-q",
+        "--output",
+        run_file.to_str().unwrap(),
+        &url,
+    ]))
+    .assert_code(0);
+    let mut old_run = read_json(&run_file);
+    let l = old_run["latency_ms"].as_object_mut().unwrap();
+    l.remove("ci");
+    l.remove("confidence");
+    std::fs::write(&run_file, old_run.to_string()).unwrap();
+    let json = run({
+        let mut c = vblast();
+        c.args(["report", "--format", "json", run_file.to_str().unwrap()]);
+        c
+    });
+    json.assert_code(0);
+    let ci = &json.json()["latency_ms"]["ci"];
+    assert!(ci["p9999"]["high"].is_null(), "{ci}");
+    assert!(ci["p50"]["low"].is_number(), "{ci}");
+}

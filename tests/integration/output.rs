@@ -115,3 +115,85 @@ fn an_output_path_that_cannot_be_written_is_refused_before_any_request() {
         out.show()
     );
 }
+
+/// A short URL sweep of nginx (two 300 ms steps) with `extra` flags.
+fn sweep_cmd(url: &str, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "sweep",
+        "--rate",
+        "20..40",
+        "--steps",
+        "2",
+        "--step-duration",
+        "300ms",
+        "--step-warmup",
+        "100ms",
+        "--resolution",
+        "50%",
+        "--slo",
+        "p50=10s",
+        "-c",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    args.push(url);
+    url_cmd(&args)
+}
+
+#[test]
+fn a_sweep_that_cannot_write_its_report_or_file_fails_with_one_message() {
+    // Refused before the first request: nothing listens at this address.
+    let nobody = format!("http://127.0.0.1:{}/v1/secret/data/foo", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir/sweep.json");
+    let missing = missing.to_str().unwrap();
+    for flag in ["--output", "--html"] {
+        let out = run(sweep_cmd(&nobody, &[flag, missing]));
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("{flag} {missing}: directory "))
+                && out.stderr.contains("No such file or directory"),
+            "{flag}: {}",
+            out.show()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.show());
+    }
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    // stdout on a full disk, text and JSON: exit 2 with the one message; the results file
+    // is written all the same.
+    for format in ["text", "json"] {
+        let saved = dir.path().join(format!("{format}.json"));
+        let (code, stderr) = to_full_disk(sweep_cmd(
+            &url,
+            &["--format", format, "--output", saved.to_str().unwrap()],
+        ));
+        assert_eq!(code, Some(2), "{format}: {stderr}");
+        let said = "cannot write the report to standard output: No space left on device";
+        assert_eq!(stderr.matches(said).count(), 1, "{format}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+        assert_eq!(doc["kind"], "sweep", "{format}");
+    }
+    // The results file on a full disk: exit 2, its error said once.
+    let out = run(sweep_cmd(&url, &["--output", "/dev/full"]));
+    out.assert_code(2);
+    assert_eq!(
+        out.stderr
+            .matches("cannot write /dev/full: No space left on device")
+            .count(),
+        1,
+        "{}",
+        out.show()
+    );
+    let out = run(sweep_cmd(&url, &["-q", "--html", "/dev/full"]));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("cannot write /dev/full: No space left on device"),
+        "{}",
+        out.show()
+    );
+}

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::openbao::OpenBao;
+use crate::support::postgres::Postgres;
 use crate::support::run::run;
 use crate::support::vblast::{env_cmd, url_cmd, vault_cmd};
 use serde_json::Value;
@@ -347,6 +348,42 @@ fn bad_files_and_flags_are_one_message_and_exit_2() {
             "c.hcl:5:7: test 'e': config.encrypt.batch_input is not supported",
         ),
         (
+            vec![
+                "--config".into(),
+                write(d, "w.hcl", "test \"kvv2_read\" \"r\" {\n  weight = 100\n  config {\n    numkvs = \"many\"\n  }\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "w.hcl:4:5: test 'r': config.numkvs must be a whole number",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "g.hcl", "duration = 5\ntest \"kvv2_read\" \"r\" {\n  weight = 100\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "g.hcl:1:1: 'duration' must be a string",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "n.hcl", "test \"kvv2_read\" \"r\" {\n  weight = 50\n}\ntest \"kvv2_write\" \"r\" {\n  weight = 50\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "two tests are named 'r'",
+        ),
+        (
+            vec![
+                "--config".into(),
+                write(d, "s.hcl", "test \"kvv2_read\" \"r\" {\n  weight = 60\n}\ntest \"kvv2_write\" \"w\" {\n  weight = 30\n}\n")
+                    .display()
+                    .to_string(),
+            ],
+            "the tests' weights add up to 90: they must add up to 100",
+        ),
+        (
             vec!["--config".into(), d.join("missing.hcl").display().to_string()],
             "cannot read the config file",
         ),
@@ -379,6 +416,22 @@ fn bad_files_and_flags_are_one_message_and_exit_2() {
         assert!(!r.stderr.contains("panicked"), "{}", r.show());
         assert!(r.stdout.is_empty(), "{args:?}: {}", r.show());
     }
+    // Both refusals of a file with two, each with its line and column.
+    let r = run(env_cmd(
+        &["--config", d.join("k.hcl").to_str().unwrap()],
+        &[("VAULT_ADDR", "http://127.0.0.1:1")],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr.contains("k.hcl:4:3: test 'm': test.bogus"),
+        "{}",
+        r.show()
+    );
+    assert!(
+        r.stderr.contains("k.hcl:9:5: test 'r': config.nonsense"),
+        "{}",
+        r.show()
+    );
     // The HCL error gives line and column.
     let r = run(env_cmd(
         &["--config", d.join("bad.hcl").to_str().unwrap()],
@@ -851,4 +904,272 @@ fn https_files_speak_http2_as_vault_benchmark_does_unless_disable_http2() {
     let http = kv_file(d, "http.hcl", &plain.addr, None, "");
     let (p, conns, j) = protocol_of(&http, &[]);
     assert_eq!((p.as_str(), conns), ("HTTP/1.1", 6), "{j}");
+}
+
+/// The auth methods a run created (`vblast-...`), without trailing slash.
+fn vblast_auths(bao: &OpenBao) -> Vec<String> {
+    keys(bao, "/v1/sys/auth")
+        .into_iter()
+        .filter(|k| k.starts_with("vblast-"))
+        .map(|k| k.trim_end_matches('/').to_string())
+        .collect()
+}
+
+/// One documented-style file of seven families with `cleanup = false`, in one server:
+/// what is read back is what vault-benchmark would have created from it (kv: numkvs
+/// secrets of kvsize bytes; ssh: the CA's RSA key, the role's user certificates; jwt: the
+/// file's role; totp: the key's algorithm, digits, period; userpass: the token TTL; the
+/// database role's TTLs and statements; pki_issue: an intermediate of the configured EC
+/// key). The run's results file names what vblast did differently. Then all is removed.
+#[test]
+fn every_family_creates_what_vault_benchmark_creates() {
+    let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg.url();
+    let (user, rest) = url
+        .strip_prefix("postgres://")
+        .unwrap()
+        .split_once(':')
+        .unwrap();
+    let (password, host) = rest.split_once('@').unwrap();
+    let text = format!(
+        r#"cleanup = false
+timeout = "5s"
+test "kvv2_write" "kv_writes" {{
+  weight = 15
+  config {{
+    numkvs = 20
+    kvsize = 30
+  }}
+}}
+test "ssh_sign" "ssh_signs" {{
+  weight = 15
+  config {{
+    role {{
+      allow_user_certificates = true
+      allowed_extensions = "permit-pty"
+    }}
+    key_signing {{
+      ttl = "5m"
+      extensions = {{ permit-pty = "" }}
+    }}
+  }}
+}}
+test "jwt_auth" "jwt_logins" {{
+  weight = 15
+}}
+test "totp_read" "totp_reads" {{
+  weight = 15
+  config {{
+    key_name = "benchmark-key"
+    algorithm = "SHA256"
+    digits = 8
+    period = 60
+  }}
+}}
+test "userpass_auth" "userpass_logins" {{
+  weight = 10
+  config {{
+    token_ttl = "1m"
+    token_num_uses = 5
+  }}
+}}
+test "pki_issue" "pki_issues" {{
+  weight = 15
+  config {{
+    root_ca {{
+      key_type = "ec"
+      key_bits = 384
+    }}
+    intermediate_csr {{
+      key_type = "ec"
+      key_bits = 384
+    }}
+  }}
+}}
+test "postgresql_secret" "pg_creds" {{
+  weight = 15
+  config {{
+    db_connection {{
+      connection_url = "postgresql://{{{{username}}}}:{{{{password}}}}@{host}"
+      username = "{user}"
+      password = "{password}"
+      max_idle_connections = 2
+    }}
+    role {{
+      creation_statements = "CREATE ROLE \"{{{{name}}}}\" WITH LOGIN PASSWORD '{{{{password}}}}' VALID UNTIL '{{{{expiration}}}}';"
+      default_ttl = "1m"
+      max_ttl = "5m"
+    }}
+  }}
+}}
+"#
+    );
+    let file = write(dir.path(), "all.hcl", &text).display().to_string();
+    let saved = dir.path().join("run.json");
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--config",
+            &file,
+            "-n",
+            "140",
+            "-c",
+            "8",
+            "--format",
+            "json",
+            "--output",
+            saved.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(j["failed"], 0, "{}", r.show());
+    // Said on stderr and kept in the results file's run section.
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let diffs = results["run"]["differences"].to_string();
+    for said in ["cleanup = false", "config.key_name"] {
+        assert!(diffs.contains(said), "{said}: {diffs}");
+    }
+    assert!(r.stderr.contains("cleanup = false"), "{}", r.show());
+    // An unknown global key: one warning naming it, and the run goes on.
+    let unknown: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("unknown global key"))
+        .collect();
+    assert_eq!(unknown.len(), 1, "{}", r.show());
+    assert!(unknown[0].contains("timeout"), "{}", r.show());
+    crate::schema::assert_valid("results.schema.json", &[&saved]);
+    let read = |path: &str| -> Value {
+        let (status, body) = bao.api("GET", path, None);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<Value>(&body).unwrap()["data"].clone()
+    };
+    let mounts = crate::support::openbao::vblast_mounts(&bao);
+    let auths = vblast_auths(&bao);
+    let mut seen = Vec::new();
+    for m in mounts.iter().map(|m| m.trim_end_matches('/')) {
+        let kind = read(&format!("/v1/sys/mounts/{m}"))["type"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        match kind.as_str() {
+            "kv" => {
+                let listed = read(&format!("/v1/{m}/metadata?list=true"))["keys"].clone();
+                assert_eq!(listed.as_array().unwrap().len(), 20, "numkvs: {listed}");
+                let first = listed[0].as_str().unwrap();
+                let v = read(&format!("/v1/{m}/data/{first}"))["data"].clone();
+                let value = v.as_object().unwrap().values().next().unwrap();
+                assert_eq!(value.as_str().unwrap().len(), 30, "kvsize: {v}");
+            }
+            "ssh" => {
+                let ca = read(&format!("/v1/{m}/config/ca"))["public_key"].clone();
+                assert!(ca.as_str().unwrap().starts_with("ssh-rsa "), "{ca}");
+                let role = read(&format!("/v1/{m}/roles/vblast"));
+                assert_eq!(role["allow_user_certificates"], true, "{role}");
+                assert_eq!(role["key_type"], "ca", "{role}");
+                assert_eq!(role["allowed_extensions"], "permit-pty", "{role}");
+            }
+            "totp" => {
+                let key = read(&format!("/v1/{m}/keys/vblast"));
+                assert_eq!(key["algorithm"], "SHA256", "{key}");
+                assert_eq!(key["digits"], 8, "{key}");
+                assert_eq!(key["period"], 60, "{key}");
+            }
+            "pki" if m.starts_with("vblast-pki-int-") => {
+                let key = read(&format!("/v1/{m}/key/default"));
+                assert_eq!(key["key_type"], "ec", "{key}");
+                let role = read(&format!("/v1/{m}/roles/vblast"));
+                assert_eq!(role["key_type"], "rsa", "{role}");
+                assert_eq!(role["key_bits"], 2048, "{role}");
+            }
+            "database" => {
+                let role = read(&format!("/v1/{m}/roles/vblast"));
+                assert_eq!(role["default_ttl"], 60, "{role}");
+                assert_eq!(role["max_ttl"], 300, "{role}");
+                let conn = read(&format!("/v1/{m}/config/vblast"));
+                assert_eq!(conn["plugin_name"], "postgresql-database-plugin", "{conn}");
+                assert_eq!(
+                    conn["connection_details"]["max_idle_connections"], 2,
+                    "{conn}"
+                );
+            }
+            _ => {}
+        }
+        seen.push(kind);
+    }
+    for a in &auths {
+        if a.starts_with("vblast-userpass-") {
+            let user = read(&format!("/v1/auth/{a}/users/vblast"));
+            assert_eq!(user["token_ttl"], 60, "{user}");
+            assert_eq!(user["token_num_uses"], 5, "{user}");
+            seen.push("userpass".into());
+        } else if a.starts_with("vblast-jwt-") {
+            let role = read(&format!("/v1/auth/{a}/role/benchmark-role"));
+            assert_eq!(role["user_claim"], "https://vault/user", "{role}");
+            assert_eq!(
+                role["bound_audiences"][0], "https://vault.plugin.auth.jwt.test",
+                "{role}"
+            );
+            seen.push("jwt".into());
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen,
+        ["database", "jwt", "kv", "pki", "ssh", "totp", "userpass"],
+        "{mounts:?} {auths:?}"
+    );
+    for m in &mounts {
+        let m = m.trim_end_matches('/');
+        let (status, body) = bao.api("DELETE", &format!("/v1/sys/mounts/{m}"), None);
+        assert!(status == 204 || status == 200, "{m}: {body}");
+    }
+    for a in &auths {
+        let (status, body) = bao.api("DELETE", &format!("/v1/sys/auth/{a}"), None);
+        assert!(status == 204 || status == 200, "{a}: {body}");
+    }
+    // What the run's jwt login made besides its auth method: its policy.
+    for p in keys(&bao, "/v1/sys/policies/acl?list=true") {
+        if p.starts_with("vblast-") {
+            bao.api("DELETE", &format!("/v1/sys/policies/acl/{p}"), None);
+        }
+    }
+    assert_eq!(state(&bao), before);
+    assert_eq!(pg.vault_users(), 0, "database users left");
+}
+
+/// tests/data/vb-examples/*.hcl, vblast's own files exercising the keys of vault-benchmark's
+/// PKI examples and test pages for the types vblast runs: each runs unchanged at -c 8 with
+/// every request a success, and leaves the server as it found it.
+#[test]
+fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/vb-examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hcl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for f in &files {
+        let file = f.display().to_string();
+        let r = run(vault_cmd(
+            &bao,
+            &[
+                "--config", &file, "-n", "160", "-c", "8", "--format", "json",
+            ],
+        ));
+        assert_eq!(r.code, Some(0), "{file}: {}", r.show());
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(j["requests"], 160, "{file}: {}", r.show());
+        assert_eq!(j["ok"], 160, "{file}: {}", r.show());
+        assert_eq!(state(&bao), before, "{file} left something behind");
+    }
 }

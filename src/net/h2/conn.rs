@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 
 use super::frame::{self, Head, code, flag, kind, setting};
+use crate::net::http::{LOCATION_MAX, Quota, quota_header};
 
 /// The largest header block accepted (also sent as SETTINGS_MAX_HEADER_LIST_SIZE).
 pub const MAX_BLOCK: usize = 64 * 1024;
@@ -84,6 +85,9 @@ pub struct Local {
     pub streams: usize,
     /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
     pub window: u32,
+    /// Read every response field, not only `:status`: a 429's rate-limit quota
+    /// (`quota`) and a 3xx's `Location` (`location`), as cluster runs need them.
+    pub headers: bool,
 }
 
 struct StreamSlot {
@@ -100,10 +104,15 @@ struct StreamSlot {
     keep_body: bool,
     body: Vec<u8>,
     body_len: u64,
+    /// `Local::headers`: a 429's quota, and a 3xx's Location (`location_seen`; kept
+    /// empty when it was empty, repeated or longer than `LOCATION_MAX`).
+    quota: Option<Quota>,
+    location: Vec<u8>,
+    location_seen: bool,
 }
 
 impl StreamSlot {
-    fn new(window: u32) -> StreamSlot {
+    fn new(window: u32, headers: bool) -> StreamSlot {
         StreamSlot {
             state: StreamState::Idle,
             id: 0,
@@ -116,8 +125,18 @@ impl StreamSlot {
             keep_body: false,
             body: Vec::new(),
             body_len: 0,
+            quota: None,
+            location: Vec::with_capacity(if headers { LOCATION_MAX } else { 0 }),
+            location_seen: false,
         }
     }
+}
+
+/// What `Local::headers` reads of a response block beside its `:status`.
+struct Fields {
+    status: u16,
+    quota: Option<Quota>,
+    location_seen: bool,
 }
 
 pub struct H2Conn {
@@ -143,6 +162,8 @@ pub struct H2Conn {
     block_stream: u32,
     block_end: bool,
     in_block: bool,
+    /// `Local::headers`: the Location of the block being decoded.
+    location: Vec<u8>,
     /// A PING of ours not answered yet (`ping`).
     ping_out: bool,
     /// Frames to write to the server.
@@ -188,7 +209,7 @@ impl H2Conn {
             state: ConnState::PrefaceSent,
             local,
             slots: (0..streams)
-                .map(|_| StreamSlot::new(local.window))
+                .map(|_| StreamSlot::new(local.window, local.headers))
                 .collect(),
             free: (0..streams).rev().collect(),
             active: 0,
@@ -206,6 +227,7 @@ impl H2Conn {
             block_stream: 0,
             block_end: false,
             in_block: false,
+            location: Vec::with_capacity(if local.headers { LOCATION_MAX } else { 0 }),
             ping_out: false,
             out,
             events: VecDeque::with_capacity(2 * streams + 4),
@@ -245,6 +267,18 @@ impl H2Conn {
     /// The body of the response on `slot` (when its request asked to keep it).
     pub fn body(&self, slot: usize) -> &[u8] {
         &self.slots[slot].body
+    }
+
+    /// The rate-limit quota of a 429 on `slot` (`Local::headers`).
+    pub fn quota(&self, slot: usize) -> Option<Quota> {
+        self.slots[slot].quota
+    }
+
+    /// The `Location` of a 3xx on `slot` (`Local::headers`): None when it had none, empty
+    /// when it was empty, repeated or longer than `LOCATION_MAX` (as `ResponseParser`).
+    pub fn location(&self, slot: usize) -> Option<&[u8]> {
+        let s = &self.slots[slot];
+        s.location_seen.then_some(&s.location[..])
     }
 
     /// The body length of the response on `slot`.
@@ -319,6 +353,9 @@ impl H2Conn {
         s.unsent.clear();
         s.unsent_at = 0;
         s.status = 0;
+        s.quota = None;
+        s.location.clear();
+        s.location_seen = false;
         s.keep_body = keep_body;
         s.body.clear();
         s.body_len = 0;
@@ -579,12 +616,22 @@ impl H2Conn {
     /// A whole header block: decoded (always: the dynamic table must stay in step), and
     /// the stream's status taken, or its trailers accepted.
     fn on_block(&mut self) -> Result<(), ConnError> {
-        let status = self.decoder.status(&self.block).map_err(|_| {
+        let fields = if self.local.headers {
+            self.block_fields()
+        } else {
+            self.decoder.status(&self.block).map(|status| Fields {
+                status,
+                quota: None,
+                location_seen: false,
+            })
+        };
+        let fields = fields.map_err(|_| {
             err(
                 code::COMPRESSION_ERROR,
                 "a header block HPACK cannot decode",
             )
         })?;
+        let status = fields.status;
         let Some(slot) = slot_of(&self.slots, self.block_stream) else {
             return Ok(());
         };
@@ -601,6 +648,12 @@ impl H2Conn {
                 ));
             }
             s.status = status;
+            s.quota = fields.quota.filter(|_| status == 429);
+            s.location_seen = fields.location_seen && (300..400).contains(&status);
+            if s.location_seen {
+                s.location.clear();
+                s.location.extend_from_slice(&self.location);
+            }
         } else if !self.block_end {
             return Err(err(code::PROTOCOL_ERROR, "trailers without END_STREAM"));
         }
@@ -608,6 +661,39 @@ impl H2Conn {
             self.end_stream(slot);
         }
         Ok(())
+    }
+
+    /// Every field of the block: its `:status`, a rate-limit quota's fields and its
+    /// `Location` (into `self.location`), the table kept in step.
+    fn block_fields(&mut self) -> Result<Fields, super::hpack::HpackError> {
+        let mut f = Fields {
+            status: 0,
+            quota: None,
+            location_seen: false,
+        };
+        let location = &mut self.location;
+        location.clear();
+        let mut unusable = false;
+        self.decoder.decode(&self.block, true, &mut |n, v| {
+            if n == b":status" && v.len() == 3 && v.iter().all(u8::is_ascii_digit) {
+                f.status = v.iter().fold(0, |a, &d| a * 10 + u16::from(d - b'0'));
+            } else if n == b"location" {
+                let v = v.trim_ascii();
+                unusable |= f.location_seen || v.is_empty() || v.len() > LOCATION_MAX;
+                f.location_seen = true;
+                if !unusable {
+                    location.extend_from_slice(v);
+                }
+            } else if matches!(n.first(), Some(b'r' | b'x'))
+                && let Ok(name) = std::str::from_utf8(n)
+            {
+                quota_header(name, v, &mut f.quota);
+            }
+        })?;
+        if unusable {
+            self.location.clear();
+        }
+        Ok(f)
     }
 
     fn on_rst(&mut self, h: Head, p: &[u8]) -> Result<(), ConnError> {

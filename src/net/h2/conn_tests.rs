@@ -16,7 +16,11 @@ fn block(enc: &mut loona_hpack::Encoder<'_>, h: &[(&[u8], &[u8])]) -> Vec<u8> {
 
 /// A connection whose server has sent its SETTINGS (`streams` allowed, if any).
 fn open(m: usize, streams: Option<u32>, window: u32) -> H2Conn {
-    let mut c = H2Conn::new(Local { streams: m, window });
+    let mut c = H2Conn::new(Local {
+        streams: m,
+        window,
+        headers: false,
+    });
     let mut p = Vec::new();
     if let Some(n) = streams {
         p.extend_from_slice(&setting::MAX_CONCURRENT_STREAMS.to_be_bytes());
@@ -44,6 +48,7 @@ fn the_preface_and_settings_then_the_servers_settings_acknowledged() {
     let mut c = H2Conn::new(Local {
         streams: 8,
         window: 1 << 20,
+        headers: false,
     });
     assert!(c.out.starts_with(frame::PREFACE));
     let fs = frames(&c.out[frame::PREFACE.len()..]);
@@ -222,6 +227,7 @@ fn a_body_larger_than_the_servers_window_waits_for_its_update() {
     let mut c = H2Conn::new(Local {
         streams: 1,
         window: 65_535,
+        headers: false,
     });
     // The server's streams start with a 10-byte window.
     c.feed(&f(kind::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 10]))
@@ -441,4 +447,70 @@ fn a_ping_of_ours_is_sent_once_until_its_ack() {
     assert_eq!((fs[0].0.kind, fs[0].0.flags), (kind::PING, 0));
     c.feed(&f(kind::PING, flag::ACK, 0, &fs[0].1)).unwrap();
     assert!(!c.ping_unanswered());
+}
+
+#[test]
+fn with_headers_a_429s_quota_and_a_307s_location_are_kept_per_stream() {
+    let mut c = H2Conn::new(Local {
+        streams: 2,
+        window: 65_535,
+        headers: true,
+    });
+    c.feed(&f(kind::SETTINGS, 0, 0, &[])).unwrap();
+    assert_eq!(c.events.pop_front(), Some(Event::Ready));
+    let a = c.start(b"\x82\x86\x84", b"", false).unwrap();
+    let b = c.start(b"\x82\x86\x84", b"", false).unwrap();
+    let mut enc = loona_hpack::Encoder::new();
+    let quota: &[(&[u8], &[u8])] = &[
+        (b":status", b"429"),
+        (b"retry-after", b"3"),
+        (b"x-ratelimit-limit", b"10"),
+    ];
+    // The 307 first, on stream 3; then the 429 on stream 1, twice indexed by the table.
+    let loc = block(
+        &mut enc,
+        &[(b":status", b"307"), (b"location", b"https://n2:8200/v1/x")],
+    );
+    let mut wire = f(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 3, &loc);
+    wire.extend(f(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &block(&mut enc, quota),
+    ));
+    c.feed(&wire).unwrap();
+    assert_eq!(c.location(b), Some(&b"https://n2:8200/v1/x"[..]));
+    assert_eq!(c.quota(b), None);
+    let q = c.quota(a).unwrap();
+    assert_eq!((q.retry_after, q.limit), (3, 10));
+    assert_eq!(c.location(a), None);
+    // The same fields again on new streams: indexed references read as well.
+    let a2 = c.start(b"\x82\x86\x84", b"", false).unwrap();
+    c.feed(&f(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        5,
+        &block(&mut enc, quota),
+    ))
+    .unwrap();
+    assert_eq!(c.quota(a2).map(|q| q.retry_after), Some(3));
+    // Without `headers`, only :status is read.
+    let mut d = open(1, None, 65_535);
+    let s = d.start(b"\x82\x86\x84", b"", false).unwrap();
+    let mut enc = loona_hpack::Encoder::new();
+    d.feed(&f(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &block(&mut enc, quota),
+    ))
+    .unwrap();
+    assert_eq!(
+        d.events.pop_front(),
+        Some(Event::Response {
+            slot: s,
+            status: 429
+        })
+    );
+    assert_eq!(d.quota(s), None);
 }

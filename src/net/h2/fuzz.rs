@@ -274,7 +274,11 @@ pub fn frames(input: &[u8]) {
     } else {
         super::STREAM_WINDOW
     };
-    let local = Local { streams, window };
+    let local = Local {
+        streams,
+        window,
+        headers: *seed & 1 == 0,
+    };
     let (mut whole, mut split) = (Driver::new(local), Driver::new(local));
     let mut state = u32::from(*seed) | 0x100;
     let mut sizes = std::iter::from_fn(move || {

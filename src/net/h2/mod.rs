@@ -83,11 +83,7 @@ impl Http2Options {
 pub struct RunShape {
     /// The address is https://.
     pub tls: bool,
-    /// Several nodes of one cluster (cluster mode).
-    pub several_nodes: bool,
-    pub follow_redirects: bool,
     pub keepalive: bool,
-    pub respect_retry_after: bool,
     /// A shard of a run spread over several processes or machines (`--shard`).
     pub shard: bool,
 }
@@ -101,10 +97,7 @@ pub enum H2Refusal {
     AlpnNeedsTls,
     /// `--http2-prior-knowledge` (h2c) to an https:// address.
     PriorKnowledgeNeedsPlain,
-    Cluster,
-    FollowRedirects,
     NoKeepalive,
-    RetryAfter,
     Shard,
 }
 
@@ -123,14 +116,8 @@ impl H2Refusal {
 
     /// What vblast's HTTP/2 does not do (yet) of `shape`, whatever the protocol pair.
     pub fn not_yet(shape: &RunShape) -> Option<H2Refusal> {
-        if shape.several_nodes {
-            Some(H2Refusal::Cluster)
-        } else if shape.follow_redirects {
-            Some(H2Refusal::FollowRedirects)
-        } else if !shape.keepalive {
+        if !shape.keepalive {
             Some(H2Refusal::NoKeepalive)
-        } else if shape.respect_retry_after {
-            Some(H2Refusal::RetryAfter)
         } else if shape.shard {
             Some(H2Refusal::Shard)
         } else {
@@ -143,10 +130,7 @@ impl H2Refusal {
         match self {
             H2Refusal::AlpnNeedsTls => "ALPN over plain TCP",
             H2Refusal::PriorKnowledgeNeedsPlain => "h2c over TLS",
-            H2Refusal::Cluster => "several nodes (cluster mode)",
-            H2Refusal::FollowRedirects => "--follow-redirects",
             H2Refusal::NoKeepalive => "--no-keepalive",
-            H2Refusal::RetryAfter => "--respect-retry-after",
             H2Refusal::Shard => "shards",
         }
     }
@@ -160,17 +144,8 @@ impl H2Refusal {
             H2Refusal::PriorKnowledgeNeedsPlain => {
                 "--http2-prior-knowledge speaks h2c on http://: over https:// use --http2 (ALPN)"
             }
-            H2Refusal::Cluster => {
-                "HTTP/2 runs do not support several nodes (cluster mode) yet (docs/http2.md): run it over HTTP/1.1"
-            }
-            H2Refusal::FollowRedirects => {
-                "HTTP/2 runs do not support --follow-redirects yet (docs/http2.md): run it over HTTP/1.1"
-            }
             H2Refusal::NoKeepalive => {
                 "HTTP/2 multiplexes requests over kept-alive connections: --no-keepalive does not apply"
-            }
-            H2Refusal::RetryAfter => {
-                "HTTP/2 runs do not support --respect-retry-after yet (docs/http2.md): run it over HTTP/1.1"
             }
             H2Refusal::Shard => {
                 "HTTP/2 runs do not support shards (--shard) yet (docs/http2.md): run them over HTTP/1.1"

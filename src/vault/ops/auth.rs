@@ -62,6 +62,7 @@ fn approle_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
         &[json!(true)],
         "its logins always present a secret_id",
     )?;
+    silent_token_ttl(&role, out);
     token_settings(&mut role, &mut out.config)?;
     pass_through(&mut role, APPROLE_ROLE_KEYS, &mut out.config, "role");
     role.finish(&mut out.named)?;
@@ -108,7 +109,33 @@ fn pass_through(k: &mut Keys, keys: &[&str], cfg: &mut Map<String, Value>, into:
 fn userpass_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     // The password: vblast makes a random one (never printed or saved).
     c.names(&["username", "password"]);
-    token_settings(c, &mut out.config)
+    silent_token_ttl(c, out);
+    token_settings(c, &mut out.config)?;
+    pass_through(c, USERPASS_TOKEN_KEYS, &mut out.config, "role");
+    Ok(())
+}
+
+/// The token keys of vault-benchmark's userpass test beyond `token_ttl` and `token_type`:
+/// sent in the user's write, as vault-benchmark sends them.
+const USERPASS_TOKEN_KEYS: &[&str] = &[
+    "token_max_ttl",
+    "token_policies",
+    "token_bound_cidrs",
+    "token_explicit_max_ttl",
+    "token_no_default_policy",
+    "token_num_uses",
+    "token_period",
+];
+
+/// A deliberate difference said when the file gives no `token_ttl`: vault-benchmark sends
+/// none (the mount's default, 768h on a default server), vblast's tokens live 2m.
+fn silent_token_ttl(k: &Keys, out: &mut Mapped) {
+    if !k.has("token_ttl") {
+        out.notes.push(format!(
+            "test '{}': {}.token_ttl not given: vblast's tokens live {DEFAULT_TOKEN_TTL} (token_max_ttl the same), where vault-benchmark sends none and the mount's default applies (768h on a default server); set token_ttl to choose",
+            k.test, k.path
+        ));
+    }
 }
 
 pub const APPROLE: OpInfo = OpInfo {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::shared::{self, Mode};
 use super::vb::{Keys, Mapped};
@@ -36,8 +36,43 @@ fn cert_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
         };
         out.config.insert(key.into(), json!(ca));
     }
+    if !c.has("token_ttl") {
+        out.notes.push(format!(
+            "test '{}': config.token_ttl not given: vblast's tokens live {TOKEN_TTL}, where vault-benchmark sends none and the mount's default applies (768h on a default server); set token_ttl to choose",
+            c.test
+        ));
+    }
+    // The role's token settings and name constraints, sent in the role's write as
+    // vault-benchmark sends them.
+    for key in CERT_ROLE_KEYS {
+        if let Some(v) = c.take(key) {
+            super::vb::set_in(&mut out.config, "role", key, v);
+        }
+    }
     Ok(())
 }
+
+/// The keys of vault-benchmark's cert_auth role beyond its name and certificate.
+const CERT_ROLE_KEYS: &[&str] = &[
+    "allowed_names",
+    "allowed_common_names",
+    "allowed_dns_sans",
+    "allowed_email_sans",
+    "allowed_uri_sans",
+    "allowed_organizational_units",
+    "required_extensions",
+    "allowed_metadata_extensions",
+    "token_ttl",
+    "token_max_ttl",
+    "token_policies",
+    "policies",
+    "token_bound_cidrs",
+    "token_explicit_max_ttl",
+    "token_no_default_policy",
+    "token_num_uses",
+    "token_period",
+    "token_type",
+];
 
 pub const LOGIN: OpInfo = OpInfo {
     name: "cert-login",
@@ -90,6 +125,9 @@ pub struct CertConfig {
     pub client_ca_pem: Option<String>,
     /// With --no-setup: the existing auth path.
     pub path: Option<String>,
+    /// vault-benchmark's role keys (token settings, name constraints), sent as given.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub role: Map<String, Value>,
 }
 
 fn config_from(f: &OptionValues) -> Value {
@@ -97,6 +135,7 @@ fn config_from(f: &OptionValues) -> Value {
         client_ca: f.path("client-ca"),
         client_ca_pem: None,
         path: f.text("mount"),
+        role: Map::new(),
     })
     .unwrap_or(Value::Null)
 }
@@ -186,7 +225,14 @@ impl VaultOp for CertLogin {
         }
         let ca_pem = self.ca_pem(client_cert).map_err(Error::input)?;
         let mut client = (ctx.make_client)();
-        prepare(&mut client, ctx.naming, &ca_pem, &mut self.setup).map_err(Error::setup)
+        prepare(
+            &mut client,
+            ctx.naming,
+            &ca_pem,
+            &self.config.role,
+            &mut self.setup,
+        )
+        .map_err(Error::setup)
     }
 
     fn operation(&self) -> Operation {
@@ -293,6 +339,7 @@ fn prepare(
     client: &mut Client,
     naming: &Naming,
     ca_pem: &str,
+    extra: &Map<String, Value>,
     slot: &mut Option<CertSetup>,
 ) -> Result<(), Cause> {
     let base = client.base();
@@ -318,11 +365,14 @@ fn prepare(
         *slot = None;
     }
     check(&r, &format!("enabling cert auth at '{path}'"), &base)?;
-    let role = serde_json::json!({
+    let mut role = serde_json::json!({
         "certificate": ca_pem,
         "token_ttl": TOKEN_TTL,
         "display_name": ROLE,
     });
+    for (k, v) in extra {
+        role[k] = v.clone();
+    }
     let r = client.request(
         "POST",
         &format!("/v1/auth/{path}/certs/{ROLE}"),

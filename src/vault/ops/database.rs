@@ -16,7 +16,7 @@
 //! killed shard's) and disables the mount.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::vb::{Keys, Mapped, set_in};
 use super::{
@@ -87,9 +87,47 @@ fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
             json!(v),
         );
     }
+    db.only(
+        "plugin_name",
+        &[json!(plugin)],
+        "the test type names its plugin",
+    )?;
+    // vblast's role is the one allowed: the file's list names vault-benchmark's.
+    db.names(&["allowed_roles"]);
+    let mysql_tls: &[&str] = if plugin == MYSQL_PLUGIN {
+        MYSQL_TLS
+    } else {
+        &[]
+    };
+    let extra: Map<String, Value> = DB_CONNECTION_EXTRA
+        .iter()
+        .chain(mysql_tls)
+        .filter_map(|key| db.take(key).map(|v| (key.to_string(), v)))
+        .collect();
+    if !extra.is_empty() {
+        set_in(
+            &mut out.config,
+            "db_connection",
+            "extra",
+            Value::Object(extra),
+        );
+    }
     db.finish(&mut out.named)?;
     let mut role = c.block("role")?;
     role.names(&["name", "db_name"]);
+    for (key, vblast) in [("default_ttl", "2m"), ("max_ttl", "10m")] {
+        if !role.has(key) {
+            out.notes.push(format!(
+                "test '{}': config.role.{key} not given: vblast's role uses {vblast}, where vault-benchmark sends none and the mount's default applies (768h on a default server)",
+                role.test
+            ));
+        }
+    }
+    for key in DB_ROLE_EXTRA {
+        if let Some(v) = role.string(key)? {
+            set_in(&mut out.config, "role", key, json!(v));
+        }
+    }
     for key in [
         "creation_statements",
         "revocation_statements",
@@ -102,6 +140,32 @@ fn db_hcl(plugin: &str, c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     }
     role.finish(&mut out.named)
 }
+
+/// vault-benchmark's other connection keys, sent in the connection's write as given.
+const DB_CONNECTION_EXTRA: &[&str] = &[
+    "plugin_version",
+    "root_rotation_statements",
+    "password_policy",
+    "max_idle_connections",
+    "max_connection_lifetime",
+    "username_template",
+    "disable_escaping",
+];
+
+/// vault-benchmark's TLS keys of a MySQL connection (the key is a credential: never saved).
+const MYSQL_TLS: &[&str] = &[
+    "tls_certificate_key",
+    "tls_ca",
+    "tls_server_name",
+    "tls_skip_verify",
+];
+
+/// vault-benchmark's other role statements, sent in the role's write.
+const DB_ROLE_EXTRA: &[&str] = &[
+    "rollback_statements",
+    "renew_statements",
+    "rotation_statements",
+];
 
 fn postgresql_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     db_hcl(POSTGRES_PLUGIN, c, out)
@@ -179,6 +243,10 @@ pub struct DbConnection {
     pub verify_connection: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_open_connections: Option<u32>,
+    /// vault-benchmark's other connection keys (`plugin_version`, `username_template`,
+    /// ...), sent as given.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -191,6 +259,12 @@ pub struct DbRole {
     pub creation_statements: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_statements: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_statements: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_statements: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation_statements: Option<String>,
     pub default_ttl: String,
     pub max_ttl: String,
 }
@@ -246,6 +320,7 @@ fn split_url(url: &str, plugin: Option<&str>) -> Result<DbConnection, Cause> {
         password,
         verify_connection: true,
         max_open_connections: None,
+        extra: Map::new(),
     })
 }
 
@@ -269,6 +344,7 @@ fn config_from(f: &OptionValues) -> Value {
         password: String::new(),
         verify_connection: true,
         max_open_connections: None,
+        extra: Map::new(),
     };
     let (url, plugin) = (f.text("db-url"), f.text("db-plugin"));
     let (db_connection, invalid) = match (url.as_deref(), plugin.as_deref()) {
@@ -294,6 +370,9 @@ fn config_from(f: &OptionValues) -> Value {
             name: default_name(),
             creation_statements: None,
             revocation_statements: None,
+            rollback_statements: None,
+            renew_statements: None,
+            rotation_statements: None,
             default_ttl: "2m".into(),
             max_ttl: "10m".into(),
         },
@@ -340,6 +419,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         own_role: None,
         all_roles: false,
         cleanup_timeout: crate::config::fixtures::CLEANUP_TIMEOUT,
+        display: crate::vault::progress::Display::Off,
     }))
 }
 
@@ -355,6 +435,8 @@ struct Db {
     all_roles: bool,
     /// How long the revocation of the leases may take (`--cleanup-timeout`).
     cleanup_timeout: std::time::Duration,
+    /// How the revocation's progress is shown (the setup's).
+    display: crate::vault::progress::Display,
 }
 
 impl Db {
@@ -406,6 +488,9 @@ impl Db {
         if let Some(n) = c.max_open_connections {
             conn["max_open_connections"] = json!(n);
         }
+        for (k, v) in &c.extra {
+            conn[k] = v.clone();
+        }
         let shown = c
             .connection_url
             .split('@')
@@ -442,8 +527,15 @@ impl Db {
             "default_ttl": role.default_ttl,
             "max_ttl": role.max_ttl,
         });
-        if let Some(s) = &role.revocation_statements {
-            r["revocation_statements"] = json!(s);
+        for (key, s) in [
+            ("revocation_statements", &role.revocation_statements),
+            ("rollback_statements", &role.rollback_statements),
+            ("renew_statements", &role.renew_statements),
+            ("rotation_statements", &role.rotation_statements),
+        ] {
+            if let Some(s) = s {
+                r[key] = json!(s);
+            }
         }
         r
     }
@@ -478,7 +570,7 @@ impl Db {
     /// Revokes every lease under `prefix` (each revocation drops its database user),
     /// bounded: past `--cleanup-timeout` the rest are forced out (`leases::revoke_all`).
     fn revoke(&self, client: &mut Client, prefix: &str, stop: &Stop) -> Result<(), Cause> {
-        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop)
+        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop, self.display)
             .map(drop)
             .map_err(|e| self.masked(e))
     }
@@ -498,6 +590,7 @@ impl VaultOp for Db {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         self.check(ctx)?;
         self.cleanup_timeout = ctx.naming.cleanup_timeout();
+        self.display = ctx.log.display();
         match shared::mode(ctx) {
             Mode::Join => return self.join(ctx),
             // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.

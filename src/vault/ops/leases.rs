@@ -3,7 +3,8 @@
 //! on the server and watched, with progress on stderr, bounded by `--cleanup-timeout`;
 //! past the bound the leases still there are forced out (`sys/leases/revoke-force`: the
 //! server forgets them without asking the backend), and the message says how many and
-//! what became of their users. The mount can then be disabled.
+//! what became of their users. The mount can then be disabled. The wait is shown on the
+//! setup's progress line (`vault::progress`).
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use serde_json::Value;
 use crate::error::Cause;
 use crate::signals::Stop;
 use crate::vault::client::Client;
+use crate::vault::progress::{Display, SetupLog};
 
 /// What became of the leases under a prefix.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -90,11 +92,14 @@ fn put(client: &mut Client, path: &str, what: &str) -> Result<(), Cause> {
 /// Revokes every lease under `prefix`, waiting as long as the server takes up to `bound`
 /// (a second signal ends the wait), then forces out what is left; says on stderr what it
 /// waits for and what it forced.
+/// The wait has the setup's progress line (`display`): leases revoked of those found, the
+/// rate and the ETA.
 pub fn revoke_all(
     client: &mut Client,
     prefix: &str,
     bound: Duration,
     stop: &Stop,
+    display: Display,
 ) -> Result<Revoked, Cause> {
     let found = count(client, prefix)?;
     if found == 0 {
@@ -106,6 +111,8 @@ pub fn revoke_all(
         &format!("/v1/sys/leases/revoke-prefix/{prefix}?sync=false"),
         &format!("revoking the leases under '{prefix}'"),
     )?;
+    let log = SetupLog::new(display);
+    let mut line = log.start(&format!("revoking the leases under '{prefix}'"), found);
     let start = Instant::now();
     let mut said = start;
     let mut left = found;
@@ -114,15 +121,17 @@ pub fn revoke_all(
         if let Ok(n) = count(client, prefix) {
             left = n;
         }
+        line.show(found.saturating_sub(left));
         if left > 0 && said.elapsed() >= PROGRESS_EVERY {
             said = Instant::now();
-            eprintln!(
-                "vblast: revoking the leases under '{prefix}': {left} of {found} left ({} s so far, at most {}; a second Ctrl-C stops the wait)",
+            line.say(&format!(
+                "revoking the leases under '{prefix}': {left} of {found} left ({} s so far, at most {}; a second Ctrl-C stops the wait)",
                 start.elapsed().as_secs(),
                 humantime::format_duration(bound)
-            );
+            ));
         }
     }
+    line.finish(found.saturating_sub(left), 1);
     if left == 0 {
         return Ok(Revoked { found, forced: 0 });
     }

@@ -3,18 +3,22 @@
 //! and its cleanup after the run. One file per family, as vault-benchmark
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
-//! `token`, `transit`, `pki`, `ssh`, `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `login_read` (the login-read scenario) and
+//! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
+//! redis-static-creds), `rabbitmq` (rabbitmq-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, ha-status, seal-status, sys-metrics).
 
 pub mod auth;
 pub mod cert;
 pub mod database;
+pub mod identity;
 pub mod jwt;
 pub mod kv;
 pub mod leases;
 pub mod login_read;
 pub mod options;
 pub mod pki;
+pub mod rabbitmq;
+pub mod redis;
 pub mod shared;
 pub mod ssh;
 pub mod sys;
@@ -138,7 +142,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 31] = [
+    static ALL: [OpInfo; 36] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -161,10 +165,15 @@ pub fn registry() -> &'static [OpInfo] {
         pki::ISSUE,
         pki::SIGN,
         ssh::SIGN,
+        ssh::ISSUE,
         totp::GENERATE,
         totp::READ,
         totp::CREATE,
         database::CREDS,
+        identity::IDENTITY,
+        redis::CREDS,
+        redis::STATIC_CREDS,
+        rabbitmq::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::HA_STATUS,

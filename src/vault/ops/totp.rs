@@ -46,16 +46,41 @@ fn create_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
     c.only("generate", &[json!(true)], "the server generates its keys")
 }
 
-/// vault-benchmark's totp_generate and totp_read: the key's settings are vblast's.
-fn key_hcl(c: &mut Keys, _: &mut Mapped) -> Result<(), Cause> {
+/// vault-benchmark's totp_generate and totp_read: the key setup makes has the file's
+/// `algorithm`, `digits` and `period` (vault-benchmark's defaults: SHA1, 6, 30).
+fn key_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     c.names(&["key_name", "issuer", "account_name"]);
-    c.only(
-        "algorithm",
-        &[json!("SHA1")],
-        "its key is generated with SHA1",
-    )?;
-    c.only("digits", &[json!(6)], "its codes have 6 digits")?;
-    c.only("period", &[json!(30)], "its codes last 30 s")?;
+    if let Some(a) = c.string("algorithm")? {
+        let a = a.to_ascii_uppercase();
+        if ["SHA1", "SHA256", "SHA512"].contains(&a.as_str()) {
+            out.config.insert("algorithm".into(), json!(a));
+        } else {
+            let m = format!(
+                "{} = \"{a}\" is not one of SHA1, SHA256, SHA512 (the TOTP engine's algorithms)",
+                c.where_("algorithm")
+            );
+            c.refuse_with("algorithm", m);
+        }
+    }
+    if let Some(d) = c.number("digits")? {
+        if d == 6 || d == 8 {
+            out.config.insert("digits".into(), json!(d));
+        } else {
+            let m = format!(
+                "{} = {d}: the TOTP engine's codes have 6 or 8 digits",
+                c.where_("digits")
+            );
+            c.refuse_with("digits", m);
+        }
+    }
+    if let Some(p) = c.number("period")? {
+        if p > 0 {
+            out.config.insert("period".into(), json!(p));
+        } else {
+            let m = format!("{} must be at least 1 (seconds)", c.where_("period"));
+            c.refuse_with("period", m);
+        }
+    }
     c.only("generate", &[json!(true)], "the server generates its key")
 }
 
@@ -125,19 +150,29 @@ impl TotpKind {
     }
 }
 
-/// No options yet: an empty config, unknown keys refused.
+/// The key setup makes (totp-generate, totp-read): vault-benchmark's `algorithm`,
+/// `digits`, `period`; the engine's defaults (SHA1, 6, 30) where None. Unknown keys refused.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TotpConfig {}
+pub struct TotpConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    algorithm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    digits: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    period: Option<u64>,
+}
 
 fn config_from(_: &OptionValues) -> Value {
-    serde_json::to_value(TotpConfig {}).unwrap_or(Value::Null)
+    serde_json::to_value(TotpConfig::default()).unwrap_or(Value::Null)
 }
 
 fn build(v: &Value, kind: TotpKind) -> Result<Box<dyn VaultOp>, Cause> {
-    serde_json::from_value::<TotpConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
+    let config =
+        serde_json::from_value::<TotpConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     Ok(Box::new(Totp {
         kind,
+        config,
         mount: None,
         shared_mount: None,
         own_prefix: None,
@@ -169,6 +204,8 @@ fn key_body(exported: bool) -> Value {
 
 struct Totp {
     kind: TotpKind,
+    /// The settings of the key setup makes.
+    config: TotpConfig,
     /// The mount, as soon as it may exist.
     mount: Option<String>,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
@@ -178,6 +215,22 @@ struct Totp {
 }
 
 impl Totp {
+    /// The key setup makes: the server's, with the file's algorithm, digits and period.
+    fn setup_key_body(&self) -> Value {
+        let mut b = key_body(false);
+        let c = &self.config;
+        if let Some(a) = &c.algorithm {
+            b["algorithm"] = json!(a);
+        }
+        if let Some(d) = c.digits {
+            b["digits"] = json!(d);
+        }
+        if let Some(p) = c.period {
+            b["period"] = json!(p);
+        }
+        b
+    }
+
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         let mount = naming.random_name("vblast-totp-");
         self.mount = Some(mount.clone());
@@ -194,7 +247,7 @@ impl Totp {
                 client,
                 "POST",
                 &format!("/v1/{mount}/keys/{KEY}"),
-                Some(&key_body(false)),
+                Some(&self.setup_key_body()),
                 &format!("generating TOTP key '{KEY}' in '{mount}'"),
             )?;
         }

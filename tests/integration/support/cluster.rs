@@ -2,7 +2,9 @@
 //! service) holding the storage and the HA lock, and two or three `bao server` nodes on
 //! loopback ports sharing it, initialised once and unsealed each; or (`start_raft`) nodes
 //! with integrated storage (raft), the first initialised and unsealed, the others joining it
-//! (`retry_join`) and unsealed. Every process started here is stopped by its pid when the
+//! (`retry_join`) and unsealed; `start_tls`: the PostgreSQL cluster with its listeners
+//! over TLS (one generated CA, `ca`), as HTTP/2 runs need (Go's server speaks h2 only by
+//! ALPN). Every process started here is stopped by its pid when the
 //! handle is dropped, and the temporary directory goes with it.
 
 use std::fs;
@@ -61,6 +63,9 @@ pub struct Cluster {
     pg: Option<Postgres>,
     /// Configuration added to every node's (a `telemetry` stanza).
     extra: String,
+    /// `start_tls`: the CA the nodes' certificate is signed by (their listeners are TLS).
+    pub ca: Option<PathBuf>,
+    tls: Option<super::certs::TlsFiles>,
     dir: tempfile::TempDir,
 }
 
@@ -68,11 +73,20 @@ impl Cluster {
     /// Starts PostgreSQL and `n` nodes, initialises the cluster, unseals every node and
     /// waits for one active node and `n - 1` standbys.
     pub fn start(n: usize) -> Cluster {
-        Cluster::start_with(n, "")
+        Self::start_postgres(n, false, "")
+    }
+
+    /// `start`, with every node's API listener over TLS (`https://`, trusting `ca`).
+    pub fn start_tls(n: usize) -> Cluster {
+        Self::start_postgres(n, true, "")
     }
 
     /// As `start`, with `extra` added to every node's configuration.
     pub fn start_with(n: usize, extra: &str) -> Cluster {
+        Self::start_postgres(n, false, extra)
+    }
+
+    fn start_postgres(n: usize, tls: bool, extra: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("vblast-ha-")
             .tempdir()
@@ -82,12 +96,15 @@ impl Cluster {
             pg.query(SCHEMA).is_some(),
             "creating the storage tables failed"
         );
+        let tls = tls.then(|| super::certs::gen_tls_files(dir.path()));
         let mut cluster = Cluster {
             nodes: Vec::new(),
             token: String::new(),
             unseal_key: String::new(),
             pg: Some(pg),
             extra: extra.to_string(),
+            ca: tls.as_ref().map(|t| t.ca_cert.clone()),
+            tls,
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -118,6 +135,8 @@ impl Cluster {
             unseal_key: String::new(),
             pg: None,
             extra: String::new(),
+            ca: None,
+            tls: None,
             dir,
         };
         let base = free_port_run(2 * n as u16);
@@ -238,14 +257,25 @@ impl Cluster {
                 )
             }
         };
+        let (scheme, tls) = match &self.tls {
+            Some(t) => (
+                "https",
+                format!(
+                    "tls_cert_file = \"{}\"\n  tls_key_file = \"{}\"",
+                    t.cert.display(),
+                    t.key.display()
+                ),
+            ),
+            None => ("http", "tls_disable = true".to_string()),
+        };
         let config = format!(
             r#"{storage}
 listener "tcp" {{
   address = "127.0.0.1:{port}"
   cluster_address = "127.0.0.1:{cport}"
-  tls_disable = true
+  {tls}
 }}
-api_addr = "http://127.0.0.1:{port}"
+api_addr = "{scheme}://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
 {}
@@ -268,7 +298,7 @@ disable_mlock = true
             .stderr(log);
         let child = cmd.spawn().expect("start bao server");
         let node = Node {
-            addr: format!("http://127.0.0.1:{port}"),
+            addr: format!("{scheme}://127.0.0.1:{port}"),
             child: Some(child),
             log_path,
         };
@@ -299,6 +329,9 @@ disable_mlock = true
         scrub_env(&mut cmd);
         if let Some(t) = token {
             cmd.env("VAULT_TOKEN", t);
+        }
+        if let Some(ca) = &self.ca {
+            cmd.env("VAULT_CACERT", ca);
         }
         let out = cmd
             .args(args)
@@ -347,7 +380,7 @@ disable_mlock = true
             "/v1/sys/health",
             &[],
             None,
-            None,
+            self.ca.as_deref(),
         )
         .ok()
         .map(|r| r.status)
@@ -395,7 +428,7 @@ disable_mlock = true
             path,
             &headers,
             body.map(str::as_bytes),
-            None,
+            self.ca.as_deref(),
         )?;
         Ok((r.status, r.text()))
     }

@@ -6,6 +6,8 @@
 //! - `cluster`: a real OpenBao HA cluster (PostgreSQL storage, or raft).
 //! - `nginx`: nginx with canned Vault-shaped responses.
 //! - `postgres`, `mariadb`: private database servers for db-creds.
+//! - `redis`: a private redis-server for the redis secrets types.
+//! - `rabbitmq`: a private RabbitMQ (management plugin, own epmd) for rabbitmq-creds.
 //! - `raw`: fault-injecting plain TCP servers, in-process.
 //! - `tls_server`: an in-process rustls server for TLS edge cases.
 //! - `certs`: a CA and a leaf certificate for the TLS servers.
@@ -27,7 +29,9 @@ pub mod openbao;
 pub mod ports;
 pub mod postgres;
 pub mod process;
+pub mod rabbitmq;
 pub mod raw;
+pub mod redis;
 pub mod run;
 pub mod tls_server;
 pub mod vblast;
