@@ -355,6 +355,11 @@ fn label_value(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A count over an interval, per second of it.
+fn per_second(i: &Interval, v: Option<f64>) -> Option<f64> {
+    v.filter(|_| i.duration_s > 0.0).map(|v| v / i.duration_s)
+}
+
 /// A gauge of the nodes' figures: its name after `vblast_server_`, its help, its value.
 type ServerGauge = (&'static str, &'static str, fn(&Interval) -> Option<f64>);
 
@@ -362,9 +367,7 @@ type ServerGauge = (&'static str, &'static str, fn(&Interval) -> Option<f64>);
 /// series per node (label `node`, its address); a figure no node gives is left out.
 fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
     use std::fmt::Write as _;
-    let per_s =
-        |i: &Interval, v: Option<f64>| v.filter(|_| i.duration_s > 0.0).map(|v| v / i.duration_s);
-    let families: [ServerGauge; 12] = [
+    let families: [ServerGauge; 14] = [
         (
             "cpu_cores",
             "The node's process CPU over the latest sampling interval, in cores (1 = one core busy).",
@@ -416,8 +419,18 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
         ),
         (
             "storage_seconds_per_request",
-            "Storage backend time (get and put) per handled request over the latest interval.",
+            "Storage backend time (get, put, delete and list) per handled request over the latest interval.",
             |i| i.storage_ms_per_request.map(|ms| ms / 1000.0),
+        ),
+        (
+            "handled_per_second",
+            "Requests the node handled per second over the latest interval (less the sampler's own).",
+            |i| per_second(i, i.handled),
+        ),
+        (
+            "rate_limit_violations_per_second",
+            "Requests the node refused by a rate-limit quota per second over the latest interval (vault.quota.rate_limit.violation).",
+            |i| per_second(i, i.rate_limit_violations),
         ),
     ];
     let mut family = |name: &str, help: &str, values: Vec<(&str, f64)>| {
@@ -443,15 +456,6 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
             .collect();
         family(name, help, values);
     }
-    let handled = nodes
-        .iter()
-        .filter_map(|(n, i)| Some((n.as_str(), per_s(i, i.handled)?)))
-        .collect();
-    family(
-        "handled_per_second",
-        "Requests the node handled per second over the latest interval (less the sampler's own).",
-        handled,
-    );
 }
 
 fn histogram(o: &mut String, name: &str, help: &str, b: &Buckets) {
@@ -565,6 +569,7 @@ mod tests {
             cpu_cores: Some(cpu),
             handled: Some(handled),
             handle_ms: Some(2.0),
+            rate_limit_violations: Some(handled / 10.0),
             ..Interval::default()
         };
         let mut o = String::new();
@@ -581,6 +586,7 @@ mod tests {
             "vblast_server_cpu_cores{node=\"http://10.0.0.2:8200\"} 0.25",
             "vblast_server_handled_per_second{node=\"http://10.0.0.1:8200\"} 200",
             "vblast_server_handle_request_seconds{node=\"http://10.0.0.2:8200\"} 0.002",
+            "vblast_server_rate_limit_violations_per_second{node=\"http://10.0.0.1:8200\"} 20",
             "vblast_server_cpu_cores{node=\"a\\\"b\"} 0",
             "# TYPE vblast_server_cpu_cores gauge",
         ] {

@@ -49,6 +49,8 @@ type Chime = Arc<(Mutex<bool>, Condvar)>;
 pub struct Profiler {
     bell: Chime,
     files: Arc<Mutex<Vec<String>>>,
+    /// Why no more profiles are asked for, once the endpoint refused (said once).
+    refused: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -87,7 +89,8 @@ impl Profiler {
     pub fn start(p: &Profiling, mut client: Client) -> Profiler {
         let bell: Chime = Arc::new((Mutex::new(false), Condvar::new()));
         let files = Arc::new(Mutex::new(Vec::new()));
-        let (b, f, p) = (bell.clone(), files.clone(), p.clone());
+        let refused = Arc::new(Mutex::new(None));
+        let (b, f, r, p) = (bell.clone(), files.clone(), refused.clone(), p.clone());
         let thread = std::thread::Builder::new()
             .name("server-pprof".into())
             .spawn(move || {
@@ -101,10 +104,9 @@ impl Profiler {
                         match save(&mut client, &p.dir, kind, query) {
                             Ok(name) => f.lock().unwrap_or_else(|e| e.into_inner()).push(name),
                             Err(e) => {
-                                eprintln!(
-                                    "vblast: pprof of {}: {e}: no more profiles",
-                                    client.base()
-                                );
+                                let line = format!("pprof: {e}: no more profiles");
+                                eprintln!("vblast: server stats of {}: {line}", client.base());
+                                *r.lock().unwrap_or_else(|e| e.into_inner()) = Some(line);
                                 return;
                             }
                         }
@@ -115,8 +117,17 @@ impl Profiler {
         Profiler {
             bell,
             files,
+            refused,
             thread,
         }
+    }
+
+    /// Why the endpoint gave no more profiles, once it refused.
+    pub fn refused(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The files saved since the last call.
@@ -125,8 +136,8 @@ impl Profiler {
     }
 
     /// Stops the thread (a CPU profile under way is waited for) and gives the files saved
-    /// since the last `take`.
-    pub fn finish(mut self) -> Vec<String> {
+    /// since the last `take`, and why no more were asked for if the endpoint refused.
+    pub fn finish(mut self) -> (Vec<String>, Option<String>) {
         {
             let (stopped, cv) = &*self.bell;
             *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -135,7 +146,7 @@ impl Profiler {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.take()
+        (self.take(), self.refused())
     }
 }
 

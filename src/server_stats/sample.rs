@@ -82,6 +82,12 @@ pub struct Sample {
     pub storage_get: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_put: Option<TimerTotals>,
+    /// The backend's deletes and lists (OpenBao's PostgreSQL backend writes a KV entry
+    /// inside a transaction as deletes, not as `put`s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_delete: Option<TimerTotals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_list: Option<TimerTotals>,
     /// The server process's CPU seconds and resident memory as its telemetry says them
     /// (`process_cpu_seconds_total`, `process_resident_memory_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -145,6 +145,11 @@ impl SampledNode {
                     s.barrier_put = None;
                     s.storage_get = None;
                     s.storage_put = None;
+                    s.storage_delete = None;
+                    s.storage_list = None;
+                } else if s.rate_limit_violations.is_none() {
+                    // A counter the server has not incremented yet is not listed: none.
+                    s.rate_limit_violations = Some(0.0);
                 }
                 self.telemetry = Source::On(form);
             }
@@ -274,12 +279,17 @@ impl Sampler {
     /// every node's samples.
     pub fn finish(mut self) -> Option<ServerSamples> {
         let interval = self.interval;
-        let profiles = self.profiler.take().map(Profiler::finish);
-        let nodes = self.stopped()?;
+        let (profiles, refused) = self
+            .profiler
+            .take()
+            .map(Profiler::finish)
+            .unwrap_or_default();
+        let mut nodes = self.stopped()?;
+        pprof_refused(&mut nodes, refused);
         Some(ServerSamples {
             interval_s: interval.as_secs_f64(),
             nodes: nodes.into_iter().map(|n| n.out).collect(),
-            profiles: profiles.unwrap_or_default(),
+            profiles,
         })
     }
 
@@ -290,7 +300,8 @@ impl Sampler {
         let interval = self.interval;
         let profiler = self.profiler.take();
         let latest = self.latest.clone();
-        let nodes = self.stopped()?;
+        let mut nodes = self.stopped()?;
+        pprof_refused(&mut nodes, profiler.as_ref().and_then(Profiler::refused));
         let mut done = Vec::with_capacity(nodes.len());
         let mut kept = Vec::with_capacity(nodes.len());
         for mut n in nodes {
@@ -359,6 +370,16 @@ impl Sampler {
             profiler,
             latest,
         }
+    }
+}
+
+/// A refused pprof endpoint is a source missing from the first node (the one profiled),
+/// kept with its samples as the other sources are (already said on stderr).
+fn pprof_refused(nodes: &mut [SampledNode], line: Option<String>) {
+    if let (Some(first), Some(line)) = (nodes.first_mut(), line)
+        && !first.out.missing.contains(&line)
+    {
+        first.out.missing.push(line);
     }
 }
 

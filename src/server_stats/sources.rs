@@ -115,6 +115,8 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
             s.storage = Some(name.to_string());
             s.storage_get = get;
             s.storage_put = put;
+            s.storage_delete = timer(&format!("vault_{name}_delete"));
+            s.storage_list = timer(&format!("vault_{name}_list"));
             break;
         }
     }
@@ -290,11 +292,15 @@ mod tests {
 
     #[test]
     fn storage_timers_are_found_by_backend() {
-        let v = parse_prometheus("vault_postgres_get_count 3\nvault_postgres_get_sum 6\n");
+        let v = parse_prometheus(
+            "vault_postgres_get_count 3\nvault_postgres_get_sum 6\nvault_postgres_delete_count 2\nvault_postgres_delete_sum 5\n",
+        );
         let mut s = Sample::default();
         fill_telemetry(&mut s, &v);
         assert_eq!(s.storage.as_deref(), Some("postgres"));
         assert_eq!(s.storage_get.map(|t| t.sum_ms), Some(6.0));
+        assert_eq!(s.storage_delete.map(|t| t.count), Some(2.0));
+        assert_eq!(s.storage_list, None);
     }
 
     #[test]

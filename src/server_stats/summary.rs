@@ -220,6 +220,8 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
     let storage = [
         sum_timer(w, |s| s.storage_get),
         sum_timer(w, |s| s.storage_put),
+        sum_timer(w, |s| s.storage_delete),
+        sum_timer(w, |s| s.storage_list),
     ];
     let it = || intervals.iter();
     ServerNodeSummary {

@@ -119,7 +119,7 @@ pub struct Interval {
     pub storage_get_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_put_ms: Option<f64>,
-    /// Storage time (get and put) per handled request, milliseconds.
+    /// Storage time (get, put, delete and list) per handled request, milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_ms_per_request: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -174,6 +174,8 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
     let storage = [
         timer_delta(a.storage_get, b.storage_get),
         timer_delta(a.storage_put, b.storage_put),
+        timer_delta(a.storage_delete, b.storage_delete),
+        timer_delta(a.storage_list, b.storage_list),
     ];
     let storage_sum = storage.iter().flatten().map(|t| t.sum_ms).sum::<f64>();
     let handled_n = handled.map(|t| (t.count - b.own_requests as f64).max(0.0));

@@ -13,6 +13,11 @@ const CPU_FULL: f64 = 0.80;
 const GREW: f64 = 2.0;
 /// Throughput within this ratio of the step below is flat.
 const FLAT: f64 = 1.10;
+/// Storage (or barrier) time that grew names storage only when it is at least this share
+/// of the server's time per request at the knee: a kv-read step served from the storage
+/// cache spends 0.000 ms per request in storage, and a few misses at the knee (0.004 ms of
+/// a 0.3 ms request) double it without storage being what gave out.
+const STORAGE_SHARE: f64 = 0.25;
 
 /// One step's figures, as the verdict reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -28,6 +33,8 @@ pub struct LoadEvidence {
     /// Per handled request, milliseconds: storage backend and barrier time.
     pub storage_ms: Option<f64>,
     pub barrier_ms: Option<f64>,
+    /// The server's mean time per handled request (`handle_request`), milliseconds.
+    pub handle_ms: Option<f64>,
     /// Mean of the sampled in-flight gauge.
     pub in_flight: Option<f64>,
     /// vblast's own CPU used and waited for, in cores, and the cores its threads had.
@@ -107,6 +114,7 @@ pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
         if let (Some(at), Some(was)) = (at, was)
             && cpu_room
             && at >= GREW * was.max(0.001)
+            && k.handle_ms.is_none_or(|h| at >= STORAGE_SHARE * h)
         {
             return said(
                 Some(Resource::Storage),
@@ -152,6 +160,7 @@ mod tests {
             cores: Some(2),
             storage_ms: Some(0.05),
             barrier_ms: Some(0.06),
+            handle_ms: Some(0.2),
             in_flight: Some(1.0),
             client_cpu_cores: Some(0.2),
             client_wait_cores: Some(0.0),
@@ -202,6 +211,7 @@ mod tests {
         let mut knee = step(400, 300.0);
         knee.storage_ms = Some(4.0);
         knee.barrier_ms = Some(4.1);
+        knee.handle_ms = Some(4.5);
         let v = saturated(&[step(100, 100.0), knee], 1).expect("verdict");
         assert_eq!(v.resource, Some(Resource::Storage));
         assert!(
@@ -214,10 +224,29 @@ mod tests {
         let mut knee = step(400, 300.0);
         knee.storage_ms = None;
         knee.barrier_ms = Some(1.0);
+        knee.handle_ms = Some(1.3);
         assert_eq!(
             resource(&[step(100, 100.0), knee], 1),
             Some(Resource::Storage)
         );
+    }
+
+    /// Storage time that doubled from next to nothing is not what gave out: a kv-read
+    /// sweep on a cached storage (OpenBao's physical cache) spent 0.000 ms per request in
+    /// storage at its lowest step and a few misses' worth at the knee.
+    #[test]
+    fn a_small_storage_time_that_grew_is_not_storage_bound() {
+        let mut base = step(100, 100.0);
+        base.storage_ms = Some(0.0);
+        base.barrier_ms = Some(0.01);
+        let mut knee = step(400, 300.0);
+        knee.storage_ms = Some(0.004);
+        knee.barrier_ms = Some(0.03);
+        knee.handle_ms = Some(0.3);
+        assert_eq!(resource(&[base.clone(), knee.clone()], 1), None);
+        // The same growth being most of each request's time is storage.
+        knee.handle_ms = Some(0.012);
+        assert_eq!(resource(&[base, knee], 1), Some(Resource::Storage));
     }
 
     #[test]

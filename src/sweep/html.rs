@@ -2,8 +2,8 @@
 //! `vblast compare a.json b.json --html`), drawn with the charts of `report::html`: the
 //! knee (latency p50 and p99 against the achieved throughput), the per-step percentiles
 //! against the offered load, the achieved rate against the offered one, the steps' table
-//! and the answer. Several sweeps are overlaid, one colour each: two instance sizes in
-//! one chart.
+//! and the answer (with the resource that gave out first at the knee). Several sweeps
+//! are overlaid, one colour each: two instance sizes in one chart.
 
 use crate::report::Model;
 use crate::report::ci::cell;
@@ -83,6 +83,10 @@ impl Page<'_> {
                 escape(&s.spec.target),
                 escape(&objective.join(", "))
             ));
+            // What gave out first at the knee, as the footer says it.
+            if let Some(line) = super::saturation::line(&s.seen(&judged), end, s.spec.unit()) {
+                body.push_str(&format!("<p class=\"saturated\">{}</p>", escape(&line)));
+            }
         }
     }
 

@@ -37,6 +37,7 @@ fn evidence(load: u64, s: &Summary) -> LoadEvidence {
         cores: busiest.and_then(|n| n.cores),
         storage_ms: busiest.and_then(|n| n.storage_ms_per_request),
         barrier_ms: busiest.and_then(|n| n.barrier_ms_per_request),
+        handle_ms: busiest.and_then(|n| n.handle_ms),
         in_flight: busiest.and_then(|n| n.in_flight_mean),
         // Worker processes' CPU is not vblast's own process's: no client figure then.
         client_cpu_cores: first

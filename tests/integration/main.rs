@@ -33,6 +33,7 @@ mod results;
 mod scaling;
 mod schema;
 mod server_stats;
+mod server_stats_cluster;
 mod session;
 mod setup_phases;
 mod shard;

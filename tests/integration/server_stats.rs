@@ -456,3 +456,97 @@ fn sampled_for(
         .unwrap_or(Value::Null);
     (out, doc)
 }
+
+/// A server whose telemetry keeps no Prometheus form (`prometheus_retention_time = "0s"`)
+/// and a `--server-pid` whose process exits once the load runs: the run goes on with the
+/// JSON form's gauges, and each missing source is said once, on stderr and in the report.
+#[test]
+fn telemetry_off_and_a_server_pid_that_exits_mid_run_are_said_once() {
+    let bao = OpenBao::start_with_config("telemetry {\n  prometheus_retention_time = \"0s\"\n}\n");
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .expect("sleep");
+    let gone = sleeper.id().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.json");
+    let maddr = format!("127.0.0.1:{}", crate::support::ports::free_port());
+    let running = crate::support::run::spawn(vault_cmd(
+        &bao,
+        &[
+            "-c",
+            "2",
+            "-R",
+            "40",
+            "-z",
+            "5s",
+            "--op",
+            "kv-read",
+            "--server-pid",
+            &gone,
+            "--metrics-listen",
+            &maddr,
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    ));
+    // Once the load has begun (the first samples are taken before it), the process ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = crate::support::client::http_request(
+            &format!("http://{maddr}"),
+            "GET",
+            "/metrics",
+            &[],
+            None,
+            None,
+        )
+        .map(|r| r.text())
+        .unwrap_or_default();
+        let sent = text.lines().find_map(|l| {
+            l.strip_prefix("vblast_requests_total ")?
+                .parse::<u64>()
+                .ok()
+        });
+        if sent.is_some_and(|n| n > 0) || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let out = running.finish(std::time::Duration::from_secs(60));
+    out.assert_code(0);
+    let said = [
+        "not kept by this server".to_string(),
+        format!("--server-pid {gone}: the process ended during the run"),
+    ];
+    for s in &said {
+        assert_eq!(
+            out.stderr.matches(s.as_str()).count(),
+            1,
+            "{s}:\n{}",
+            out.show()
+        );
+        assert_eq!(
+            out.stdout.matches(s.as_str()).count(),
+            1,
+            "{s}:\n{}",
+            out.show()
+        );
+    }
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        doc["server_samples"]["nodes"][0]["missing"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    let s = samples(&doc);
+    // No request counts or times (the JSON form's gauges, when its current 10 s interval
+    // has them); the process until it ended.
+    assert!(s.iter().all(|s| s.get("handle_request").is_none()), "{doc}");
+    assert!(s[0]["process"].is_object(), "{doc}");
+    assert!(s.last().unwrap().get("process").is_none(), "{doc}");
+    assert!(doc["requests"].as_u64().unwrap_or(0) > 0, "{}", out.show());
+}

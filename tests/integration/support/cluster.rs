@@ -61,6 +61,8 @@ pub struct Cluster {
     /// The storage: a private PostgreSQL (support/postgres.rs), stopped after the
     /// nodes (fields drop after `Drop::drop`); None: integrated storage (raft).
     pg: Option<Postgres>,
+    /// Configuration added to every node's (a `telemetry` stanza).
+    extra: String,
     /// `start_tls`: the CA the nodes' certificate is signed by (their listeners are TLS).
     pub ca: Option<PathBuf>,
     tls: Option<super::certs::TlsFiles>,
@@ -71,15 +73,20 @@ impl Cluster {
     /// Starts PostgreSQL and `n` nodes, initialises the cluster, unseals every node and
     /// waits for one active node and `n - 1` standbys.
     pub fn start(n: usize) -> Cluster {
-        Self::start_postgres(n, false)
+        Self::start_postgres(n, false, "")
     }
 
     /// `start`, with every node's API listener over TLS (`https://`, trusting `ca`).
     pub fn start_tls(n: usize) -> Cluster {
-        Self::start_postgres(n, true)
+        Self::start_postgres(n, true, "")
     }
 
-    fn start_postgres(n: usize, tls: bool) -> Cluster {
+    /// As `start`, with `extra` added to every node's configuration.
+    pub fn start_with(n: usize, extra: &str) -> Cluster {
+        Self::start_postgres(n, false, extra)
+    }
+
+    fn start_postgres(n: usize, tls: bool, extra: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("vblast-ha-")
             .tempdir()
@@ -95,6 +102,7 @@ impl Cluster {
             token: String::new(),
             unseal_key: String::new(),
             pg: Some(pg),
+            extra: extra.to_string(),
             ca: tls.as_ref().map(|t| t.ca_cert.clone()),
             tls,
             dir,
@@ -126,6 +134,7 @@ impl Cluster {
             token: String::new(),
             unseal_key: String::new(),
             pg: None,
+            extra: String::new(),
             ca: None,
             tls: None,
             dir,
@@ -269,7 +278,9 @@ listener "tcp" {{
 api_addr = "{scheme}://127.0.0.1:{port}"
 cluster_addr = "https://127.0.0.1:{cport}"
 disable_mlock = true
+{}
 "#,
+            self.extra,
             cport = port + 1,
         );
         let cfg = self.dir.path().join(format!("node{i}.hcl"));
@@ -473,6 +484,16 @@ disable_mlock = true
             .map(|i| format!("--- node {i} ({}) ---\n{}", self.nodes[i].addr, self.log(i)))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Node `i`'s process id (while it runs).
+    pub fn pid(&self, i: usize) -> u32 {
+        self.nodes[i].child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The PostgreSQL holding the storage (None with raft).
+    pub fn pg(&self) -> Option<&Postgres> {
+        self.pg.as_ref()
     }
 
     /// The addresses, comma-separated (as `VAULT_ADDR` takes them).

@@ -1,12 +1,13 @@
 //! A private PostgreSQL for the db-creds tests and the HA cluster's storage: its own
-//! data directory, on a loopback port, never the system service.
+//! data directory, on a loopback port, never the system service; and pulses of
+//! SIGSTOP/SIGCONT to its processes (the postmaster and its backends, by pid) to slow it.
 
 use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::ports::free_port;
-use super::process::{chown_tree, stop_server, user_ids};
+use super::process::{children, chown_tree, signal, stop_server, user_ids};
 
 /// The PostgreSQL server binaries (Debian's `postgresql` package), if installed.
 fn postgres_bin() -> Option<PathBuf> {
@@ -106,11 +107,57 @@ impl Postgres {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
+    /// The postmaster's pid (the server this handle started).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Holds the server in pulses until the handle is dropped: the postmaster and its
+    /// backends (its children, the processes of this server only) stopped for `held`, then
+    /// running for `free`, over and over.
+    pub fn pulses(&self, held: Duration, free: Duration) -> Pulses {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, pid) = (stop.clone(), self.pid());
+        let thread = thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                let all = [vec![pid], children(pid)].concat();
+                all.iter().for_each(|&p| signal(p, libc::SIGSTOP));
+                thread::sleep(held);
+                all.iter().for_each(|&p| signal(p, libc::SIGCONT));
+                thread::sleep(free);
+            }
+        });
+        Pulses {
+            stop,
+            thread: Some(thread),
+            pid,
+        }
+    }
+
     /// Roles whose name starts with `v-` (the users Vault's database engine makes).
     pub fn vault_users(&self) -> u64 {
         self.query("select count(*) from pg_roles where rolname like 'v-%'")
             .and_then(|s| s.parse().ok())
             .expect("counting PostgreSQL roles")
+    }
+}
+
+/// PostgreSQL held in pulses (`Postgres::pulses`); dropped, every process runs again.
+pub struct Pulses {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+    pid: u32,
+}
+
+impl Drop for Pulses {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        for p in [vec![self.pid], children(self.pid)].concat() {
+            signal(p, libc::SIGCONT);
+        }
     }
 }
 

@@ -122,3 +122,27 @@ pub fn stop_server(child: &mut std::process::Child, sig: i32) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The children of `pid` (from /proc): a server's worker processes.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state, ppid, ...
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        if rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok())
+            == Some(pid)
+        {
+            out.push(child);
+        }
+    }
+    out
+}
