@@ -54,7 +54,7 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
     args.extend_from_slice(&["-c", "2", "-n", "10", "--keep"]);
     let out = run(vault_cmd(&bao, &args));
     out.assert_code(0);
-    let (mounts, _, _) = server_state(&bao);
+    let (mounts, _, _, _) = server_state(&bao);
     let made: Vec<&String> = mounts.iter().filter(|m| !before.0.contains(m)).collect();
     assert_eq!(made.len(), 1, "{}", out.show());
     let mount = made[0].trim_end_matches('/').to_string();

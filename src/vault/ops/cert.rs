@@ -412,17 +412,20 @@ pub fn login(setup: &CertSetup) -> Operation {
     )
 }
 
-/// Disables the auth path when we enabled it.
+/// Disables the auth path when we enabled it, its logins' identity entities first
+/// (`super::delete_login_entities`).
 pub fn cleanup(client: &mut Client, setup: &CertSetup) -> Result<(), Cause> {
     if !setup.created {
         return Ok(());
     }
+    let entities = super::delete_login_entities(client, &setup.path);
     let r = client.request("DELETE", &format!("/v1/sys/auth/{}", setup.path), None)?;
     check(
         &r,
         &format!("disabling cert auth at '{}'", setup.path),
         &client.base(),
-    )
+    )?;
+    entities.map(|_| ())
 }
 
 #[cfg(test)]

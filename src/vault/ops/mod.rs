@@ -30,7 +30,7 @@ pub mod vb;
 pub use options::{OptionKind, OptionSpec, OptionValue, OptionValues};
 pub use vb::{VaultBenchmark, VbType};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::config::scenario::OpChoice;
 use crate::error::{Cause, Error};
@@ -419,10 +419,13 @@ pub(crate) fn disable_mount(
     Ok(())
 }
 
-/// `cleanup()` of an operation whose setup enabled an auth method at `path`: disables it
-/// (which also revokes every token its logins made), once.
+/// `cleanup()` of an operation whose setup enabled an auth method at `path`: deletes the
+/// identity entities its logins made (`delete_login_entities`), then disables it (which
+/// also revokes every token its logins made), once. The path is disabled even when the
+/// entities could not be deleted; the error then says they are left.
 pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Result<(), Cause> {
     if let Some(p) = path.as_deref() {
+        let entities = delete_login_entities(client, p);
         call(
             client,
             "DELETE",
@@ -430,9 +433,86 @@ pub(crate) fn disable_auth(client: &mut Client, path: &mut Option<String>) -> Re
             None,
             &format!("disabling auth path '{p}'"),
         )?;
+        entities?;
     }
     *path = None;
     Ok(())
+}
+
+/// How many entities one batch-delete names at most.
+const ENTITY_BATCH: usize = 500;
+
+/// Deletes the identity entities the server made for logins on auth path `path`, before
+/// the path goes: every identity that logs in (a role, a user, a JWT subject) gets an
+/// entity with an alias on the path, and disabling the path removes the alias but leaves
+/// the entity. An entity with an alias on any other path is left alone (these logins did
+/// not make it alone). Returns how many were deleted; a path that is not there deletes
+/// none. One place for every auth fixture: the operations' `disable_auth` and the
+/// session's removal of an auth path by name (state files, orphans).
+pub fn delete_login_entities(client: &mut Client, path: &str) -> Result<usize, Cause> {
+    let auth = call(client, "GET", "/v1/sys/auth", None, "listing auth paths")?;
+    let table = auth.get("data").filter(|d| d.is_object()).unwrap_or(&auth);
+    let Some(accessor) = table
+        .get(format!("{path}/"))
+        .and_then(|e| e.get("accessor"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    else {
+        return Ok(0);
+    };
+    let what = format!("listing the identity aliases of auth path '{path}'");
+    let r = client
+        .request("LIST", "/v1/identity/entity-alias/id", None)
+        .map_err(|e| e.within(format!("{what} failed")))?;
+    let aliases = match r.status {
+        200..=299 => r.json().unwrap_or(Value::Null),
+        404 => return Ok(0),
+        status => {
+            return Err(Cause::Http {
+                what: format!(
+                    "{what} on {} failed: its logins' identity entities are left",
+                    client.base()
+                ),
+                status,
+                excerpt: r.error_text(),
+            });
+        }
+    };
+    let ids = entities_only_on(&aliases, &accessor);
+    for chunk in ids.chunks(ENTITY_BATCH) {
+        call(
+            client,
+            "POST",
+            "/v1/identity/entity/batch-delete",
+            Some(&json!({ "entity_ids": chunk })),
+            &format!(
+                "deleting the {} identity entities logins on '{path}' made",
+                ids.len()
+            ),
+        )?;
+    }
+    Ok(ids.len())
+}
+
+/// The entities (`canonical_id`) of a LIST of entity aliases (`data.key_info`) whose every
+/// alias is on mount `accessor`, sorted.
+fn entities_only_on(aliases: &Value, accessor: &str) -> Vec<String> {
+    let mut on = std::collections::BTreeMap::<String, bool>::new();
+    let info = aliases.pointer("/data/key_info").and_then(Value::as_object);
+    for a in info.into_iter().flat_map(|m| m.values()) {
+        let (Some(id), Some(acc)) = (
+            a.get("canonical_id").and_then(Value::as_str),
+            a.get("mount_accessor").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let only = on.entry(id.to_string()).or_insert(true);
+        *only &= acc == accessor;
+    }
+    on.into_iter()
+        .filter(|(_, only)| *only)
+        .map(|(id, _)| id)
+        .collect()
 }
 
 /// Deletes an ACL policy setup wrote, once.
@@ -480,6 +560,22 @@ pub(crate) use crate::vault::fixture::fresh_name;
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn login_entities_are_those_whose_every_alias_is_on_the_path() {
+        let aliases = json!({"data": {"key_info": {
+            "a1": {"canonical_id": "e1", "mount_accessor": "auth_ours"},
+            "a2": {"canonical_id": "e2", "mount_accessor": "auth_ours"},
+            "a3": {"canonical_id": "e2", "mount_accessor": "auth_other"},
+            "a4": {"canonical_id": "e3", "mount_accessor": "auth_other"},
+            "a5": {"canonical_id": "e0", "mount_accessor": "auth_ours"},
+            "a6": {"mount_accessor": "auth_ours"}
+        }}});
+        // e2 also has an alias elsewhere, e3 none here; sorted.
+        assert_eq!(entities_only_on(&aliases, "auth_ours"), ["e0", "e1"]);
+        assert!(entities_only_on(&json!({}), "auth_ours").is_empty());
+    }
+
     use super::*;
 
     fn flags() -> OptionValues {

@@ -269,7 +269,7 @@ pub fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
 
 /// What a run must leave as it found it: the mounts, the auth paths (sorted) and the ACL
 /// policies of the server.
-pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
+pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String, String) {
     let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
     assert_eq!(st, 200, "{auth}");
     let auth: Value = serde_json::from_str(&auth).unwrap();
@@ -280,7 +280,18 @@ pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String) {
     let policies: Value = serde_json::from_str(&policies).unwrap();
     let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
     m.sort();
-    (m, auth, policies["data"]["keys"].to_string())
+    // Identity entities: the server makes one for each identity that logs in, and
+    // disabling the auth path leaves it unless vblast deletes it.
+    let (st, entities) = bao.api("GET", "/v1/identity/entity/id?list=true", None);
+    let entities = match st {
+        404 => String::new(),
+        _ => {
+            assert_eq!(st, 200, "{entities}");
+            let v: Value = serde_json::from_str(&entities).unwrap();
+            v["data"]["keys"].to_string()
+        }
+    };
+    (m, auth, policies["data"]["keys"].to_string(), entities)
 }
 
 /// The mounts a vblast run created (named `vblast-...`), without trailing slash.
