@@ -36,11 +36,16 @@ struct SampledNode {
     telemetry: Source,
     host: Source,
     process: Source,
-    /// host-info calls since the last telemetry reading (the server counts them).
+    /// What the sampler's own calls since the last telemetry reading added to the
+    /// server's count of handled requests (`calibrate`'s costs, summed).
     own_since: u64,
-    /// Whether the server counts the sampler's `sys/metrics` calls as handled requests
-    /// (a server without unauthenticated metrics access does; `calibrate` finds out).
-    metrics_counted: bool,
+    /// How much one `sys/metrics` call adds to this node's count of handled requests: 0
+    /// where metrics are read unauthenticated, 1 where the call is handled as a request,
+    /// more where the node counts it more than once (a standby forwarding, as OpenBao's
+    /// standbys were seen to); `calibrate` measures it before the load.
+    metrics_cost: u64,
+    /// The same for one `sys/host-info` call (1 unless `calibrate` measured otherwise).
+    host_cost: u64,
     /// vblast's own process is read beside this node's samples (the first node).
     with_client: bool,
     out: NodeSamples,
@@ -60,7 +65,8 @@ impl SampledNode {
                 Source::Off
             },
             own_since: 0,
-            metrics_counted: false,
+            metrics_cost: 0,
+            host_cost: 1,
             with_client: false,
             out: NodeSamples {
                 node,
@@ -83,20 +89,44 @@ impl SampledNode {
         }
     }
 
-    /// Two telemetry readings back to back, before the load: the second counts the first
-    /// when the server counts `sys/metrics` calls.
+    /// Before the load, what the sampler's own calls add to this node's count of handled
+    /// requests: telemetry readings back to back (each difference is one reading's cost;
+    /// the smaller of two, so that a request of someone else's in between does not count),
+    /// then around a host-info call (its cost beyond the reading's). The accounting then
+    /// takes exactly that off the server's count, on an active node and a standby alike.
     fn calibrate(&mut self) {
         let Source::On(Form::Prometheus) = self.telemetry else {
             return;
         };
-        let mut count = || {
-            sources::telemetry(&mut self.client, Form::Prometheus)
+        // A node that has handled nothing yet (a fresh standby) lists no such counter:
+        // its count is 0.
+        let count = |client: &mut Client| {
+            sources::telemetry(client, Form::Prometheus)
                 .ok()
                 .flatten()
-                .and_then(|v| v.get("vault_core_handle_request_count").copied())
+                .map(|v| {
+                    v.get("vault_core_handle_request_count")
+                        .copied()
+                        .unwrap_or(0.0)
+                })
         };
-        if let (Some(a), Some(b)) = (count(), count()) {
-            self.metrics_counted = b > a;
+        let c = &mut self.client;
+        let (Some(a), Some(b), Some(d)) = (count(c), count(c), count(c)) else {
+            return;
+        };
+        let metrics = (b - a).min(d - b).max(0.0);
+        self.metrics_cost = metrics.round() as u64;
+        if self.host == Source::Off {
+            return;
+        }
+        let host_twice = [0, 1].map(|_| {
+            let before = count(c)?;
+            let _ = sources::host_info(c);
+            let after = count(c)?;
+            Some((after - before - metrics).max(0.0))
+        });
+        if let [Some(x), Some(y)] = host_twice {
+            self.host_cost = x.min(y).round() as u64;
         }
     }
 
@@ -131,9 +161,7 @@ impl SampledNode {
             Source::On(f) | Source::Failing(f) => f,
             Source::Off => return,
         };
-        if self.metrics_counted {
-            self.own_since += 1;
-        }
+        self.own_since += self.metrics_cost;
         match sources::telemetry(&mut self.client, form) {
             Ok(Some(v)) => {
                 sources::fill_telemetry(s, &v);
@@ -176,7 +204,7 @@ impl SampledNode {
         if self.host == Source::Off {
             return;
         }
-        self.own_since += 1;
+        self.own_since += self.host_cost;
         match sources::host_info(&mut self.client) {
             Ok((cpu, used, total)) => {
                 s.host_cpu = Some(cpu);
