@@ -271,8 +271,9 @@ fn vblast_audit_devices(bao: &OpenBao) -> Vec<String> {
 
 /// `--audit-path`: a file audit device for the run (OpenBao enables one over the API only
 /// with `unsafe_allow_api_audit_creation`): a mix's responses in its log match vblast's
-/// counts per operation exactly; the device is gone after the run, after SIGTERM, and a
-/// path the server cannot write is refused with exit 2, leaving nothing.
+/// counts per operation exactly; the device is gone after the run, after SIGTERM, after
+/// SIGINT (Ctrl-C), after a run whose requests all failed (exit 1), and a path the server
+/// cannot write is refused with exit 2, leaving nothing.
 #[test]
 fn an_audit_device_counts_what_the_client_counted_and_goes_on_every_exit() {
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
@@ -307,27 +308,52 @@ fn an_audit_device_counts_what_the_client_counted_and_goes_on_every_exit() {
         "{line}"
     );
     assert!(vblast_audit_devices(&bao).is_empty());
-    // SIGTERM mid-run: the device goes with the cleanup.
-    let running = crate::support::run::spawn(vault_cmd(
+    // SIGTERM and SIGINT (Ctrl-C) mid-run, once the device is there: it goes with the cleanup.
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let running = crate::support::run::spawn(vault_cmd(
+            &bao,
+            &[
+                "-c",
+                "1",
+                "-z",
+                "30s",
+                "-R",
+                "50",
+                "--op",
+                "kv-read",
+                "--audit-path",
+                log_arg,
+            ],
+        ));
+        let began = std::time::Instant::now();
+        while vblast_audit_devices(&bao).is_empty() {
+            assert!(began.elapsed().as_secs() < 60, "no audit device enabled");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(running.child.id() as libc::pid_t, signal) };
+        let out = running.finish(std::time::Duration::from_secs(60));
+        out.assert_code(status);
+        assert!(vblast_audit_devices(&bao).is_empty(), "{}", out.show());
+    }
+    // A run whose every request fails (--no-setup reads secrets that are not there: 404):
+    // exit 1, and the device is gone all the same.
+    let out = run(vault_cmd(
         &bao,
         &[
             "-c",
             "1",
-            "-z",
-            "30s",
-            "-R",
-            "50",
+            "-n",
+            "20",
             "--op",
             "kv-read",
+            "--no-setup",
             "--audit-path",
             log_arg,
         ],
     ));
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    // SAFETY: a signal to the child this test started.
-    unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
-    let out = running.finish(std::time::Duration::from_secs(60));
-    out.assert_code(143);
+    out.assert_code(1);
+    assert!(out.stdout.contains("0 ok, 20 failed"), "{}", out.show());
     assert!(vblast_audit_devices(&bao).is_empty(), "{}", out.show());
     // A path the server cannot write: one message, exit 2, nothing left.
     let out = run(vault_cmd(

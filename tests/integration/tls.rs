@@ -678,6 +678,112 @@ fn cert_login_over_mutual_tls() {
     assert_eq!(auth_paths(), 0);
 }
 
+/// vault-benchmark's `cert_auth` through `vblast --config` with `cleanup = false`: the
+/// `certificate` given as PEM text (as its docs show) and some of its role keys. The role
+/// read back from the server holds the file's values and, where the file is silent, what
+/// vault-benchmark's write leaves (the server's defaults; the display name the role's
+/// name); then `vblast cleanup --orphans --yes` leaves the server as it was.
+#[test]
+fn cert_auth_file_creates_the_role_vault_benchmark_creates() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let client = make_pki(dir.path(), "client", &[], false);
+    let ca_pem = fs::read_to_string(&client.ca).unwrap();
+    let before = support::openbao::server_state(&bao);
+    let file = dir.path().join("cert.hcl");
+    fs::write(
+        &file,
+        format!(
+            "cleanup = false\ntest \"cert_auth\" \"cert_logins\" {{\n  weight = 100\n  config {{\n    certificate = <<EOT\n{}EOT\n    token_ttl = \"10m\"\n    token_max_ttl = \"1h\"\n    token_num_uses = 7\n    allowed_common_names = [\"vblast client\"]\n  }}\n}}\n",
+            ca_pem
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", p(&ca)),
+        ("VAULT_CLIENT_CERT", p(&client.cert)),
+        ("VAULT_CLIENT_KEY", p(&client.key)),
+    ];
+    let r = run(env_cmd(
+        &[
+            "--config",
+            p(&file),
+            "-c",
+            "2",
+            "-n",
+            "40",
+            "--format",
+            "json",
+        ],
+        &env,
+    ));
+    all_ok(&r, 40);
+    let (status, body) = bao.api("GET", "/v1/sys/auth", None);
+    assert_eq!(status, 200, "{body}");
+    let auth: Value = serde_json::from_str(&body).unwrap();
+    let kept: Vec<&String> = auth["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("vblast-cert-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "cleanup = false keeps the auth path: {body}");
+    let path = kept[0].trim_end_matches('/');
+    assert_eq!(auth["data"][kept[0]]["type"], "cert", "{body}");
+    // vblast's role is `vblast` where vault-benchmark's is `benchmark-vault` (the docs'
+    // table of defaults).
+    let (status, body) = bao.api("GET", &format!("/v1/auth/{path}/certs/vblast"), None);
+    assert_eq!(status, 200, "{body}");
+    let role = serde_json::from_str::<Value>(&body).unwrap()["data"].clone();
+    // The file's values.
+    assert_eq!(
+        role["certificate"].as_str().map(str::trim),
+        Some(ca_pem.trim()),
+        "{role}"
+    );
+    assert_eq!(role["token_ttl"], 600, "{role}");
+    assert_eq!(role["token_max_ttl"], 3600, "{role}");
+    assert_eq!(role["token_num_uses"], 7, "{role}");
+    assert_eq!(
+        role["allowed_common_names"],
+        serde_json::json!(["vblast client"])
+    );
+    // Where the file is silent: what vault-benchmark's write of empty values leaves.
+    let empty = |key: &str| {
+        let v = &role[key];
+        assert!(
+            v.is_null() || v.as_array().is_some_and(Vec::is_empty) || v == "",
+            "{key}: {role}"
+        );
+    };
+    for key in [
+        "allowed_names",
+        "allowed_dns_sans",
+        "allowed_email_sans",
+        "allowed_uri_sans",
+        "allowed_organizational_units",
+        "required_extensions",
+        "allowed_metadata_extensions",
+        "token_policies",
+        "policies",
+        "token_bound_cidrs",
+    ] {
+        empty(key);
+    }
+    assert_eq!(role["token_explicit_max_ttl"], 0, "{role}");
+    assert_eq!(role["token_period"], 0, "{role}");
+    assert_eq!(role["token_no_default_policy"], false, "{role}");
+    assert_eq!(role["token_type"], "default", "{role}");
+    assert_eq!(role["display_name"], "vblast", "{role}");
+    // What was kept goes with `vblast cleanup --orphans`, the login's entity with it.
+    let r = run(env_cmd(&["cleanup", "--orphans", "--yes"], &env));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(support::openbao::server_state(&bao), before, "{}", r.show());
+}
+
 #[test]
 fn gen_tls_files_round_trip() {
     // The harness's generated files work with --ca-cert against start_tls().
