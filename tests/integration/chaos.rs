@@ -1,13 +1,13 @@
-//! The chaos soak's smoke run: `tools/chaos.sh 20` (a mixed run at a fixed rate against a
+//! The chaos soak's smoke run: `tools/chaos.sh 60` (a mixed run at a fixed rate against a
 //! 3-node OpenBao HA cluster on PostgreSQL, every process in network namespaces of its
 //! own, with the active node killed and restarted, a standby stopped, one node's link
 //! degraded, PostgreSQL stopped and the connections reset) must hold every check it makes:
 //! the accounting per operation, node and second, the schedule's requests = sent + not
 //! sent, each unavailability window beside a fault, vblast's RSS flat, no hang, the
 //! cluster whole, nothing left on the server, the audit log between the client's
-//! successful and sent requests per operation. 20 s of load, not the soak's 10 minutes: the
-//! SIGKILL's failover (PostgreSQL's 15 s HA lock) takes most of it and the other faults
-//! fall inside or just after it; the whole test is about 35-45 s on a quiet machine.
+//! successful and sent requests per operation. 60 s of load, as issue 25 asks of the smoke
+//! run, not the soak's 10 minutes: the SIGKILL's failover (PostgreSQL's 15 s HA lock) no
+//! longer takes most of it, so the faults after it meet a cluster that is whole again.
 //! The smoke run's only tolerance: a window may start within 3 s of its fault (the soak
 //! asks for 1 s), since a busy 2-core machine delays the script's own fault times.
 //! Needs root (network namespaces, tc, iptables) and PostgreSQL; skipped, as
@@ -27,8 +27,12 @@ use crate::support::openbao::{OpenBao, bao_binary};
 use crate::support::run::{WATCHDOG, lines, reader};
 use crate::support::vblast::vault_cmd;
 
+/// The smoke run's length and rate: the schedule holds their product.
+const SMOKE_SECONDS: u64 = 60;
+const SMOKE_RATE: u64 = 50;
+
 #[test]
-fn twenty_seconds_of_faults_against_a_cluster_keep_every_check() {
+fn a_minute_of_faults_against_a_cluster_keeps_every_check() {
     let ip = program(&["ip"], "iproute2");
     let probe = format!("vcprobe{}", std::process::id());
     let made = Command::new(&ip)
@@ -38,17 +42,17 @@ fn twenty_seconds_of_faults_against_a_cluster_keep_every_check() {
         .unwrap_or(false);
     if !made {
         documented_skip(
-            "chaos::twenty_seconds_of_faults_against_a_cluster_keep_every_check",
+            "chaos::a_minute_of_faults_against_a_cluster_keeps_every_check",
             "cannot create network namespaces here (needs root and CAP_SYS_ADMIN)",
         );
         return;
     }
     let _ = Command::new(&ip).args(["netns", "del", &probe]).output();
     let child = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tools/chaos.sh"))
-        .arg("20")
+        .arg(SMOKE_SECONDS.to_string())
         .env("VBLAST", env!("CARGO_BIN_EXE_vblast"))
         .env("VBLAST_BAO", bao_binary())
-        .env("RATE", "50")
+        .env("RATE", SMOKE_RATE.to_string())
         .env("C", "16")
         .env("WINDOW_TOL", "3")
         .stdout(std::process::Stdio::piped())
@@ -61,9 +65,10 @@ fn twenty_seconds_of_faults_against_a_cluster_keep_every_check() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let show = format!("{stdout}\n--- stderr ---\n{stderr}");
     assert!(out.status.success(), "{show}");
+    let scheduled = format!("ok    scheduled {} = sent ", SMOKE_SECONDS * SMOKE_RATE);
     for check in [
         "ok    requests ",
-        "ok    scheduled 1000 = sent ",
+        scheduled.as_str(),
         "ok    the operations add up",
         "ok    the nodes add up",
         "ok    every second's requests = ok + failed",
@@ -73,6 +78,7 @@ fn twenty_seconds_of_faults_against_a_cluster_keep_every_check() {
         "ok    no hang",
         "ok    the cluster survived",
         "ok    nothing left on the server",
+        "ok    the audit log holds every successful request",
         "ok    every fault injected",
     ] {
         assert!(stdout.contains(check), "no '{check}':\n{show}");
