@@ -435,7 +435,13 @@ fn storage_bound_sweep(c: &Cluster, node: &str) {
         out.show()
     );
     assert_eq!(saturated["load"], 80, "{saturated}");
-    let line = out.line("Saturated first at 80 req/s: storage (storage time per request ");
+    // Storage, by its own time (at least a quarter of the handler's) or, just under that,
+    // by the barrier's time, which holds it (CI saw 31.3 of 125.9 ms: 24.9%).
+    let line = out.line("Saturated first at 80 req/s: storage (");
+    assert!(
+        line.contains("(storage time per request ") || line.contains("(barrier time per request "),
+        "{line}"
+    );
     let page = std::fs::read_to_string(&html).expect("sweep HTML");
     // The line as HTML text (its `'` escaped; it has no other character to escape).
     let said = line.replace('\'', "&#39;");

@@ -294,6 +294,15 @@ pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String, String)
     (m, auth, policies["data"]["keys"].to_string(), entities)
 }
 
+/// `server_state` without its identity entities: what a shared fixture must hold while it
+/// outlives the shards that use it (the entities their logins made go with the auth path,
+/// at the shared cleanup).
+pub fn fixtures_only(
+    s: (Vec<String>, Vec<String>, String, String),
+) -> (Vec<String>, Vec<String>, String) {
+    (s.0, s.1, s.2)
+}
+
 /// The mounts a vblast run created (named `vblast-...`), without trailing slash.
 pub fn vblast_mounts(bao: &OpenBao) -> Vec<String> {
     mounts(bao)
