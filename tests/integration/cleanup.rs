@@ -574,7 +574,7 @@ fn killed_in_cleanup(
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn vblast");
     let err = lines(child.stderr.take().unwrap());
-    wait_for("cleanup under way", Duration::from_secs(240), || begun());
+    wait_for("cleanup under way", Duration::from_secs(240), begun);
     signal(child.id(), libc::SIGKILL);
     let _ = child.wait();
     let stderr = err.try_iter().collect::<Vec<String>>().join("\n");
