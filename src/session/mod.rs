@@ -324,26 +324,25 @@ impl Session {
         for f in &self.fixtures {
             f.check(&ctx)?;
         }
-        let started = std::time::Instant::now();
-        if no_setup {
-            self.check_reachable()?;
-        } else {
-            preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)?;
-        }
-        self.log
-            .record("checks", 1, started.elapsed().as_secs_f64());
+        self.log.fixture("checks", || {
+            if no_setup {
+                self.check_reachable()
+            } else {
+                preflight(&mut proto.clone_fresh()).map_err(Error::unreachable)
+            }
+        })?;
         for (i, f) in self.fixtures.iter_mut().enumerate() {
             if let Some(s) = self.stop.signal() {
                 return Err(Error::Stopped(s));
             }
             self.naming.set_owner(i);
-            let (started, phases) = (std::time::Instant::now(), self.log.len());
-            f.setup(&ctx)?;
-            // An operation that kept no phase of its own is one phase.
-            if self.log.len() == phases && !no_setup {
-                let name = format!("{} setup", f.operation().name);
-                self.log.record(&name, 1, started.elapsed().as_secs_f64());
+            if no_setup {
+                f.setup(&ctx)?;
+                continue;
             }
+            // An operation that kept no phase of its own is one phase, with its line.
+            let name = format!("{} setup", f.operation().name);
+            self.log.fixture(&name, || f.setup(&ctx))?;
         }
         if let Some(s) = self.stop.signal() {
             return Err(Error::Stopped(s));

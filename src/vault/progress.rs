@@ -5,10 +5,15 @@
 //! in place once a second when stderr is a terminal, or, with `--progress`, one plain line
 //! a second and one when the phase ends; nothing with `--quiet`, or when stderr is not a
 //! terminal and `--progress` was not given (as the run's live line, `session/live.rs`).
+//! A fixture phase (a mount, a role, a PKI chain: a few calls, no count) shows its name
+//! and the time so far while it runs (`SetupLog::fixture`, drawn by a thread of its own,
+//! the calls being blocking), and its name and time when it ends.
 //! Every phase's name, count and time is kept (`SetupLog::phases`) for the report and
 //! the results file; `VBLAST_SETUP_TIMING=1` also prints each as it ends.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use crate::stats::phases::SetupPhase;
@@ -47,6 +52,8 @@ pub struct SetupLog {
     /// `VBLAST_SETUP_TIMING` is set: each phase's time on stderr as it ends.
     timing: bool,
     phases: Mutex<Vec<SetupPhase>>,
+    /// How many counted phases (`start`) are under way: a fixture phase's line gives way.
+    counted: AtomicUsize,
 }
 
 impl SetupLog {
@@ -55,6 +62,7 @@ impl SetupLog {
             display,
             timing: std::env::var_os("VBLAST_SETUP_TIMING").is_some(),
             phases: Mutex::new(Vec::new()),
+            counted: AtomicUsize::new(0),
         }
     }
 
@@ -81,9 +89,52 @@ impl SetupLog {
         self.len() == 0
     }
 
-    /// Keeps a phase that ended: `count` things in `seconds`.
+    /// Keeps a phase that ended: `count` things in `seconds` (a plain line says so).
     pub fn record(&self, name: &str, count: u64, seconds: f64) {
+        if self.display == Display::Lines {
+            eprintln!("progress: {name} done in {seconds:.1}s");
+        }
         self.keep(SetupPhase::new(name, count, seconds));
+    }
+
+    /// A fixture phase: runs `work`, showing `name` and the time so far once a second
+    /// while no counted phase of its own (seeding) shows instead; when it succeeds and
+    /// kept no phase of its own, it is kept as one phase (`record`), its line saying its
+    /// time. A failure keeps nothing.
+    pub fn fixture<T, E>(&self, name: &str, work: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let (start, kept) = (Instant::now(), self.len());
+        let result = if self.display == Display::Off {
+            work()
+        } else {
+            std::thread::scope(|s| {
+                let (tx, rx) = channel::<()>();
+                let ticker = s.spawn(move || {
+                    let mut drawn = false;
+                    while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(EVERY) {
+                        if self.counted.load(Ordering::Relaxed) > 0 || self.len() != kept {
+                            continue;
+                        }
+                        let line = format!("{name}, {:.0}s so far", start.elapsed().as_secs_f64());
+                        match self.display {
+                            Display::Redraw => eprint!("\r\x1b[2K  {line}"),
+                            _ => eprintln!("progress: {line}"),
+                        }
+                        drawn = true;
+                    }
+                    drawn
+                });
+                let result = work();
+                drop(tx);
+                if ticker.join().unwrap_or(false) && self.display == Display::Redraw {
+                    eprint!("\r\x1b[2K");
+                }
+                result
+            })
+        };
+        if result.is_ok() && self.len() == kept {
+            self.record(name, 1, start.elapsed().as_secs_f64());
+        }
+        result
     }
 
     fn keep(&self, phase: SetupPhase) {
@@ -98,6 +149,7 @@ impl SetupLog {
     /// A phase of `total` things starting now, with its progress line.
     pub fn start(&self, name: &str, total: u64) -> PhaseLine<'_> {
         let now = Instant::now();
+        self.counted.fetch_add(1, Ordering::Relaxed);
         PhaseLine {
             log: self,
             name: name.to_string(),
@@ -112,10 +164,9 @@ impl SetupLog {
     /// removed as its tokens are revoked), bounded by `bound`: its line says how many are
     /// done, the time so far and the bound, with no rate or ETA.
     pub fn start_wait(&self, name: &str, total: u64, bound: Duration) -> PhaseLine<'_> {
-        PhaseLine {
-            bound: Some(bound),
-            ..self.start(name, total)
-        }
+        let mut line = self.start(name, total);
+        line.bound = Some(bound);
+        line
     }
 }
 
@@ -128,6 +179,12 @@ pub struct PhaseLine<'a> {
     drawn: Instant,
     /// A wait's bound (`start_wait`): the line has no rate or ETA.
     bound: Option<Duration>,
+}
+
+impl Drop for PhaseLine<'_> {
+    fn drop(&mut self) {
+        self.log.counted.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl PhaseLine<'_> {
@@ -224,5 +281,25 @@ mod tests {
         assert_eq!(phases[0].count, 20000);
         assert_eq!(phases[0].connections, 4);
         assert_eq!(phases[1].text(), "kv mount 0.500s");
+    }
+
+    #[test]
+    fn a_fixture_phase_is_kept_once_unless_its_own_phases_are() {
+        let log = SetupLog::new(Display::Lines);
+        assert_eq!(log.fixture("jwt-login setup", || Ok::<_, ()>(7)), Ok(7));
+        // A phase with phases of its own (a mount, then seeding) keeps those alone.
+        log.fixture("kv-read setup", || {
+            log.record("kv mount", 1, 0.1);
+            log.start("kv seeding", 3).finish(3, 1);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        assert_eq!(
+            log.fixture("pki-issue setup", || Err::<(), _>("refused")),
+            Err("refused")
+        );
+        let names: Vec<String> = log.phases().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["jwt-login setup", "kv mount", "kv seeding"]);
+        assert_eq!(log.counted.load(Ordering::Relaxed), 0);
     }
 }

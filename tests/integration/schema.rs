@@ -536,7 +536,11 @@ fn a_failover_window_matches_the_schemas() {
         let line = stderr
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("no progress line: {said:?}"));
-        let progress = line.starts_with("progress:");
+        // The load's line ("progress: 1s ..."), not a setup phase's ("progress: checks ...").
+        let progress = line
+            .strip_prefix("progress: ")
+            .and_then(|r| r.split_once("s "))
+            .is_some_and(|(secs, _)| secs.parse::<u64>().is_ok());
         said.push(line);
         if progress {
             break;

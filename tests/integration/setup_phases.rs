@@ -1,5 +1,6 @@
 //! The setup's long phases against a real OpenBao dev server: their progress lines with
-//! `--progress` (none without it, stderr not being a terminal), their times in the report
+//! `--progress` (the fixture phases' too: checks, the kv mount, an operation's setup;
+//! none without it, stderr not being a terminal), their times in the report
 //! and the results file (`run.setup_phases`, valid against docs/schema/), and a count the
 //! server refuses (a rate-limit quota on the mount): one message after the first
 //! failures, exit 2, and what was written removed.
@@ -53,6 +54,9 @@ fn seeding_and_user_creation_show_progress_and_their_times() {
     let r = run(vault_cmd(&bao, &with));
     r.assert_code(0);
     for line in [
+        // The fixture phases, named with their time as they end.
+        "progress: checks done in ",
+        "progress: kv mount done in ",
         "progress: kv seeding 60/60 done in ",
         "progress: userpass users 6/6 done in ",
     ] {
@@ -84,6 +88,20 @@ fn seeding_and_user_creation_show_progress_and_their_times() {
         setup.contains("kv seeding 60 in ") && setup.contains("userpass users 6 in "),
         "{}",
         text.show()
+    );
+    assert_eq!(server_state(&bao), before, "left something behind");
+
+    // An operation whose setup keeps no phase of its own is one fixture phase, with its
+    // line; the load's own progress lines are not the setup's.
+    let jwt = run(vault_cmd(
+        &bao,
+        &["--op", "jwt-login", "-c", "1", "-n", "2", "--progress"],
+    ));
+    jwt.assert_code(0);
+    assert!(
+        jwt.stderr.contains("progress: jwt-login setup done in "),
+        "{}",
+        jwt.show()
     );
     assert_eq!(server_state(&bao), before, "left something behind");
 
