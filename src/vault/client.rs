@@ -296,6 +296,13 @@ impl Client {
         }
     }
 
+    /// The same settings with another bound on each request: for a call the server may
+    /// take long to answer (queueing the revocation of thousands of leases).
+    pub fn with_timeout(mut self, timeout: Duration) -> Client {
+        self.timeout = timeout;
+        self
+    }
+
     /// The same settings with another token (one vblast created at setup).
     pub fn with_token(mut self, token: &str) -> Client {
         self.token = Some(token.to_string());
