@@ -603,3 +603,71 @@ fn a_malformed_frame_an_oversized_block_and_a_window_overflow_are_counted_and_re
         assert_eq!(j["ok"], 0, "{name}: {j}");
     }
 }
+
+/// Every Vault operation that needs no outside service (a database, redis, RabbitMQ, a
+/// client certificate) over h2 to a TLS OpenBao: every request answered, and the server
+/// as before (mounts, auth paths, policies, identity entities).
+#[test]
+fn every_vault_operation_runs_over_h2_and_leaves_nothing() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap();
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", ca.to_str().unwrap()),
+    ];
+    let before = crate::support::openbao::server_state(&bao);
+    let ops = [
+        "kv-read",
+        "kv-write",
+        "kv-list",
+        "kv-delete",
+        "cubbyhole-read",
+        "cubbyhole-write",
+        "approle-login",
+        "userpass-login",
+        "jwt-login",
+        "token-create",
+        "token-lookup",
+        "token-renew",
+        "token-revoke",
+        "transit-encrypt",
+        "transit-decrypt",
+        "transit-sign",
+        "transit-verify",
+        "transit-hmac",
+        "pki-issue",
+        "pki-sign",
+        "ssh-sign",
+        "ssh-issue",
+        "totp-generate",
+        "totp-read",
+        "totp-create",
+        "identity",
+        "sys-health",
+        "ha-status",
+        "seal-status",
+        "sys-metrics",
+    ];
+    for op in ops
+        .iter()
+        .map(|o| ["--op", o])
+        .chain([["--scenario", "login-read"]])
+    {
+        let mut a = op.to_vec();
+        a.extend(["--http2", "--streams", "4", "-c", "2", "-n", "16"]);
+        a.extend(["--format", "json", "--no-server-stats"]);
+        if op[1] == "login-read" {
+            a.extend(["--users", "2"]);
+        }
+        let r = run(env_cmd(&a, &env));
+        let j = all_ok(&r, 16);
+        assert_eq!(j["run"]["protocol"], "HTTP/2 (h2)", "{op:?}: {j}");
+        assert_eq!(
+            crate::support::openbao::server_state(&bao),
+            before,
+            "{op:?} left something: {}",
+            r.show()
+        );
+    }
+}
