@@ -369,8 +369,11 @@ fn a_lower_step_measured_slower_is_measured_again() {
     let because = second["repeated_because"].as_array().unwrap();
     assert_eq!(second["repeats"], because.len(), "{second}");
     assert!(
-        because.iter().filter_map(|b| b.as_str()).any(|b| b.contains("not monotone")
-            && b.contains("step 1 at 200 re-measured and pooled")),
+        because
+            .iter()
+            .filter_map(|b| b.as_str())
+            .any(|b| b.contains("not monotone")
+                && b.contains("step 1 at 200 re-measured and pooled")),
         "{second}"
     );
     assert!(
