@@ -186,10 +186,54 @@ pub fn remove_names(
     }
     let left = server::wait_gone(client, before.clone(), timeout, stop, display);
     report(client, made, &before, &left);
-    if left.is_empty() {
-        return Ok(());
+    let secrets = remove_secrets(client, &made.secrets, stop, display);
+    match (left.is_empty(), secrets) {
+        (true, Ok(())) => Ok(()),
+        (true, Err(e)) => Err(Error::cleanup(e)),
+        (false, Ok(())) => Err(server::left_on(client, &left)),
+        (false, Err(e)) => Err(Error::cleanup(format!(
+            "{}\nvblast: {e}",
+            server::left_on(client, &left)
+        ))),
     }
-    Err(server::left_on(client, &left))
+}
+
+/// The secrets written under each of `all` (prefixes of mounts the run did not make):
+/// removed, each said removed (with its count) or not found; the error says what is left.
+fn remove_secrets(
+    client: &Client,
+    all: &[crate::vault::fixture::SecretsUnder],
+    stop: &Stop,
+    display: Display,
+) -> Result<(), String> {
+    let mut left = Vec::new();
+    for under in all {
+        let place = format!("'{}/{}'", under.mount, under.prefix);
+        if stop.is_urgent() {
+            left.push(format!(
+                "the secrets under {place} are left (cleanup stopped)"
+            ));
+            continue;
+        }
+        match crate::vault::ops::kv::remove_secrets_under(client, under, display, stop) {
+            Ok(0) => eprintln!(
+                "vblast: not found: secrets under {place} (none on {}{})",
+                client.base(),
+                if under.mount == "cubbyhole" {
+                    ", in this token's cubbyhole: a cubbyhole is its token's own"
+                } else {
+                    ""
+                }
+            ),
+            Ok(n) => eprintln!("vblast: removed {n} secrets under {place}"),
+            Err(e) => left.push(e.to_string()),
+        }
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(server::one_per_line(&left))
+    }
 }
 
 /// The operation names of a `--op` (or `--scenario`) text.

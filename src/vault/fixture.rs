@@ -54,17 +54,33 @@ pub struct Made {
     pub prefixes: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretsUnder>,
+}
+
+/// Secrets a run writes under a fresh prefix of a kv mount it did not make (`--mount`, the
+/// cubbyhole): `count` secrets named as the kv family names them, at most.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecretsUnder {
+    pub mount: String,
+    /// "vblast-xxxxxxxx/".
+    pub prefix: String,
+    pub version: u8,
+    pub count: u64,
 }
 
 impl Made {
     /// Whether it names nothing.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.prefixes.is_empty() && self.tokens.is_empty()
+        self.names.is_empty()
+            && self.prefixes.is_empty()
+            && self.tokens.is_empty()
+            && self.secrets.is_empty()
     }
 
     /// How many things it names.
     pub fn len(&self) -> usize {
-        self.names.len() + self.prefixes.len() + self.tokens.len()
+        self.names.len() + self.prefixes.len() + self.tokens.len() + self.secrets.len()
     }
 }
 
@@ -88,6 +104,8 @@ struct Drawn {
     names: Vec<(usize, String)>,
     /// (operation's index, prefix) of every name prefix claimed (`Naming::claim_prefix`).
     prefixes: Vec<(usize, String)>,
+    /// Every prefix of a user's mount written under (`Naming::secrets_prefix`).
+    secrets: Vec<SecretsUnder>,
     /// (operation's index, accessor) of every token recorded (`Naming::record_token`), in
     /// every mode: a shard's parent token is its own.
     tokens: Vec<(usize, String)>,
@@ -187,15 +205,37 @@ impl Naming {
     /// (`claim_prefix`), not named. The shards' own auth paths of a jwt-login or
     /// login-read run (`vblast-jwt-xxxxxxxx-yyyyyyyy`) are under it.
     pub fn random_prefix(&self, prefix: &str) -> String {
-        let name = {
-            let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
-            let n = d.seen.entry(prefix.to_string()).or_insert(0);
-            let name = name_of(&self.run_id, prefix, *n);
-            *n += 1;
-            name
-        };
+        let name = self.draw(prefix);
         self.claim_prefix(&format!("{name}-"));
         name
+    }
+
+    /// The next name with `prefix`, counted as `random_name` counts, recorded nowhere.
+    fn draw(&self, prefix: &str) -> String {
+        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let n = d.seen.entry(prefix.to_string()).or_insert(0);
+        let name = name_of(&self.run_id, prefix, *n);
+        *n += 1;
+        name
+    }
+
+    /// The fresh prefix ("vblast-xxxxxxxx/", drawn as `random_name("vblast-")` draws) under
+    /// which a run writes up to `count` secrets in `mount`, a kv mount (of `version`) it
+    /// did not make: named as such, not as a fixture (there is no object by that name),
+    /// so that `vblast cleanup` deletes those secrets (not in Join mode).
+    pub fn secrets_prefix(&self, mount: &str, version: u8, count: u64) -> String {
+        let prefix = format!("{}/", self.draw("vblast-"));
+        if self.mode != Mode::Join {
+            let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+            d.secrets.push(SecretsUnder {
+                mount: mount.to_string(),
+                prefix: prefix.clone(),
+                version,
+                count,
+            });
+            self.tell(&d, &format!("secrets under {mount}/{prefix}"));
+        }
+        prefix
     }
 
     /// Claims every object whose name starts with `prefix` (a name this session drew,
@@ -306,6 +346,7 @@ impl Drawn {
             names: all(&self.names),
             prefixes: all(&self.prefixes),
             tokens: all(&self.tokens),
+            secrets: self.secrets.clone(),
         }
     }
 }

@@ -748,3 +748,68 @@ fn identity_runs_killed_in_setup_or_under_load_are_cleaned_up() {
     killed_then_cleaned_with(b, &run_id("id-setup"), &args, &fixture_named, &count, 0);
     killed_then_cleaned_with(b, &run_id("id-load"), &args, &progress, &count, 0);
 }
+
+/// The top-level keys of the dev server's KV v2 mount `secret/`.
+fn secret_keys(bao: &OpenBao) -> u64 {
+    let (st, body) = bao.api("LIST", "/v1/secret/metadata", None);
+    if st == 404 {
+        return 0;
+    }
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["keys"].as_array().map_or(0, |k| k.len() as u64)
+}
+
+/// kv-read on an existing mount (`--mount secret`, the dev server's KV v2) killed under
+/// load: no fixture of its own, only secrets under a fresh prefix, which the state file
+/// names; `vblast cleanup --run-id` deletes them and says how many.
+#[test]
+fn secrets_under_an_existing_mount_are_removed_by_vblast_cleanup() {
+    let bao = OpenBao::start();
+    let before = (server_state(&bao), secret_keys(&bao));
+    let id = run_id("kv-mount");
+    let args = [
+        "--run-id",
+        &id,
+        "--progress",
+        "--op",
+        "kv-read",
+        "--mount",
+        "secret",
+        "--secrets",
+        "50",
+        "-c",
+        "2",
+        "-z",
+        "60s",
+    ];
+    let mut cmd = vault_cmd(&bao, &args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn vblast");
+    let err = lines(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| progress(l)) {
+        seen.push(
+            err.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no load:\n{}", seen.join("\n"))),
+        );
+    }
+    signal(child.id(), libc::SIGKILL);
+    let _ = child.wait();
+    assert_eq!(secret_keys(&bao), before.1 + 1, "{}", seen.join("\n"));
+    let cleanup = run(vault_cmd(&bao, &["cleanup", "--run-id", &id]));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup
+            .stderr
+            .contains("removed 50 secrets under 'secret/vblast-"),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(
+        (server_state(&bao), secret_keys(&bao)),
+        before,
+        "{}",
+        cleanup.show()
+    );
+}
