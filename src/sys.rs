@@ -1,5 +1,18 @@
 //! What the operating system allows and says: open-file limits, the ephemeral port range,
-//! and its sentence for an error number.
+//! the calling thread's CPU time, and its sentence for an error number.
+
+/// The CPU time the calling thread has used (user and system).
+pub fn thread_cpu() -> std::time::Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the struct we pass.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
 
 /// Current and hard RLIMIT_NOFILE.
 pub fn nofile() -> (u64, u64) {

@@ -15,7 +15,11 @@
 #     ops, nodes and timeline add up to its totals);
 #   - each unavailability window in the report starts within WINDOW_TOL s (default 1) of an
 #     injected fault (a fault's own span plus the request timeout, for faults that stall
-#     rather than refuse), and the SIGKILL opens one;
+#     rather than refuse; for the lossy link, also the largest TCP retransmission timeout
+#     the kernel held on that node's connections as the fault ended (`ss -ti` rto, both
+#     sides): a segment lost just before the end is sent again only when its backed-off
+#     timer fires, and a request waiting behind it can time out that much later), and the
+#     SIGKILL opens one;
 #   - vblast's RSS flat: growth under RSS_PCT % (default 5) from 20% to 100% of the load
 #     (from the first sample at or after 20% outside any unavailability window);
 #   - every fault survived without a hang: vblast ends by its deadline, no stretch of the
@@ -195,7 +199,14 @@ at() { local t; t=$(python3 -c "print(max(0.0, $T0 + $D * $1 - $(now)))"); sleep
 : >"$DIR/faults"
 # fault NAME FIRST_S LAST_S STALLS(0|1): wall-clock times, made relative to the results
 # file's started_at afterwards.
-fault() { echo "$1 $2 $3 $4" >>"$DIR/faults"; }
+fault() { echo "$1 $2 $3 $4 ${5:-0}" >>"$DIR/faults"; }
+# The largest TCP retransmission timeout, seconds, of the connections between the hub and
+# node $1, read on both sides (`ss -ti`'s rto, milliseconds).
+max_rto() {
+    { in_hub ss -tin dst "10.77.$1.2"; ip netns exec "$TAG-n$1" ss -tin; } 2>/dev/null |
+        grep -o 'rto:[0-9.]*' | cut -d: -f2 |
+        awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { printf "%.3f\n", m / 1000 }'
+}
 sig_pg() { # SIGNAL: the postmaster and every backend it has started
     local p; for p in ${PID[pg]} $(pgrep -P "${PID[pg]}" || true); do kill "-$1" "$p" 2>/dev/null || true; done
 }
@@ -240,6 +251,7 @@ else
     done
 fi
 t1=$(now); sleep "$NET"
+RTO=$(max_rto "$A")
 for pair in "$ns n$A" "$HUB h$A"; do
     set -- $pair
     ip netns exec "$1" tc qdisc del dev "$2" root 2>/dev/null || true
@@ -247,8 +259,8 @@ for pair in "$ns n$A" "$HUB h$A"; do
     ip netns exec "$1" iptables -F FORWARD 2>/dev/null || true
 done
 t2=$(now)
-say "node $A's link: $how, ${NET} s"
-fault "link-node-$A" "$t1" "$t2" 1
+say "node $A's link: $how, ${NET} s (largest TCP retransmission timeout as it ended: ${RTO} s)"
+fault "link-node-$A" "$t1" "$t2" 1 "$RTO"
 
 at 0.65
 t1=$(now); sig_pg STOP; sleep 3; sig_pg CONT; t2=$(now)
@@ -319,8 +331,8 @@ except Exception as e:
 start = datetime.strptime(res["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 faults = []
 for line in open(f"{d}/faults"):
-    name, a, b, stalls = line.split()
-    faults.append((name, float(a) - start, float(b) - start, stalls == "1"))
+    name, a, b, stalls, rto = line.split()
+    faults.append((name, float(a) - start, float(b) - start, stalls == "1", float(rto)))
 n, ok, failed = rep["requests"], rep["ok"], rep["failed"]
 print(f"vblast exit {vbrc}: {n} requests, {ok} ok, {failed} failed over {rep['duration_s']:.1f} s")
 rate = rep["run"]["target_rate"] or 0
@@ -342,7 +354,7 @@ for s in errsec:
     print(f"  second {s['second']:>4}: {s['requests']:>5} = {s['ok']:>5} ok + {s['errors']:>5} failed")
 print("faults (seconds from the load's start):")
 for f in faults:
-    print(f"  {f[0]:<24} {f[1]:8.2f} .. {f[2]:8.2f}")
+    print(f"  {f[0]:<24} {f[1]:8.2f} .. {f[2]:8.2f}" + (f"  (TCP retransmission timeout {f[4]:g} s as it ended)" if f[4] else ""))
 wins = rep.get("windows", [])
 print("unavailability windows:")
 for w in wins:
@@ -359,7 +371,7 @@ check(not bad and sum(s["requests"] for s in tl) == n and sum(s["ok"] for s in t
       + (f" (not: seconds {[s['second'] for s in bad][:10]})" if bad else ""))
 def explains(f, w):
     lo = f[1] - tol
-    hi = (f[2] + timeout if f[3] else f[1]) + tol
+    hi = (f[2] + timeout + f[4] if f[3] else f[1]) + tol
     return lo <= w["start_s"] <= hi
 unexplained = [w for w in wins if not any(explains(f, w) for f in faults)]
 check(not unexplained, f"each window starts within {tol:g} s of a fault"

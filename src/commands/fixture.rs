@@ -13,7 +13,7 @@ use crate::session::fixtures::{
     check_ops, remove_names, remove_shared, server, shared_session, state,
 };
 use crate::signals::Stop;
-use crate::vault::fixture::Mode;
+use crate::vault::fixture::{Made, Mode};
 use crate::vault::progress::Display;
 
 use super::Given;
@@ -53,7 +53,7 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     if let Some((dir, path, st)) = &recorded
         && args.ops.op.is_none()
     {
-        return from_state(args, given, stop, dir, path, st, &[]);
+        return from_state(args, given, stop, dir, path, st, &Made::default());
     }
     let Some(op) = args.ops.op.as_deref() else {
         return Ending::Failed(Error::input(if remove {
@@ -95,7 +95,7 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
             Err(e) => Ending::Failed(e),
         };
     }
-    let (names, removed) = remove_shared(
+    let (done, removed) = remove_shared(
         &scenario,
         stop,
         &run_id,
@@ -108,7 +108,7 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     }
     // What the state file lists beyond the shared fixture (a run of its own).
     match &recorded {
-        Some((dir, path, st)) => from_state(args, given, stop, dir, path, st, &names),
+        Some((dir, path, st)) => from_state(args, given, stop, dir, path, st, &done),
         None => Ending::Ok,
     }
 }
@@ -144,7 +144,7 @@ fn from_state(
     dir: &std::path::Path,
     path: &std::path::Path,
     st: &state::StateFile,
-    done: &[String],
+    done: &Made,
 ) -> Ending {
     let mut scenario = match target_scenario(args, given) {
         Ok(s) => s,
@@ -163,13 +163,10 @@ fn from_state(
     if scenario.namespace.is_none() {
         scenario.namespace = st.namespace.clone();
     }
-    let names: Vec<String> = st
-        .names
-        .iter()
-        .filter(|n| !done.contains(n))
-        .cloned()
-        .collect();
-    if names.is_empty() {
+    let mut made = st.made.clone();
+    made.names.retain(|n| !done.names.contains(n));
+    made.prefixes.retain(|p| !done.prefixes.contains(p));
+    if made.is_empty() {
         state::remove(dir, &st.run_id);
         return Ending::Ok;
     }
@@ -177,8 +174,8 @@ fn from_state(
         "vblast: run {}: removing what its state file {} lists ({} name{})",
         st.run_id,
         path.display(),
-        names.len(),
-        if names.len() == 1 { "" } else { "s" }
+        made.len(),
+        if made.len() == 1 { "" } else { "s" }
     );
     let client = match server::client_of(&scenario, LOOK_TIMEOUT) {
         Ok(c) => c,
@@ -188,12 +185,12 @@ fn from_state(
     let mut client = client.with_stop(urgent.stop().clone());
     let removed = remove_names(
         &mut client,
-        &names,
+        &made,
         args.cleanup.cleanup_timeout,
         stop,
         Display::new(args.show.quiet, args.show.progress),
     );
-    if let Some(note) = crate::vault::ops::database::unleased_users_note(&names) {
+    if let Some(note) = crate::vault::ops::database::unleased_users_note(&made.names) {
         eprintln!("vblast: {note}");
     }
     let sync = leftover(&scenario, &st.run_id);
@@ -231,7 +228,10 @@ fn orphans(args: &RunArgs, given: Given, stop: &Stop) -> Ending {
     for o in list.iter_mut().filter(|o| o.age.is_none()) {
         o.age = states
             .iter()
-            .find(|s| s.names.contains(&o.found.name))
+            .find(|s| {
+                s.made.names.contains(&o.found.name)
+                    || s.made.prefixes.iter().any(|p| o.found.name.starts_with(p))
+            })
             .and_then(|s| s.started.as_deref())
             .and_then(|t| humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok())
             .and_then(|t| std::time::SystemTime::now().duration_since(t).ok());

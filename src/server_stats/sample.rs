@@ -2,6 +2,8 @@
 //! instant (cumulative counters, never deltas), so that samples taken by several shards of
 //! one run merge by sorting, and every interval's figures follow from two neighbours.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// A cumulative timer of the server's telemetry: how many times it ran and their total
@@ -75,9 +77,10 @@ pub struct Sample {
     pub barrier_get: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier_put: Option<TimerTotals>,
-    /// The storage backend's name (`raft_storage`, `postgres`, `file`...), when it reports.
+    /// The storage backend's name (`raft_storage`, `postgres`, `file`...), when it reports
+    /// (borrowed from the sampler's list of backends: a sample allocates nothing for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub storage: Option<String>,
+    pub storage: Option<Cow<'static, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_get: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,10 +103,11 @@ pub struct Sample {
     pub host_mem_used_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_mem_total_bytes: Option<u64>,
+    /// Boxed, as `client`: most samples have neither, and a long run keeps every sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<Process>,
+    pub process: Option<Box<Process>>,
     /// vblast's own process at the same instant (the first node's samples only), for
     /// whether the client itself gave out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<Process>,
+    pub client: Option<Box<Process>>,
 }

@@ -18,6 +18,9 @@ use super::sample::Sample;
 use super::sources::{self, Form};
 use super::timeline::{NodeSamples, ServerSamples, interval};
 
+/// At most this many samples' room is taken per node before they come (a day at 1 s).
+const MAX_ROOM: usize = 86_400;
+
 /// Where a source stands for one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {
@@ -143,7 +146,7 @@ impl SampledNode {
         self.read_host(&mut s);
         self.read_process(&mut s);
         if self.with_client {
-            s.client = sources::process(std::process::id()).ok();
+            s.client = sources::process(std::process::id()).ok().map(Box::new);
         }
         self.out.samples.push(s);
     }
@@ -231,7 +234,7 @@ impl SampledNode {
             return;
         };
         match sources::process(pid) {
-            Ok(p) => s.process = Some(p),
+            Ok(p) => s.process = Some(Box::new(p)),
             Err(e) => {
                 let why = if self.out.samples.is_empty() {
                     "no such process readable here"
@@ -254,12 +257,15 @@ type Bell = Arc<(Mutex<bool>, Condvar)>;
 /// A running sampler; `finish` stops it and gives its samples.
 pub struct Sampler {
     bell: Bell,
-    thread: Option<JoinHandle<Vec<SampledNode>>>,
+    thread: Option<JoinHandle<(Vec<SampledNode>, Duration)>>,
     interval: Duration,
     /// `--pprof-interval`: the first node's profiles, from a thread of their own.
     profiler: Option<Profiler>,
     /// `--metrics-listen`: where each node's latest interval goes.
     latest: Option<LatestIntervals>,
+    /// CPU the sampling has cost so far on the caller's thread (the samples before the
+    /// load); the thread's own is added as it ends.
+    cpu: Duration,
 }
 
 impl Sampler {
@@ -268,19 +274,27 @@ impl Sampler {
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
     /// `profiling` is a connection of its own to the first node, for its profiles;
-    /// `latest`, the exporter's view of each node's latest interval.
+    /// `latest`, the exporter's view of each node's latest interval. `span`, the load's
+    /// planned length when it has one: each node's samples are given their room at once,
+    /// so that a long run's memory grows by its samples only, never by their copies.
     pub fn start(
         settings: &Settings,
         clients: Vec<Client>,
         profiling: Option<Client>,
-        warmup: Duration,
+        (warmup, span): (Duration, Option<Duration>),
         latest: Option<LatestIntervals>,
     ) -> Sampler {
+        let room = span.map_or(0, |s| {
+            (s.as_secs_f64() / settings.interval.as_secs_f64().max(1e-3)).ceil() as usize + 4
+        });
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
             .map(|(i, c)| SampledNode::new(c, settings.pids.get(i).copied()))
             .collect();
+        for n in &mut nodes {
+            n.out.samples.reserve(room.min(MAX_ROOM));
+        }
         if let Some(first) = nodes.first_mut() {
             first.with_client = true;
         }
@@ -291,16 +305,18 @@ impl Sampler {
                 nodes.len()
             );
         }
+        let t0 = crate::sys::thread_cpu();
         for n in &mut nodes {
             n.calibrate();
             n.sample();
         }
+        let cpu = crate::sys::thread_cpu().saturating_sub(t0);
         let profiler = settings
             .pprof
             .as_ref()
             .zip(profiling)
             .map(|(p, c)| Profiler::start(p, c));
-        Sampler::spawn(nodes, settings.interval, warmup, profiler, latest)
+        Sampler::spawn(nodes, settings.interval, warmup, profiler, latest, cpu)
     }
 
     /// Stops the thread, samples each node once more (the load has ended), and gives
@@ -312,12 +328,13 @@ impl Sampler {
             .take()
             .map(Profiler::finish)
             .unwrap_or_default();
-        let mut nodes = self.stopped()?;
+        let (mut nodes, cpu) = self.stopped()?;
         pprof_refused(&mut nodes, refused);
         Some(ServerSamples {
             interval_s: interval.as_secs_f64(),
             nodes: nodes.into_iter().map(|n| n.out).collect(),
             profiles,
+            sampler_cpu_s: cpu.as_secs_f64(),
         })
     }
 
@@ -328,7 +345,7 @@ impl Sampler {
         let interval = self.interval;
         let profiler = self.profiler.take();
         let latest = self.latest.clone();
-        let mut nodes = self.stopped()?;
+        let (mut nodes, cpu) = self.stopped()?;
         pprof_refused(&mut nodes, profiler.as_ref().and_then(Profiler::refused));
         let mut done = Vec::with_capacity(nodes.len());
         let mut kept = Vec::with_capacity(nodes.len());
@@ -346,6 +363,7 @@ impl Sampler {
             interval_s: interval.as_secs_f64(),
             nodes: done,
             profiles: profiler.as_ref().map(Profiler::take).unwrap_or_default(),
+            sampler_cpu_s: cpu.as_secs_f64(),
         };
         Some((
             samples,
@@ -358,19 +376,21 @@ impl Sampler {
         ))
     }
 
-    /// Stops the thread and samples each node once more.
-    fn stopped(mut self) -> Option<Vec<SampledNode>> {
+    /// Stops the thread and samples each node once more; with the CPU the sampling cost.
+    fn stopped(mut self) -> Option<(Vec<SampledNode>, Duration)> {
         {
             let (stopped, cv) = &*self.bell;
             *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
             cv.notify_all();
         }
-        let mut nodes = self.thread.take()?.join().ok()?;
+        let (mut nodes, thread_cpu) = self.thread.take()?.join().ok()?;
+        let t0 = crate::sys::thread_cpu();
         for n in &mut nodes {
             n.sample();
             n.publish(self.latest.as_ref());
         }
-        Some(nodes)
+        let last = crate::sys::thread_cpu().saturating_sub(t0);
+        Some((nodes, self.cpu + thread_cpu + last))
     }
 
     /// The thread over `nodes` (each sampled once already), its first sample due an
@@ -381,6 +401,7 @@ impl Sampler {
         warmup: Duration,
         profiler: Option<Profiler>,
         latest: Option<LatestIntervals>,
+        cpu: Duration,
     ) -> Sampler {
         // Due from now, before the caller's load begins (not from the thread's start).
         let next = Instant::now() + if warmup.is_zero() { interval } else { warmup };
@@ -397,6 +418,7 @@ impl Sampler {
             interval,
             profiler,
             latest,
+            cpu,
         }
     }
 }
@@ -423,28 +445,32 @@ pub struct Paused {
 impl Paused {
     /// Samples each node once now, before the next step's load, then as `Sampler::start`.
     pub fn resume(mut self, warmup: Duration) -> Sampler {
+        let t0 = crate::sys::thread_cpu();
         for n in &mut self.nodes {
             n.sample();
         }
+        let cpu = crate::sys::thread_cpu().saturating_sub(t0);
         Sampler::spawn(
             self.nodes,
             self.interval,
             warmup,
             self.profiler,
             self.latest,
+            cpu,
         )
     }
 }
 
-/// The thread: a sample of every node each interval until the bell rings.
-/// The first sample is due at `next`.
+/// The thread: a sample of every node each interval until the bell rings; its nodes and
+/// the CPU time it used. The first sample is due at `next`.
 fn run(
     mut nodes: Vec<SampledNode>,
     bell: &Bell,
     interval: Duration,
     mut next: Instant,
     latest: Option<&LatestIntervals>,
-) -> Vec<SampledNode> {
+) -> (Vec<SampledNode>, Duration) {
+    let t0 = crate::sys::thread_cpu();
     let (stopped, cv) = &**bell;
     loop {
         let mut done = stopped.lock().unwrap_or_else(|e| e.into_inner());
@@ -459,7 +485,7 @@ fn run(
                 .0;
         }
         if *done {
-            return nodes;
+            return (nodes, crate::sys::thread_cpu().saturating_sub(t0));
         }
         drop(done);
         for n in &mut nodes {

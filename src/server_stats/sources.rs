@@ -3,6 +3,7 @@
 //! the host it runs on (`sys/host-info`), and its process (`/proc/PID`, `--server-pid`).
 //! Each answers its figures or a `Cause` that says why the source is missing.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::Cause;
@@ -39,8 +40,64 @@ pub enum Form {
 }
 
 /// Values by metric name (Prometheus spelling, `vault_core_handle_request_count`), each
-/// the sum over its label sets.
+/// the sum over its label sets. Only the metrics a sample keeps (`kept`) are in it.
 pub type Values = HashMap<String, f64>;
+
+/// The gauges a sample keeps, by their Prometheus names.
+const GAUGES: [&str; 9] = [
+    "vault_core_in_flight_requests",
+    "vault_runtime_num_goroutines",
+    "vault_runtime_alloc_bytes",
+    "vault_expire_num_leases",
+    "vault_token_count",
+    "vault_quota_rate_limit_violation",
+    "vault_quota_rate_limit_violation_total",
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+];
+
+/// The timers a sample keeps (their `_count` and `_sum`), storage backends' aside.
+const TIMERS: [&str; 4] = [
+    "vault_core_handle_request",
+    "vault_core_check_token",
+    "vault_barrier_get",
+    "vault_barrier_put",
+];
+
+/// Whether a sample keeps the metric `name`. The server lists hundreds (a series per
+/// route, mount and quantile); reading only these keeps each sample's cost small, so that
+/// sampling costs the client next to nothing beside the load (issue 23 item 8).
+fn kept(name: &str) -> bool {
+    if GAUGES.contains(&name) {
+        return true;
+    }
+    let Some(base) = name
+        .strip_suffix("_count")
+        .or_else(|| name.strip_suffix("_sum"))
+    else {
+        return false;
+    };
+    TIMERS.contains(&base)
+        || base.strip_prefix("vault_").is_some_and(|rest| {
+            STORAGE.iter().any(|s| {
+                rest.strip_prefix(s)
+                    .is_some_and(|op| matches!(op, "_get" | "_put" | "_delete" | "_list"))
+            })
+        })
+}
+
+/// Adds `v` to `name`'s sum when a sample keeps it.
+fn add(out: &mut Values, name: &str, v: f64) {
+    if !kept(name) {
+        return;
+    }
+    match out.get_mut(name) {
+        Some(sum) => *sum += v,
+        None => {
+            out.insert(name.to_string(), v);
+        }
+    }
+}
 
 /// Reads the Prometheus text form: `name{labels} value` lines, comments skipped.
 pub fn parse_prometheus(text: &str) -> Values {
@@ -55,7 +112,7 @@ pub fn parse_prometheus(text: &str) -> Values {
             None => continue,
         };
         // Quantile lines of a summary are not kept (their name repeats with `quantile=`).
-        if rest.contains("quantile=") {
+        if !kept(name) || rest.contains("quantile=") {
             continue;
         }
         let value = rest.rsplit('}').next().unwrap_or(rest);
@@ -65,25 +122,44 @@ pub fn parse_prometheus(text: &str) -> Values {
             .and_then(|v| v.parse::<f64>().ok())
             && v.is_finite()
         {
-            *out.entry(name.to_string()).or_insert(0.0) += v;
+            add(&mut out, name, v);
         }
     }
     out
 }
 
+/// The in-memory sink's JSON, its gauges only (the rest is skipped unread).
+#[derive(serde::Deserialize)]
+struct Sink<'a> {
+    #[serde(rename = "Gauges", default, borrow)]
+    gauges: Vec<Gauge<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Gauge<'a> {
+    #[serde(rename = "Name", borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(rename = "Value")]
+    value: Option<f64>,
+}
+
 /// Reads the JSON form's gauges, under their Prometheus names (dots become underscores).
-pub fn parse_json_gauges(doc: &serde_json::Value) -> Values {
+/// None: not the sink's JSON.
+pub fn parse_json_gauges(body: &[u8]) -> Option<Values> {
+    let sink: Sink = serde_json::from_slice(body).ok()?;
     let mut out = Values::new();
-    let gauges = doc.get("Gauges").and_then(|g| g.as_array());
-    for g in gauges.into_iter().flatten() {
-        if let (Some(name), Some(v)) = (
-            g.get("Name").and_then(|n| n.as_str()),
-            g.get("Value").and_then(|v| v.as_f64()),
-        ) {
-            *out.entry(name.replace(['.', '-'], "_")).or_insert(0.0) += v;
-        }
+    let mut name = String::new();
+    for g in sink.gauges {
+        let Some(v) = g.value else { continue };
+        name.clear();
+        name.extend(
+            g.name
+                .chars()
+                .map(|c| if c == '.' || c == '-' { '_' } else { c }),
+        );
+        add(&mut out, &name, v);
     }
-    out
+    Some(out)
 }
 
 /// Fills `s` with what the telemetry's values say.
@@ -112,7 +188,7 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
         let get = timer(&format!("vault_{name}_get"));
         let put = timer(&format!("vault_{name}_put"));
         if get.is_some() || put.is_some() {
-            s.storage = Some(name.to_string());
+            s.storage = Some(Cow::Borrowed(name));
             s.storage_get = get;
             s.storage_put = put;
             s.storage_delete = timer(&format!("vault_{name}_delete"));
@@ -133,8 +209,8 @@ pub fn telemetry(client: &mut Client, form: Form) -> Result<Option<Values>, Caus
     let r = client.request_root("GET", path, None)?;
     match (r.status, form) {
         (200, Form::Prometheus) => Ok(Some(parse_prometheus(&String::from_utf8_lossy(&r.body)))),
-        (200, Form::Json) => match r.json() {
-            Some(doc) => Ok(Some(parse_json_gauges(&doc))),
+        (200, Form::Json) => match parse_json_gauges(&r.body) {
+            Some(v) => Ok(Some(v)),
             None => Err(Cause::Said(
                 "sys/metrics answered something other than JSON".into(),
             )),
@@ -160,23 +236,60 @@ pub fn host_info(client: &mut Client) -> Result<(HostCpu, u64, u64), Cause> {
             excerpt: r.error_text(),
         });
     }
-    let doc = r
-        .json()
-        .ok_or_else(|| Cause::Said("sys/host-info answered something other than JSON".into()))?;
-    let data = &doc["data"];
+    parse_host_info(&r.body)
+}
+
+/// Reads `sys/host-info`'s answer: the CPU times summed over CPUs, memory used and total.
+pub fn parse_host_info(body: &[u8]) -> Result<(HostCpu, u64, u64), Cause> {
+    let doc: HostInfo = serde_json::from_slice(body)
+        .map_err(|_| Cause::Said("sys/host-info answered something other than JSON".into()))?;
     let mut cpu = HostCpu::default();
-    for t in data["cpu_times"].as_array().into_iter().flatten() {
-        let f = |k: &str| t.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-        let busy = f("user") + f("system") + f("nice") + f("irq") + f("softirq") + f("steal");
+    for t in &doc.data.cpu_times {
+        let busy = t.user + t.system + t.nice + t.irq + t.softirq + t.steal;
         cpu.busy_s += busy;
-        cpu.total_s += busy + f("idle") + f("iowait");
+        cpu.total_s += busy + t.idle + t.iowait;
         cpu.cpus += 1;
     }
     if cpu.cpus == 0 {
         return Err(Cause::Said("sys/host-info gave no CPU times".into()));
     }
-    let mem = |k: &str| data["memory"].get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-    Ok((cpu, mem("used"), mem("total")))
+    Ok((cpu, doc.data.memory.used, doc.data.memory.total))
+}
+
+/// What a sample reads of `sys/host-info` (the rest of its answer is skipped unread).
+#[derive(serde::Deserialize)]
+struct HostInfo {
+    #[serde(default)]
+    data: HostData,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct HostData {
+    #[serde(default)]
+    cpu_times: Vec<CpuTimes>,
+    #[serde(default)]
+    memory: Memory,
+}
+
+/// One CPU's times, seconds; a field the server leaves out is 0.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct CpuTimes {
+    user: f64,
+    system: f64,
+    nice: f64,
+    irq: f64,
+    softirq: f64,
+    steal: f64,
+    idle: f64,
+    iowait: f64,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct Memory {
+    used: u64,
+    total: u64,
 }
 
 /// The process `pid` from /proc: CPU time, resident memory, and IO when readable.
@@ -288,6 +401,11 @@ mod tests {
         );
         assert_eq!(s.in_flight, Some(3.0));
         assert_eq!(s.storage, None);
+        let all = parse_prometheus(
+            "vault_route_read_secret_count 9\nvault_postgres_put_sum 2\nvault_postgresx_put_sum 1\nprocess_cpu_seconds_total 1.5\n",
+        );
+        assert_eq!(all.len(), 2, "only the metrics a sample keeps: {all:?}");
+        assert_eq!(all.get("process_cpu_seconds_total"), Some(&1.5));
     }
 
     #[test]
@@ -305,11 +423,22 @@ mod tests {
 
     #[test]
     fn json_gauges_take_prometheus_names() {
-        let doc = serde_json::json!({"Gauges": [{"Name": "vault.runtime.num_goroutines", "Value": 541.0}]});
-        assert_eq!(
-            parse_json_gauges(&doc).get("vault_runtime_num_goroutines"),
-            Some(&541.0)
-        );
+        let doc = br#"{"Timestamp": "x", "Gauges": [{"Name": "vault.runtime.num_goroutines", "Value": 541.0, "Labels": {}}, {"Name": "vault.runtime.num_goroutines", "Value": 1.0}, {"Name": "vault.route.read.secret-", "Value": 2.0}], "Samples": [{"Name": "vault.core.handle_request", "Count": 3}]}"#;
+        let v = parse_json_gauges(doc).expect("the sink's JSON");
+        assert_eq!(v.get("vault_runtime_num_goroutines"), Some(&542.0));
+        assert_eq!(v.len(), 1, "only the kept gauges: {v:?}");
+        assert!(parse_json_gauges(b"<html>").is_none());
+    }
+
+    #[test]
+    fn host_info_sums_its_cpus() {
+        let body = br#"{"request_id": "r", "data": {"cpu": [{"cores": 1}], "cpu_times": [{"cpu": "cpu0", "user": 2.0, "system": 1.0, "idle": 7.0, "iowait": 0.5}, {"cpu": "cpu1", "user": 1.0, "steal": 0.5, "idle": 8.5}], "memory": {"used": 30, "total": 100, "free": 70}, "disk": []}}"#;
+        let (cpu, used, total) = parse_host_info(body).expect("host-info");
+        assert_eq!((cpu.cpus, used, total), (2, 30, 100));
+        assert_eq!(cpu.busy_s, 4.5);
+        assert_eq!(cpu.total_s, 20.5);
+        assert!(parse_host_info(br#"{"data": {"cpu_times": []}}"#).is_err());
+        assert!(parse_host_info(b"not json").is_err());
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub struct ServerSummary {
     /// The biggest server-side component of a request: "token check", "barrier", "storage".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub biggest: Option<String>,
+    /// What the sampling cost vblast: the sampler's CPU seconds (its thread's, and its
+    /// calls before and after the load), summed over shards, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_cpu_s: Option<f64>,
 }
 
 /// One node's figures over the window.
@@ -250,7 +254,10 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         check_token_ms: mean_of(token),
         barrier_get_ms: mean_of(barrier[0]),
         barrier_put_ms: mean_of(barrier[1]),
-        storage: w.iter().rev().find_map(|s| s.storage.clone()),
+        storage: w
+            .iter()
+            .rev()
+            .find_map(|s| s.storage.as_deref().map(String::from)),
         storage_get_ms: mean_of(storage[0]),
         storage_put_ms: mean_of(storage[1]),
         token_ms_per_request: per_request(&[token]),
@@ -314,6 +321,7 @@ impl ServerSamples {
             client_ms: c.mean_ms,
             outside_ms: server_ms.map(|s| c.mean_ms - s),
             biggest: busiest.and_then(biggest),
+            sampling_cpu_s: (self.sampler_cpu_s > 0.0).then_some(self.sampler_cpu_s),
             nodes,
         }
     }
@@ -340,58 +348,7 @@ pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
         if s.nodes.len() > 1 { "s" } else { "" }
     )?;
     for n in &s.nodes {
-        writeln!(o, "  {} ({} samples)", n.node, n.samples)?;
-        writeln!(
-            o,
-            "    CPU (cores)     peak {}  mean {}{}",
-            cores(n.cpu_cores_peak),
-            cores(n.cpu_cores_mean),
-            match (n.host_cpu_pct_peak, n.host_cpu_pct_mean) {
-                (Some(p), Some(m)) => format!("   host peak {p:.0}%  mean {m:.0}%"),
-                _ => String::new(),
-            }
-        )?;
-        writeln!(
-            o,
-            "    memory          RSS peak {}{}",
-            mib(n.rss_bytes_peak),
-            n.host_mem_used_bytes_peak
-                .map_or(String::new(), |b| format!(
-                    "   host used {}",
-                    mib(Some(b as f64))
-                ))
-        )?;
-        writeln!(
-            o,
-            "    in flight       peak {}   goroutines peak {}   leases {}",
-            cores(n.in_flight_peak).trim_end_matches(".00"),
-            n.goroutines_peak.map_or("-".into(), |v| format!("{v:.0}")),
-            n.leases_peak.map_or("-".into(), |v| format!("{v:.0}")),
-        )?;
-        if n.handle_ms.is_some() {
-            writeln!(
-                o,
-                "    per request     handle {}   token check {}   barrier get {} put {}",
-                ms(n.handle_ms),
-                ms(n.check_token_ms),
-                ms(n.barrier_get_ms),
-                ms(n.barrier_put_ms)
-            )?;
-        }
-        if let Some(st) = &n.storage {
-            writeln!(
-                o,
-                "    storage ({st})  get {}   put {}",
-                ms(n.storage_get_ms),
-                ms(n.storage_put_ms)
-            )?;
-        }
-        if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {
-            writeln!(o, "    rate-limit violations {v:.0}")?;
-        }
-        for m in &n.missing {
-            writeln!(o, "    not sampled: {m}")?;
-        }
+        write_node_text(n, o)?;
     }
     if let Some(server) = s.server_ms {
         writeln!(
@@ -403,6 +360,13 @@ pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
             s.biggest
                 .as_ref()
                 .map_or(String::new(), |b| format!("; biggest server part: {b}"))
+        )?;
+    }
+    if let Some(cpu) = s.sampling_cpu_s {
+        writeln!(
+            o,
+            "  sampling cost vblast {:.1} ms of CPU (the sampler's thread, and its calls before and after the load)",
+            cpu * 1e3
         )?;
     }
     if let (Some(h), Some(d)) = (s.handled, s.difference) {
@@ -424,6 +388,63 @@ pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
                 String::new()
             }
         )?;
+    }
+    Ok(())
+}
+
+/// One node's lines of the "Server" section.
+fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
+    writeln!(o, "  {} ({} samples)", n.node, n.samples)?;
+    writeln!(
+        o,
+        "    CPU (cores)     peak {}  mean {}{}",
+        cores(n.cpu_cores_peak),
+        cores(n.cpu_cores_mean),
+        match (n.host_cpu_pct_peak, n.host_cpu_pct_mean) {
+            (Some(p), Some(m)) => format!("   host peak {p:.0}%  mean {m:.0}%"),
+            _ => String::new(),
+        }
+    )?;
+    writeln!(
+        o,
+        "    memory          RSS peak {}{}",
+        mib(n.rss_bytes_peak),
+        n.host_mem_used_bytes_peak
+            .map_or(String::new(), |b| format!(
+                "   host used {}",
+                mib(Some(b as f64))
+            ))
+    )?;
+    writeln!(
+        o,
+        "    in flight       peak {}   goroutines peak {}   leases {}",
+        cores(n.in_flight_peak).trim_end_matches(".00"),
+        n.goroutines_peak.map_or("-".into(), |v| format!("{v:.0}")),
+        n.leases_peak.map_or("-".into(), |v| format!("{v:.0}")),
+    )?;
+    if n.handle_ms.is_some() {
+        writeln!(
+            o,
+            "    per request     handle {}   token check {}   barrier get {} put {}",
+            ms(n.handle_ms),
+            ms(n.check_token_ms),
+            ms(n.barrier_get_ms),
+            ms(n.barrier_put_ms)
+        )?;
+    }
+    if let Some(st) = &n.storage {
+        writeln!(
+            o,
+            "    storage ({st})  get {}   put {}",
+            ms(n.storage_get_ms),
+            ms(n.storage_put_ms)
+        )?;
+    }
+    if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {
+        writeln!(o, "    rate-limit violations {v:.0}")?;
+    }
+    for m in &n.missing {
+        writeln!(o, "    not sampled: {m}")?;
     }
     Ok(())
 }
@@ -467,6 +488,7 @@ mod tests {
         let samples = ServerSamples {
             interval_s: 1.0,
             profiles: Vec::new(),
+            sampler_cpu_s: 0.0,
             nodes: vec![NodeSamples {
                 node: "n".into(),
                 samples: vec![

@@ -15,6 +15,14 @@ pub struct ServerSamples {
     /// `--pprof-interval`: the profile files of the first node saved during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<String>,
+    /// The CPU time the sampling cost vblast, seconds (its thread's, and its calls on the
+    /// run's thread before and after the load), summed over shards; 0 when not measured.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sampler_cpu_s: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// One node's samples, in time order, and the sources it could not be sampled from.
@@ -42,7 +50,9 @@ impl ServerSamples {
                 interval_s: p.interval_s,
                 nodes: Vec::new(),
                 profiles: Vec::new(),
+                sampler_cpu_s: 0.0,
             });
+            o.sampler_cpu_s += p.sampler_cpu_s;
             o.profiles.extend(p.profiles.iter().cloned());
             o.interval_s = o.interval_s.max(p.interval_s);
             for n in &p.nodes {
@@ -154,7 +164,7 @@ fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
     let dt = (b.at_ms.saturating_sub(a.at_ms)) as f64 / 1000.0;
     let per_s = |d: Option<f64>| d.filter(|_| dt > 0.0).map(|d| d / dt);
-    let process = match (a.process, b.process) {
+    let process = match (a.process.as_deref(), b.process.as_deref()) {
         (Some(pa), Some(pb)) => Some((pa, pb)),
         _ => None,
     };
@@ -163,7 +173,7 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         None => per_s(diff(a.server_cpu_s, b.server_cpu_s)),
     };
     let wait =
-        |pa: Option<Process>, pb: Option<Process>| per_s(diff(pa?.cpu_wait_s, pb?.cpu_wait_s));
+        |pa: Option<&Process>, pb: Option<&Process>| per_s(diff(pa?.cpu_wait_s, pb?.cpu_wait_s));
     let host_cpu_pct = match (a.host_cpu, b.host_cpu) {
         (Some(ha), Some(hb)) if hb.total_s > ha.total_s => {
             Some(100.0 * (hb.busy_s - ha.busy_s).max(0.0) / (hb.total_s - ha.total_s))
@@ -183,16 +193,17 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         at_s: b.at_ms.saturating_sub(start_ms) as f64 / 1000.0,
         duration_s: dt,
         cpu_cores,
-        cpu_wait_cores: wait(a.process, b.process),
+        cpu_wait_cores: wait(a.process.as_deref(), b.process.as_deref()),
         cores: b
             .process
+            .as_ref()
             .and_then(|p| p.cpus_allowed)
             .or(b.host_cpu.map(|h| h.cpus).filter(|c| *c > 0)),
-        client_cpu_cores: match (a.client, b.client) {
+        client_cpu_cores: match (a.client.as_deref(), b.client.as_deref()) {
             (Some(ca), Some(cb)) => per_s(diff(Some(ca.cpu_s), Some(cb.cpu_s))),
             _ => None,
         },
-        client_wait_cores: wait(a.client, b.client),
+        client_wait_cores: wait(a.client.as_deref(), b.client.as_deref()),
         host_cpu_pct,
         rss_bytes: process
             .map(|(_, pb)| pb.rss_bytes as f64)
@@ -276,6 +287,7 @@ mod tests {
         let part = |at: u64, node: &str| ServerSamples {
             interval_s: 1.0,
             profiles: Vec::new(),
+            sampler_cpu_s: 0.002,
             nodes: vec![NodeSamples {
                 node: node.into(),
                 samples: vec![sample(at, 0.0, 0.0, 0.0)],
@@ -289,5 +301,9 @@ mod tests {
         let at: Vec<u64> = m.nodes[0].samples.iter().map(|s| s.at_ms).collect();
         assert_eq!(at, [1000, 2000]);
         assert_eq!(m.nodes[0].missing.len(), 1);
+        assert!(
+            (m.sampler_cpu_s - 0.006).abs() < 1e-12,
+            "each shard's sampling cost"
+        );
     }
 }

@@ -13,11 +13,11 @@ use crate::error::{Cause, Error};
 use crate::session::Session;
 use crate::signals::Stop;
 use crate::vault::client::Client;
-use crate::vault::fixture::{Mode, Naming};
+use crate::vault::fixture::{Made, Mode, Naming};
 use crate::vault::ops::{Fixture, fixture_of};
 use crate::vault::progress::Display;
 
-use server::Found;
+use server::{Found, Table};
 
 /// The naming of a session of `scenario`: its run id and mode, each name printed and
 /// written to the run's state file as it is drawn.
@@ -59,42 +59,45 @@ pub fn shared_session(
 }
 
 /// Removes the shared fixture of run `run_id` (a `Mode::Remove` session), saying on
-/// stderr, for each of its names, whether it was removed or not found; returns the names
-/// and, as an error, what is left. Its waits are shown as `display` says.
+/// stderr, for each of its names and prefixes, whether it was removed or not found;
+/// returns them and, as an error, what is left. Its waits are shown as `display` says.
 pub fn remove_shared(
     scenario: &Scenario,
     stop: &Stop,
     run_id: &str,
     display: Display,
-) -> (Vec<String>, Result<(), Error>) {
+) -> (Made, Result<(), Error>) {
     let mut scenario = in_mode(scenario, Mode::Remove, run_id);
     scenario.keep = false;
     let mut session = match Session::open_showing(&scenario, stop, display) {
         Ok(s) => s,
-        Err(e) => return (Vec::new(), Err(e)),
+        Err(e) => return (Made::default(), Err(e)),
     };
-    let names = session.fixture_names();
+    let made = session.fixture_made();
     let looked = server::client_of(&scenario, LOOK_TIMEOUT).and_then(|mut client| {
-        let before = server::locate(&mut client, &names).map_err(Error::Cleanup)?;
+        let before = server::locate_made(&mut client, &made).map_err(Error::Cleanup)?;
         Ok((client, before))
     });
     let closed = session.close();
     if let Ok((mut client, before)) = looked {
-        let after = server::locate(&mut client, &names).unwrap_or_default();
-        report(&client, &names, &before, &after);
+        let after = server::locate_made(&mut client, &made).unwrap_or_default();
+        report(&client, &made, &before, &after);
     }
-    (names, closed)
+    (made, closed)
 }
 
 /// Each request of a look at the server's tables.
 const LOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Says, for each of `names`, whether it was removed (there before, gone after) or not
-/// found (there before nothing); what is still there is the caller's to report.
-fn report(client: &Client, names: &[String], before: &[Found], after: &[Found]) {
-    for n in names {
+/// Says, for each name, prefix and token of `made`, whether it was removed (there
+/// before, gone after) or not found (there before nothing); what is still there is the
+/// caller's to report. More than `ONE_BY_ONE` objects of one table under a prefix (an
+/// identity run's entities) are said on one line.
+fn report(client: &Client, made: &Made, before: &[Found], after: &[Found]) {
+    let removed = |f: &Found| !after.contains(f);
+    for n in &made.names {
         match before.iter().find(|f| &f.name == n) {
-            Some(f) if !after.contains(f) => eprintln!("vblast: removed {f}"),
+            Some(f) if removed(f) => eprintln!("vblast: removed {f}"),
             Some(_) => {}
             None => eprintln!(
                 "vblast: not found: '{n}' (no mount, auth path or policy by that name on {})",
@@ -102,35 +105,135 @@ fn report(client: &Client, names: &[String], before: &[Found], after: &[Found]) 
             ),
         }
     }
+    for p in &made.prefixes {
+        let under: Vec<&Found> = before
+            .iter()
+            .filter(|f| f.name.starts_with(p.as_str()))
+            .collect();
+        if under.is_empty() {
+            eprintln!(
+                "vblast: not found: '{p}*' (no mount, auth path, policy, identity entity or group so named on {})",
+                client.base()
+            );
+        }
+        for table in [
+            Table::Group,
+            Table::Entity,
+            Table::Policy,
+            Table::Auth,
+            Table::Mount,
+        ] {
+            let gone: Vec<&&Found> = under
+                .iter()
+                .filter(|f| f.table == table && removed(f))
+                .collect();
+            if gone.len() > ONE_BY_ONE {
+                let label = table.label();
+                let many = match label.strip_suffix('y') {
+                    Some(stem) => format!("{stem}ies"),
+                    None => format!("{label}s"),
+                };
+                eprintln!("vblast: removed {} {many} named '{p}*'", gone.len());
+            } else {
+                for f in gone {
+                    eprintln!("vblast: removed {f}");
+                }
+            }
+        }
+    }
+    for t in &made.tokens {
+        match before
+            .iter()
+            .find(|f| f.table == Table::Token && &f.name == t)
+        {
+            Some(f) if removed(f) => eprintln!("vblast: removed {f}"),
+            Some(_) => {}
+            None => eprintln!(
+                "vblast: not found: token with accessor '{t}' (no such token on {}: revoked, with its child tokens, or expired)",
+                client.base()
+            ),
+        }
+    }
 }
 
-/// `vblast cleanup` from a state file: looks for each of `names`, removes what is there,
-/// waits (bounded by `timeout`, a second signal ends the wait) until the server has
-/// removed it, and says for each name removed or not found; the error names what is left
-/// with the commands that remove it. The wait has a progress line as `display` says.
+/// Up to this many objects of one table under a prefix get a line each.
+const ONE_BY_ONE: usize = 5;
+
+/// `vblast cleanup` from a state file: looks for each name, prefix and token of `made`,
+/// removes what is there (a token by its accessor, with its children), waits (bounded by
+/// `timeout`, a second signal ends the wait) until the server has removed it, and says
+/// for each removed or not found; the error names what is left with the commands that
+/// remove it. The wait has a progress line as `display` says.
 pub fn remove_names(
     client: &mut Client,
-    names: &[String],
+    made: &Made,
     timeout: std::time::Duration,
     stop: &Stop,
     display: Display,
 ) -> Result<(), Error> {
-    let before = server::locate(client, names).map_err(Error::Cleanup)?;
+    let before = server::locate_made(client, made).map_err(Error::Cleanup)?;
     for f in &before {
         if stop.is_urgent() {
             break;
         }
-        eprintln!("vblast: removing {f}");
+        // Identity objects go at once, and may be many: said once removed.
+        if !matches!(f.table, Table::Entity | Table::Group) {
+            eprintln!("vblast: removing {f}");
+        }
         if let Err(e) = server::remove(client, f) {
             eprintln!("vblast: {e} (looking whether the server goes on)");
         }
     }
     let left = server::wait_gone(client, before.clone(), timeout, stop, display);
-    report(client, names, &before, &left);
-    if left.is_empty() {
-        return Ok(());
+    report(client, made, &before, &left);
+    let secrets = remove_secrets(client, &made.secrets, stop, display);
+    match (left.is_empty(), secrets) {
+        (true, Ok(())) => Ok(()),
+        (true, Err(e)) => Err(Error::cleanup(e)),
+        (false, Ok(())) => Err(server::left_on(client, &left)),
+        (false, Err(e)) => Err(Error::cleanup(format!(
+            "{}\nvblast: {e}",
+            server::left_on(client, &left)
+        ))),
     }
-    Err(server::left_on(client, &left))
+}
+
+/// The secrets written under each of `all` (prefixes of mounts the run did not make):
+/// removed, each said removed (with its count) or not found; the error says what is left.
+fn remove_secrets(
+    client: &Client,
+    all: &[crate::vault::fixture::SecretsUnder],
+    stop: &Stop,
+    display: Display,
+) -> Result<(), String> {
+    let mut left = Vec::new();
+    for under in all {
+        let place = format!("'{}/{}'", under.mount, under.prefix);
+        if stop.is_urgent() {
+            left.push(format!(
+                "the secrets under {place} are left (cleanup stopped)"
+            ));
+            continue;
+        }
+        match crate::vault::ops::kv::remove_secrets_under(client, under, display, stop) {
+            Ok(0) => eprintln!(
+                "vblast: not found: secrets under {place} (none on {}{})",
+                client.base(),
+                if under.mount == "cubbyhole" {
+                    ", in this token's cubbyhole: a cubbyhole is its token's own"
+                } else {
+                    ""
+                }
+            ),
+            Ok(n) => eprintln!("vblast: removed {n} secrets under {place}"),
+            Err(e) => left.push(e.to_string()),
+        }
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(server::one_per_line(&left))
+    }
 }
 
 /// The operation names of a `--op` (or `--scenario`) text.

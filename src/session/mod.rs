@@ -753,6 +753,11 @@ impl Session {
         self.naming.names()
     }
 
+    /// The names, prefixes and tokens of the session's fixtures (`Naming::made`).
+    pub fn fixture_made(&self) -> crate::vault::fixture::Made {
+        self.naming.made()
+    }
+
     /// The setup's phases so far, each with its count and time.
     pub fn setup_phases(&self) -> Vec<crate::stats::phases::SetupPhase> {
         self.log.phases()
@@ -819,12 +824,15 @@ impl Session {
     fn remove_fixtures(&mut self, client: &mut Client, stop: &Stop) -> Vec<String> {
         let names = self.naming.names();
         let own = self.naming.mode() != Mode::Join && !names.is_empty();
-        // What of the names is there now (a failed look: nothing is assumed).
-        let before = if own {
+        // What of the names is there now (a failed look: nothing is assumed), and of the
+        // tokens (a shard's parent token is its own too).
+        let mut before = if own {
             server::locate(client, &names).unwrap_or_default()
         } else {
             Vec::new()
         };
+        let tokens = self.naming.tokens();
+        before.extend(server::locate_tokens(client, &tokens).unwrap_or_default());
         let mut left = Vec::new();
         let mut reported: Vec<String> = Vec::new();
         for i in (0..self.fixtures.len()).rev() {
@@ -841,10 +849,14 @@ impl Session {
             };
             let Err(e) = result else { continue };
             // A removal the server is still busy with (an auth path revoking its
-            // tokens): waited for, bounded.
+            // tokens, a parent token its children): waited for, bounded.
+            let (names_of, tokens_of) = (self.naming.names_of(i), self.naming.tokens_of(i));
             let mine: Vec<server::Found> = before
                 .iter()
-                .filter(|f| self.naming.names_of(i).contains(&f.name))
+                .filter(|f| match f.table {
+                    server::Table::Token => tokens_of.contains(&f.name),
+                    _ => names_of.contains(&f.name),
+                })
                 .cloned()
                 .collect();
             if !mine.is_empty()
@@ -863,7 +875,8 @@ impl Session {
                 }
                 continue;
             }
-            reported.extend(self.naming.names_of(i));
+            reported.extend(names_of);
+            reported.extend(tokens_of);
             for c in created {
                 left.push(format!(
                     "{} is left on {} ({e}): remove it with `{}`",
@@ -873,10 +886,15 @@ impl Session {
                 ));
             }
         }
-        if own && !stop.is_urgent() {
+        if (own || !tokens.is_empty()) && !stop.is_urgent() {
             // A removal answered 204 is not yet a removal: look.
-            let there: Vec<server::Found> = server::locate(client, &names)
-                .unwrap_or_default()
+            let mut there = if own {
+                server::locate(client, &names).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            there.extend(server::locate_tokens(client, &tokens).unwrap_or_default());
+            let there: Vec<server::Found> = there
                 .into_iter()
                 .filter(|f| !reported.contains(&f.name))
                 .collect();

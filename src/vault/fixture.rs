@@ -38,8 +38,51 @@ use crate::signals::Stop;
 /// How long a shard waits for shard 0 (or `vblast setup`) to have made the fixture.
 pub const JOIN_WAIT: Duration = Duration::from_secs(120);
 
-/// Told each fixture name as it is drawn: the run id, the name, every name so far.
-pub type Recorder = Box<dyn Fn(&str, &str, &[String]) + Send + Sync>;
+/// Told each thing a session makes as it is named: the run id, what was added (for the
+/// line on stderr: "fixture vblast-…", "token accessor …"), and everything so far.
+pub type Recorder = Box<dyn Fn(&str, &str, &Made) + Send + Sync>;
+
+/// What a session made, as its state file names it for `vblast cleanup`: fixture names;
+/// name prefixes, every object named with one being the run's (an identity run's numbered
+/// auth paths, policies, entities and groups); the accessors of the tokens it made (a
+/// token-create run's parent token, revoked by accessor with its children). An accessor
+/// cannot authenticate: like a name it is no secret (the token itself is never saved).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Made {
+    pub names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretsUnder>,
+}
+
+/// Secrets a run writes under a fresh prefix of a kv mount it did not make (`--mount`, the
+/// cubbyhole): `count` secrets named as the kv family names them, at most.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecretsUnder {
+    pub mount: String,
+    /// "vblast-xxxxxxxx/".
+    pub prefix: String,
+    pub version: u8,
+    pub count: u64,
+}
+
+impl Made {
+    /// Whether it names nothing.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+            && self.prefixes.is_empty()
+            && self.tokens.is_empty()
+            && self.secrets.is_empty()
+    }
+
+    /// How many things it names.
+    pub fn len(&self) -> usize {
+        self.names.len() + self.prefixes.len() + self.tokens.len() + self.secrets.len()
+    }
+}
 
 /// The names of one session's fixtures: its run id, its mode, and what it drew so far.
 pub struct Naming {
@@ -59,6 +102,13 @@ struct Drawn {
     seen: HashMap<String, u32>,
     /// (operation's index, name) of every fixture name drawn, but by a shard (Join).
     names: Vec<(usize, String)>,
+    /// (operation's index, prefix) of every name prefix claimed (`Naming::claim_prefix`).
+    prefixes: Vec<(usize, String)>,
+    /// Every prefix of a user's mount written under (`Naming::secrets_prefix`).
+    secrets: Vec<SecretsUnder>,
+    /// (operation's index, accessor) of every token recorded (`Naming::record_token`), in
+    /// every mode: a shard's parent token is its own.
+    tokens: Vec<(usize, String)>,
     /// The operation whose setup is running.
     owner: usize,
 }
@@ -137,13 +187,97 @@ impl Naming {
             let owner = d.owner;
             d.names.push((owner, name.clone()));
         }
+        self.tell(&d, &format!("fixture {name}"));
+        name
+    }
+
+    /// Tells the recorder (Own and Create modes) that `what` was added to `d`.
+    fn tell(&self, d: &Drawn, what: &str) {
         if matches!(self.mode, Mode::Own | Mode::Create)
             && let Some(r) = &self.recorder
         {
-            let all: Vec<String> = d.names.iter().map(|(_, n)| n.clone()).collect();
-            r(&self.run_id, &name, &all);
+            r(&self.run_id, what, &d.made());
         }
+    }
+
+    /// The next name with `prefix` (as `random_name` draws it, from the same count) that
+    /// is no object itself but the base of others: the name and '-' are claimed
+    /// (`claim_prefix`), not named. The shards' own auth paths of a jwt-login or
+    /// login-read run (`vblast-jwt-xxxxxxxx-yyyyyyyy`) are under it.
+    pub fn random_prefix(&self, prefix: &str) -> String {
+        let name = self.draw(prefix);
+        self.claim_prefix(&format!("{name}-"));
         name
+    }
+
+    /// The next name with `prefix`, counted as `random_name` counts, recorded nowhere.
+    fn draw(&self, prefix: &str) -> String {
+        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let n = d.seen.entry(prefix.to_string()).or_insert(0);
+        let name = name_of(&self.run_id, prefix, *n);
+        *n += 1;
+        name
+    }
+
+    /// The fresh prefix ("vblast-xxxxxxxx/", drawn as `random_name("vblast-")` draws) under
+    /// which a run writes up to `count` secrets in `mount`, a kv mount (of `version`) it
+    /// did not make: named as such, not as a fixture (there is no object by that name),
+    /// so that `vblast cleanup` deletes those secrets (not in Join mode).
+    pub fn secrets_prefix(&self, mount: &str, version: u8, count: u64) -> String {
+        let prefix = format!("{}/", self.draw("vblast-"));
+        if self.mode != Mode::Join {
+            let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+            d.secrets.push(SecretsUnder {
+                mount: mount.to_string(),
+                prefix: prefix.clone(),
+                version,
+                count,
+            });
+            self.tell(&d, &format!("secrets under {mount}/{prefix}"));
+        }
+        prefix
+    }
+
+    /// Claims every object whose name starts with `prefix` (a name this session drew,
+    /// and '-') for this run: an operation that makes numbered objects under a drawn
+    /// name (identity: `vblast-id-xxxxxxxx-entity-N`, `…-policy-N`, `…-1`) names them
+    /// all to `vblast cleanup` at once (not in Join mode).
+    pub fn claim_prefix(&self, prefix: &str) {
+        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        if self.mode == Mode::Join {
+            return;
+        }
+        let owner = d.owner;
+        d.prefixes.push((owner, prefix.to_string()));
+        self.tell(&d, &format!("fixtures {prefix}*"));
+    }
+
+    /// Records the accessor of a token this session made (a parent token whose
+    /// revocation revokes its children), as soon as the server has answered with it.
+    pub fn record_token(&self, accessor: &str) {
+        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let owner = d.owner;
+        d.tokens.push((owner, accessor.to_string()));
+        self.tell(
+            &d,
+            &format!("token accessor {accessor} (a parent token: its child tokens go with it)"),
+        );
+    }
+
+    /// The accessors of the tokens the operation at `index` recorded.
+    pub fn tokens_of(&self, index: usize) -> Vec<String> {
+        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        d.tokens
+            .iter()
+            .filter(|(o, _)| *o == index)
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    /// The accessors of every token recorded.
+    pub fn tokens(&self) -> Vec<String> {
+        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        d.tokens.iter().map(|(_, t)| t.clone()).collect()
     }
 
     /// Names drawn from now on belong to the operation at `index` of the session.
@@ -159,6 +293,11 @@ impl Naming {
             .filter(|(o, _)| *o == index)
             .map(|(_, n)| n.clone())
             .collect()
+    }
+
+    /// Every name, prefix and token this session drew, claimed or recorded.
+    pub fn made(&self) -> Made {
+        self.drawn.lock().unwrap_or_else(|p| p.into_inner()).made()
     }
 
     /// Every fixture name drawn (not in Join mode).
@@ -195,6 +334,19 @@ impl Naming {
                 )));
             }
             std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drawn {
+    /// Everything drawn, claimed and recorded so far.
+    fn made(&self) -> Made {
+        let all = |v: &[(usize, String)]| v.iter().map(|(_, n)| n.clone()).collect();
+        Made {
+            names: all(&self.names),
+            prefixes: all(&self.prefixes),
+            tokens: all(&self.tokens),
+            secrets: self.secrets.clone(),
         }
     }
 }
@@ -273,8 +425,8 @@ mod tests {
         assert_eq!(a.run_id().len(), 16);
         let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
         let s2 = seen.clone();
-        let a = a.with_recorder(Box::new(move |_, name, all| {
-            s2.lock().unwrap().push((name.to_string(), all.len()));
+        let a = a.with_recorder(Box::new(move |_, what, all| {
+            s2.lock().unwrap().push((what.to_string(), all.len()));
         }));
         a.set_owner(1);
         let m = a.random_name("vblast-");
@@ -283,7 +435,31 @@ mod tests {
         a.random_name("");
         assert_eq!(a.names_of(1), vec![m.clone()]);
         assert_eq!(a.names(), vec![m.clone(), q.clone()]);
-        assert_eq!(*seen.lock().unwrap(), vec![(m, 1), (q, 2)]);
+        a.claim_prefix(&format!("{q}-"));
+        a.record_token("acc1");
+        assert_eq!(a.tokens_of(2), vec!["acc1".to_string()]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                (format!("fixture {m}"), 1),
+                (format!("fixture {q}"), 2),
+                (format!("fixtures {q}-*"), 3),
+                (
+                    "token accessor acc1 (a parent token: its child tokens go with it)".into(),
+                    4
+                )
+            ]
+        );
+        // A base drawn as a prefix counts as `random_name` counts, and is no name.
+        let (r, j) = (naming(Mode::Create, "p"), naming(Mode::Join, "p"));
+        assert_eq!(r.random_name("vblast-jwt-"), j.random_name("vblast-jwt-"));
+        let base = r.random_prefix("vblast-jwt-");
+        assert_eq!(base, j.random_name("vblast-jwt-"));
+        assert_eq!(r.names().len(), 1);
+        assert_eq!(
+            r.drawn.lock().unwrap().made().prefixes,
+            vec![format!("{base}-")]
+        );
         // A shard's and a cleanup's names are not theirs to record.
         let j = naming(Mode::Join, "x");
         j.random_name("vblast-");

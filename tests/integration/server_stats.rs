@@ -54,7 +54,25 @@ fn sampling_is_on_by_default_and_the_server_counts_what_the_client_had_answered(
         server["server_ms"].as_f64().unwrap_or(0.0) > 0.0,
         "{server}"
     );
+    // What the sampling cost vblast is measured (its own CPU clock) and said.
+    assert!(
+        server["sampling_cpu_s"].as_f64().unwrap_or(0.0) > 0.0,
+        "{server}"
+    );
+    assert!(
+        doc["server_samples"]["sampler_cpu_s"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0,
+        "the results keep the sampler's CPU: {}",
+        doc["server_samples"]
+    );
     out.line("Server (sampled on the node)");
+    assert!(
+        out.stdout.contains("  sampling cost vblast "),
+        "{}",
+        out.show()
+    );
     assert!(
         out.stdout
             .contains("accounting: server handled 3000, client answered 3000, difference +0"),

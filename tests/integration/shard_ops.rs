@@ -419,8 +419,16 @@ fn setup_and_kill_a_shard(
 }
 
 /// A shard killed mid-run (SIGKILL) leaves the auth path it made for itself (`prefix`):
-/// cleanup disables it by the run's prefix, and the server is as before.
-fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], prefix: &str) {
+/// cleanup disables it by the run's prefix, and the server is as before. `from_state`:
+/// `vblast cleanup --run-id ID` alone, the prefix coming from `vblast setup`'s state file;
+/// else with the run's --op flags.
+fn killed_shards_path_is_swept(
+    bao: &OpenBao,
+    name: &str,
+    op_flags: &[&str],
+    prefix: &str,
+    from_state: bool,
+) {
     let before = server_state(bao);
     let run_id = format!("shard-ops-{name}-killed-{}", std::process::id());
     let mut flags = op_flags.to_vec();
@@ -434,9 +442,18 @@ fn killed_shards_path_is_swept(bao: &OpenBao, name: &str, op_flags: &[&str], pre
     );
     assert_eq!(auth_paths(bao, prefix).len(), 1);
     let mut args = vec!["cleanup"];
-    args.extend_from_slice(&flags);
+    if from_state {
+        args.extend_from_slice(&["--run-id", &run_id]);
+    } else {
+        args.extend_from_slice(&flags);
+    }
     let cleanup = run(vault_cmd(bao, &args));
     cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("removed auth path"),
+        "{}",
+        cleanup.show()
+    );
     assert_eq!(server_state(bao), before, "{}", cleanup.show());
 }
 
@@ -455,7 +472,7 @@ fn jwt_login_shards_each_make_their_own_key_and_path() {
         r.mounts
     );
 
-    killed_shards_path_is_swept(&bao, "jwt", &["--op", "jwt-login"], "vblast-jwt-");
+    killed_shards_path_is_swept(&bao, "jwt", &["--op", "jwt-login"], "vblast-jwt-", true);
 
     // The default mode: shard 0 sets up, runs, waits for shard 1 and cleans up.
     let before = server_state(&bao);
@@ -506,5 +523,5 @@ fn login_read_shards_each_make_their_own_users() {
     assert!(r.auth.is_empty(), "{:?}", r.auth);
     assert_eq!(count(&r.mounts, "vblast-"), 1, "{:?}", r.mounts);
 
-    killed_shards_path_is_swept(&bao, "read", &flags, "vblast-read-");
+    killed_shards_path_is_swept(&bao, "read", &flags, "vblast-read-", false);
 }

@@ -482,7 +482,10 @@ impl Identity {
 
     fn prepare(&mut self, ctx: &SetupCtx) -> Result<(), Cause> {
         let mut client = (ctx.make_client)();
-        self.base = Some(ctx.naming.random_name("vblast-id-"));
+        let base = ctx.naming.random_name("vblast-id-");
+        // Every other name is the base's and a suffix: the state file names them all.
+        ctx.naming.claim_prefix(&format!("{base}-"));
+        self.base = Some(base);
         self.enable_paths(&mut client)?;
         self.write_policies(&mut client, ctx.stop)?;
         let total = self.config.entity_count;

@@ -396,11 +396,13 @@ impl Jwt {
             Mode::Own => return Ok(false),
             Mode::Create => setup_with(ctx, LOGIN.name, |client| {
                 let policy = ctx.naming.random_name("vblast-jwt-");
+                // The shards' own paths' prefix, in the state file for `vblast cleanup`.
+                ctx.naming.random_prefix("vblast-jwt-");
                 self.write_policy(client, &policy)
             })?,
             Mode::Remove => {
                 self.policy = Some(ctx.naming.random_name("vblast-jwt-"));
-                self.sweep = Some(format!("{}-", ctx.naming.random_name("vblast-jwt-")));
+                self.sweep = Some(format!("{}-", ctx.naming.random_prefix("vblast-jwt-")));
             }
             Mode::Join => {
                 needs_setup(ctx, LOGIN.name)?;

@@ -21,6 +21,7 @@ use crate::signals::Stop;
 use crate::template::{Piece, RequestSpec};
 use crate::vault::bulk::{self, Job};
 use crate::vault::client::Client;
+use crate::vault::fixture::SecretsUnder;
 use crate::vault::progress::{Display, SetupLog};
 use crate::workload::Operation;
 
@@ -925,10 +926,10 @@ fn prepare_kv(
                 )));
             }
             KvSetup {
+                prefix: ctx.naming.secrets_prefix(&mount, version, plan.secrets),
                 mount,
                 version,
                 created: false,
-                prefix: format!("{}/", ctx.naming.random_name("vblast-")),
                 wrote_prefix: false,
                 secrets: plan.secrets,
             }
@@ -990,6 +991,64 @@ fn prepare_kv(
         Err(_) => Some(seeded.reached),
     };
     seeded.result
+}
+
+/// `vblast cleanup`: removes the secrets a run wrote under `under` (in a mount it did not
+/// make), looking before and after. Returns how many were there (0: none, "not found");
+/// the error says how many are left.
+pub fn remove_secrets_under(
+    client: &Client,
+    under: &SecretsUnder,
+    display: Display,
+    stop: &Stop,
+) -> Result<usize, Cause> {
+    let (mount, prefix) = (&under.mount, &under.prefix);
+    let list_path = if under.version == 2 {
+        format!("/v1/{mount}/metadata/{prefix}")
+    } else {
+        format!("/v1/{mount}/{prefix}")
+    };
+    let list = |client: &mut Client| -> Result<usize, Cause> {
+        let r = client.request("LIST", &list_path, None)?;
+        match r.status {
+            404 => Ok(0),
+            200..=299 => Ok(r
+                .json()
+                .and_then(|v| {
+                    v.pointer("/data/keys")
+                        .and_then(Value::as_array)
+                        .map(Vec::len)
+                })
+                .unwrap_or(0)),
+            status => Err(Cause::Http {
+                what: format!("listing the secrets under '{mount}/{prefix}'"),
+                status,
+                excerpt: r.error_text(),
+            }),
+        }
+    };
+    let mut looker = client.clone_fresh();
+    let there = list(&mut looker)?;
+    if there == 0 {
+        return Ok(0);
+    }
+    let setup = KvSetup {
+        mount: mount.clone(),
+        version: under.version,
+        created: false,
+        prefix: prefix.clone(),
+        wrote_prefix: true,
+        secrets: under.count,
+    };
+    let make = || client.clone_fresh();
+    remove_prefixed(&make, &SetupLog::new(display), &setup, under.count, stop)?;
+    match list(&mut looker)? {
+        0 => Ok(there),
+        left => Err(Cause::from(format!(
+            "{left} secrets under '{mount}/{prefix}' are left on {}: remove them with `vault kv metadata delete` (KV v2) or `vault delete` (KV v1) each",
+            client.base()
+        ))),
+    }
 }
 
 /// Removes the mount when we created it.

@@ -263,13 +263,14 @@ impl VaultOp for LoginRead {
             Mode::Own => self.prepare(ctx),
             Mode::Create => {
                 let policy = ctx.naming.random_name("vblast-read-");
-                let _prefix = ctx.naming.random_name("vblast-read-");
+                // The shards' own paths' prefix, in the state file for `vblast cleanup`.
+                ctx.naming.random_prefix("vblast-read-");
                 let mut client = (ctx.make_client)();
                 self.write_policy(&mut client, &policy)
             }
             Mode::Remove => {
                 self.policy = Some(ctx.naming.random_name("vblast-read-"));
-                self.sweep = Some(format!("{}-", ctx.naming.random_name("vblast-read-")));
+                self.sweep = Some(format!("{}-", ctx.naming.random_prefix("vblast-read-")));
                 Ok(())
             }
             Mode::Join => {

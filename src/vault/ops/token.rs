@@ -3,7 +3,9 @@
 //! step reported as its own row, `token-revoke/create`). Setup writes a policy
 //! (`vblast-token-xxxxxxxx`) allowing token creation and makes a parent token with it;
 //! every token of the run is that parent's child with the `default` policy and a short
-//! TTL. Cleanup revokes the parent, which revokes every child, and deletes the policy.
+//! TTL; the parent's accessor (never the token) goes to the state file. Cleanup revokes
+//! the parent, which revokes every child, and deletes the policy; `vblast cleanup
+//! --run-id` revokes a killed run's parent by its accessor.
 //!
 //! Shared by the shards of a run (src/session/fixtures.rs): `vblast setup` writes the policy under
 //! a name derived from the run id and makes no token; a shard waits for the policy and
@@ -207,7 +209,7 @@ impl TokenOp {
 
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         let policy = self.write_policy(client, naming)?;
-        self.make_parent(client, &policy)
+        self.make_parent(client, &policy, naming)
     }
 
     /// Writes the parent's policy under a fresh name; returns the name.
@@ -231,11 +233,18 @@ impl TokenOp {
         let policy = ctx.naming.random_name("vblast-token-");
         shared::wait_policy(ctx, "", &policy)?;
         let mut client = (ctx.make_client)();
-        self.make_parent(&mut client, &policy).map_err(Error::setup)
+        self.make_parent(&mut client, &policy, ctx.naming)
+            .map_err(Error::setup)
     }
 
-    /// Makes the parent token with `policy` (and, for lookup and renew, its child).
-    fn make_parent(&mut self, client: &mut Client, policy: &str) -> Result<(), Cause> {
+    /// Makes the parent token with `policy` (and, for lookup and renew, its child); its
+    /// accessor goes to `naming` (the state file: `vblast cleanup` revokes it by accessor).
+    fn make_parent(
+        &mut self,
+        client: &mut Client,
+        policy: &str,
+        naming: &Naming,
+    ) -> Result<(), Cause> {
         let what = "creating the parent token".to_string();
         let v = call(
             client,
@@ -250,6 +259,7 @@ impl TokenOp {
         )?;
         let token = json_str(&v, "auth.client_token", &what)?;
         let accessor = json_str(&v, "auth.accessor", &what)?;
+        naming.record_token(&accessor);
         self.parent = Some(Parent {
             token: token.clone(),
             accessor,
@@ -409,17 +419,25 @@ impl VaultOp for TokenOp {
         out
     }
 
+    /// Revokes the parent (OpenBao answers once every child is revoked; a revocation
+    /// longer than the request's timeout goes on, and the session waits for it by the
+    /// accessor, bounded by --cleanup-timeout), then deletes the policy either way.
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        if let Some(p) = &self.parent {
-            call(
+        let revoked = match &self.parent {
+            Some(p) => call(
                 client,
                 "POST",
                 "/v1/auth/token/revoke-accessor",
                 Some(&json!({ "accessor": p.accessor })),
                 "revoking the parent token",
-            )?;
+            )
+            .map(drop),
+            None => Ok(()),
+        };
+        if revoked.is_ok() {
             self.parent = None;
         }
-        delete_policy(client, &mut self.policy)
+        let deleted = delete_policy(client, &mut self.policy);
+        revoked.and(deleted)
     }
 }
