@@ -801,6 +801,7 @@ impl<'p> H2Loop<'p> {
         let since = now.saturating_duration_since(measure_from);
         s.timeline.record(since.as_secs(), ok, Some(latency));
         s.timeline.record_service(service);
+        s.blocks.record(since.as_millis() as u64, latency);
         s.waiting.record(service);
         s.redirects += u64::from(matches!(status, 307 | 308));
         let len = self.links[i].proto.body_len(slot);

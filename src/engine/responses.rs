@@ -199,11 +199,10 @@ impl EventLoop<'_> {
         } else {
             s.errors.status += 1;
         }
-        let sec = now
-            .saturating_duration_since(self.pacer.measure_from())
-            .as_secs();
-        s.timeline.record(sec, answer.ok, Some(latency));
+        let since = now.saturating_duration_since(self.pacer.measure_from());
+        s.timeline.record(since.as_secs(), answer.ok, Some(latency));
         s.timeline.record_service(service);
+        s.blocks.record(since.as_millis() as u64, latency);
         s.redirects += u64::from(matches!(status, 307 | 308));
         self.count_node(i, req, answer, latency, now);
         // ab's per-run facts: the first document, its length, and keep-alive reuse.

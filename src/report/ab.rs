@@ -457,7 +457,8 @@ fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()
                 if style.ci {
                     let level = super::ci::level_of(&s.latency_ms);
                     let q = p as f64 / 100.0;
-                    let ci = super::ci::at(&total.0, q, level, super::ms(v));
+                    let (ci, _) =
+                        super::ci::at_blocked(&total.0, &s.latency_blocks, q, level, super::ms(v));
                     write!(o, " ({} CI {})", level.label(), ci_cell(ci.as_ref()))?;
                 }
                 writeln!(o)?;

@@ -1,12 +1,16 @@
-//! Confidence intervals beside the percentiles: each percentile's order-statistic interval
+//! Confidence intervals beside the percentiles: each percentile's interval
 //! (`stats::interval`) in milliseconds, as `Percentiles::ci` holds it and every format shows
-//! it. A side the samples cannot bound is unknown (`?`, null in JSON); an interval wider than
-//! the value itself is flagged (`wide`, `!` after the cell).
+//! it. The run's latency (all operations) is read with its blocks of time, so its
+//! intervals are widened where its samples are correlated in time (`interval::of_blocked`,
+//! said in `CiMethod`); every other figure's is the order-statistic interval. A side the
+//! samples cannot bound is unknown (`?`, null in JSON); an interval wider than the value
+//! itself is flagged (`wide`, `!` after the cell).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::stats::blocks::Blocks;
 use crate::stats::interval::{self, Confidence};
 
 use super::{fmt_ms, ms};
@@ -29,23 +33,87 @@ impl Ci {
     }
 }
 
+/// How a figure's intervals were made when its samples' blocks of time were read: how
+/// many blocks, how wide, and each percentile's design effect (the variance of its count
+/// over the binomial's; 1 for independent samples), where it was estimated.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct CiMethod {
+    /// Blocks of time that held samples.
+    pub blocks: usize,
+    /// The width of one block, milliseconds.
+    pub block_ms: u64,
+    /// Each percentile key's design effect; a key without one has the order-statistic
+    /// interval (too few samples on one side of it).
+    pub design_effect: BTreeMap<String, f64>,
+}
+
+impl CiMethod {
+    /// Whether no block was read (the order-statistic intervals alone).
+    pub fn is_plain(&self) -> bool {
+        self.design_effect.is_empty()
+    }
+
+    /// "design effect 3.2 over 20 blocks of 100 ms" for `key`, when it has one.
+    pub fn describe(&self, key: &str) -> Option<String> {
+        self.design_effect.get(key).map(|d| {
+            format!(
+                "design effect {d:.1} over {} blocks of {} ms",
+                self.blocks, self.block_ms
+            )
+        })
+    }
+}
+
 /// The intervals of the percentiles of `tails::KEYS` of `h` (microseconds) at `level`, by
-/// key, given each point value (ms); None where neither side is known.
+/// key, given each point value (ms); None where neither side is known. With `blocks` (the
+/// same samples by block of time; empty for none) widened for correlation, and how.
 pub fn of(
     h: &hdrhistogram::Histogram<u64>,
+    blocks: &Blocks,
     level: Confidence,
     value: impl Fn(&str) -> f64,
-) -> BTreeMap<String, Option<Ci>> {
-    super::tails::KEYS
+) -> (BTreeMap<String, Option<Ci>>, CiMethod) {
+    let mut method = CiMethod {
+        blocks: blocks.held(),
+        block_ms: blocks.width_ms(),
+        design_effect: BTreeMap::new(),
+    };
+    let cis = super::tails::KEYS
         .iter()
-        .map(|(key, ppm, _)| (key.to_string(), at(h, *ppm as f64 / 1e6, level, value(key))))
-        .collect()
+        .map(|(key, ppm, _)| {
+            let (ci, deff) = at_blocked(h, blocks, *ppm as f64 / 1e6, level, value(key));
+            if let Some(d) = deff {
+                method.design_effect.insert(key.to_string(), d);
+            }
+            (key.to_string(), ci)
+        })
+        .collect();
+    if method.is_plain() {
+        method = CiMethod::default();
+    }
+    (cis, method)
 }
 
 /// The interval of quantile `q` (0.66 for ab's 66%) of `h` (microseconds) at `level`,
 /// given its point value (ms); None where neither side is known.
 pub fn at(h: &hdrhistogram::Histogram<u64>, q: f64, level: Confidence, value: f64) -> Option<Ci> {
-    let i = interval::of(h, q, level);
+    cell_of(interval::of(h, q, level), value)
+}
+
+/// `at`, widened for the correlation `blocks` show; with the design effect used.
+pub fn at_blocked(
+    h: &hdrhistogram::Histogram<u64>,
+    blocks: &Blocks,
+    q: f64,
+    level: Confidence,
+    value: f64,
+) -> (Option<Ci>, Option<f64>) {
+    let (i, deff) = interval::of_blocked(h, blocks, q, level);
+    (cell_of(i, value), deff)
+}
+
+/// An interval in milliseconds, flagged when wider than `value`; None when unknown.
+fn cell_of(i: interval::RankInterval, value: f64) -> Option<Ci> {
     (!i.unknown()).then(|| {
         let low = i.low.map(ms);
         let high = i.high.map(ms);
@@ -88,7 +156,7 @@ pub fn cell(ci: Option<&Ci>) -> String {
 /// The note under a table with intervals: the level, the method, and what `!` and `?` say.
 pub fn note(level: Confidence) -> String {
     format!(
-        "CI: {} confidence interval of the percentile (order statistic, distribution-free); '?' a side too few samples bound, '!' wider than the value itself",
+        "CI: {} confidence interval of the percentile (order statistic, distribution-free; the latency's widened for samples correlated in time); '?' a side too few samples bound, '!' wider than the value itself",
         level.label()
     )
 }
@@ -110,6 +178,55 @@ mod tests {
         );
         assert_eq!(cell(Some(&ci(Some(8.7), None, false))), "8.70ms-?");
         assert_eq!(cell(None), "unknown");
+    }
+
+    #[test]
+    fn the_latency_interval_widens_for_samples_correlated_in_time() {
+        use crate::report::{Percentiles, RunInfo, Summary};
+        use crate::stats::Stats;
+        // 4 s, a request a millisecond: about 1 ms, but 8 ms in the first 60 ms of every
+        // 500 (a stall): the samples above p90 come in bursts.
+        let mut stats = Stats::new(1);
+        for ms in 0..4000u64 {
+            let us = if ms % 500 < 60 {
+                8000 + ms % 7 * 100
+            } else {
+                1000 + ms % 13 * 10
+            };
+            stats.ops[0].latency.record(us);
+            stats.ops[0].requests += 1;
+            stats.ops[0].ok += 1;
+            stats.blocks.record(ms, us);
+        }
+        stats.elapsed_s = 4.0;
+        let run = RunInfo::sample("http://127.0.0.1:8200/v1/secret/data/foo", 4);
+        let s = Summary::new(run, &stats, &["kv-read".to_string()]);
+        let plain = Percentiles::at(&s.latency_hist, Confidence::default());
+        let (wide, narrow) = (s.latency_ms.interval("p90"), plain.interval("p90"));
+        let (wide, narrow) = (wide.unwrap(), narrow.unwrap());
+        assert!(
+            wide.low < narrow.low || wide.high > narrow.high,
+            "{wide:?} {narrow:?}"
+        );
+        assert!(wide.low <= narrow.low && wide.high >= narrow.high);
+        let m = &s.latency_ms.ci_method;
+        assert_eq!((m.blocks, m.block_ms), (40, 100));
+        assert!(m.design_effect["p90"] > 2.0, "{m:?}");
+        assert!(
+            m.describe("p90")
+                .unwrap()
+                .contains("over 40 blocks of 100 ms")
+        );
+        let json = serde_json::to_value(&s.latency_ms).unwrap();
+        assert_eq!(json["ci_method"]["blocks"], 40);
+        // Without blocks (an older file): the order-statistic interval, and no ci_method.
+        assert!(plain.ci_method.is_plain());
+        assert!(
+            serde_json::to_value(&plain)
+                .unwrap()
+                .get("ci_method")
+                .is_none()
+        );
     }
 
     /// One summary (2,000 requests of 1..=2,000 ms, intervals at 99%) for every renderer.

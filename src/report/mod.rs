@@ -26,6 +26,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::blocks::Blocks;
 use crate::stats::interval::Confidence;
 use crate::stats::{Errors, Hist, OpStats, Stats};
 
@@ -52,6 +53,10 @@ pub struct Percentiles {
     /// Each percentile key's confidence interval (`ci.rs`, order statistic); null where
     /// too few samples bound either side.
     pub ci: BTreeMap<String, Option<ci::Ci>>,
+    /// The run's latency: how `ci` was widened for samples correlated in time (absent
+    /// where it was not: the order-statistic intervals).
+    #[serde(skip_serializing_if = "ci::CiMethod::is_plain")]
+    pub ci_method: ci::CiMethod,
 }
 
 /// Microseconds to milliseconds.
@@ -67,6 +72,12 @@ impl Percentiles {
 
     /// The figures of `h`, with intervals at `level`.
     pub fn at(h: &Hist, level: Confidence) -> Percentiles {
+        Percentiles::at_blocked(h, &Blocks::default(), level)
+    }
+
+    /// The figures of `h`, with intervals at `level` widened for the correlation in time
+    /// that `blocks` (the same samples by block of time) show.
+    pub fn at_blocked(h: &Hist, blocks: &Blocks, level: Confidence) -> Percentiles {
         let h = &h.0;
         if h.is_empty() {
             return Percentiles {
@@ -91,10 +102,11 @@ impl Percentiles {
             thin_tails: tails::of(h.len()),
             confidence: level.level(),
             ci: BTreeMap::new(),
+            ci_method: ci::CiMethod::default(),
         };
         let value = |key: &str| p.value(key);
-        let ci = ci::of(h, level, value);
-        Percentiles { ci, ..p }
+        let (ci, ci_method) = ci::of(h, blocks, level, value);
+        Percentiles { ci, ci_method, ..p }
     }
 
     /// The figure of percentile `key` (`"p99"`).
@@ -296,6 +308,9 @@ pub struct Summary {
     pub http2: crate::stats::http2::H2Figures,
     #[serde(skip)]
     pub latency_hist: Hist,
+    /// The latency samples by block of time (`stats::blocks`), which its intervals read.
+    #[serde(skip)]
+    pub latency_blocks: Blocks,
     #[serde(skip)]
     pub service_hist: Hist,
     /// What ApacheBench's report adds (kept out of the JSON report).
@@ -447,7 +462,7 @@ impl Summary {
                 "actual send"
             }
             .into(),
-            latency_ms: pct(&latency),
+            latency_ms: Percentiles::at_blocked(&latency, &stats.blocks, level),
             service_ms: pct(&service),
             connect_ms: pct(&stats.connect),
             tls_ms: pct(&stats.tls),
@@ -480,6 +495,7 @@ impl Summary {
             server: None,
             run,
             latency_hist: latency,
+            latency_blocks: stats.blocks.clone(),
             service_hist: service,
             ab,
         }

@@ -310,6 +310,7 @@ pub fn merge(parts: &[Results], merging: Merging) -> Result<Results, Cause> {
     let without_timeline = |r: &Results, offset: u64| {
         let mut s = r.stats.clone();
         s.timeline = crate::stats::Timeline::default();
+        s.blocks = r.stats.blocks.shifted(offset.saturating_mul(1000)); // the clock offset too
         // A late shard's run ends that much later: the merged duration covers it.
         if s.elapsed_s > 0.0 {
             s.elapsed_s += offset as f64;

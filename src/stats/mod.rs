@@ -1,7 +1,9 @@
 //! Counters and HdrHistograms, one set per event-loop thread, merged losslessly at the end
 //! (also across worker processes, through their serialized form); the confidence intervals
-//! of their percentiles (`interval`).
+//! of their percentiles (`interval`), and the latencies by block of time those intervals
+//! read for correlation (`blocks`).
 
+pub mod blocks;
 pub mod figures;
 pub mod http2;
 pub mod interval;
@@ -600,6 +602,10 @@ pub struct Stats {
     /// Measured wall time of this source, seconds (merging takes the largest).
     pub elapsed_s: f64,
     pub timeline: Timeline,
+    /// The latencies by block of time (`blocks.rs`), for intervals that see correlated
+    /// samples; absent from older results files (their intervals are order statistics).
+    #[serde(default, skip_serializing_if = "blocks::Blocks::is_empty")]
+    pub blocks: blocks::Blocks,
     /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
     pub messages: BTreeMap<String, u64>,
     /// The `Server` header of the first measured response (ab's "Server Software").
@@ -668,6 +674,7 @@ impl Stats {
     pub fn new(op_count: usize) -> Stats {
         Stats {
             ops: vec![OpStats::default(); op_count],
+            blocks: blocks::Blocks::prepared(),
             ..Default::default()
         }
     }
@@ -706,6 +713,7 @@ impl Stats {
         self.bytes_received += o.bytes_received;
         self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
         self.timeline.merge(&o.timeline);
+        self.blocks.merge(&o.blocks);
         for (m, n) in &o.messages {
             self.note(m, *n);
         }

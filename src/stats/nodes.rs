@@ -130,12 +130,14 @@ pub fn merge_windows(a: &mut Vec<Window>, b: &[Window]) {
 }
 
 /// `--nodes each`: puts a step's results at second `at` of the run's timeline (its
-/// seconds and its windows move by `at`), and returns where the next step begins: the
+/// seconds, blocks of time and windows move by `at`), and returns where the next step begins: the
 /// second after this step's last, so that no second of the timeline mixes two nodes.
 pub fn place_step(stats: &mut crate::stats::Stats, at: u64) -> u64 {
     let last = stats.timeline.last_second();
     if at > 0 {
         stats.timeline.shift(at);
+        // Its blocks of time too: blocks of their own, after the earlier nodes'.
+        stats.blocks = stats.blocks.shifted(at.saturating_mul(1000));
         for w in &mut stats.windows {
             w.start_s += at as f64;
             w.end_s = w.end_s.map(|e| e + at as f64);

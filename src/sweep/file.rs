@@ -84,7 +84,11 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
     if let Some(level) = level
         && summary.latency_ms.confidence != level.level()
     {
-        summary.latency_ms = crate::report::Percentiles::at(&summary.latency_hist, level);
+        summary.latency_ms = crate::report::Percentiles::at_blocked(
+            &summary.latency_hist,
+            &summary.latency_blocks,
+            level,
+        );
     }
     let l = &summary.latency_ms;
     let ci = |key| l.interval(key).copied();
@@ -171,6 +175,10 @@ struct WrittenStep<'a> {
     p50_ci_ms: Option<Ci>,
     p99_ci_ms: Option<Ci>,
     p999_ci_ms: Option<Ci>,
+    /// How the intervals were widened for samples correlated in time (absent: the
+    /// order-statistic intervals alone).
+    #[serde(skip_serializing_if = "crate::report::ci::CiMethod::is_plain")]
+    ci_method: &'a crate::report::ci::CiMethod,
     unclear: &'a [String],
     repeats: u32,
     repeated_because: &'a [String],
@@ -304,6 +312,7 @@ impl Sweep {
                 p50_ci_ms: j.figures.p50_ci,
                 p99_ci_ms: j.figures.p99_ci,
                 p999_ci_ms: j.figures.p999_ci,
+                ci_method: &j.summary.latency_ms.ci_method,
                 unclear: &j.unclear,
                 repeats: s.repeats,
                 repeated_because: &s.repeated_because,
@@ -573,8 +582,17 @@ pub fn margin(sweep: &Sweep, judged: &[Judged], load: u64, first: bool) -> Strin
         .filter_map(|o| match o {
             super::objective::Objective::Latency { pct, .. } => {
                 let (v, ci) = j.figures.at(*pct);
+                // The interval widened for correlated samples: by how much.
+                let deff = j
+                    .summary
+                    .latency_ms
+                    .ci_method
+                    .design_effect
+                    .get(pct.key())
+                    .filter(|d| **d > 1.0)
+                    .map_or(String::new(), |d| format!(", design effect {d:.1}"));
                 Some(format!(
-                    "{} {}, {}CI {}",
+                    "{} {}, {}CI {}{deff}",
                     pct.label(),
                     crate::report::fmt_ms(v),
                     if first {

@@ -6,7 +6,8 @@
 //! otherwise): a server that answers fast but only half of what was offered did not
 //! sustain the load.
 //!
-//! A latency bound is judged with the percentile's confidence interval (`report::ci`): it
+//! A latency bound is judged with the percentile's confidence interval (`report::ci`,
+//! widened where the step's samples are correlated in time: `stats::interval`): it
 //! holds when the whole interval is within the bound, misses when the whole interval is
 //! beyond it, and is unclear otherwise (the interval straddles the bound, or too few samples
 //! bound the side that would decide). The success and rate bounds are judged on their
@@ -39,6 +40,16 @@ impl Pct {
             Pct::P90 => "p90",
             Pct::P99 => "p99",
             Pct::P999 => "p99.9",
+        }
+    }
+
+    /// "p99", "p999": the key of the report's percentiles.
+    pub fn key(self) -> &'static str {
+        match self {
+            Pct::P50 => "p50",
+            Pct::P90 => "p90",
+            Pct::P99 => "p99",
+            Pct::P999 => "p999",
         }
     }
 }

@@ -40,7 +40,7 @@ pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
     if let Some(level) = spec.level() {
         writeln!(
             o,
-            "Judged with each percentile's {} confidence interval (order statistic): pass when it lies within the bound, FAIL when beyond, unclear otherwise, measured again up to {} (samples pooled), then counted as failed",
+            "Judged with each percentile's {} confidence interval (order statistic, widened by the design effect of 100 ms blocks where samples are correlated in time): pass when it lies within the bound, FAIL when beyond, unclear otherwise, measured again up to {} (samples pooled), then counted as failed",
             level.label(),
             crate::report::plural(u64::from(spec.max_repeats), "time", "times")
         )?;

@@ -2,7 +2,8 @@
 //! bound) is run once more at the same load, up to `--max-repeats`, and every measurement's
 //! samples are pooled into one step by lossless histogram merge, the later measurements'
 //! seconds after the earlier ones', so that the pooled step reports as one run of all of
-//! them would.
+//! them would; their blocks of time (`stats::blocks`) are appended, each repeat's blocks
+//! blocks of the pooled step, so its intervals see the correlation within each.
 
 use crate::results::Results;
 
@@ -24,8 +25,11 @@ pub fn pool(mut into: Results, more: Results) -> Results {
     let before = into.stats.elapsed_s;
     let mut later = more.stats;
     later.timeline.shift(before.ceil() as u64);
+    // Its blocks of time come after the earlier ones' (blocks of their own).
+    let blocks = std::mem::take(&mut later.blocks);
     let elapsed = before + later.elapsed_s;
     into.stats.merge(&later);
+    into.stats.blocks.append(&blocks);
     into.stats.elapsed_s = elapsed;
     // The nodes' samples of both, by node in time order (their counters are the server's).
     into.server_samples = crate::server_stats::ServerSamples::merge(

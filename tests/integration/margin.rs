@@ -120,9 +120,10 @@ fn unclear_steps_are_measured_again_and_the_answer_has_its_margin() {
     let bao = OpenBao::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    // 150 requests cannot bound a p99 from above at 95% (it takes about 450): the first
-    // step is unclear, measured again with its samples pooled until they do.
-    let out = sweep(&bao, "150..300", &file, &["--max-repeats", "3"]);
+    // 150 requests cannot bound a p99 from above at 95% (it takes about 450, more when the
+    // samples are correlated in time: a busy machine's stalls): the first step is unclear,
+    // measured again with its samples pooled until they do (up to 1,650 requests).
+    let out = sweep(&bao, "150..300", &file, &["--max-repeats", "10"]);
     out.assert_code(0);
     assert!(out.stdout.contains("p99 CI"), "{}", out.show());
     assert!(out.stderr.contains("is unclear"), "{}", out.show());
@@ -154,7 +155,7 @@ fn unclear_steps_are_measured_again_and_the_answer_has_its_margin() {
     let repeated = out.line("Repeats: ");
     assert!(repeated.contains("step 1 at 150 req/s"), "{repeated}");
     // The file says the same, and re-renders exactly.
-    assert_eq!(doc["sweep"]["max_repeats"], 3);
+    assert_eq!(doc["sweep"]["max_repeats"], 10);
     assert_eq!(doc["answer"]["repeats"], repeated);
     assert!(first["p99_ci_ms"].is_object(), "{first}");
     let again = run({
@@ -363,12 +364,17 @@ fn a_lower_step_measured_slower_is_measured_again() {
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "{}", out.show());
     let second = &steps[1];
-    assert_eq!(second["repeats"], 1, "{second}");
-    let because = second["repeated_because"][0].as_str().unwrap();
+    // The recheck, and perhaps a repeat of an unclear measurement before or after it (the
+    // stalls make the samples correlated, so the interval may need more of them).
+    let because = second["repeated_because"].as_array().unwrap();
+    assert_eq!(second["repeats"], because.len(), "{second}");
     assert!(
-        because.contains("not monotone")
-            && because.contains("step 1 at 200 re-measured and pooled"),
-        "{because}"
+        because
+            .iter()
+            .filter_map(|b| b.as_str())
+            .any(|b| b.contains("not monotone")
+                && b.contains("step 1 at 200 re-measured and pooled")),
+        "{second}"
     );
     assert!(
         out.line("Repeats: ").contains("not monotone"),
