@@ -22,10 +22,17 @@ const MAX: usize = 64;
 /// How often the workers' progress is looked at.
 const TICK: Duration = Duration::from_millis(25);
 /// A window of the ramp lasts at least this long, and holds at least `PER_CONN` answers
-/// per connection (or lasts `LONGEST`).
+/// per connection; past `LONGEST`, `SETTLED` per connection are enough (slow requests: a
+/// user's bcrypt hash), and past `LAST` it ends whatever it holds (a stalled server).
+/// Fewer than `SETTLED` answers per connection would judge the change of level itself:
+/// a server that shares its CPU among the requests in flight (Go's scheduler does) answers
+/// the first of the added ones only after about a round of the new level, and a window
+/// shorter than that sees almost nothing, then a burst.
 const WINDOW: Duration = Duration::from_millis(700);
 const PER_CONN: u64 = 8;
 const LONGEST: Duration = Duration::from_secs(3);
+const SETTLED: u64 = 2;
+const LAST: Duration = Duration::from_secs(12);
 
 /// One phase: its name (the progress line's, the report's), what it makes and how many,
 /// and the flag that asked for that many (for the message of a refusal).
@@ -166,8 +173,14 @@ fn judge(ramp: &mut Ramp, log: &SetupLog, name: &str, window: (Instant, u64), do
 
 /// Whether the ramp's window at `level` connections has lasted long enough.
 fn window_over(window: (Instant, u64), done: u64, level: usize) -> bool {
-    let age = window.0.elapsed();
-    age >= LONGEST || (age >= WINDOW && done.saturating_sub(window.1) >= PER_CONN * level as u64)
+    let (age, answers, level) = (
+        window.0.elapsed(),
+        done.saturating_sub(window.1),
+        level as u64,
+    );
+    age >= LAST
+        || (age >= LONGEST && answers >= SETTLED * level)
+        || (age >= WINDOW && answers >= PER_CONN * level)
 }
 
 /// One worker: the next index until none is left, the phase failed or stopped, or the
@@ -274,7 +287,14 @@ mod tests {
         assert!(window_over((long_ago, 0), 100, 4));
         assert!(!window_over((long_ago, 0), 10, 4));
         assert!(!window_over((Instant::now(), 0), 1000, 4));
-        let very_long_ago = Instant::now() - LONGEST;
+        // Slow requests: past LONGEST, two answers per connection are enough, fewer are
+        // not (the new level's first answers are still to come), until LAST.
+        let long_ago = Instant::now() - LONGEST;
+        assert!(window_over((long_ago, 0), 128, 64));
+        assert!(!window_over((long_ago, 0), 127, 64));
+        assert!(!window_over((long_ago, 0), 2, 64));
+        let very_long_ago = Instant::now() - LAST;
         assert!(window_over((very_long_ago, 0), 1, 64));
+        assert!(window_over((very_long_ago, 0), 0, 4));
     }
 }

@@ -10,6 +10,12 @@
 # seconds each: kv-write (SIZE-byte values) for the seeding, and a URL-mode POST of one
 # userpass user (the body setup sends; create and update cost the same bcrypt hash) for the
 # user creation. Prints each phase's rate / the best run's rate (goal >= 0.9), medians of RUNS.
+# Where a ratio below 1 comes from: the server's CPU (sampled every 50 ms from /proc/PID/stat)
+# over each load level's run and over each phase (its end time from vblast's stderr,
+# VBLAST_SETUP_TIMING) gives the share of that wall time the server was busy and its CPU per
+# request, so that rate ratio = busy-share ratio x (the best run's CPU per request / the
+# phase's): a phase that keeps the server as busy as the best run, on requests that cost it
+# as much, has a ratio of 1.
 # SEQ=0 leaves out the older part below (vblast's seeding against sequential writes).
 # Issue 9's setup goal: seeding SECRETS KV secrets of SIZE bytes into an OpenBao dev server
 # with vblast (its setup, reported as run.setup_s: preflight, mount, readiness, concurrent
@@ -120,24 +126,84 @@ phase_rate() { # results.json name
     jq -r --arg n "$2" '.run.setup_phases[] | select(.name == $n) | "\(.rate) \(.connections // 0)"' "$1"
 }
 
-# The best throughput of a load run over LEVELS connections: "rate connections".
+# The server's CPU seconds, sampled every 50 ms into $SAMPLES ("unix_time cpu_seconds").
+SAMPLES="$BENCH_TMP/server-cpu"
+start_sampler() {
+    taskset -c 1 python3 - "$SERVER_PID" "$SAMPLES" "$TICK" <<'PY' &
+import sys, time
+pid, out, tick = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(out, "w", buffering=1) as f:
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as s:
+                fields = s.read().rsplit(")", 1)[1].split()
+        except OSError:
+            break
+        f.write(f"{time.time():.3f} {(int(fields[11]) + int(fields[12])) / tick:.3f}\n")
+        time.sleep(0.05)
+PY
+    BENCH_PIDS+=("$!")
+}
+# busy T0 T1 REQUESTS: "busy_share us_per_request" of the server between unix times T0 and T1.
+busy() {
+    python3 - "$SAMPLES" "$1" "$2" "$3" <<'PY'
+import bisect, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
+ts = [r[0] for r in rows]
+def at(t):
+    i = bisect.bisect_left(ts, t)
+    if i <= 0 or i >= len(rows):
+        return rows[min(max(i, 0), len(rows) - 1)][1]
+    (t0, c0), (t1, c1) = rows[i - 1], rows[i]
+    return c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+t0, t1, n = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+cpu = at(t1) - at(t0)
+print(f"{cpu / (t1 - t0):.3f} {cpu * 1e6 / n if n > 0 else 0:.0f}")
+PY
+}
+# stamped OUT CMD...: runs CMD on core 1, its stderr lines prefixed with the unix time into OUT.
+stamped() {
+    local out="$1"
+    shift
+    taskset -c 1 python3 -c '
+import subprocess, sys, time
+out = open(sys.argv[1], "w", buffering=1)
+p = subprocess.Popen(sys.argv[2:], stderr=subprocess.PIPE, text=True)
+for line in p.stderr:
+    out.write(f"{time.time():.3f} {line}")
+sys.exit(p.wait())' "$out" "$@"
+}
+# The end time and seconds of the setup phase NAME in a stamped stderr: "end seconds".
+phase_end() { # stamped_file name
+    grep "vblast: setup: $2 [0-9]* in " "$1" | tail -n1 | sed -E 's/^([0-9.]+) .* in ([0-9.]+)s.*/\1 \2/'
+}
+
+# The best throughput of a load run over LEVELS connections: "rate connections busy us_per_req"
+# (the server's busy share and CPU per request over the best level's load phase, which starts
+# when its last setup phase, the seeding, ends).
 best_run() { # vblast args...
-    local c best=0 at=0 r
+    local c best=0 at=0 r st="$BENCH_TMP/load.err" out="$BENCH_TMP/load.json" end b bb="0 0"
     for c in $LEVELS; do
-        r="$(VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root taskset -c 1 "$VBLAST" -q -c "$c" -z "${DUR}s" \
-            --format json "$@" 2>/dev/null | jq -r '.throughput')" || die "vblast $* failed"
-        log "    -c $c: $(printf '%.0f' "$r")/s"
-        if awk -v a="$r" -v b="$best" 'BEGIN { exit !(a > b) }'; then best="$r"; at="$c"; fi
+        stamped "$st" env VBLAST_SETUP_TIMING=1 VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root "$VBLAST" -q -c "$c" -z "${DUR}s" --format json "$@" >"$out" \
+            || die "vblast $* failed"
+        r="$(jq -r '.throughput' "$out")"
+        end="$(phase_end "$st" "kv seeding")"
+        b="$(busy "${end% *}" "$(awk -v t="${end% *}" -v d="$(jq -r .duration_s "$out")" 'BEGIN { printf "%.3f", t + d }')" \
+            "$(jq -r .ok "$out")")"
+        log "    -c $c: $(printf '%.0f' "$r")/s, server busy ${b% *}, $(printf '%s' "${b#* }") us/request"
+        if awk -v a="$r" -v b="$best" 'BEGIN { exit !(a > b) }'; then best="$r"; at="$c"; bb="$b"; fi
     done
-    echo "$best $at"
+    echo "$best $at $bb"
 }
 
 # The best user-create throughput over LEVELS: at level C, C vblast processes (-c 1 each)
 # post C different users side by side (one user written twice at once fails its
-# storage transaction); their throughputs add up. "rate connections".
+# storage transaction); their throughputs add up. "rate connections busy us_per_req" (the
+# server's busy share and CPU per request from 0.5 s after the start to the end of DUR).
 best_users() {
-    local c k best=0 at=0 r
+    local c k best=0 at=0 r t0 b bb="0 0"
     for c in $LEVELS; do
+        t0="$(date +%s.%N)"
         for k in $(seq "$c"); do
             VAULT_ADDR="$BAO_ADDR" taskset -c 1 "$VBLAST" -q -c 1 -z "${DUR}s" --format json \
                 -m POST -H "X-Vault-Token: root" -T application/json -d "$USER_BODY" \
@@ -146,33 +212,49 @@ best_users() {
         wait || die "a user-create run failed"
         r="$(cat "$BENCH_TMP"/users-*.json | jq -s 'map(.throughput) | add')"
         rm -f "$BENCH_TMP"/users-*.json
-        log "    -c $c: $(printf '%.1f' "$r")/s"
-        if awk -v a="$r" -v b="$best" 'BEGIN { exit !(a > b) }'; then best="$r"; at="$c"; fi
+        b="$(busy "$(awk -v t="$t0" 'BEGIN { printf "%.3f", t + 0.5 }')" \
+            "$(awk -v t="$t0" -v d="$DUR" 'BEGIN { printf "%.3f", t + d }')" \
+            "$(awk -v r="$r" -v d="$DUR" 'BEGIN { print r * (d - 0.5) }')")"
+        log "    -c $c: $(printf '%.1f' "$r")/s, server busy ${b% *}, ${b#* } us/request"
+        if awk -v a="$r" -v b="$best" 'BEGIN { exit !(a > b) }'; then best="$r"; at="$c"; bb="$b"; fi
     done
-    echo "$best $at"
+    echo "$best $at $bb"
+}
+
+# A setup phase of a stamped run: "rate connections busy us_per_req".
+phase_figures() { # results.json stamped_err name
+    local rc end n
+    rc="$(phase_rate "$1" "$3")"
+    end="$(phase_end "$2" "$3")"
+    n="$(jq -r --arg n "$3" '.run.setup_phases[] | select(.name == $n) | .count' "$1")"
+    echo "$rc $(busy "$(awk -v t="${end% *}" -v s="${end#* }" 'BEGIN { printf "%.3f", t - s }')" "${end% *}" "$n")"
 }
 
 pace_run() { # run number (the load runs first: a fresh server's first minute is not the setup's alone)
-    local out="$BENCH_TMP/pace.json" seed users kvw upw
+    local out="$BENCH_TMP/pace.json" err="$BENCH_TMP/pace.err" seed users kvw upw
     show "taskset -c 1 vblast --op kv-write --kv-version $KV --secrets 1000 --secret-size $SIZE -c C -z ${DUR}s (C in $LEVELS)"
     kvw="$(best_run --no-server-stats --op kv-write --kv-version "$KV" --secrets 1000 --secret-size "$SIZE")"
     show "C x taskset -c 1 vblast -m POST -H 'X-Vault-Token: root' -d '<the user setup sends>' -c 1 -z ${DUR}s $BAO_ADDR/v1/auth/bench-users/users/uK (K in 1..C, C in $LEVELS)"
     upw="$(best_users)"
-    show "taskset -c 1 vblast --op kv-read --kv-version $KV --secrets $SECRETS --secret-size $SIZE -c 1 -n 1 --no-server-stats --output results.json"
-    VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root taskset -c 1 "$VBLAST" -q --op kv-read --kv-version "$KV" \
-        --secrets "$SECRETS" --secret-size "$SIZE" -c 1 -n 1 --no-server-stats --output "$out" >/dev/null \
-        || die "vblast seeding failed"
-    seed="$(phase_rate "$out" "kv seeding")"
-    log "  kv seeding: ${seed% *}/s on ${seed#* } connections"
-    show "taskset -c 1 vblast --scenario login-read --users $USERS --secrets 10 -c 1 -n 1 --no-server-stats --output results.json"
-    VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root taskset -c 1 "$VBLAST" -q --scenario login-read \
-        --users "$USERS" --secrets 10 -c 1 -n 1 --no-server-stats --output "$out" >/dev/null \
-        || die "vblast user creation failed"
-    users="$(phase_rate "$out" "userpass users")"
-    log "  userpass users: ${users% *}/s on ${users#* } connections"
-    log "  best kv-write ${kvw% *}/s at -c ${kvw#* }; best user create ${upw% *}/s at -c ${upw#* }"
-    echo "${seed% *} ${kvw% *}" >>"$FIG/pace-kv"
-    echo "${users% *} ${upw% *}" >>"$FIG/pace-users"
+    show "VBLAST_SETUP_TIMING=1 taskset -c 1 vblast --op kv-read --kv-version $KV --secrets $SECRETS --secret-size $SIZE -c 1 -n 1 --no-server-stats --output results.json"
+    stamped "$err" env VBLAST_SETUP_TIMING=1 VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root "$VBLAST" -q \
+        --op kv-read --kv-version "$KV" --secrets "$SECRETS" --secret-size "$SIZE" -c 1 -n 1 \
+        --no-server-stats --output "$out" >/dev/null || die "vblast seeding failed"
+    grep 'setup: kv seeding:' "$err" | cut -d' ' -f2- | sed 's/^/    /' >&9
+    read -r -a seed <<<"$(phase_figures "$out" "$err" "kv seeding")"
+    log "  kv seeding: ${seed[0]}/s on ${seed[1]} connections, server busy ${seed[2]}, ${seed[3]} us/request"
+    show "VBLAST_SETUP_TIMING=1 taskset -c 1 vblast --scenario login-read --users $USERS --secrets 10 -c 1 -n 1 --no-server-stats --output results.json"
+    stamped "$err" env VBLAST_SETUP_TIMING=1 VAULT_ADDR="$BAO_ADDR" VAULT_TOKEN=root "$VBLAST" -q \
+        --scenario login-read --users "$USERS" --secrets 10 -c 1 -n 1 --no-server-stats --output "$out" \
+        >/dev/null || die "vblast user creation failed"
+    grep 'setup: userpass users:' "$err" | cut -d' ' -f2- | sed 's/^/    /' >&9
+    read -r -a users <<<"$(phase_figures "$out" "$err" "userpass users")"
+    log "  userpass users: ${users[0]}/s on ${users[1]} connections, server busy ${users[2]}, ${users[3]} us/request"
+    read -r -a kvw <<<"$kvw"
+    read -r -a upw <<<"$upw"
+    log "  best kv-write ${kvw[0]}/s at -c ${kvw[1]}; best user create ${upw[0]}/s at -c ${upw[1]}"
+    echo "${seed[0]} ${kvw[0]} ${seed[2]} ${kvw[2]} ${seed[3]} ${kvw[3]}" >>"$FIG/pace-kv"
+    echo "${users[0]} ${upw[0]} ${users[2]} ${upw[2]} ${users[3]} ${upw[3]}" >>"$FIG/pace-users"
 }
 
 if [ "$PACE" = 1 ]; then
@@ -180,16 +262,22 @@ if [ "$PACE" = 1 ]; then
         "$BAO_ADDR/v1/sys/auth/bench-users" >/dev/null || die "cannot enable userpass"
     # What login-read's setup sends for each user (vault/ops/login_read.rs), bar the policy.
     USER_BODY='{"password":"0123456789abcdef0123456789abcdef","token_ttl":"10m","token_max_ttl":"10m","token_type":"service","token_policies":["default"]}'
+    start_sampler
     log "setup at the server's pace: $SECRETS KV v$KV secrets of $SIZE B, $USERS userpass users; server $([ "$PIN" = 1 ] && echo "on core 0" || echo "on both cores"), clients on core 1"
     for run in $(seq "$RUNS"); do
-        log "run $run"
+        log "run $run (load average $(cut -d' ' -f1-3 /proc/loadavg))"
         pace_run "$run"
     done
     pcol() { awk -v c="$1" '{ print $c }' "$FIG/$2" | median; }
     pr() { awk -v c1="$1" -v c2="$2" '{ if ($c2 + 0 > 0) printf "%.3f\n", $c1 / $c2 }' "$FIG/$3" | median; }
     log "medians of $RUNS runs:"
-    log "  kv seeding $(pcol 1 pace-kv)/s, best kv-write run $(pcol 2 pace-kv)/s: ratio $(pr 1 2 pace-kv) (goal >= 0.9)"
-    log "  userpass users $(pcol 1 pace-users)/s, best user-create run $(pcol 2 pace-users)/s: ratio $(pr 1 2 pace-users) (goal >= 0.9)"
+    # Per run: rate ratio = busy-share ratio x CPU-per-request ratio (best run's / phase's).
+    for f in kv users; do
+        awk '{ printf "    %s run %d: ratio %.3f = busy %.2f/%.2f (%.3f) x server us/request %s/%s (%.3f)\n",
+            f, NR, $1/$2, $3, $4, ($4 > 0 ? $3/$4 : 0), $6, $5, ($5 > 0 ? $6/$5 : 0) }' f="$f" "$FIG/pace-$f" >&9
+    done
+    log "  kv seeding $(pcol 1 pace-kv)/s, best kv-write run $(pcol 2 pace-kv)/s: ratio $(pr 1 2 pace-kv) (goal >= 0.9); busy share ratio $(pr 3 4 pace-kv), server CPU per request ratio (best run / phase) $(pr 6 5 pace-kv)"
+    log "  userpass users $(pcol 1 pace-users)/s, best user-create run $(pcol 2 pace-users)/s: ratio $(pr 1 2 pace-users) (goal >= 0.9); busy share ratio $(pr 3 4 pace-users), server CPU per request ratio $(pr 6 5 pace-users)"
     if [ "$SEQ" != 1 ]; then
         [ -z "$BUILD_NOTE" ] || log "$BUILD_NOTE"
         exit 0
