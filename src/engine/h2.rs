@@ -1004,8 +1004,42 @@ impl<'p> H2Loop<'p> {
         self.open(i, now);
     }
 
+    /// `--follow-redirects`: each queued hop goes out on any free link to its node, not
+    /// only on the last one listed; otherwise hops waiting for the active node starve
+    /// behind a free link to a standby once the pacer has nothing more due (the closed
+    /// model's last requests), and fail at their timeout. Links it fills are left listed
+    /// for `dispatch`, which drops them as usual.
+    fn dispatch_hops(&mut self, now: Instant) {
+        if self.hops.iter().all(VecDeque::is_empty) {
+            return;
+        }
+        for k in 0..self.free.len() {
+            let i = self.free[k];
+            let mut started = false;
+            loop {
+                let l = &self.links[i];
+                if l.phase != LinkPhase::Open
+                    || !l.proto.can_start()
+                    || l.paused_until.is_some()
+                    || self.plan.nodes.should_move(l.node)
+                {
+                    break;
+                }
+                let Some((req, home)) = self.hops[l.node].pop_front() else {
+                    break;
+                };
+                self.start(i, req, home, now);
+                started = true;
+            }
+            if started {
+                self.flush(i, now);
+            }
+        }
+    }
+
     /// Starts due requests on connections with a free stream, then writes their frames.
     fn dispatch(&mut self, now: Instant) {
+        self.dispatch_hops(now);
         let mut started = 0usize;
         while let Some(&i) = self.free.last() {
             let l = &self.links[i];
