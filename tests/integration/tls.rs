@@ -1149,3 +1149,77 @@ fn each_node_is_verified_under_its_own_name() {
         assert_eq!(count(&j, "tls_ms"), 4, "{op}: {}", out.show());
     }
 }
+
+/// Issue 26's bad input: a TLS handshake storm the server refuses. A connection per request
+/// on 600 connections against a real nginx; a second in, nginx is stopped (SIGSTOP) for 2 s,
+/// so its accept queue (511) overflows and the handshakes it had accepted stall; then its
+/// worker is killed (SIGKILL: the connections it held are reset; its master starts another).
+/// Every failure is counted under its kind, the kinds add up to the failures, the requests
+/// to ok + failed, and the run ends by its deadline. (No sleep decides the outcome: whatever
+/// the faults hit, the accounting must hold.)
+#[test]
+fn a_handshake_storm_the_server_refuses_is_counted_per_kind_and_ends() {
+    use std::time::Duration;
+    let (ng, files) = Nginx::start_tls_generated();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let ca = p(&files.ca_cert).to_string();
+    let args = [
+        "--no-keepalive",
+        "-c",
+        "600",
+        "-z",
+        "6s",
+        "--timeout",
+        "1s",
+        "--ca-cert",
+        &ca,
+        "--format",
+        "json",
+        &url,
+    ];
+    let running = support::run::spawn(url_cmd(&args));
+    std::thread::sleep(Duration::from_millis(1500));
+    let master = ng.pid();
+    let workers = support::process::children(master);
+    for pid in std::iter::once(master).chain(workers.iter().copied()) {
+        support::process::signal(pid, libc::SIGSTOP);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for pid in std::iter::once(master).chain(workers.iter().copied()) {
+        support::process::signal(pid, libc::SIGCONT);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for pid in &workers {
+        support::process::signal(*pid, libc::SIGKILL);
+    }
+    let out = running.finish(Duration::from_secs(60));
+    assert!(
+        matches!(out.code, Some(0) | Some(1)),
+        "a counted run, not a refusal or a crash: {}",
+        out.show()
+    );
+    let j = out.json();
+    let u = support::figures::u;
+    let (requests, ok, failed) = (u(&j["requests"]), u(&j["ok"]), u(&j["failed"]));
+    assert_eq!(requests, ok + failed, "{}", out.show());
+    assert!(
+        ok > 0,
+        "the storm was served before and after: {}",
+        out.show()
+    );
+    assert!(
+        failed > 0,
+        "the stop and the kill cost requests: {}",
+        out.show()
+    );
+    let e = &j["errors"];
+    let kinds = ["connect", "read", "write", "timeout", "status"];
+    let counted: u64 = kinds.iter().map(|k| u(&e[*k])).sum();
+    assert_eq!(counted, failed, "every failure under one kind: {e}");
+    assert!(
+        u(&e["timeout"]) + u(&e["connect"]) > 0,
+        "the stopped server's handshakes and connects: {e}"
+    );
+    // nginx lives on (its master started a new worker) and answers again.
+    assert_eq!(ng.get("/v1/secret/data/foo").status, 200);
+}
