@@ -1004,6 +1004,16 @@ impl<'p> H2Loop<'p> {
         self.open(i, now);
     }
 
+    /// Whether link `i` may start a stream now: open, with room, not held off by a
+    /// Retry-After, not open to a node the route has left.
+    fn takes_streams(&self, i: usize) -> bool {
+        let l = &self.links[i];
+        l.phase == LinkPhase::Open
+            && l.proto.can_start()
+            && l.paused_until.is_none()
+            && !self.plan.nodes.should_move(l.node)
+    }
+
     /// `--follow-redirects`: each queued hop goes out on any free link to its node, not
     /// only on the last one listed; otherwise hops waiting for the active node starve
     /// behind a free link to a standby once the pacer has nothing more due (the closed
@@ -1016,16 +1026,8 @@ impl<'p> H2Loop<'p> {
         for k in 0..self.free.len() {
             let i = self.free[k];
             let mut started = false;
-            loop {
-                let l = &self.links[i];
-                if l.phase != LinkPhase::Open
-                    || !l.proto.can_start()
-                    || l.paused_until.is_some()
-                    || self.plan.nodes.should_move(l.node)
-                {
-                    break;
-                }
-                let Some((req, home)) = self.hops[l.node].pop_front() else {
+            while self.takes_streams(i) {
+                let Some((req, home)) = self.hops[self.links[i].node].pop_front() else {
                     break;
                 };
                 self.start(i, req, home, now);
@@ -1042,17 +1044,12 @@ impl<'p> H2Loop<'p> {
         self.dispatch_hops(now);
         let mut started = 0usize;
         while let Some(&i) = self.free.last() {
-            let l = &self.links[i];
-            if l.phase != LinkPhase::Open
-                || !l.proto.can_start()
-                || l.paused_until.is_some()
-                || self.plan.nodes.should_move(l.node)
-            {
+            if !self.takes_streams(i) {
                 self.free.pop();
                 self.links[i].listed = false;
                 continue;
             }
-            let node = l.node;
+            let node = self.links[i].node;
             let (req, home) = match self.hops[node].pop_front() {
                 Some(hop) => hop,
                 None => {

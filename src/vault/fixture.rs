@@ -27,7 +27,7 @@
 //! src/vault/ops/); others are refused with one message.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::config::fixtures::FixturePlan;
@@ -178,7 +178,7 @@ impl Naming {
         if !prefix.starts_with("vblast-") {
             return fresh_name(prefix);
         }
-        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.drawn();
         let n = d.seen.entry(prefix.to_string()).or_insert(0);
         let name = name_of(&self.run_id, prefix, *n);
         *n += 1;
@@ -212,7 +212,7 @@ impl Naming {
 
     /// The next name with `prefix`, counted as `random_name` counts, recorded nowhere.
     fn draw(&self, prefix: &str) -> String {
-        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.drawn();
         let n = d.seen.entry(prefix.to_string()).or_insert(0);
         let name = name_of(&self.run_id, prefix, *n);
         *n += 1;
@@ -226,7 +226,7 @@ impl Naming {
     pub fn secrets_prefix(&self, mount: &str, version: u8, count: u64) -> String {
         let prefix = format!("{}/", self.draw("vblast-"));
         if self.mode != Mode::Join {
-            let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut d = self.drawn();
             d.secrets.push(SecretsUnder {
                 mount: mount.to_string(),
                 prefix: prefix.clone(),
@@ -243,7 +243,7 @@ impl Naming {
     /// name (identity: `vblast-id-xxxxxxxx-entity-N`, `…-policy-N`, `…-1`) names them
     /// all to `vblast cleanup` at once (not in Join mode).
     pub fn claim_prefix(&self, prefix: &str) {
-        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.drawn();
         if self.mode == Mode::Join {
             return;
         }
@@ -252,10 +252,16 @@ impl Naming {
         self.tell(&d, &format!("fixtures {prefix}*"));
     }
 
+    /// The names drawn so far (a panic elsewhere while holding them leaves them as they
+    /// were: they are still what was made).
+    fn drawn(&self) -> MutexGuard<'_, Drawn> {
+        self.drawn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Records the accessor of a token this session made (a parent token whose
     /// revocation revokes its children), as soon as the server has answered with it.
     pub fn record_token(&self, accessor: &str) {
-        let mut d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.drawn();
         let owner = d.owner;
         d.tokens.push((owner, accessor.to_string()));
         self.tell(
@@ -266,43 +272,33 @@ impl Naming {
 
     /// The accessors of the tokens the operation at `index` recorded.
     pub fn tokens_of(&self, index: usize) -> Vec<String> {
-        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
-        d.tokens
-            .iter()
-            .filter(|(o, _)| *o == index)
-            .map(|(_, t)| t.clone())
-            .collect()
+        owned_by(&self.drawn().tokens, index)
     }
 
     /// The accessors of every token recorded.
     pub fn tokens(&self) -> Vec<String> {
-        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let d = self.drawn();
         d.tokens.iter().map(|(_, t)| t.clone()).collect()
     }
 
     /// Names drawn from now on belong to the operation at `index` of the session.
     pub fn set_owner(&self, index: usize) {
-        self.drawn.lock().unwrap_or_else(|p| p.into_inner()).owner = index;
+        self.drawn().owner = index;
     }
 
     /// The fixture names the operation at `index` drew (not in Join mode).
     pub fn names_of(&self, index: usize) -> Vec<String> {
-        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
-        d.names
-            .iter()
-            .filter(|(o, _)| *o == index)
-            .map(|(_, n)| n.clone())
-            .collect()
+        owned_by(&self.drawn().names, index)
     }
 
     /// Every name, prefix and token this session drew, claimed or recorded.
     pub fn made(&self) -> Made {
-        self.drawn.lock().unwrap_or_else(|p| p.into_inner()).made()
+        self.drawn().made()
     }
 
     /// Every fixture name drawn (not in Join mode).
     pub fn names(&self) -> Vec<String> {
-        let d = self.drawn.lock().unwrap_or_else(|p| p.into_inner());
+        let d = self.drawn();
         d.names.iter().map(|(_, n)| n.clone()).collect()
     }
 
@@ -336,6 +332,14 @@ impl Naming {
             std::thread::sleep(Duration::from_millis(250));
         }
     }
+}
+
+/// The second halves of the `(owner, value)` pairs whose owner is `index`.
+fn owned_by(list: &[(usize, String)], index: usize) -> Vec<String> {
+    list.iter()
+        .filter(|(o, _)| *o == index)
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 impl Drawn {
