@@ -76,10 +76,12 @@ impl Node {
         }
     }
 
-    /// The logged requests: (Host header, address it came in on, request line).
+    /// The logged requests: (Host header, address it came in on, request line). Only
+    /// whole lines: read while nginx is still writing, the file can end in part of one.
     fn requests(&self) -> Vec<(String, String, String)> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let whole = text.rfind('\n').map_or("", |end| &text[..=end]);
+        whole
             .lines()
             .map(|l| {
                 let mut f = l.splitn(3, '|').map(str::to_string);
