@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod net;
 pub mod orchestrate;
 pub mod pacing;
+pub mod packed;
 pub mod redact;
 pub mod report;
 pub mod results;

@@ -12,14 +12,13 @@ use crate::error::Cause;
 use crate::vault::client::Client;
 
 use super::Settings;
+use crate::packed::Packed;
+
 use super::live::LatestIntervals;
 use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
 use super::timeline::{NodeSamples, ServerSamples, interval};
-
-/// At most this many samples' room is taken per node before they come (a day at 1 s).
-const MAX_ROOM: usize = 86_400;
 
 /// Where a source stands for one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +50,51 @@ struct SampledNode {
     host_cost: u64,
     /// vblast's own process is read beside this node's samples (the first node).
     with_client: bool,
+    /// The samples as they are taken, until the step ends.
+    kept: KeptSamples,
+    /// The node's name, pid and missing sources (its samples are put in as it ends).
     out: NodeSamples,
+}
+
+/// One node's samples as they are taken: kept compressed (`Packed`, one JSON line each,
+/// so that an hour's samples of a cluster cost tens of KiB, not MiB), the latest two also
+/// as they are (the exporter's interval).
+#[derive(Default)]
+struct KeptSamples {
+    packed: Packed,
+    /// The line being encoded (its allocation reused).
+    line: Vec<u8>,
+    before_last: Option<Sample>,
+    last: Option<Sample>,
+}
+
+impl KeptSamples {
+    fn push(&mut self, s: Sample) {
+        self.line.clear();
+        // A sample holds finite numbers only (`sources` drops the rest): it encodes.
+        if serde_json::to_writer(&mut self.line, &s).is_ok() {
+            self.packed.push(&self.line);
+        }
+        self.before_last = self.last.replace(s);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.packed.is_empty()
+    }
+
+    /// The two latest samples, oldest first.
+    fn latest_two(&self) -> Option<(&Sample, &Sample)> {
+        self.before_last.as_ref().zip(self.last.as_ref())
+    }
+
+    /// Every sample kept, in order; the keeper starts again empty.
+    fn take(&mut self) -> Vec<Sample> {
+        let kept = std::mem::take(self);
+        let mut out = Vec::with_capacity(kept.packed.len());
+        kept.packed
+            .for_each(|line| out.extend(serde_json::from_slice::<Sample>(line).ok()));
+        out
+    }
 }
 
 impl SampledNode {
@@ -71,6 +114,7 @@ impl SampledNode {
             metrics_cost: 0,
             host_cost: 1,
             with_client: false,
+            kept: KeptSamples::default(),
             out: NodeSamples {
                 node,
                 pid,
@@ -148,15 +192,26 @@ impl SampledNode {
         if self.with_client {
             s.client = sources::process(std::process::id()).ok().map(Box::new);
         }
-        self.out.samples.push(s);
+        self.kept.push(s);
     }
 
     /// Hands the interval up to the latest sample to the exporter, when one serves.
     fn publish(&self, latest: Option<&LatestIntervals>) {
-        let (Some(latest), [.., a, b]) = (latest, self.out.samples.as_slice()) else {
+        let (Some(latest), Some((a, b))) = (latest, self.kept.latest_two()) else {
             return;
         };
         latest.set(&self.out.node, interval(a, b, a.at_ms));
+    }
+
+    /// The step's samples and what was missing; the node keeps its name, its missing
+    /// sources (said once per run) and its connection for the next step.
+    fn end_step(&mut self) -> NodeSamples {
+        NodeSamples {
+            node: self.out.node.clone(),
+            pid: self.out.pid,
+            missing: self.out.missing.clone(),
+            samples: self.kept.take(),
+        }
     }
 
     fn read_telemetry(&mut self, s: &mut Sample) {
@@ -236,7 +291,7 @@ impl SampledNode {
         match sources::process(pid) {
             Ok(p) => s.process = Some(Box::new(p)),
             Err(e) => {
-                let why = if self.out.samples.is_empty() {
+                let why = if self.kept.is_empty() {
                     "no such process readable here"
                 } else {
                     "the process ended during the run"
@@ -274,27 +329,20 @@ impl Sampler {
     /// process, when given. With a warm-up, the thread's first sample comes as it ends,
     /// at the edge of the measured window.
     /// `profiling` is a connection of its own to the first node, for its profiles;
-    /// `latest`, the exporter's view of each node's latest interval. `span`, the load's
-    /// planned length when it has one: each node's samples are given their room at once,
-    /// so that a long run's memory grows by its samples only, never by their copies.
+    /// `latest`, the exporter's view of each node's latest interval. Samples are kept
+    /// compressed as they come (`KeptSamples`).
     pub fn start(
         settings: &Settings,
         clients: Vec<Client>,
         profiling: Option<Client>,
-        (warmup, span): (Duration, Option<Duration>),
+        warmup: Duration,
         latest: Option<LatestIntervals>,
     ) -> Sampler {
-        let room = span.map_or(0, |s| {
-            (s.as_secs_f64() / settings.interval.as_secs_f64().max(1e-3)).ceil() as usize + 4
-        });
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
             .map(|(i, c)| SampledNode::new(c, settings.pids.get(i).copied()))
             .collect();
-        for n in &mut nodes {
-            n.out.samples.reserve(room.min(MAX_ROOM));
-        }
         if let Some(first) = nodes.first_mut() {
             first.with_client = true;
         }
@@ -332,7 +380,7 @@ impl Sampler {
         pprof_refused(&mut nodes, refused);
         Some(ServerSamples {
             interval_s: interval.as_secs_f64(),
-            nodes: nodes.into_iter().map(|n| n.out).collect(),
+            nodes: nodes.iter_mut().map(SampledNode::end_step).collect(),
             profiles,
             sampler_cpu_s: cpu.as_secs_f64(),
         })
@@ -350,13 +398,7 @@ impl Sampler {
         let mut done = Vec::with_capacity(nodes.len());
         let mut kept = Vec::with_capacity(nodes.len());
         for mut n in nodes {
-            let fresh = NodeSamples {
-                node: n.out.node.clone(),
-                pid: n.out.pid,
-                missing: n.out.missing.clone(),
-                samples: Vec::new(),
-            };
-            done.push(std::mem::replace(&mut n.out, fresh));
+            done.push(n.end_step());
             kept.push(n);
         }
         let samples = ServerSamples {
@@ -498,5 +540,44 @@ fn run(
         if next < now {
             next = now + interval;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::server_stats::sample::{HostCpu, TimerTotals};
+
+    #[test]
+    fn kept_samples_come_back_as_taken_and_packed_small() {
+        let mut k = KeptSamples::default();
+        let made: Vec<Sample> = (0..3_600u64)
+            .map(|i| Sample {
+                at_ms: 1_780_000_000_000 + i * 1000,
+                own_requests: i * 2,
+                in_flight: Some((i % 9) as f64),
+                goroutines: Some(40.0 + (i % 3) as f64),
+                alloc_bytes: Some(2.5e7 + (i * 7919 % 100_000) as f64),
+                handle_request: Some(TimerTotals {
+                    count: (i * 97) as f64,
+                    sum_ms: i as f64 * 31.25,
+                }),
+                storage: Some(Cow::Borrowed("postgres")),
+                host_cpu: Some(HostCpu::default()),
+                ..Sample::default()
+            })
+            .collect();
+        for s in &made {
+            k.push(s.clone());
+        }
+        let (a, b) = k.latest_two().unwrap();
+        assert_eq!((a, b), (&made[3_598], &made[3_599]));
+        // An hour of one node's samples at 1 s: under 64 bytes a sample (as a struct, each
+        // took over 400).
+        assert!(k.packed.kept_bytes() < 3_600 * 64, "{:?}", k.packed);
+        assert_eq!(k.take(), made);
+        assert!(k.is_empty() && k.latest_two().is_none());
     }
 }

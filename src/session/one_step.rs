@@ -224,7 +224,7 @@ fn sampler(
         s,
         session.node_clients(s.timeout()),
         profiling,
-        (load.warmup, load.duration.map(|d| d + load.warmup)),
+        load.warmup,
         showing.metrics.map(Metrics::server_intervals),
     ))
 }

@@ -9,13 +9,16 @@ pub mod http2;
 pub mod interval;
 pub mod nodes;
 pub mod phases;
+pub mod timeline;
+
+pub use timeline::{Second, TIMELINE_MAX_SECONDS, Timeline};
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{
-    Deserializer as HistReader, Serializer as _, V2DeflateSerializer,
+    Deserializer as HistReader, Serializer as _, V2DeflateSerializer, V2Serializer,
 };
 use serde::{Deserialize, Serialize};
 
@@ -74,14 +77,43 @@ impl Hist {
     /// Checks a histogram in the form `to_base64` makes, as `from_base64` would, without
     /// building a full-range histogram for it (reading a long timeline checks every second).
     pub fn check_base64(text: &str) -> Result<(), HistError> {
+        check_range(&decode(text)?)
+    }
+
+    /// Appends a histogram in the form `to_base64` makes in the plain V2 form
+    /// (`write_v2`'s), checked as `check_base64` checks, without building a full-range
+    /// histogram for it.
+    pub fn base64_to_v2(text: &str, out: &mut Vec<u8>) -> Result<(), HistError> {
         let h = decode(text)?;
-        if !h.is_empty() && h.max() > Hist::default_high() {
-            return Err(HistError::Range(format!(
-                "a value of {} us is beyond {MAX_US} us",
-                h.max()
-            )));
-        }
+        check_range(&h)?;
+        V2Serializer::new()
+            .serialize(&h, out)
+            .map_err(|e| HistError::Format(format!("{e:?}")))?;
         Ok(())
+    }
+
+    /// A histogram in the V2 form (`write_v2`'s) in the form `to_base64` makes, without
+    /// building a full-range histogram for it.
+    pub fn v2_to_base64(mut bytes: &[u8]) -> Result<String, HistError> {
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes)
+            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut buf)
+            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(buf))
+    }
+
+    /// Adds a histogram in the V2 form (`write_v2`'s), without building a second
+    /// full-range histogram for it.
+    pub fn add_v2(&mut self, mut bytes: &[u8]) -> Result<(), HistError> {
+        let h: Histogram<u64> = HistReader::new()
+            .deserialize(&mut bytes)
+            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+        self.0
+            .add(&h)
+            .map_err(|e| HistError::Range(format!("{e:?}")))
     }
 
     /// The highest value the histograms hold (MAX_US, as HdrHistogram rounds it).
@@ -93,7 +125,27 @@ impl Hist {
     }
 
     pub fn from_base64(text: &str) -> Result<Hist, HistError> {
-        let h = decode(text)?;
+        Hist::from_read(decode(text)?)
+    }
+
+    /// Appends this histogram in HdrHistogram's plain V2 form (no deflate: what keeps
+    /// these compresses many together, `timeline`).
+    pub fn write_v2(&self, out: &mut Vec<u8>) {
+        // Into memory: writing cannot fail.
+        let _ = V2Serializer::new().serialize(&self.0, out);
+    }
+
+    /// A histogram in the V2 form, plain or deflated (HdrHistogram's reader tells them
+    /// apart), checked as `from_base64` checks.
+    pub fn from_v2(mut bytes: &[u8]) -> Result<Hist, HistError> {
+        let h = HistReader::new()
+            .deserialize(&mut bytes)
+            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+        Hist::from_read(h)
+    }
+
+    /// A histogram as read, into the full range.
+    fn from_read(h: Histogram<u64>) -> Result<Hist, HistError> {
         let mut out = Hist::default();
         out.0
             .add(&h)
@@ -112,6 +164,17 @@ pub enum HistError {
     Format(String),
     #[error("bad histogram range: {0}")]
     Range(String),
+}
+
+/// A histogram read back holds no value beyond the range every `Hist` has.
+fn check_range(h: &Histogram<u64>) -> Result<(), HistError> {
+    if !h.is_empty() && h.max() > Hist::default_high() {
+        return Err(HistError::Range(format!(
+            "a value of {} us is beyond {MAX_US} us",
+            h.max()
+        )));
+    }
+    Ok(())
 }
 
 /// A histogram in the form `to_base64` makes, as HdrHistogram reads it.
@@ -266,303 +329,6 @@ pub enum ErrorKind {
     Read,
     Write,
     Timeout,
-}
-
-/// One second of the run: counts and a compact latency histogram.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Second {
-    pub requests: u64,
-    pub ok: u64,
-    pub errors: u64,
-    pub latency: Hist,
-    /// Service time (uncorrected) of the same requests; absent from older results files.
-    #[serde(default)]
-    pub service: Hist,
-}
-
-/// Per-second timeline. Each closed second is kept as a compressed histogram, so memory
-/// grows by a few hundred bytes per second of run, whatever the request rate.
-#[derive(Clone, Debug, Default)]
-pub struct Timeline {
-    /// Closed seconds, in order.
-    closed: Vec<KeptSecond>,
-    current_index: u64,
-    current: Second,
-}
-
-/// Upper bound on timeline length (one day of seconds).
-pub const TIMELINE_MAX_SECONDS: u64 = 86_400;
-
-impl Timeline {
-    /// Records one finished request in second `sec` (seconds since the measured start).
-    #[inline]
-    pub fn record(&mut self, sec: u64, ok: bool, latency_us: Option<u64>) {
-        if sec != self.current_index {
-            self.roll(sec);
-        }
-        let c = &mut self.current;
-        c.requests += 1;
-        if ok {
-            c.ok += 1;
-        } else {
-            c.errors += 1;
-        }
-        if let Some(us) = latency_us {
-            c.latency.record(us);
-        }
-    }
-
-    /// Records the service time of the request just recorded (same second).
-    #[inline]
-    pub fn record_service(&mut self, us: u64) {
-        self.current.service.record(us);
-    }
-
-    fn roll(&mut self, sec: u64) {
-        if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
-            let c = std::mem::take(&mut self.current);
-            self.closed.push((
-                self.current_index,
-                c.requests,
-                c.ok,
-                c.errors,
-                c.latency.to_base64(),
-                c.service.to_base64(),
-            ));
-            // Keep the histograms' allocations for the next second.
-            self.current.latency = c.latency;
-            self.current.latency.reset();
-            self.current.service = c.service;
-            self.current.service.reset();
-        }
-        self.current_index = sec;
-    }
-
-    /// Every second as kept: (index, requests, ok, errors, compressed latency and service
-    /// histograms), in order.
-    fn rows(&self) -> impl Iterator<Item = KeptSecond> + '_ {
-        let c = &self.current;
-        self.closed.iter().cloned().chain((c.requests > 0).then(|| {
-            (
-                self.current_index,
-                c.requests,
-                c.ok,
-                c.errors,
-                c.latency.to_base64(),
-                c.service.to_base64(),
-            )
-        }))
-    }
-
-    /// Seconds in order, each histogram decompressed only when the iterator reaches it (a
-    /// long run's timeline never sits decompressed in memory at once).
-    pub fn iter(&self) -> impl Iterator<Item = (u64, Second)> + '_ {
-        self.rows().map(|(i, requests, ok, errors, h, sv)| {
-            (
-                i,
-                Second {
-                    requests,
-                    ok,
-                    errors,
-                    latency: Hist::from_base64(&h).unwrap_or_default(),
-                    service: Hist::from_base64(&sv).unwrap_or_default(),
-                },
-            )
-        })
-    }
-
-    /// Calls `f` with each second in order, decoding one at a time.
-    pub fn for_each_second(&self, mut f: impl FnMut(u64, &Second)) {
-        for (i, s) in self.iter() {
-            f(i, &s);
-        }
-    }
-
-    /// Seconds in order, all decompressed (for tests and short timelines).
-    pub fn seconds(&self) -> Vec<(u64, Second)> {
-        self.iter().collect()
-    }
-
-    /// The last second that holds a request, if any.
-    pub fn last_second(&self) -> Option<u64> {
-        if self.current.requests > 0 {
-            return Some(self.current_index);
-        }
-        self.closed.last().map(|r| r.0)
-    }
-
-    /// Moves every second `by` seconds later (a step that began that far into the run).
-    pub fn shift(&mut self, by: u64) {
-        for row in &mut self.closed {
-            row.0 += by;
-        }
-        if self.current.requests > 0 {
-            self.current_index += by;
-        }
-    }
-
-    /// Adds another timeline, second by second: a merge of two sorted lists in which only
-    /// the seconds both have are decompressed, two histograms at a time.
-    pub fn merge(&mut self, other: &Timeline) {
-        let mut a = self.rows().collect::<Vec<_>>().into_iter().peekable();
-        let mut b = other.rows().peekable();
-        let mut out: Vec<KeptSecond> =
-            Vec::with_capacity(self.closed.len() + other.closed.len() + 2);
-        let add = |x: &str, y: &str| {
-            let mut h = Hist::from_base64(x).unwrap_or_default();
-            h.add(&Hist::from_base64(y).unwrap_or_default());
-            h.to_base64()
-        };
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
-                (Some(_), Some(_)) => b.next(),
-                (Some(_), None) => a.next(),
-                (None, Some(_)) => b.next(),
-                (None, None) => break,
-            };
-            let Some(row) = next else { break };
-            match out.last_mut() {
-                Some(last) if last.0 == row.0 => {
-                    last.1 += row.1;
-                    last.2 += row.2;
-                    last.3 += row.3;
-                    last.4 = add(&last.4, &row.4);
-                    last.5 = add(&last.5, &row.5);
-                }
-                _ => out.push(row),
-            }
-        }
-        self.closed = out;
-        self.current = Second::default();
-        self.current_index = u64::MAX;
-    }
-}
-
-impl Timeline {
-    /// Several timelines added second by second at once, each moved later by its own
-    /// whole seconds (the shard of a run whose clock started that much later): a second
-    /// only one of them has is kept as it is; a shared second decodes each histogram
-    /// once and encodes the sum once, however many timelines there are (pairwise merges
-    /// re-encoded every partial sum: 16 shards of 10 minutes took seconds).
-    pub fn merge_shifted(parts: &[(&Timeline, u64)]) -> Timeline {
-        let mut rows: Vec<KeptSecond> = parts
-            .iter()
-            .flat_map(|(t, shift)| {
-                t.rows().map(move |mut r| {
-                    r.0 = r.0.saturating_add(*shift);
-                    r
-                })
-            })
-            .filter(|r| r.0 < TIMELINE_MAX_SECONDS)
-            .collect();
-        rows.sort_by_key(|r| r.0);
-        let mut closed: Vec<KeptSecond> = Vec::with_capacity(rows.len() / parts.len().max(1) + 1);
-        let mut group: Vec<KeptSecond> = Vec::with_capacity(parts.len());
-        let flush = |group: &mut Vec<KeptSecond>, closed: &mut Vec<KeptSecond>| {
-            if group.len() == 1 {
-                closed.append(group);
-                return;
-            }
-            let Some(first) = group.first() else { return };
-            let index = first.0;
-            let (mut requests, mut ok, mut errors) = (0, 0, 0);
-            let (mut latency, mut service) = (Hist::default(), Hist::default());
-            for r in group.drain(..) {
-                requests += r.1;
-                ok += r.2;
-                errors += r.3;
-                let _ = latency.add_base64(&r.4);
-                let _ = service.add_base64(&r.5);
-            }
-            closed.push((
-                index,
-                requests,
-                ok,
-                errors,
-                latency.to_base64(),
-                service.to_base64(),
-            ));
-        };
-        for r in rows {
-            if group.first().is_some_and(|g| g.0 != r.0) {
-                flush(&mut group, &mut closed);
-            }
-            group.push(r);
-        }
-        flush(&mut group, &mut closed);
-        Timeline {
-            closed,
-            current: Second::default(),
-            current_index: u64::MAX,
-        }
-    }
-}
-
-/// A second as kept: index, requests, ok, errors, base64 V2 latency and service histograms.
-type KeptSecond = (u64, u64, u64, u64, String, String);
-
-/// A second on the wire: the same keys as `Second`, its histograms left compressed.
-#[derive(Serialize, Deserialize)]
-struct SecondWire {
-    requests: u64,
-    ok: u64,
-    errors: u64,
-    latency: String,
-    /// Absent from older results files.
-    #[serde(default)]
-    service: Option<String>,
-}
-
-impl Serialize for Timeline {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(
-            self.rows()
-                .map(|(i, requests, ok, errors, latency, service)| {
-                    (
-                        i,
-                        SecondWire {
-                            requests,
-                            ok,
-                            errors,
-                            latency,
-                            service: Some(service),
-                        },
-                    )
-                }),
-        )
-    }
-}
-
-impl<'de> Deserialize<'de> for Timeline {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let rows: Vec<(u64, SecondWire)> = Vec::deserialize(d)?;
-        let mut closed = Vec::with_capacity(rows.len());
-        for (i, w) in rows {
-            // A report makes a row for every second up to the last: refuse indices no run
-            // can have, rather than building billions of rows from a corrupt file.
-            if i >= TIMELINE_MAX_SECONDS {
-                return Err(serde::de::Error::custom(format!(
-                    "timeline second {i} is beyond the longest run kept ({TIMELINE_MAX_SECONDS} s)"
-                )));
-            }
-            // Checked one at a time: a bad histogram is an error, not a silent zero.
-            Hist::check_base64(&w.latency).map_err(serde::de::Error::custom)?;
-            let service = match w.service {
-                Some(sv) => {
-                    Hist::check_base64(&sv).map_err(serde::de::Error::custom)?;
-                    sv
-                }
-                None => Hist::default().to_base64(),
-            };
-            closed.push((i, w.requests, w.ok, w.errors, w.latency, service));
-        }
-        Ok(Timeline {
-            closed,
-            current_index: u64::MAX,
-            current: Second::default(),
-        })
-    }
 }
 
 /// Everything one event-loop thread (or one worker process, or a whole run) measured.
@@ -961,51 +727,6 @@ mod tests {
     }
 
     #[test]
-    fn timelines_merge_second_by_second() {
-        let mut a = Timeline::default();
-        let mut b = Timeline::default();
-        for (t, secs) in [(&mut a, [0u64, 2, 5]), (&mut b, [1, 2, 6])] {
-            for s in secs {
-                for _ in 0..=s {
-                    t.record(s, s != 2, Some(1000 * (s + 1)));
-                }
-            }
-        }
-        let wire = serde_json::to_string(&b).unwrap();
-        let b: Timeline = serde_json::from_str(&wire).unwrap();
-        a.merge(&b);
-        let got: Vec<(u64, u64, u64, u64)> = a
-            .seconds()
-            .iter()
-            .map(|(i, s)| (*i, s.requests, s.ok, s.latency.0.len()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                (0, 1, 1, 1),
-                (1, 2, 2, 2),
-                (2, 6, 0, 6),
-                (5, 6, 6, 6),
-                (6, 7, 7, 7)
-            ]
-        );
-        // Merging into an empty timeline and back out changes nothing.
-        let mut c = Timeline::default();
-        c.merge(&a);
-        assert_eq!(
-            serde_json::to_string(&c).unwrap(),
-            serde_json::to_string(&a).unwrap()
-        );
-        // A second no run can have is an error, not billions of report rows.
-        let far = wire.replacen("[[1,", "[[86400000000,", 1);
-        assert_ne!(far, wire);
-        assert!(serde_json::from_str::<Timeline>(&far).is_err());
-        // A corrupt histogram on the wire is an error.
-        let bad = wire.replacen("\"latency\":\"", "\"latency\":\"!!", 1);
-        assert!(serde_json::from_str::<Timeline>(&bad).is_err());
-    }
-
-    #[test]
     fn body_lengths_merge_against_the_first_document() {
         let mut a = Stats::new(1);
         let mut b = Stats::new(1);
@@ -1034,18 +755,5 @@ mod tests {
         let old: Stats = serde_json::from_str(r#"{"ops":[],"status":{},"errors":{"connect":0,"read":0,"write":0,"timeout":0,"status":0},"connect":"HISTOGRAM","tls":"HISTOGRAM","ttfb":"HISTOGRAM","late":0,"max_lag_us":0,"connections_opened":0,"server_closes":0,"bytes_sent":0,"bytes_received":0,"elapsed_s":0.0,"timeline":[],"messages":{}}"#.replace("HISTOGRAM", &Hist::default().to_base64()).as_str()).unwrap();
         assert_eq!(old.doc_length, None);
         assert_eq!(old.length_mismatches(), 0);
-    }
-
-    #[test]
-    fn timeline_rolls_seconds() {
-        let mut t = Timeline::default();
-        for s in 0..5u64 {
-            for _ in 0..10 {
-                t.record(s, true, Some(100 + s));
-            }
-        }
-        let secs = t.seconds();
-        assert_eq!(secs.len(), 5);
-        assert!(secs.iter().all(|(_, s)| s.requests == 10));
     }
 }
