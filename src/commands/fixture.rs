@@ -168,6 +168,7 @@ fn from_state(
     made.prefixes.retain(|p| !done.prefixes.contains(p));
     if made.is_empty() {
         state::remove(dir, &st.run_id);
+        state::remove_shards(dir, &st.run_id);
         return Ending::Ok;
     }
     eprintln!(
@@ -197,6 +198,7 @@ fn from_state(
     match (removed, sync) {
         (Ok(()), Ok(())) => {
             state::remove(dir, &st.run_id);
+            state::remove_shards(dir, &st.run_id);
             Ending::Ok
         }
         (Err(e), _) | (Ok(()), Err(e)) => Ending::Failed(Error::cleanup(format!(

@@ -20,12 +20,14 @@ use crate::vault::progress::Display;
 use server::{Found, Table};
 
 /// The naming of a session of `scenario`: its run id and mode, each name printed and
-/// written to the run's state file as it is drawn.
+/// written to the run's state file as it is drawn (a shard's own tokens to a state file
+/// of the shard process's own).
 pub fn naming(scenario: &Scenario) -> Naming {
     Naming::new(&scenario.fixtures).with_recorder(state::recorder(
         scenario.fixtures.state_dir.clone(),
         scenario.address.clone(),
         scenario.namespace.clone(),
+        (scenario.fixtures.mode == Mode::Join).then(std::process::id),
     ))
 }
 

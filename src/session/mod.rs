@@ -803,10 +803,14 @@ impl Session {
             .with_stop(urgent.stop().clone());
         let mut left = self.remove_fixtures(&mut client, &stop);
         if left.is_empty() {
-            if let Some(dir) = &self.plan.state_dir
-                && matches!(self.naming.mode(), Mode::Own | Mode::Remove)
-            {
-                state::remove(dir, self.naming.run_id());
+            if let Some(dir) = &self.plan.state_dir {
+                match self.naming.mode() {
+                    Mode::Own | Mode::Remove => state::remove(dir, self.naming.run_id()),
+                    Mode::Join => {
+                        state::remove_shard(dir, self.naming.run_id(), std::process::id())
+                    }
+                    Mode::Create => {}
+                }
             }
             return Ok(());
         }

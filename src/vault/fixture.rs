@@ -264,10 +264,16 @@ impl Naming {
         let mut d = self.drawn();
         let owner = d.owner;
         d.tokens.push((owner, accessor.to_string()));
-        self.tell(
-            &d,
-            &format!("token accessor {accessor} (a parent token: its child tokens go with it)"),
-        );
+        let what =
+            format!("token accessor {accessor} (a parent token: its child tokens go with it)");
+        // A shard's token is its own: told in Join mode too (its own state file).
+        if self.mode == Mode::Join
+            && let Some(r) = &self.recorder
+        {
+            r(&self.run_id, &what, &d.made());
+        } else {
+            self.tell(&d, &what);
+        }
     }
 
     /// The accessors of the tokens the operation at `index` recorded.

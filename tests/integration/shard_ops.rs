@@ -373,6 +373,37 @@ fn token_operations_share_one_setup_and_one_cleanup() {
     assert_eq!(tokens(&bao), before);
 }
 
+/// A token-create shard killed (SIGKILL) under load leaves its own parent token and every
+/// child it made: the shard's own state file names the parent's accessor, so `vblast
+/// cleanup --run-id ID` alone (no --op) revokes it with its children and deletes the
+/// policy `vblast setup` wrote; the server's tokens are as before the moment it ends.
+#[test]
+fn a_killed_token_create_shards_parent_is_revoked_by_cleanup_from_its_state_file() {
+    let bao = OpenBao::start();
+    let before = tokens(&bao);
+    let run_id = format!("shard-ops-token-killed-{}", std::process::id());
+    let flags = ["--op", "token-create", "--run-id", run_id.as_str()];
+    setup_and_kill_a_shard(
+        &bao,
+        &flags,
+        "the shard made no tokens",
+        &|| tokens(&bao) > before + 20,
+        &|_| {},
+    );
+    assert!(tokens(&bao) > before);
+    let cleanup = run(vault_cmd(&bao, &["cleanup", "--run-id", &run_id]));
+    cleanup.assert_code(0);
+    assert!(
+        cleanup.stderr.contains("removed token with accessor"),
+        "{}",
+        cleanup.show()
+    );
+    assert_eq!(tokens(&bao), before, "{}", cleanup.show());
+    // The state files went with what they named: no state file, no --op, refused.
+    let again = run(vault_cmd(&bao, &["cleanup", "--run-id", &run_id]));
+    assert_eq!(again.code, Some(2), "{}", again.show());
+}
+
 /// The server's auth paths under `prefix`.
 fn auth_paths(bao: &OpenBao, prefix: &str) -> Vec<String> {
     server_state(bao)
