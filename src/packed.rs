@@ -47,7 +47,7 @@ impl Packed {
         if self.open.capacity() == 0 {
             self.open.reserve_exact(CHUNK + CHUNK / 4);
         }
-        put_len(&mut self.open, record.len());
+        put_u64(&mut self.open, record.len() as u64);
         self.open.extend_from_slice(record);
         self.len += 1;
         if self.open.len() >= CHUNK {
@@ -90,13 +90,6 @@ impl Packed {
         }
         split(&self.open, &mut f);
     }
-
-    /// Every record, in order, each copied out (for readers that keep them).
-    pub fn records(&self) -> Vec<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.len);
-        self.for_each(|r| out.push(r.to_vec()));
-        out
-    }
 }
 
 /// Appends `n` in LEB128: seven bits a byte, low first, the high bit on all but the last
@@ -134,10 +127,6 @@ pub fn take_bytes<'a>(buf: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(bytes)
 }
 
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    put_u64(out, n as u64);
-}
-
 /// The records of one chunk; a truncated tail (none is ever written) ends the chunk.
 fn split(mut buf: &[u8], f: &mut impl FnMut(&[u8])) {
     while !buf.is_empty() {
@@ -151,6 +140,15 @@ fn split(mut buf: &[u8], f: &mut impl FnMut(&[u8])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Packed {
+        /// Every record, in order, each copied out.
+        fn records(&self) -> Vec<Vec<u8>> {
+            let mut out = Vec::with_capacity(self.len);
+            self.for_each(|r| out.push(r.to_vec()));
+            out
+        }
+    }
 
     #[test]
     fn records_come_back_in_order_across_chunks() {

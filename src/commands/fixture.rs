@@ -167,8 +167,7 @@ fn from_state(
     made.names.retain(|n| !done.names.contains(n));
     made.prefixes.retain(|p| !done.prefixes.contains(p));
     if made.is_empty() {
-        state::remove(dir, &st.run_id);
-        state::remove_shards(dir, &st.run_id);
+        state::remove_all(dir, &st.run_id);
         return Ending::Ok;
     }
     eprintln!(
@@ -197,8 +196,7 @@ fn from_state(
     let sync = leftover(&scenario, &st.run_id);
     match (removed, sync) {
         (Ok(()), Ok(())) => {
-            state::remove(dir, &st.run_id);
-            state::remove_shards(dir, &st.run_id);
+            state::remove_all(dir, &st.run_id);
             Ending::Ok
         }
         (Err(e), _) | (Ok(()), Err(e)) => Ending::Failed(Error::cleanup(format!(

@@ -9,11 +9,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Cause;
+use crate::packed::Packed;
 use crate::vault::client::Client;
 
 use super::Settings;
-use crate::packed::Packed;
-
 use super::live::LatestIntervals;
 use super::pprof::Profiler;
 use super::sample::Sample;

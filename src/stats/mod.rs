@@ -65,24 +65,10 @@ impl Hist {
         base64::engine::general_purpose::STANDARD.encode(buf)
     }
 
-    /// Adds a histogram in the form `to_base64` makes, without building a second
-    /// full-range histogram for it.
-    pub fn add_base64(&mut self, text: &str) -> Result<(), HistError> {
-        let h = decode(text)?;
-        self.0
-            .add(&h)
-            .map_err(|e| HistError::Range(format!("{e:?}")))
-    }
-
-    /// Checks a histogram in the form `to_base64` makes, as `from_base64` would, without
-    /// building a full-range histogram for it (reading a long timeline checks every second).
-    pub fn check_base64(text: &str) -> Result<(), HistError> {
-        check_range(&decode(text)?)
-    }
-
     /// Appends a histogram in the form `to_base64` makes in the plain V2 form
-    /// (`write_v2`'s), checked as `check_base64` checks, without building a full-range
-    /// histogram for it.
+    /// (`write_v2`'s), checked as `from_base64` would check it (no value beyond the
+    /// range), without building a full-range histogram for it (reading a long timeline
+    /// checks every second).
     pub fn base64_to_v2(text: &str, out: &mut Vec<u8>) -> Result<(), HistError> {
         let h = decode(text)?;
         check_range(&h)?;
@@ -94,10 +80,8 @@ impl Hist {
 
     /// A histogram in the V2 form (`write_v2`'s) in the form `to_base64` makes, without
     /// building a full-range histogram for it.
-    pub fn v2_to_base64(mut bytes: &[u8]) -> Result<String, HistError> {
-        let h: Histogram<u64> = HistReader::new()
-            .deserialize(&mut bytes)
-            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+    pub fn v2_to_base64(bytes: &[u8]) -> Result<String, HistError> {
+        let h = read_v2(bytes)?;
         let mut buf = Vec::new();
         V2DeflateSerializer::new()
             .serialize(&h, &mut buf)
@@ -107,10 +91,8 @@ impl Hist {
 
     /// Adds a histogram in the V2 form (`write_v2`'s), without building a second
     /// full-range histogram for it.
-    pub fn add_v2(&mut self, mut bytes: &[u8]) -> Result<(), HistError> {
-        let h: Histogram<u64> = HistReader::new()
-            .deserialize(&mut bytes)
-            .map_err(|e| HistError::Format(format!("{e:?}")))?;
+    pub fn add_v2(&mut self, bytes: &[u8]) -> Result<(), HistError> {
+        let h = read_v2(bytes)?;
         self.0
             .add(&h)
             .map_err(|e| HistError::Range(format!("{e:?}")))
@@ -137,11 +119,8 @@ impl Hist {
 
     /// A histogram in the V2 form, plain or deflated (HdrHistogram's reader tells them
     /// apart), checked as `from_base64` checks.
-    pub fn from_v2(mut bytes: &[u8]) -> Result<Hist, HistError> {
-        let h = HistReader::new()
-            .deserialize(&mut bytes)
-            .map_err(|e| HistError::Format(format!("{e:?}")))?;
-        Hist::from_read(h)
+    pub fn from_v2(bytes: &[u8]) -> Result<Hist, HistError> {
+        Hist::from_read(read_v2(bytes)?)
     }
 
     /// A histogram as read, into the full range.
@@ -179,9 +158,14 @@ fn check_range(h: &Histogram<u64>) -> Result<(), HistError> {
 
 /// A histogram in the form `to_base64` makes, as HdrHistogram reads it.
 fn decode(text: &str) -> Result<Histogram<u64>, HistError> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
+    read_v2(&base64::engine::general_purpose::STANDARD.decode(text)?)
+}
+
+/// A histogram in the V2 form, plain or deflated (HdrHistogram's reader tells them
+/// apart), as HdrHistogram reads it.
+fn read_v2(mut bytes: &[u8]) -> Result<Histogram<u64>, HistError> {
     HistReader::new()
-        .deserialize(&mut bytes.as_slice())
+        .deserialize(&mut bytes)
         .map_err(|e| HistError::Format(format!("{e:?}")))
 }
 
@@ -635,14 +619,15 @@ mod tests {
 
     #[test]
     fn timeline_histograms_are_checked_without_full_decoding() {
+        let check = |text: &str| Hist::base64_to_v2(text, &mut Vec::new());
         let mut h = Hist::default();
         h.record(1234);
-        assert!(Hist::check_base64(&h.to_base64()).is_ok());
-        assert!(Hist::check_base64("AAAA").is_err());
+        assert!(check(&h.to_base64()).is_ok());
+        assert!(check("AAAA").is_err());
         // The highest value vblast records (anything longer is clamped to it) passes.
         let mut top = Hist::default();
         top.record(u64::MAX);
-        assert!(Hist::check_base64(&top.to_base64()).is_ok());
+        assert!(check(&top.to_base64()).is_ok());
         assert!(Hist::from_base64(&top.to_base64()).is_ok());
         // A histogram of a wider range, holding a value beyond vblast's: refused, as
         // `from_base64` refuses it.
@@ -650,7 +635,7 @@ mod tests {
         wide.0.record(MAX_US * 100).unwrap();
         let text = wide.to_base64();
         assert!(Hist::from_base64(&text).is_err());
-        let e = Hist::check_base64(&text).unwrap_err().to_string();
+        let e = check(&text).unwrap_err().to_string();
         assert!(e.contains("range"), "{e}");
     }
 

@@ -26,14 +26,15 @@ pub struct Second {
 /// Per-second timeline (see the module's doc).
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
-    /// Closed seconds, in order (`Row::put`).
+    /// Closed seconds, in order (`put_row`).
     closed: Packed,
     /// The last closed second's index.
     last_closed: Option<u64>,
     current_index: u64,
     current: Second,
-    /// A second being encoded (its allocation reused).
+    /// A second being encoded, and its two histograms (allocations reused).
     scratch: Vec<u8>,
+    hists: [Vec<u8>; 2],
 }
 
 /// Upper bound on timeline length (one day of seconds).
@@ -68,13 +69,8 @@ impl Row {
 
     /// Appends this row's record.
     fn put(&self, out: &mut Vec<u8>) {
-        for n in [self.index, self.requests, self.ok, self.errors] {
-            packed::put_u64(out, n);
-        }
-        for h in [&self.latency, &self.service] {
-            packed::put_u64(out, h.len() as u64);
-            out.extend_from_slice(h);
-        }
+        let counts = [self.index, self.requests, self.ok, self.errors];
+        put_row(out, counts, [&self.latency[..], &self.service[..]]);
     }
 
     /// A record `put` wrote (None: it was cut short; this process wrote it, so never).
@@ -128,6 +124,18 @@ impl Row {
     }
 }
 
+/// A second's record: its index and counts (`[index, requests, ok, errors]`), then each
+/// histogram's length and bytes (`Row::take` reads it back).
+fn put_row(out: &mut Vec<u8>, counts: [u64; 4], hists: [&[u8]; 2]) {
+    for n in counts {
+        packed::put_u64(out, n);
+    }
+    for h in hists {
+        packed::put_u64(out, h.len() as u64);
+        out.extend_from_slice(h);
+    }
+}
+
 impl Timeline {
     /// Records one finished request in second `sec` (seconds since the measured start).
     #[inline]
@@ -157,21 +165,14 @@ impl Timeline {
     fn roll(&mut self, sec: u64) {
         if self.current.requests > 0 && self.current_index < TIMELINE_MAX_SECONDS {
             let c = &mut self.current;
+            let [latency, service] = &mut self.hists;
+            for (buf, h) in [(&mut *latency, &c.latency), (&mut *service, &c.service)] {
+                buf.clear();
+                h.write_v2(buf);
+            }
             self.scratch.clear();
-            for n in [self.current_index, c.requests, c.ok, c.errors] {
-                packed::put_u64(&mut self.scratch, n);
-            }
-            // Each histogram's length, then its bytes: written in place, the length
-            // patched in after (a fixed 5-byte LEB128, so no second buffer is needed).
-            for h in [&c.latency, &c.service] {
-                let at = self.scratch.len();
-                self.scratch.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0]);
-                h.write_v2(&mut self.scratch);
-                let n = (self.scratch.len() - at - 5) as u32;
-                for (i, b) in self.scratch[at..at + 5].iter_mut().enumerate() {
-                    *b = (n >> (7 * i)) as u8 & 0x7f | if i < 4 { 0x80 } else { 0 };
-                }
-            }
+            let counts = [self.current_index, c.requests, c.ok, c.errors];
+            put_row(&mut self.scratch, counts, [&latency[..], &service[..]]);
             self.closed.push(&self.scratch);
             self.last_closed = Some(self.current_index);
             // Keep the histograms' allocations for the next second.
@@ -234,11 +235,6 @@ impl Timeline {
             return Some(self.current_index);
         }
         self.last_closed
-    }
-
-    /// Bytes the closed seconds hold (their packed form).
-    pub fn kept_bytes(&self) -> usize {
-        self.closed.kept_bytes()
     }
 
     /// Moves every second `by` seconds later (a step that began that far into the run).
@@ -459,7 +455,7 @@ mod tests {
         same(&t.seconds(), &expected, 0);
         assert_eq!(t.last_second(), Some(1_499));
         // 50 requests a second in two histograms: well under a kilobyte kept a second.
-        let per_second = t.kept_bytes() / expected.len();
+        let per_second = t.closed.kept_bytes() / expected.len();
         assert!(per_second < 600, "{per_second} bytes a second");
         let back: Timeline = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         same(&back.seconds(), &expected, 0);

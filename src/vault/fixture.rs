@@ -193,9 +193,14 @@ impl Naming {
 
     /// Tells the recorder (Own and Create modes) that `what` was added to `d`.
     fn tell(&self, d: &Drawn, what: &str) {
-        if matches!(self.mode, Mode::Own | Mode::Create)
-            && let Some(r) = &self.recorder
-        {
+        if matches!(self.mode, Mode::Own | Mode::Create) {
+            self.record(d, what);
+        }
+    }
+
+    /// Tells the recorder that `what` was added to `d`, whatever the mode.
+    fn record(&self, d: &Drawn, what: &str) {
+        if let Some(r) = &self.recorder {
             r(&self.run_id, what, &d.made());
         }
     }
@@ -267,10 +272,8 @@ impl Naming {
         let what =
             format!("token accessor {accessor} (a parent token: its child tokens go with it)");
         // A shard's token is its own: told in Join mode too (its own state file).
-        if self.mode == Mode::Join
-            && let Some(r) = &self.recorder
-        {
-            r(&self.run_id, &what, &d.made());
+        if self.mode == Mode::Join {
+            self.record(&d, &what);
         } else {
             self.tell(&d, &what);
         }
