@@ -814,7 +814,9 @@ impl Session {
             }
             return Ok(());
         }
-        if self.plan.state_dir.is_some() && !self.naming.names().is_empty() {
+        // A shard's own parent token is named by its own state file (it draws no name).
+        let named = !self.naming.names().is_empty() || !self.naming.tokens().is_empty();
+        if self.plan.state_dir.is_some() && named {
             left.push(format!(
                 "or run `vblast cleanup --run-id {}` (with this run's address and token)",
                 self.naming.run_id()

@@ -11,6 +11,7 @@ use crate::support::figures::u;
 use crate::support::mariadb::MariaDb;
 use crate::support::openbao::{OpenBao, server_state};
 use crate::support::postgres::Postgres;
+use crate::support::process::signal;
 use crate::support::run::{Out, Running, run, spawn};
 use crate::support::vblast::vault_cmd;
 use serde_json::Value;
@@ -402,6 +403,49 @@ fn a_killed_token_create_shards_parent_is_revoked_by_cleanup_from_its_state_file
     // The state files went with what they named: no state file, no --op, refused.
     let again = run(vault_cmd(&bao, &["cleanup", "--run-id", &run_id]));
     assert_eq!(again.code, Some(2), "{}", again.show());
+}
+
+/// A token-create shard whose own cleanup is cut short (its server stopped, then a second
+/// SIGTERM: the urgent stop) says its parent token is left and names the command that
+/// finishes the job, `vblast cleanup --run-id ID`, which revokes it from the shard's own
+/// state file once the server answers again.
+#[test]
+fn a_shard_stopped_during_its_cleanup_names_the_command_that_finishes_it() {
+    let bao = OpenBao::start();
+    let before = tokens(&bao);
+    let run_id = format!("shard-ops-token-cut-{}", std::process::id());
+    let flags = ["--op", "token-create", "--run-id", run_id.as_str()];
+    let mut args = vec!["setup"];
+    args.extend_from_slice(&flags);
+    run(vault_cmd(&bao, &args)).assert_code(0);
+    let mut args = vec!["-z", "30s", "-R", "40", "-c", "2", "--shard", "0/2"];
+    args.extend_from_slice(&["--external-setup"]);
+    args.extend_from_slice(&flags);
+    let shard = spawn(vault_cmd(&bao, &args));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while tokens(&bao) <= before + 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shard made no tokens"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bao.stop_signal();
+    let pid = shard.child.id();
+    signal(pid, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pid, libc::SIGTERM);
+    let out = shard.finish(Duration::from_secs(30));
+    bao.cont_signal();
+    assert!(
+        out.stderr
+            .contains(&format!("or run `vblast cleanup --run-id {run_id}`")),
+        "{}",
+        out.show()
+    );
+    let cleanup = run(vault_cmd(&bao, &["cleanup", "--run-id", &run_id]));
+    cleanup.assert_code(0);
+    assert_eq!(tokens(&bao), before, "{}", cleanup.show());
 }
 
 /// The server's auth paths under `prefix`.
