@@ -10,9 +10,9 @@
 //!
 //! lz4_flex does the compression (LZ4 blocks), chosen over deflate for its working set:
 //! an 8 KiB table per call, where a deflate compressor (flate2) takes a few hundred KiB
-//! that the allocator then keeps. Measured: the deflate version's first sealed chunk put
-//! a step of about 300 KiB into each event-loop thread's arena, more than the data it
-//! kept in ten minutes. Similar records one after another (a node's samples differ in a
+//! that the allocator then keeps. Measured (docs/benchmarks.md, chaos soak, 2026-12-05):
+//! the deflate version's first sealed chunk put a step of about 300 KiB into each
+//! event-loop thread's arena, more than the data it kept in ten minutes. Similar records one after another (a node's samples differ in a
 //! few digits) still compress several times over.
 
 /// Bytes of records gathered before they are compressed together.
