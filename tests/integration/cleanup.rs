@@ -382,10 +382,13 @@ fn db_creds_runs_killed_in_setup_or_under_load_are_cleaned_up() {
     let url = pg.url();
     let args = ["--op", "db-creds", "--db-url", &url, "-c", "2", "-z", "60s"];
     let users = || pg.vault_users();
-    killed_then_cleaned_with(&bao, &run_id("db-setup"), &args, &fixture_named, &users, 0);
-    // Under load: each read made a database user; the cleanup revokes every one leased.
-    // A read in flight at the kill may leave its user with no lease at all (OpenBao's
-    // doing: measured 1 in 3 kills): at most one per connection, and the cleanup says so.
+    // Each read makes a database user; the cleanup revokes every one leased. A read in
+    // flight at the kill may leave its user with no lease at all (OpenBao's doing: measured
+    // 1 in 3 kills): at most one per connection, and the cleanup says so. The kill "in
+    // setup" comes once the mount is seen on the server, and on a busy machine the run may
+    // have finished its setup and sent its first reads by then, so the same bound holds.
+    killed_then_cleaned_with(&bao, &run_id("db-setup"), &args, &fixture_named, &users, 2);
+    // Under load: killed at the load's first progress line.
     killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users, 2);
 }
 

@@ -30,6 +30,31 @@ fn prometheus() -> String {
         .into_owned()
 }
 
+/// Scrapes vblast's `--metrics-listen` at `maddr` until every line prefix in `want` is
+/// served (60 s at most, then the last text, for the caller's assertion to show). A fixed
+/// wait raced the run's setup and the first samples on a busy machine.
+fn scrape_until(maddr: &str, want: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut text = String::new();
+    loop {
+        let served = want.iter().all(|w| text.lines().any(|l| l.starts_with(w)));
+        if served || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        text = http_request(
+            &format!("http://{maddr}"),
+            "GET",
+            "/metrics",
+            &[],
+            None,
+            None,
+        )
+        .map(|r| r.text())
+        .unwrap_or_default();
+    }
+}
+
 #[test]
 fn prometheus_scrapes_the_request_count() {
     let prom = prometheus();
@@ -55,18 +80,7 @@ fn prometheus_scrapes_the_request_count() {
         &url,
     ]));
     // While it runs, the text itself: every family, with fixed buckets.
-    std::thread::sleep(Duration::from_millis(2500));
-    let text = http_request(
-        &format!("http://{maddr}"),
-        "GET",
-        "/metrics",
-        &[],
-        None,
-        None,
-    )
-    .expect("scrape vblast")
-    .text();
-    for family in [
+    let families = [
         "vblast_requests_total ",
         "vblast_successes_total ",
         "vblast_errors_total{kind=\"timeout\"} 0",
@@ -78,7 +92,9 @@ fn prometheus_scrapes_the_request_count() {
         "vblast_latency_seconds_bucket{le=\"0.001\"} ",
         "vblast_latency_seconds_bucket{le=\"+Inf\"} ",
         "vblast_service_seconds_count ",
-    ] {
+    ];
+    let text = scrape_until(&maddr, &families);
+    for family in families {
         assert!(
             text.lines().any(|l| l.starts_with(family)),
             "{family} not in\n{text}"
@@ -456,26 +472,21 @@ fn the_nodes_sampled_figures_are_served_with_a_node_label() {
             "-q",
         ],
     ));
-    std::thread::sleep(Duration::from_millis(2500));
-    let text = http_request(
-        &format!("http://{maddr}"),
-        "GET",
-        "/metrics",
-        &[],
-        None,
-        None,
-    )
-    .expect("scrape vblast")
-    .text();
     let label = format!("{{node=\"{}\"}} ", bao.addr);
-    for family in [
+    let series: Vec<String> = [
         "vblast_server_cpu_cores",
         "vblast_server_in_flight_requests",
         "vblast_server_handle_request_seconds",
         "vblast_server_handled_per_second",
         "vblast_server_goroutines",
-    ] {
-        let series = format!("{family}{label}");
+    ]
+    .iter()
+    .map(|family| format!("{family}{label}"))
+    .collect();
+    let series: Vec<&str> = series.iter().map(String::as_str).collect();
+    // A per-second rate needs two samples of the node.
+    let text = scrape_until(&maddr, &series);
+    for series in series {
         assert!(
             text.lines().any(|l| l.starts_with(&series)),
             "{series} not in\n{text}"
