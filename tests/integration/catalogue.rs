@@ -4,63 +4,15 @@
 //! a valid signature), and leaves the server as it found it: mounts, auth methods,
 //! policies and token accessors are the same before and after the run.
 
-use crate::support::openbao::OpenBao;
+use crate::support::openbao::{OpenBao, data_keys as keys, get_json as get, server_state};
 use crate::support::run::run;
 use crate::support::vblast::vault_cmd;
 use serde_json::Value;
 
-/// What a run must leave as it was.
-#[derive(Debug, PartialEq, Eq)]
-struct ServerState {
-    mounts: Vec<String>,
-    auth: Vec<String>,
-    policies: Vec<String>,
-    accessors: usize,
-    cubbyhole: Vec<String>,
-    /// Identity entities: the server makes one for each identity that logs in, and
-    /// disabling the auth path leaves it unless vblast deletes it.
-    entities: Vec<String>,
-}
-
-fn get(bao: &OpenBao, path: &str) -> Value {
-    let (status, body) = bao.api("GET", path, None);
-    if status == 404 {
-        return Value::Null;
-    }
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-fn keys(v: &Value) -> Vec<String> {
-    let mut k: Vec<String> = match &v["data"] {
-        Value::Object(m) if m.contains_key("keys") => m["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap().to_string())
-            .collect(),
-        Value::Object(m) => m.keys().cloned().collect(),
-        _ => Vec::new(),
-    };
-    k.sort();
-    k
-}
-
-fn state(bao: &OpenBao) -> ServerState {
-    ServerState {
-        mounts: keys(&get(bao, "/v1/sys/mounts")),
-        auth: keys(&get(bao, "/v1/sys/auth")),
-        policies: keys(&get(bao, "/v1/sys/policies/acl?list=true")),
-        accessors: keys(&get(bao, "/v1/auth/token/accessors?list=true")).len(),
-        cubbyhole: keys(&get(bao, "/v1/cubbyhole/?list=true")),
-        entities: keys(&get(bao, "/v1/identity/entity/id?list=true")),
-    }
-}
-
 /// Runs `--op op` with `extra` flags at -c 8 for `n` requests: all succeed, the report
 /// names the operation, and the server is left as it was.
 fn all_ok_and_clean(bao: &OpenBao, op: &str, n: u64, extra: &[&str]) -> Value {
-    let before = state(bao);
+    let before = server_state(bao);
     let n_text = n.to_string();
     let mut args = vec!["--op", op, "-c", "8", "-n", &n_text, "--format", "json"];
     args.extend_from_slice(extra);
@@ -80,7 +32,7 @@ fn all_ok_and_clean(bao: &OpenBao, op: &str, n: u64, extra: &[&str]) -> Value {
         let name = part.split(':').next().unwrap();
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
-    assert_eq!(state(bao), before, "{op} left something behind");
+    assert_eq!(server_state(bao), before, "{op} left something behind");
     j
 }
 
@@ -139,7 +91,7 @@ fn token_operations_use_children_of_a_parent_revoked_at_cleanup() {
         revokes <= creates && creates <= revokes + 8,
         "{revokes} {creates}"
     );
-    let before = state(&bao).accessors;
+    let before = server_state(&bao).tokens;
     let r = run(vault_cmd(
         &bao,
         &[
@@ -156,7 +108,7 @@ fn token_operations_use_children_of_a_parent_revoked_at_cleanup() {
     ));
     assert_eq!(r.code, Some(0), "{}", r.show());
     let (revokes, creates) = rows(&r.json());
-    let kept = state(&bao).accessors - before;
+    let kept = server_state(&bao).tokens - before;
     assert_eq!(
         kept as u64,
         1 + creates - revokes,
@@ -227,7 +179,7 @@ fn kv_list_delete_and_cubbyhole() {
 #[test]
 fn unusable_settings_are_refused_before_anything_is_created() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     for (args, needle) in [
         (
             vec!["--op", "transit-sign", "--key-type", "aes256-gcm96"],
@@ -255,7 +207,7 @@ fn unusable_settings_are_refused_before_anything_is_created() {
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
         assert!(!r.stderr.contains("panicked"), "{}", r.show());
     }
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 #[test]
@@ -284,7 +236,7 @@ fn login_read_logs_in_then_reads_with_the_new_token() {
         assert!(reads <= logins && logins <= reads + 8, "{reads} {logins}");
     }
     // The scenario flag, as the issue writes it, in the user's own mount.
-    let before = state(&bao);
+    let before = server_state(&bao);
     let r = run(vault_cmd(
         &bao,
         &[
@@ -308,7 +260,7 @@ fn login_read_logs_in_then_reads_with_the_new_token() {
     ));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(r.json()["ok"], 100, "{}", r.show());
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
     for (args, needle) in [
         (
             vec!["--scenario", "read-login"],
@@ -329,7 +281,7 @@ fn login_read_logs_in_then_reads_with_the_new_token() {
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
     }
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 #[test]
@@ -444,7 +396,7 @@ fn totp_read_and_create_leave_no_key_behind() {
         ));
     }
     std::fs::write(&file, hcl).unwrap();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let file_arg = file.to_str().unwrap();
     let r = run(vault_cmd(
         &bao,
@@ -467,7 +419,11 @@ fn totp_read_and_create_leave_no_key_behind() {
         ["totp_create1", "totp_generate1", "totp_read1"],
         "{j}"
     );
-    assert_eq!(state(&bao), before, "the TOTP config left something behind");
+    assert_eq!(
+        server_state(&bao),
+        before,
+        "the TOTP config left something behind"
+    );
     assert!(totp_mounts(&bao).is_empty());
 }
 
@@ -482,7 +438,7 @@ fn ssh_sign_certifies_a_client_key_made_at_setup() {
 #[test]
 fn login_read_takes_the_users_in_turn() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let r = run(vault_cmd(
         &bao,
         &[
@@ -535,7 +491,7 @@ fn login_read_takes_the_users_in_turn() {
     // identity entities the logins on its auth path made (one per user).
     let orphans = run(vault_cmd(&bao, &["cleanup", "--orphans", "--yes"]));
     orphans.assert_code(0);
-    assert_eq!(state(&bao), before, "{}", orphans.show());
+    assert_eq!(server_state(&bao), before, "{}", orphans.show());
 }
 
 /// jwt-login: a key pair made by vblast, its public key on a fresh jwt auth method, JWTs
@@ -552,7 +508,7 @@ fn jwt_login_with_a_key_made_at_setup() {
         100,
         &["--token-type", "batch", "--token-ttl", "30s"],
     );
-    let before = state(&bao);
+    let before = server_state(&bao);
     for (args, needle) in [
         (vec!["--token-type", "default"], "service, batch"),
         (vec!["--token-ttl", "soon"], "soon"),
@@ -565,7 +521,7 @@ fn jwt_login_with_a_key_made_at_setup() {
         assert!(r.stderr.contains(needle), "{args:?}: {}", r.show());
         assert!(!r.stderr.contains("panicked"), "{}", r.show());
     }
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 /// pki-sign: a root and an intermediate CA made at setup, CSRs made by vblast of each key
@@ -611,7 +567,7 @@ fn new_operations_run_inside_a_namespace() {
             .filter(|k| k.starts_with("vblast-"))
             .collect()
     };
-    let root_before = state(&bao);
+    let root_before = server_state(&bao);
     for (op, extra, auths, mounts, policies) in [
         ("jwt-login", vec![], 1, 0, 1),
         ("pki-sign", vec![], 0, 2, 0),
@@ -640,7 +596,11 @@ fn new_operations_run_inside_a_namespace() {
         let r = run(vault_cmd(&bao, &args));
         assert_eq!(r.code, Some(0), "{op}: {}", r.show());
         assert_eq!(r.json()["ok"], 60, "{op}: {}", r.show());
-        assert_eq!(state(&bao), root_before, "{op} made something at the root");
+        assert_eq!(
+            server_state(&bao),
+            root_before,
+            "{op} made something at the root"
+        );
         let a = vblast_keys(&in_ns("GET", "/v1/sys/auth").1);
         let m = vblast_keys(&in_ns("GET", "/v1/sys/mounts").1);
         let p = vblast_keys(&in_ns("GET", "/v1/sys/policies/acl?list=true").1);
@@ -667,7 +627,7 @@ fn new_operations_run_inside_a_namespace() {
 #[test]
 fn seeding_on_one_connection_and_its_phases() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let args = [
         "--op",
         "kv-read",
@@ -695,7 +655,7 @@ fn seeding_on_one_connection_and_its_phases() {
             r.show()
         );
     }
-    assert_eq!(state(&bao), before, "left something behind");
+    assert_eq!(server_state(&bao), before, "left something behind");
     let r = run(vault_cmd(&bao, &args));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert!(!r.stderr.contains("vblast: setup:"), "{}", r.show());

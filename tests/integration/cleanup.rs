@@ -55,8 +55,11 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
     args.extend_from_slice(&["-c", "2", "-n", "10", "--keep"]);
     let out = run(vault_cmd(&bao, &args));
     out.assert_code(0);
-    let (mounts, _, _, _) = server_state(&bao);
-    let made: Vec<&String> = mounts.iter().filter(|m| !before.0.contains(m)).collect();
+    let mounts = server_state(&bao).mounts;
+    let made: Vec<&String> = mounts
+        .iter()
+        .filter(|m| !before.mounts.contains(m))
+        .collect();
     assert_eq!(made.len(), 1, "{}", out.show());
     let mount = made[0].trim_end_matches('/').to_string();
     // The run id and the name, on stderr as they were made, and in the state file.
@@ -512,7 +515,7 @@ fn what_is_left_is_said_on_lines_of_vblasts_own() {
         );
     }
     wait_for("the mount on the server", Duration::from_secs(20), || {
-        server_state(&bao).0 != before.0
+        server_state(&bao).mounts != before.mounts
     });
     // Seeding under way: Ctrl-C stops it, and the cleanup is refused its removal.
     signal(child.id(), libc::SIGINT);
@@ -535,6 +538,10 @@ fn what_is_left_is_said_on_lines_of_vblasts_own() {
     // The root token finishes the job.
     run(vault_cmd(&bao, &["cleanup", "--run-id", &id])).assert_code(0);
     bao.api("DELETE", "/v1/sys/policies/acl/vblast-test-nodelete", None);
+    // (and the test's own token)
+    let revoke = format!(r#"{{"token": "{token}"}}"#);
+    let (st, body) = bao.api("POST", "/v1/auth/token/revoke", Some(&revoke));
+    assert_eq!(st, 204, "{body}");
     assert_eq!(server_state(&bao), before);
 }
 

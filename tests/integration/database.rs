@@ -7,25 +7,16 @@
 
 use crate::support;
 use crate::support::mariadb::MariaDb;
-use crate::support::openbao::OpenBao;
+use crate::support::openbao::{OpenBao, server_state};
 use crate::support::postgres::Postgres;
 use crate::support::run::run;
 use crate::support::vblast::vault_cmd;
 use serde_json::Value;
 
-fn mounts(bao: &OpenBao) -> Vec<String> {
-    let (s, b) = bao.api("GET", "/v1/sys/mounts", None);
-    assert_eq!(s, 200, "{b}");
-    let v: Value = serde_json::from_str(&b).unwrap();
-    let mut k: Vec<String> = v["data"].as_object().unwrap().keys().cloned().collect();
-    k.sort();
-    k
-}
-
 /// Runs db-creds at -c 8: all succeed, no user of the run is left, nothing on the server;
 /// then a kept run whose users are counted, removed by hand.
 fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, extra: &[&str]) {
-    let before = (mounts(bao), users());
+    let before = (server_state(bao), users());
     let mut args = vec!["--op", "db-creds", "--db-url", url, "-c", "8", "-n", "200"];
     args.extend_from_slice(&["--format", "json"]);
     args.extend_from_slice(extra);
@@ -37,7 +28,7 @@ fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, ext
         "URL shown"
     );
     assert_eq!(
-        (mounts(bao), users()),
+        (server_state(bao), users()),
         before,
         "users or mounts left behind"
     );
@@ -48,7 +39,8 @@ fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, ext
     let r = run(vault_cmd(bao, &args));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(users(), before.1 + 30, "every request made one user");
-    for m in mounts(bao).iter().filter(|m| !before.0.contains(m)) {
+    let now = server_state(bao).mounts;
+    for m in now.iter().filter(|m| !before.0.mounts.contains(m)) {
         let m = m.trim_end_matches('/');
         let (s, b) = bao.api(
             "PUT",
@@ -61,7 +53,7 @@ fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, ext
             204
         );
     }
-    assert_eq!((mounts(bao), users()), before);
+    assert_eq!((server_state(bao), users()), before);
 }
 
 #[test]
@@ -86,7 +78,7 @@ fn mariadb_users_are_made_and_all_dropped() {
 #[test]
 fn unusable_databases_are_one_message_and_leave_nothing() {
     let bao = OpenBao::start();
-    let before = mounts(&bao);
+    let before = server_state(&bao);
     let port = support::ports::free_port();
     let down = format!("postgres://vbroot:sekrit-pw@127.0.0.1:{port}/postgres");
     for (args, needle) in [
@@ -118,7 +110,7 @@ fn unusable_databases_are_one_message_and_leave_nothing() {
         assert_eq!(message, 1, "{}", r.show());
         assert!(!r.stderr.contains("sekrit"), "password shown: {}", r.show());
         assert!(!r.stderr.contains("panicked"), "{}", r.show());
-        assert_eq!(mounts(&bao), before, "{args:?} left a mount");
+        assert_eq!(server_state(&bao), before, "{args:?} left a mount");
     }
 }
 
@@ -141,7 +133,7 @@ fn db_creds_run_inside_a_namespace() {
         k
     };
     let url = pg.url();
-    let before = (mounts(&bao), ns_mounts(), pg.vault_users());
+    let before = (server_state(&bao), ns_mounts(), pg.vault_users());
     let r = run(vault_cmd(
         &bao,
         &[
@@ -162,7 +154,7 @@ fn db_creds_run_inside_a_namespace() {
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(r.json()["ok"], 100, "{}", r.show());
     assert_eq!(
-        (mounts(&bao), ns_mounts(), pg.vault_users()),
+        (server_state(&bao), ns_mounts(), pg.vault_users()),
         before,
         "mounts or users left behind"
     );
@@ -187,7 +179,7 @@ fn db_creds_run_inside_a_namespace() {
     ));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(r.json()["ok"], 20, "{}", r.show());
-    assert_eq!(mounts(&bao), before.0, "made something at the root");
+    assert_eq!(server_state(&bao), before.0, "made something at the root");
     assert_eq!(
         pg.vault_users(),
         before.2 + 20,
@@ -205,7 +197,7 @@ fn db_creds_run_inside_a_namespace() {
     );
     assert_eq!(s, 204, "{b}");
     assert_eq!(in_ns("DELETE", &format!("/v1/sys/mounts/{m}")).0, 204);
-    assert_eq!((mounts(&bao), ns_mounts(), pg.vault_users()), before);
+    assert_eq!((server_state(&bao), ns_mounts(), pg.vault_users()), before);
 }
 
 /// vault-benchmark's postgresql_secret test, as a --config file (db_connection and role
@@ -224,7 +216,7 @@ fn postgresql_secret_config_runs() {
         pg.port, pg.user, pg.password
     );
     std::fs::write(&file, hcl).unwrap();
-    let before = (mounts(&bao), pg.vault_users());
+    let before = (server_state(&bao), pg.vault_users());
     let f = file.to_str().unwrap();
     let r = run(vault_cmd(
         &bao,
@@ -235,5 +227,9 @@ fn postgresql_secret_config_runs() {
     assert_eq!(j["ok"], 100, "{}", r.show());
     assert_eq!(j["ops"][0]["name"], "postgres_test_1", "{j}");
     assert!(!r.stdout.contains(&pg.password) && !r.stderr.contains(&pg.password));
-    assert_eq!((mounts(&bao), pg.vault_users()), before, "left behind");
+    assert_eq!(
+        (server_state(&bao), pg.vault_users()),
+        before,
+        "left behind"
+    );
 }

@@ -304,8 +304,12 @@ fn shards_share_one_setup_and_one_cleanup() {
     let setup = run(vault_cmd(&bao, &args));
     setup.assert_code(0);
     let during = server_state(&bao);
-    let new_mounts: Vec<&String> = during.0.iter().filter(|m| !before.0.contains(m)).collect();
-    let new_auth: Vec<&String> = during.1.iter().filter(|m| !before.1.contains(m)).collect();
+    let new_mounts: Vec<&String> = (during.mounts.iter())
+        .filter(|m| !before.mounts.contains(m))
+        .collect();
+    let new_auth: Vec<&String> = (during.auth.iter())
+        .filter(|m| !before.auth.contains(m))
+        .collect();
     assert_eq!(new_mounts.len(), 1, "{during:?}");
     assert_eq!(new_auth.len(), 1, "{during:?}");
     let path = new_auth[0].trim_end_matches('/').to_string();

@@ -76,15 +76,15 @@ fn shared_run(
     setup.assert_code(0);
     // A shard may already have made its own jwt auth path: not the fixture's.
     let mut during = server_state(bao);
-    during.1.retain(|p| !is_shards_own_jwt_path(p));
+    during.auth.retain(|p| !is_shards_own_jwt_path(p));
     let made = |now: &[String], then: &[String]| -> Vec<String> {
         now.iter()
             .filter(|m| !then.contains(m))
             .map(|m| m.trim_end_matches('/').to_string())
             .collect()
     };
-    let new_mounts = made(&during.0, &before.0);
-    let new_auth = made(&during.1, &before.1);
+    let new_mounts = made(&during.mounts, &before.mounts);
+    let new_auth = made(&during.auth, &before.auth);
     assert!(
         new_mounts
             .iter()
@@ -451,7 +451,7 @@ fn a_shard_stopped_during_its_cleanup_names_the_command_that_finishes_it() {
 /// The server's auth paths under `prefix`.
 fn auth_paths(bao: &OpenBao, prefix: &str) -> Vec<String> {
     server_state(bao)
-        .1
+        .auth
         .into_iter()
         .filter(|p| p.starts_with(prefix))
         .collect()

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::openbao::OpenBao;
+use crate::support::openbao::{OpenBao, keys, server_state};
 use crate::support::postgres::Postgres;
 use crate::support::run::run;
 use crate::support::vblast::{env_cmd, url_cmd, vault_cmd};
@@ -18,39 +18,6 @@ fn data(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-fn keys(bao: &OpenBao, path: &str) -> Vec<String> {
-    let (status, body) = bao.api("GET", path, None);
-    if status == 404 {
-        // An empty LIST.
-        return Vec::new();
-    }
-    assert_eq!(status, 200, "{path}: {body}");
-    let v: Value = serde_json::from_str(&body).unwrap();
-    let mut k: Vec<String> = match &v["data"] {
-        Value::Object(m) if m.contains_key("keys") => m["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap().to_string())
-            .collect(),
-        Value::Object(m) => m.keys().cloned().collect(),
-        _ => Vec::new(),
-    };
-    k.sort();
-    k
-}
-
-/// Mounts, auth methods, policies and identity entities (one per identity that logged
-/// in): what a run must leave as it found it.
-fn state(bao: &OpenBao) -> Vec<Vec<String>> {
-    vec![
-        keys(bao, "/v1/sys/mounts"),
-        keys(bao, "/v1/sys/auth"),
-        keys(bao, "/v1/sys/policies/acl?list=true"),
-        keys(bao, "/v1/identity/entity/id?list=true"),
-    ]
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -76,7 +43,7 @@ fn op_rows(j: &Value) -> Vec<(String, u64)> {
 #[test]
 fn tutorial_file_runs_unchanged_with_the_tests_names_as_rows() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     // The file says 127.0.0.1:8200; VAULT_ADDR (the environment) wins over it.
     let file = data("vb-getting-started.hcl");
     let r = run(vault_cmd(
@@ -100,13 +67,13 @@ fn tutorial_file_runs_unchanged_with_the_tests_names_as_rows() {
         "the unused key is said: {}",
         r.show()
     );
-    assert_eq!(state(&bao), before, "the run left something behind");
+    assert_eq!(server_state(&bao), before, "the run left something behind");
 }
 
 #[test]
 fn pki_file_through_vault_benchmark_run_and_review() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("result.json");
     let saved_arg = format!("-result_file={}", saved.display());
@@ -139,7 +106,7 @@ fn pki_file_through_vault_benchmark_run_and_review() {
     assert!(lat["min"].as_u64() <= lat["50th"].as_u64(), "{j}");
     assert!(lat["50th"].as_u64() <= lat["99th"].as_u64(), "{j}");
     assert!(lat["99th"].as_u64() <= lat["max"].as_u64(), "{j}");
-    assert_eq!(state(&bao), before, "the run left something behind");
+    assert_eq!(server_state(&bao), before, "the run left something behind");
 
     // review: the saved run in the terse layout, the same counts.
     let r = run(vault_cmd(
@@ -452,7 +419,7 @@ fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
     // JWTs signed by a key vblast made, meeting the file's bound_issuer, bound_subject and
     // audiences (which the server checks); both rows carry the tests' names; nothing is left.
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let config_arg = format!("-config={}", data("vb-sign-and-jwt.hcl"));
     let r = run(vault_cmd(
         &bao,
@@ -472,7 +439,7 @@ fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
         assert!(row["requests"].as_u64().unwrap_or(0) > 0, "{name}: {j}");
     }
     assert_eq!(j["metrics"]["total"]["success"], 1.0, "{j}");
-    assert_eq!(state(&bao), before, "the run left something behind");
+    assert_eq!(server_state(&bao), before, "the run left something behind");
 }
 
 /// vault-benchmark's transit and PKI examples with `cleanup = false`: the keys, roles and
@@ -481,7 +448,7 @@ fn signing_and_jwt_files_run_through_the_chain_vblast_makes() {
 #[test]
 fn documented_examples_create_what_vault_benchmark_creates() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -547,7 +514,7 @@ fn documented_examples_create_what_vault_benchmark_creates() {
         );
         assert!(status == 204 || status == 200, "{m}: {body}");
     }
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 /// `review` reads vault-benchmark's own JSON report (two reports one after another, with
@@ -690,7 +657,7 @@ fn each_test_has_its_own_bytes_status_codes_and_errors() {
 #[test]
 fn approle_role_and_secret_id_keys_reach_the_server() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -737,7 +704,7 @@ fn approle_role_and_secret_id_keys_reach_the_server() {
     // Kept by `cleanup = false`: removed with the logins' identity entity.
     let orphans = run(vault_cmd(&bao, &["cleanup", "--orphans", "--yes"]));
     orphans.assert_code(0);
-    assert_eq!(state(&bao), before, "{}", orphans.show());
+    assert_eq!(server_state(&bao), before, "{}", orphans.show());
 }
 
 /// The responses an audit log holds (one JSON object a line, `"type": "response"`).
@@ -758,7 +725,7 @@ fn audit_responses(log: &Path) -> usize {
 #[test]
 fn audit_path_and_pprof_interval_run_as_vblasts_own() {
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let (file_log, flag_log) = (dir.path().join("file.log"), dir.path().join("flag.log"));
     let config = write(
@@ -835,7 +802,7 @@ fn audit_path_and_pprof_interval_run_as_vblasts_own() {
     let was = responses;
     assert!(audit_responses(&flag_log) > 0, "{}", r.show());
     assert_eq!(audit_responses(&file_log), was, "the file's log grew");
-    assert_eq!(state(&bao), before, "the runs left something behind");
+    assert_eq!(server_state(&bao), before, "the runs left something behind");
 }
 
 /// A kvv2_read file for `addr` with `workers` and any `extra` global keys.
@@ -932,7 +899,7 @@ fn vblast_auths(bao: &OpenBao) -> Vec<String> {
 fn every_family_creates_what_vault_benchmark_creates() {
     let pg = Postgres::start().expect("PostgreSQL missing: run tools/deps.sh");
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let url = pg.url();
     let (user, rest) = url
@@ -1135,7 +1102,7 @@ test "postgresql_secret" "pg_creds" {{
     // and the identity entities the logins on its auth paths made.
     let orphans = run(vault_cmd(&bao, &["cleanup", "--orphans", "--yes"]));
     orphans.assert_code(0);
-    assert_eq!(state(&bao), before, "{}", orphans.show());
+    assert_eq!(server_state(&bao), before, "{}", orphans.show());
     assert_eq!(pg.vault_users(), 0, "database users left");
 }
 
@@ -1145,7 +1112,7 @@ test "postgresql_secret" "pg_creds" {{
 #[test]
 fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/vb-examples");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -1166,6 +1133,6 @@ fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
         let j: Value = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(j["requests"], 160, "{file}: {}", r.show());
         assert_eq!(j["ok"], 160, "{file}: {}", r.show());
-        assert_eq!(state(&bao), before, "{file} left something behind");
+        assert_eq!(server_state(&bao), before, "{file} left something behind");
     }
 }

@@ -8,48 +8,10 @@
 
 use std::path::Path;
 
-use crate::support::openbao::OpenBao;
+use crate::support::openbao::{OpenBao, data_keys as keys, get_json as get, server_state};
 use crate::support::run::run;
 use crate::support::vblast::vault_cmd;
 use serde_json::Value;
-
-fn get(bao: &OpenBao, path: &str) -> Value {
-    let (status, body) = bao.api("GET", path, None);
-    if status == 404 {
-        return Value::Null;
-    }
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-fn keys(v: &Value) -> Vec<String> {
-    let mut k: Vec<String> = match &v["data"] {
-        Value::Object(m) if m.contains_key("keys") => m["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str().unwrap().to_string())
-            .collect(),
-        Value::Object(m) => m.keys().cloned().collect(),
-        _ => Vec::new(),
-    };
-    k.sort();
-    k
-}
-
-/// Mounts, auth paths, policies, identity entities and groups: what a run must leave.
-fn state(bao: &OpenBao) -> Vec<Vec<String>> {
-    [
-        "/v1/sys/mounts",
-        "/v1/sys/auth",
-        "/v1/sys/policies/acl?list=true",
-        "/v1/identity/entity/name?list=true",
-        "/v1/identity/group/name?list=true",
-    ]
-    .iter()
-    .map(|p| keys(&get(bao, p)))
-    .collect()
-}
 
 /// Runs vblast with `args` (plus `-c 8 -n n --format json`): every request succeeds.
 fn all_ok(bao: &OpenBao, n: u64, args: &[&str]) -> Value {
@@ -73,7 +35,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 #[test]
 fn identity_workloads_log_in_and_read_groups_and_leave_nothing() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     // Logins: 40 entities with 2 aliases each (two userpass paths), a pool of 10 users,
     // 8 groups and 4 policies spread over them. userpass hashes each password with bcrypt
     // on the server: a short run.
@@ -99,7 +61,7 @@ fn identity_workloads_log_in_and_read_groups_and_leave_nothing() {
     );
     assert_eq!(j["status"]["200"], 120, "{j}");
     assert_eq!(
-        state(&bao),
+        server_state(&bao),
         before,
         "the login workload left something behind"
     );
@@ -118,7 +80,7 @@ fn identity_workloads_log_in_and_read_groups_and_leave_nothing() {
         .map(|o| o["name"].as_str().unwrap())
         .collect();
     assert_eq!(rows, ["identity_partial_groups", "identity_seed"], "{j}");
-    assert_eq!(state(&bao), before, "the file left something behind");
+    assert_eq!(server_state(&bao), before, "the file left something behind");
 }
 
 /// With cleanup off, what the documented keys made is read back: the entities, their
@@ -127,7 +89,7 @@ fn identity_workloads_log_in_and_read_groups_and_leave_nothing() {
 #[test]
 fn identity_and_ssh_issue_files_create_what_vault_benchmark_creates() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -202,16 +164,16 @@ fn identity_and_ssh_issue_files_create_what_vault_benchmark_creates() {
     // `vblast cleanup --orphans --yes` removes every vblast- object it finds.
     let r = run(vault_cmd(&bao, &["cleanup", "--orphans", "--yes"]));
     assert_eq!(r.code, Some(0), "{}", r.show());
-    assert_eq!(state(&bao), before, "cleanup left something behind");
+    assert_eq!(server_state(&bao), before, "cleanup left something behind");
 }
 
 #[test]
 fn ssh_issue_makes_keys_and_certificates_of_each_type() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     for key in ["rsa-2048", "ed25519"] {
         all_ok(&bao, 40, &["--op", "ssh-issue", "--key-type", key]);
-        assert_eq!(state(&bao), before, "{key} left something behind");
+        assert_eq!(server_state(&bao), before, "{key} left something behind");
     }
     let r = run(vault_cmd(
         &bao,
@@ -223,7 +185,7 @@ fn ssh_issue_makes_keys_and_certificates_of_each_type() {
         "{}",
         r.show()
     );
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 /// redis_dynamic_secret and redis_static_secret against a private redis-server: each
@@ -235,7 +197,7 @@ fn redis_credentials_are_real_users_and_none_is_left() {
     let redis = crate::support::redis::Redis::start()
         .expect("redis-server is not installed: run tools/deps.sh (Debian package redis-server)");
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let url = redis.url();
     all_ok(&bao, 24, &["--op", "redis-creds", "--redis-url", &url]);
     assert_eq!(
@@ -243,7 +205,7 @@ fn redis_credentials_are_real_users_and_none_is_left() {
         Vec::<String>::new(),
         "every dynamic user deleted"
     );
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
     assert_eq!(
         redis
             .cli(&[
@@ -304,7 +266,7 @@ fn redis_credentials_are_real_users_and_none_is_left() {
         !String::from_utf8_lossy(&old.stdout).contains("PONG"),
         "Vault rotated the static user's password"
     );
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
     // An unreachable redis: one message, exit 2, nothing left.
     let port = crate::support::ports::free_port();
     let bad = format!("redis://default:x@127.0.0.1:{port}");
@@ -318,7 +280,7 @@ fn redis_credentials_are_real_users_and_none_is_left() {
         "{}",
         r.show()
     );
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 /// rabbitmq_secret against a private RabbitMQ (started once: it takes about 10 s): each
@@ -330,7 +292,7 @@ fn rabbitmq_credentials_are_real_users_and_none_is_left() {
         "rabbitmq-server is not installed: run tools/deps.sh (Debian package rabbitmq-server)",
     );
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let users = mq.users().unwrap();
     all_ok(
         &bao,
@@ -338,7 +300,7 @@ fn rabbitmq_credentials_are_real_users_and_none_is_left() {
         &["--op", "rabbitmq-creds", "--rabbitmq-url", &mq.url()],
     );
     assert_eq!(mq.users().unwrap(), users, "every RabbitMQ user deleted");
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
     let dir = tempfile::tempdir().unwrap();
     let file = write(
         dir.path(),
@@ -351,5 +313,5 @@ fn rabbitmq_credentials_are_real_users_and_none_is_left() {
     let j = all_ok(&bao, 60, &["--config", &file]);
     assert_eq!(j["ops"][0]["name"], "rabbit_test", "{j}");
     assert_eq!(mq.users().unwrap(), users, "every RabbitMQ user deleted");
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }

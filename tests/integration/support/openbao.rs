@@ -267,40 +267,95 @@ pub fn mounts(bao: &OpenBao) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// What a run must leave as it found it: the mounts, the auth paths (sorted) and the ACL
-/// policies of the server.
-pub fn server_state(bao: &OpenBao) -> (Vec<String>, Vec<String>, String, String) {
-    let (st, auth) = bao.api("GET", "/v1/sys/auth", None);
-    assert_eq!(st, 200, "{auth}");
-    let auth: Value = serde_json::from_str(&auth).unwrap();
-    let mut auth: Vec<String> = auth["data"].as_object().unwrap().keys().cloned().collect();
-    auth.sort();
-    let (st, policies) = bao.api("GET", "/v1/sys/policies/acl?list=true", None);
-    assert_eq!(st, 200, "{policies}");
-    let policies: Value = serde_json::from_str(&policies).unwrap();
-    let mut m: Vec<String> = mounts(bao).into_iter().map(|(k, _)| k).collect();
-    m.sort();
-    // Identity entities: the server makes one for each identity that logs in, and
-    // disabling the auth path leaves it unless vblast deletes it.
-    let (st, entities) = bao.api("GET", "/v1/identity/entity/id?list=true", None);
-    let entities = match st {
-        404 => String::new(),
-        _ => {
-            assert_eq!(st, 200, "{entities}");
-            let v: Value = serde_json::from_str(&entities).unwrap();
-            v["data"]["keys"].to_string()
-        }
-    };
-    (m, auth, policies["data"]["keys"].to_string(), entities)
+/// What a run must leave on the server as it found it, the one snapshot every test takes:
+/// the mounts, the auth paths, the ACL policies, the identity entities (the server makes
+/// one for each identity that logs in, and disabling the auth path leaves it unless vblast
+/// deletes it) and groups, the tokens (by their accessors) and the root token's cubbyhole.
+/// Every list is sorted, so two snapshots compare with `==`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerState {
+    pub mounts: Vec<String>,
+    pub auth: Vec<String>,
+    pub policies: Vec<String>,
+    pub entities: Vec<String>,
+    pub groups: Vec<String>,
+    pub tokens: usize,
+    pub cubbyhole: Vec<String>,
 }
 
-/// `server_state` without its identity entities: what a shared fixture must hold while it
-/// outlives the shards that use it (the entities their logins made go with the auth path,
-/// at the shared cleanup).
-pub fn fixtures_only(
-    s: (Vec<String>, Vec<String>, String, String),
-) -> (Vec<String>, Vec<String>, String) {
-    (s.0, s.1, s.2)
+impl ServerState {
+    /// The server's state now.
+    pub fn of(bao: &OpenBao) -> ServerState {
+        ServerState {
+            // (without their trailing slash, as `mounts` gives them)
+            mounts: keys(bao, "/v1/sys/mounts")
+                .into_iter()
+                .map(|m| m.trim_end_matches('/').to_string())
+                .collect(),
+            auth: keys(bao, "/v1/sys/auth"),
+            policies: keys(bao, "/v1/sys/policies/acl?list=true"),
+            entities: keys(bao, "/v1/identity/entity/id?list=true"),
+            groups: keys(bao, "/v1/identity/group/id?list=true"),
+            tokens: keys(bao, "/v1/auth/token/accessors?list=true").len(),
+            cubbyhole: keys(bao, "/v1/cubbyhole/?list=true"),
+        }
+    }
+
+    /// The fixtures alone (mounts, auth paths, policies): what a shared fixture must hold
+    /// while it outlives the shards that use it (the entities, groups and tokens their
+    /// logins made go with the auth path, at the shared cleanup).
+    pub fn fixtures(&self) -> ServerState {
+        ServerState {
+            mounts: self.mounts.clone(),
+            auth: self.auth.clone(),
+            policies: self.policies.clone(),
+            entities: Vec::new(),
+            groups: Vec::new(),
+            tokens: 0,
+            cubbyhole: Vec::new(),
+        }
+    }
+}
+
+/// A GET of `path` as JSON; Null for a 404 (an empty LIST); any other status fails the test.
+pub fn get_json(bao: &OpenBao, path: &str) -> Value {
+    let (status, body) = bao.api("GET", path, None);
+    if status == 404 {
+        return Value::Null;
+    }
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The sorted keys of an answer's `data`: its `keys` list, or its object's keys.
+pub fn data_keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = match &v["data"] {
+        Value::Object(m) if m.contains_key("keys") => m["keys"]
+            .as_array()
+            .expect("data.keys is a list")
+            .iter()
+            .map(|k| k.as_str().unwrap_or_default().to_string())
+            .collect(),
+        Value::Object(m) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    k.sort();
+    k
+}
+
+/// `data_keys` of a GET of `path`.
+pub fn keys(bao: &OpenBao, path: &str) -> Vec<String> {
+    data_keys(&get_json(bao, path))
+}
+
+/// `ServerState::of`: what a run must leave as it found it.
+pub fn server_state(bao: &OpenBao) -> ServerState {
+    ServerState::of(bao)
+}
+
+/// `ServerState::fixtures` of a snapshot.
+pub fn fixtures_only(s: ServerState) -> ServerState {
+    s.fixtures()
 }
 
 /// The mounts a vblast run created (named `vblast-...`), without trailing slash.
