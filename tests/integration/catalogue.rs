@@ -6,17 +6,14 @@
 
 use crate::support::openbao::{OpenBao, data_keys as keys, get_json as get, server_state};
 use crate::support::run::run;
-use crate::support::vblast::vault_cmd;
+use crate::support::vblast::{Args, vault_cmd};
 use serde_json::Value;
 
 /// Runs `--op op` with `extra` flags at -c 8 for `n` requests: all succeed, the report
 /// names the operation, and the server is left as it was.
 fn all_ok_and_clean(bao: &OpenBao, op: &str, n: u64, extra: &[&str]) -> Value {
     let before = server_state(bao);
-    let n_text = n.to_string();
-    let mut args = vec!["--op", op, "-c", "8", "-n", &n_text, "--format", "json"];
-    args.extend_from_slice(extra);
-    let r = run(vault_cmd(bao, &args));
+    let r = run(Args::op(op).c(8).n(n).json().extra(extra).vault(bao));
     assert_eq!(r.code, Some(0), "{op}: {}", r.show());
     let j = r.json();
     assert_eq!(j["requests"], n, "{op}: {}", r.show());

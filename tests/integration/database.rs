@@ -10,17 +10,15 @@ use crate::support::mariadb::MariaDb;
 use crate::support::openbao::{OpenBao, server_state};
 use crate::support::postgres::Postgres;
 use crate::support::run::run;
-use crate::support::vblast::vault_cmd;
+use crate::support::vblast::{Args, vault_cmd};
 use serde_json::Value;
 
 /// Runs db-creds at -c 8: all succeed, no user of the run is left, nothing on the server;
 /// then a kept run whose users are counted, removed by hand.
 fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, extra: &[&str]) {
     let before = (server_state(bao), users());
-    let mut args = vec!["--op", "db-creds", "--db-url", url, "-c", "8", "-n", "200"];
-    args.extend_from_slice(&["--format", "json"]);
-    args.extend_from_slice(extra);
-    let r = run(vault_cmd(bao, &args));
+    let creds = Args::op("db-creds").flag("--db-url", url);
+    let r = run(creds.clone().c(8).n(200).json().extra(extra).vault(bao));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(r.json()["ok"], 200, "{}", r.show());
     assert!(
@@ -33,10 +31,13 @@ fn creds_and_nothing_left(bao: &OpenBao, url: &str, users: &dyn Fn() -> u64, ext
         "users or mounts left behind"
     );
 
-    let mut args = vec!["--op", "db-creds", "--db-url", url, "-c", "4", "-n", "30"];
-    args.extend_from_slice(&["--keep", "--format", "json"]);
-    args.extend_from_slice(extra);
-    let r = run(vault_cmd(bao, &args));
+    let r = run(creds
+        .c(4)
+        .n(30)
+        .extra(&["--keep"])
+        .json()
+        .extra(extra)
+        .vault(bao));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(users(), before.1 + 30, "every request made one user");
     let now = server_state(bao).mounts;

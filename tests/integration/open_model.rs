@@ -8,7 +8,7 @@ use crate::support;
 use crate::support::figures::{assert_percentiles, strict_timing};
 use crate::support::openbao::OpenBao;
 use crate::support::run::{WATCHDOG, run, spawn};
-use crate::support::vblast::vault_cmd;
+use crate::support::vblast::{Args, vault_cmd};
 use serde_json::Value;
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
@@ -189,13 +189,8 @@ fn server_stall_shows_in_corrected_latency_not_in_service_time() {
 fn steady_rate_keeps_the_schedule() {
     let bao = OpenBao::start();
     let _g = paced();
-    let out = run(vault_cmd(
-        &bao,
-        &[
-            "-R", "500", "-c", "20", "-t", "2", "-z", "6s", "--warmup", "1s", "--op", "kv-read",
-            "--format", "json",
-        ],
-    ));
+    let args = Args::op("kv-read").rate(500).c(20).flag("-t", 2).z("6s");
+    let out = run(args.flag("--warmup", "1s").json().vault(&bao));
     out.assert_code(0);
     let j = out.json();
     assert_eq!(u(&j, &["requests"]), 3000, "{j}");

@@ -5,22 +5,18 @@
 use crate::support::figures::u;
 use crate::support::nginx::Nginx;
 use crate::support::run::run;
-use crate::support::vblast::url_cmd;
+use crate::support::vblast::Args;
 
 #[test]
 fn progress_lines_from_worker_processes() {
     let ng = Nginx::start();
     let url = format!("{}/v1/secret/data/foo", ng.addr);
-    let mut cmd = url_cmd(&[
-        "-c",
-        "300",
-        "-z",
-        "3500ms",
-        "--progress",
-        "--format",
-        "json",
-        &url,
-    ]);
+    let mut cmd = Args::default()
+        .c(300)
+        .z("3500ms")
+        .extra(&["--progress"])
+        .json()
+        .url(&url);
     cmd.env("VBLAST_PROCESS_FDS", "150");
     let out = run(cmd);
     out.assert_code(0);
@@ -56,7 +52,7 @@ fn progress_lines_from_worker_processes() {
     );
 
     // Without --progress, the workers send nothing to show.
-    let mut cmd = url_cmd(&["-c", "300", "-z", "2s", "--format", "json", &url]);
+    let mut cmd = Args::default().c(300).z("2s").json().url(&url);
     cmd.env("VBLAST_PROCESS_FDS", "150");
     let out = run(cmd);
     out.assert_code(0);

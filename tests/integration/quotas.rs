@@ -6,15 +6,13 @@ use crate::support;
 use crate::support::figures::u;
 use crate::support::openbao::OpenBao;
 use crate::support::run::run;
-use crate::support::vblast::url_cmd;
+use crate::support::vblast::{Args, url_cmd};
 
 fn lookup_self(bao: &OpenBao, extra: &[&str]) -> support::run::Out {
     let url = format!("{}/v1/auth/token/lookup-self", bao.addr);
     let header = format!("X-Vault-Token: {}", bao.token);
-    let mut args = vec!["-H", &header, "--format", "json", "--allow-errors"];
-    args.extend_from_slice(extra);
-    args.push(&url);
-    run(url_cmd(&args))
+    let args = Args::default().flag("-H", header).json();
+    run(args.extra(&["--allow-errors"]).extra(extra).url(&url))
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use crate::support::nginx::Nginx;
 use crate::support::run::run;
-use crate::support::vblast::url_cmd;
+use crate::support::vblast::{Args, url_cmd};
 use serde_json::json;
 
 /// The line of `text` that starts with `prefix` (after leading spaces).
@@ -24,9 +24,8 @@ fn thin_tails_are_marked_in_every_format() {
     let (thin, full) = (file("n500.json"), file("n1000.json"));
 
     // Text, live: the 99th% cells are marked, the 95th% not, and the note counts 5.
-    let out = run(url_cmd(&[
-        "-q", "-c", "2", "-n", "500", "--output", &thin, &url,
-    ]));
+    let quiet = Args::default().extra(&["-q"]).c(2);
+    let out = run(quiet.clone().n(500).flag("--output", &thin).url(&url));
     out.assert_code(0);
     let total = out.total_row();
     assert!(!total[5].ends_with('*'), "95th% marked: {total:?}");
@@ -36,9 +35,7 @@ fn thin_tails_are_marked_in_every_format() {
         "* thin tail (fewer than 10 samples above the percentile): url 99th% rests on 5, total 99th% rests on 5"
     );
     // One more request each side of the boundary: 1,000 leaves 10 above p99.
-    let well = run(url_cmd(&[
-        "-q", "-c", "2", "-n", "1000", "--output", &full, &url,
-    ]));
+    let well = run(quiet.n(1000).flag("--output", &full).url(&url));
     well.assert_code(0);
     let total = well.total_row();
     assert!(

@@ -10,15 +10,12 @@ use std::path::Path;
 
 use crate::support::openbao::{OpenBao, data_keys as keys, get_json as get, server_state};
 use crate::support::run::run;
-use crate::support::vblast::vault_cmd;
+use crate::support::vblast::{Args, vault_cmd};
 use serde_json::Value;
 
 /// Runs vblast with `args` (plus `-c 8 -n n --format json`): every request succeeds.
 fn all_ok(bao: &OpenBao, n: u64, args: &[&str]) -> Value {
-    let n_text = n.to_string();
-    let mut all = args.to_vec();
-    all.extend_from_slice(&["-c", "8", "-n", &n_text, "--format", "json"]);
-    let r = run(vault_cmd(bao, &all));
+    let r = run(Args::default().extra(args).c(8).n(n).json().vault(bao));
     assert_eq!(r.code, Some(0), "{args:?}: {}", r.show());
     let j = r.json();
     assert_eq!(j["requests"], n, "{args:?}: {}", r.show());

@@ -54,3 +54,71 @@ pub fn env_cmd(args: &[&str], env: &[(&str, &str)]) -> Command {
     cmd.envs(env.iter().copied());
     cmd
 }
+
+/// A run's arguments, built: the flags most tests give by name (`--op`, `-c`, `-n`, `-z`,
+/// `-R`, `--format json`), any other with `flag` or `extra`, so that a test spells out only
+/// what it varies. `Args::op("kv-read").c(8).n(200).json().vault(&bao)`.
+#[derive(Clone, Debug, Default)]
+pub struct Args(Vec<String>);
+
+impl Args {
+    /// `--op OP`: a Vault-mode run.
+    pub fn op(op: &str) -> Args {
+        Args::default().flag("--op", op)
+    }
+
+    /// `NAME VALUE`.
+    pub fn flag(mut self, name: &str, value: impl ToString) -> Args {
+        self.0.push(name.to_string());
+        self.0.push(value.to_string());
+        self
+    }
+
+    /// `-c N` connections.
+    pub fn c(self, n: u64) -> Args {
+        self.flag("-c", n)
+    }
+
+    /// `-n N` requests.
+    pub fn n(self, n: u64) -> Args {
+        self.flag("-n", n)
+    }
+
+    /// `-z DURATION`.
+    pub fn z(self, duration: &str) -> Args {
+        self.flag("-z", duration)
+    }
+
+    /// `-R RATE`: the open model.
+    pub fn rate(self, rate: u64) -> Args {
+        self.flag("-R", rate)
+    }
+
+    /// `--format json`: the report as JSON on stdout.
+    pub fn json(self) -> Args {
+        self.flag("--format", "json")
+    }
+
+    /// Further arguments as given.
+    pub fn extra(mut self, more: &[&str]) -> Args {
+        self.0.extend(more.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// The arguments, as a `Command` would take them.
+    pub fn list(&self) -> Vec<&str> {
+        self.0.iter().map(String::as_str).collect()
+    }
+
+    /// `vblast` against `bao` with these arguments (`vault_cmd`).
+    pub fn vault(&self, bao: &OpenBao) -> Command {
+        vault_cmd(bao, &self.list())
+    }
+
+    /// `vblast` with these arguments and then `url` (URL mode, `url_cmd`).
+    pub fn url(&self, url: &str) -> Command {
+        let mut all = self.list();
+        all.push(url);
+        url_cmd(&all)
+    }
+}
