@@ -29,8 +29,9 @@ fn paced() -> MutexGuard<'static, ()> {
 // window, the stall's p99 within 20% of what it implies) need `VBLAST_STRICT_TIMING=1`.
 
 /// Checks a paced run's rate: `requests` intended starts at `rate`/s (the last one at
-/// (requests-1)/rate). The run can never be faster than the schedule; with
-/// `VBLAST_STRICT_TIMING` it must also be within `strict_tol` of the rate.
+/// (requests-1)/rate). The run can never be faster than the schedule, nor slower than the
+/// schedule and the lateness it owns up to; with `VBLAST_STRICT_TIMING` it must also be
+/// within `strict_tol` of the rate.
 fn assert_rate(j: &Value, rate: f64, strict_tol: f64) {
     let n = u(j, &["requests"]) as f64;
     let d = f(j, &["duration_s"]);
@@ -39,6 +40,27 @@ fn assert_rate(j: &Value, rate: f64, strict_tol: f64) {
     assert!(
         d >= last_start - 0.001,
         "duration_s {d} shorter than the schedule ({last_start} s): requests went out early"
+    );
+    // The lower bound, in counts that hold on any machine: every request due was sent,
+    // `late` counts exactly the requests sent more than 10 ms after their intended start,
+    // and the run lasted no longer than its schedule's window plus the slowest latency
+    // counted from an intended start (which holds the request's own lag): a pacer that
+    // sent too little, or late without counting it, fails here whatever the load.
+    assert_eq!(
+        j["not_sent"].as_u64().unwrap_or(0),
+        0,
+        "requests due never sent: {j}"
+    );
+    let (late, lag_ms) = (u(j, &["late"]), f(j, &["max_lag_ms"]));
+    assert!(
+        (late == 0) == (lag_ms <= 10.0),
+        "late {late} against max lag {lag_ms} ms: {j}"
+    );
+    let slowest = f(j, &["latency_ms", "max"]) / 1000.0;
+    let bound = (n / rate).max(last_start + slowest) + 0.25;
+    assert!(
+        d <= bound,
+        "duration_s {d} beyond the schedule and its owned lateness ({bound} s): {j}"
     );
     assert!(
         (rps - n / d).abs() <= 0.01 * rps,
