@@ -33,6 +33,12 @@ pub struct ServerArgs {
 
     /// Enable a file audit device writing FILE (on the server's machine) for the run,
     /// disabled after it; a local server's log is counted against vblast's own counts.
+    /// A device of the server's own already writing FILE is used instead, nothing enabled.
     #[arg(long, value_name = "FILE")]
     pub audit_path: Option<std::path::PathBuf>,
+
+    /// Count the run's requests in FILE, the log of a file audit device the server already
+    /// has (OpenBao 2 declares them in its configuration), creating nothing.
+    #[arg(long, value_name = "FILE", conflicts_with = "audit_path")]
+    pub audit_log: Option<std::path::PathBuf>,
 }

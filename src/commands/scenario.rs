@@ -603,6 +603,7 @@ fn fixture_plan(args: &RunArgs, settled: &Settled) -> FixturePlan {
         cleanup_timeout: args.cleanup.cleanup_timeout,
         state_dir: state_dir(),
         audit_path: settled.audit_path.clone(),
+        audit_log: args.server.audit_log.clone(),
     }
 }
 

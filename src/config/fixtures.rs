@@ -39,6 +39,8 @@ pub struct FixturePlan {
     pub state_dir: Option<PathBuf>,
     /// `--audit-path`: a file audit device enabled for the run, its log written there.
     pub audit_path: Option<PathBuf>,
+    /// `--audit-log`: the log of a file audit device the server already has, counted.
+    pub audit_log: Option<PathBuf>,
 }
 
 impl Default for FixturePlan {
@@ -50,6 +52,7 @@ impl Default for FixturePlan {
             cleanup_timeout: CLEANUP_TIMEOUT,
             state_dir: None,
             audit_path: None,
+            audit_log: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -169,21 +170,34 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     }
 }
 
-fn add_roots(store: &mut RootCertStore, path: &Path) -> Result<usize, TlsError> {
+/// The trusted roots and the certificates the operator gave (`--ca-cert`, `--ca-path`).
+struct Trust {
+    roots: RootCertStore,
+    given: Vec<CertificateDer<'static>>,
+}
+
+fn add_roots(trust: &mut Trust, path: &Path) -> Result<usize, TlsError> {
     let mut added = 0;
     for cert in read_certs(path)? {
-        store.add(cert).map_err(|source| TlsError::BadCa {
-            path: path.into(),
-            source,
-        })?;
+        trust
+            .roots
+            .add(cert.clone())
+            .map_err(|source| TlsError::BadCa {
+                path: path.into(),
+                source,
+            })?;
+        trust.given.push(cert);
         added += 1;
     }
     Ok(added)
 }
 
 /// The trusted roots: `--ca-cert`, `--ca-path`, or the system's.
-fn roots(opts: &TlsOptions) -> Result<RootCertStore, TlsError> {
-    let mut roots = RootCertStore::empty();
+fn roots(opts: &TlsOptions) -> Result<Trust, TlsError> {
+    let mut roots = Trust {
+        roots: RootCertStore::empty(),
+        given: Vec::new(),
+    };
     if let Some(file) = &opts.ca_cert {
         add_roots(&mut roots, file)?;
     }
@@ -199,14 +213,14 @@ fn roots(opts: &TlsOptions) -> Result<RootCertStore, TlsError> {
                 add_roots(&mut roots, &p)?;
             }
         }
-        if roots.is_empty() {
+        if roots.given.is_empty() {
             return Err(TlsError::NoCa(dir.clone()));
         }
     }
     if opts.ca_cert.is_none() && opts.ca_path.is_none() {
         let found = rustls_native_certs::load_native_certs();
         for cert in found.certs {
-            let _ = roots.add(cert);
+            let _ = roots.roots.add(cert);
         }
     }
     Ok(roots)
@@ -222,7 +236,19 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
     } else {
-        builder.with_root_certificates(roots(opts)?)
+        let trust = roots(opts)?;
+        match WebPkiServerVerifier::builder_with_provider(Arc::new(trust.roots.clone()), provider())
+            .build()
+        {
+            Ok(webpki) => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(GivenCerts {
+                    webpki,
+                    given: trust.given,
+                })),
+            // No root at all (no system roots): every certificate is refused as unknown.
+            Err(_) => builder.with_root_certificates(trust.roots),
+        }
     };
     let mut config = match (&opts.client_cert, &opts.client_key) {
         (Some(c), Some(k)) => {
@@ -292,6 +318,124 @@ impl ServerCertVerifier for NoVerify {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The roots' verification (webpki), and what operators expect of `--ca-cert`: a server
+/// certificate that is itself one of the certificates given (the self-signed certificate
+/// of `openssl req -x509`, which marks it a CA and which webpki therefore refuses as a
+/// server's) is trusted as that end entity, as curl and Vault's CLI trust it. Only that
+/// exact certificate: its name and dates are still checked, and the handshake's signature
+/// proves the server holds its key. A CA-marked server certificate not given is refused
+/// with the way out (`hint`).
+#[derive(Debug)]
+struct GivenCerts {
+    webpki: Arc<WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+/// Why a server certificate was refused where webpki's own words would not say what to do.
+#[derive(Debug, thiserror::Error)]
+enum CertRefusal {
+    /// A CA-marked server certificate that is not among the certificates given.
+    #[error("ServerCertificateIsACa")]
+    IsCa,
+    /// A given certificate with no subjectAltName (only a CN, which rustls and Go ignore).
+    #[error("NoSubjectAltName")]
+    NoSubjectAltName,
+}
+
+fn refusal(why: CertRefusal) -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+        Arc::new(why),
+    )))
+}
+
+impl GivenCerts {
+    /// The given certificate `cert`, as the server's: its name and dates.
+    fn given_as_server(
+        cert: &CertificateDer<'_>,
+        name: &ServerName<'_>,
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError;
+        let Ok((_, x509)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::BadEncoding,
+            ));
+        };
+        let at = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64)
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let validity = x509.validity();
+        if at < validity.not_before {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidYet,
+            ));
+        }
+        if at > validity.not_after {
+            return Err(rustls::Error::InvalidCertificate(CertificateError::Expired));
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(cert)?;
+        match rustls::client::verify_server_name(&parsed, name) {
+            Ok(()) => Ok(ServerCertVerified::assertion()),
+            Err(_) if !matches!(x509.subject_alternative_name(), Ok(Some(_))) => {
+                Err(refusal(CertRefusal::NoSubjectAltName))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl ServerCertVerifier for GivenCerts {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let e =
+            match self
+                .webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+        if self.given.iter().any(|c| c.as_ref() == end_entity.as_ref()) {
+            return Self::given_as_server(end_entity, server_name, now);
+        }
+        let is_ca =
+            x509_parser::parse_x509_certificate(end_entity.as_ref()).is_ok_and(|(_, c)| c.is_ca());
+        match e {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::Other(_)) if is_ca => {
+                Err(refusal(CertRefusal::IsCa))
+            }
+            e => Err(e),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
     }
 }
 
@@ -407,6 +551,17 @@ fn hint(e: Option<&rustls::Error>) -> &'static str {
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => {
             " (connect by the certificate's name, or give it with --tls-server-name/VAULT_TLS_SERVER_NAME)"
+        }
+        Some(Error::InvalidCertificate(CertificateError::Other(o))) => {
+            match o.0.downcast_ref::<CertRefusal>() {
+                Some(CertRefusal::IsCa) => {
+                    " (the server's certificate is marked as a CA, as `openssl req -x509` makes it: give that very certificate with --ca-cert/VAULT_CACERT to trust it as the server's, or give the server a certificate signed by a CA)"
+                }
+                Some(CertRefusal::NoSubjectAltName) => {
+                    " (the certificate names the server only in its CN, which TLS clients no longer read, Vault's CLI included: make it with -addext \"subjectAltName=DNS:NAME,IP:ADDRESS\")"
+                }
+                None => "",
+            }
         }
         Some(Error::AlertReceived(AlertDescription::CertificateRequired)) => {
             " (the server wants a client certificate: --client-cert/--client-key)"

@@ -76,6 +76,8 @@ pub struct Session {
     cluster: Option<ClusterRun>,
     /// The setup's progress and its phases' times.
     log: SetupLog,
+    /// `--audit-path`, `--audit-log`: the audit log counted after the run.
+    audit: Option<crate::vault::audit::CountedLog>,
 }
 
 /// A cluster target: its nodes, how they looked before the run, and the active node
@@ -218,6 +220,7 @@ impl Session {
             plan: scenario.fixtures.clone(),
             cluster,
             log: SetupLog::new(display),
+            audit: None,
         };
         // The layout is checked now so that impossible loads are refused before setup.
         session.layout(&scenario.load)?;
@@ -453,9 +456,10 @@ impl Session {
     /// `--audit-path`: the file audit device, the session's last fixture (so that its
     /// cleanup disables it on every exit path), enabled after the operations' setup.
     fn enable_audit(&mut self) -> Result<(), Error> {
-        let Some(path) = self.plan.audit_path.clone() else {
+        let (path, log) = (self.plan.audit_path.clone(), self.plan.audit_log.clone());
+        if path.is_none() && log.is_none() {
             return Ok(());
-        };
+        }
         let proto = self.client(self.timeout).with_stop(self.stop.clone());
         let make = || proto.clone_fresh();
         let ctx = SetupCtx {
@@ -466,20 +470,27 @@ impl Session {
             naming: &self.naming,
             log: &self.log,
         };
-        let mut device = crate::vault::audit::AuditDevice::new(&path);
         self.naming.set_owner(self.fixtures.len());
-        let enabled = device.setup(&ctx);
+        let (device, counted) = crate::vault::audit::prepare(&ctx, path.as_deref(), log.as_deref());
         self.fixtures.push(Box::new(device));
-        enabled
+        self.audit = counted?;
+        Ok(())
     }
 
-    /// `--audit-path` of a local server: the responses its audit log holds per operation
-    /// (from `from` on), in the order of `op_names`, beside the client's `counts`, as the
-    /// report's line. None without an audit device.
-    pub fn audit_line(&self, from: Option<SystemTime>, counts: &[u64]) -> Option<String> {
-        let path = self.plan.audit_path.as_ref()?;
+    /// `--audit-path`, `--audit-log` of a local server: the responses its audit log holds
+    /// per operation (from `from` and the log's start for the run on, up to `until`), in
+    /// the order of `op_names`, beside the client's `counts`, as the report's line. None
+    /// without an audit log.
+    pub fn audit_line(
+        &self,
+        from: Option<SystemTime>,
+        until: Option<SystemTime>,
+        counts: &[u64],
+    ) -> Option<String> {
+        let log = self.audit.as_ref()?;
+        let from = from.map_or(log.since, |f| f.max(log.since));
         Some(
-            match crate::vault::audit::count(path, &self.operations, from) {
+            match crate::vault::audit::count(&log.file, &self.operations, Some(from), until) {
                 Ok(audit) => crate::vault::audit::agreement(&self.op_names(), &audit, counts),
                 Err(e) => format!("audit log not counted (a server on another machine?): {e}"),
             },

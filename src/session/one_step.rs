@@ -165,6 +165,11 @@ fn audit_report(session: &Session, results: &Results, warmup: std::time::Duratio
         return;
     };
     let from = (!warmup.is_zero()).then(|| started + warmup);
+    // The run's end, with room for `started_at`'s milliseconds: what the cleanup sends
+    // after it is not the run's (an existing device logs it).
+    let until = started
+        + std::time::Duration::from_secs_f64(results.stats.elapsed_s.max(0.0))
+        + std::time::Duration::from_millis(200);
     let summary = results.summary();
     let counts: Vec<u64> = results
         .op_names
@@ -177,7 +182,7 @@ fn audit_report(session: &Session, results: &Results, warmup: std::time::Duratio
                 .map_or(0, |o| o.requests)
         })
         .collect();
-    if let Some(line) = session.audit_line(from, &counts) {
+    if let Some(line) = session.audit_line(from, Some(until), &counts) {
         eprintln!("vblast: {line}");
     }
 }

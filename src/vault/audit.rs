@@ -1,8 +1,12 @@
-//! A file audit device for the run (`--audit-path FILE`, vault-benchmark's `audit_path`):
-//! enabled under a fresh `vblast-audit-` name once the operations are set up, before the
-//! load, as the session's last fixture, so that every exit path's cleanup disables it
-//! and the run's state file names it (`vblast cleanup --run-id`). And, for a local
-//! server, the log it wrote counted per operation, to set against the client's counts.
+//! The run's audit log, counted per operation to set against the client's counts. Either
+//! a file audit device the server already has (`--audit-log FILE`, or the one `sys/audit`
+//! lists writing the `--audit-path` file: OpenBao 2 declares its audit devices in its
+//! configuration and refuses them over the API unless `unsafe_allow_api_audit_creation`),
+//! used as it is, nothing created; or one enabled for the run (`--audit-path FILE`,
+//! vault-benchmark's `audit_path`) under a fresh `vblast-audit-` name once the operations
+//! are set up, before the load, as the session's last fixture, so that every exit path's
+//! cleanup disables it and the run's state file names it (`vblast cleanup --run-id`).
+//! Where the server refuses that and already has a file audit device, that one is used.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,16 @@ use crate::vault::client::Client;
 use crate::vault::ops::{Created, SetupCtx, VaultOp};
 use crate::workload::Operation;
 
-/// The audit device of a run.
+/// The log a run counts: the file, and the moment from which its entries are the run's
+/// (an existing device's log holds what came before: the setup, other clients).
+#[derive(Clone, Debug)]
+pub struct CountedLog {
+    pub file: PathBuf,
+    pub since: SystemTime,
+}
+
+/// The audit device of a run: one it enabled (`name`), or none (an existing device's log
+/// counted, or nothing enabled yet).
 pub struct AuditDevice {
     path: PathBuf,
     /// Its name once asked for (cleared when the server refused it).
@@ -33,6 +46,128 @@ impl AuditDevice {
     }
 }
 
+/// A file audit device the server has.
+struct FileDevice {
+    name: String,
+    file: PathBuf,
+}
+
+/// The server's file audit devices writing JSON lines to a file, when the token may
+/// list them (`sys/audit` needs sudo; None otherwise).
+fn file_devices(client: &mut Client) -> Option<Vec<FileDevice>> {
+    let r = client.request("GET", "/v1/sys/audit", None).ok()?;
+    let v = r.json().filter(|_| r.status == 200)?;
+    let table = v.get("data").filter(|d| d.is_object()).unwrap_or(&v);
+    let devices = table
+        .as_object()?
+        .iter()
+        .filter(|(_, d)| d["type"] == "file")
+        .filter(|(_, d)| d["options"]["format"].as_str().is_none_or(|f| f == "json"))
+        .filter(|(_, d)| d["options"]["prefix"].as_str().is_none_or(str::is_empty))
+        .filter_map(|(name, d)| {
+            let file = d["options"]["file_path"].as_str()?;
+            (file != "stdout" && file != "discard").then(|| FileDevice {
+                name: name.trim_end_matches('/').to_string(),
+                file: PathBuf::from(file),
+            })
+        })
+        .collect();
+    Some(devices)
+}
+
+/// `--audit-path FILE` (`enable`) or `--audit-log FILE` (`existing`): the log the run
+/// counts, and the fixture that removes what was enabled for it (nothing, when the
+/// server's own device is used). The fixture comes back whatever happened, for the
+/// session's cleanup.
+pub fn prepare(
+    ctx: &SetupCtx,
+    enable: Option<&Path>,
+    existing: Option<&Path>,
+) -> (AuditDevice, Result<Option<CountedLog>, Error>) {
+    let since = SystemTime::now();
+    let counted = |file: &Path| {
+        Ok(Some(CountedLog {
+            file: file.to_path_buf(),
+            since,
+        }))
+    };
+    let devices = file_devices(&mut (ctx.make_client)());
+    let writing = |file: &Path| {
+        devices
+            .iter()
+            .flatten()
+            .find(|d| d.file == file)
+            .map(|d| d.name.clone())
+    };
+    if let Some(log) = existing {
+        let device = AuditDevice::new(log);
+        if let Err(e) = std::fs::File::open(log) {
+            let e = Cause::io(
+                format!(
+                    "--audit-log {}: cannot read the server's audit log on this machine",
+                    log.display()
+                ),
+                e,
+            );
+            return (device, Err(Error::input(e)));
+        }
+        match (&devices, writing(log)) {
+            (_, Some(name)) => eprintln!(
+                "vblast: counting the audit log {} of the server's file audit device {name}",
+                log.display()
+            ),
+            (Some(list), None) => eprintln!(
+                "vblast: --audit-log {}: no file audit device of the server writes it ({}); counted all the same",
+                log.display(),
+                listed(list)
+            ),
+            (None, None) => {}
+        }
+        return (device, counted(log));
+    }
+    let Some(path) = enable else {
+        return (AuditDevice::new(Path::new("")), Ok(None));
+    };
+    let mut device = AuditDevice::new(path);
+    if let Some(name) = writing(path) {
+        eprintln!(
+            "vblast: the server's file audit device {name} already writes {}: counted from it, nothing enabled",
+            path.display()
+        );
+        return (device, counted(path));
+    }
+    let refused = match device.setup(ctx) {
+        Ok(()) => return (device, counted(path)),
+        Err(e) if ctx.stop.signal().is_some() => return (device, Err(e)),
+        Err(e) => e,
+    };
+    match devices.as_ref().and_then(|d| d.first()) {
+        Some(d) => {
+            eprintln!(
+                "vblast: the server did not enable an audit device writing {}; its own file audit device {} writes {}: counted from it instead",
+                path.display(),
+                d.name,
+                d.file.display()
+            );
+            let file = d.file.clone();
+            (device, counted(&file))
+        }
+        None => (device, Err(refused)),
+    }
+}
+
+/// The devices of `sys/audit`, for a message.
+fn listed(devices: &[FileDevice]) -> String {
+    if devices.is_empty() {
+        return "sys/audit lists no file audit device".into();
+    }
+    let each: Vec<String> = devices
+        .iter()
+        .map(|d| format!("{} writes {}", d.name, d.file.display()))
+        .collect();
+    format!("sys/audit: {}", each.join(", "))
+}
+
 impl VaultOp for AuditDevice {
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         let name = ctx.naming.random_name("vblast-audit-");
@@ -44,7 +179,7 @@ impl VaultOp for AuditDevice {
         });
         let refused = |e: Cause| {
             Error::input(e.within(format!(
-                "--audit-path {}: the server cannot enable a file audit device writing there",
+                "--audit-path {}: the server cannot enable a file audit device writing there (OpenBao 2 enables audit devices only from its configuration, unless it sets unsafe_allow_api_audit_creation: declare `audit \"file\" \"NAME\" {{ options {{ file_path = \"FILE\" }} }}` there and give --audit-log FILE)",
                 self.path.display()
             )))
         };
@@ -159,8 +294,13 @@ fn which(shapes: &[Shape], path: &str, operation: &str) -> Option<usize> {
 }
 
 /// The responses in the audit log at `path` per operation of `ops` (their order), those
-/// logged at or after `from` (None: all).
-pub fn count(path: &Path, ops: &[Operation], from: Option<SystemTime>) -> Result<Vec<u64>, Cause> {
+/// logged at or after `from` (None: all) and, with `until`, not after it.
+pub fn count(
+    path: &Path,
+    ops: &[Operation],
+    from: Option<SystemTime>,
+    until: Option<SystemTime>,
+) -> Result<Vec<u64>, Cause> {
     let file = std::fs::File::open(path)
         .map_err(|e| Cause::io(format!("cannot read the audit log {}", path.display()), e))?;
     let shapes: Vec<Shape> = ops.iter().map(shape).collect();
@@ -173,8 +313,9 @@ pub fn count(path: &Path, ops: &[Operation], from: Option<SystemTime>) -> Result
         if v["type"] != "response" {
             continue;
         }
-        if let (Some(from), Some(at)) = (from, v["time"].as_str())
-            && humantime::parse_rfc3339_weak(at.trim_end_matches('Z')).is_ok_and(|t| t < from)
+        if let Some(at) = v["time"].as_str()
+            && let Ok(t) = humantime::parse_rfc3339_weak(at.trim_end_matches('Z'))
+            && (from.is_some_and(|from| t < from) || until.is_some_and(|until| t > until))
         {
             continue;
         }
@@ -251,9 +392,15 @@ mod tests {
         .join("\n");
         std::fs::write(&log, text).unwrap();
         let ops = [op("GET", "/v1/kv/data/s"), op("POST", "/v1/kv/data/s")];
-        assert_eq!(count(&log, &ops, None).unwrap(), vec![2, 1]);
+        assert_eq!(count(&log, &ops, None, None).unwrap(), vec![2, 1]);
         let later = humantime::parse_rfc3339("2026-12-02T06:00:01Z").unwrap();
-        assert_eq!(count(&log, &ops, Some(later)).unwrap(), vec![0, 0]);
+        assert_eq!(count(&log, &ops, Some(later), None).unwrap(), vec![0, 0]);
+        let earlier = humantime::parse_rfc3339("2026-12-02T06:00:00Z").unwrap();
+        assert_eq!(count(&log, &ops, None, Some(earlier)).unwrap(), vec![0, 0]);
+        assert_eq!(
+            count(&log, &ops, Some(earlier), Some(later)).unwrap(),
+            vec![2, 1]
+        );
         let names = ["kv-read".to_string(), "kv-write".to_string()];
         assert_eq!(
             agreement(&names, &[2, 1], &[2, 1]),

@@ -397,6 +397,89 @@ fn an_audit_device_counts_what_the_client_counted_and_goes_on_every_exit() {
     assert!(vblast_audit_devices(&bao).is_empty());
 }
 
+/// The `vblast: audit log: ...` line of a run that agreed exactly with the client.
+fn exact_audit_line(out: &crate::support::run::Out) {
+    out.assert_code(0);
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("vblast: audit log: "))
+        .unwrap_or_else(|| panic!("no audit line:\n{}", out.show()));
+    assert!(
+        line.ends_with("exact agreement with the client's counts"),
+        "{}",
+        out.show()
+    );
+}
+
+/// OpenBao on its defaults: its file audit device declared in its configuration, none
+/// allowed over the API. `--audit-log FILE` counts that device's log (the run's own
+/// entries: not the setup's seeding writes before them); `--audit-path` of the same file
+/// finds the device through `sys/audit` and enables nothing; `--audit-path` of another
+/// file, refused by the server, counts the declared device's log instead; a log that
+/// cannot be read here is one message, exit 2. No audit device is ever created.
+#[test]
+fn a_declared_audit_device_is_counted_without_creating_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("declared.log");
+    let bao = OpenBao::start_with_config(&format!(
+        "audit \"file\" \"declared\" {{\n  options {{\n    file_path = \"{}\"\n  }}\n}}\n",
+        log.display()
+    ));
+    let (status, body) = bao.api(
+        "PUT",
+        "/v1/sys/audit/probe",
+        Some(r#"{"type":"file","options":{"file_path":"/tmp/vblast-probe.log"}}"#),
+    );
+    assert!(status >= 400, "audit devices allowed over the API: {body}");
+    let log_arg = log.to_str().unwrap();
+    let mix = ["-c", "2", "-n", "400", "--op", "kv-read:3,kv-write:1"];
+    let with = |extra: &[&str]| {
+        let mut a = mix.to_vec();
+        a.extend_from_slice(extra);
+        run(vault_cmd(&bao, &a))
+    };
+    let out = with(&["--audit-log", log_arg]);
+    exact_audit_line(&out);
+    assert!(
+        out.stderr.contains("counting the audit log ")
+            && out.stderr.contains("file audit device declared"),
+        "{}",
+        out.show()
+    );
+    let out = with(&["--audit-path", log_arg]);
+    exact_audit_line(&out);
+    assert!(
+        out.stderr
+            .contains("file audit device declared already writes"),
+        "{}",
+        out.show()
+    );
+    let other = dir.path().join("other.log");
+    let out = with(&["--audit-path", other.to_str().unwrap()]);
+    exact_audit_line(&out);
+    assert!(
+        out.stderr.contains("counted from it instead"),
+        "{}",
+        out.show()
+    );
+    assert!(!other.exists());
+    assert!(vblast_audit_devices(&bao).is_empty());
+    let (_, body) = bao.api("GET", "/v1/sys/audit", None);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["data"].as_object().map(|o| o.len()), Some(1), "{body}");
+    // A log this machine cannot read: one message, exit 2, before the load.
+    let missing = dir.path().join("nope.log");
+    let out = with(&["--audit-log", missing.to_str().unwrap()]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("--audit-log") && out.stderr.contains("cannot read"),
+        "{}",
+        out.show()
+    );
+    assert!(out.stdout.is_empty(), "{}", out.show());
+}
+
 /// The first field of a protobuf message: a field number and a known wire type and, when
 /// length-delimited, a length that fits in what follows.
 fn looks_like_protobuf(b: &[u8]) -> bool {

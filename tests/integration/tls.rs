@@ -1221,3 +1221,100 @@ fn a_handshake_storm_the_server_refuses_is_counted_per_kind_and_ends() {
     // nginx lives on (its master started a new worker) and answers again.
     assert_eq!(ng.get("/v1/secret/data/foo").status, 200);
 }
+
+/// A server certificate made by `openssl req -x509` (which marks it a CA), for `names`
+/// (none: a CN only).
+fn openssl_server_cert(dir: &Path, tag: &str, names: &str) -> (PathBuf, PathBuf) {
+    let (c, k) = (
+        dir.join(format!("{tag}-cert.pem")),
+        dir.join(format!("{tag}-key.pem")),
+    );
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=localhost"]);
+    if !names.is_empty() {
+        cmd.args(["-addext", &format!("subjectAltName={names}")]);
+    }
+    let out = cmd
+        .arg("-keyout")
+        .arg(&k)
+        .arg("-out")
+        .arg(&c)
+        .output()
+        .expect("run openssl (tools/deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        "openssl req -x509 no longer marks its certificate a CA"
+    );
+    (c, k)
+}
+
+#[test]
+fn a_self_signed_server_certificate_given_as_the_ca_is_trusted_as_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = openssl_server_cert(dir.path(), "server", "IP:127.0.0.1,DNS:localhost");
+    let ng = Nginx::start_tls(&cert, &key);
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let args = |extra: &[&str]| {
+        let mut a = vec!["-c", "2", "-n", "40", "--format", "json"];
+        a.extend_from_slice(extra);
+        a.push(url.as_str());
+        run(url_cmd(&a))
+    };
+    // The very certificate as the CA: trusted as the server's (as curl and Vault's CLI do),
+    // with fresh handshakes too, and through VAULT_CACERT.
+    all_ok(&args(&["--ca-cert", p(&cert)]), 40);
+    let j = all_ok(&args(&["--ca-cert", p(&cert), "--no-keepalive"]), 40);
+    assert_eq!(count(&j, "tls_ms"), 40, "{j}");
+    let ca_dir = dir.path().join("cas");
+    fs::create_dir(&ca_dir).unwrap();
+    fs::copy(&cert, ca_dir.join("server.pem")).unwrap();
+    all_ok(&args(&["--ca-path", p(&ca_dir)]), 40);
+    let r = run(env_cmd(
+        &["-n", "10", "--format", "json", &url],
+        &[("VAULT_CACERT", p(&cert))],
+    ));
+    all_ok(&r, 10);
+    // Its name is still checked.
+    let r = args(&["--ca-cert", p(&cert), "--tls-server-name", "wrong.example"]);
+    refused(
+        &r,
+        &["not valid for name \"wrong.example\"", "--tls-server-name"],
+    );
+    // Another self-signed certificate given: refused, with what to do in plain words.
+    let (other, _) = openssl_server_cert(dir.path(), "other", "IP:127.0.0.1");
+    let r = args(&["--ca-cert", p(&other)]);
+    refused(
+        &r,
+        &[
+            "marked as a CA",
+            "give that very certificate with --ca-cert",
+        ],
+    );
+    drop(ng);
+    // A certificate naming the server only in its CN: the way out said.
+    let (cn_only, cn_key) = openssl_server_cert(dir.path(), "cn-only", "");
+    let ng = Nginx::start_tls(&cn_only, &cn_key);
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let r = run(url_cmd(&[
+        "-n",
+        "10",
+        "--ca-cert",
+        p(&cn_only),
+        "--tls-server-name",
+        "localhost",
+        &url,
+    ]));
+    refused(&r, &["only in its CN", "subjectAltName="]);
+}

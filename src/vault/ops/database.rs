@@ -18,19 +18,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::dynamic::{Creds, Family, Write};
+use super::mounted::Mounted;
 use super::vb::{Keys, Mapped, set_in};
 use super::{
     Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, call, disable_mount, needs_setup,
-    shared::{self, Mode},
+    VaultOp, VbType, needs_setup, shared::Mode,
 };
-use crate::capture::Expect;
 use crate::error::{Cause, Error};
-use crate::signals::Stop;
-use crate::template::{Piece, RequestSpec};
-use crate::vault::client::Client;
-use crate::vault::fixture::Naming;
-use crate::workload::Operation;
 
 /// The start of a fresh mount's name, by which `vblast cleanup` knows a database mount.
 pub const MOUNT_PREFIX: &str = "vblast-db-";
@@ -412,31 +407,12 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             )));
         }
     }
-    Ok(Box::new(Db {
-        config,
-        mount: None,
-        shared_mount: None,
-        own_role: None,
-        all_roles: false,
-        cleanup_timeout: crate::config::fixtures::CLEANUP_TIMEOUT,
-        display: crate::vault::progress::Display::Off,
-    }))
+    Ok(Box::new(Creds::new(Db { config })))
 }
 
+/// The database's part of the dynamic-credentials pattern (src/vault/ops/dynamic.rs).
 struct Db {
     config: DbConfig,
-    /// The mount, as soon as it may exist.
-    mount: Option<String>,
-    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
-    shared_mount: Option<String>,
-    /// A shard's: its own role under the shared mount, as soon as it may exist.
-    own_role: Option<String>,
-    /// `vblast cleanup`: revoke the leases of every role of the mount (the shards' too).
-    all_roles: bool,
-    /// How long the revocation of the leases may take (`--cleanup-timeout`).
-    cleanup_timeout: std::time::Duration,
-    /// How the revocation's progress is shown (the setup's).
-    display: crate::vault::progress::Display,
 }
 
 impl Db {
@@ -449,30 +425,34 @@ impl Db {
             None => "CREATE USER '{{name}}'@'%' IDENTIFIED BY '{{password}}';".into(),
         }
     }
+}
 
-    /// A server message with the database password (if it shows) masked.
-    fn masked(&self, e: Cause) -> Cause {
-        let p = &self.config.db_connection.password;
-        if p.len() >= 3 {
-            Cause::Said(e.to_string().replace(p.as_str(), "***"))
-        } else {
-            e
-        }
+impl Family for Db {
+    fn name(&self) -> &'static str {
+        CREDS.name
     }
 
-    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
+    fn mounted(&self) -> Mounted {
+        Mounted::new("database", "the database secrets engine", "database")
+    }
+
+    fn prefix(&self) -> &'static str {
+        MOUNT_PREFIX
+    }
+
+    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        needs_setup(ctx, CREDS.name)?;
+        if self.config.db_connection.connection_url.is_empty() {
+            return Err(Error::input(
+                "db-creds needs a database: --db-url postgres://USER:PASS@HOST:PORT/DB (or mysql://...)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn connection(&self, mount: &str, mode: Mode) -> Write {
         let c = &self.config.db_connection;
         let role = &self.config.role;
-        let mount = naming.random_name(MOUNT_PREFIX);
-        self.mount = Some(mount.clone());
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "database", "description": "vblast load test (temporary)"})),
-            &format!("enabling the database secrets engine at '{mount}'"),
-        )
-        .inspect_err(|_| self.mount = None)?;
         let mut conn = json!({
             "plugin_name": c.plugin_name,
             "connection_url": c.connection_url,
@@ -481,8 +461,8 @@ impl Db {
             "allowed_roles": [role.name],
             "verify_connection": c.verify_connection,
         });
-        if naming.mode() == Mode::Create {
-            // The shards' own roles (`join`).
+        if mode == Mode::Create {
+            // The shards' own roles.
             conn["allowed_roles"] = json!([role.name, format!("{}-*", role.name)]);
         }
         if let Some(n) = c.max_open_connections {
@@ -491,34 +471,21 @@ impl Db {
         for (k, v) in &c.extra {
             conn[k] = v.clone();
         }
-        let shown = c
-            .connection_url
-            .split('@')
-            .next_back()
-            .unwrap_or_default()
-            .to_string();
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/config/{}", c.name),
-            Some(&conn),
-            &format!(
+        let shown = c.connection_url.split('@').next_back().unwrap_or_default();
+        Write {
+            path: format!("config/{}", c.name),
+            body: conn,
+            what: format!(
                 "connecting '{mount}' to the database at {shown} ({})",
                 c.plugin_name
             ),
-        )
-        .map_err(|e| self.masked(e))?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/roles/{}", role.name),
-            Some(&self.role_body()),
-            &format!("creating role '{}' in '{mount}'", role.name),
-        )?;
-        Ok(())
+        }
     }
 
-    /// The role's settings, as setup writes them.
+    fn role(&self) -> &str {
+        &self.config.role.name
+    }
+
     fn role_body(&self) -> Value {
         let role = &self.config.role;
         let mut r = json!({
@@ -540,149 +507,21 @@ impl Db {
         r
     }
 
-    /// A shard of a run sharing the fixture: waits for the role `vblast setup` makes
-    /// (the last thing it makes), then makes its own beside it.
-    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let mount = ctx.naming.random_name(MOUNT_PREFIX);
-        let role = &self.config.role.name;
-        shared::wait_readable(
-            ctx,
-            &format!("the shared database role '{role}' in '{mount}'"),
-            &format!("/v1/{mount}/roles/{role}"),
-        )?;
-        let own = shared::own_name(role);
-        // From here on the role may exist: the shard's cleanup deletes it whatever
-        // happens next.
-        self.shared_mount = Some(mount.clone());
-        self.own_role = Some(own.clone());
-        let mut client = (ctx.make_client)();
-        call(
-            &mut client,
-            "POST",
-            &format!("/v1/{mount}/roles/{own}"),
-            Some(&self.role_body()),
-            &format!("creating this shard's role '{own}' in '{mount}'"),
-        )
-        .map(drop)
-        .map_err(Error::setup)
+    fn secret(&self) -> Option<&str> {
+        Some(self.config.db_connection.password.as_str()).filter(|p| p.len() >= 3)
     }
 
-    /// Revokes every lease under `prefix` (each revocation drops its database user),
-    /// bounded: past `--cleanup-timeout` the rest are forced out (`leases::revoke_all`).
-    fn revoke(&self, client: &mut Client, prefix: &str, stop: &Stop) -> Result<(), Cause> {
-        super::leases::revoke_all(client, prefix, self.cleanup_timeout, stop, self.display)
-            .map(drop)
-            .map_err(|e| self.masked(e))
-    }
-}
-
-impl VaultOp for Db {
-    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, CREDS.name)?;
-        if self.config.db_connection.connection_url.is_empty() {
-            return Err(Error::input(
-                "db-creds needs a database: --db-url postgres://USER:PASS@HOST:PORT/DB (or mysql://...)",
-            ));
-        }
-        Ok(())
+    fn shared(&self) -> bool {
+        true
     }
 
-    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        self.check(ctx)?;
-        self.cleanup_timeout = ctx.naming.cleanup_timeout();
-        self.display = ctx.log.display();
-        match shared::mode(ctx) {
-            Mode::Join => return self.join(ctx),
-            // `vblast cleanup`: the mount setup made, its leases (every role's) to revoke.
-            Mode::Remove => {
-                self.mount = Some(ctx.naming.random_name(MOUNT_PREFIX));
-                self.all_roles = true;
-                return Ok(());
-            }
-            Mode::Own | Mode::Create => {}
-        }
-        let mut client = (ctx.make_client)();
-        self.prepare(&mut client, ctx.naming).map_err(Error::setup)
-    }
-
-    fn operation(&self) -> Operation {
-        let mount = self
-            .mount
-            .as_deref()
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
-        let role = self.own_role.as_deref().unwrap_or(&self.config.role.name);
-        let mut op = Operation::new(
-            CREDS.name,
-            RequestSpec {
-                method: "GET".into(),
-                path: vec![Piece::lit(format!("/v1/{mount}/creds/{role}"))],
-                headers: vec![],
-                body: None,
-                captured_headers: vec![],
-            },
-        );
-        op.expect = Some(Expect::all_present(
-            "data.username",
-            &["data.password", "lease_id"],
-        ));
-        op
-    }
-
-    fn created(&self) -> Vec<Created> {
-        let role = if self.all_roles {
-            String::new()
-        } else {
-            self.config.role.name.clone()
-        };
-        let mut out: Vec<Created> = self
-            .mount
-            .as_deref()
-            .map(|m| Created {
-                what: format!("database mount '{m}' and the database users of its leases"),
-                remove_with: format!(
-                    "vault lease revoke -prefix {m}/creds/{role} && vault secrets disable {m}"
-                ),
-            })
-            .into_iter()
-            .collect();
-        if let (Some(m), Some(own)) = (&self.shared_mount, &self.own_role) {
-            out.push(Created {
-                what: format!(
-                    "this shard's database role '{own}' in '{m}' and the database users of its leases"
-                ),
-                remove_with: format!(
-                    "vault lease revoke -prefix {m}/creds/{own} && vault delete {m}/roles/{own}"
-                ),
-            });
-        }
-        out
-    }
-
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
-        if let (Some(m), Some(own)) = (self.shared_mount.clone(), self.own_role.clone()) {
-            // The leases this shard was given, revoked (their users dropped), then its role.
-            self.revoke(client, &format!("{m}/creds/{own}"), stop)?;
-            call(
-                client,
-                "DELETE",
-                &format!("/v1/{m}/roles/{own}"),
-                None,
-                &format!("deleting this shard's role '{own}' in '{m}'"),
-            )?;
-            self.own_role = None;
-        }
-        if let Some(m) = self.mount.clone() {
-            // Every lease of the role, revoked (its user dropped) before the mount goes;
-            // at `vblast cleanup`, every role's.
-            let prefix = if self.all_roles {
-                format!("{m}/creds")
-            } else {
-                format!("{m}/creds/{}", self.config.role.name)
-            };
-            self.revoke(client, &prefix, stop)?;
-        }
-        disable_mount(client, "database", &mut self.mount)
+    fn created(&self, m: &str, role: &str) -> Vec<Created> {
+        vec![Created {
+            what: format!("database mount '{m}' and the database users of its leases"),
+            remove_with: format!(
+                "vault lease revoke -prefix {m}/creds/{role} && vault secrets disable {m}"
+            ),
+        }]
     }
 }
 

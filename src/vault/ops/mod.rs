@@ -5,16 +5,21 @@
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
 //! redis-static-creds), `rabbitmq` (rabbitmq-creds), `login_read` (the login-read scenario) and
-//! `sys` (sys-health, ha-status, seal-status, sys-metrics).
+//! `sys` (sys-health, ha-status, seal-status, sys-metrics). What families share lives
+//! beside them: `mounted` (a secrets engine at a fresh mount, the CA-and-role setup of pki
+//! and ssh, the shards' modes) and `dynamic` (the dynamic-credentials pattern of database,
+//! redis and rabbitmq: another such engine is one family file implementing its `Family`).
 
 pub mod auth;
 pub mod cert;
 pub mod database;
+pub(crate) mod dynamic;
 pub mod identity;
 pub mod jwt;
 pub mod kv;
 pub mod leases;
 pub mod login_read;
+pub(crate) mod mounted;
 pub mod options;
 pub mod pki;
 pub mod rabbitmq;

@@ -12,11 +12,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::mounted::{self, Mounted, Mounts};
 use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
     Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, call, disable_mount, fresh_name, mount_created, needs_setup, setup_with,
-    shared::{self, Mode},
+    VaultOp, VbType, fresh_name, mount_created, needs_setup, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -295,67 +295,39 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     Ok(Box::new(Pki {
         config,
-        mount: None,
-        int: None,
+        root: pki_mount(),
+        int: pki_mount(),
         shared_mount: None,
     }))
 }
 
 struct Pki {
     config: PkiConfig,
-    /// The mount, as soon as it may exist.
-    mount: Option<String>,
-    /// With a chain: the intermediate's mount (`mount` is the root's).
-    int: Option<String>,
+    /// The mount (with a chain: the root CA's).
+    root: Mounted,
+    /// With a chain: the intermediate's mount.
+    int: Mounted,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
 }
 
-/// A shard of a run sharing the fixture: waits until `vblast setup` has made `role` in
-/// `mount` (the last thing it makes there).
-fn wait_for_role(ctx: &SetupCtx, mount: &str, role: &str) -> Result<(), Error> {
-    shared::wait_readable(
-        ctx,
-        &format!("the shared pki role '{role}' in '{mount}'"),
-        &format!("/v1/{mount}/roles/{role}"),
-    )
-    .map(drop)
+/// The start of the names of the root CA's mount and the intermediate's.
+const ROOT_PREFIX: &str = "vblast-pki-";
+const INT_PREFIX: &str = "vblast-pki-int-";
+
+/// The PKI engine, unmounted.
+fn pki_mount() -> Mounted {
+    Mounted::new("pki", "pki", "pki")
+}
+
+/// A PKI mount's settings: max lease TTL ten years, as vault-benchmark's.
+fn pki_mount_config() -> Option<Value> {
+    Some(json!({"config": {"max_lease_ttl": MOUNT_MAX_TTL}}))
 }
 
 impl Pki {
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
-        let mount = naming.random_name("vblast-pki-");
-        self.mount = Some(mount.clone());
-        if let Some(chain) = self.config.chain.clone() {
-            let int = naming.random_name("vblast-pki-int-");
-            let c = &self.config;
-            let (kind, bits) = vault_key(&c.key_type)?;
-            let role = role_body(
-                kind,
-                bits,
-                &c.ttl,
-                c.no_store,
-                c.generate_lease,
-                &c.role_params,
-            );
-            make_chain(
-                client,
-                [&mount, &int],
-                &chain,
-                [&mut self.mount, &mut self.int],
-            )?;
-            return create_role(client, &int, ROLE, &role);
-        }
-        enable(client, &mount).inspect_err(|_| self.mount = None)?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/root/generate/internal"),
-            Some(
-                &json!({"common_name": "vblast test root", "ttl": "720h", "key_type": "ec", "key_bits": 256}),
-            ),
-            &format!("generating the root CA of '{mount}'"),
-        )?;
+        let mount = naming.random_name(ROOT_PREFIX);
         let c = &self.config;
         let (kind, bits) = vault_key(&c.key_type)?;
         let role = role_body(
@@ -366,7 +338,25 @@ impl Pki {
             c.generate_lease,
             &c.role_params,
         );
-        create_role(client, &mount, ROLE, &role)
+        if let Some(chain) = self.config.chain.clone() {
+            let int = naming.random_name(INT_PREFIX);
+            make_chain(
+                client,
+                [&mount, &int],
+                &chain,
+                [&mut self.root, &mut self.int],
+            )?;
+            return self.int.write_role(client, ROLE, &role);
+        }
+        let root = json!({"common_name": "vblast test root", "ttl": "720h", "key_type": "ec", "key_bits": 256});
+        let what = format!("generating the root CA of '{mount}'");
+        self.root.with_ca_and_role(
+            client,
+            &mount,
+            pki_mount_config(),
+            ("root/generate/internal", &root, &what),
+            (ROLE, &role),
+        )
     }
 }
 
@@ -410,33 +400,6 @@ fn role_body(
     role
 }
 
-fn create_role(client: &mut Client, mount: &str, name: &str, role: &Value) -> Result<(), Cause> {
-    call(
-        client,
-        "POST",
-        &format!("/v1/{mount}/roles/{name}"),
-        Some(role),
-        &format!("creating role '{name}' in '{mount}'"),
-    )
-    .map(drop)
-}
-
-/// Enables PKI at `mount` (max lease TTL ten years, as vault-benchmark's).
-fn enable(client: &mut Client, mount: &str) -> Result<(), Cause> {
-    call(
-        client,
-        "POST",
-        &format!("/v1/sys/mounts/{mount}"),
-        Some(&json!({
-            "type": "pki",
-            "description": "vblast load test (temporary)",
-            "config": {"max_lease_ttl": MOUNT_MAX_TTL},
-        })),
-        &format!("enabling pki at '{mount}'"),
-    )
-    .map(drop)
-}
-
 /// The TTLs of a chain, checked (empty: the server's default).
 fn check_chain(root: &PkiCaConfig, int: &PkiIntCaConfig) -> Result<(), Cause> {
     for (what, ttl) in [("root CA", &root.ttl), ("intermediate CA", &int.ttl)] {
@@ -468,31 +431,22 @@ fn make_chain(
     client: &mut Client,
     [root, int]: [&str; 2],
     chain: &PkiChain,
-    [root_slot, int_slot]: [&mut Option<String>; 2],
+    [root_m, int_m]: [&mut Mounted; 2],
 ) -> Result<(), Cause> {
-    *root_slot = Some(root.to_string());
-    enable(client, root).inspect_err(|_| *root_slot = None)?;
-    call(
+    root_m.enable(client, root, pki_mount_config())?;
+    root_m.write(
         client,
-        "POST",
-        &format!("/v1/{root}/root/generate/internal"),
-        Some(&ca_body(&chain.root_ca)),
+        "root/generate/internal",
+        &ca_body(&chain.root_ca),
         &format!("generating the root CA of '{root}'"),
     )?;
-    *int_slot = Some(int.to_string());
-    enable(client, int).inspect_err(|_| *int_slot = None)?;
+    int_m.enable(client, int, pki_mount_config())?;
     let what = format!("generating the intermediate CA's CSR in '{int}'");
     let mut csr_body = ca_body(&chain.intermediate_csr);
     if let Some(m) = csr_body.as_object_mut() {
         m.remove("ttl");
     }
-    let v = call(
-        client,
-        "POST",
-        &format!("/v1/{int}/intermediate/generate/internal"),
-        Some(&csr_body),
-        &what,
-    )?;
+    let v = int_m.write(client, "intermediate/generate/internal", &csr_body, &what)?;
     let csr = super::json_str(&v, "data.csr", &what)?;
     let what = format!("signing the intermediate CA with the root of '{root}'");
     let mut sign = Value::Object(chain.intermediate_ca.params.clone());
@@ -502,24 +456,18 @@ fn make_chain(
     if !chain.intermediate_ca.ttl.is_empty() {
         sign["ttl"] = json!(chain.intermediate_ca.ttl);
     }
-    let v = call(
-        client,
-        "POST",
-        &format!("/v1/{root}/root/sign-intermediate"),
-        Some(&sign),
-        &what,
-    )?;
+    let v = root_m.write(client, "root/sign-intermediate", &sign, &what)?;
     let cert = super::json_str(&v, "data.certificate", &what)?;
     let issuing = super::json_str(&v, "data.issuing_ca", &what)?;
     // The intermediate and its root, as vault-benchmark installs them.
-    call(
-        client,
-        "POST",
-        &format!("/v1/{int}/intermediate/set-signed"),
-        Some(&json!({ "certificate": format!("{cert}\n{issuing}") })),
-        &format!("installing the intermediate CA in '{int}'"),
-    )
-    .map(drop)
+    int_m
+        .write(
+            client,
+            "intermediate/set-signed",
+            &json!({ "certificate": format!("{cert}\n{issuing}") }),
+            &format!("installing the intermediate CA in '{int}'"),
+        )
+        .map(drop)
 }
 
 impl VaultOp for Pki {
@@ -528,39 +476,31 @@ impl VaultOp for Pki {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        let chain = self.config.chain.is_some();
-        match shared::mode(ctx) {
-            Mode::Join => {
-                let mount = ctx.naming.random_name("vblast-pki-");
-                // With a chain, the role is in the intermediate's mount, named after the root's.
-                let mount = if chain {
-                    ctx.naming.random_name("vblast-pki-int-")
-                } else {
-                    mount
-                };
-                wait_for_role(ctx, &mount, ROLE)?;
-                self.shared_mount = Some(mount);
-                Ok(())
+        // With a chain, the role is in the intermediate's mount, named after the root's.
+        let prefixes: &[&str] = if self.config.chain.is_some() {
+            &[ROOT_PREFIX, INT_PREFIX]
+        } else {
+            &[ROOT_PREFIX]
+        };
+        match mounted::shared(ctx, prefixes, "pki", ROLE)? {
+            Mounts::Joined(mount) => self.shared_mount = Some(mount),
+            // `vblast cleanup`: the mounts setup made, to disable.
+            Mounts::Remove(names) => {
+                let mut names = names.into_iter();
+                self.root.mount = names.next();
+                self.int.mount = names.next();
             }
-            // `vblast cleanup`: the mount setup made, to disable.
-            Mode::Remove => {
-                self.mount = Some(ctx.naming.random_name("vblast-pki-"));
-                if chain {
-                    self.int = Some(ctx.naming.random_name("vblast-pki-int-"));
-                }
-                Ok(())
-            }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))
-            }
+            Mounts::Make => setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?,
         }
+        Ok(())
     }
 
     fn operation(&self) -> Operation {
         let mount = self
             .int
+            .mount
             .as_deref()
-            .or(self.mount.as_deref())
+            .or(self.root.mount.as_deref())
             .or(self.shared_mount.as_deref())
             .unwrap_or("unset");
         let body = if self.config.params.is_empty() {
@@ -590,14 +530,14 @@ impl VaultOp for Pki {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.as_deref());
-        out.extend(mount_created("pki", self.mount.as_deref()));
+        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
+        out.extend(mount_created("pki", self.root.mount.as_deref()));
         out
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        disable_mount(client, "pki", &mut self.int)?;
-        disable_mount(client, "pki", &mut self.mount)
+        self.int.disable(client)?;
+        self.root.disable(client)
     }
 }
 
@@ -790,8 +730,8 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     Ok(Box::new(PkiSign {
         config,
-        root: None,
-        int: None,
+        root: pki_mount(),
+        int: pki_mount(),
         bodies: Vec::new(),
         shared_int: None,
     }))
@@ -799,9 +739,9 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
 
 struct PkiSign {
     config: PkiSignConfig,
-    /// The root CA's mount and the intermediate's, as soon as they may exist.
-    root: Option<String>,
-    int: Option<String>,
+    /// The root CA's mount and the intermediate's.
+    root: Mounted,
+    int: Mounted,
     /// The sign requests' bodies, padded to one length.
     bodies: Vec<Vec<u8>>,
     /// A shard's: the intermediate's mount `vblast setup` made (never disabled by it).
@@ -872,25 +812,12 @@ impl PkiSign {
         Ok((kind, bits))
     }
 
-    /// A shard of a run sharing the fixture: its own CSRs (keys made here, never sent),
-    /// then a wait for the role `vblast setup` makes in the intermediate's mount.
-    fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        self.make_bodies().map_err(Error::setup)?;
-        // The root's name is derived too, in setup's order, though a shard uses only the
-        // intermediate.
-        let _root = ctx.naming.random_name("vblast-pki-");
-        let int = ctx.naming.random_name("vblast-pki-int-");
-        wait_for_role(ctx, &int, &self.config.role.name)?;
-        self.shared_int = Some(int);
-        Ok(())
-    }
-
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         // The CSRs first: nothing is on the server if making them fails.
         let (kind, bits) = self.make_bodies()?;
         let c = self.config.clone();
-        let root = naming.random_name("vblast-pki-");
-        let int = naming.random_name("vblast-pki-int-");
+        let root = naming.random_name(ROOT_PREFIX);
+        let int = naming.random_name(INT_PREFIX);
         let chain = PkiChain {
             root_ca: c.root_ca,
             intermediate_csr: c.intermediate_csr,
@@ -904,7 +831,7 @@ impl PkiSign {
         )?;
         let r = &c.role;
         let role = role_body(kind, bits, &r.ttl, r.no_store, r.generate_lease, &r.params);
-        create_role(client, &int, &r.name, &role)
+        self.int.write_role(client, &r.name, &role)
     }
 }
 
@@ -914,23 +841,30 @@ impl VaultOp for PkiSign {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode(ctx) {
-            Mode::Join => self.join(ctx),
+        // The root's name is derived too, in setup's order, though a shard uses only the
+        // intermediate's.
+        let role = self.config.role.name.clone();
+        match mounted::shared(ctx, &[ROOT_PREFIX, INT_PREFIX], "pki", &role)? {
+            // A shard: its own CSRs (keys made here, never sent).
+            Mounts::Joined(int) => {
+                self.make_bodies().map_err(Error::setup)?;
+                self.shared_int = Some(int);
+            }
             // `vblast cleanup`: the mounts setup made, in its order, to disable.
-            Mode::Remove => {
-                self.root = Some(ctx.naming.random_name("vblast-pki-"));
-                self.int = Some(ctx.naming.random_name("vblast-pki-int-"));
-                Ok(())
+            Mounts::Remove(names) => {
+                let mut names = names.into_iter();
+                self.root.mount = names.next();
+                self.int.mount = names.next();
             }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))
-            }
+            Mounts::Make => setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?,
         }
+        Ok(())
     }
 
     fn operation(&self) -> Operation {
         let int = self
             .int
+            .mount
             .as_deref()
             .or(self.shared_int.as_deref())
             .unwrap_or("unset");
@@ -954,14 +888,14 @@ impl VaultOp for PkiSign {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.as_deref());
-        out.extend(mount_created("pki (root CA)", self.root.as_deref()));
+        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
+        out.extend(mount_created("pki (root CA)", self.root.mount.as_deref()));
         out
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        disable_mount(client, "pki", &mut self.int)?;
-        disable_mount(client, "pki", &mut self.root)
+        self.int.disable(client)?;
+        self.root.disable(client)
     }
 }
 

@@ -10,17 +10,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::dynamic::{Creds, Family, Write};
+use super::mounted::Mounted;
 use super::vb::{Keys, Mapped, set_in};
 use super::{
-    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, call, disable_mount, mount_created, needs_setup, setup_with,
+    Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, needs_setup, shared::Mode,
 };
-use crate::capture::Expect;
 use crate::error::{Cause, Error};
-use crate::signals::Stop;
-use crate::template::{Piece, RequestSpec};
-use crate::vault::client::Client;
-use crate::workload::Operation;
 
 /// The role vblast creates.
 pub const ROLE: &str = "vblast";
@@ -135,77 +132,27 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     if let Some(why) = &config.invalid {
         return Err(why.clone().into());
     }
-    Ok(Box::new(Rabbit {
-        config,
-        mount: None,
-        cleanup_timeout: std::time::Duration::from_secs(60),
-        display: crate::vault::progress::Display::Off,
-    }))
+    Ok(Box::new(Creds::new(Rabbit { config })))
 }
 
+/// RabbitMQ's part of the dynamic-credentials pattern (src/vault/ops/dynamic.rs).
 struct Rabbit {
     config: RabbitConfig,
-    mount: Option<String>,
-    cleanup_timeout: std::time::Duration,
-    /// How the lease revocation's progress is shown (the setup's).
-    display: crate::vault::progress::Display,
 }
 
-impl Rabbit {
-    /// A server's message, with the admin password (if it were echoed) taken out.
-    fn masked(&self, e: Cause) -> Cause {
-        match self
-            .config
-            .connection
-            .get("password")
-            .and_then(Value::as_str)
-        {
-            Some(p) if !p.is_empty() => Cause::from(e.to_string().replace(p, "<redacted>")),
-            _ => e,
-        }
+impl Family for Rabbit {
+    fn name(&self) -> &'static str {
+        CREDS.name
     }
 
-    fn prepare(&mut self, client: &mut Client, ctx: &SetupCtx) -> Result<(), Cause> {
-        let mount = ctx.naming.random_name("vblast-rabbitmq-");
-        self.mount = Some(mount.clone());
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "rabbitmq", "description": "vblast load test (temporary)"})),
-            &format!("enabling the RabbitMQ secrets engine at '{mount}'"),
-        )
-        .inspect_err(|_| self.mount = None)?;
-        let conn = Value::Object(self.config.connection.clone());
-        let at = conn
-            .get("connection_uri")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string();
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/config/connection"),
-            Some(&conn),
-            &format!("connecting '{mount}' to RabbitMQ at {at}"),
-        )
-        .map_err(|e| self.masked(e))?;
-        let mut role = json!({ "vhosts": DEFAULT_VHOSTS });
-        for (k, v) in &self.config.role {
-            role[k] = v.clone();
-        }
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/roles/{ROLE}"),
-            Some(&role),
-            &format!("creating role '{ROLE}' in '{mount}'"),
-        )?;
-        Ok(())
+    fn mounted(&self) -> Mounted {
+        Mounted::new("rabbitmq", "the RabbitMQ secrets engine", "rabbitmq")
     }
-}
 
-impl VaultOp for Rabbit {
+    fn prefix(&self) -> &'static str {
+        "vblast-rabbitmq-"
+    }
+
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         needs_setup(ctx, CREDS.name)?;
         for key in ["connection_uri", "username", "password"] {
@@ -218,48 +165,37 @@ impl VaultOp for Rabbit {
         Ok(())
     }
 
-    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        self.check(ctx)?;
-        self.cleanup_timeout = ctx.naming.cleanup_timeout();
-        self.display = ctx.log.display();
-        setup_with(ctx, CREDS.name, |client| self.prepare(client, ctx))
-    }
-
-    fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
-        let mut op = Operation::new(
-            CREDS.name,
-            RequestSpec {
-                method: "GET".into(),
-                path: vec![Piece::lit(format!("/v1/{mount}/creds/{ROLE}"))],
-                headers: vec![],
-                body: None,
-                captured_headers: vec![],
-            },
-        );
-        op.expect = Some(Expect::all_present(
-            "data.username",
-            &["data.password", "lease_id"],
-        ));
-        op
-    }
-
-    fn created(&self) -> Vec<Created> {
-        mount_created("rabbitmq", self.mount.as_deref())
-    }
-
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
-        if let Some(m) = self.mount.clone() {
-            super::leases::revoke_all(
-                client,
-                &format!("{m}/creds/{ROLE}"),
-                self.cleanup_timeout,
-                stop,
-                self.display,
-            )
-            .map_err(|e| self.masked(e))?;
+    fn connection(&self, mount: &str, _mode: Mode) -> Write {
+        let at = self
+            .config
+            .connection
+            .get("connection_uri")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        Write {
+            path: "config/connection".into(),
+            body: Value::Object(self.config.connection.clone()),
+            what: format!("connecting '{mount}' to RabbitMQ at {at}"),
         }
-        disable_mount(client, "rabbitmq", &mut self.mount)
+    }
+
+    fn role(&self) -> &str {
+        ROLE
+    }
+
+    fn role_body(&self) -> Value {
+        let mut role = json!({ "vhosts": DEFAULT_VHOSTS });
+        for (k, v) in &self.config.role {
+            role[k] = v.clone();
+        }
+        role
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.config
+            .connection
+            .get("password")
+            .and_then(Value::as_str)
     }
 }
 

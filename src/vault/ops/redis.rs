@@ -12,17 +12,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::dynamic::{Creds, Family, RoleKind, Write};
+use super::mounted::Mounted;
 use super::vb::{Keys, Mapped, set_in};
 use super::{
-    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, call, disable_mount, mount_created, needs_setup, setup_with,
+    Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp,
+    VbType, needs_setup, shared::Mode,
 };
-use crate::capture::Expect;
 use crate::error::{Cause, Error};
-use crate::signals::Stop;
-use crate::template::{Piece, RequestSpec};
-use crate::vault::client::Client;
-use crate::workload::Operation;
 
 /// The role vblast creates.
 pub const ROLE: &str = "vblast";
@@ -236,41 +233,26 @@ fn parse(v: &Value) -> Result<RedisConfig, Cause> {
 }
 
 fn build_dynamic(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(Redis::new(parse(v)?, false)))
+    Ok(Box::new(Creds::new(Redis {
+        config: parse(v)?,
+        is_static: false,
+    })))
 }
 
 fn build_static(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
-    Ok(Box::new(Redis::new(parse(v)?, true)))
+    Ok(Box::new(Creds::new(Redis {
+        config: parse(v)?,
+        is_static: true,
+    })))
 }
 
+/// Redis's part of the dynamic-credentials pattern (src/vault/ops/dynamic.rs).
 struct Redis {
     config: RedisConfig,
     is_static: bool,
-    mount: Option<String>,
-    cleanup_timeout: std::time::Duration,
-    /// How the lease revocation's progress is shown (the setup's).
-    display: crate::vault::progress::Display,
 }
 
 impl Redis {
-    fn new(config: RedisConfig, is_static: bool) -> Redis {
-        Redis {
-            config,
-            is_static,
-            mount: None,
-            cleanup_timeout: std::time::Duration::from_secs(60),
-            display: crate::vault::progress::Display::Off,
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        if self.is_static {
-            STATIC_CREDS.name
-        } else {
-            CREDS.name
-        }
-    }
-
     /// Where the server is, for messages (never the credentials).
     fn shown(&self) -> String {
         let c = &self.config.db_connection;
@@ -281,74 +263,29 @@ impl Redis {
         };
         format!("{}:{}", part("host"), part("port"))
     }
-
-    /// A server's message, with the admin password (if it were echoed) taken out.
-    fn masked(&self, e: Cause) -> Cause {
-        match self
-            .config
-            .db_connection
-            .get("password")
-            .and_then(Value::as_str)
-        {
-            Some(p) if !p.is_empty() => Cause::from(e.to_string().replace(p, "<redacted>")),
-            _ => e,
-        }
-    }
-
-    fn role_body(&self) -> Value {
-        let mut body = json!({ "db_name": CONNECTION });
-        if self.is_static {
-            body["rotation_period"] = json!("5m");
-        } else {
-            body["creation_statements"] = json!(DEFAULT_CREATION);
-        }
-        for (k, v) in &self.config.role {
-            body[k] = v.clone();
-        }
-        body
-    }
-
-    fn prepare(&mut self, client: &mut Client, ctx: &SetupCtx) -> Result<(), Cause> {
-        let mount = ctx.naming.random_name("vblast-redis-");
-        self.mount = Some(mount.clone());
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "database", "description": "vblast load test (temporary)"})),
-            &format!("enabling the database secrets engine at '{mount}'"),
-        )
-        .inspect_err(|_| self.mount = None)?;
-        let mut conn = json!({"plugin_name": PLUGIN, "allowed_roles": [ROLE]});
-        for (k, v) in &self.config.db_connection {
-            conn[k] = v.clone();
-        }
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/config/{CONNECTION}"),
-            Some(&conn),
-            &format!("connecting '{mount}' to redis at {}", self.shown()),
-        )
-        .map_err(|e| self.masked(e))?;
-        let roles = if self.is_static {
-            "static-roles"
-        } else {
-            "roles"
-        };
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/{roles}/{ROLE}"),
-            Some(&self.role_body()),
-            &format!("creating the {roles} entry '{ROLE}' in '{mount}'"),
-        )
-        .map_err(|e| self.masked(e))?;
-        Ok(())
-    }
 }
 
-impl VaultOp for Redis {
+impl Family for Redis {
+    fn name(&self) -> &'static str {
+        if self.is_static {
+            STATIC_CREDS.name
+        } else {
+            CREDS.name
+        }
+    }
+
+    fn mounted(&self) -> Mounted {
+        Mounted::new(
+            "database",
+            "the database secrets engine",
+            "database (redis)",
+        )
+    }
+
+    fn prefix(&self) -> &'static str {
+        "vblast-redis-"
+    }
+
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
         needs_setup(ctx, self.name())?;
         let c = &self.config.db_connection;
@@ -368,67 +305,48 @@ impl VaultOp for Redis {
         Ok(())
     }
 
-    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        self.check(ctx)?;
-        self.cleanup_timeout = ctx.naming.cleanup_timeout();
-        self.display = ctx.log.display();
-        let name = self.name();
-        setup_with(ctx, name, |client| self.prepare(client, ctx))
-    }
-
-    fn operation(&self) -> Operation {
-        let mount = self.mount.as_deref().unwrap_or("unset");
-        let (path, expect) = if self.is_static {
-            (
-                format!("/v1/{mount}/static-creds/{ROLE}"),
-                Expect::all_present("data.username", &["data.password"]),
-            )
-        } else {
-            (
-                format!("/v1/{mount}/creds/{ROLE}"),
-                Expect::all_present("data.username", &["data.password", "lease_id"]),
-            )
-        };
-        let mut op = Operation::new(
-            self.name(),
-            RequestSpec {
-                method: "GET".into(),
-                path: vec![Piece::lit(path)],
-                headers: vec![],
-                body: None,
-                captured_headers: vec![],
-            },
-        );
-        op.expect = Some(expect);
-        op
-    }
-
-    fn created(&self) -> Vec<Created> {
-        mount_created("database (redis)", self.mount.as_deref())
-    }
-
-    fn cleanup(&mut self, client: &mut Client, stop: &Stop) -> Result<(), Cause> {
-        if let Some(m) = self.mount.clone() {
-            if self.is_static {
-                call(
-                    client,
-                    "DELETE",
-                    &format!("/v1/{m}/static-roles/{ROLE}"),
-                    None,
-                    &format!("deleting the static role '{ROLE}' in '{m}'"),
-                )?;
-            } else {
-                super::leases::revoke_all(
-                    client,
-                    &format!("{m}/creds/{ROLE}"),
-                    self.cleanup_timeout,
-                    stop,
-                    self.display,
-                )
-                .map_err(|e| self.masked(e))?;
-            }
+    fn connection(&self, mount: &str, _mode: Mode) -> Write {
+        let mut conn = json!({"plugin_name": PLUGIN, "allowed_roles": [ROLE]});
+        for (k, v) in &self.config.db_connection {
+            conn[k] = v.clone();
         }
-        disable_mount(client, "database (redis)", &mut self.mount)
+        Write {
+            path: format!("config/{CONNECTION}"),
+            body: conn,
+            what: format!("connecting '{mount}' to redis at {}", self.shown()),
+        }
+    }
+
+    fn role(&self) -> &str {
+        ROLE
+    }
+
+    fn role_kind(&self) -> RoleKind {
+        if self.is_static {
+            RoleKind::Static
+        } else {
+            RoleKind::Dynamic
+        }
+    }
+
+    fn role_body(&self) -> Value {
+        let mut body = json!({ "db_name": CONNECTION });
+        if self.is_static {
+            body["rotation_period"] = json!("5m");
+        } else {
+            body["creation_statements"] = json!(DEFAULT_CREATION);
+        }
+        for (k, v) in &self.config.role {
+            body[k] = v.clone();
+        }
+        body
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.config
+            .db_connection
+            .get("password")
+            .and_then(Value::as_str)
     }
 }
 

@@ -14,11 +14,11 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::mounted::{self, Mounted, Mounts};
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, call,
-    disable_mount, mount_created, needs_setup, setup_with,
-    shared::{self, Mode},
+    Created, Fixture, OpInfo, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, needs_setup,
+    setup_with,
 };
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -224,7 +224,7 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         )));
     }
     Ok(Box::new(Ssh {
-        mount: None,
+        mounted: ssh_mount(),
         public_key: String::new(),
         shared_mount: None,
         config: c,
@@ -287,9 +287,13 @@ pub fn client_public_key() -> Result<String, Cause> {
     ))
 }
 
+/// The SSH secrets engine, unmounted.
+fn ssh_mount() -> Mounted {
+    Mounted::new("ssh", "ssh", "ssh")
+}
+
 struct Ssh {
-    /// The mount, as soon as it may exist.
-    mount: Option<String>,
+    mounted: Mounted,
     public_key: String,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
@@ -329,31 +333,16 @@ impl Ssh {
 
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         self.public_key = request_key(&self.config)?;
-        let mount = naming.random_name("vblast-ssh-");
-        self.mount = Some(mount.clone());
-        call(
+        let mount = naming.random_name(SIGN_PREFIX);
+        let (ca, role) = (self.ca_body(), self.role_body());
+        let what = format!("generating the CA key of '{mount}'");
+        self.mounted.with_ca_and_role(
             client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "ssh", "description": "vblast load test (temporary)"})),
-            &format!("enabling ssh at '{mount}'"),
+            &mount,
+            None,
+            ("config/ca", &ca, &what),
+            (ROLE, &role),
         )
-        .inspect_err(|_| self.mount = None)?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/config/ca"),
-            Some(&self.ca_body()),
-            &format!("generating the CA key of '{mount}'"),
-        )?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/roles/{ROLE}"),
-            Some(&self.role_body()),
-            &format!("creating role '{ROLE}' in '{mount}'"),
-        )?;
-        Ok(())
     }
 }
 
@@ -363,31 +352,22 @@ impl VaultOp for Ssh {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode(ctx) {
-            Mode::Join => {
+        match mounted::shared(ctx, &[SIGN_PREFIX], "ssh", ROLE)? {
+            Mounts::Joined(mount) => {
+                // A shard's own client key pair, made here.
                 self.public_key = request_key(&self.config).map_err(Error::setup)?;
-                let mount = ctx.naming.random_name("vblast-ssh-");
-                shared::wait_readable(
-                    ctx,
-                    &format!("the shared ssh role '{ROLE}' in '{mount}'"),
-                    &format!("/v1/{mount}/roles/{ROLE}"),
-                )?;
                 self.shared_mount = Some(mount);
-                Ok(())
             }
             // `vblast cleanup`: the mount setup made, to disable.
-            Mode::Remove => {
-                self.mount = Some(ctx.naming.random_name("vblast-ssh-"));
-                Ok(())
-            }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))
-            }
+            Mounts::Remove(mut names) => self.mounted.mount = names.pop(),
+            Mounts::Make => setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?,
         }
+        Ok(())
     }
 
     fn operation(&self) -> Operation {
         let mount = self
+            .mounted
             .mount
             .as_deref()
             .or(self.shared_mount.as_deref())
@@ -411,11 +391,11 @@ impl VaultOp for Ssh {
     }
 
     fn created(&self) -> Vec<Created> {
-        mount_created("ssh", self.mount.as_deref())
+        self.mounted.created()
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        disable_mount(client, "ssh", &mut self.mount)
+        self.mounted.disable(client)
     }
 }
 
@@ -531,21 +511,21 @@ fn build_issue(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         serde_json::from_value::<IssueConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     issue_key(&c.key_type)?;
     Ok(Box::new(SshIssue {
-        mount: None,
+        mounted: ssh_mount(),
         shared_mount: None,
         config: c,
     }))
 }
 
 struct SshIssue {
-    /// The mount, as soon as it may exist.
-    mount: Option<String>,
+    mounted: Mounted,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
     config: IssueConfig,
 }
 
-/// The mount name prefix of ssh-issue (apart from ssh-sign's, so that both share a run).
+/// The mount name prefix of ssh-sign, and ssh-issue's (apart, so that both share a run).
+const SIGN_PREFIX: &str = "vblast-ssh-";
 const ISSUE_PREFIX: &str = "vblast-sshi-";
 
 impl SshIssue {
@@ -571,31 +551,15 @@ impl SshIssue {
 
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
         let mount = naming.random_name(ISSUE_PREFIX);
-        self.mount = Some(mount.clone());
-        call(
-            client,
-            "POST",
-            &format!("/v1/sys/mounts/{mount}"),
-            Some(&json!({"type": "ssh", "description": "vblast load test (temporary)"})),
-            &format!("enabling ssh at '{mount}'"),
-        )
-        .inspect_err(|_| self.mount = None)?;
         let (ca, role) = self.bodies();
-        call(
+        let what = format!("configuring the CA of '{mount}'");
+        self.mounted.with_ca_and_role(
             client,
-            "POST",
-            &format!("/v1/{mount}/config/ca"),
-            Some(&ca),
-            &format!("configuring the CA of '{mount}'"),
-        )?;
-        call(
-            client,
-            "POST",
-            &format!("/v1/{mount}/roles/{ROLE}"),
-            Some(&role),
-            &format!("creating role '{ROLE}' in '{mount}'"),
-        )?;
-        Ok(())
+            &mount,
+            None,
+            ("config/ca", &ca, &what),
+            (ROLE, &role),
+        )
     }
 }
 
@@ -605,29 +569,17 @@ impl VaultOp for SshIssue {
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match shared::mode(ctx) {
-            Mode::Join => {
-                let mount = ctx.naming.random_name(ISSUE_PREFIX);
-                shared::wait_readable(
-                    ctx,
-                    &format!("the shared ssh role '{ROLE}' in '{mount}'"),
-                    &format!("/v1/{mount}/roles/{ROLE}"),
-                )?;
-                self.shared_mount = Some(mount);
-                Ok(())
-            }
-            Mode::Remove => {
-                self.mount = Some(ctx.naming.random_name(ISSUE_PREFIX));
-                Ok(())
-            }
-            Mode::Own | Mode::Create => {
-                setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))
-            }
+        match mounted::shared(ctx, &[ISSUE_PREFIX], "ssh", ROLE)? {
+            Mounts::Joined(mount) => self.shared_mount = Some(mount),
+            Mounts::Remove(mut names) => self.mounted.mount = names.pop(),
+            Mounts::Make => setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?,
         }
+        Ok(())
     }
 
     fn operation(&self) -> Operation {
         let mount = self
+            .mounted
             .mount
             .as_deref()
             .or(self.shared_mount.as_deref())
@@ -652,11 +604,11 @@ impl VaultOp for SshIssue {
     }
 
     fn created(&self) -> Vec<Created> {
-        mount_created("ssh", self.mount.as_deref())
+        self.mounted.created()
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        disable_mount(client, "ssh", &mut self.mount)
+        self.mounted.disable(client)
     }
 }
 
