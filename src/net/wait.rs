@@ -11,13 +11,13 @@
 //!
 //! So while requests are in flight, a thread that finds nothing ready naps (a timer on its
 //! own CPU, no waiter on the epoll queue, so the server wakes nobody) and then collects
-//! everything that arrived meanwhile in one non-blocking poll. When naps come up empty
-//! (the server is slower than a nap: a real Vault), it blocks as before, and naps again
-//! once a blocking wait ends within a nap. `Waiting` is the policy, without I/O;
-//! `Waiting::poll` runs it over a `mio::Poll`.
+//! everything that arrived meanwhile in one non-blocking poll. When naps keep coming up
+//! empty (a server slower than a nap, as a real Vault is, or connections in their TLS
+//! handshakes), it blocks as before and tries a nap now and then. `Waiting` is the
+//! policy, without I/O; `Waiting::poll` runs it over a `mio::Poll`.
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mio::{Events, Poll};
 
@@ -29,15 +29,11 @@ pub const NAP: Duration = Duration::from_micros(10);
 /// fivefold.
 const SLACK_NS: libc::c_ulong = 1_000;
 
-/// Whether the next wait for events starts with a nap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    /// Naps have been finding responses: nap before blocking.
-    Napping,
-    /// The last nap came up empty: block in the poll until a short wait shows that
-    /// the responses come quickly again.
-    Blocking,
-}
+/// Naps in a row that may come up empty before the thread stops napping (a score that
+/// each caught nap raises and each empty one lowers, up to this).
+const TRUST: u8 = 3;
+/// Once it has stopped: blocking waits between two trial naps.
+const PROBE_EVERY: u32 = 64;
 
 /// What one wait does, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,14 +54,18 @@ pub enum Outcome {
     NapCaught,
     /// The nap brought nothing; the wait blocked.
     NapMissed,
-    /// A blocking wait that lasted this long.
-    Blocked(Duration),
+    /// The wait blocked without a nap.
+    Blocked,
 }
 
-/// One event loop's waiting policy.
+/// One event loop's waiting policy: nap while naps pay (`score` above 0); once they have
+/// stopped paying (a server slower than a nap, or connections still in their handshakes),
+/// block, and try one nap every `PROBE_EVERY` waits.
 #[derive(Debug)]
 pub struct Waiting {
-    mode: Mode,
+    score: u8,
+    /// Blocking waits since naps stopped paying.
+    blocked: u32,
     /// The thread's timer slack was lowered (once, on its first nap).
     slack_set: bool,
 }
@@ -79,15 +79,17 @@ impl Default for Waiting {
 impl Waiting {
     pub fn new() -> Waiting {
         Waiting {
-            mode: Mode::Napping,
+            score: TRUST,
+            blocked: 0,
             slack_set: false,
         }
     }
 
     /// The next wait's plan: with no request in flight nothing is due from the server,
-    /// and a wait with no time left is a plain poll.
+    /// and a wait with no time for a nap is a plain poll.
     pub fn plan(&self, in_flight: bool, timeout: Duration) -> Plan {
-        if in_flight && timeout > NAP && self.mode == Mode::Napping {
+        let naps_pay = self.score > 0 || self.blocked >= PROBE_EVERY;
+        if in_flight && timeout > NAP && naps_pay {
             Plan::NapFirst
         } else {
             Plan::Block
@@ -96,12 +98,18 @@ impl Waiting {
 
     /// Learns from how a wait went.
     pub fn learn(&mut self, outcome: Outcome) {
-        self.mode = match outcome {
-            Outcome::Ready | Outcome::NapCaught => self.mode,
-            Outcome::NapMissed => Mode::Blocking,
-            Outcome::Blocked(d) if d <= NAP => Mode::Napping,
-            Outcome::Blocked(_) => self.mode,
-        };
+        match outcome {
+            Outcome::Ready => {}
+            Outcome::NapCaught => {
+                self.score = (self.score + 1).min(TRUST);
+                self.blocked = 0;
+            }
+            Outcome::NapMissed => {
+                self.score = self.score.saturating_sub(1);
+                self.blocked = 0;
+            }
+            Outcome::Blocked => self.blocked = self.blocked.saturating_add(1),
+        }
     }
 
     /// Waits for events on `poll` as the policy says, at most `timeout`.
@@ -129,9 +137,8 @@ impl Waiting {
                 }
             }
             Plan::Block => {
-                let start = Instant::now();
                 poll.poll(events, Some(timeout))?;
-                Outcome::Blocked(start.elapsed())
+                Outcome::Blocked
             }
         };
         self.learn(outcome);
@@ -175,19 +182,36 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_nap_turns_to_blocking_and_a_short_block_back() {
+    fn empty_naps_turn_to_blocking_and_a_trial_nap_back() {
         let mut w = Waiting::new();
+        // A fast server: naps that catch responses keep the thread napping, and one
+        // empty nap among them does not stop it.
         w.learn(Outcome::NapCaught);
         w.learn(Outcome::Ready);
+        w.learn(Outcome::NapMissed);
         assert_eq!(w.plan(true, LONG), Plan::NapFirst);
-        // A slow server: the nap found nothing, so the next waits block...
+        // A slow server: naps come up empty, so the waits block...
+        for _ in 0..TRUST {
+            w.learn(Outcome::NapMissed);
+        }
+        assert_eq!(w.plan(true, LONG), Plan::Block);
+        for _ in 1..PROBE_EVERY {
+            w.learn(Outcome::Blocked);
+            assert_eq!(w.plan(true, LONG), Plan::Block);
+        }
+        // ...with a trial nap every PROBE_EVERY waits.
+        w.learn(Outcome::Blocked);
+        assert_eq!(w.plan(true, LONG), Plan::NapFirst);
         w.learn(Outcome::NapMissed);
         assert_eq!(w.plan(true, LONG), Plan::Block);
-        w.learn(Outcome::Blocked(Duration::from_millis(2)));
-        assert_eq!(w.plan(true, LONG), Plan::Block);
-        // ...until one ends within a nap: responses come quickly again.
-        w.learn(Outcome::Blocked(NAP / 2));
+        for _ in 0..PROBE_EVERY {
+            w.learn(Outcome::Blocked);
+        }
+        // The server is fast again: the trial nap catches, and napping resumes.
+        w.learn(Outcome::NapCaught);
         assert_eq!(w.plan(true, LONG), Plan::NapFirst);
+        w.learn(Outcome::NapMissed);
+        assert_eq!(w.plan(true, LONG), Plan::Block);
     }
 
     fn pair(poll: &Poll) -> (TcpStream, std::net::TcpStream) {
@@ -210,7 +234,7 @@ mod tests {
         // The data is there before the wait: the first, non-blocking poll finds it.
         w.poll(&mut poll, &mut events, LONG, true).unwrap();
         assert_eq!(events.iter().count(), 1);
-        assert_eq!(w.mode, Mode::Napping);
+        assert_eq!(w.score, TRUST);
         assert!(!w.slack_set, "napped although an event was ready");
     }
 
@@ -230,6 +254,6 @@ mod tests {
             .unwrap();
         assert!(events.is_empty());
         assert!(w.slack_set);
-        assert_eq!(w.mode, Mode::Blocking);
+        assert_eq!(w.score, TRUST - 1);
     }
 }

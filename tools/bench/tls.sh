@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: tools/bench/tls.sh   [env: RUNS=3 DURATION=5s CONNS=64 HS_N=4000 HANDSHAKES=1
-#                                   TLS_PROTOCOLS="TLSv1.2 TLSv1.3" RT=0]
+#                                   TLS_PROTOCOLS="TLSv1.2 TLSv1.3" RT=0 WAKEUPS=0]
 # vblast beside wrk against nginx (1 worker pinned to core 0, ECDSA P-256 certificate,
 # ssl_protocols $TLS_PROTOCOLS), every client pinned to core 1 with one thread. Client CPU =
 # user+sys of the client process (/usr/bin/time); server CPU = user+sys of the nginx worker
@@ -10,6 +10,8 @@
 # kernel's real-time throttle: 95% of each core): on a machine busy with other work, a woken
 # process otherwise waits for the running one's time slice, and the figures measure the
 # scheduler rather than the server (its CPU over the wall time shows it: far below 100%).
+# WAKEUPS=1 counts, with `perf stat -e sched:sched_waking -p WORKER`, the wake-ups the nginx
+# worker performs (waking a client thread blocked on its sockets) and prints them per request.
 #  1. keep-alive, over TLS and over plain HTTP, vblast -k -t 1 -c 64 -z 5s beside
 #     wrk -t1 -c64 -d5s against the same saturated server: the server's CPU per request
 #     behind each client (goal: vblast within 5% of wrk), each client's throughput (goal:
@@ -32,9 +34,11 @@ TLS_PROTOCOLS="${TLS_PROTOCOLS:-TLSv1.2 TLSv1.3}"
 LIMIT=$(( ${DURATION%s} + 120 ))
 RT="${RT:-0}"
 RUN_AS=(); [ "$RT" = 1 ] && RUN_AS=(chrt -f 1)
+WAKEUPS="${WAKEUPS:-0}"
 
 need nginx wrk ab h2load openssl taskset curl jq /usr/bin/time
 [ "$RT" = 1 ] && need chrt
+[ "$WAKEUPS" = 1 ] && need perf
 build
 
 # nginx with TLS on core 0; sets TLS_URL and TLS_CA.
@@ -118,10 +122,17 @@ h2load_run() {
 per_cpu_s() { awk '{ if ($2 > 0) printf "%.0f\n", $1 / $2; else print "nan" }'; }
 
 # One keep-alive run of CLIENT (vblast or wrk) against the nginx of PROTO (tls or plain),
-# appended to $BENCH_TMP/ka.PROTO.CLIENT as "requests client_cpu_s server_cpu_s req_per_s wall_s".
+# appended to $BENCH_TMP/ka.PROTO.CLIENT as "requests client_cpu_s server_cpu_s req_per_s wall_s
+# server_wakeups" (the last nan without WAKEUPS=1).
 ka_run() { # proto client
     local proto="$1" client="$2" url pid s0 s1 t0 t1 r
     if [ "$proto" = tls ]; then url="$TLS_URL"; pid="$TLS_PID"; else url="$PLAIN_URL"; pid="$PLAIN_PID"; fi
+    local pf="$BENCH_TMP/perf.wakeups" perf_pid="" wakeups=nan
+    if [ "$WAKEUPS" = 1 ]; then
+        perf stat -x, -o "$pf" -e sched:sched_waking -p "$(pgrep -P "$pid" | paste -sd,)" &
+        perf_pid=$!
+        sleep 0.3
+    fi
     s0="$(nginx_cpu "$pid")"; t0="$(date +%s.%N)"
     if [ "$client" = vblast ]; then
         r="$(URL="$url" vblast_run -k -c "$CONNS" -z "$DURATION")"
@@ -129,9 +140,13 @@ ka_run() { # proto client
         r="$(URL="$url" wrk_run)"
     fi
     s1="$(nginx_cpu "$pid")"; t1="$(date +%s.%N)"
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"; wait "$perf_pid" || true
+        wakeups="$(awk -F, '/sched_waking/ { print $1 }' "$pf")"
+    fi
     local out="$BENCH_TMP/$client.out" rps
     if [ "$client" = vblast ]; then rps="$(jq -r .rps "$out")"; else rps="$(awk '/Requests\/sec/ { print $2 }' "$out")"; fi
-    echo "$r $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.3f", b - a }') $rps $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" \
+    echo "$r $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.3f", b - a }') $rps $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $wakeups" \
         >>"$BENCH_TMP/ka.$proto.$client"
     log "  $proto $client: server CPU $(tail -n1 "$BENCH_TMP/ka.$proto.$client" | awk '{ printf "%.3f us/req, busy %.0f%%", $3 * 1e6 / $1, 100 * $3 / $5 }')"
 }
@@ -154,7 +169,7 @@ done
 
 m() { printf '%s' "$1" | grep -v '^$' | median; }
 # col PROTO CLIENT EXPR: one figure per run from the ka file ($1 requests, $2 client CPU,
-# $3 server CPU, $4 req/s, $5 wall seconds).
+# $3 server CPU, $4 req/s, $5 wall seconds, $6 the server's wake-ups).
 col() { awk "{ if (\$1 > 0) printf \"%.3f\\n\", $3; else print \"nan\" }" "$BENCH_TMP/ka.$1.$2"; }
 # med PROTO CLIENT EXPR FORMAT: the median of col, printed with FORMAT.
 med() { col "$1" "$2" "$3" | median | xargs printf "$4"; }
@@ -169,13 +184,14 @@ log ""
 log "Summary (medians of $RUNS runs; clients pinned to core 1, the nginx worker to core 0; ssl_protocols $TLS_PROTOCOLS; RT=$RT)"
 [ -n "$BUILD_NOTE" ] && log "$BUILD_NOTE"
 log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-SRV='$3 * 1e6 / $1'; CLI='$2 * 1e6 / $1'; RPS='$4'; BUSY='100 * $3 / $5'
+SRV='$3 * 1e6 / $1'; CLI='$2 * 1e6 / $1'; RPS='$4'; BUSY='100 * $3 / $5'; WAKE='$6 / $1'
 for proto in tls plain; do
     log "keep-alive over $proto, $CONNS connections:"
     log "  server CPU per request: vblast $(med $proto vblast "$SRV" %.2f) us, wrk $(med $proto wrk "$SRV" %.2f) us; ratio vblast/wrk $(pair_ratios $proto "$SRV" | median | xargs printf %.3f) (goal <= 1.05)  [runs: $(pair_ratios $proto "$SRV" | runs)]"
     log "  throughput:             vblast $(med $proto vblast "$RPS" %.0f) req/s, wrk $(med $proto wrk "$RPS" %.0f) req/s; ratio vblast/wrk $(pair_ratios $proto "$RPS" | median | xargs printf %.3f) (goal >= 1)  [runs: $(pair_ratios $proto "$RPS" | runs)]"
     log "  client CPU per request: vblast $(med $proto vblast "$CLI" %.2f) us, wrk $(med $proto wrk "$CLI" %.2f) us; ratio vblast/wrk $(pair_ratios $proto "$CLI" | median | xargs printf %.3f) (goal < 1)  [runs: $(pair_ratios $proto "$CLI" | runs)]"
     log "  server busy (CPU / wall): vblast $(med $proto vblast "$BUSY" %.0f)%, wrk $(med $proto wrk "$BUSY" %.0f)%"
+    [ "$WAKEUPS" = 1 ] && log "  server wake-ups per request: vblast $(med $proto vblast "$WAKE" %.3f), wrk $(med $proto wrk "$WAKE" %.3f)"
 done
 [ "$HANDSHAKES" = 1 ] || exit 0
 hs_v="$(m "$HS_V")"; hs_vr="$(m "$HS_VR")"; hs_ab="$(m "$HS_AB")"; hs_h2="$(m "$HS_H2")"
