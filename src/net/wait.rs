@@ -37,7 +37,7 @@ const PROBE_EVERY: u32 = 64;
 
 /// What one wait does, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Plan {
+pub enum WaitPlan {
     /// Block in the poll until an event or the timeout.
     Block,
     /// A non-blocking poll; if nothing is ready, a nap and another non-blocking poll;
@@ -47,7 +47,7 @@ pub enum Plan {
 
 /// How a wait went, for the next one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum WaitOutcome {
     /// Events were ready at once (no nap, no block).
     Ready,
     /// The nap brought events.
@@ -87,28 +87,28 @@ impl Waiting {
 
     /// The next wait's plan: with no request in flight nothing is due from the server,
     /// and a wait with no time for a nap is a plain poll.
-    pub fn plan(&self, in_flight: bool, timeout: Duration) -> Plan {
+    pub fn plan(&self, in_flight: bool, timeout: Duration) -> WaitPlan {
         let naps_pay = self.score > 0 || self.blocked >= PROBE_EVERY;
         if in_flight && timeout > NAP && naps_pay {
-            Plan::NapFirst
+            WaitPlan::NapFirst
         } else {
-            Plan::Block
+            WaitPlan::Block
         }
     }
 
     /// Learns from how a wait went.
-    pub fn learn(&mut self, outcome: Outcome) {
+    pub fn learn(&mut self, outcome: WaitOutcome) {
         match outcome {
-            Outcome::Ready => {}
-            Outcome::NapCaught => {
+            WaitOutcome::Ready => {}
+            WaitOutcome::NapCaught => {
                 self.score = (self.score + 1).min(TRUST);
                 self.blocked = 0;
             }
-            Outcome::NapMissed => {
+            WaitOutcome::NapMissed => {
                 self.score = self.score.saturating_sub(1);
                 self.blocked = 0;
             }
-            Outcome::Blocked => self.blocked = self.blocked.saturating_add(1),
+            WaitOutcome::Blocked => self.blocked = self.blocked.saturating_add(1),
         }
     }
 
@@ -121,24 +121,24 @@ impl Waiting {
         in_flight: bool,
     ) -> io::Result<()> {
         let outcome = match self.plan(in_flight, timeout) {
-            Plan::NapFirst => {
+            WaitPlan::NapFirst => {
                 poll.poll(events, Some(Duration::ZERO))?;
                 if !events.is_empty() {
-                    Outcome::Ready
+                    WaitOutcome::Ready
                 } else {
                     self.nap();
                     poll.poll(events, Some(Duration::ZERO))?;
                     if events.is_empty() {
                         poll.poll(events, Some(timeout.saturating_sub(NAP)))?;
-                        Outcome::NapMissed
+                        WaitOutcome::NapMissed
                     } else {
-                        Outcome::NapCaught
+                        WaitOutcome::NapCaught
                     }
                 }
             }
-            Plan::Block => {
+            WaitPlan::Block => {
                 poll.poll(events, Some(timeout))?;
-                Outcome::Blocked
+                WaitOutcome::Blocked
             }
         };
         self.learn(outcome);
@@ -174,11 +174,11 @@ mod tests {
     #[test]
     fn naps_only_while_requests_are_in_flight() {
         let w = Waiting::new();
-        assert_eq!(w.plan(true, LONG), Plan::NapFirst);
-        assert_eq!(w.plan(false, LONG), Plan::Block);
+        assert_eq!(w.plan(true, LONG), WaitPlan::NapFirst);
+        assert_eq!(w.plan(false, LONG), WaitPlan::Block);
         // No time for a nap: the wait is the poll itself.
-        assert_eq!(w.plan(true, Duration::ZERO), Plan::Block);
-        assert_eq!(w.plan(true, NAP), Plan::Block);
+        assert_eq!(w.plan(true, Duration::ZERO), WaitPlan::Block);
+        assert_eq!(w.plan(true, NAP), WaitPlan::Block);
     }
 
     #[test]
@@ -186,32 +186,32 @@ mod tests {
         let mut w = Waiting::new();
         // A fast server: naps that catch responses keep the thread napping, and one
         // empty nap among them does not stop it.
-        w.learn(Outcome::NapCaught);
-        w.learn(Outcome::Ready);
-        w.learn(Outcome::NapMissed);
-        assert_eq!(w.plan(true, LONG), Plan::NapFirst);
+        w.learn(WaitOutcome::NapCaught);
+        w.learn(WaitOutcome::Ready);
+        w.learn(WaitOutcome::NapMissed);
+        assert_eq!(w.plan(true, LONG), WaitPlan::NapFirst);
         // A slow server: naps come up empty, so the waits block...
         for _ in 0..TRUST {
-            w.learn(Outcome::NapMissed);
+            w.learn(WaitOutcome::NapMissed);
         }
-        assert_eq!(w.plan(true, LONG), Plan::Block);
+        assert_eq!(w.plan(true, LONG), WaitPlan::Block);
         for _ in 1..PROBE_EVERY {
-            w.learn(Outcome::Blocked);
-            assert_eq!(w.plan(true, LONG), Plan::Block);
+            w.learn(WaitOutcome::Blocked);
+            assert_eq!(w.plan(true, LONG), WaitPlan::Block);
         }
         // ...with a trial nap every PROBE_EVERY waits.
-        w.learn(Outcome::Blocked);
-        assert_eq!(w.plan(true, LONG), Plan::NapFirst);
-        w.learn(Outcome::NapMissed);
-        assert_eq!(w.plan(true, LONG), Plan::Block);
+        w.learn(WaitOutcome::Blocked);
+        assert_eq!(w.plan(true, LONG), WaitPlan::NapFirst);
+        w.learn(WaitOutcome::NapMissed);
+        assert_eq!(w.plan(true, LONG), WaitPlan::Block);
         for _ in 0..PROBE_EVERY {
-            w.learn(Outcome::Blocked);
+            w.learn(WaitOutcome::Blocked);
         }
         // The server is fast again: the trial nap catches, and napping resumes.
-        w.learn(Outcome::NapCaught);
-        assert_eq!(w.plan(true, LONG), Plan::NapFirst);
-        w.learn(Outcome::NapMissed);
-        assert_eq!(w.plan(true, LONG), Plan::Block);
+        w.learn(WaitOutcome::NapCaught);
+        assert_eq!(w.plan(true, LONG), WaitPlan::NapFirst);
+        w.learn(WaitOutcome::NapMissed);
+        assert_eq!(w.plan(true, LONG), WaitPlan::Block);
     }
 
     fn pair(poll: &Poll) -> (TcpStream, std::net::TcpStream) {
