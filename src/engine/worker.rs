@@ -17,6 +17,7 @@ use super::step::{Link, StepPlan};
 use super::{EngineError, EnginePlan, StartGate, Totals};
 use crate::config::schedule::Schedule;
 use crate::net::transport::{PortSlice, TlsConnector};
+use crate::net::wait::Waiting;
 use crate::pacing::{Pacer, share};
 use crate::signals::Stop;
 use crate::stats::Stats;
@@ -39,6 +40,8 @@ pub(super) struct EventLoop<'p> {
     pub(super) plan: &'p EnginePlan,
     pub(super) global: usize,
     pub(super) poll: Poll,
+    /// How `poll` is waited on: a nap while requests are in flight (`net/wait.rs`).
+    pub(super) waiting: Waiting,
     pub(super) conns: Vec<Conn>,
     /// Connections (or connection-per-request slots) free for a request.
     pub(super) idle: Vec<usize>,
@@ -164,6 +167,7 @@ impl<'p> EventLoop<'p> {
             plan,
             global,
             poll,
+            waiting: Waiting::new(),
             conns,
             idle: Vec::with_capacity(mine as usize),
             busy: 0,
@@ -474,7 +478,10 @@ impl<'p> EventLoop<'p> {
         events: &mut Events,
         timeout: Duration,
     ) -> Result<Instant, EngineError> {
-        match self.poll.poll(events, Some(timeout)) {
+        match self
+            .waiting
+            .poll(&mut self.poll, events, timeout, self.busy > 0)
+        {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(EngineError::Poll(e)),

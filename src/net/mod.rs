@@ -2,7 +2,8 @@
 //! (`h2`: frames, the connection state machine, requests as header blocks), TLS
 //! (`tls` configuration, `tlsio` records without allocation), byte streams (`transport`),
 //! redirects (`redirect`), the server as a target (`target`), the nodes a connection may
-//! go to (`route`) and the local source addresses (`source_addrs`).
+//! go to (`route`), the local source addresses (`source_addrs`) and how an event loop
+//! waits for its sockets (`wait`).
 
 pub mod h2;
 pub mod http;
@@ -13,3 +14,4 @@ pub mod target;
 pub mod tls;
 pub mod tlsio;
 pub mod transport;
+pub mod wait;

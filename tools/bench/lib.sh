@@ -78,7 +78,8 @@ KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"v
 # start_nginx CPU [TLS_DIRECTIVES]: nginx (1 worker) pinned to core CPU; sets NGINX_PORT,
 # NGINX_URL. With TLS_DIRECTIVES (ssl_certificate ... inside the server block) it listens
 # with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
-# start_nginx CPUS [TLS_DIRECTIVES]: a canned kv response on $NGINX_URL, pinned to CPUS.
+# start_nginx CPUS [TLS_DIRECTIVES]: a canned kv response on $NGINX_URL, pinned to CPUS;
+# NGINX_PID is its master process (`nginx_cpu` reads its workers' CPU).
 # Sizes from the environment: NGINX_WORKERS (1), NGINX_RLIMIT (16384), NGINX_CONNS (8192),
 # NGINX_KEEPALIVE (75s), NGINX_LISTEN_OPTS (extra listen parameters: " reuseport backlog=4096"),
 # NGINX_CURL_OPTS (options of the curl that checks it: "--http2-prior-knowledge" for h2c).
@@ -117,12 +118,24 @@ EOF
     show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'"
     taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
         -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
-    BENCH_PIDS+=("$!")
+    NGINX_PID="$!"
+    BENCH_PIDS+=("$NGINX_PID")
     wait_port "$NGINX_PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
     NGINX_URL="$scheme://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
     local got
     got="$(curl -s --max-time 5 ${NGINX_CURL_OPTS:-} ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL")"
     [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
+}
+
+# nginx_cpu MASTER_PID: CPU seconds (user + system, from /proc/PID/stat) spent so far by the
+# worker processes of the nginx whose master is MASTER_PID.
+nginx_cpu() {
+    local w ticks=0 tck
+    tck="$(getconf CLK_TCK)"
+    for w in $(pgrep -P "$1"); do
+        ticks=$(( ticks + $(awk '{ print $14 + $15 }' "/proc/$w/stat" 2>/dev/null || echo 0) ))
+    done
+    awk -v t="$ticks" -v h="$tck" 'BEGIN { printf "%.3f\n", t / h }'
 }
 
 find_bao() {

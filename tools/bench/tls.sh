@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
-# usage: tools/bench/tls.sh   [env: RUNS=3 DURATION=5s CONNS=64 HS_N=4000]
-# TLS client cost against nginx (1 worker, TLS 1.3, ECDSA P-256 certificate, pinned to core 0),
-# every client pinned to core 1 with one thread. Client CPU = user+sys of the client process
-# (/usr/bin/time). Medians of RUNS alternating runs; figures printed, never asserted.
-#  1. keep-alive: client CPU microseconds per request, vblast -k -t 1 -c 64 -z 5s vs
-#     wrk -t1 -c64 -d5s (ratio vblast/wrk; lower is better for vblast).
-#  2. connection per request: TLS handshakes per client CPU-second, vblast --no-keepalive
-#     (full handshakes: --no-tls-resume; and with session resumption, its default) vs
-#     ab -n N -c 64 and h2load --h1 -n N -c 64 -H 'Connection: close' (neither resumes
-#     sessions nor verifies certificates; vblast runs with -k too). Ratios peer/vblast
-#     are printed as vblast/peer handshakes per CPU-second (higher is better for vblast).
+# usage: tools/bench/tls.sh   [env: RUNS=3 DURATION=5s CONNS=64 HS_N=4000 HANDSHAKES=1
+#                                   TLS_PROTOCOLS="TLSv1.2 TLSv1.3" RT=0 WAKEUPS=0]
+# vblast beside wrk against nginx (1 worker pinned to core 0, ECDSA P-256 certificate,
+# ssl_protocols $TLS_PROTOCOLS), every client pinned to core 1 with one thread. Client CPU =
+# user+sys of the client process (/usr/bin/time); server CPU = user+sys of the nginx worker
+# (/proc/PID/stat) before and after each run. Medians of RUNS runs, the clients' order
+# alternating from run to run; figures printed, never asserted.
+# RT=1 runs the nginx worker and the clients as real-time tasks (chrt -f 1, within the
+# kernel's real-time throttle: 95% of each core): on a machine busy with other work, a woken
+# process otherwise waits for the running one's time slice, and the figures measure the
+# scheduler rather than the server (its CPU over the wall time shows it: far below 100%).
+# WAKEUPS=1 counts, with `perf stat -e sched:sched_waking -p WORKER`, the wake-ups the nginx
+# worker performs (waking a client thread blocked on its sockets) and prints them per request.
+#  1. keep-alive, over TLS and over plain HTTP, vblast -k -t 1 -c 64 -z 5s beside
+#     wrk -t1 -c64 -d5s against the same saturated server: the server's CPU per request
+#     behind each client (goal: vblast within 5% of wrk), each client's throughput (goal:
+#     vblast at least wrk's), each client's own CPU per request (goal: vblast below wrk), and
+#     how busy the server was (its CPU over the run's wall time: near 100% is saturated).
+#     Ratios are vblast/wrk, medians of the per-run ratios (each run a pair side by side).
+#  2. connection per request (HANDSHAKES=1): TLS handshakes per client CPU-second, vblast
+#     --no-keepalive (full handshakes: --no-tls-resume; and with session resumption, its
+#     default) vs ab -n N -c 64 and h2load --h1 -n N -c 64 -H 'Connection: close' (neither
+#     resumes sessions nor verifies certificates; vblast runs with -k too). Ratios are
+#     printed as vblast/peer handshakes per CPU-second (higher is better for vblast).
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
 DURATION="${DURATION:-5s}"
 CONNS="${CONNS:-64}"
 HS_N="${HS_N:-4000}"
+HANDSHAKES="${HANDSHAKES:-1}"
+TLS_PROTOCOLS="${TLS_PROTOCOLS:-TLSv1.2 TLSv1.3}"
 LIMIT=$(( ${DURATION%s} + 120 ))
+RT="${RT:-0}"
+RUN_AS=(); [ "$RT" = 1 ] && RUN_AS=(chrt -f 1)
+WAKEUPS="${WAKEUPS:-0}"
 
 need nginx wrk ab h2load openssl taskset curl jq /usr/bin/time
+[ "$RT" = 1 ] && need chrt
+[ "$WAKEUPS" = 1 ] && need perf
 build
 
 # nginx with TLS on core 0; sets TLS_URL and TLS_CA.
@@ -30,12 +50,21 @@ start_nginx_tls() {
         -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || die "openssl req failed"
     NGINX_CA="$dir/cert.pem"
-    start_nginx 0 "ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; ssl_protocols TLSv1.2 TLSv1.3;"
+    start_nginx 0 "ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; ssl_protocols $TLS_PROTOCOLS;"
     TLS_URL="$NGINX_URL"
     TLS_CA="$NGINX_CA"
 }
 
+start_nginx 0
+PLAIN_URL="$NGINX_URL"; PLAIN_PID="$NGINX_PID"
 start_nginx_tls
+TLS_PID="$NGINX_PID"
+if [ "$RT" = 1 ]; then
+    for w in $(pgrep -P "$PLAIN_PID") $(pgrep -P "$TLS_PID"); do
+        show "chrt -f -p 1 $w"
+        chrt -f -p 1 "$w" || die "chrt failed (RT=1 needs the right to set real-time priorities)"
+    done
+fi
 URL="$TLS_URL"
 
 timed() { # time-file cmd...
@@ -49,7 +78,7 @@ cpu_of() { awk '{ printf "%.3f\n", $1 + $2 }' "$1"; }
 # Each runner prints "COUNT CPU_SECONDS".
 vblast_run() { # extra vblast flags...
     local out="$BENCH_TMP/vblast.out" tf="$BENCH_TMP/vblast.time"
-    timed "$tf" taskset -c 1 "$VBLAST" -t 1 "$@" --format json "$URL" >"$out" 2>"$out.err" \
+    timed "$tf" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 "$VBLAST" -t 1 "$@" --format json "$URL" >"$out" 2>"$out.err" \
         || { log "vblast failed: $(cat "$out.err")"; return 1; }
     local failed; failed="$(jq -r .failed "$out")"
     [ "$failed" = 0 ] || log "warning: vblast: $failed failed: $(jq -c .errors "$out")"
@@ -59,7 +88,7 @@ vblast_run() { # extra vblast flags...
 
 wrk_run() {
     local out="$BENCH_TMP/wrk.out" tf="$BENCH_TMP/wrk.time"
-    timed "$tf" taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" "$URL" >"$out" 2>&1 \
+    timed "$tf" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" "$URL" >"$out" 2>&1 \
         || { log "wrk failed: $(cat "$out")"; return 1; }
     local n; n="$(awk '/requests in/ { print $1 }' "$out")"
     grep -q "Non-2xx" "$out" && log "warning: wrk: $(grep Non-2xx "$out")"
@@ -69,7 +98,7 @@ wrk_run() {
 
 ab_run() {
     local out="$BENCH_TMP/ab.out" tf="$BENCH_TMP/ab.time"
-    timed "$tf" taskset -c 1 ab -q -n "$HS_N" -c "$CONNS" "$URL" >"$out" 2>&1 \
+    timed "$tf" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 ab -q -n "$HS_N" -c "$CONNS" "$URL" >"$out" 2>&1 \
         || { log "ab failed: $(tail -n 5 "$out")"; return 1; }
     local n fail
     n="$(awk '/^Complete requests:/ { print $3 }' "$out")"
@@ -81,7 +110,7 @@ ab_run() {
 
 h2load_run() {
     local out="$BENCH_TMP/h2load.out" tf="$BENCH_TMP/h2load.time"
-    timed "$tf" taskset -c 1 h2load --h1 -n "$HS_N" -c "$CONNS" -H 'Connection: close' "$URL" >"$out" 2>&1 \
+    timed "$tf" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 h2load --h1 -n "$HS_N" -c "$CONNS" -H 'Connection: close' "$URL" >"$out" 2>&1 \
         || { log "h2load failed: $(tail -n 5 "$out")"; return 1; }
     local ok
     ok="$(awk '/^requests:/ { print $8 }' "$out")"
@@ -89,15 +118,48 @@ h2load_run() {
     echo "$ok $(cpu_of "$tf")"
 }
 
-# per_unit "COUNT CPU" -> microseconds of CPU per unit; per_cpu_s -> units per CPU-second.
-us_per() { awk '{ if ($1 > 0) printf "%.2f\n", $2 * 1e6 / $1; else print "nan" }'; }
+# per_cpu_s "COUNT CPU" -> units per CPU-second.
 per_cpu_s() { awk '{ if ($2 > 0) printf "%.0f\n", $1 / $2; else print "nan" }'; }
 
-KA_V=""; KA_W=""; HS_V=""; HS_VR=""; HS_AB=""; HS_H2=""
+# One keep-alive run of CLIENT (vblast or wrk) against the nginx of PROTO (tls or plain),
+# appended to $BENCH_TMP/ka.PROTO.CLIENT as "requests client_cpu_s server_cpu_s req_per_s wall_s
+# server_wakeups" (the last nan without WAKEUPS=1).
+ka_run() { # proto client
+    local proto="$1" client="$2" url pid s0 s1 t0 t1 r
+    if [ "$proto" = tls ]; then url="$TLS_URL"; pid="$TLS_PID"; else url="$PLAIN_URL"; pid="$PLAIN_PID"; fi
+    local pf="$BENCH_TMP/perf.wakeups" perf_pid="" wakeups=nan
+    if [ "$WAKEUPS" = 1 ]; then
+        perf stat -x, -o "$pf" -e sched:sched_waking -p "$(pgrep -P "$pid" | paste -sd,)" &
+        perf_pid=$!
+        sleep 0.3
+    fi
+    s0="$(nginx_cpu "$pid")"; t0="$(date +%s.%N)"
+    if [ "$client" = vblast ]; then
+        r="$(URL="$url" vblast_run -k -c "$CONNS" -z "$DURATION")"
+    else
+        r="$(URL="$url" wrk_run)"
+    fi
+    s1="$(nginx_cpu "$pid")"; t1="$(date +%s.%N)"
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"; wait "$perf_pid" || true
+        wakeups="$(awk -F, '/sched_waking/ { print $1 }' "$pf")"
+    fi
+    local out="$BENCH_TMP/$client.out" rps
+    if [ "$client" = vblast ]; then rps="$(jq -r .rps "$out")"; else rps="$(awk '/Requests\/sec/ { print $2 }' "$out")"; fi
+    echo "$r $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.3f", b - a }') $rps $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $wakeups" \
+        >>"$BENCH_TMP/ka.$proto.$client"
+    log "  $proto $client: server CPU $(tail -n1 "$BENCH_TMP/ka.$proto.$client" | awk '{ printf "%.3f us/req, busy %.0f%%", $3 * 1e6 / $1, 100 * $3 / $5 }')"
+}
+
+HS_V=""; HS_VR=""; HS_AB=""; HS_H2=""
 for i in $(seq "$RUNS"); do
-    log "== run $i/$RUNS: keep-alive"
-    KA_V+="$(vblast_run -k -c "$CONNS" -z "$DURATION" | us_per)"$'\n'
-    KA_W+="$(wrk_run | us_per)"$'\n'
+    # Alternate the order so neither client always runs on a warmer (or noisier) machine.
+    if [ $((i % 2)) -eq 1 ]; then pair="vblast wrk"; else pair="wrk vblast"; fi
+    for proto in tls plain; do
+        log "== run $i/$RUNS: keep-alive, $proto"
+        for c in $pair; do ka_run "$proto" "$c"; done
+    done
+    [ "$HANDSHAKES" = 1 ] || continue
     log "== run $i/$RUNS: connection per request, $HS_N requests"
     HS_V+="$(vblast_run -k --no-keepalive --no-tls-resume -c "$CONNS" -n "$HS_N" | per_cpu_s)"$'\n'
     HS_VR+="$(vblast_run -k --no-keepalive -c "$CONNS" -n "$HS_N" | per_cpu_s)"$'\n'
@@ -106,13 +168,33 @@ for i in $(seq "$RUNS"); do
 done
 
 m() { printf '%s' "$1" | grep -v '^$' | median; }
-ka_v="$(m "$KA_V")"; ka_w="$(m "$KA_W")"
-hs_v="$(m "$HS_V")"; hs_vr="$(m "$HS_VR")"; hs_ab="$(m "$HS_AB")"; hs_h2="$(m "$HS_H2")"
+# col PROTO CLIENT EXPR: one figure per run from the ka file ($1 requests, $2 client CPU,
+# $3 server CPU, $4 req/s, $5 wall seconds, $6 the server's wake-ups).
+col() { awk "{ if (\$1 > 0) printf \"%.3f\\n\", $3; else print \"nan\" }" "$BENCH_TMP/ka.$1.$2"; }
+# med PROTO CLIENT EXPR FORMAT: the median of col, printed with FORMAT.
+med() { col "$1" "$2" "$3" | median | xargs printf "$4"; }
+# pair_ratios PROTO EXPR: vblast/wrk of EXPR, run by run.
+pair_ratios() {
+    paste -d' ' <(col "$1" vblast "$2") <(col "$1" wrk "$2") \
+        | awk '{ if ($2 + 0 == 0) print "nan"; else printf "%.3f\n", $1 / $2 }'
+}
+runs() { tr '\n' ' ' | sed 's/ $//'; }
+
 log ""
-log "Summary (medians of $RUNS runs; client pinned to core 1, nginx to core 0)"
+log "Summary (medians of $RUNS runs; clients pinned to core 1, the nginx worker to core 0; ssl_protocols $TLS_PROTOCOLS; RT=$RT)"
 [ -n "$BUILD_NOTE" ] && log "$BUILD_NOTE"
-log "keep-alive client CPU per request: vblast $ka_v us, wrk $ka_w us; ratio vblast/wrk $(ratio "$ka_v" "$ka_w")"
-log "  per-run vblast: $(printf '%s' "$KA_V" | tr '\n' ' ')  wrk: $(printf '%s' "$KA_W" | tr '\n' ' ')"
+log "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+SRV='$3 * 1e6 / $1'; CLI='$2 * 1e6 / $1'; RPS='$4'; BUSY='100 * $3 / $5'; WAKE='$6 / $1'
+for proto in tls plain; do
+    log "keep-alive over $proto, $CONNS connections:"
+    log "  server CPU per request: vblast $(med $proto vblast "$SRV" %.2f) us, wrk $(med $proto wrk "$SRV" %.2f) us; ratio vblast/wrk $(pair_ratios $proto "$SRV" | median | xargs printf %.3f) (goal <= 1.05)  [runs: $(pair_ratios $proto "$SRV" | runs)]"
+    log "  throughput:             vblast $(med $proto vblast "$RPS" %.0f) req/s, wrk $(med $proto wrk "$RPS" %.0f) req/s; ratio vblast/wrk $(pair_ratios $proto "$RPS" | median | xargs printf %.3f) (goal >= 1)  [runs: $(pair_ratios $proto "$RPS" | runs)]"
+    log "  client CPU per request: vblast $(med $proto vblast "$CLI" %.2f) us, wrk $(med $proto wrk "$CLI" %.2f) us; ratio vblast/wrk $(pair_ratios $proto "$CLI" | median | xargs printf %.3f) (goal < 1)  [runs: $(pair_ratios $proto "$CLI" | runs)]"
+    log "  server busy (CPU / wall): vblast $(med $proto vblast "$BUSY" %.0f)%, wrk $(med $proto wrk "$BUSY" %.0f)%"
+    [ "$WAKEUPS" = 1 ] && log "  server wake-ups per request: vblast $(med $proto vblast "$WAKE" %.3f), wrk $(med $proto wrk "$WAKE" %.3f)"
+done
+[ "$HANDSHAKES" = 1 ] || exit 0
+hs_v="$(m "$HS_V")"; hs_vr="$(m "$HS_VR")"; hs_ab="$(m "$HS_AB")"; hs_h2="$(m "$HS_H2")"
 log "TLS handshakes per client CPU-second (connection per request):"
 log "  vblast full handshakes (--no-tls-resume): $hs_v   [runs: $(printf '%s' "$HS_V" | tr '\n' ' ')]"
 log "  vblast with resumption (default):         $hs_vr   [runs: $(printf '%s' "$HS_VR" | tr '\n' ' ')]"
