@@ -8,7 +8,7 @@
 use crate::report::Model;
 use crate::report::ci::cell;
 use crate::report::fmt_ms;
-use crate::report::html::{Chart, Scale, Series, escape, page, table};
+use crate::report::page::{Chart, Scale, Series, escape, page, table};
 
 use super::file::{Judged, Sweep, answer_line};
 use super::objective::Objective;
