@@ -6,16 +6,31 @@
 use std::time::Duration;
 
 use crate::config::scenario::{Scenario, Workload};
-use crate::error::{Error, io_text};
+use crate::error::{Cause, Error, io_text};
 use crate::net::target::Target;
 use crate::net::tls;
 use crate::session::cluster::ClusterRun;
 use crate::session::setup::steps_of;
 use crate::session::{Session, fixtures};
 use crate::signals::Stop;
-use crate::vault::client::Client;
+use crate::vault::client::{Client, Response};
 use crate::vault::ops;
 use crate::vault::progress::{Display, SetupLog};
+
+/// The sampler reaches each node with a Vault client of its own.
+impl crate::server_stats::NodeApi for Client {
+    fn get(&mut self, path: &str, in_namespace: bool) -> Result<Response, Cause> {
+        if in_namespace {
+            self.request("GET", path, None)
+        } else {
+            self.request_root("GET", path, None)
+        }
+    }
+
+    fn base(&self) -> String {
+        Client::base(self)
+    }
+}
 
 impl Session {
     /// Resolves the scenario's target, checks the server and sets every operation up. On
