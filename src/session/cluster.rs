@@ -383,3 +383,64 @@ impl ClusterRun {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster target of three nodes, the second sealed, the third active.
+    fn run(mode: NodesMode) -> ClusterRun {
+        let targets: Vec<Target> = (0..3)
+            .map(|i| Target::parse(&format!("http://127.0.0.1:{}", 8200 + i)).unwrap())
+            .collect();
+        let states = [NodeState::Standby, NodeState::Sealed, NodeState::Active];
+        let view = ClusterView {
+            nodes: targets
+                .iter()
+                .zip(states)
+                .map(|(t, state)| NodeView {
+                    target: t.clone(),
+                    state,
+                    cluster_id: Some("c".into()),
+                    cluster_name: None,
+                })
+                .collect(),
+        };
+        ClusterRun {
+            targets,
+            view,
+            mode,
+            prober: Prober {
+                tls: None,
+                timeout: Duration::from_millis(100),
+            },
+            route: Arc::new(Route::new(2)),
+        }
+    }
+
+    #[test]
+    fn node_plans_follow_nodes_mode_over_the_unsealed_nodes() {
+        let active = run(NodesMode::Active).node_plans();
+        assert_eq!(active.len(), 1);
+        assert_eq!(active[0].use_nodes, [2]);
+        assert!(active[0].route.is_some() && !active[0].spread);
+        assert_eq!(active[0].targets.len(), 3);
+        let all = run(NodesMode::All).node_plans();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].use_nodes, [0, 2]);
+        assert!(all[0].spread && all[0].route.is_none());
+        let each = run(NodesMode::Each).node_plans();
+        let used: Vec<Vec<usize>> = each.iter().map(|p| p.use_nodes.clone()).collect();
+        assert_eq!(used, [vec![0], vec![2]]);
+        assert!(each.iter().all(|p| !p.spread && p.route.is_none()));
+    }
+
+    #[test]
+    fn roles_and_the_active_target_come_from_the_view_and_the_route() {
+        let c = run(NodesMode::Active);
+        assert_eq!(c.active_target().port, 8202);
+        c.route.set(0);
+        assert_eq!(c.active_target().port, 8200);
+        assert!(run(NodesMode::All).watcher().is_none());
+    }
+}

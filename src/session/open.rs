@@ -217,3 +217,18 @@ fn fd_limit() -> u64 {
         None => limit,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::has_control;
+
+    #[test]
+    fn control_characters_are_found_anywhere() {
+        assert!(!has_control("hvs.abc-DEF_123"));
+        assert!(!has_control(""));
+        assert!(has_control("hvs.abc\n"));
+        assert!(has_control("a\rb"));
+        assert!(has_control("\0"));
+        assert!(has_control("ns\t1"));
+    }
+}

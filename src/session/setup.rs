@@ -138,11 +138,15 @@ impl Session {
     }
 }
 
-/// The requests of one configured operation: the first with the choice's weight; a
-/// labelled operation (a vault-benchmark test's name) reports under its label, its steps
-/// keeping their suffix ("NAME/create").
+/// The requests of one configured operation (`labelled`).
 pub(super) fn steps_of(fixture: &dyn VaultOp, choice: &OpChoice) -> Vec<Operation> {
-    let mut steps = fixture.operations();
+    labelled(fixture.operations(), choice)
+}
+
+/// An operation's requests as configured: the first with the choice's weight; a labelled
+/// operation (a vault-benchmark test's name) reports under its label, its steps keeping
+/// their suffix ("NAME/create").
+fn labelled(mut steps: Vec<Operation>, choice: &OpChoice) -> Vec<Operation> {
     if let Some(first) = steps.first_mut() {
         first.weight = choice.weight;
     }
@@ -155,4 +159,61 @@ pub(super) fn steps_of(fixture: &dyn VaultOp, choice: &OpChoice) -> Vec<Operatio
         }
     }
     steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::RequestSpec;
+
+    fn op(name: &str) -> Operation {
+        Operation::new(
+            name,
+            RequestSpec {
+                method: "GET".into(),
+                path: Vec::new(),
+                headers: Vec::new(),
+                body: None,
+                captured_headers: Vec::new(),
+            },
+        )
+    }
+
+    fn choice(label: Option<&str>) -> OpChoice {
+        OpChoice {
+            name: "approle-login".into(),
+            weight: 7,
+            config: serde_json::Value::Null,
+            label: label.map(String::from),
+        }
+    }
+
+    fn names_weights(steps: &[Operation]) -> Vec<(String, u32)> {
+        steps.iter().map(|o| (o.name.clone(), o.weight)).collect()
+    }
+
+    #[test]
+    fn the_first_step_takes_the_weight_and_names_stay_without_a_label() {
+        let mut second = op("approle-login/read");
+        second.weight = 0;
+        let steps = labelled(vec![op("approle-login"), second], &choice(None));
+        assert_eq!(
+            names_weights(&steps),
+            [
+                ("approle-login".to_string(), 7),
+                ("approle-login/read".to_string(), 0)
+            ]
+        );
+        assert!(labelled(Vec::new(), &choice(None)).is_empty());
+    }
+
+    #[test]
+    fn a_label_replaces_the_name_and_keeps_each_suffix() {
+        let steps = labelled(
+            vec![op("approle-login"), op("approle-login/read"), op("other")],
+            &choice(Some("logins")),
+        );
+        let names: Vec<String> = steps.into_iter().map(|o| o.name).collect();
+        assert_eq!(names, ["logins", "logins/read", "logins"]);
+    }
 }
