@@ -1,8 +1,9 @@
 //! The sampler: a thread of its own that looks at every node each interval, over
-//! blocking connections of its own (`vault::client`), never the engine's. It takes one
-//! sample of each node before the load begins (on the caller's thread) and one after it
-//! ends, so the run's window is covered at both edges. A source that does not answer is
-//! said once, on stderr and in the samples, and left alone for the rest of the run.
+//! blocking connections of its own (a `NodeApi` each: the session's Vault clients), never
+//! the engine's. It takes one sample of each node before the load begins (on the caller's
+//! thread) and one after it ends, so the run's window is covered at both edges. A source
+//! that does not answer is said once, on stderr and in the samples, and left alone for the
+//! rest of the run.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
