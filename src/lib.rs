@@ -91,10 +91,90 @@ mod layers {
         );
     }
 
-    /// docs/design.md: no cycle between the top-level modules, no `cli::` below the commands.
+    /// docs/design.md: no module naming one its layer table puts above it, no cycle between
+    /// the top-level modules, no `cli::` below the commands.
     #[test]
     fn the_layer_check_passes() {
         check_passes("check-layers.sh");
+    }
+
+    /// Issue 35, item 10: the check reads the layer table of a design document and fails
+    /// on a module that names one the table puts above it, though no cycle forms; on a
+    /// module the table leaves out; and, on a copy of src/ with one upward `use` added
+    /// (the base naming Vault's layer), against docs/design.md itself.
+    #[test]
+    fn the_layer_check_fails_on_an_upward_import() {
+        use std::path::Path;
+        fn copy(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for e in std::fs::read_dir(from).unwrap() {
+                let e = e.unwrap();
+                let dest = to.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    copy(&e.path(), &dest);
+                } else {
+                    std::fs::copy(e.path(), dest).unwrap();
+                }
+            }
+        }
+        let root = env!("CARGO_MANIFEST_DIR");
+        let run = |src: &Path, design: &Path| {
+            let out = std::process::Command::new("bash")
+                .arg(format!("{root}/tools/check-layers.sh"))
+                .arg(src)
+                .arg(design)
+                .output()
+                .expect("bash runs");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).to_string(),
+            )
+        };
+        let tmp = std::env::temp_dir().join(format!("vblast-layers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        // Two layers, `high` over `low`, and `low` naming `high`: no cycle, only the order.
+        let (src, design) = (tmp.join("toy"), tmp.join("design.md"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(
+            &design,
+            "| Layer | Folder / file | Its one job |\n|---|---|---|\n\
+             | top | `high.rs` | above |\n| bottom | `low.rs` | below |\n| | `side.rs` | beside |\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("high.rs"), "use crate::low::f;\n").unwrap();
+        std::fs::write(src.join("low.rs"), "pub fn f() {}\n").unwrap();
+        std::fs::write(src.join("side.rs"), "use crate::low::f;\n").unwrap();
+        let (ok, said) = run(&src, &design);
+        assert!(ok, "{said}");
+        std::fs::write(src.join("low.rs"), "use crate::high::g;\npub fn f() {}\n").unwrap();
+        std::fs::write(src.join("high.rs"), "pub fn g() {}\n").unwrap();
+        let (ok, said) = run(&src, &design);
+        assert!(!ok, "{said}");
+        assert!(said.contains("low.rs (bottom) names high, which"), "{said}");
+        assert!(!said.contains("cycle"), "{said}");
+        std::fs::write(src.join("extra.rs"), "").unwrap();
+        let (ok, said) = run(&src, &design);
+        assert!(
+            !ok && said.contains("src/extra is not in the layer table"),
+            "{said}"
+        );
+        // The real tree and table, with the base naming Vault's layer.
+        let copied = tmp.join("src");
+        copy(&Path::new(root).join("src"), &copied);
+        let real_design = Path::new(root).join("docs/design.md");
+        let (ok, said) = run(&copied, &real_design);
+        assert!(ok, "{said}");
+        let timer = copied.join("timer.rs");
+        let mut text = std::fs::read_to_string(&timer).unwrap();
+        text.push_str("\n#[allow(unused_imports)]\nuse crate::vault::client::Client;\n");
+        std::fs::write(&timer, text).unwrap();
+        let (ok, said) = run(&copied, &real_design);
+        assert!(!ok, "{said}");
+        assert!(
+            said.contains("timer.rs (base) names vault, which"),
+            "{said}"
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 
     /// Issue 21, item 7: no function over 100 lines without its reason in a comment.

@@ -3,15 +3,23 @@
 # modules of src/ (a file's module is the first part of its path under src/), and those
 # through `super::` (any number of them, inline `mod x {}` counted) and `self::`, in
 # nested `use` groups too (`use crate::{a::{b, c}, d}` names a and d), and fails
-# when they form a cycle, printing the edges it found; it also fails when a module other
-# than cli/ and commands/ (and the crate root, lib.rs, which dispatches) names `cli::`.
-# Comments are not read. Usage: tools/check-layers.sh [SRC_DIR]
+# - when a module names one that the layer table of docs/design.md puts on a layer above
+#   its own (the table is read from the document itself, top layer first: a row whose
+#   first cell is empty is on the layer of the row above it);
+# - when a top-level module of src/ is missing from that table, or the table names one
+#   src/ does not have, or a folder of src/ (any depth, `net/h2/`) is not named in the
+#   document;
+# - when the modules form a cycle, printing the edges it found;
+# - when a module other than cli/ and commands/ (and the crate root, lib.rs, which
+#   dispatches) names `cli::`.
+# Comments are not read. Usage: tools/check-layers.sh [SRC_DIR [DESIGN_MD]]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-exec python3 - "${1:-src}" <<'PY'
+exec python3 - "${1:-src}" "${2:-docs/design.md}" <<'PY'
 import os, re, sys
 
 src = sys.argv[1]
+design = sys.argv[2]
 edges = {}          # (from, to) -> a file that has it
 cli_named = []      # files outside cli/ and commands/ that name cli::
 cli_path = re.compile(r"(?<![A-Za-z0-9_])cli::")
@@ -140,7 +148,54 @@ for v in sorted(graph):
     if v not in index:
         visit(v)
 
+def layer_table(path):
+    """The layer table of the design document: {module: (rank, layer name)}, rank 0 at the
+    top. Its rows are `| Layer | Folder / file | Its one job |`; the modules of a row are the
+    backquoted `name/` and `name.rs` of its second cell."""
+    ranks, rank, name, in_table = {}, -1, None, False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("| Layer |"):
+                in_table = True
+                continue
+            if not in_table:
+                continue
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 2 or all(re.fullmatch(r"[-: ]*", c) for c in cells):
+                continue  # the line under the header
+            if cells[0]:
+                rank, name = rank + 1, cells[0]
+            for m in re.finditer(r"`([A-Za-z0-9_]+)(/|\.rs)`", cells[1]):
+                ranks.setdefault(m.group(1), (rank, name))
+    return ranks
+
+table = layer_table(design)
 failed = False
+if not table:
+    failed = True
+    print(f"check-layers: no layer table (a `| Layer |` header) in {design}")
+for t in sorted(top_modules - set(table)):
+    failed = True
+    print(f"check-layers: src/{t} is not in the layer table of {design}")
+for t in sorted(set(table) - top_modules - {"lib", "main"}):
+    failed = True
+    print(f"check-layers: the layer table of {design} names {t}, which {src} does not have")
+with open(design, encoding="utf-8") as f:
+    design_text = f.read()
+for root, dirs, _ in os.walk(src):
+    for d in dirs:
+        folder = os.path.relpath(os.path.join(root, d), src).replace(os.sep, "/") + "/"
+        if f"`{folder}`" not in design_text:
+            failed = True
+            print(f"check-layers: the folder src/{folder} is not named (as `{folder}`) in {design}")
+for (a, b), f in sorted(edges.items()):
+    if a in table and b in table and table[b][0] < table[a][0]:
+        failed = True
+        print(
+            f"check-layers: {f} ({table[a][1]}) names {b}, which {design} puts above it ({table[b][1]})"
+        )
 for comp in comps:
     failed = True
     print(f"check-layers: a cycle between the modules {', '.join(comp)}; their edges:")
@@ -152,5 +207,5 @@ for f in sorted(cli_named):
     print(f"check-layers: {f} names cli:: (only cli/ and commands/ may: flags stay above the library)")
 if failed:
     sys.exit(1)
-print(f"check-layers: {len(edges)} edges between {len(set(a for a, _ in edges) | set(b for _, b in edges))} top-level modules, no cycle")
+print(f"check-layers: {len(edges)} edges between {len(set(a for a, _ in edges) | set(b for _, b in edges))} top-level modules, none upward in the {max(r for r, _ in table.values()) + 1} layers of {design}, no cycle")
 PY

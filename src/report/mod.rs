@@ -13,6 +13,7 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod nodes;
+pub mod page;
 pub mod tails;
 pub mod text;
 pub mod vb_json;

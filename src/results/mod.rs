@@ -13,9 +13,6 @@
 pub mod deliver;
 pub mod shards;
 
-// The reading half (read, merge, load, report_files) is for `vblast report`, which the
-// command line does not have yet; until then only the tests call it.
-
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -3,7 +3,8 @@
 //! is one look at one node; `sampler` takes them from a thread of its own; `timeline`
 //! keeps each node's samples and the intervals between them (merged across shards by
 //! node); `summary` is what they say beside the client's figures, and the report's lines;
-//! `live` hands each node's latest interval to the Prometheus exporter.
+//! `live` hands each node's latest interval to the Prometheus exporter. A node is reached
+//! through `NodeApi`, which the session's Vault client implements (src/session/open.rs).
 
 pub mod live;
 pub mod pprof;
@@ -16,9 +17,20 @@ pub mod verdict;
 
 use std::time::Duration;
 
+use crate::error::Cause;
+use crate::net::blocking::Response;
+
 pub use sampler::Sampler;
 pub use summary::{ClientSide, ServerSummary};
 pub use timeline::ServerSamples;
+
+/// How the sampler reaches one node's API: a GET of `path` (`/v1/sys/metrics`), within
+/// the run's namespace or at the root, over a connection of its own; and the node's base
+/// URL, for messages.
+pub trait NodeApi: Send {
+    fn get(&mut self, path: &str, in_namespace: bool) -> Result<Response, Cause>;
+    fn base(&self) -> String;
+}
 
 /// How a run samples its nodes (`--server-interval`, `--server-pid`); no value means no
 /// sampling (`--no-server-stats`, URL mode).

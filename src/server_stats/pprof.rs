@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::NodeApi;
 use crate::error::Cause;
-use crate::vault::client::Client;
 
 /// How the first node is profiled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,11 +62,11 @@ fn stamp(t: SystemTime) -> String {
 }
 
 /// One profile of `kind` saved in `dir`; the file's name.
-fn save(client: &mut Client, dir: &Path, kind: &str, query: &str) -> Result<String, Cause> {
+fn save(client: &mut dyn NodeApi, dir: &Path, kind: &str, query: &str) -> Result<String, Cause> {
     let at = stamp(SystemTime::now());
     let path = format!("/v1/sys/pprof/{kind}{query}");
     let r = client
-        .request("GET", &path, None)
+        .get(&path, true)
         .map_err(|e| e.within(format!("reading {path} failed")))?;
     if !(200..300).contains(&r.status) {
         return Err(Cause::Http {
@@ -86,7 +86,8 @@ fn save(client: &mut Client, dir: &Path, kind: &str, query: &str) -> Result<Stri
 }
 
 impl Profiler {
-    pub fn start(p: &Profiling, mut client: Client) -> Profiler {
+    pub fn start(p: &Profiling, client: impl NodeApi + 'static) -> Profiler {
+        let mut client: Box<dyn NodeApi> = Box::new(client);
         let bell: Chime = Arc::new((Mutex::new(false), Condvar::new()));
         let files = Arc::new(Mutex::new(Vec::new()));
         let refused = Arc::new(Mutex::new(None));
@@ -101,7 +102,7 @@ impl Profiler {
                     for (kind, query) in
                         [("profile", cpu.as_str()), ("heap", ""), ("goroutine", "")]
                     {
-                        match save(&mut client, &p.dir, kind, query) {
+                        match save(client.as_mut(), &p.dir, kind, query) {
                             Ok(name) => f.lock().unwrap_or_else(|e| e.into_inner()).push(name),
                             Err(e) => {
                                 let line = format!("pprof: {e}: no more profiles");

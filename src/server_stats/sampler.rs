@@ -1,8 +1,9 @@
 //! The sampler: a thread of its own that looks at every node each interval, over
-//! blocking connections of its own (`vault::client`), never the engine's. It takes one
-//! sample of each node before the load begins (on the caller's thread) and one after it
-//! ends, so the run's window is covered at both edges. A source that does not answer is
-//! said once, on stderr and in the samples, and left alone for the rest of the run.
+//! blocking connections of its own (a `NodeApi` each: the session's Vault clients), never
+//! the engine's. It takes one sample of each node before the load begins (on the caller's
+//! thread) and one after it ends, so the run's window is covered at both edges. A source
+//! that does not answer is said once, on stderr and in the samples, and left alone for the
+//! rest of the run.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -10,14 +11,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Cause;
 use crate::packed::Packed;
-use crate::vault::client::Client;
 
-use super::Settings;
 use super::live::LatestIntervals;
 use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
 use super::timeline::{NodeSamples, ServerSamples, interval};
+use super::{NodeApi, Settings};
 
 /// Where a source stands for one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ enum Source {
 
 /// One node's sources and samples.
 struct SampledNode {
-    client: Client,
+    client: Box<dyn NodeApi>,
     pid: Option<u32>,
     telemetry: Source,
     host: Source,
@@ -97,7 +97,7 @@ impl KeptSamples {
 }
 
 impl SampledNode {
-    fn new(client: Client, pid: Option<u32>) -> SampledNode {
+    fn new(client: Box<dyn NodeApi>, pid: Option<u32>) -> SampledNode {
         let node = client.base();
         SampledNode {
             client,
@@ -146,7 +146,7 @@ impl SampledNode {
         };
         // A node that has handled nothing yet (a fresh standby) lists no such counter:
         // its count is 0.
-        let count = |client: &mut Client| {
+        let count = |client: &mut dyn NodeApi| {
             sources::telemetry(client, Form::Prometheus)
                 .ok()
                 .flatten()
@@ -156,7 +156,7 @@ impl SampledNode {
                         .unwrap_or(0.0)
                 })
         };
-        let c = &mut self.client;
+        let c = self.client.as_mut();
         let (Some(a), Some(b), Some(d)) = (count(c), count(c), count(c)) else {
             return;
         };
@@ -219,7 +219,7 @@ impl SampledNode {
             Source::Off => return,
         };
         self.own_since += self.metrics_cost;
-        match sources::telemetry(&mut self.client, form) {
+        match sources::telemetry(self.client.as_mut(), form) {
             Ok(Some(v)) => {
                 sources::fill_telemetry(s, &v);
                 if form == Form::Json {
@@ -262,7 +262,7 @@ impl SampledNode {
             return;
         }
         self.own_since += self.host_cost;
-        match sources::host_info(&mut self.client) {
+        match sources::host_info(self.client.as_mut()) {
             Ok((cpu, used, total)) => {
                 s.host_cpu = Some(cpu);
                 s.host_mem_used_bytes = Some(used);
@@ -332,15 +332,15 @@ impl Sampler {
     /// compressed as they come (`KeptSamples`).
     pub fn start(
         settings: &Settings,
-        clients: Vec<Client>,
-        profiling: Option<Client>,
+        clients: Vec<impl NodeApi + 'static>,
+        profiling: Option<impl NodeApi + 'static>,
         warmup: Duration,
         latest: Option<LatestIntervals>,
     ) -> Sampler {
         let mut nodes: Vec<SampledNode> = clients
             .into_iter()
             .enumerate()
-            .map(|(i, c)| SampledNode::new(c, settings.pids.get(i).copied()))
+            .map(|(i, c)| SampledNode::new(Box::new(c), settings.pids.get(i).copied()))
             .collect();
         if let Some(first) = nodes.first_mut() {
             first.with_client = true;

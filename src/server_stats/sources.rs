@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use super::NodeApi;
 use crate::error::Cause;
-use crate::vault::client::Client;
 
 use super::sample::{HostCpu, Process, Sample, TimerTotals};
 
@@ -201,12 +201,12 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
 /// One look at the server's telemetry: the Prometheus form if `form` says so, the JSON
 /// form otherwise. A Prometheus form the server does not keep (no
 /// `prometheus_retention_time`) answers `Ok(None)`: try the JSON form.
-pub fn telemetry(client: &mut Client, form: Form) -> Result<Option<Values>, Cause> {
+pub fn telemetry(client: &mut dyn NodeApi, form: Form) -> Result<Option<Values>, Cause> {
     let path = match form {
         Form::Prometheus => "/v1/sys/metrics?format=prometheus",
         Form::Json => "/v1/sys/metrics",
     };
-    let r = client.request_root("GET", path, None)?;
+    let r = client.get(path, false)?;
     match (r.status, form) {
         (200, Form::Prometheus) => Ok(Some(parse_prometheus(&String::from_utf8_lossy(&r.body)))),
         (200, Form::Json) => match parse_json_gauges(&r.body) {
@@ -227,8 +227,8 @@ pub fn telemetry(client: &mut Client, form: Form) -> Result<Option<Values>, Caus
 
 /// The host's CPU times and memory from `sys/host-info` (which needs `sudo` rights on
 /// the path).
-pub fn host_info(client: &mut Client) -> Result<(HostCpu, u64, u64), Cause> {
-    let r = client.request_root("GET", "/v1/sys/host-info", None)?;
+pub fn host_info(client: &mut dyn NodeApi) -> Result<(HostCpu, u64, u64), Cause> {
+    let r = client.get("/v1/sys/host-info", false)?;
     if r.status != 200 {
         return Err(Cause::Http {
             what: "sys/host-info".into(),

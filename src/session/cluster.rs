@@ -1,8 +1,9 @@
 //! The nodes of one HA cluster during a session: what each node says it is
 //! (`sys/health`: active, standby, sealed, unreachable; its `cluster_id`), the checks
 //! before any load (a node reachable, one active, one cluster, no node twice), and the
-//! watcher that follows the active node during a run. Where the addresses come from is
-//! `config::cluster`.
+//! watcher that follows the active node during a run, and a session's cluster target
+//! (`ClusterRun`: its nodes, the view before the run, where each step's connections go).
+//! Where the addresses come from is `config::cluster`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,9 +13,11 @@ use std::time::Duration;
 use rustls::pki_types::ServerName;
 use serde::{Deserialize, Serialize};
 
+use crate::config::cluster::{ClusterSpec, NodesMode};
 use crate::error::Error;
-use crate::net::route::Route;
+use crate::net::route::{NodePlan, Route};
 use crate::net::target::Target;
+use crate::signals::Stop;
 use crate::vault::client::Client;
 
 /// What a node's `sys/health` said.
@@ -255,5 +258,189 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A cluster target: its nodes, how they looked before the run, and the active node
+/// (moved by the watcher during `--nodes active` steps).
+pub(super) struct ClusterRun {
+    pub(super) targets: Vec<Target>,
+    pub(super) view: ClusterView,
+    pub(super) mode: NodesMode,
+    pub(super) prober: Prober,
+    pub(super) route: Arc<Route>,
+}
+
+impl ClusterRun {
+    /// Where a step's connections go, per `--nodes`: `active`, one plan on the active node
+    /// whose route the watcher moves; `all`, one plan spread over the unsealed nodes;
+    /// `each`, a plan per unsealed node, run one after another. `Session::step` runs them
+    /// all; `Session::hold` holds the one plan of `active` and `all`.
+    pub(super) fn node_plans(&self) -> Vec<NodePlan> {
+        let unsealed = self.view.unsealed();
+        let base = NodePlan {
+            targets: self.targets.clone(),
+            ..NodePlan::default()
+        };
+        match self.mode {
+            NodesMode::Active => vec![NodePlan {
+                use_nodes: vec![self.route.active()],
+                route: Some(self.route.clone()),
+                ..base
+            }],
+            NodesMode::All => vec![NodePlan {
+                use_nodes: unsealed,
+                spread: true,
+                ..base
+            }],
+            NodesMode::Each => unsealed
+                .into_iter()
+                .map(|n| NodePlan {
+                    use_nodes: vec![n],
+                    ..base.clone()
+                })
+                .collect(),
+        }
+    }
+
+    /// `--nodes active`: the watcher that moves the route while the load runs. It runs in
+    /// this process; worker processes hear of its moves from the coordinator
+    /// (src/orchestrate/).
+    pub(super) fn watcher(&self) -> Option<Watcher> {
+        (self.mode == NodesMode::Active).then(|| {
+            Watcher::start(
+                self.prober.clone(),
+                self.targets.clone(),
+                self.route.clone(),
+            )
+        })
+    }
+
+    /// Each node's row says what the node was before the run.
+    pub(super) fn set_roles(&self, stats: &mut crate::stats::Stats) {
+        for (n, v) in stats.nodes.iter_mut().zip(&self.view.nodes) {
+            n.role = v.state.word();
+        }
+    }
+
+    /// The node active now (as the watcher last saw it).
+    pub(super) fn active_target(&self) -> Target {
+        self.targets[self.route.active()].clone()
+    }
+
+    /// Asks every node's `sys/health` and refuses a cluster that cannot be measured.
+    pub(super) fn probe(
+        scenario: &crate::config::scenario::Scenario,
+        spec: &ClusterSpec,
+        tls_config: &Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    ) -> Result<ClusterRun, Error> {
+        let mut targets = Vec::with_capacity(spec.nodes.len());
+        for a in &spec.nodes {
+            let mut t = Target::parse(a).map_err(Error::input)?;
+            t.path = "/".into();
+            targets.push(t);
+        }
+        if targets.iter().any(|t| t.scheme != targets[0].scheme) {
+            return Err(Error::input(
+                "the nodes of a cluster must all be http:// or all https://",
+            ));
+        }
+        let prober = Prober {
+            tls: tls_config.as_ref().map(|(c, _)| {
+                (
+                    c.clone(),
+                    scenario.tls.as_ref().and_then(|t| t.server_name.clone()),
+                )
+            }),
+            timeout: scenario.load.timeout.min(Duration::from_secs(5)),
+        };
+        let view = prober.probe(&targets);
+        let active = view.check()?;
+        Ok(ClusterRun {
+            targets,
+            view,
+            mode: spec.mode,
+            prober: Prober {
+                timeout: Duration::from_millis(500),
+                ..prober
+            },
+            route: Arc::new(Route::new(active)),
+        })
+    }
+
+    /// The cluster's active node now, waiting up to `wait` for one (not after a second
+    /// signal); None: no node became active.
+    pub(super) fn active_now(&self, stop: &Stop, wait: Duration) -> Option<usize> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            if let Some(i) = self.prober.probe(&self.targets).active() {
+                return Some(i);
+            }
+            if std::time::Instant::now() >= deadline || stop.is_urgent() {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster target of three nodes, the second sealed, the third active.
+    fn run(mode: NodesMode) -> ClusterRun {
+        let targets: Vec<Target> = (0..3)
+            .map(|i| Target::parse(&format!("http://127.0.0.1:{}", 8200 + i)).unwrap())
+            .collect();
+        let states = [NodeState::Standby, NodeState::Sealed, NodeState::Active];
+        let view = ClusterView {
+            nodes: targets
+                .iter()
+                .zip(states)
+                .map(|(t, state)| NodeView {
+                    target: t.clone(),
+                    state,
+                    cluster_id: Some("c".into()),
+                    cluster_name: None,
+                })
+                .collect(),
+        };
+        ClusterRun {
+            targets,
+            view,
+            mode,
+            prober: Prober {
+                tls: None,
+                timeout: Duration::from_millis(100),
+            },
+            route: Arc::new(Route::new(2)),
+        }
+    }
+
+    #[test]
+    fn node_plans_follow_nodes_mode_over_the_unsealed_nodes() {
+        let active = run(NodesMode::Active).node_plans();
+        assert_eq!(active.len(), 1);
+        assert_eq!(active[0].use_nodes, [2]);
+        assert!(active[0].route.is_some() && !active[0].spread);
+        assert_eq!(active[0].targets.len(), 3);
+        let all = run(NodesMode::All).node_plans();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].use_nodes, [0, 2]);
+        assert!(all[0].spread && all[0].route.is_none());
+        let each = run(NodesMode::Each).node_plans();
+        let used: Vec<Vec<usize>> = each.iter().map(|p| p.use_nodes.clone()).collect();
+        assert_eq!(used, [vec![0], vec![2]]);
+        assert!(each.iter().all(|p| !p.spread && p.route.is_none()));
+    }
+
+    #[test]
+    fn roles_and_the_active_target_come_from_the_view_and_the_route() {
+        let c = run(NodesMode::Active);
+        assert_eq!(c.active_target().port, 8202);
+        c.route.set(0);
+        assert_eq!(c.active_target().port, 8200);
+        assert!(run(NodesMode::All).watcher().is_none());
     }
 }

@@ -1,5 +1,5 @@
 //! The sweep as an HTML page (`vblast sweep --html`, `vblast report sweep.json --html`,
-//! `vblast compare a.json b.json --html`), drawn with the charts of `report::html`: the
+//! `vblast compare a.json b.json --html`), drawn with the charts of `report::page`: the
 //! knee (latency p50 and p99 against the achieved throughput), the per-step percentiles
 //! against the offered load, the achieved rate against the offered one, the steps' table
 //! and the answer (with the resource that gave out first at the knee). Several sweeps
@@ -8,7 +8,7 @@
 use crate::report::Model;
 use crate::report::ci::cell;
 use crate::report::fmt_ms;
-use crate::report::html::{Chart, Scale, Series, escape, page, table};
+use crate::report::page::{Chart, Scale, Series, escape, page, table};
 
 use super::file::{Judged, Sweep, answer_line};
 use super::objective::Objective;

@@ -183,8 +183,8 @@ pub const WRITE: OpInfo = OpInfo {
 
 pub const LIST: OpInfo = OpInfo {
     name: "kv-list",
-    about: "LIST the seeded secrets (their folder); the answer must hold data.keys",
-    request: "LIST /v1/<mount>/metadata/<prefix> (KV v1: /v1/<mount>/<prefix>)",
+    about: "GET the list of the seeded secrets (their folder, ?list=true); the answer must hold data.keys",
+    request: "GET /v1/<mount>/metadata/<prefix>?list=true (KV v1: /v1/<mount>/<prefix>?list=true)",
     doc: DOC,
     options: OPTIONS,
     also: ALSO,

@@ -393,7 +393,6 @@ pub(crate) fn json_str(v: &Value, path: &str, what: &str) -> Result<String, Caus
         .ok_or_else(|| Cause::from(format!("{what}: the answer has no {path}")))
 }
 
-/// Refuses `--no-setup` for operations that cannot run without their fixture.
 /// `created()` of an operation whose setup enabled a fresh secrets engine at `mount`.
 pub(crate) fn mount_created(kind: &str, mount: Option<&str>) -> Vec<Created> {
     mount
@@ -535,6 +534,7 @@ pub(crate) fn delete_policy(client: &mut Client, policy: &mut Option<String>) ->
     Ok(())
 }
 
+/// Refuses `--no-setup` for operations that cannot run without their fixture.
 pub(crate) fn needs_setup(ctx: &SetupCtx, name: &str) -> Result<(), Error> {
     if ctx.no_setup {
         return Err(Error::input(format!(
