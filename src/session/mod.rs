@@ -476,11 +476,18 @@ impl Session {
     /// `--audit-path` of a local server: the responses its audit log holds per operation
     /// (from `from` on), in the order of `op_names`, beside the client's `counts`, as the
     /// report's line. None without an audit device.
-    pub fn audit_line(&self, from: Option<SystemTime>, counts: &[u64]) -> Option<String> {
+    pub fn audit_line(
+        &self,
+        from: Option<SystemTime>,
+        counts: &[u64],
+        in_flight: u64,
+    ) -> Option<String> {
         let path = self.plan.audit_path.as_ref()?;
         Some(
             match crate::vault::audit::count(path, &self.operations, from) {
-                Ok(audit) => crate::vault::audit::agreement(&self.op_names(), &audit, counts),
+                Ok(audit) => {
+                    crate::vault::audit::agreement(&self.op_names(), &audit, counts, in_flight)
+                }
                 Err(e) => format!("audit log not counted (a server on another machine?): {e}"),
             },
         )
