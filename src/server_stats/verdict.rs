@@ -80,8 +80,14 @@ fn fullness(used: Option<f64>, wait: Option<f64>, cores: f64) -> Option<f64> {
 }
 
 fn cpu_words(who: &str, used: Option<f64>, wait: Option<f64>, cores: f64) -> String {
+    // A quota is a fraction of a core (0.50): said as such, not rounded to 0.
+    let of = if cores.fract() == 0.0 {
+        format!("{cores:.0}")
+    } else {
+        format!("{cores:.2}")
+    };
     format!(
-        "{who} CPU {:.2} cores used + {:.2} waited for, of {cores:.0}",
+        "{who} CPU {:.2} cores used + {:.2} waited for, of {of}",
         used.unwrap_or(0.0),
         wait.unwrap_or(0.0)
     )
@@ -253,6 +259,12 @@ mod tests {
         k.cpu_cores = Some(0.35);
         k.throttled_s_per_s = Some(0.4);
         assert_eq!(resource(&[step(100, 100.0), k], 1), None);
+        // Waiting for a CPU under a half-core quota: full at the quota, said as 0.50.
+        let mut k = quota(210, 200.0, 0.04, 0.0);
+        k.cpu_wait_cores = Some(1.04);
+        let v = saturated(&[quota(100, 100.0, 0.05, 0.0), k], 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::ServerCpu), "{}", v.figures);
+        assert!(v.figures.ends_with("waited for, of 0.50"), "{}", v.figures);
     }
 
     #[test]
