@@ -1,6 +1,7 @@
 //! Where a sample's figures come from, one reader per source: the server's telemetry
 //! (`sys/metrics`, in Prometheus form when the server keeps it, else its JSON form),
-//! the host it runs on (`sys/host-info`), and its process (`/proc/PID`, `--server-pid`).
+//! the host it runs on (`sys/host-info`), its process (`/proc/PID`, `--server-pid`) and
+//! that process's cgroup CPU quota and throttling (cgroup v2 or v1).
 //! Each answers its figures or a `Cause` that says why the source is missing.
 
 use std::borrow::Cow;
