@@ -13,7 +13,9 @@
 #
 # Needs root (cgroups). Knobs: RATES (200..12000), STEPS (5), STEP (5s), WARMUP (1s),
 # P99 (20ms), CONNS (64), OP (kv-read), OUT (target/sizing-demo), SIZES ("50000 100000":
-# the quota per 100 ms period, in microseconds, of each size).
+# the quota per 100 ms period, in microseconds, of each size). The sweeps read the server's
+# cgroup through --server-pid: each report gives its CPU as a share of the quota, and the
+# verdict names "CPU (quota)" when the quota's throttling grew at the knee.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,6 +81,7 @@ for quota in $SIZES; do
     echo "== $name: the server limited to $((quota / 1000))% of one core" >&2
     taskset -c 1 "$VBLAST" sweep --op "$OP" --rate "$RATES" --steps "$STEPS" \
         --step-duration "$STEP" --step-warmup "$WARMUP" --slo "p99=$P99" -c "$CONNS" \
+        --server-pid "$BAO_PID" \
         --output "$OUT/$name.json" --html "$OUT/$name.html" | tee "$OUT/$name.txt"
     files+=("$OUT/$name.json")
     if [ "${CROSSCHECK:-0}" = 1 ]; then

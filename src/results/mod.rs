@@ -162,6 +162,8 @@ impl Results {
                 .saturating_sub(e.connect + e.read + e.write + e.timeout),
             mean_ms: s.latency_ms.mean,
             connections: s.run.connections,
+            interrupted: s.run.interrupted,
+            shards: self.shard.as_ref().map_or(0, |r| r.count),
         };
         Some(samples.summary(&client, start_ms))
     }

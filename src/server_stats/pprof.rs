@@ -6,6 +6,7 @@
 //! asked no more.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -51,6 +52,9 @@ pub struct Profiler {
     files: Arc<Mutex<Vec<String>>>,
     /// Why no more profiles are asked for, once the endpoint refused (said once).
     refused: Arc<Mutex<Option<String>>>,
+    /// Profile requests sent since the last `take_asked`, refused ones included: each
+    /// passes through the node's handler, for the accounting.
+    asked: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -91,7 +95,9 @@ impl Profiler {
         let bell: Chime = Arc::new((Mutex::new(false), Condvar::new()));
         let files = Arc::new(Mutex::new(Vec::new()));
         let refused = Arc::new(Mutex::new(None));
+        let asked = Arc::new(AtomicU64::new(0));
         let (b, f, r, p) = (bell.clone(), files.clone(), refused.clone(), p.clone());
+        let a = asked.clone();
         let thread = std::thread::Builder::new()
             .name("server-pprof".into())
             .spawn(move || {
@@ -102,6 +108,7 @@ impl Profiler {
                     for (kind, query) in
                         [("profile", cpu.as_str()), ("heap", ""), ("goroutine", "")]
                     {
+                        a.fetch_add(1, Ordering::Relaxed);
                         match save(client.as_mut(), &p.dir, kind, query) {
                             Ok(name) => f.lock().unwrap_or_else(|e| e.into_inner()).push(name),
                             Err(e) => {
@@ -119,8 +126,14 @@ impl Profiler {
             bell,
             files,
             refused,
+            asked,
             thread,
         }
+    }
+
+    /// The profile requests sent since the last call, refused ones included.
+    pub fn take_asked(&self) -> u64 {
+        self.asked.swap(0, Ordering::Relaxed)
     }
 
     /// Why the endpoint gave no more profiles, once it refused.
@@ -137,8 +150,9 @@ impl Profiler {
     }
 
     /// Stops the thread (a CPU profile under way is waited for) and gives the files saved
-    /// since the last `take`, and why no more were asked for if the endpoint refused.
-    pub fn finish(mut self) -> (Vec<String>, Option<String>) {
+    /// since the last `take`, why no more were asked for if the endpoint refused, and the
+    /// requests sent since the last `take_asked`.
+    pub fn finish(mut self) -> (Vec<String>, Option<String>, u64) {
         {
             let (stopped, cv) = &*self.bell;
             *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -147,7 +161,7 @@ impl Profiler {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        (self.take(), self.refused())
+        (self.take(), self.refused(), self.take_asked())
     }
 }
 

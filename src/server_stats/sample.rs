@@ -42,6 +42,40 @@ pub struct Process {
     /// seconds: CPU the process wanted and did not get.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait_s: Option<f64>,
+    /// Its cgroup's CPU limit and throttling (`sources::cgroup_cpu`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupCpu>,
+}
+
+/// The CPU limit of a process's cgroup (a container's limit, `systemd-run -p CPUQuota`,
+/// Kubernetes' `resources.limits.cpu`), and how much it has held the process back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupCpu {
+    /// The quota in cores (quota / period of the tightest limit on the way to the root):
+    /// None when no cgroup on the way has one (`max`, or `-1` in cgroup v1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cores: Option<f64>,
+    /// Periods in which the limiting cgroup ran out of quota, cumulative (`nr_throttled`).
+    pub throttled_periods: u64,
+    /// Periods of the limiting cgroup with runnable tasks, cumulative (`nr_periods`).
+    pub periods: u64,
+    /// Time its tasks were held back by the quota, seconds, cumulative (`throttled_usec`,
+    /// or `throttled_time` in cgroup v1).
+    pub throttled_s: f64,
+}
+
+impl Sample {
+    /// Every request the server handled, logins with the rest: `handle_request` and
+    /// `handle_login_request` summed (a server that has handled no login yet lists no
+    /// login timer: none).
+    pub fn handled(&self) -> Option<TimerTotals> {
+        let h = self.handle_request?;
+        let l = self.handle_login_request.unwrap_or_default();
+        Some(TimerTotals {
+            count: h.count + l.count,
+            sum_ms: h.sum_ms + l.sum_ms,
+        })
+    }
 }
 
 /// One node at one instant. Every figure is optional: a source that did not answer
@@ -71,6 +105,10 @@ pub struct Sample {
     pub rate_limit_violations: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle_request: Option<TimerTotals>,
+    /// Logins (`vault_core_handle_login_request`): the server times them apart from
+    /// `handle_request`, and an `approle-login` request is counted there only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle_login_request: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_token: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -225,6 +225,7 @@ impl SampledNode {
                 if form == Form::Json {
                     // Its timers cover the sink's own interval, not the run's.
                     s.handle_request = None;
+                    s.handle_login_request = None;
                     s.check_token = None;
                     s.barrier_get = None;
                     s.barrier_put = None;
@@ -370,7 +371,7 @@ impl Sampler {
     /// every node's samples.
     pub fn finish(mut self) -> Option<ServerSamples> {
         let interval = self.interval;
-        let (profiles, refused) = self
+        let (profiles, refused, profile_requests) = self
             .profiler
             .take()
             .map(Profiler::finish)
@@ -382,6 +383,8 @@ impl Sampler {
             nodes: nodes.iter_mut().map(SampledNode::end_step).collect(),
             profiles,
             sampler_cpu_s: cpu.as_secs_f64(),
+            profile_requests,
+            shard_windows: Vec::new(),
         })
     }
 
@@ -405,6 +408,8 @@ impl Sampler {
             nodes: done,
             profiles: profiler.as_ref().map(Profiler::take).unwrap_or_default(),
             sampler_cpu_s: cpu.as_secs_f64(),
+            profile_requests: profiler.as_ref().map_or(0, Profiler::take_asked),
+            shard_windows: Vec::new(),
         };
         Some((
             samples,

@@ -1,6 +1,7 @@
 //! Where a sample's figures come from, one reader per source: the server's telemetry
 //! (`sys/metrics`, in Prometheus form when the server keeps it, else its JSON form),
-//! the host it runs on (`sys/host-info`), and its process (`/proc/PID`, `--server-pid`).
+//! the host it runs on (`sys/host-info`), its process (`/proc/PID`, `--server-pid`) and
+//! that process's cgroup CPU quota and throttling (cgroup v2 or v1).
 //! Each answers its figures or a `Cause` that says why the source is missing.
 
 use std::borrow::Cow;
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 use super::NodeApi;
 use crate::error::Cause;
 
-use super::sample::{HostCpu, Process, Sample, TimerTotals};
+use super::sample::{CgroupCpu, HostCpu, Process, Sample, TimerTotals};
 
 /// Storage backends whose telemetry names a `get` and `put` timer (`vault.<name>.get`).
 const STORAGE: [&str; 14] = [
@@ -57,8 +58,9 @@ const GAUGES: [&str; 9] = [
 ];
 
 /// The timers a sample keeps (their `_count` and `_sum`), storage backends' aside.
-const TIMERS: [&str; 4] = [
+const TIMERS: [&str; 5] = [
     "vault_core_handle_request",
+    "vault_core_handle_login_request",
     "vault_core_check_token",
     "vault_barrier_get",
     "vault_barrier_put",
@@ -181,6 +183,7 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
     s.server_cpu_s = gauge("process_cpu_seconds_total");
     s.server_rss_bytes = gauge("process_resident_memory_bytes");
     s.handle_request = timer("vault_core_handle_request");
+    s.handle_login_request = timer("vault_core_handle_login_request");
     s.check_token = timer("vault_core_check_token");
     s.barrier_get = timer("vault_barrier_get");
     s.barrier_put = timer("vault_barrier_put");
@@ -315,6 +318,7 @@ pub fn process(pid: u32) -> Result<Process, Cause> {
         write_bytes: None,
         cpus_allowed: cpus_allowed(pid),
         cpu_wait_s: cpu_wait_s(pid),
+        cgroup: cgroup_cpu(pid),
     };
     if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
         for line in io.lines() {
@@ -369,6 +373,105 @@ fn cpu_wait_s(pid: u32) -> Option<f64> {
             .unwrap_or(0);
     }
     Some(ns as f64 / 1e9)
+}
+
+/// Where the cgroup hierarchies are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// The CPU limit of `pid`'s cgroup and its throttling, from /proc/PID/cgroup and the
+/// cgroup files: cgroup v2 (`cpu.max`, `cpu.stat`'s `nr_throttled` and `throttled_usec`)
+/// or v1 (the `cpu` controller's `cpu.cfs_quota_us`, `cpu.cfs_period_us`, `cpu.stat`'s
+/// `throttled_time`). The limit is the tightest on the way from the process's cgroup to
+/// the root, its throttling that cgroup's. None: no cgroup CPU controller readable here.
+pub fn cgroup_cpu(pid: u32) -> Option<CgroupCpu> {
+    let list = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let (dir, v2) = cgroup_dir(&list)?;
+    let mut tightest: Option<(f64, std::path::PathBuf)> = None;
+    let mut at = Some(dir.as_path());
+    while let Some(d) = at.filter(|d| d.starts_with(CGROUP_ROOT)) {
+        if let Some(q) = if v2 { quota_v2(d) } else { quota_v1(d) }
+            && tightest.as_ref().is_none_or(|(t, _)| q < *t)
+        {
+            tightest = Some((q, d.to_path_buf()));
+        }
+        at = d.parent();
+    }
+    let stat_dir = tightest
+        .as_ref()
+        .map_or(dir.as_path(), |(_, d)| d.as_path());
+    let stat = std::fs::read_to_string(stat_dir.join("cpu.stat")).ok()?;
+    let mut c = parse_cpu_stat(&stat, v2);
+    c.quota_cores = tightest.map(|(q, _)| q);
+    Some(c)
+}
+
+/// The directory of the process's CPU cgroup, and whether it is cgroup v2, from the lines
+/// of /proc/PID/cgroup (`0::/path` for v2, `N:cpu,cpuacct:/path` for v1).
+fn cgroup_dir(list: &str) -> Option<(std::path::PathBuf, bool)> {
+    let root = std::path::Path::new(CGROUP_ROOT);
+    for line in list.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let rel = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "cpu") {
+            // v1: mounted as `cpu,cpuacct` (with a `cpu` link) or `cpu` alone.
+            for mount in [controllers, "cpu"] {
+                let d = root.join(mount).join(rel);
+                if d.join("cpu.cfs_quota_us").exists() {
+                    return Some((d, false));
+                }
+            }
+        }
+    }
+    let path = list.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let d = root.join(path.trim_start_matches('/'));
+    (root.join("cgroup.controllers").exists() && d.join("cpu.stat").exists()).then_some((d, true))
+}
+
+/// cgroup v2's `cpu.max` ("50000 100000", or "max 100000") in cores.
+fn quota_v2(dir: &std::path::Path) -> Option<f64> {
+    parse_cpu_max(&std::fs::read_to_string(dir.join("cpu.max")).ok()?)
+}
+
+/// Reads `cpu.max`: quota and period, microseconds; None for `max` (no limit).
+pub fn parse_cpu_max(text: &str) -> Option<f64> {
+    let mut it = text.split_whitespace();
+    let quota: f64 = it.next()?.parse().ok()?;
+    let period: f64 = it.next().unwrap_or("100000").parse().ok()?;
+    (quota > 0.0 && period > 0.0).then(|| quota / period)
+}
+
+/// cgroup v1's `cpu.cfs_quota_us` over `cpu.cfs_period_us`, in cores; None for -1.
+fn quota_v1(dir: &std::path::Path) -> Option<f64> {
+    let read = |f: &str| -> Option<f64> {
+        std::fs::read_to_string(dir.join(f))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (quota, period) = (read("cpu.cfs_quota_us")?, read("cpu.cfs_period_us")?);
+    (quota > 0.0 && period > 0.0).then(|| quota / period)
+}
+
+/// Reads `cpu.stat`'s periods and throttling (v2: `throttled_usec`; v1: `throttled_time`,
+/// nanoseconds).
+pub fn parse_cpu_stat(text: &str, v2: bool) -> CgroupCpu {
+    let mut c = CgroupCpu::default();
+    for line in text.lines() {
+        let mut kv = line.split_whitespace();
+        let (Some(k), Some(Ok(v))) = (kv.next(), kv.next().map(str::parse::<u64>)) else {
+            continue;
+        };
+        match (k, v2) {
+            ("nr_periods", _) => c.periods = v,
+            ("nr_throttled", _) => c.throttled_periods = v,
+            ("throttled_usec", true) => c.throttled_s = v as f64 / 1e6,
+            ("throttled_time", false) => c.throttled_s = v as f64 / 1e9,
+            _ => {}
+        }
+    }
+    c
 }
 
 /// A system configuration value, or `fallback` when the system does not say.
@@ -439,6 +542,23 @@ mod tests {
         assert_eq!(cpu.total_s, 20.5);
         assert!(parse_host_info(br#"{"data": {"cpu_times": []}}"#).is_err());
         assert!(parse_host_info(b"not json").is_err());
+    }
+
+    #[test]
+    fn cgroup_files_give_the_quota_and_the_throttling() {
+        assert_eq!(parse_cpu_max("50000 100000\n"), Some(0.5));
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        let v2 = parse_cpu_stat(
+            "usage_usec 9\nnr_periods 40\nnr_throttled 12\nthrottled_usec 250000\n",
+            true,
+        );
+        assert_eq!((v2.periods, v2.throttled_periods), (40, 12));
+        assert_eq!(v2.throttled_s, 0.25);
+        let v1 = parse_cpu_stat(
+            "nr_periods 3\nnr_throttled 2\nthrottled_time 1500000000\n",
+            false,
+        );
+        assert_eq!((v1.throttled_periods, v1.throttled_s), (2, 1.5));
     }
 
     #[test]

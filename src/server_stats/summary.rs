@@ -29,7 +29,23 @@ pub struct ClientSide {
     pub mean_ms: f64,
     /// The client's connections: at most that many requests are in flight at an edge.
     pub connections: u64,
+    /// The run was stopped (a signal): the requests in flight then (one per connection at
+    /// most) reached the server, and the client counted no answer to them.
+    pub interrupted: bool,
+    /// This is one shard's own report, of this many (0 or 1: not a shard): the server
+    /// counts every shard's requests, the client this shard's only.
+    pub shards: u64,
 }
+
+/// How long the shards' rendezvous waits between two looks at the sync mount
+/// (`session::fixtures::rendezvous`, which takes it from here): a shard outside its own
+/// sampling window asks the server at most once per this, while the others run.
+pub const RENDEZVOUS_POLL_MS: u64 = 250;
+
+/// What a shard does on the server outside its own load, beside its polls: its marker
+/// written (and once retried), its session's own setup and cleanup (a token made and
+/// revoked, a login, a check): at most this many requests at each edge of its window.
+const SHARD_EDGE_REQUESTS: u64 = 6;
 
 /// The server side of a run (the JSON report's `server`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -48,8 +64,16 @@ pub struct ServerSummary {
     /// connection); 0 without warm-up (the first sample came before the load).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explained: Option<u64>,
+    /// What `explained` is made of, each part in words with its count ("sampling windows
+    /// 32", "in flight at the stop 8", "profiles asked 3", "the shards' rendezvous 5").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explained_by: Vec<String>,
     /// The difference is beyond what the windows explain: requests lost, or a proxy.
     pub beyond: bool,
+    /// One shard's own report (this many shards): its server count holds every shard's
+    /// requests, so it is not compared; the merged report compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_of: Option<u64>,
     /// The server's mean time per request (handle_request, all nodes), milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_ms: Option<f64>,
@@ -80,6 +104,29 @@ pub struct ServerNodeSummary {
     pub cpu_wait_cores_mean: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
+    /// Where the server's CPU limit was looked for: its cgroup read (`--server-pid`), not
+    /// readable, or not visible from here (no process to read: a remote node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_seen: Option<LimitSeen>,
+    /// Its cgroup's CPU quota, in cores, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cores: Option<f64>,
+    /// The CPU it may use, in cores: the quota, or its cores when lower (or no quota).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_cores: Option<f64>,
+    /// Its CPU as a share of that limit, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_pct_peak: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_pct_mean: Option<f64>,
+    /// Time the quota held it back over the window, seconds, and per second (the mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s_per_s_mean: Option<f64>,
+    /// The share of its cgroup's periods throttled, percent (the intervals' mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_pct_mean: Option<f64>,
     /// vblast's own CPU and CPU wait, in cores (the first node's samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpu_cores_mean: Option<f64>,
@@ -136,6 +183,70 @@ pub struct ServerNodeSummary {
     pub intervals: Vec<Interval>,
 }
 
+/// Where a node's CPU limit (its cgroup's quota) was looked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitSeen {
+    /// Its cgroup was read (`--server-pid`): a quota, or none.
+    Read,
+    /// `--server-pid` given, its cgroup not readable here.
+    Unreadable,
+    /// No process read: a quota cannot be seen from here (a remote node, or no
+    /// `--server-pid`).
+    NotVisible,
+}
+
+/// The node's CPU limit and what it used of it, over `intervals` (see `LimitSeen`).
+struct CpuLimit {
+    seen: LimitSeen,
+    quota: Option<f64>,
+    limit: Option<f64>,
+    pct_peak: Option<f64>,
+    pct_mean: Option<f64>,
+    throttled_s: Option<f64>,
+    throttled_per_s: Option<f64>,
+    throttled_pct: Option<f64>,
+}
+
+fn cpu_limit(n: &NodeSamples, w: &[Sample], intervals: &[Interval]) -> CpuLimit {
+    let read = w
+        .iter()
+        .any(|s| s.process.as_ref().is_some_and(|p| p.cgroup.is_some()));
+    let seen = match (read, n.pid) {
+        (true, _) => LimitSeen::Read,
+        (false, Some(_)) => LimitSeen::Unreadable,
+        (false, None) => LimitSeen::NotVisible,
+    };
+    let quota = intervals
+        .iter()
+        .filter_map(|i| i.quota_cores)
+        .reduce(f64::min);
+    let cores = intervals
+        .iter()
+        .filter_map(|i| i.cores)
+        .max()
+        .map(f64::from);
+    let limit = match (quota, cores) {
+        (Some(q), Some(c)) => Some(q.min(c)),
+        (q, c) => q.or(c),
+    };
+    let pct = |i: &Interval| Some(100.0 * i.cpu_cores? / limit.filter(|l| *l > 0.0)?);
+    let throttled: Vec<(f64, f64)> = intervals
+        .iter()
+        .filter_map(|i| Some((i.throttled_s_per_s?, i.duration_s)))
+        .collect();
+    CpuLimit {
+        seen,
+        quota,
+        limit,
+        pct_peak: peak(intervals.iter().map(pct)),
+        pct_mean: average(intervals.iter().map(pct)),
+        throttled_s: (!throttled.is_empty()).then(|| throttled.iter().map(|(r, d)| r * d).sum()),
+        throttled_per_s: average(throttled.iter().map(|(r, _)| Some(*r))),
+        throttled_pct: average(intervals.iter().map(|i| i.throttled_pct)),
+    }
+}
+
 /// The window's edge samples of a node: the first (taken before the load) or, after a
 /// warm-up, the one nearest the window's start; and the last (taken after the load).
 fn edges(n: &NodeSamples, c: &ClientSide) -> Option<(usize, usize)> {
@@ -176,7 +287,7 @@ fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
     let (first, last) = edges(n, c)?;
     let w = &n.samples[first..=last];
     let s = &n.samples;
-    let total = sum_timer(w, |s| s.handle_request)?;
+    let total = sum_timer(w, Sample::handled)?;
     let own: u64 = w[1..].iter().map(|s| s.own_requests).sum();
     let handled = (total.count as u64).saturating_sub(own);
     // Without warm-up the first sample came before the load: nothing is uncertain.
@@ -191,7 +302,7 @@ fn counted(n: &NodeSamples, c: &ClientSide) -> Option<Counted> {
         };
         let span = s[b].at_ms.saturating_sub(s[a].at_ms).max(1) as f64;
         let gap = (s[first].at_ms.abs_diff(c.start_ms) + START_KNOWN_MS) as f64;
-        let rate = timer_delta(s[a].handle_request, s[b].handle_request).map_or(0.0, |t| t.count);
+        let rate = timer_delta(s[a].handled(), s[b].handled()).map_or(0.0, |t| t.count);
         (rate * gap / span).ceil() as u64 + c.connections
     } else {
         0
@@ -210,7 +321,7 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         ),
         None => (&[], Vec::new()),
     };
-    let handled = sum_timer(w, |s| s.handle_request);
+    let handled = sum_timer(w, Sample::handled);
     let per_request = |ts: &[Option<TimerTotals>]| {
         let h = handled.filter(|h| h.count > 0.0)?;
         let parts: Vec<TimerTotals> = ts.iter().flatten().copied().collect();
@@ -228,7 +339,16 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         sum_timer(w, |s| s.storage_list),
     ];
     let it = || intervals.iter();
+    let limit = cpu_limit(n, w, &intervals);
     ServerNodeSummary {
+        cpu_limit_seen: Some(limit.seen),
+        quota_cores: limit.quota,
+        cpu_limit_cores: limit.limit,
+        cpu_limit_pct_peak: limit.pct_peak,
+        cpu_limit_pct_mean: limit.pct_mean,
+        throttled_s: limit.throttled_s,
+        throttled_s_per_s_mean: limit.throttled_per_s,
+        throttled_pct_mean: limit.throttled_pct,
         node: n.node.clone(),
         samples: n.samples.len(),
         cpu_cores_peak: peak(it().map(|i| i.cpu_cores)),
@@ -297,11 +417,16 @@ impl ServerSamples {
             .collect();
         let counts: Vec<Counted> = self.nodes.iter().filter_map(|n| counted(n, c)).collect();
         let handled = (!counts.is_empty()).then(|| counts.iter().map(|k| k.handled).sum::<u64>());
-        // The profiles' requests (`--pprof-interval`) pass through the first node's handler
-        // too: as many as were saved, at most, are the sampler's, not the client's.
-        let explained = handled
-            .map(|_| counts.iter().map(|k| k.explained).sum::<u64>() + self.profiles.len() as u64);
+        let parts = handled.map_or_else(Vec::new, |_| self.explained_parts(&counts, c));
+        let explained = handled.map(|_| parts.iter().map(|(_, n)| n).sum::<u64>());
+        let explained_by = parts
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
         let difference = handled.map(|h| h as i64 - c.answered as i64);
+        // One shard's own report: the server counted every shard's requests.
+        let shard_of = (c.shards > 1).then_some(c.shards);
         // Mean server time over all nodes, weighted by what each handled.
         let (n, sum) = nodes
             .iter()
@@ -316,7 +441,10 @@ impl ServerSamples {
             client_answered: c.answered,
             difference,
             explained,
-            beyond: matches!((difference, explained), (Some(d), Some(e)) if d.unsigned_abs() > e),
+            explained_by,
+            beyond: shard_of.is_none()
+                && matches!((difference, explained), (Some(d), Some(e)) if d.unsigned_abs() > e),
+            shard_of,
             server_ms,
             client_ms: c.mean_ms,
             outside_ms: server_ms.map(|s| c.mean_ms - s),
@@ -324,6 +452,54 @@ impl ServerSamples {
             sampling_cpu_s: (self.sampler_cpu_s > 0.0).then_some(self.sampler_cpu_s),
             nodes,
         }
+    }
+}
+
+impl ServerSamples {
+    /// What the run itself adds to (or leaves out of) the server's count in the client's
+    /// window, beside the client's answered requests, each part with its count:
+    /// - the sampling windows' edges (`Counted::explained`, summed over nodes);
+    /// - the requests in flight when a signal stopped the run (one per connection at most:
+    ///   the server handled them, the client counted no answer);
+    /// - the profiles asked for (`--pprof-interval`), refused ones included;
+    /// - in a merged report of shards, each shard's rendezvous and own setup and cleanup
+    ///   while another shard's window was open (`rendezvous_allowance`).
+    ///
+    /// The sampler's own `sys/metrics` and `sys/host-info` calls are already taken off
+    /// the count (`Sample::own_requests`).
+    fn explained_parts(&self, counts: &[Counted], c: &ClientSide) -> Vec<(&'static str, u64)> {
+        let asked = self.profile_requests.max(self.profiles.len() as u64);
+        vec![
+            (
+                "sampling windows",
+                counts.iter().map(|k| k.explained).sum::<u64>(),
+            ),
+            (
+                "in flight at the stop",
+                if c.interrupted { c.connections } else { 0 },
+            ),
+            ("profiles asked", asked),
+            ("the shards' rendezvous", self.rendezvous_allowance()),
+        ]
+    }
+
+    /// In a merged report of shards, the requests each shard made outside its own window
+    /// while the merged window was open: its polls of the sync mount (one per
+    /// `RENDEZVOUS_POLL_MS` at most) and its edge requests (`SHARD_EDGE_REQUESTS`).
+    fn rendezvous_allowance(&self) -> u64 {
+        if self.shard_windows.len() < 2 {
+            return 0;
+        }
+        let first = self.shard_windows.iter().map(|w| w[0]).min().unwrap_or(0);
+        let last = self.shard_windows.iter().map(|w| w[1]).max().unwrap_or(0);
+        self.shard_windows
+            .iter()
+            .map(|&[a, b]| {
+                let (before, after) = (a.saturating_sub(first), last.saturating_sub(b));
+                let edges = u64::from(before > 0) + u64::from(after > 0);
+                (before + after).div_ceil(RENDEZVOUS_POLL_MS) + edges * SHARD_EDGE_REQUESTS
+            })
+            .sum()
     }
 }
 
@@ -369,27 +545,70 @@ pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
             cpu * 1e3
         )?;
     }
-    if let (Some(h), Some(d)) = (s.handled, s.difference) {
+    if let (Some(h), Some(n)) = (s.handled, s.shard_of) {
+        writeln!(
+            o,
+            "  accounting: server handled {h}, this shard answered {} (the server counts every shard's requests: this is 1 of {n} shards; `vblast report` of every shard's file compares them)",
+            s.client_answered
+        )?;
+    } else if let (Some(h), Some(d)) = (s.handled, s.difference) {
+        let parts = if s.explained_by.is_empty() {
+            s.explained.unwrap_or(0).to_string()
+        } else {
+            s.explained_by.join(", ")
+        };
         writeln!(
             o,
             "  accounting: server handled {h}, client answered {}, difference {d:+}{}",
             s.client_answered,
             if s.beyond {
                 format!(
-                    "  <-- beyond the sampling windows ({}): requests lost, or a proxy in between",
-                    s.explained.unwrap_or(0)
+                    "  <-- beyond what the run explains ({parts}): requests lost, or a proxy in between"
                 )
             } else if d != 0 {
-                format!(
-                    " (within the sampling windows: {})",
-                    s.explained.unwrap_or(0)
-                )
+                format!(" (within what the run explains: {parts})")
             } else {
                 String::new()
             }
         )?;
     }
     Ok(())
+}
+
+/// The node's CPU limit line: its cgroup quota (or cores) and the share of it used, the
+/// throttling; or why no quota could be seen.
+fn write_limit_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
+    let share = match (n.cpu_limit_pct_peak, n.cpu_limit_pct_mean) {
+        (Some(p), Some(m)) => format!("used peak {p:.0}%  mean {m:.0}% of it"),
+        _ => "used -".into(),
+    };
+    let line = match (n.cpu_limit_seen, n.quota_cores, n.cpu_limit_cores) {
+        (Some(LimitSeen::Read), Some(q), _) => format!(
+            "quota {q:.2} cores (cgroup): {share}; throttled {:.2} s{}",
+            n.throttled_s.unwrap_or(0.0),
+            n.throttled_pct_mean
+                .map_or(String::new(), |p| format!(" ({p:.0}% of its periods)"))
+        ),
+        (Some(LimitSeen::Read), None, Some(l)) => {
+            format!("no cgroup quota; {l:.0} cores allowed: {share}")
+        }
+        (Some(LimitSeen::Unreadable), _, l) => format!(
+            "its cgroup not readable here: quota unknown{}",
+            l.map_or(String::new(), |l| format!(
+                "; {l:.0} cores allowed: {share}"
+            ))
+        ),
+        (Some(LimitSeen::NotVisible), _, l) => format!(
+            "a quota cannot be seen from here (read from /proc with --server-pid on the server's machine){}",
+            l.map_or(String::new(), |l| format!(
+                "; of {l:.0} host cores: {share}"
+            ))
+        ),
+        // A file from before limits were kept.
+        (None, ..) => return Ok(()),
+        (Some(LimitSeen::Read), None, None) => "no cgroup quota".into(),
+    };
+    writeln!(o, "    CPU limit       {line}")
 }
 
 /// One node's lines of the "Server" section.
@@ -405,6 +624,7 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
             _ => String::new(),
         }
     )?;
+    write_limit_text(n, o)?;
     writeln!(
         o,
         "    memory          RSS peak {}{}",
@@ -480,15 +700,101 @@ mod tests {
             answered,
             mean_ms: 0.8,
             connections: 4,
+            interrupted: false,
+            shards: 0,
         }
+    }
+
+    fn node(samples: Vec<Sample>) -> ServerSamples {
+        ServerSamples {
+            interval_s: 1.0,
+            nodes: vec![NodeSamples {
+                node: "n".into(),
+                samples,
+                ..NodeSamples::default()
+            }],
+            ..ServerSamples::default()
+        }
+    }
+
+    /// Issue 36 item 8: what the run itself caused is accounted for, not blamed on the
+    /// server: logins (timed apart by the server), the requests in flight at a stop, a
+    /// refused profile request, another shard's requests, the shards' rendezvous.
+    #[test]
+    fn the_runs_own_requests_are_not_blamed_on_the_server() {
+        let login = |at, count: f64, logins: f64| Sample {
+            handle_login_request: Some(TimerTotals {
+                count: logins,
+                sum_ms: logins,
+            }),
+            ..s(at, count, 1.0, 1.0)
+        };
+        // 90 requests, 10 of them logins: the client answered 100.
+        let logins = node(vec![login(1000, 0.0, 0.0), login(4000, 90.0, 10.0)]);
+        let l = logins.summary(&client(100, false), 1000);
+        assert_eq!((l.handled, l.difference), (Some(100), Some(0)));
+        // Before the first login the server lists no login timer: none counted yet.
+        let later = node(vec![s(1000, 0.0, 1.0, 1.0), login(4000, 90.0, 10.0)]);
+        assert_eq!(later.summary(&client(100, false), 1000).difference, Some(0));
+        // Stopped by a signal: up to one request per connection (4) in flight, handled by
+        // the server and never answered to the client.
+        let plain = node(vec![s(1000, 0.0, 1.0, 1.0), s(4000, 104.0, 1.0, 1.0)]);
+        assert!(plain.summary(&client(100, false), 1000).beyond);
+        let stopped = plain.summary(
+            &ClientSide {
+                interrupted: true,
+                ..client(100, false)
+            },
+            1000,
+        );
+        assert!(!stopped.beyond, "{stopped:?}");
+        let mut text = Vec::new();
+        write_text(&stopped, &mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf8");
+        assert!(text.contains("in flight at the stop 4"), "{text}");
+        // One profile request refused (no profile saved): the server handled it.
+        let refused = ServerSamples {
+            profile_requests: 1,
+            ..node(vec![s(1000, 0.0, 1.0, 1.0), s(4000, 101.0, 1.0, 1.0)])
+        };
+        assert!(!refused.summary(&client(100, false), 1000).beyond);
+        // One shard's own report: the other shards' requests are the server's count too.
+        let shard = plain.summary(
+            &ClientSide {
+                shards: 2,
+                ..client(50, false)
+            },
+            1000,
+        );
+        assert!(!shard.beyond && shard.shard_of == Some(2), "{shard:?}");
+        let mut text = Vec::new();
+        write_text(&shard, &mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf8");
+        assert!(text.contains("1 of 2 shards"), "{text}");
+        assert!(!text.contains("beyond"), "{text}");
+        // Two shards merged, one ending 500 ms before the other: the first's polls of the
+        // sync mount and its marker fall in the merged window.
+        let part =
+            |a, b, count_a, count_b| node(vec![s(a, count_a, 1.0, 1.0), s(b, count_b, 1.0, 1.0)]);
+        let merged =
+            ServerSamples::merge([&part(1000, 3500, 0.0, 60.0), &part(1000, 4000, 0.0, 105.0)])
+                .expect("merged");
+        assert_eq!(merged.shard_windows, [[1000, 3500], [1000, 4000]]);
+        let m = merged.summary(&client(100, false), 1000);
+        assert_eq!(m.difference, Some(5));
+        assert!(!m.beyond, "{m:?}");
+        assert!(
+            m.explained_by
+                .iter()
+                .any(|p| p.starts_with("the shards' rendezvous")),
+            "{m:?}"
+        );
     }
 
     #[test]
     fn the_accounting_compares_the_window() {
         let samples = ServerSamples {
             interval_s: 1.0,
-            profiles: Vec::new(),
-            sampler_cpu_s: 0.0,
             nodes: vec![NodeSamples {
                 node: "n".into(),
                 samples: vec![
@@ -498,6 +804,7 @@ mod tests {
                 ],
                 ..NodeSamples::default()
             }],
+            ..ServerSamples::default()
         };
         let without = samples.summary(&client(100, false), 1000);
         assert_eq!(without.handled, Some(100));

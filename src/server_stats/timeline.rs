@@ -19,6 +19,18 @@ pub struct ServerSamples {
     /// run's thread before and after the load), summed over shards; 0 when not measured.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sampler_cpu_s: f64,
+    /// `--pprof-interval`: the profile requests sent to the first node, refused ones
+    /// included (each passes through its handler); 0 in files from before it was kept.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub profile_requests: u64,
+    /// A merged report of shards: each shard's sampling window (its earliest and latest
+    /// sample, ms since the Unix epoch), for what the shards did outside their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_windows: Vec<[u64; 2]>,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -40,6 +52,16 @@ pub struct NodeSamples {
 }
 
 impl ServerSamples {
+    /// The earliest and latest sample of any node, ms since the Unix epoch.
+    fn window(&self) -> Option<[u64; 2]> {
+        let at = || {
+            self.nodes
+                .iter()
+                .flat_map(|n| n.samples.iter().map(|s| s.at_ms))
+        };
+        Some([at().min()?, at().max()?])
+    }
+
     /// The samples of several shards of one run, merged by node: each node's samples from
     /// every shard, in time order (the counters are the server's, so any two neighbours
     /// give an interval). None when no part has samples.
@@ -48,11 +70,13 @@ impl ServerSamples {
         for p in parts {
             let o = out.get_or_insert_with(|| ServerSamples {
                 interval_s: p.interval_s,
-                nodes: Vec::new(),
-                profiles: Vec::new(),
-                sampler_cpu_s: 0.0,
+                ..ServerSamples::default()
             });
             o.sampler_cpu_s += p.sampler_cpu_s;
+            o.profile_requests += p.profile_requests;
+            if let Some(w) = p.window() {
+                o.shard_windows.push(w);
+            }
             o.profiles.extend(p.profiles.iter().cloned());
             o.interval_s = o.interval_s.max(p.interval_s);
             for n in &p.nodes {
@@ -92,6 +116,16 @@ pub struct Interval {
     /// the host's CPUs (`sys/host-info`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
+    /// The CPU quota of the server's cgroup, in cores (`--server-pid`; a container's
+    /// limit): the CPU it may use, below `cores` when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cores: Option<f64>,
+    /// Time the quota held the server's tasks back, seconds per second of the interval
+    /// (its cgroup's throttled time), and the share of its periods throttled, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_pct: Option<f64>,
     /// vblast's own CPU, and what its threads waited for, in cores (first node only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpu_cores: Option<f64>,
@@ -113,7 +147,8 @@ pub struct Interval {
     pub leases: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<f64>,
-    /// Requests the server handled (its `handle_request` count, less the sampler's own).
+    /// Requests the server handled (its `handle_request` and `handle_login_request`
+    /// counts, less the sampler's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handled: Option<f64>,
     /// Mean times, milliseconds.
@@ -180,7 +215,8 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         }
         _ => None,
     };
-    let handled = timer_delta(a.handle_request, b.handle_request);
+    // Logins with the rest: the server times them apart (`Sample::handled`).
+    let handled = timer_delta(a.handled(), b.handled());
     let storage = [
         timer_delta(a.storage_get, b.storage_get),
         timer_delta(a.storage_put, b.storage_put),
@@ -199,6 +235,23 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
             .as_ref()
             .and_then(|p| p.cpus_allowed)
             .or(b.host_cpu.map(|h| h.cpus).filter(|c| *c > 0)),
+        quota_cores: b
+            .process
+            .as_ref()
+            .and_then(|p| p.cgroup)
+            .and_then(|c| c.quota_cores),
+        throttled_s_per_s: process.and_then(|(pa, pb)| {
+            per_s(diff(
+                Some(pa.cgroup?.throttled_s),
+                Some(pb.cgroup?.throttled_s),
+            ))
+        }),
+        throttled_pct: process.and_then(|(pa, pb)| {
+            let (ca, cb) = (pa.cgroup?, pb.cgroup?);
+            let periods = cb.periods.checked_sub(ca.periods).filter(|p| *p > 0)?;
+            let throttled = cb.throttled_periods.checked_sub(ca.throttled_periods)?;
+            Some(100.0 * throttled as f64 / periods as f64)
+        }),
         client_cpu_cores: match (a.client.as_deref(), b.client.as_deref()) {
             (Some(ca), Some(cb)) => per_s(diff(Some(ca.cpu_s), Some(cb.cpu_s))),
             _ => None,
@@ -286,7 +339,6 @@ mod tests {
     fn shards_samples_merge_by_node_in_time_order() {
         let part = |at: u64, node: &str| ServerSamples {
             interval_s: 1.0,
-            profiles: Vec::new(),
             sampler_cpu_s: 0.002,
             nodes: vec![NodeSamples {
                 node: node.into(),
@@ -294,6 +346,7 @@ mod tests {
                 missing: vec!["sys/host-info: HTTP 403".into()],
                 ..NodeSamples::default()
             }],
+            ..ServerSamples::default()
         };
         let m = ServerSamples::merge([&part(2000, "a"), &part(1000, "a"), &part(5, "b")])
             .expect("merged");

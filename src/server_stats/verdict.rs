@@ -1,5 +1,6 @@
 //! Which resource gave out first at a sweep's knee, from the steps' server-side figures:
-//! the server's CPU at its cores; its storage (or barrier) time growing while its CPU has
+//! the server's CPU quota (its cgroup throttling it more at the knee); the server's CPU at
+//! its cores (or its quota); its storage (or barrier) time growing while its CPU has
 //! room; requests piling up in flight while throughput stays flat; or the client itself
 //! (vblast's own CPU). Pure: the sweep hands it each step's figures and the knee.
 
@@ -18,6 +19,10 @@ const FLAT: f64 = 1.10;
 /// cache spends 0.000 ms per request in storage, and a few misses at the knee (0.004 ms of
 /// a 0.3 ms request) double it without storage being what gave out.
 const STORAGE_SHARE: f64 = 0.25;
+/// Throttled time a quota held the server back, seconds per second, that is more than a
+/// burst's: a server held by its quota at the knee is held back far more (a half-core
+/// OpenBao at its knee, 0.3 s per s and more).
+const THROTTLED: f64 = 0.02;
 
 /// One step's figures, as the verdict reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,6 +35,10 @@ pub struct LoadEvidence {
     pub cpu_cores: Option<f64>,
     pub cpu_wait_cores: Option<f64>,
     pub cores: Option<u32>,
+    /// The busiest node's cgroup CPU quota, in cores, and the time it held the server
+    /// back, seconds per second (`--server-pid`).
+    pub quota_cores: Option<f64>,
+    pub throttled_s_per_s: Option<f64>,
     /// Per handled request, milliseconds: storage backend and barrier time.
     pub storage_ms: Option<f64>,
     pub barrier_ms: Option<f64>,
@@ -48,6 +57,8 @@ pub struct LoadEvidence {
 #[serde(rename_all = "kebab-case")]
 pub enum Resource {
     ServerCpu,
+    /// The server's CPU quota (its cgroup's limit, a container's): throttled at the knee.
+    CpuQuota,
     Storage,
     InFlight,
     Client,
@@ -69,11 +80,36 @@ fn fullness(used: Option<f64>, wait: Option<f64>, cores: f64) -> Option<f64> {
 }
 
 fn cpu_words(who: &str, used: Option<f64>, wait: Option<f64>, cores: f64) -> String {
+    // A quota is a fraction of a core (0.50): said as such, not rounded to 0.
+    let of = if cores.fract() == 0.0 {
+        format!("{cores:.0}")
+    } else {
+        format!("{cores:.2}")
+    };
     format!(
-        "{who} CPU {:.2} cores used + {:.2} waited for, of {cores:.0}",
+        "{who} CPU {:.2} cores used + {:.2} waited for, of {of}",
         used.unwrap_or(0.0),
         wait.unwrap_or(0.0)
     )
+}
+
+/// The server's CPU quota, when it gave out at the knee `k` (against the lowest step
+/// `base`): the server throttled by it beyond a burst's worth, more than at the lowest
+/// step (`GREW` times), or at its quota. The figures in words; None otherwise.
+fn quota_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
+    let quota = k.quota_cores?;
+    let at = k.throttled_s_per_s.unwrap_or(0.0);
+    let was = base.throttled_s_per_s.unwrap_or(0.0);
+    let used = k.cpu_cores.unwrap_or(0.0);
+    let grew = k.load > base.load && at >= THROTTLED && at >= GREW * was;
+    let full = quota > 0.0 && used / quota >= CPU_FULL;
+    (grew || full).then(|| {
+        format!(
+            "server CPU {used:.2} cores used of its cgroup quota {quota:.2} ({:.0}%), held back by it {at:.2} s per s ({was:.2} at {})",
+            100.0 * used / quota.max(f64::MIN_POSITIVE),
+            base.load
+        )
+    })
 }
 
 /// The resource that gave out first at `steps[knee]` (the first step that broke the
@@ -89,6 +125,15 @@ pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
         })
     };
     let cores = f64::from(k.cores.unwrap_or(0));
+    if let Some(v) = quota_verdict(k, base) {
+        return said(Some(Resource::CpuQuota), v);
+    }
+    // Under a quota, the server's CPU is full at its quota, not at its cores.
+    let cores = match k.quota_cores {
+        Some(q) if cores > 0.0 => q.min(cores),
+        Some(q) => q,
+        None => cores,
+    };
     let server = fullness(k.cpu_cores, k.cpu_wait_cores, cores);
     let client = fullness(k.client_cpu_cores, k.client_wait_cores, k.client_cores);
     let server_words = cpu_words("server", k.cpu_cores, k.cpu_wait_cores, cores);
@@ -158,6 +203,8 @@ mod tests {
             cpu_cores: Some(0.3),
             cpu_wait_cores: Some(0.0),
             cores: Some(2),
+            quota_cores: None,
+            throttled_s_per_s: None,
             storage_ms: Some(0.05),
             barrier_ms: Some(0.06),
             handle_ms: Some(0.2),
@@ -188,6 +235,36 @@ mod tests {
             "{}",
             v.figures
         );
+    }
+
+    /// Issue 36 item 16: a server held by its cgroup's quota (half a core of two, 0.35
+    /// used) is CPU-bound by its quota: its throttled time grew at the knee.
+    #[test]
+    fn a_quota_throttling_more_at_the_knee_is_the_cpu_quota() {
+        let quota = |load, achieved, used, throttled| LoadEvidence {
+            quota_cores: Some(0.5),
+            cpu_cores: Some(used),
+            throttled_s_per_s: Some(throttled),
+            ..step(load, achieved)
+        };
+        let steps = [quota(100, 100.0, 0.05, 0.0), quota(1320, 1100.0, 0.35, 0.4)];
+        let v = saturated(&steps, 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::CpuQuota), "{}", v.figures);
+        assert!(v.figures.contains("quota 0.50"), "{}", v.figures);
+        // Not throttled more than at the lowest step, and room under the quota: not it.
+        let steps = [quota(100, 100.0, 0.05, 0.0), quota(1320, 1100.0, 0.2, 0.01)];
+        assert_ne!(resource(&steps, 1), Some(Resource::CpuQuota));
+        // Without a quota (none read), the same figures are not a quota's.
+        let mut k = step(1320, 1100.0);
+        k.cpu_cores = Some(0.35);
+        k.throttled_s_per_s = Some(0.4);
+        assert_eq!(resource(&[step(100, 100.0), k], 1), None);
+        // Waiting for a CPU under a half-core quota: full at the quota, said as 0.50.
+        let mut k = quota(210, 200.0, 0.04, 0.0);
+        k.cpu_wait_cores = Some(1.04);
+        let v = saturated(&[quota(100, 100.0, 0.05, 0.0), k], 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::ServerCpu), "{}", v.figures);
+        assert!(v.figures.ends_with("waited for, of 0.50"), "{}", v.figures);
     }
 
     #[test]

@@ -182,7 +182,13 @@ fn audit_report(session: &Session, results: &Results, warmup: std::time::Duratio
                 .map_or(0, |o| o.requests)
         })
         .collect();
-    if let Some(line) = session.audit_line(from, Some(until), &counts) {
+    // A run stopped by a signal left up to one request per connection in flight.
+    let in_flight = if summary.run.interrupted {
+        summary.run.connections
+    } else {
+        0
+    };
+    if let Some(line) = session.audit_line(from, Some(until), &counts, in_flight) {
         eprintln!("vblast: {line}");
     }
 }

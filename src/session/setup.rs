@@ -127,19 +127,22 @@ impl Session {
 
     /// `--audit-path`, `--audit-log` of a local server: the responses its audit log holds
     /// per operation (from `from` and the log's start for the run on, up to `until`), in
-    /// the order of `op_names`, beside the client's `counts`, as the report's line. None
-    /// without an audit log.
+    /// the order of `op_names`, beside the client's `counts` (`in_flight`: the requests a
+    /// stop left under way), as the report's line. None without an audit log.
     pub fn audit_line(
         &self,
         from: Option<SystemTime>,
         until: Option<SystemTime>,
         counts: &[u64],
+        in_flight: u64,
     ) -> Option<String> {
         let log = self.audit.as_ref()?;
         let from = from.map_or(log.since, |f| f.max(log.since));
         Some(
             match crate::vault::audit::count(&log.file, &self.operations, Some(from), until) {
-                Ok(audit) => crate::vault::audit::agreement(&self.op_names(), &audit, counts),
+                Ok(audit) => {
+                    crate::vault::audit::agreement(&self.op_names(), &audit, counts, in_flight)
+                }
                 Err(e) => format!("audit log not counted (a server on another machine?): {e}"),
             },
         )

@@ -438,7 +438,8 @@ pub fn bounds(end: Option<End>) -> (Option<u64>, Option<u64>) {
         }
         Some(End::AllPassed { top }) => (Some(top), None),
         Some(End::FirstFailed { load }) => (None, Some(load)),
-        None => (None, None),
+        // Unjudged, not broken: nothing is known of the range.
+        Some(End::FirstUnclear { .. }) | None => (None, None),
     }
 }
 
@@ -641,6 +642,12 @@ pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String
         ),
         Some(End::FirstFailed { load }) => format!(
             "Answer: none: the first step, {} {unit}, already broke the objective{}: {}",
+            g(load),
+            m(load, true),
+            why(sweep, judged, load)
+        ),
+        Some(End::FirstUnclear { load }) => format!(
+            "Answer: none yet: the first step, {} {unit}, was too short to judge against the objective{}: {}; measure longer steps (--step-duration; a lower FROM gives fewer samples still)",
             g(load),
             m(load, true),
             why(sweep, judged, load)

@@ -253,6 +253,17 @@ fn margins(sweeps: &[(String, Sweep)], ends: &[Option<End>], o: &mut dyn Write) 
     Ok(())
 }
 
+/// A step's verdict in the comparison's step table: an unclear step (counted as failed)
+/// is said to be unclear, as its own report says, not FAIL beside a p99 under the bound.
+fn curve_word(v: StepVerdict) -> &'static str {
+    match v {
+        StepVerdict::Pass => "pass",
+        StepVerdict::Fail => "FAIL",
+        StepVerdict::Broken => "BROKEN",
+        StepVerdict::Unclear => "unclear",
+    }
+}
+
 /// The step curves: every load any sweep ran, ascending, with each sweep's achieved rate,
 /// p99 and verdict there.
 fn curves(
@@ -292,11 +303,7 @@ fn curves(
                         "{:.0}/s {} {}",
                         j.figures.achieved,
                         fmt_ms(j.figures.p99_ms),
-                        if j.verdict == StepVerdict::Pass {
-                            "pass"
-                        } else {
-                            "FAIL"
-                        }
+                        curve_word(j.verdict)
                     )
                 })
                 .unwrap_or_else(|| "-".into());

@@ -632,5 +632,12 @@ fn finish(
         );
         return Ending::FailedRequests;
     }
+    if let Some(End::FirstUnclear { load }) = end {
+        eprintln!(
+            "vblast: the first step ({load} {}) was too short to judge against the objective (its percentile's interval stayed unclear): nothing is known of the range; measure longer steps (--step-duration), not a lower FROM (fewer samples still)",
+            sweep.spec.unit()
+        );
+        return Ending::FailedRequests;
+    }
     Ending::Ok
 }

@@ -17,7 +17,7 @@ fn knee(steps: &[StepSeen], end: Option<End>) -> Option<usize> {
     let highest = || (0..steps.len()).max_by_key(|&i| steps[i].0);
     match end {
         Some(End::Edge { fail, .. } | End::Broken { fail, .. }) => at(fail).or_else(highest),
-        Some(End::FirstFailed { load }) => at(load).or_else(highest),
+        Some(End::FirstFailed { load } | End::FirstUnclear { load }) => at(load).or_else(highest),
         Some(End::AllPassed { .. }) | None => highest(),
     }
 }
@@ -35,6 +35,8 @@ fn evidence(load: u64, s: &Summary) -> LoadEvidence {
         cpu_cores: busiest.and_then(|n| n.cpu_cores_mean),
         cpu_wait_cores: busiest.and_then(|n| n.cpu_wait_cores_mean),
         cores: busiest.and_then(|n| n.cores),
+        quota_cores: busiest.and_then(|n| n.quota_cores),
+        throttled_s_per_s: busiest.and_then(|n| n.throttled_s_per_s_mean),
         storage_ms: busiest.and_then(|n| n.storage_ms_per_request),
         barrier_ms: busiest.and_then(|n| n.barrier_ms_per_request),
         handle_ms: busiest.and_then(|n| n.handle_ms),
@@ -63,6 +65,7 @@ pub fn line(steps: &[StepSeen], end: Option<End>, unit: &str) -> Option<String> 
     let s = saturated(steps, end)?;
     let what = match s.resource {
         Some(verdict::Resource::ServerCpu) => "server CPU",
+        Some(verdict::Resource::CpuQuota) => "CPU (quota)",
         Some(verdict::Resource::Storage) => "storage",
         Some(verdict::Resource::InFlight) => "requests in flight",
         Some(verdict::Resource::Client) => "the client (vblast itself)",

@@ -137,6 +137,10 @@ pub enum End {
     AllPassed { top: u64 },
     /// The first step already broke the objective: no answer in the range.
     FirstFailed { load: u64 },
+    /// The first step could not be judged (unclear after its repeats: its percentile's
+    /// interval still straddled the bound, or too few samples to bound it): its steps were
+    /// too short to say anything, and a lower FROM would give fewer samples still.
+    FirstUnclear { load: u64 },
     /// A step broke with errors above --max-error-ratio: ended there, without narrowing.
     Broken { pass: u64, fail: u64 },
 }
@@ -254,6 +258,9 @@ impl Search {
                     top: pass.unwrap_or(load),
                 }),
             },
+            (None, Some(fail)) if verdict == StepVerdict::Unclear => {
+                Next::Done(End::FirstUnclear { load: fail })
+            }
             (None, Some(fail)) => Next::Done(End::FirstFailed { load: fail }),
             (Some(pass), Some(fail)) => {
                 let mid = ((pass as f64) * (fail as f64)).sqrt().round() as u64;
@@ -458,6 +465,18 @@ mod tests {
             inversion(&[(500, Pass), (100, Fail), (200, Fail), (300, Pass)]),
             Some((100, 300))
         );
+    }
+
+    /// A first step that stayed unclear is not a first step that broke the objective: its
+    /// steps were too short to judge (issue 36 item 4), and no load is saved as broken.
+    #[test]
+    fn an_unclear_first_step_is_not_a_first_failure() {
+        let mut s = Search::new(20, 400, 3, Resolution::Absolute(1)).unwrap();
+        s.record(StepVerdict::Unclear);
+        assert_eq!(s.next(), Next::Done(End::FirstUnclear { load: 20 }));
+        let mut s = Search::new(20, 400, 3, Resolution::Absolute(1)).unwrap();
+        s.record(StepVerdict::Fail);
+        assert_eq!(s.next(), Next::Done(End::FirstFailed { load: 20 }));
     }
 
     #[test]

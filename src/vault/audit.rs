@@ -331,7 +331,10 @@ pub fn count(
 }
 
 /// The report's line: each operation's count in the audit log beside the client's.
-pub fn agreement(names: &[String], audit: &[u64], client: &[u64]) -> String {
+/// `in_flight`: the requests a signal left in flight at the stop (one per connection at
+/// most; 0 when the run ended on its own): the server answered them, the client counted
+/// no answer, so an excess of the log up to that many is theirs.
+pub fn agreement(names: &[String], audit: &[u64], client: &[u64], in_flight: u64) -> String {
     let parts: Vec<String> = names
         .iter()
         .zip(audit.iter().zip(client))
@@ -344,13 +347,19 @@ pub fn agreement(names: &[String], audit: &[u64], client: &[u64]) -> String {
         })
         .collect();
     let exact = audit == client;
+    let excess = audit
+        .iter()
+        .zip(client)
+        .try_fold(0u64, |sum, (a, c)| a.checked_sub(*c).map(|d| sum + d));
     format!(
         "audit log: {}: {}",
         parts.join(", "),
-        if exact {
-            "exact agreement with the client's counts"
-        } else {
-            "differs from the client's counts"
+        match excess {
+            _ if exact => "exact agreement with the client's counts".to_string(),
+            Some(n) if n <= in_flight => format!(
+                "agreement with the client's counts but for {n} in flight at the stop (the server answered them after the client stopped counting)"
+            ),
+            _ => "differs from the client's counts".to_string(),
         }
     )
 }
@@ -403,9 +412,17 @@ mod tests {
         );
         let names = ["kv-read".to_string(), "kv-write".to_string()];
         assert_eq!(
-            agreement(&names, &[2, 1], &[2, 1]),
+            agreement(&names, &[2, 1], &[2, 1], 0),
             "audit log: kv-read 2 = 2, kv-write 1 = 1: exact agreement with the client's counts"
         );
-        assert!(agreement(&names, &[2, 0], &[2, 1]).contains("kv-write 0 vs client 1 (-1)"));
+        assert!(agreement(&names, &[2, 0], &[2, 1], 0).contains("kv-write 0 vs client 1 (-1)"));
+        // Stopped by a signal with 4 connections: 3 more in the log are those in flight.
+        let stopped = agreement(&names, &[4, 2], &[2, 1], 4);
+        assert!(
+            stopped.contains("but for 3 in flight at the stop"),
+            "{stopped}"
+        );
+        assert!(agreement(&names, &[4, 2], &[2, 1], 0).contains("differs"));
+        assert!(agreement(&names, &[9, 2], &[2, 1], 4).contains("differs"));
     }
 }

@@ -32,6 +32,7 @@ mod reports;
 mod results;
 mod scaling;
 mod schema;
+mod server_accounting;
 mod server_stats;
 mod server_stats_cluster;
 mod session;
