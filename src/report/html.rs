@@ -622,7 +622,7 @@ fn description(run: &HtmlRun, o: &mut String) {
     };
     let mut items: Vec<(&str, String)> = vec![
         ("target", r.target.clone()),
-        ("operation", r.operation.clone()),
+        ("operation", super::shown(&r.operation).into_owned()),
         ("connections", r.connections.to_string()),
         (
             "threads, processes",
@@ -654,6 +654,31 @@ fn description(run: &HtmlRun, o: &mut String) {
         items.push((
             "interrupted",
             "yes: the figures cover the run up to the stop".into(),
+        ));
+    }
+    for n in &s.notes {
+        items.push(("note", n.clone()));
+    }
+    if let Some(w) = &s.schedule_not_kept {
+        items.push(("WARNING", format!("{w}.")));
+    }
+    if !s.unsent_ms.is_empty() {
+        let three = |p: &Percentiles| {
+            format!(
+                "p50 {}, p99 {}, max {}",
+                fmt_ms(p.p50),
+                fmt_ms(p.p99),
+                fmt_ms(p.max)
+            )
+        };
+        items.push((
+            "not sent",
+            format!(
+                "{}, each as waiting until the run ended (at least): {}; every scheduled request, sent or not: {}",
+                s.not_sent,
+                three(&s.unsent_ms),
+                three(&s.scheduled_ms)
+            ),
         ));
     }
     let status: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();

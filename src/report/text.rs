@@ -119,6 +119,26 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             "Not sent (scheduled in the run's window, the run ended first): {}",
             s.not_sent
         )?;
+        if !s.unsent_ms.is_empty() {
+            let three = |p: &super::Percentiles| {
+                format!(
+                    "p50 {}  p99 {}  max {}",
+                    fmt_ms(p.p50),
+                    fmt_ms(p.p99),
+                    fmt_ms(p.max)
+                )
+            };
+            writeln!(
+                o,
+                "Not sent, each as waiting until the run ended (at least): {}",
+                three(&s.unsent_ms)
+            )?;
+            writeln!(
+                o,
+                "Every scheduled request, sent or not (as wrk2's tail counts them): {}",
+                three(&s.scheduled_ms)
+            )?;
+        }
     } else {
         writeln!(
             o,
@@ -161,6 +181,9 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             codes.join(", ")
         }
     )?;
+    for n in &s.notes {
+        writeln!(o, "Note: {n}")?;
+    }
     let e = &s.errors;
     writeln!(
         o,
