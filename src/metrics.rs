@@ -190,7 +190,10 @@ impl Metrics {
                     stats.late,
                     stats.max_lag_us,
                 );
-                s.schedule = Some((stats.not_sent, verdict == crate::stats::kept::Verdict::Kept));
+                s.schedule = Some((
+                    stats.not_sent,
+                    verdict == crate::stats::kept::ScheduleVerdict::Kept,
+                ));
             }
             s.achieved_rate = if stats.elapsed_s > 0.0 {
                 stats.requests() as f64 / stats.elapsed_s

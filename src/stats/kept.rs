@@ -19,7 +19,7 @@ pub const LATE_LAG_US: u64 = 1_000_000;
 /// The verdict on an open-model run's schedule (a closed-model run has none to keep: its
 /// counts of late and unsent requests are 0).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Verdict {
+pub enum ScheduleVerdict {
     Kept,
     /// Too many scheduled requests were never sent.
     NotSent {
@@ -36,38 +36,38 @@ pub enum Verdict {
 
 /// The verdict from the run's counts: `sent` measured requests sent, `not_sent` never sent,
 /// `late` of the sent ones over `LATE_US` behind, the largest lag `max_lag_us`.
-pub fn verdict(sent: u64, not_sent: u64, late: u64, max_lag_us: u64) -> Verdict {
+pub fn verdict(sent: u64, not_sent: u64, late: u64, max_lag_us: u64) -> ScheduleVerdict {
     let scheduled = sent.saturating_add(not_sent);
     if not_sent > 0 && not_sent as f64 > NOT_SENT_SHARE * scheduled as f64 {
-        return Verdict::NotSent {
+        return ScheduleVerdict::NotSent {
             not_sent,
             scheduled,
         };
     }
     if late > 0 && late as f64 > LATE_SHARE * sent as f64 && max_lag_us > LATE_LAG_US {
-        return Verdict::Late {
+        return ScheduleVerdict::Late {
             late,
             sent,
             max_lag_us,
         };
     }
-    Verdict::Kept
+    ScheduleVerdict::Kept
 }
 
-impl Verdict {
+impl ScheduleVerdict {
     /// The warning every report gives (None when the schedule was kept).
     pub fn warning(&self) -> Option<String> {
         let pct = |a: u64, b: u64| 100.0 * a as f64 / b.max(1) as f64;
         match *self {
-            Verdict::Kept => None,
-            Verdict::NotSent {
+            ScheduleVerdict::Kept => None,
+            ScheduleVerdict::NotSent {
                 not_sent,
                 scheduled,
             } => Some(format!(
                 "the schedule was not kept: {not_sent} of the {scheduled} scheduled requests ({:.1}%) were never sent; the sent requests' latency leaves them out (the unsent requests' own figure counts each as having waited until the run ended)",
                 pct(not_sent, scheduled)
             )),
-            Verdict::Late {
+            ScheduleVerdict::Late {
                 late,
                 sent,
                 max_lag_us,
@@ -87,19 +87,19 @@ mod tests {
 
     #[test]
     fn a_run_that_sent_its_schedule_on_time_kept_it() {
-        assert_eq!(verdict(6000, 0, 0, 900), Verdict::Kept);
-        assert_eq!(verdict(0, 0, 0, 0), Verdict::Kept);
+        assert_eq!(verdict(6000, 0, 0, 900), ScheduleVerdict::Kept);
+        assert_eq!(verdict(0, 0, 0, 0), ScheduleVerdict::Kept);
         // 1% never sent is still kept; one more is not.
-        assert_eq!(verdict(990, 10, 0, 0), Verdict::Kept);
+        assert_eq!(verdict(990, 10, 0, 0), ScheduleVerdict::Kept);
         assert_eq!(
             verdict(989, 11, 0, 0),
-            Verdict::NotSent {
+            ScheduleVerdict::NotSent {
                 not_sent: 11,
                 scheduled: 1000
             }
         );
         assert!(verdict(989, 11, 0, 0).warning().is_some());
-        assert!(Verdict::Kept.warning().is_none());
+        assert!(ScheduleVerdict::Kept.warning().is_none());
     }
 
     #[test]
@@ -108,7 +108,7 @@ mod tests {
         let v = verdict(3294, 2706, 12, 2_000_000);
         assert_eq!(
             v,
-            Verdict::NotSent {
+            ScheduleVerdict::NotSent {
                 not_sent: 2706,
                 scheduled: 6000
             }
@@ -123,14 +123,14 @@ mod tests {
     #[test]
     fn lateness_counts_only_when_most_were_late_and_by_over_a_second() {
         // A 2 s stall in a 20 s run that caught up: a tenth late, not enough.
-        assert_eq!(verdict(20_000, 0, 2_100, 2_000_000), Verdict::Kept);
+        assert_eq!(verdict(20_000, 0, 2_100, 2_000_000), ScheduleVerdict::Kept);
         // Most late, but by milliseconds (a busy machine): kept.
-        assert_eq!(verdict(1000, 0, 900, 40_000), Verdict::Kept);
+        assert_eq!(verdict(1000, 0, 900, 40_000), ScheduleVerdict::Kept);
         // Most late by seconds: not kept.
         let v = verdict(1000, 0, 600, 3_500_000);
         assert_eq!(
             v,
-            Verdict::Late {
+            ScheduleVerdict::Late {
                 late: 600,
                 sent: 1000,
                 max_lag_us: 3_500_000
