@@ -13,8 +13,10 @@ pub const NOT_SENT_SHARE: f64 = 0.01;
 pub const LATE_SHARE: f64 = 0.5;
 
 /// ...and the largest lag over this (microseconds): the schedule was not kept. A short
-/// stall the run caught up with is not enough, nor a busy machine's few milliseconds.
-pub const LATE_LAG_US: u64 = 1_000_000;
+/// stall the run caught up with is not enough, nor a busy machine's few milliseconds, nor
+/// the second or two a client kept off a crowded CPU can fall behind (the requests that
+/// were never sent tell a stall past the end).
+pub const LATE_LAG_US: u64 = 5_000_000;
 
 /// The verdict on an open-model run's schedule (a closed-model run has none to keep: its
 /// counts of late and unsent requests are 0).
@@ -121,23 +123,24 @@ mod tests {
     }
 
     #[test]
-    fn lateness_counts_only_when_most_were_late_and_by_over_a_second() {
+    fn lateness_counts_only_when_most_were_late_and_by_over_five_seconds() {
         // A 2 s stall in a 20 s run that caught up: a tenth late, not enough.
         assert_eq!(verdict(20_000, 0, 2_100, 2_000_000), ScheduleVerdict::Kept);
-        // Most late, but by milliseconds (a busy machine): kept.
+        // Most late, but by milliseconds or a second or two (a busy machine): kept.
         assert_eq!(verdict(1000, 0, 900, 40_000), ScheduleVerdict::Kept);
-        // Most late by seconds: not kept.
-        let v = verdict(1000, 0, 600, 3_500_000);
+        assert_eq!(verdict(1000, 0, 900, 4_400_000), ScheduleVerdict::Kept);
+        // Most late by many seconds: not kept.
+        let v = verdict(1000, 0, 600, 6_500_000);
         assert_eq!(
             v,
             ScheduleVerdict::Late {
                 late: 600,
                 sent: 1000,
-                max_lag_us: 3_500_000
+                max_lag_us: 6_500_000
             }
         );
         let w = v.warning().unwrap();
         assert!(w.contains("600 of the 1000 requests (60.0%)"), "{w}");
-        assert!(w.contains("over 10 ms") && w.contains("3.50 s"), "{w}");
+        assert!(w.contains("over 10 ms") && w.contains("6.50 s"), "{w}");
     }
 }

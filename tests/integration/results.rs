@@ -131,7 +131,8 @@ fn a_results_file_with_impossible_counts_is_refused_as_damaged() {
     let dir = tempfile::tempdir().unwrap();
     let (file, doc) = saved_run(&ng, dir.path(), "run.json");
     let requests = u(&doc["stats"]["ops"][0]["requests"]);
-    let edits: [(&str, fn(&mut serde_json::Value, u64)); 2] = [
+    type Edit = fn(&mut serde_json::Value, u64);
+    let edits: [(&str, Edit); 2] = [
         ("stats.ops[0] (url): ok ", |d, n| {
             d["stats"]["ops"][0]["ok"] = (n + 8000).into()
         }),
