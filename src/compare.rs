@@ -25,6 +25,9 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
                 .unwrap_or_else(|| "FILE".into())
         )));
     }
+    if let Some(twice) = given_twice(files) {
+        eprintln!("vblast: warning: {twice}");
+    }
     if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
         return ending;
     }
@@ -71,6 +74,31 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
     Ending::Ok
 }
 
+/// A file given twice (by any path to it): compared with itself, which is harmless (a
+/// comparison adds nothing up, unlike `vblast report A A`, whose merge would count every
+/// request twice and is refused), so it is said and the comparison goes on. Most often a
+/// slip for another file.
+fn given_twice(files: &[PathBuf]) -> Option<String> {
+    for (i, a) in files.iter().enumerate() {
+        for b in &files[i + 1..] {
+            if let (Ok(x), Ok(y)) = (a.canonicalize(), b.canonicalize())
+                && x == y
+            {
+                let also = if a.as_os_str() == b.as_os_str() {
+                    String::new()
+                } else {
+                    format!(" (as {})", crate::report::shown(&b.display().to_string()))
+                };
+                return Some(format!(
+                    "{} is given twice{also}: it is compared with itself (its columns are the same run)",
+                    crate::report::shown(&a.display().to_string())
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn names_of(runs: &[(String, Summary)]) -> String {
     runs.iter()
         .map(|(n, _)| n.as_str())
@@ -79,9 +107,11 @@ fn names_of(runs: &[(String, Summary)]) -> String {
 }
 
 fn name(path: &Path) -> String {
-    path.file_name()
+    let name = path
+        .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
+        .unwrap_or_else(|| path.display().to_string());
+    crate::report::shown(&name).into_owned()
 }
 
 /// One compared figure: how to read it from a run's figures, how to show it.

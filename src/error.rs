@@ -15,6 +15,9 @@ use crate::signals::Signal;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED_REQUESTS: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// An open-model run that did not keep its schedule (`stats::kept`): its figures stand for
+/// the requests it sent, not for the load asked.
+pub const EXIT_SCHEDULE_NOT_KEPT: i32 = 3;
 pub const EXIT_INTERRUPTED: i32 = 130;
 pub const EXIT_TERMINATED: i32 = 143;
 pub const EXIT_HANGUP: i32 = 129;
@@ -220,6 +223,9 @@ pub enum Ending {
     Ok,
     /// The run completed but requests failed (or none completed).
     FailedRequests,
+    /// The run completed, but did not keep its schedule (open model): too many scheduled
+    /// requests were never sent, or most were sent too late (`stats::kept`).
+    ScheduleNotKept,
     /// A signal stopped the run; the report so far was printed and cleanup done.
     Stopped(Signal),
     /// An error: its message is printed once on stderr.
@@ -231,6 +237,7 @@ pub fn exit_status(ending: &Ending) -> i32 {
     match ending {
         Ending::Ok => EXIT_OK,
         Ending::FailedRequests => EXIT_FAILED_REQUESTS,
+        Ending::ScheduleNotKept => EXIT_SCHEDULE_NOT_KEPT,
         Ending::Stopped(s) | Ending::Failed(Error::Stopped(s)) => signal_status(*s),
         Ending::Failed(Error::LostLoad(_)) => EXIT_FAILED_REQUESTS,
         Ending::Failed(
@@ -261,6 +268,7 @@ mod tests {
     fn every_ending_has_its_documented_status() {
         assert_eq!(exit_status(&Ending::Ok), 0);
         assert_eq!(exit_status(&Ending::FailedRequests), 1);
+        assert_eq!(exit_status(&Ending::ScheduleNotKept), 3);
         assert_eq!(exit_status(&Ending::Failed(Error::lost_load("x"))), 1);
         for e in [
             Error::input("x"),

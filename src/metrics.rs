@@ -53,6 +53,9 @@ struct MetricsState {
     /// Parts whose figures the served figures include: all of them, or 0 before every
     /// part has sent its first snapshot.
     included: usize,
+    /// Open model, once the run has ended: requests never sent, and whether the schedule
+    /// was kept (`stats::kept`); None while it runs and in the closed model.
+    schedule: Option<(u64, bool)>,
 }
 
 /// Why the metrics server could not start.
@@ -180,6 +183,18 @@ impl Metrics {
         if let Ok(mut s) = self.state.lock() {
             // The merged statistics of every part that gave its results.
             s.included = s.parts.saturating_sub(lost);
+            if self.schedule.is_some() {
+                let verdict = crate::stats::kept::verdict(
+                    stats.requests(),
+                    stats.not_sent,
+                    stats.late,
+                    stats.max_lag_us,
+                );
+                s.schedule = Some((
+                    stats.not_sent,
+                    verdict == crate::stats::kept::ScheduleVerdict::Kept,
+                ));
+            }
             s.achieved_rate = if stats.elapsed_s > 0.0 {
                 stats.requests() as f64 / stats.elapsed_s
             } else {
@@ -327,6 +342,13 @@ fn render(s: &MetricsState) -> String {
         "# HELP vblast_achieved_rate Requests per second over the last interval.\n# TYPE vblast_achieved_rate gauge\nvblast_achieved_rate {:.3}",
         s.achieved_rate
     );
+    if let Some((not_sent, kept)) = s.schedule {
+        let _ = writeln!(
+            o,
+            "# HELP vblast_not_sent_total Scheduled requests never sent (the run ended first; known once it has ended).\n# TYPE vblast_not_sent_total counter\nvblast_not_sent_total {not_sent}\n# HELP vblast_schedule_kept 1 when the run kept its schedule, 0 when it did not (docs/exit-status.md; known once it has ended).\n# TYPE vblast_schedule_kept gauge\nvblast_schedule_kept {}",
+            u8::from(kept)
+        );
+    }
     if let Some(r) = s.target_rate {
         let _ = writeln!(
             o,

@@ -206,6 +206,20 @@ impl Pacer {
         self.budget.map_or(unsent, |b| unsent.min(b))
     }
 
+    /// Open model: how long each request `not_sent(end)` counts had waited when the run
+    /// ended, from its intended start to `end`, in the schedule's order: each of them waited
+    /// at least that long for a response that never came (wrk2's tail counts them so). Pure:
+    /// from the schedule and what was handed out alone. Empty in the closed model.
+    pub fn unsent_waits(&self, end: Instant) -> impl Iterator<Item = Duration> + '_ {
+        let first = self.open.as_ref().map_or(0, |o| {
+            self.next.max(self.placed_before(o, self.measure_from))
+        });
+        (first..first + self.not_sent(end)).map(move |k| {
+            self.intended(k)
+                .map_or(Duration::ZERO, |t| end.saturating_duration_since(t))
+        })
+    }
+
     /// How many of this thread's requests the schedule places before `t`: those k whose
     /// global number k*N + j is below the count the whole schedule intends before `t`.
     fn placed_before(&self, o: &Open, t: Instant) -> u64 {
@@ -621,6 +635,72 @@ mod tests {
         // The closed model has no schedule to fall behind.
         let p = Pacer::closed(origin, Duration::ZERO, Some(deadline), None);
         assert_eq!(p.not_sent(deadline), 0);
+    }
+
+    /// The unsent requests' waits: one per request `not_sent` counts, each from its own
+    /// intended start to the end, over threads, warm-up and a count alike.
+    #[test]
+    fn each_unsent_request_waited_from_its_intended_start_to_the_end() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis;
+        // 100/s for 1 s, stalled after 300 ms, the run ended at 1.5 s: requests 30..99
+        // were never sent, request k having waited 1500 - 10k ms.
+        let deadline = origin + ms(1000);
+        let end = origin + ms(1500);
+        let mut p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(deadline),
+            None,
+            &c(100.0),
+            0,
+            1,
+        );
+        assert_eq!(drain(&mut p, origin + ms(295)).len(), 30);
+        let waits: Vec<Duration> = p.unsent_waits(end).collect();
+        assert_eq!(waits.len() as u64, p.not_sent(end));
+        assert_eq!(waits.len(), 70);
+        for (i, w) in waits.iter().enumerate() {
+            assert_eq!(*w, ms(1500 - 10 * (30 + i as u64)), "request {}", 30 + i);
+        }
+        // Two threads with a warm-up of 200 ms and nothing sent: only the measured
+        // requests, each thread its own share, every wait from its own start.
+        let warmup = ms(200);
+        let mut all = Vec::new();
+        for t in 0..2 {
+            let p = Pacer::open(origin, warmup, Some(deadline), None, &c(100.0), t, 2);
+            let waits: Vec<Duration> = p.unsent_waits(end).collect();
+            assert_eq!(waits.len() as u64, p.not_sent(end));
+            all.extend(waits);
+        }
+        all.sort();
+        assert_eq!(all.len(), 80);
+        assert_eq!(all.first(), Some(&ms(500 + 10)));
+        assert_eq!(all.last(), Some(&ms(1300)));
+        // A count caps them; on time to the end and the closed model leave none.
+        let p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(deadline),
+            Some(5),
+            &c(100.0),
+            0,
+            1,
+        );
+        assert_eq!(p.unsent_waits(end).count(), 5);
+        let mut p = Pacer::open(
+            origin,
+            Duration::ZERO,
+            Some(deadline),
+            None,
+            &c(100.0),
+            0,
+            1,
+        );
+        drain(&mut p, deadline);
+        assert_eq!(p.unsent_waits(end).count(), 0);
+        let p = Pacer::closed(origin, Duration::ZERO, Some(deadline), None);
+        assert_eq!(p.unsent_waits(end).count(), 0);
     }
 
     #[test]

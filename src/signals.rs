@@ -1,10 +1,42 @@
 //! Stopping: which signal (SIGINT, SIGTERM, SIGHUP) asked vblast to stop, as one shared
 //! flag every stage polls. The first signal stops the run gracefully (report, cleanup);
 //! a second one while cleanup is still under way makes cleanup give up waiting and name
-//! what it leaves behind.
+//! what it leaves behind. One signal delivered twice at once counts once
+//! (`Deliveries`): GNU `timeout` sends its one SIGTERM to vblast and then to vblast's
+//! process group, which vblast is in.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// The same signal again within this long of the one counted is the same request delivered
+/// twice, not a second one. A time and not the sender (`si_pid`): a terminal's two Ctrl-Cs
+/// both come from the kernel, and a shell's two `kill`s from one process, so a rule on the
+/// sender would merge what a person meant twice; one delivery twice (`timeout`'s
+/// `kill(pid)` then `kill(0)`) comes microseconds apart, a person's second Ctrl-C or a
+/// supervisor's escalation a good part of a second later at the soonest. Half a second also
+/// holds when the signal thread is kept off a busy CPU between the two.
+pub const SAME_SIGNAL_WINDOW: Duration = Duration::from_millis(500);
+
+/// The signals delivered so far, to tell a second stop request from the first delivered
+/// twice.
+#[derive(Debug, Default)]
+struct Deliveries {
+    /// The last signal counted, and when it came.
+    last: Option<(Signal, Instant)>,
+}
+
+impl Deliveries {
+    /// Whether signal `s`, delivered at `at`, is a stop request of its own: not when it is
+    /// the signal last counted again within `SAME_SIGNAL_WINDOW`.
+    fn counts(&mut self, s: Signal, at: Instant) -> bool {
+        let again = matches!(self.last, Some((l, t)) if l == s && at.saturating_duration_since(t) < SAME_SIGNAL_WINDOW);
+        if !again {
+            self.last = Some((s, at));
+        }
+        !again
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Signal {
@@ -103,10 +135,14 @@ impl Stop {
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
+                let mut deliveries = Deliveries::default();
                 for raw in signals.forever() {
                     let Some(s) = Signal::from_raw(raw) else {
                         continue;
                     };
+                    if !deliveries.counts(s, Instant::now()) {
+                        continue;
+                    }
                     let again = stop.is_set();
                     stop.request(s);
                     if quiet {
@@ -161,5 +197,21 @@ mod tests {
             assert_eq!(Signal::from_code(c).map(Signal::code), Some(c));
         }
         assert!(Signal::from_code(0).is_none());
+    }
+
+    #[test]
+    fn one_signal_delivered_twice_at_once_counts_once() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut d = Deliveries::default();
+        // timeout's SIGTERM to vblast, then to its process group: one request.
+        assert!(d.counts(Signal::Terminate, t));
+        assert!(!d.counts(Signal::Terminate, t + Duration::from_micros(40)));
+        assert!(!d.counts(Signal::Terminate, t + ms(499)));
+        // The same signal later is a second request; so is another signal at once.
+        assert!(d.counts(Signal::Terminate, t + ms(500)));
+        assert!(d.counts(Signal::Interrupt, t + ms(501)));
+        assert!(!d.counts(Signal::Interrupt, t + ms(502)));
+        assert!(d.counts(Signal::Terminate, t + ms(503)));
     }
 }

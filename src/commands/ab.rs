@@ -76,7 +76,7 @@ fn said(text: &str) -> i32 {
 fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i32 {
     match ending {
         Ending::Stopped(_) | Ending::Failed(_) => AB_EXIT_FATAL,
-        Ending::Ok | Ending::FailedRequests => {
+        Ending::Ok | Ending::FailedRequests | Ending::ScheduleNotKept => {
             let Some(s) = summary else {
                 return AB_EXIT_FATAL;
             };

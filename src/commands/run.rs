@@ -172,6 +172,12 @@ fn load(
             return (Ending::Failed(Error::lost_load(lost)), tally);
         }
     }
+    // Before failed requests: a schedule not kept makes every figure of the run suspect,
+    // failures included (docs/exit-status.md); --allow-errors does not cover it.
+    if let Some(w) = &summary.schedule_not_kept {
+        eprintln!("vblast: warning: {w}");
+        return (Ending::ScheduleNotKept, tally);
+    }
     if !cli.allow_errors && summary.failed > 0 {
         return (Ending::FailedRequests, tally);
     }

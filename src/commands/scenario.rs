@@ -198,6 +198,13 @@ impl Flags<'_> {
         if let Some(tests) = &self.settled.tests {
             return Ok(Workload::Vault(tests.clone()));
         }
+        if let Some(d) = args.request.data.as_deref()
+            && looks_like_duration(d)
+        {
+            eprintln!(
+                "vblast: warning: -d {d} is the request body (as curl's -d: the requests are POSTs with the body {d:?}), not the run's length: that is -z {d}"
+            );
+        }
         Ok(match args.ops.op.as_ref().or(args.ops.scenario.as_ref()) {
             Some(op) => Workload::Vault(
                 crate::vault::ops::parse_mix(op, &args.op_options).map_err(Error::input)?,
@@ -622,11 +629,29 @@ pub fn state_dir() -> Option<PathBuf> {
         .map(|h| PathBuf::from(h).join(".local/state/vblast"))
 }
 
+/// A body that reads as a duration with its unit ("3s", "2m", "1m30s"): most likely wrk's
+/// `-d 3s` (its duration), which vblast takes as curl's `-d` (the body). A bare number is
+/// left alone: it is a JSON body as well.
+fn looks_like_duration(body: &str) -> bool {
+    body.bytes().any(|b| b.is_ascii_alphabetic())
+        && crate::config::units::parse_duration(body).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::Cli;
     use clap::Parser;
+
+    #[test]
+    fn wrk_durations_given_as_a_body_are_told_from_bodies() {
+        for d in ["3s", "10s", "2m", "1m30s", "500ms", "1h"] {
+            assert!(looks_like_duration(d), "{d}");
+        }
+        for body in ["30", "{\"a\":1}", "s", "hello", "", "3 seconds", "true"] {
+            assert!(!looks_like_duration(body), "{body}");
+        }
+    }
 
     fn cli(args: &[&str]) -> RunArgs {
         let mut v = vec!["vblast"];

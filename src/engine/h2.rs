@@ -333,7 +333,7 @@ impl<'p> H2Loop<'p> {
     /// The thread's figures at the end of the run.
     fn finish(&mut self, end: Instant, stop: &Stop) -> Stats {
         let mut stats = std::mem::take(&mut self.stats);
-        stats.not_sent = self.pacer.not_sent(end);
+        stats.note_unsent(self.pacer.unsent_waits(end));
         for (code, n) in self.status.iter().enumerate() {
             if *n > 0 {
                 *stats.status.entry(code as u16).or_default() += *n;

@@ -166,7 +166,7 @@ pub fn run(
             ..plan.clone()
         };
         let mut stats = run(&plan, stop, gate, progress)?;
-        stats.note(&fallback, 1);
+        stats.say(&fallback);
         return Ok(stats);
     }
     if plan.http2.is_some() {

@@ -339,7 +339,7 @@ impl<'p> EventLoop<'p> {
             self.send_progress();
         }
         let mut stats = std::mem::replace(&mut self.stats, fresh_stats(self.plan));
-        stats.not_sent = self.pacer.not_sent(end);
+        stats.note_unsent(self.pacer.unsent_waits(end));
         if let Some(w) = std::mem::take(&mut self.windows).finish() {
             stats.windows.push(w);
         }

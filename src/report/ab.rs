@@ -299,6 +299,9 @@ fn server_and_document(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::R
             "Interrupted: the figures below cover the run up to the stop."
         )?;
     }
+    if let Some(w) = &s.schedule_not_kept {
+        writeln!(o, "WARNING: {w}.")?;
+    }
     writeln!(o)?;
     writeln!(o)?;
     writeln!(o, "Server Software:        {}", server_software(&ab.server))?;

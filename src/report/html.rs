@@ -122,6 +122,35 @@ fn summary_rows(run: &str, s: &Summary, rows: &mut Vec<Vec<String>>, thin: &mut 
     );
 }
 
+/// The run's notes, the warning of a schedule not kept, and the requests never sent with
+/// their own latency figure beside every scheduled one's (the text report's lines).
+fn notes_and_schedule(s: &Summary) -> Vec<(&'static str, String)> {
+    let mut items: Vec<(&str, String)> = s.notes.iter().map(|n| ("note", n.clone())).collect();
+    if let Some(w) = &s.schedule_not_kept {
+        items.push(("WARNING", format!("{w}.")));
+    }
+    if !s.unsent_ms.is_empty() {
+        let three = |p: &Percentiles| {
+            format!(
+                "p50 {}, p99 {}, max {}",
+                fmt_ms(p.p50),
+                fmt_ms(p.p99),
+                fmt_ms(p.max)
+            )
+        };
+        items.push((
+            "not sent",
+            format!(
+                "{}, each as waiting until the run ended (at least): {}; every scheduled request, sent or not: {}",
+                s.not_sent,
+                three(&s.unsent_ms),
+                three(&s.scheduled_ms)
+            ),
+        ));
+    }
+    items
+}
+
 /// The description of a run: what `RunInfo` says, and the redacted scenario.
 fn description(run: &HtmlRun, o: &mut String) {
     let s = run.summary;
@@ -132,7 +161,7 @@ fn description(run: &HtmlRun, o: &mut String) {
     };
     let mut items: Vec<(&str, String)> = vec![
         ("target", r.target.clone()),
-        ("operation", r.operation.clone()),
+        ("operation", super::shown(&r.operation).into_owned()),
         ("connections", r.connections.to_string()),
         (
             "threads, processes",
@@ -166,6 +195,7 @@ fn description(run: &HtmlRun, o: &mut String) {
             "yes: the figures cover the run up to the stop".into(),
         ));
     }
+    items.extend(notes_and_schedule(s));
     let status: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     items.push(("status codes", status.join(", ")));
     let e = &s.errors;

@@ -60,6 +60,29 @@ pub struct Percentiles {
     pub ci_method: ci::CiMethod,
 }
 
+/// A name the user gave (a test's, an operation's, a file's) as it is printed: control
+/// characters and the bidirectional controls that reorder what follows them (U+202E,
+/// right-to-left override, and its kin) shown as `\u{202e}`, so that no name rewrites the
+/// line it is printed on. The one helper every format and message uses for such names.
+pub fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    fn hidden(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !name.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Microseconds to milliseconds.
 pub(crate) fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
@@ -108,6 +131,11 @@ impl Percentiles {
         let value = |key: &str| p.value(key);
         let (ci, ci_method) = ci::of(h, blocks, level, value);
         Percentiles { ci, ci_method, ..p }
+    }
+
+    /// No sample at all.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
     /// The figure of percentile `key` (`"p99"`).
@@ -210,6 +238,10 @@ pub struct RunInfo {
     /// stderr (`vblast: note: ...`); empty for a run without such a file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
+    /// URL mode: the HTTP method sent (a body without `-m` makes it POST); None for Vault
+    /// operations and in files of an older vblast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 #[cfg(test)]
@@ -233,6 +265,7 @@ impl RunInfo {
             cleanup_s: 0.0,
             setup_phases: Vec::new(),
             differences: Vec::new(),
+            method: None,
         }
     }
 }
@@ -263,6 +296,10 @@ pub struct Summary {
     pub status: BTreeMap<String, u64>,
     pub errors: Errors,
     pub error_messages: BTreeMap<String, u64>,
+    /// What the run says about itself that is no failure (`--http2-fallback`), apart from
+    /// the failures' messages.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Each failed status: the first line of what the server answered with it (redacted).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_answers: BTreeMap<String, String>,
@@ -272,6 +309,17 @@ pub struct Summary {
     /// sent (the run ended or was stopped first); `requests` + this = the schedule's count
     /// (less any still in flight when a signal stopped the run). 0 in the closed model.
     pub not_sent: u64,
+    /// Open model, when requests were never sent: each as having waited from its intended
+    /// start until the run ended (a lower bound of its latency; absent when all were sent).
+    #[serde(skip_serializing_if = "Percentiles::is_empty")]
+    pub unsent_ms: Percentiles,
+    /// Open model, when requests were never sent: every scheduled request's latency, the
+    /// sent ones' and the unsent ones' together (what wrk2's tail would show).
+    #[serde(skip_serializing_if = "Percentiles::is_empty")]
+    pub scheduled_ms: Percentiles,
+    /// Open model: the warning when the run did not keep its schedule (`stats::kept`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_not_kept: Option<String>,
     pub connections_opened: u64,
     /// TLS handshakes that resumed a session (of tls_ms.count handshakes).
     pub tls_resumed: u64,
@@ -399,7 +447,7 @@ impl OpSummary {
     /// One operation's figures over `secs` seconds, its percentiles from `pct`.
     fn of(name: String, o: &OpStats, secs: f64, pct: &dyn Fn(&Hist) -> Percentiles) -> Self {
         OpSummary {
-            name,
+            name: shown(&name).into_owned(),
             requests: o.requests,
             ok: o.ok,
             rps: per_s(o.requests, secs),
@@ -447,7 +495,23 @@ impl Summary {
         let ok = stats.ok();
         let open = run.model == Model::Open;
         let ab = ab_facts(stats, requests);
+        let scheduled_ms = if stats.unsent.is_empty() {
+            Percentiles::default()
+        } else {
+            let mut all = latency.clone();
+            all.add(&stats.unsent);
+            pct(&all)
+        };
+        let schedule_not_kept = open
+            .then(|| {
+                crate::stats::kept::verdict(requests, stats.not_sent, stats.late, stats.max_lag_us)
+                    .warning()
+            })
+            .flatten();
         Summary {
+            unsent_ms: pct(&stats.unsent),
+            scheduled_ms,
+            schedule_not_kept,
             http2: stats.http2.clone(),
             vblast_version: env!("CARGO_PKG_VERSION").to_string(),
             requests,
@@ -475,6 +539,7 @@ impl Summary {
                 .collect(),
             errors: stats.errors,
             error_messages: stats.messages.clone(),
+            notes: stats.notes.clone(),
             failed_answers: by_status(&stats.failed_answers),
             late: stats.late,
             max_lag_ms: ms(stats.max_lag_us),
@@ -616,6 +681,12 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
     } else {
         "new connection per request"
     };
+    // URL mode: the method sent (a body makes it POST), before the URL as in a request line.
+    let method = r
+        .method
+        .as_ref()
+        .map(|m| format!("{m} "))
+        .unwrap_or_default();
     let protocol = if r.protocol == "HTTP/1.1" || r.protocol.is_empty() {
         String::new()
     } else {
@@ -623,7 +694,7 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
     };
     writeln!(
         o,
-        "Target: {}  ({} connections, {} threads{processes}, {connections}, {model}{protocol})",
+        "Target: {method}{}  ({} connections, {} threads{processes}, {connections}, {model}{protocol})",
         r.target, r.connections, r.threads
     )?;
     write_http2(&s.http2, o)?;
@@ -632,6 +703,9 @@ pub(crate) fn write_header(s: &Summary, o: &mut dyn std::io::Write) -> std::io::
             o,
             "Interrupted: the figures below cover the run up to the stop."
         )?;
+    }
+    if let Some(w) = &s.schedule_not_kept {
+        writeln!(o, "WARNING: {w}.")?;
     }
     Ok(())
 }
@@ -673,6 +747,17 @@ fn write_http2(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_shown_with_their_controls_escaped() {
+        assert_eq!(shown("kv-read"), "kv-read");
+        assert!(matches!(shown("kv-read"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(shown("evil\u{202e}gnp.exe"), "evil\\u{202e}gnp.exe");
+        assert_eq!(shown("a\u{2066}b\u{200f}c"), "a\\u{2066}b\\u{200f}c");
+        assert_eq!(shown("line\nbreak\x1b[31m"), "line\\u{a}break\\u{1b}[31m");
+        // Letters of any script stay as they are.
+        assert_eq!(shown("lecture-été-読む"), "lecture-été-読む");
+    }
 
     #[test]
     fn percentiles_in_ms() {

@@ -86,10 +86,14 @@ pub fn windows(stats: &Stats) -> Vec<WindowSummary> {
         .collect()
 }
 
-/// The layouts borrowed from ab and vault-benchmark have no place for a cluster: with
-/// several nodes, the per-node table and the windows follow their own lines (a single
-/// target's report stays line for line the peer's).
+/// The layouts borrowed from ab and vault-benchmark have no place for a cluster, nor for a
+/// schedule that was not kept: with several nodes, the per-node table and the windows follow
+/// their own lines, and so does the warning of a schedule not kept (a single target's report
+/// that kept its schedule stays line for line the peer's).
 pub fn write_after_peer_layout(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
+    if let Some(w) = &s.schedule_not_kept {
+        writeln!(o, "WARNING: {w}.")?;
+    }
     if s.nodes.is_empty() {
         return Ok(());
     }

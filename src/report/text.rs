@@ -104,21 +104,7 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         s.failed
     )?;
     if open {
-        writeln!(
-            o,
-            "Latency is measured from each request's intended start (corrected for coordinated omission); svc columns are service time from the actual send (uncorrected)."
-        )?;
-        writeln!(
-            o,
-            "Started late (>10ms behind schedule): {}   largest lag: {}",
-            s.late,
-            fmt_ms(s.max_lag_ms)
-        )?;
-        writeln!(
-            o,
-            "Not sent (scheduled in the run's window, the run ended first): {}",
-            s.not_sent
-        )?;
+        schedule_lines(s, o)?;
     } else {
         writeln!(
             o,
@@ -161,6 +147,9 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
             codes.join(", ")
         }
     )?;
+    for n in &s.notes {
+        writeln!(o, "Note: {n}")?;
+    }
     let e = &s.errors;
     writeln!(
         o,
@@ -183,6 +172,47 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         }
     }
     crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)
+}
+
+/// The open model's lines: where latency is measured from, how late requests went out,
+/// and the requests never sent with their own latency figure beside every scheduled one's.
+fn schedule_lines(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        o,
+        "Latency is measured from each request's intended start (corrected for coordinated omission); svc columns are service time from the actual send (uncorrected)."
+    )?;
+    writeln!(
+        o,
+        "Started late (>10ms behind schedule): {}   largest lag: {}",
+        s.late,
+        fmt_ms(s.max_lag_ms)
+    )?;
+    writeln!(
+        o,
+        "Not sent (scheduled in the run's window, the run ended first): {}",
+        s.not_sent
+    )?;
+    if s.unsent_ms.is_empty() {
+        return Ok(());
+    }
+    let three = |p: &Percentiles| {
+        format!(
+            "p50 {}  p99 {}  max {}",
+            fmt_ms(p.p50),
+            fmt_ms(p.p99),
+            fmt_ms(p.max)
+        )
+    };
+    writeln!(
+        o,
+        "Not sent, each as waiting until the run ended (at least): {}",
+        three(&s.unsent_ms)
+    )?;
+    writeln!(
+        o,
+        "Every scheduled request, sent or not (as wrk2's tail counts them): {}",
+        three(&s.scheduled_ms)
+    )
 }
 
 /// What a 4xx or 5xx status means, for the failure lines (None for the others).

@@ -252,6 +252,7 @@ impl Results {
                 stats.ops.len()
             )));
         }
+        check_counts(&stats, &stored.op_names, name)?;
         Ok(Results {
             vblast_version: stored.vblast_version,
             started_at: stored.started_at,
@@ -267,6 +268,30 @@ impl Results {
             confidence: Default::default(),
         })
     }
+}
+
+/// The one check of what a results file's counts must hold, made when it is read: a
+/// hand-edited or damaged file that breaks one is refused with the field named, never
+/// reported with impossible figures (more successes than requests, a negative duration).
+fn check_counts(stats: &Stats, op_names: &[String], name: &str) -> Result<(), Cause> {
+    let damaged = |what: String| Err(Cause::Said(format!("{name}: damaged results: {what}")));
+    if !(stats.elapsed_s.is_finite() && stats.elapsed_s >= 0.0) {
+        return damaged(format!(
+            "stats.elapsed_s is {}, where a duration is 0 seconds or more",
+            stats.elapsed_s
+        ));
+    }
+    for (i, (op, op_name)) in stats.ops.iter().zip(op_names).enumerate() {
+        if op.ok > op.requests {
+            return damaged(format!(
+                "stats.ops[{i}] ({}): ok {} is above its requests {}",
+                crate::report::shown(op_name),
+                op.ok,
+                op.requests
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Which results files a merge takes.
@@ -852,6 +877,22 @@ mod tests {
                     v.as_object_mut().unwrap().remove("host");
                 }),
                 "f: damaged results: missing field `host`",
+            ),
+            // Counts that cannot be: the field named, never "18446744073709543617 failed".
+            (
+                with(&|v| v["stats"]["ops"][1]["ok"] = json!(9000)),
+                "f: damaged results: stats.ops[1] (kv-write): ok 9000 is above its requests 3",
+            ),
+            (
+                with(&|v| v["stats"]["elapsed_s"] = json!(-1.0)),
+                "f: damaged results: stats.elapsed_s is -1, where a duration is 0 seconds or more",
+            ),
+            (
+                with(&|v| {
+                    v["op_names"] = json!(["kv-read", "w\u{202e}x"]);
+                    v["stats"]["ops"][1]["ok"] = json!(4);
+                }),
+                "f: damaged results: stats.ops[1] (w\\u{202e}x): ok 4 is above its requests 3",
             ),
         ];
         for (text, want) in cases {

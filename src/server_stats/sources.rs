@@ -306,6 +306,13 @@ pub fn process(pid: u32) -> Result<Process, Cause> {
         .map(|i| &stat[i + 1..])
         .ok_or_else(|| Cause::Said(format!("{stat_path} is not a process's stat")))?;
     let fields: Vec<&str> = after.split_whitespace().collect();
+    // A process that has exited and not been reaped yet still has its /proc entry, whose
+    // CPU time no longer moves: its samples would read as an idle server.
+    if let Some(state @ ("Z" | "X" | "x")) = fields.first().copied() {
+        return Err(Cause::Said(format!(
+            "process {pid} has exited (state {state} in {stat_path})"
+        )));
+    }
     let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<u64>().ok());
     let (Some(utime), Some(stime), Some(rss_pages)) = (field(14), field(15), field(24)) else {
         return Err(Cause::Said(format!("{stat_path} is not a process's stat")));
@@ -484,6 +491,25 @@ fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A --server-pid that exited during the run (a zombie until reaped) is gone, not an
+    /// idle server whose CPU reads 0.
+    #[test]
+    fn a_process_that_has_exited_is_not_sampled() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let exited = loop {
+            match process(pid) {
+                Err(e) => break e.to_string(),
+                Ok(_) if std::time::Instant::now() > deadline => panic!("{pid} never exited"),
+                Ok(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        };
+        assert!(exited.contains("has exited (state Z"), "{exited}");
+        child.wait().unwrap();
+        assert!(process(std::process::id()).is_ok());
+    }
 
     #[test]
     fn prometheus_lines_sum_over_labels_and_skip_quantiles() {

@@ -371,5 +371,9 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
         cleanup_s: 0.0,
         setup_phases: Vec::new(),
         differences: scenario.differences.clone(),
+        method: match &scenario.workload {
+            Workload::Url(_) => session.operations.first().map(|o| o.request.method.clone()),
+            Workload::Vault(_) => None,
+        },
     }
 }

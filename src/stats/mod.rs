@@ -7,6 +7,7 @@ pub mod blocks;
 pub mod figures;
 pub mod http2;
 pub mod interval;
+pub mod kept;
 pub mod nodes;
 pub mod phases;
 pub mod timeline;
@@ -341,6 +342,11 @@ pub struct Stats {
     /// that the schedule's requests = those sent + these (older files lack it).
     #[serde(default)]
     pub not_sent: u64,
+    /// Open model: the `not_sent` requests, each as having waited from its intended start
+    /// until the run ended (`Pacer::unsent_waits`): a figure of its own beside the sent
+    /// requests' latency (older files lack it).
+    #[serde(default, skip_serializing_if = "Hist::is_empty")]
+    pub unsent: Hist,
     pub connections_opened: u64,
     /// TLS handshakes that resumed an earlier session (the rest were full handshakes).
     #[serde(default)]
@@ -358,6 +364,10 @@ pub struct Stats {
     pub blocks: blocks::Blocks,
     /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
     pub messages: BTreeMap<String, u64>,
+    /// What the run says about itself that is no failure (`--http2-fallback`: the run is
+    /// HTTP/1.1), each once, listed apart from the failures' messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The `Server` header of the first measured response (ab's "Server Software").
     #[serde(default)]
     pub server: Option<String>,
@@ -456,6 +466,7 @@ impl Stats {
         self.late += o.late;
         self.max_lag_us = self.max_lag_us.max(o.max_lag_us);
         self.not_sent += o.not_sent;
+        self.unsent.add(&o.unsent);
         self.connections_opened += o.connections_opened;
         self.tls_resumed += o.tls_resumed;
         self.server_closes += o.server_closes;
@@ -466,6 +477,9 @@ impl Stats {
         self.blocks.merge(&o.blocks);
         for (m, n) in &o.messages {
             self.note(m, *n);
+        }
+        for n in &o.notes {
+            self.say(n);
         }
         if self.server.is_none() {
             self.server.clone_from(&o.server);
@@ -492,6 +506,24 @@ impl Stats {
             if self.failed_answers.len() < MAX_LENGTHS && !self.failed_answers.contains_key(code) {
                 self.failed_answers.insert(*code, text.clone());
             }
+        }
+    }
+
+    /// A note about the run that is no failure, kept once (merging keeps it once too).
+    pub fn say(&mut self, note: &str) {
+        if !self.notes.iter().any(|n| n == note) {
+            self.notes.push(note.to_string());
+        }
+    }
+
+    /// Open model, at the end of a thread's run: the requests the schedule placed that were
+    /// never sent, each given as how long it had waited when the run ended
+    /// (`Pacer::unsent_waits`): counted in `not_sent`, their waits in `unsent`.
+    pub fn note_unsent(&mut self, waits: impl Iterator<Item = std::time::Duration>) {
+        for w in waits {
+            self.not_sent += 1;
+            self.unsent
+                .record(u64::try_from(w.as_micros()).unwrap_or(MAX_US));
         }
     }
 

@@ -485,6 +485,7 @@ impl Steps<'_> {
             cleanup_s: 0.0,
             setup_phases: Vec::new(),
             differences: self.differences.clone(),
+            method: None,
         };
         let mut results = Results::build(
             info,

@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::figures::u;
-use crate::support::openbao::{OpenBao, server_state};
+use crate::support::openbao::{OpenBao, server_state, vblast_mounts};
 use crate::support::postgres::Postgres;
 use crate::support::process::signal;
 use crate::support::run::{WATCHDOG, lines, run, spawn};
@@ -822,4 +822,40 @@ fn secrets_under_an_existing_mount_are_removed_by_vblast_cleanup() {
         "{}",
         cleanup.show()
     );
+}
+
+/// GNU `timeout` sends its one SIGTERM to vblast and then to vblast's process group: one
+/// stop, delivered twice, which once made vblast "give up waiting" and leave its mount.
+/// Stopped so during setup (seeding 200,000 secrets), again and again, vblast cleans up
+/// every time.
+#[test]
+fn a_stop_from_timeout_during_setup_cleans_up_every_time() {
+    let bao = OpenBao::start();
+    for attempt in 0..6 {
+        let v = vault_cmd(
+            &bao,
+            &["--op", "kv-read", "--secrets", "200000", "-z", "30s"],
+        );
+        let mut cmd = std::process::Command::new("timeout");
+        cmd.arg("2").arg(v.get_program()).args(v.get_args());
+        for (k, val) in v.get_envs() {
+            if let Some(val) = val {
+                cmd.env(k, val);
+            }
+        }
+        let out = spawn(cmd).finish(WATCHDOG);
+        // timeout's own status for a command it had to stop.
+        out.assert_code(124);
+        assert!(
+            !out.stderr.contains("giving up waiting"),
+            "attempt {attempt}: {}",
+            out.show()
+        );
+        assert!(
+            vblast_mounts(&bao).is_empty(),
+            "attempt {attempt}: {:?}\n{}",
+            vblast_mounts(&bao),
+            out.show()
+        );
+    }
 }

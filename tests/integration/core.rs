@@ -979,3 +979,31 @@ fn multi_process_merge_is_lossless() {
         .sum();
     assert_eq!(timeline_total, 3000, "{:#}", j["timeline"]);
 }
+
+/// wrk's `-d 3s` is vblast's (curl's) `-d`, the body: a body that reads as a duration is
+/// warned about (naming -z), and the report shows the method sent.
+#[test]
+fn a_body_that_looks_like_a_duration_is_warned_about_and_the_method_shown() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let out = run(url_cmd(&["-c", "2", "-n", "20", "-d", "3s", &url]));
+    assert!(
+        out.stderr
+            .contains("vblast: warning: -d 3s is the request body")
+            && out.stderr.contains("that is -z 3s"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        out.stdout.contains(&format!("Target: POST {url}")),
+        "{}",
+        out.show()
+    );
+    let out = run(url_cmd(&["-n", "5", "--format", "json", &url]));
+    out.assert_code(0);
+    assert!(!out.stderr.contains("warning"), "{}", out.show());
+    assert_eq!(out.json()["run"]["method"], "GET", "{}", out.show());
+    // A body that is no duration: no warning.
+    let out = run(url_cmd(&["-n", "5", "-d", "{\"a\":30}", &url]));
+    assert!(!out.stderr.contains("warning"), "{}", out.show());
+}

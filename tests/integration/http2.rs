@@ -668,3 +668,42 @@ fn every_vault_operation_runs_over_h2_and_leaves_nothing() {
         );
     }
 }
+
+/// `--http2-fallback`'s note is no failure: it is listed apart from the errors, in the
+/// text report (`Note: ...` above `Errors:`) and in JSON (`notes`, not `error_messages`).
+#[test]
+fn the_fallback_note_is_listed_apart_from_the_errors() {
+    let (ng, files) = Nginx::start_tls_generated();
+    let ca = files.ca_cert.display().to_string();
+    let url = format!("{}/v1/x", ng.addr);
+    let base = [
+        url.as_str(),
+        "--http2",
+        "--http2-fallback",
+        "--ca-cert",
+        ca.as_str(),
+        "-n",
+        "10",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--format", "json"]);
+    let j = all_ok(&run(url_cmd(&args)), 10);
+    let notes = j["notes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        notes.len() == 1 && notes[0].as_str().unwrap().contains("--http2-fallback"),
+        "{j:#}"
+    );
+    assert!(
+        j["error_messages"]
+            .as_object()
+            .is_some_and(|m| m.is_empty()),
+        "{j:#}"
+    );
+    let r = run(url_cmd(&base));
+    r.assert_code(0);
+    let note = r.line("Note: --http2-fallback");
+    let errors = r.line("Errors: ");
+    let at = |l: &str| r.stdout.find(l).unwrap();
+    assert!(at(note) < at(errors), "{}", r.show());
+    assert!(!r.stdout.contains("x --http2-fallback"), "{}", r.show());
+}

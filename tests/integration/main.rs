@@ -31,6 +31,7 @@ mod redirects;
 mod reports;
 mod results;
 mod scaling;
+mod schedule;
 mod schema;
 mod server_accounting;
 mod server_stats;

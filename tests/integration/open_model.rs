@@ -143,8 +143,24 @@ fn server_stall_shows_in_corrected_latency_not_in_service_time() {
     thread::sleep(Duration::from_secs(2).saturating_sub(stopped.elapsed()));
     bao.cont_signal();
     let out = running.finish(WATCHDOG);
-    out.assert_code(0);
     let j = out.json();
+    // Every request is sent (the stall ends well before the deadline). On a quiet machine
+    // the run catches up at once and keeps its schedule (0); on a busy one the catch-up can
+    // leave most requests over 10 ms late with a lag over 5 s, and the run then says
+    // truthfully that it did not keep its schedule (3, docs/exit-status.md), never for
+    // requests not sent.
+    match out.code {
+        Some(0) => assert!(j["schedule_not_kept"].is_null(), "{}", out.show()),
+        Some(3) => assert!(
+            j["schedule_not_kept"]
+                .as_str()
+                .is_some_and(|w| w.contains("behind their intended start")),
+            "{}",
+            out.show()
+        ),
+        _ => panic!("{}", out.show()),
+    }
+    assert_eq!(u(&j, &["not_sent"]), 0, "{}", out.show());
     let p99 = f(&j, &["latency_ms", "p99"]);
     let svc99 = f(&j, &["service_ms", "p99"]);
     let late = u(&j, &["late"]);

@@ -113,3 +113,94 @@ fn shard_files_merge_into_one_report() {
     out.assert_code(2);
     assert!(out.stderr.starts_with("vblast: "), "{}", out.show());
 }
+
+/// A run's results file, saved from a short URL run against nginx, and its JSON.
+fn saved_run(ng: &Nginx, dir: &std::path::Path, name: &str) -> (String, serde_json::Value) {
+    let file = dir.join(name).display().to_string();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    run(url_cmd(&["-c", "2", "-n", "40", "--output", &file, &url])).assert_code(0);
+    let doc = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    (file, doc)
+}
+
+/// A hand-edited file whose counts cannot be (more successes than requests, a negative
+/// duration) is refused as damaged, naming the field, before anything is printed.
+#[test]
+fn a_results_file_with_impossible_counts_is_refused_as_damaged() {
+    let ng = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, doc) = saved_run(&ng, dir.path(), "run.json");
+    let requests = u(&doc["stats"]["ops"][0]["requests"]);
+    type Edit = fn(&mut serde_json::Value, u64);
+    let edits: [(&str, Edit); 2] = [
+        ("stats.ops[0] (url): ok ", |d, n| {
+            d["stats"]["ops"][0]["ok"] = (n + 8000).into()
+        }),
+        ("stats.elapsed_s is -1", |d, _| {
+            d["stats"]["elapsed_s"] = (-1.0).into()
+        }),
+    ];
+    for (says, edit) in edits {
+        let mut bad = doc.clone();
+        edit(&mut bad, requests);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, bad.to_string()).unwrap();
+        let out = run(url_cmd(&["report", path.to_str().unwrap()]));
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("edited.json: damaged results: ") && out.stderr.contains(says),
+            "{says}: {}",
+            out.show()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.show());
+    }
+    run(url_cmd(&["report", &file])).assert_code(0);
+}
+
+/// `compare A A` compares a run with itself (harmless: nothing is added up) and says so;
+/// `report A A` would merge it with itself, counting every request twice, and is refused.
+#[test]
+fn a_file_given_twice_is_compared_with_a_warning_and_never_merged() {
+    let ng = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = saved_run(&ng, dir.path(), "a.json");
+    let out = run(url_cmd(&["compare", &file, &file]));
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("is given twice: it is compared with itself"),
+        "{}",
+        out.show()
+    );
+    let out = run(url_cmd(&["report", &file, &file]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("is given twice"), "{}", out.show());
+}
+
+/// A name with a right-to-left override (a test's name, kept in the file's op_names) is
+/// printed with the control escaped, in the text report and in JSON alike.
+#[test]
+fn a_name_with_bidi_controls_is_printed_escaped() {
+    let ng = Nginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut doc) = saved_run(&ng, dir.path(), "a.json");
+    doc["op_names"][0] = "read\u{202e}etirw".into();
+    let path = dir.path().join("bidi.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    for format in ["text", "json", "vb-terse"] {
+        let out = run(url_cmd(&[
+            "report",
+            path.to_str().unwrap(),
+            "--format",
+            format,
+        ]));
+        out.assert_code(0);
+        assert!(!out.stdout.contains('\u{202e}'), "{format}: {}", out.show());
+        let shown = if format == "json" {
+            out.json()["ops"][0]["name"] == r"read\u{202e}etirw"
+        } else {
+            out.stdout.contains(r"read\u{202e}etirw")
+        };
+        assert!(shown, "{format}: {}", out.show());
+    }
+}
