@@ -1272,7 +1272,7 @@ fn many_tests_are_refused_by_their_count_and_a_signal_ends_the_check() {
         .unwrap();
     assert!(made.success(), "mkfifo");
     let fifo_arg = fifo.display().to_string();
-    let mut child = env_cmd(
+    let child = env_cmd(
         &["vault-benchmark", "run", "-config", fifo_arg.as_str()],
         &[("VAULT_ADDR", "http://127.0.0.9:1")],
     )
