@@ -7,7 +7,7 @@
 //! operations live in a registry (`vault::ops`); `net` is the wire; `error` holds the one
 //! error type and the exit statuses. Nothing imports upward (tools/check-layers.sh).
 
-pub mod ab_tls;
+pub mod ab;
 pub mod capture;
 pub mod cli;
 pub mod commands;
@@ -32,7 +32,7 @@ pub mod sys;
 pub mod template;
 pub mod timer;
 pub mod vault;
-pub mod vbconfig;
+pub mod vault_benchmark;
 pub mod workload;
 
 use error::{Ending, exit_status};
@@ -52,7 +52,7 @@ pub fn main() -> i32 {
         return commands::worker::run(&stop);
     }
     if let Some(cli::Command::Ab(args)) = &cli.command {
-        return commands::ab::main(&args.args, &stop);
+        return ab::command::main(&args.args, &stop);
     }
     let mut cli = cli;
     let ending = match &mut cli.command {
@@ -63,7 +63,7 @@ pub fn main() -> i32 {
         Some(cli::Command::Sweep(args)) => commands::sweep::run(args, given, &stop),
         Some(cli::Command::Ab(_)) => Ending::Ok,
         Some(cli::Command::VaultBenchmark(args)) => {
-            commands::vault_benchmark::run(&args.args, &stop)
+            vault_benchmark::command::run(&args.args, &stop)
         }
         Some(cli::Command::Setup(args)) => commands::fixture::run(args, given, &stop, false),
         Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, given, &stop, true),

@@ -12,6 +12,10 @@
 # - when the modules form a cycle, printing the edges it found;
 # - when a module other than cli/ and commands/ (and the crate root, lib.rs, which
 #   dispatches) names `cli::`.
+# The compatibility folders (ab/, vault_benchmark/) span layers: each of their parts is
+# checked as a part of the layer it serves (PARTS below; the parts that are modules of
+# their own are rows of the table, as `ab/tls.rs`), so that a folder of its own does not
+# hide an import upward.
 # Comments are not read. Usage: tools/check-layers.sh [SRC_DIR [DESIGN_MD]]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,6 +38,35 @@ for entry in os.listdir(src):
     elif os.path.isdir(os.path.join(src, entry)):
         top_modules.add(entry)
 top_modules -= {"lib", "main"}
+
+# The parts of the compatibility folders, each counted as the module of the layer it serves
+# (a part not listed here, or the folder's mod.rs, is a module of its own: "ab::x", which
+# the table names as `ab/x.rs` or `ab/x/`).
+PARTS = {
+    ("ab", "cli"): "cli",
+    ("ab", "command"): "commands",
+    ("ab", "options"): "commands",
+    ("ab", "report"): "report",
+    ("ab", "tls"): "ab::tls",
+    ("vault_benchmark", "cli"): "cli",
+    ("vault_benchmark", "command"): "commands",
+    ("vault_benchmark", "settle"): "commands",
+    ("vault_benchmark", "hcl"): "vault_benchmark::hcl",
+    ("vault_benchmark", "report"): "report",
+}
+FOLDERS = {a for a, _ in PARTS}
+
+def node_of(path):
+    """The checked module a path under src/ belongs to: its top-level module, or for a
+    compatibility folder the layer its part serves."""
+    if path and path[0] in FOLDERS and len(path) > 1:
+        return PARTS.get((path[0], path[1]), f"{path[0]}::{path[1]}")
+    return path[0] if path else "lib"
+
+def second_names(code, pos):
+    """After `folder`: the names of `::x` or `::{x, y}` at pos (empty when none)."""
+    m = re.compile(r"\s*::\s*").match(code, pos)
+    return first_names(code, m.end()) if m else []
 
 def code_of(text):
     """The text without // comments and /* */ blocks (strings are kept: a rough cut)."""
@@ -86,6 +119,21 @@ def first_names(code, pos):
             out.append(n.group(1))
     return out
 
+def first_names_at(code, pos):
+    """first_names, each with the text and the place where the rest of its path follows
+    (`crate::ab::report`: `ab`, then `::report`)."""
+    m = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\{)").match(code, pos)
+    if not m:
+        return []
+    if m.group(1) != "{":
+        return [(m.group(1), code, m.end())]
+    out = []
+    for item in group_items(code, m.end() - 1):
+        n = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", item)
+        if n:
+            out.append((n.group(1), item, n.end()))
+    return out
+
 for root, _, files in os.walk(src):
     for name in files:
         if not name.endswith(".rs"):
@@ -95,7 +143,7 @@ for root, _, files in os.walk(src):
         parts = rel[:-3].split(os.sep)
         if parts[-1] in ("mod", "lib", "main"):
             parts = parts[:-1]
-        top = parts[0] if parts else "lib"
+        top = node_of(parts)
         with open(full, encoding="utf-8") as f:
             code = code_of(f.read())
         mods = [(m.start(), block_end(code, m.end() - 1), m.group(1)) for m in inline_mod.finditer(code)]
@@ -111,10 +159,17 @@ for root, _, files in os.walk(src):
                 for u in ups:
                     if u == "super":
                         base = base[:-1]
-            for n in first_names(code, m.end()):
+            for n, text, end in first_names_at(code, m.end()):
                 path = base + [n]
-                if path[0] in top_modules:
-                    targets.add(path[0])
+                if path[0] not in top_modules:
+                    continue
+                if path[0] in FOLDERS and len(path) == 1:
+                    # `crate::ab::{report, tls}`: each part named is a module of its own.
+                    path_parts = [[path[0], x] for x in second_names(text, end)] or [path]
+                else:
+                    path_parts = [path]
+                for pp in path_parts:
+                    targets.add(node_of(pp))
         for t in targets:
             if t != top and top not in ("lib", "main"):
                 edges.setdefault((top, t), rel)
@@ -167,8 +222,8 @@ def layer_table(path):
                 continue  # the line under the header
             if cells[0]:
                 rank, name = rank + 1, cells[0]
-            for m in re.finditer(r"`([A-Za-z0-9_]+)(/|\.rs)`", cells[1]):
-                ranks.setdefault(m.group(1), (rank, name))
+            for m in re.finditer(r"`([A-Za-z0-9_]+(?:/[A-Za-z0-9_]+)?)(/|\.rs)`", cells[1]):
+                ranks.setdefault(m.group(1).replace("/", "::"), (rank, name))
     return ranks
 
 table = layer_table(design)
@@ -176,10 +231,15 @@ failed = False
 if not table:
     failed = True
     print(f"check-layers: no layer table (a `| Layer |` header) in {design}")
-for t in sorted(top_modules - set(table)):
+# A compatibility folder's parts are checked in its stead: each is a layer's or a row's.
+for (folder, part), node in sorted(PARTS.items()):
+    if node not in table:
+        failed = True
+        print(f"check-layers: src/{folder}/{part} counts as {node}, which the layer table of {design} does not name")
+for t in sorted(top_modules - FOLDERS - set(table)):
     failed = True
     print(f"check-layers: src/{t} is not in the layer table of {design}")
-for t in sorted(set(table) - top_modules - {"lib", "main"}):
+for t in sorted(t for t in set(table) - top_modules - {"lib", "main"} if "::" not in t):
     failed = True
     print(f"check-layers: the layer table of {design} names {t}, which {src} does not have")
 with open(design, encoding="utf-8") as f:

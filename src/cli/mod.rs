@@ -2,7 +2,6 @@
 //! flags grouped by concern in the files below (each group under its own heading in
 //! `--help`). The commands (`crate::commands`) turn them into library values.
 
-pub mod ab;
 pub mod cleanup;
 pub mod cluster;
 pub mod load;
@@ -17,16 +16,15 @@ pub mod source;
 pub mod sweep;
 pub mod target;
 pub mod tls;
-pub mod vault_benchmark;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use ab::AbArgs;
+pub use crate::ab::cli::AbArgs;
+pub use crate::vault_benchmark::cli::VaultBenchmarkArgs;
 pub use output::{OutputArgs, ShowArgs};
 pub use report::{CompareArgs, ReportArgs};
-pub use vault_benchmark::VaultBenchmarkArgs;
 
 const EXAMPLES: &str = "Examples:\n  vblast -c 20000 -n 20000 --op kv-read\n  vblast -c 64 -z 30s --op kv-read:80,kv-write:20 --secret-size 1024\n  vblast -R 2000 -c 100 -z 60s --op kv-read --latency --output run.json\n  vblast -c 64 -n 500000 -H \"X-Vault-Token: root\" http://127.0.0.1:8200/v1/secret/data/foo\n  vblast report shard-1.json shard-2.json\n  vblast --list-ops\n\nEnvironment: VAULT_ADDR (default http://127.0.0.1:8200), VAULT_TOKEN, VAULT_NAMESPACE,\nVAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY, VAULT_CLIENT_CERT, VAULT_CLIENT_KEY,\nVAULT_TLS_SERVER_NAME. Flags win over the environment. Prefer VAULT_TOKEN or --token-file\nto --token: a flag's value is visible to every user of the machine (ps).";
 

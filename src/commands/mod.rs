@@ -3,17 +3,13 @@
 //! `Scenario` (and the other values the library takes); nothing below the commands reads a
 //! flag.
 
-pub mod ab;
-pub mod ab_options;
 pub mod compare;
-pub mod config_file;
 pub mod fixture;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod server;
 pub mod sweep;
-pub mod vault_benchmark;
 pub mod worker;
 
 use crate::cli::{Cli, Command};

@@ -29,7 +29,13 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     }
     // A vault-benchmark file fills in what the flags and the environment leave open,
     // the report format included (`scenario::plan`).
-    let planned = match plan(cli, given) {
+    let planned = plan(cli, given);
+    // A signal while a --config file was read and checked ends the run here, before
+    // anything is set up, with the signal's status.
+    if let Some(s) = stop.signal() {
+        return Ending::Stopped(s);
+    }
+    let planned = match planned {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::config_file::{Asked, Settled};
 use super::{Given, env, env_true};
 use crate::cli::shards::ShardArgs;
 use crate::cli::tls::TlsArgs;
@@ -25,6 +24,7 @@ use crate::results::deliver::{MARKDOWN_ONLY_FOR_LIST_OPS, Output, OutputFormat};
 use crate::session::fixtures::check_ops;
 use crate::vault::fixture::Mode;
 use crate::vault::ops::{Fixture, fixture_of};
+use crate::vault_benchmark::settle::{Asked, Settled};
 
 /// The token from a file, or from standard input for "-" (first line, trimmed).
 fn read_token_file(path: &std::path::Path) -> Result<String, Error> {
@@ -70,7 +70,7 @@ pub fn scenario(args: &RunArgs, given: Given) -> Result<Scenario, Error> {
 
 /// The one place where a run's flags become library values: the flags, Vault's
 /// environment variables and a `--config` file (flags over environment over file, decided
-/// by `config_file::settle`), checked into one clear message per bad input.
+/// by `vault_benchmark::settle`), checked into one clear message per bad input.
 pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
     let file = match &args.config {
         Some(path) => {
@@ -79,11 +79,11 @@ pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
                     "--config gives the tests: leave out --op, --scenario and the URL",
                 ));
             }
-            Some(super::config_file::read(path)?)
+            Some(crate::vault_benchmark::settle::read(path)?)
         }
         None => None,
     };
-    let settled = super::config_file::settle(asked(args, given), file.as_ref())?;
+    let settled = crate::vault_benchmark::settle::settle(asked(args, given), file.as_ref())?;
     let flags = Flags {
         args,
         settled: &settled,
@@ -121,7 +121,7 @@ fn asked(args: &RunArgs, given: Given) -> Asked {
     }
 }
 
-/// A run's flags with the settings a file may give settled (`config_file::settle`): what
+/// A run's flags with the settings a file may give settled (`vault_benchmark::settle`): what
 /// the checks and the scenario read.
 struct Flags<'a> {
     args: &'a RunArgs,
@@ -172,8 +172,8 @@ impl Flags<'_> {
         let mut load = self.load()?;
         if self.settled.go_http2 {
             let streams = self.args.load.streams.filter(|_| load.http2.is_none());
-            let not_yet = super::config_file::h2_not_yet(&load);
-            super::config_file::go_protocol(&mut load, &t.address, streams, not_yet)?;
+            let not_yet = crate::vault_benchmark::settle::h2_not_yet(&load);
+            crate::vault_benchmark::settle::go_protocol(&mut load, &t.address, streams, not_yet)?;
         }
         refuse_h2(&load, t.tls.is_some())?;
         Ok(Scenario {
@@ -270,7 +270,7 @@ impl Flags<'_> {
             None => 1,
         };
         if !(l.http2 || l.http2_prior_knowledge) {
-            // A vault-benchmark file's HTTP/2 takes --streams (`config_file::go_protocol`).
+            // A vault-benchmark file's HTTP/2 takes --streams (`vault_benchmark::settle::go_protocol`).
             if l.streams.is_some() && !self.settled.go_http2 {
                 return Err(Error::input(
                     "--streams needs --http2 or --http2-prior-knowledge",
@@ -447,7 +447,7 @@ fn refuse_h2(load: &Load, tls: bool) -> Result<(), Error> {
     };
     let shape = crate::net::h2::RunShape {
         shard: false,
-        ..super::config_file::run_shape(load, tls)
+        ..crate::vault_benchmark::settle::run_shape(load, tls)
     };
     match crate::net::h2::H2Refusal::of(h2, &shape) {
         Some(r) => Err(Error::input(r.message())),
@@ -483,7 +483,7 @@ fn tls_options(tls: Option<&TlsArgs>, ca_cert: Option<PathBuf>) -> TlsOptions {
 
 /// Checks flag combinations that clap cannot express, for a run without a `--config` file.
 pub fn validate(args: &RunArgs) -> Result<(), Error> {
-    let settled = super::config_file::settle(asked(args, Given::default()), None)?;
+    let settled = crate::vault_benchmark::settle::settle(asked(args, Given::default()), None)?;
     Flags {
         args,
         settled: &settled,

@@ -1,7 +1,7 @@
 //! A run described as data: where the load goes, with which credentials and TLS settings,
 //! its shape (connections, count or duration, rate, warm-up) and its workload (a URL
 //! request, or Vault operations with weights and configs). Built once, in the commands
-//! layer, from flags and a vault-benchmark HCL file together (`commands::config_file::settle`).
+//! layer, from flags and a vault-benchmark HCL file together (`vault_benchmark::settle`).
 //! Serialisable, with the token left out and secrets redacted (`Scenario::redacted`), so
 //! it can be saved with a run's results.
 

@@ -1,12 +1,11 @@
 //! The summary of a run (or of merged results), built from its `Stats`: the figures every
 //! format shows. Each format is a renderer in its own module, writing a `Summary` to any
-//! `io::Write`: `text` (vault-benchmark's terse table), `json` (the JSON report whose keys
-//! scripts read), `hgrm` (HdrHistogram's percentile spectrum and the `--latency` view) and
-//! `ab` (ApacheBench's report and its `-e` CSV), `verbose`, `html` (the self-contained page of
-//! `--html`, charts as inline SVG), and vault-benchmark's layouts `vb_terse`, `vb_verbose`,
-//! `vb_json`.
+//! `io::Write`: `text`, `json` (the JSON report whose keys scripts read), `hgrm`
+//! (HdrHistogram's percentile spectrum and the `--latency` view), `verbose`, `html` (the
+//! self-contained page of `--html`, charts as inline SVG). `render` also dispatches to the
+//! layouts of the compatibility folders (`crate::ab::report`,
+//! `crate::vault_benchmark::report`), which are part of this layer.
 
-pub mod ab;
 pub mod ci;
 pub mod hgrm;
 pub mod hlog;
@@ -16,10 +15,6 @@ pub mod nodes;
 pub mod page;
 pub mod tails;
 pub mod text;
-pub mod vb_json;
-pub mod vb_terse;
-pub mod vb_verbose;
-pub mod vegeta;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -364,7 +359,7 @@ pub struct Summary {
     pub service_hist: Hist,
     /// What ApacheBench's report adds (kept out of the JSON report).
     #[serde(skip)]
-    pub ab: ab::AbFacts,
+    pub ab: crate::ab::report::AbFacts,
 }
 
 /// One row per second from the first to the last, seconds in which nothing completed
@@ -420,7 +415,7 @@ fn ratio(ok: u64, all: u64) -> f64 {
 }
 
 /// What ApacheBench's report adds, from the stats of `requests` requests.
-fn ab_facts(stats: &Stats, requests: u64) -> ab::AbFacts {
+fn ab_facts(stats: &Stats, requests: u64) -> crate::ab::report::AbFacts {
     // ab's Connect per request: the TLS handshake included over https (older files
     // lack it: TCP alone), a reused keep-alive connection's zero.
     let mut connect = if stats.connect_tls.is_empty() {
@@ -432,7 +427,7 @@ fn ab_facts(stats: &Stats, requests: u64) -> ab::AbFacts {
     if reused > 0 {
         let _ = connect.0.record_n(0, reused);
     }
-    ab::AbFacts {
+    crate::ab::report::AbFacts {
         server: stats.server.clone().unwrap_or_default(),
         doc_length: stats.doc_length.unwrap_or(0),
         length_failures: stats.length_mismatches(),
@@ -621,17 +616,21 @@ pub fn render(summary: &Summary, format: Format, out: &mut dyn io::Write) -> io:
         Format::Json => json::render(summary, out),
         Format::Hgrm => hgrm::render(summary, out),
         Format::Ab { ci } => {
-            let style = ab::AbStyle {
+            let style = crate::ab::report::AbStyle {
                 ci,
-                ..ab::AbStyle::default()
+                ..crate::ab::report::AbStyle::default()
             };
-            ab::render_with(summary, &style, out)
+            crate::ab::report::render_with(summary, &style, out)
         }
         Format::Verbose { ci } => verbose::render_with(summary, ci, out),
-        Format::AbCsv => ab::render_csv(summary, out),
-        Format::VbTerse { ci } => vb_terse::render_with(summary, ci, out),
-        Format::VbVerbose { ci } => vb_verbose::render_with(summary, ci, out),
-        Format::VbJson => vb_json::render(summary, out),
+        Format::AbCsv => crate::ab::report::render_csv(summary, out),
+        Format::VbTerse { ci } => {
+            crate::vault_benchmark::report::terse::render_with(summary, ci, out)
+        }
+        Format::VbVerbose { ci } => {
+            crate::vault_benchmark::report::verbose::render_with(summary, ci, out)
+        }
+        Format::VbJson => crate::vault_benchmark::report::json::render(summary, out),
     }
 }
 

@@ -156,10 +156,10 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
     let mut text = Vec::new();
     let _ = match format {
         report::Format::Ab { ci } => {
-            let mut style = report::ab::AbStyle::of_scenario(&results.scenario);
+            let mut style = crate::ab::report::AbStyle::of_scenario(&results.scenario);
             style.tls = results.tls_probe.clone();
             style.ci = ci;
-            report::ab::render_with(summary, &style, &mut text)
+            crate::ab::report::render_with(summary, &style, &mut text)
         }
         _ => report::render(summary, format, &mut text),
     };

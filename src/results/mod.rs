@@ -20,8 +20,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ab::report::TlsFacts;
 use crate::error::Cause;
-use crate::report::ab::TlsFacts;
 use crate::report::{self, Format, RunInfo, Summary};
 use crate::stats::Stats;
 
@@ -46,7 +46,7 @@ pub struct Results {
     pub source: String,
     /// A shard's run id, index and clock start (`--shard`, `src/results/shards.rs`).
     pub shard: Option<crate::results::shards::ShardRecord>,
-    /// https: the handshake made before the run, for ab's TLS lines (`src/ab_tls.rs`).
+    /// https: the handshake made before the run, for ab's TLS lines (`src/ab/tls.rs`).
     pub tls_probe: Option<TlsFacts>,
     /// Each node's samples taken during the run (src/server_stats/).
     pub server_samples: Option<crate::server_stats::ServerSamples>,

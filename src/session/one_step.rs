@@ -8,11 +8,11 @@
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
+use crate::ab::report::TlsFacts;
 use crate::config::scenario::{Scenario, Workload};
 use crate::engine;
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::report::ab::TlsFacts;
 use crate::report::{Model, RunInfo};
 use crate::results::Results;
 use crate::server_stats::Sampler;
@@ -199,7 +199,7 @@ fn probe(session: &Session, scenario: &Scenario, how: Probe) -> Result<Option<Tl
     let Some(tls) = scenario.tls.as_ref().filter(|_| how != Probe::Skip) else {
         return Ok(None);
     };
-    match crate::ab_tls::probe(session.target(), tls, scenario.load.timeout) {
+    match crate::ab::tls::probe(session.target(), tls, scenario.load.timeout) {
         Ok(facts) => Ok(Some(facts)),
         Err(e) if how == Probe::Required => Err(Error::unreachable(e)),
         Err(e) => {

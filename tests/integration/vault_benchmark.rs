@@ -139,14 +139,26 @@ fn pki_file_through_vault_benchmark_run_and_review() {
     assert_eq!(row[0], "pki_issue");
     assert_eq!(row[1], issued.to_string());
     assert_eq!(row[7], "100.00%");
-    assert!(lines[3].starts_with("---"), "{}", r.show());
-    let total_row: Vec<&str> = lines[4].split_whitespace().collect();
-    assert_eq!(total_row[0], "TOTAL");
-    assert_eq!(total_row[1], issued.to_string());
+    // vault-benchmark's table: rate and throughput with six decimals, no total row.
+    for cell in [row[2], row[3]] {
+        assert_eq!(
+            cell.split_once('.').map(|(_, f)| f.len()),
+            Some(6),
+            "{}",
+            r.show()
+        );
+    }
+    assert!(
+        !r.stdout
+            .lines()
+            .any(|l| l.starts_with("TOTAL") || l.starts_with("---")),
+        "{}",
+        r.show()
+    );
     // Columns line up as Go's tabwriter lines them up.
     assert_eq!(lines[1].find("count"), lines[2].find(&issued.to_string()));
 
-    // verbose: a section per test, then TOTAL.
+    // verbose: the total first, in lower case, then a section per test.
     let r = run(vault_cmd(
         &bao,
         &[
@@ -160,7 +172,8 @@ fn pki_file_through_vault_benchmark_run_and_review() {
     assert_eq!(r.code, Some(0), "{}", r.show());
     let requests_line = format!("{issued}, ");
     assert!(r.stdout.contains("\npki_issue\nRequests"), "{}", r.show());
-    assert!(r.stdout.contains("\nTOTAL\nRequests"), "{}", r.show());
+    assert!(r.stdout.starts_with("\ntotal\nRequests"), "{}", r.show());
+    assert!(!r.stdout.contains("TOTAL"), "{}", r.show());
     assert!(
         r.stdout
             .lines()
@@ -526,12 +539,11 @@ fn review_renders_vault_benchmarks_own_json_report() {
     let r = run(env_cmd(&["vault-benchmark", "review", &file], &[]));
     assert_eq!(r.code, Some(0), "{}", r.show());
     let want = "Target: http://10.0.0.5:8200\n\
-op          count  rate  throughput  mean    95th%  99th%  successRatio\n\
-kv_read_9   1      1.00  1.00        1ms     1ms    1ms    100.00%\n\
-kv_read_10  3      1.20  0.80        2ms     2.6ms  2.7ms  66.67%\n\
----         ---    ---   ---         ---     ---    ---    ---\n\
-TOTAL       4      1.60  1.20        1.75ms  2.6ms  2.7ms  75.00%\n\
-Target: http://10.0.0.6:8200\n";
+op          count  rate      throughput  mean  95th%  99th%  successRatio\n\
+kv_read_10  3      1.200000  0.799201    2ms   2.6ms  2.7ms  66.67%\n\
+kv_read_9   1      1.000000  1.000000    1ms   1ms    1ms    100.00%\n\
+Target: http://10.0.0.6:8200\n\
+op  count  rate  throughput  mean  95th%  99th%  successRatio\n";
     assert!(r.stdout.starts_with(want), "{}", r.show());
     let r = run(env_cmd(
         &["vault-benchmark", "review", &file, "-report_mode=verbose"],
@@ -550,11 +562,13 @@ Error Set:\n\
 503 Service Unavailable\n";
     assert!(r.stdout.contains(section), "{}", r.show());
     assert!(
-        r.stdout.find("\nkv_read_9\n") < r.stdout.find("\nkv_read_10\n"),
-        "natural order: {}",
+        r.stdout.find("\ntotal\n") < r.stdout.find("\nkv_read_10\n")
+            && r.stdout.find("\nkv_read_10\n") < r.stdout.find("\nkv_read_9\n"),
+        "total first, then byte order, as vault-benchmark 0.4.1: {}",
         r.show()
     );
-    assert_eq!(r.stdout.matches("\nTOTAL\n").count(), 2, "{}", r.show());
+    assert_eq!(r.stdout.matches("\ntotal\n").count(), 2, "{}", r.show());
+    assert!(!r.stdout.contains("TOTAL"), "{}", r.show());
     let r = run(env_cmd(
         &["vault-benchmark", "review", &file, "-report_mode=json"],
         &[],
@@ -1135,4 +1149,128 @@ fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
         assert_eq!(j["ok"], 160, "{file}: {}", r.show());
         assert_eq!(server_state(&bao), before, "{file} left something behind");
     }
+}
+
+/// Every number of a file has its flag's bound, checked before setup (issue 36, item 2):
+/// `kvsize` as `--secret-size` (16 MiB), `numkvs` as `--secrets` (ten million), one message,
+/// exit 2, and nothing created on the server; `--secrets` given the same value too.
+#[test]
+fn a_files_numbers_are_held_to_their_flags_bounds_before_setup() {
+    let bao = OpenBao::start();
+    let before = state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, kind: &str, config: &str| {
+        let text = format!(
+            "duration = \"2s\"\ntest \"{kind}\" \"t\" {{\n  weight = 100\n  config {{\n    {config}\n  }}\n}}\n"
+        );
+        write(dir.path(), name, &text).display().to_string()
+    };
+    let cases = [
+        (
+            file("size.hcl", "kvv2_write", "kvsize = 4000000000"),
+            "--secret-size is larger than 16 MiB",
+        ),
+        (
+            file("count.hcl", "kvv2_read", "numkvs = 18446744073709551615"),
+            "--secrets 18446744073709551615 is more than 10000000",
+        ),
+    ];
+    for (path, said) in &cases {
+        for args in [
+            vec!["--config", path.as_str()],
+            vec!["vault-benchmark", "run", "-config", path.as_str()],
+        ] {
+            let r = run(vault_cmd(&bao, &args));
+            assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+            assert!(r.stderr.contains(said), "{args:?}: {}", r.show());
+            assert_eq!(state(&bao), before, "{args:?} created something");
+        }
+    }
+    let r = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "kv-read",
+            "--secrets",
+            "18446744073709551615",
+            "-n",
+            "10",
+        ],
+    ));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(r.stderr.contains("is more than 10000000"), "{}", r.show());
+    assert_eq!(state(&bao), before);
+}
+
+/// A file of 20,000 test blocks is refused by its count at once (weights of 1 to 100
+/// adding up to 100 allow at most 100 tests), in one message; and a signal while a file
+/// is read and checked ends the command with the signal's status (issue 36, item 7). The
+/// file is a FIFO, so that the signal arrives while vblast is reading it: deterministic.
+#[test]
+fn many_tests_are_refused_by_their_count_and_a_signal_ends_the_check() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (0..20_000)
+        .map(|i| format!("test \"kvv2_read\" \"t{i}\" {{\n  weight = 1\n}}\n"))
+        .collect();
+    let path = write(dir.path(), "many.hcl", &text).display().to_string();
+    let args = ["vault-benchmark", "run", "-config", path.as_str()];
+    let r = run(env_cmd(&args, &[("VAULT_ADDR", "http://127.0.0.9:1")]));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr
+            .contains("20000 test blocks: a file holds at most 100 tests"),
+        "{}",
+        r.show()
+    );
+    assert_eq!(
+        r.stderr.matches("vblast:").count(),
+        1,
+        "one message: {}",
+        r.show()
+    );
+
+    let fifo = dir.path().join("slow.hcl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let fifo_arg = fifo.display().to_string();
+    let child = env_cmd(
+        &["vault-benchmark", "run", "-config", fifo_arg.as_str()],
+        &[("VAULT_ADDR", "http://127.0.0.9:1")],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Opening the FIFO's writing end without blocking succeeds once vblast has it open
+    // for reading: it is then reading the file (its signal handlers are set before that).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut w = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+        {
+            Ok(f) => break f,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Err(e) => panic!("vblast never opened the file: {e}"),
+        }
+    };
+    // SAFETY: fcntl on a descriptor this test owns, clearing O_NONBLOCK.
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, 0) };
+    // SAFETY: kill sends a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    w.write_all(text.as_bytes()).unwrap();
+    drop(w);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("SIGTERM"), "{stderr}");
 }

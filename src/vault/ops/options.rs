@@ -6,10 +6,14 @@ use crate::error::Cause;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The most of anything a run creates or counts (`--secrets`, `--users`, `numkvs`...):
+/// ten million, beyond which setup alone would run for hours; a larger count is a typo.
+pub const COUNT_MAX: u64 = 10_000_000;
+
 /// The kind of an option's value: how it is parsed and how it is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OptionKind {
-    /// A whole number of things (secrets, users), at least `min`.
+    /// A whole number of things (secrets, users), at least `min`, at most `COUNT_MAX`.
     Count { min: u64 },
     /// A whole number between `min` and `max` (an engine version).
     Number { min: u64, max: u64 },
@@ -87,6 +91,10 @@ impl OptionSpec {
                 "--{} must be at least {min}",
                 self.flag
             ))),
+            OptionKind::Count { .. } if n > COUNT_MAX => Err(Cause::from(format!(
+                "--{} {n} is more than {COUNT_MAX}, the most a run creates",
+                self.flag
+            ))),
             OptionKind::Number { min, max } if n < min || n > max => Err(Cause::from(format!(
                 "--{} {n} is not between {min} and {max}",
                 self.flag
@@ -98,6 +106,14 @@ impl OptionSpec {
             ))),
             _ => Ok(()),
         }
+    }
+}
+
+impl OptionSpec {
+    /// Whether a number this option takes has an upper bound (a switch, a text or a path
+    /// takes no number).
+    pub fn is_bounded(&self) -> bool {
+        !matches!(self.kind, OptionKind::Bytes { max: None })
     }
 }
 

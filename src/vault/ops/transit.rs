@@ -57,7 +57,9 @@ const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         flag: "payload-size",
         value_name: "BYTES",
-        kind: ValueKind::Bytes { max: None },
+        kind: ValueKind::Bytes {
+            max: Some(16 << 20),
+        },
         default: None,
         help: "Bytes of plaintext or input per transit request (default 128)",
     },

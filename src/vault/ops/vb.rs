@@ -2,7 +2,7 @@
 //! turns its HCL `config` block into its operation's config, and the generic reading of
 //! those blocks (`Keys`: each key translated, accepted because it only names something, or
 //! refused by name). The operations' families hold their types and mapping functions; the
-//! HCL file itself is read in `vbconfig`.
+//! HCL file itself is read in `vault_benchmark::hcl`.
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -6,7 +6,7 @@
 //! than 10 failed connects, Ctrl-C after the report); a socket receive error without `-r`
 //! stops ab with the error's number (vblast: 1, after the full report).
 
-use crate::commands::ab_options::{self as ab_cli, AbCommand, AbError, AbOptions};
+use super::options::{self as ab_cli, AbCommand, AbError, AbOptions};
 use crate::error::{self, Ending, Error};
 use crate::report::{self, Summary};
 use crate::session::one_step::{self, Probe, Showing};
@@ -102,7 +102,7 @@ struct Heartbeat {
 
 impl Heartbeat {
     fn new(opts: &AbOptions) -> Heartbeat {
-        // `-t` alone is `-n 50000` already (`ab_options`).
+        // `-t` alone is `-n 50000` already (`ab::options`).
         Heartbeat {
             every: (opts.requests / 10).max(100),
             printed: std::sync::Mutex::new(0),
@@ -165,7 +165,7 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     style.tls = results.tls_probe.clone();
     let summary = results.summary();
     let mut text = Vec::new();
-    let _ = report::ab::render_with(&summary, &style, &mut text);
+    let _ = super::report::render_with(&summary, &style, &mut text);
     let printed = crate::results::deliver::print_or_fail(&text);
     let written = match &opts.csv {
         Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),

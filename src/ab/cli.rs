@@ -1,9 +1,9 @@
 //! `vblast ab`'s arguments, as given: ApacheBench's flags are parsed as ab parses them
-//! (`commands::ab_options`).
+//! (`ab::options`).
 
 use clap::Args;
 
-/// `vblast ab`'s arguments, parsed as ab parses them (src/commands/ab_options.rs).
+/// `vblast ab`'s arguments, parsed as ab parses them (src/ab/options.rs).
 #[derive(Args, Debug)]
 pub struct AbArgs {
     /// ab's options and URL.

@@ -1,5 +1,5 @@
 //! vegeta's metrics, the figures vault-benchmark keeps per test: the one model its three
-//! layouts are rendered from (`vb_terse`, `vb_verbose`, `vb_json`), made from a vblast
+//! layouts are rendered from (`terse`, `verbose`, `json`), made from a vblast
 //! `Summary` or read back from vault-benchmark's own JSON report (`review`). Durations are
 //! whole nanoseconds, as Go's `time.Duration`; bytes are bodies, as vegeta counts them.
 
@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::{OpSummary, Percentiles, Summary};
+use crate::report::{OpSummary, Percentiles, Summary};
 
 /// vegeta's latency figures, nanoseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -211,8 +211,8 @@ impl VbReport {
         }
     }
 
-    /// The tests' names but `total`, in natural order ("t2" before "t10"), as
-    /// vault-benchmark sorts them.
+    /// The tests' names but `total`, in byte order ("t10" before "t2"), as
+    /// vault-benchmark's release 0.4.1 sorts them (Go's `<` on strings).
     pub fn tests(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self
             .metrics
@@ -220,7 +220,7 @@ impl VbReport {
             .map(String::as_str)
             .filter(|n| *n != "total")
             .collect();
-        v.sort_by_key(|n| natural_key(n));
+        v.sort_unstable();
         v
     }
 
@@ -238,34 +238,6 @@ impl VbReport {
         }
         (!out.is_empty()).then_some(out)
     }
-}
-
-/// The key of natural order: runs of digits compared as numbers, the rest as text.
-pub(crate) fn natural_key(s: &str) -> Vec<(u8, u128, String)> {
-    let mut out = Vec::new();
-    let mut digits = String::new();
-    let mut text = String::new();
-    for ch in s.chars() {
-        if ch.is_ascii_digit() {
-            if !text.is_empty() {
-                out.push((1, 0, std::mem::take(&mut text)));
-            }
-            digits.push(ch);
-        } else {
-            if !digits.is_empty() {
-                out.push((0, digits.parse().unwrap_or(u128::MAX), String::new()));
-                digits.clear();
-            }
-            text.push(ch);
-        }
-    }
-    if !digits.is_empty() {
-        out.push((0, digits.parse().unwrap_or(u128::MAX), String::new()));
-    }
-    if !text.is_empty() {
-        out.push((1, 0, text));
-    }
-    out
 }
 
 /// A duration written as Go's `time.Duration.String()` writes it (`257.346µs`, `1m30.5s`).
@@ -386,7 +358,11 @@ mod tests {
         let two = format!("{one}\n{one}\n");
         let rs = VbReport::read_all(&two).unwrap();
         assert_eq!(rs.len(), 2);
-        assert_eq!(rs[0].tests(), vec!["t2", "t10"]);
+        assert_eq!(
+            rs[0].tests(),
+            vec!["t10", "t2"],
+            "byte order, as Go sorts strings"
+        );
         assert_eq!(rs[0].metrics["t2"].latencies.p50, 5);
         assert!(rs[0].metrics["total"].errors.is_empty());
         assert!(VbReport::read_all(r#"{"results_version":1,"metrics":{}}"#).is_none());

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
+use super::report::AbStyle;
 use crate::commands::env;
 use crate::commands::scenario::parse_header;
 use crate::config::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
 use crate::net::tls::{TlsEngine, TlsOptions};
-use crate::report::ab::AbStyle;
 
 /// ab 2.4's option letters; a ':' follows a letter that takes a value.
 const OPTSTRING: &str = "n:c:t:s:b:T:p:u:v:lrkVhwiIx:y:z:C:H:P:A:g:X:de:SqB:m:Z:f:E:";

@@ -1,10 +1,10 @@
 //! `vblast vault-benchmark`'s arguments, as given: its Go-style flags are parsed by hand
-//! (`commands::vault_benchmark`).
+//! (`vault_benchmark::command`).
 
 use clap::Args;
 
 /// vault-benchmark's arguments, as given: its Go-style flags are parsed by hand
-/// (`vault_benchmark_cli`).
+/// (`vault_benchmark::command`).
 #[derive(Args, Debug)]
 pub struct VaultBenchmarkArgs {
     /// run|review, then vault-benchmark's flags (-config=FILE, -report_mode=verbose, ...).

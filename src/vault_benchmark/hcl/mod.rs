@@ -6,6 +6,7 @@
 
 pub mod mapping;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -114,16 +115,31 @@ pub fn load(path: &Path) -> Result<VbConfig, Cause> {
     parse(&text, &path.display().to_string())
 }
 
+/// The most tests a file holds: each test's weight is 1 to 100 and the weights add up to
+/// 100 (as vault-benchmark requires). A file with more is refused before its tests are
+/// read, so that checking it costs no more than parsing it.
+pub const MAX_TESTS: usize = 100;
+
+/// The most problems of a file listed one by one (each located in the text); the rest are
+/// counted, so that a file of many mistakes is checked in linear time.
+const MAX_LISTED: usize = 20;
+
 /// What goes wrong in a file, gathered so that every refusal is reported at once.
 struct Problems<'t> {
     text: &'t str,
     file: &'t str,
     found: Vec<Cause>,
+    /// Problems beyond `MAX_LISTED`, counted only.
+    more: usize,
 }
 
 impl Problems<'_> {
     /// A problem at `path` (`config.role.ttl`) of the test `test` (a global key: None).
     fn at(&mut self, test: Option<&str>, path: &str, message: String) {
+        if self.found.len() >= MAX_LISTED {
+            self.more += 1;
+            return;
+        }
         let (line, column) = locate(self.text, test, path);
         self.found.push(Cause::Hcl {
             file: self.file.to_string(),
@@ -138,25 +154,34 @@ impl Problems<'_> {
 /// file is in the error (`Cause::Several`), each with its line and column.
 pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
     let body: Body = hcl::parse(text).map_err(|e| parse_error(file, &e))?;
+    let tests = body
+        .iter()
+        .filter(|s| matches!(s, Structure::Block(b) if b.identifier.as_str() == "test"))
+        .count();
+    if tests > MAX_TESTS {
+        return Err(Cause::from(format!(
+            "{file}: {tests} test blocks: a file holds at most {MAX_TESTS} tests (each test's weight is 1 to 100, and the weights add up to 100)"
+        )));
+    }
     let mut c = VbConfig::default();
     let mut p = Problems {
         text,
         file,
         found: Vec::new(),
+        more: 0,
     };
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut unknown: Vec<String> = Vec::new();
-    let mut test_names: Vec<String> = Vec::new();
+    let mut test_names: HashSet<String> = HashSet::new();
     let mut total_weight: u64 = 0;
     for s in body.iter() {
         match s {
             Structure::Attribute(a) => {
                 let key = a.key.as_str();
-                if seen.iter().any(|k| k == key) {
+                if !seen.insert(key.to_string()) {
                     p.at(None, key, format!("'{key}' is set twice"));
                     continue;
                 }
-                seen.push(key.to_string());
                 match eval(&a.expr, key).and_then(|v| global(&mut c, key, &v)) {
                     Ok(Global::Known) => {}
                     Ok(Global::Unknown) => unknown.push(key.to_string()),
@@ -175,7 +200,7 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
     if !unknown.is_empty() {
         c.notes.push(format!(
             "ignored: unknown global key(s) {} (vault-benchmark ignores them too; the keys vblast reads are {})",
-            unknown.join(", "),
+            listed(&unknown),
             GLOBAL_KEYS.join(", ")
         ));
     }
@@ -190,6 +215,12 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
             "{file}: the tests' weights add up to {total_weight}: they must add up to 100 (as vault-benchmark requires)"
         )));
     }
+    if p.more > 0 {
+        p.found.push(Cause::from(format!(
+            "{file}: and {} more problem(s) like these",
+            p.more
+        )));
+    }
     match p.found.len() {
         0 => Ok(c),
         1 => Err(p.found.remove(0)),
@@ -201,7 +232,7 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
 fn test_block(
     b: &hcl::Block,
     p: &mut Problems,
-    test_names: &mut Vec<String>,
+    test_names: &mut HashSet<String>,
 ) -> Option<mapping::Test> {
     let id = b.identifier.as_str();
     if id != "test" {
@@ -218,7 +249,7 @@ fn test_block(
         return None;
     };
     let (kind, name) = (kind.as_str(), name.as_str());
-    if test_names.iter().any(|n| n == name) {
+    if test_names.contains(name) {
         p.at(
             Some(name),
             "",
@@ -234,7 +265,7 @@ fn test_block(
         );
         return None;
     }
-    test_names.push(name.to_string());
+    test_names.insert(name.to_string());
     let body = match block_object(&b.body, &format!("test '{name}'")) {
         Ok(body) => body,
         Err(m) => {
@@ -250,6 +281,15 @@ fn test_block(
             }
             None
         }
+    }
+}
+
+/// "a, b, c" for the first `MAX_LISTED` of `keys`, then how many more.
+fn listed(keys: &[String]) -> String {
+    let shown = keys[..keys.len().min(MAX_LISTED)].join(", ");
+    match keys.len().saturating_sub(MAX_LISTED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
     }
 }
 
@@ -613,5 +653,45 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.vault_namespace.as_deref(), Some("team"));
+    }
+
+    /// A file of 20,000 test blocks is refused by its count of tests, before any test is
+    /// read or located in the text (checking it costs one pass over the parsed file).
+    #[test]
+    fn a_file_of_more_tests_than_weights_allow_is_refused_by_its_count() {
+        let block = |i: usize| format!("test \"kvv2_read\" \"t{i}\" {{\n  weight = 1\n}}\n");
+        let text: String = (0..20_000).map(block).collect();
+        let e = super::parse(&text, "f.hcl").unwrap_err();
+        assert!(!matches!(e, Cause::Several(_)), "one message: {e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("20000 test blocks: a file holds at most 100 tests"),
+            "{e}"
+        );
+        // 100 blocks are read; 101 are not.
+        let hundred: String = (0..100).map(block).collect();
+        assert!(super::parse(&hundred, "f.hcl").is_ok());
+        let more: String = (0..101).map(block).collect();
+        assert!(
+            super::parse(&more, "f.hcl")
+                .unwrap_err()
+                .to_string()
+                .contains("101 test blocks")
+        );
+    }
+
+    /// A file of many mistakes lists the first MAX_LISTED, each located, and counts the
+    /// rest: the problems located (a pass over the text each) are bounded.
+    #[test]
+    fn many_problems_are_listed_up_to_a_bound_and_counted() {
+        let text: String = (0..100)
+            .map(|i| format!("test \"kvv2_read\" \"t{i}\" {{\n  weight = 0\n}}\n"))
+            .collect();
+        let Cause::Several(found) = super::parse(&text, "f.hcl").unwrap_err() else {
+            panic!("several problems");
+        };
+        assert_eq!(found.len(), MAX_LISTED + 1);
+        let last = found.last().unwrap().to_string();
+        assert!(last.contains("and 80 more problem(s)"), "{last}");
     }
 }

@@ -1,7 +1,10 @@
-//! vault-benchmark's terse report (`-report_mode=terse`): its `Target:` line and its
-//! table of one row per test (natural order of the names), a `---` rule and the `TOTAL`
-//! row, columns aligned as Go's tabwriter aligns them (two spaces of padding), latencies
-//! written as Go writes durations, unrounded (`257.346µs`). The figures are vblast's
+//! vault-benchmark's terse report (`-report_mode=terse`), line for line as its release
+//! 0.4.1 prints it (`benchmarktests/reports.go`): its `Target:` line and its table of one
+//! row per test (names in byte order), no total row, `rate` and `throughput` with six
+//! decimals (Go's `%f`), columns aligned as Go's tabwriter aligns them (two spaces of
+//! padding), latencies written as Go writes durations, unrounded (`257.346µs`).
+//! (vault-benchmark's main branch, unreleased, has since changed the table: two decimals,
+//! natural order, a `---` rule and a `TOTAL` row; scripts read the release's.) The figures are vblast's
 //! (`vegeta::VbReport::of`): under `-R` the latency columns are corrected for coordinated
 //! omission. With `--ci`, two columns after `successRatio` give the 95th and 99th
 //! percentiles' confidence intervals (`ci.rs`) and a `CI:` note follows the table; without
@@ -10,15 +13,15 @@
 use std::io::{self, Write};
 
 use super::vegeta::{VbReport, VegetaMetrics, go_duration_ns, tabwrite};
-use super::{Percentiles, Summary};
+use crate::report::{Percentiles, Summary};
 
 fn row(label: &str, m: &VegetaMetrics) -> Vec<String> {
     let l = &m.latencies;
     vec![
         label.to_string(),
         m.requests.to_string(),
-        format!("{:.2}", m.rate),
-        format!("{:.2}", m.throughput),
+        format!("{:.6}", m.rate),
+        format!("{:.6}", m.throughput),
         go_duration_ns(l.mean),
         go_duration_ns(l.p95),
         go_duration_ns(l.p99),
@@ -33,7 +36,7 @@ pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
 
 /// The two interval cells of a row (95th%, 99th%).
 fn ci_cells(p: Option<&Percentiles>) -> [String; 2] {
-    let cell = |key| super::ci::cell(p.and_then(|p| p.interval(key)));
+    let cell = |key| crate::report::ci::cell(p.and_then(|p| p.interval(key)));
     [cell("p95"), cell("p99")]
 }
 
@@ -68,17 +71,13 @@ fn render_report_with(r: &VbReport, ci: Option<&Summary>, o: &mut dyn Write) -> 
         }
         lines.push(cells);
     }
-    if let Some(total) = r.metrics.get("total") {
-        lines.push(vec!["---".to_string(); lines[0].len()]);
-        let mut cells = row("TOTAL", total);
-        if let Some(s) = ci {
-            cells.extend(ci_cells(Some(&s.latency_ms)));
-        }
-        lines.push(cells);
-    }
     tabwrite(&lines, o)?;
     match ci {
-        Some(s) => writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms))),
+        Some(s) => writeln!(
+            o,
+            "{}",
+            crate::report::ci::note(crate::report::ci::level_of(&s.latency_ms))
+        ),
         None => Ok(()),
     }
 }
@@ -91,7 +90,7 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 /// The same, with the interval columns when `ci` (`--ci`).
 pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     render_report_with(&VbReport::of(s), ci.then_some(s), o)?;
-    super::nodes::write_after_peer_layout(s, o)
+    crate::report::nodes::write_after_peer_layout(s, o)
 }
 
 #[cfg(test)]
@@ -113,5 +112,24 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "op           count  x\nlonger-name  7      y\n"
         );
+    }
+
+    /// vault-benchmark 0.4.1's table: its header, one row per test in byte order, six
+    /// decimals for rate and throughput, and no total row (a script reads every row as a
+    /// test).
+    #[test]
+    fn the_table_is_vault_benchmarks_line_for_line() {
+        let one = r#"{"target_addr":"http://a:8200","metrics":{
+            "total":{"requests":5,"rate":1.5,"throughput":1.25,"success":1},
+            "t2":{"requests":2,"rate":0.5,"throughput":0.5,"success":1,"latencies":{"mean":1000,"95th":2000,"99th":3000}},
+            "t10":{"requests":3,"rate":5185.1018154,"throughput":0.75,"success":1}}}"#;
+        let r = &VbReport::read_all(one).unwrap()[0];
+        let mut out = Vec::new();
+        render_report(r, &mut out).unwrap();
+        let want = "Target: http://a:8200\n\
+op   count  rate         throughput  mean  95th%  99th%  successRatio\n\
+t10  3      5185.101815  0.750000    0s    0s     0s     100.00%\n\
+t2   2      0.500000     0.500000    1µs   2µs    3µs    100.00%\n";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 }

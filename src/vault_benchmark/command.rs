@@ -1,7 +1,7 @@
 //! `vblast vault-benchmark run|review ...`: vault-benchmark's command lines taken as they
 //! are, its Go-style flags (`-config=FILE`, `-config FILE`, `--config=FILE`; booleans as
 //! `-cleanup` or `-cleanup=false`) turned into a vblast run or report, with its
-//! precedence (flags over environment over file: `config_file::settle`) and its report
+//! precedence (flags over environment over file: `settle::settle`) and its report
 //! layouts. `run` builds its `Scenario` and output directly from the flags and the file.
 //!
 //! Parsed by hand: clap has no single-dash long flags (`-config` would be read as `-c`
@@ -10,9 +10,12 @@
 
 use std::path::PathBuf;
 
+use super::hcl::{ReportMode, load_cluster};
+use super::report::vegeta::VbReport;
+use super::report::{terse, verbose};
+use super::settle::{self, Asked};
 use crate::cli::Command;
 use crate::cli::server::ServerArgs;
-use crate::commands::config_file::{self, Asked};
 use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
 use crate::commands::scenario::{Beside, Planned, state_dir, target};
@@ -21,11 +24,8 @@ use crate::config::scenario::{DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scena
 use crate::config::schedule::Schedule;
 use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
-use crate::report::vegeta::VbReport;
-use crate::report::{vb_terse, vb_verbose};
 use crate::results::deliver::{Output, OutputFormat};
 use crate::signals::Stop;
-use crate::vbconfig::{ReportMode, load_cluster};
 
 /// A flag vault-benchmark defines, and what vblast does with it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -171,7 +171,7 @@ fn check_log_level(cmd: &str, g: &GoFlags) -> Result<(), Cause> {
 }
 
 /// What a `vault-benchmark run`'s flags ask, checked, and the notes they call for: the
-/// file, and the settings it may also give (`config_file::settle` decides which wins).
+/// file, and the settings it may also give (`settle::settle` decides which wins).
 fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
     let mut notes = Vec::new();
     let Some(config) = get(g, "config") else {
@@ -188,8 +188,9 @@ fn run_asked(g: &GoFlags) -> Result<(PathBuf, Asked, Vec<String>), Cause> {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from),
         pprof_interval: match get(g, "pprof_interval") {
-            Some(p) => crate::vbconfig::pprof_interval(p)
-                .map_err(|e| format!("vault-benchmark run: -{e}"))?,
+            Some(p) => {
+                super::hcl::pprof_interval(p).map_err(|e| format!("vault-benchmark run: -{e}"))?
+            }
             None => None,
         },
         ..Asked::default()
@@ -253,8 +254,8 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
     for n in &notes {
         eprintln!("vblast: note: {n}");
     }
-    let file = config_file::read(&path)?;
-    let s = config_file::settle(asked, Some(&file))?;
+    let file = settle::read(&path)?;
+    let s = settle::settle(asked, Some(&file))?;
     let duration = s.duration.unwrap_or(DEFAULT_DURATION);
     if duration.is_zero() {
         return Err(Error::input("-z must be longer than zero"));
@@ -280,8 +281,8 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
     };
     if s.go_http2 {
-        let not_yet = config_file::h2_not_yet(&load);
-        config_file::go_protocol(&mut load, &t.address, None, not_yet)?;
+        let not_yet = settle::h2_not_yet(&load);
+        settle::go_protocol(&mut load, &t.address, None, not_yet)?;
     }
     let scenario = Scenario {
         address: t.address,
@@ -350,7 +351,13 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
         }
         "run" => {
             let g = parse_flags("run", rest, RUN_FLAGS)?;
-            let planned = match run_planned(&g) {
+            let planned = run_planned(&g);
+            // A signal while the file was read and checked ends the run here, before
+            // anything is set up, with the signal's status.
+            if let Some(s) = stop.signal() {
+                return Ok(Ending::Stopped(s));
+            }
+            let planned = match planned {
                 Ok(p) => p,
                 Err(e) => return Ok(Ending::Failed(e)),
             };
@@ -424,8 +431,8 @@ fn review_vb(reports: &[VbReport], mode: Option<ReportMode>) -> Result<Ending, C
     let mut o = stdout.lock();
     for r in reports {
         let written = match mode {
-            ReportMode::Verbose => vb_verbose::render_report(r, &mut o),
-            _ => vb_terse::render_report(r, &mut o),
+            ReportMode::Verbose => verbose::render_report(r, &mut o),
+            _ => terse::render_report(r, &mut o),
         };
         if let Err(e) = written {
             return Ok(Ending::Failed(Error::output(Cause::io(

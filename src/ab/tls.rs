@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use rustls::{CipherSuite, NamedGroup, ProtocolVersion};
 
+use super::report::TlsFacts;
 use crate::error::Cause;
 use crate::net::target::Target;
 use crate::net::tls::{TlsOptions, blocking_handshake, client_config, server_name};
-use crate::report::ab::TlsFacts;
 
 /// Handshakes with `target` and describes the result as ab would.
 pub fn probe(target: &Target, opts: &TlsOptions, timeout: Duration) -> Result<TlsFacts, Cause> {

@@ -12,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use super::Summary;
+use crate::report::Summary;
 use crate::stats::Hist;
 
 /// ab's percentage rows.
@@ -216,7 +216,7 @@ pub fn render_with(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Resul
     connection_times(s, style, o)?;
     percentages(s, style, o)?;
     notes(s, style, o)?;
-    super::nodes::write_after_peer_layout(s, o)
+    crate::report::nodes::write_after_peer_layout(s, o)
 }
 
 /// ab's "Server Software": the `Server` header up to its first space or control
@@ -236,7 +236,7 @@ fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
         PERCS
             .iter()
             .filter(|&&p| p < 100)
-            .filter_map(|&p| super::tails::thin(n, p * 10_000).map(|above| (p, above)))
+            .filter_map(|&p| crate::report::tails::thin(n, p * 10_000).map(|above| (p, above)))
             .map(|(p, above)| format!("{p}% ({above} above)"))
             .collect()
     };
@@ -247,7 +247,7 @@ fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
             "Thin tail: {} {} on fewer than {} requests above",
             thin.join(", "),
             if thin.len() == 1 { "rests" } else { "rest" },
-            super::tails::MIN_SAMPLES_ABOVE
+            crate::report::tails::MIN_SAMPLES_ABOVE
         )?;
     }
     if style.vault_bodies {
@@ -263,7 +263,11 @@ fn notes(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
         if thin.is_empty() && !style.vault_bodies {
             writeln!(o)?;
         }
-        writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms)))?;
+        writeln!(
+            o,
+            "{}",
+            crate::report::ci::note(crate::report::ci::level_of(&s.latency_ms))
+        )?;
     }
     Ok(())
 }
@@ -458,10 +462,15 @@ fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()
                 let v = at_rank(total, n * p / 100);
                 write!(o, "  {p}%  {:5}", round_ms(v))?;
                 if style.ci {
-                    let level = super::ci::level_of(&s.latency_ms);
+                    let level = crate::report::ci::level_of(&s.latency_ms);
                     let q = p as f64 / 100.0;
-                    let (ci, _) =
-                        super::ci::at_blocked(&total.0, &s.latency_blocks, q, level, super::ms(v));
+                    let (ci, _) = crate::report::ci::at_blocked(
+                        &total.0,
+                        &s.latency_blocks,
+                        q,
+                        level,
+                        crate::report::ms(v),
+                    );
                     write!(o, " ({} CI {})", level.label(), ci_cell(ci.as_ref()))?;
                 }
                 writeln!(o)?;
@@ -474,7 +483,7 @@ fn percentages(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()
 /// A percentage row's interval in ab's unit, whole milliseconds widened outwards (the
 /// lower bound rounded down, the upper up): "1970-1991 ms", "?" a side unknown, `!` when
 /// wider than the value.
-fn ci_cell(ci: Option<&super::ci::Ci>) -> String {
+fn ci_cell(ci: Option<&crate::report::ci::Ci>) -> String {
     let Some(ci) = ci else {
         return "unknown".into();
     };

@@ -7,13 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::hcl::{VbConfig, load, load_cluster};
 use crate::config::scenario::{Load, OpChoice};
 use crate::error::Error;
 use crate::net::h2::{Http2Options, WithoutH2};
 use crate::results::deliver::OutputFormat;
-use crate::vbconfig::{VbConfig, load, load_cluster};
 
-use super::env;
+use crate::commands::env;
 
 /// What a command line gives of the settings a vault-benchmark file also gives: None (or
 /// empty, or false) where it gives nothing, so that the environment, then the file decide.
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn disable_http2_the_flag_over_the_file() {
         let file = |text: &str| {
-            crate::vbconfig::parse(
+            crate::vault_benchmark::hcl::parse(
                 &format!("{text}test \"ha_status\" \"h\" {{ weight = 100 }}\n"),
                 "f.hcl",
             )

@@ -1,5 +1,5 @@
-//! vault-benchmark's verbose report (`-report_mode=verbose`): one section per test
-//! (natural order), then `TOTAL`, each in the layout of vegeta's text report that
+//! vault-benchmark's verbose report (`-report_mode=verbose`), as its release 0.4.1 prints
+//! it: the `total` section first, then one section per test (names in byte order), each in the layout of vegeta's text report that
 //! vault-benchmark prints: Requests, Duration, Latencies (durations rounded as vegeta
 //! rounds them: `3.012s`, `92.16ms`), Bytes In, Bytes Out, Success, Status Codes and the
 //! Error Set, aligned as one tabwriter block (a label column 14 wide). Each test's bytes,
@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 use super::vegeta::{VbReport, VegetaMetrics, go_duration_ns, tabwrite, vegeta_round};
-use super::{Percentiles, Summary};
+use crate::report::{Percentiles, Summary};
 
 fn cells(label: &str, what: &str, value: String) -> Vec<String> {
     vec![label.into(), what.into(), value]
@@ -24,10 +24,10 @@ pub fn section(title: &str, m: &VegetaMetrics, o: &mut dyn Write) -> io::Result<
 
 /// The `Latencies CI` line of `p`: its 50, 90, 95 and 99's intervals.
 fn ci_line(p: &Percentiles) -> Vec<String> {
-    let level = super::ci::level_of(p);
+    let level = crate::report::ci::level_of(p);
     let values: Vec<String> = ["p50", "p90", "p95", "p99"]
         .iter()
-        .map(|key| super::ci::cell(p.interval(key)))
+        .map(|key| crate::report::ci::cell(p.interval(key)))
         .collect();
     cells(
         "Latencies CI",
@@ -101,11 +101,11 @@ fn section_with(
 
 /// Writes one report in the verbose layout.
 pub fn render_report(r: &VbReport, o: &mut dyn Write) -> io::Result<()> {
+    if let Some(total) = r.metrics.get("total") {
+        section("total", total, o)?;
+    }
     for name in r.tests() {
         section(name, &r.metrics[name], o)?;
-    }
-    if let Some(total) = r.metrics.get("total") {
-        section("TOTAL", total, o)?;
     }
     Ok(())
 }
@@ -119,9 +119,12 @@ pub fn render(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
 pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     if !ci {
         render_report(&VbReport::of(s), o)?;
-        return super::nodes::write_after_peer_layout(s, o);
+        return crate::report::nodes::write_after_peer_layout(s, o);
     }
     let r = VbReport::of(s);
+    if let Some(total) = r.metrics.get("total") {
+        section_with("total", total, Some(&s.latency_ms), o)?;
+    }
     for name in r.tests() {
         let p = s
             .ops
@@ -130,11 +133,12 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
             .map(|op| &op.latency_ms);
         section_with(name, &r.metrics[name], p, o)?;
     }
-    if let Some(total) = r.metrics.get("total") {
-        section_with("TOTAL", total, Some(&s.latency_ms), o)?;
-    }
-    writeln!(o, "{}", super::ci::note(super::ci::level_of(&s.latency_ms)))?;
-    super::nodes::write_after_peer_layout(s, o)
+    writeln!(
+        o,
+        "{}",
+        crate::report::ci::note(crate::report::ci::level_of(&s.latency_ms))
+    )?;
+    crate::report::nodes::write_after_peer_layout(s, o)
 }
 
 #[cfg(test)]
@@ -171,5 +175,21 @@ Status Codes  [code:count]                      200:3  404:1  \n\
 Error Set:\n\
 404 Not Found\n";
         assert_eq!(text, want);
+    }
+
+    /// vault-benchmark 0.4.1's order: the `total` section first, in lower case, then the
+    /// tests in byte order.
+    #[test]
+    fn total_comes_first_in_lower_case_then_the_tests() {
+        let one = r#"{"target_addr":"http://a:8200","metrics":{"total":{"requests":5},"t2":{"requests":2},"t10":{"requests":3}}}"#;
+        let r = &VbReport::read_all(one).unwrap()[0];
+        let mut out = Vec::new();
+        render_report(r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let titles: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.is_empty() && !l.contains('[') && *l != "Error Set:")
+            .collect();
+        assert_eq!(titles, ["total", "t10", "t2"], "{text}");
     }
 }

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::Summary;
 use super::vegeta::VbReport;
+use crate::report::Summary;
 
 #[derive(Serialize)]
 struct Report<'a> {
@@ -18,9 +18,9 @@ struct Report<'a> {
     /// Several nodes as one target (not in vault-benchmark's layout, which has no cluster
     /// results): a row per node and the windows of unavailability, as in vblast's JSON.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    nodes: &'a [super::nodes::NodeSummary],
+    nodes: &'a [crate::report::nodes::NodeSummary],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    windows: &'a [super::nodes::WindowSummary],
+    windows: &'a [crate::report::nodes::WindowSummary],
 }
 
 /// Writes the JSON report, one line.
