@@ -488,7 +488,7 @@ fn the_nodes_sampled_figures_are_served_with_a_node_label() {
     let text = scrape_until(&maddr, &series);
     for series in series {
         assert!(
-            text.lines().any(|l| l.starts_with(&series)),
+            text.lines().any(|l| l.starts_with(series)),
             "{series} not in\n{text}"
         );
     }

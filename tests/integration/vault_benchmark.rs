@@ -1157,7 +1157,7 @@ fn example_corpus_runs_at_c8_with_full_success_and_nothing_left() {
 #[test]
 fn a_files_numbers_are_held_to_their_flags_bounds_before_setup() {
     let bao = OpenBao::start();
-    let before = state(&bao);
+    let before = server_state(&bao);
     let dir = tempfile::tempdir().unwrap();
     let file = |name: &str, kind: &str, config: &str| {
         let text = format!(
@@ -1183,7 +1183,7 @@ fn a_files_numbers_are_held_to_their_flags_bounds_before_setup() {
             let r = run(vault_cmd(&bao, &args));
             assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
             assert!(r.stderr.contains(said), "{args:?}: {}", r.show());
-            assert_eq!(state(&bao), before, "{args:?} created something");
+            assert_eq!(server_state(&bao), before, "{args:?} created something");
         }
     }
     let r = run(vault_cmd(
@@ -1199,7 +1199,7 @@ fn a_files_numbers_are_held_to_their_flags_bounds_before_setup() {
     ));
     assert_eq!(r.code, Some(2), "{}", r.show());
     assert!(r.stderr.contains("is more than 10000000"), "{}", r.show());
-    assert_eq!(state(&bao), before);
+    assert_eq!(server_state(&bao), before);
 }
 
 /// A file of 20,000 test blocks is refused by its count at once (weights of 1 to 100
