@@ -11,11 +11,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use super::conn::Req;
 use super::step::{Link, StepPlan};
-use super::tally::{Tally, make_pacer};
+use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate};
 use crate::pacing::{Due, Pacer};
 use crate::signals::Stop;
@@ -42,7 +43,7 @@ pub(super) struct Core<'p> {
     pub(super) poll: Poll,
     pub(super) pacer: Pacer,
     /// What this thread counts (`tally.rs`).
-    pub(super) tally: Tally,
+    pub(super) tally: Counter,
     /// Open model: wakes the loop when the next request is due.
     pub(super) timer: Option<Timer>,
     /// The current step's schedule, warm-up and bounds (the plan's own in a single run).
@@ -110,7 +111,7 @@ impl<'p> Core<'p> {
             global,
             poll,
             pacer: idle_pacer(now),
-            tally: Tally::new(plan, now),
+            tally: Counter::new(plan, now),
             timer,
             step: StepPlan::of(plan),
             hold: false,
@@ -186,11 +187,26 @@ pub(super) trait Wheel<'p>: Send {
     fn has_free(&self) -> bool;
     /// Periodic checks: timeouts, retries, the route followed.
     fn tick(&mut self, now: Instant);
-    /// Waits for events (at most `timeout`) and handles them; returns the time it woke.
-    fn poll_once(&mut self, events: &mut Events, timeout: Duration)
-    -> Result<Instant, EngineError>;
+    /// Handles a connection's readiness (`ev`); an error ends the run.
+    fn readiness(&mut self, ev: &Event, now: Instant) -> Result<(), EngineError>;
     /// The connections open now.
     fn open_count(&self) -> u64;
+}
+
+/// Waits for events (at most `timeout`) and hands each connection's to `w`; returns the
+/// time it woke.
+pub(super) fn poll_once<'p, W: Wheel<'p>>(
+    w: &mut W,
+    events: &mut Events,
+    timeout: Duration,
+) -> Result<Instant, EngineError> {
+    let now = w.core().wait(events, timeout)?;
+    for ev in events.iter() {
+        if ev.token() != TIMER {
+            w.readiness(ev, now)?;
+        }
+    }
+    Ok(now)
 }
 
 /// Sends the thread's running totals.
@@ -308,7 +324,7 @@ fn run_step<'p, W: Wheel<'p>>(
             }
         }
         let timeout = wake.saturating_duration_since(now);
-        now = w.poll_once(events, timeout)?;
+        now = poll_once(w, events, timeout)?;
     }
     if !w.core().tally.reported() && !hold {
         // A run that ended before its first report: its figures once, so that a sum

@@ -19,10 +19,11 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::{Duration, Instant};
 
+use mio::event::Event as Readiness;
 use mio::{Events, Interest, Token};
 
 use super::conn::Req;
-use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, TIMER, Wheel, captures};
+use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, Wheel, captures, poll_once};
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::error::io_text;
@@ -215,29 +216,6 @@ impl<'p> H2Loop<'p> {
             https,
             fatal: None,
         })
-    }
-
-    /// Opens every connection (and waits for the servers' SETTINGS) before the clock.
-    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        let now = Instant::now();
-        for i in 0..self.links.len() {
-            self.open(i, now);
-        }
-        let until = now + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.is_set() && Instant::now() < until {
-            let waiting = self.links.iter().any(|l| {
-                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
-                    || (l.phase == LinkPhase::Open
-                        && !l.proto.can_start()
-                        && l.proto.active() == 0
-                        && !l.proto.finished())
-            });
-            if !waiting {
-                break;
-            }
-            self.poll_once(events, TICK)?;
-        }
-        Ok(())
     }
 
     /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection, to the
@@ -741,50 +719,6 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// Starts due requests on connections with a free stream, then writes their frames.
-    fn dispatch_due(&mut self, now: Instant) {
-        self.dispatch_hops(now);
-        let mut started = 0usize;
-        while let Some(&i) = self.free.last() {
-            if !self.takes_streams(i) {
-                self.free.pop();
-                self.links[i].listed = false;
-                continue;
-            }
-            let node = self.links[i].node;
-            let (req, home) = match self.hops[node].pop_front() {
-                Some(hop) => hop,
-                None => {
-                    let req = match self.again.pop_front() {
-                        Some(mut r) => {
-                            r.resent = true;
-                            r
-                        }
-                        None => {
-                            let Some(due) = self.core.pacer.take_due(now) else {
-                                break;
-                            };
-                            self.claim(i, due, now)
-                        }
-                    };
-                    self.busy += 1;
-                    (req, node)
-                }
-            };
-            self.start(i, req, home, now);
-            started += 1;
-            // Frames of several new streams go out in one write, once this link is full.
-            if !self.links[i].proto.can_start() {
-                self.flush(i, now);
-            }
-        }
-        if started > 0
-            && let Some(&i) = self.free.last()
-        {
-            self.flush(i, now);
-        }
-    }
-
     /// A new request for link `i` from `due` (`Core::claim`).
     fn claim(&mut self, i: usize, due: Due, now: Instant) -> Req {
         self.core.claim(due, &self.links[i].captures, now)
@@ -903,12 +837,71 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
         &mut self.core
     }
 
+    /// Opens every connection (and waits for the servers' SETTINGS) before the clock.
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        self.preconnect(stop, events)
+        let now = Instant::now();
+        for i in 0..self.links.len() {
+            self.open(i, now);
+        }
+        let until = now + PRECONNECT_MAX.min(self.plan.timeout);
+        while !stop.is_set() && Instant::now() < until {
+            let waiting = self.links.iter().any(|l| {
+                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
+                    || (l.phase == LinkPhase::Open
+                        && !l.proto.can_start()
+                        && l.proto.active() == 0
+                        && !l.proto.finished())
+            });
+            if !waiting {
+                break;
+            }
+            poll_once(self, events, TICK)?;
+        }
+        Ok(())
     }
 
+    /// Starts due requests on connections with a free stream, then writes their frames.
     fn dispatch(&mut self, now: Instant) {
-        self.dispatch_due(now);
+        self.dispatch_hops(now);
+        let mut started = 0usize;
+        while let Some(&i) = self.free.last() {
+            if !self.takes_streams(i) {
+                self.free.pop();
+                self.links[i].listed = false;
+                continue;
+            }
+            let node = self.links[i].node;
+            let (req, home) = match self.hops[node].pop_front() {
+                Some(hop) => hop,
+                None => {
+                    let req = match self.again.pop_front() {
+                        Some(mut r) => {
+                            r.resent = true;
+                            r
+                        }
+                        None => {
+                            let Some(due) = self.core.pacer.take_due(now) else {
+                                break;
+                            };
+                            self.claim(i, due, now)
+                        }
+                    };
+                    self.busy += 1;
+                    (req, node)
+                }
+            };
+            self.start(i, req, home, now);
+            started += 1;
+            // Frames of several new streams go out in one write, once this link is full.
+            if !self.links[i].proto.can_start() {
+                self.flush(i, now);
+            }
+        }
+        if started > 0
+            && let Some(&i) = self.free.last()
+        {
+            self.flush(i, now);
+        }
     }
 
     /// A connection's free streams cost nothing: they close with the run.
@@ -950,26 +943,14 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
         }
     }
 
-    fn poll_once(
-        &mut self,
-        events: &mut Events,
-        timeout: Duration,
-    ) -> Result<Instant, EngineError> {
-        let now = self.core.wait(events, timeout)?;
-        for ev in events.iter() {
-            if ev.token() == TIMER {
-                continue;
-            }
-            let i = ev.token().0;
-            if i < self.links.len() {
-                let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
-                self.on_event(i, readable, now);
-            }
+    fn readiness(&mut self, ev: &Readiness, now: Instant) -> Result<(), EngineError> {
+        let i = ev.token().0;
+        if i < self.links.len() {
+            let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
+            self.on_event(i, readable, now);
         }
-        match self.fatal.take() {
-            Some(e) => Err(e),
-            None => Ok(now),
-        }
+        // The server does not speak h2c: the run ends, said once.
+        self.fatal.take().map_or(Ok(()), Err)
     }
 
     fn open_count(&self) -> u64 {

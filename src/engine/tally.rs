@@ -1,5 +1,5 @@
 //! What an event-loop thread counts, whichever protocol it speaks: its statistics for the
-//! step under way (`Tally`), with the one way a request's answer is judged (status, value
+//! step under way (`Counter`), with the one way a request's answer is judged (status, value
 //! captured, expectation), a response counted (status per operation, bytes, latency,
 //! kind, timeline, node, windows), a failure counted (kind, message, status 0), the
 //! warm-up forgotten, progress sent and a step's figures handed over. HTTP/1.1
@@ -17,9 +17,6 @@ use crate::stats::nodes::{NodeStats, WindowTracker};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::Captures;
 use crate::workload::Operation;
-
-/// Where a thread's progress goes: its local index and the channel.
-pub(super) type Report = Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>;
 
 /// A whole response, as the event loop judged it, with what is counted of it.
 pub(super) struct Answer<'a> {
@@ -43,7 +40,7 @@ pub(super) struct Answer<'a> {
 }
 
 /// One thread's counts for the step under way.
-pub(super) struct Tally {
+pub(super) struct Counter {
     pub(super) stats: Stats,
     /// Responses by status code (folded into `stats.status` at the step's end).
     status: Box<[u64; 1000]>,
@@ -53,7 +50,8 @@ pub(super) struct Tally {
     measure_from: Instant,
     /// HTTP/2: the streams asked per connection (its figures start from it).
     streams: Option<u32>,
-    pub(super) report: Report,
+    /// Where this thread's progress goes: its local index and the channel.
+    pub(super) report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
     /// This thread has sent its progress at least once.
     reported: bool,
 }
@@ -97,10 +95,10 @@ pub(super) fn make_pacer(
     }
 }
 
-impl Tally {
-    pub(super) fn new(plan: &EnginePlan, now: Instant) -> Tally {
+impl Counter {
+    pub(super) fn new(plan: &EnginePlan, now: Instant) -> Counter {
         let streams = plan.http2.map(|h| h.streams);
-        Tally {
+        Counter {
             stats: fresh_stats(plan, streams),
             status: Box::new([0; 1000]),
             windows: WindowTracker::default(),

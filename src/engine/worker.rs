@@ -4,13 +4,14 @@
 //! free connections, handling their events, and periodic timeout checks. A held run
 //! keeps the free connections open (and idle) between steps.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mio::Events;
+use mio::event::Event;
 
 use super::conn::HOP;
 use super::conn::{Conn, ConnPhase};
-use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, TIMER, Wheel, captures};
+use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, Wheel, captures, poll_once};
 use super::{EngineError, EnginePlan};
 use crate::net::transport::{PortSlice, TlsConnector};
 use crate::pacing::share;
@@ -90,22 +91,6 @@ impl<'p> EventLoop<'p> {
         })
     }
 
-    /// Before the first step: connection-per-request slots made free, or (keep-alive)
-    /// every connection opened when the run is measured over time.
-    fn first_open(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        if !self.plan.keepalive {
-            self.idle.extend((0..self.conns.len()).rev());
-            self.next_open = self.conns.len();
-        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
-            // Runs measured over time (and the open model's schedule) start once every
-            // connection is open, like wrk2, so the measured window sees all of them at
-            // work. Runs of a given count (ab's -n) open connections as they go instead,
-            // each starting work as soon as it is open, and count the set-up in their time.
-            self.preconnect(stop, events)?;
-        }
-        Ok(())
-    }
-
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
     fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
         let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
@@ -115,7 +100,7 @@ impl<'p> EventLoop<'p> {
             if (opening == 0 && self.next_open == self.conns.len()) || now >= until {
                 break;
             }
-            self.poll_once(events, TICK)?;
+            poll_once(self, events, TICK)?;
         }
         Ok(())
     }
@@ -178,9 +163,32 @@ impl<'p> EventLoop<'p> {
             }
         }
     }
+}
+
+impl<'p> Wheel<'p> for EventLoop<'p> {
+    fn core(&mut self) -> &mut Core<'p> {
+        &mut self.core
+    }
+
+    /// Before the first step: connection-per-request slots made free, or (keep-alive)
+    /// every connection opened when the run is measured over time.
+    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
+        if !self.plan.keepalive {
+            self.idle.extend((0..self.conns.len()).rev());
+            self.next_open = self.conns.len();
+        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
+            // Runs measured over time (and the open model's schedule) start once every
+            // connection is open, like wrk2, so the measured window sees all of them at
+            // work. Runs of a given count (ab's -n) open connections as they go instead,
+            // each starting work as soon as it is open, and count the set-up in their time.
+            self.preconnect(stop, events)?;
+        }
+        Ok(())
+    }
 
     /// Starts due requests on free connections (or connection-per-request slots).
-    fn dispatch_due(&mut self, now: Instant) {
+    fn dispatch(&mut self, now: Instant) {
+        self.open_more(now);
         while let Some(&i) = self.idle.last() {
             let Some(due) = self.core.pacer.take_due(now) else {
                 break;
@@ -194,21 +202,6 @@ impl<'p> EventLoop<'p> {
                 self.open(i, now);
             }
         }
-    }
-}
-
-impl<'p> Wheel<'p> for EventLoop<'p> {
-    fn core(&mut self) -> &mut Core<'p> {
-        &mut self.core
-    }
-
-    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        self.first_open(stop, events)
-    }
-
-    fn dispatch(&mut self, now: Instant) {
-        self.open_more(now);
-        self.dispatch_due(now);
     }
 
     fn close_idle(&mut self) {
@@ -258,37 +251,26 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
         }
     }
 
-    /// Waits for events (at most `timeout`) and handles them; returns the time it woke.
-    fn poll_once(
-        &mut self,
-        events: &mut Events,
-        timeout: Duration,
-    ) -> Result<Instant, EngineError> {
-        let now = self.core.wait(events, timeout)?;
-        for ev in events.iter() {
-            if ev.token() == TIMER {
-                continue;
-            }
-            // A connection's own stream has its index as token, its hop stream that and HOP.
-            let hop = ev.token().0 & HOP != 0;
-            let i = ev.token().0 & !HOP;
-            if i >= self.conns.len() {
-                continue;
-            }
-            if hop != self.conns[i].on_hop {
-                // The stream parked beside the one in use.
-                self.parked_event(i);
-                continue;
-            }
-            self.on_event(
-                i,
-                ev.is_readable() || ev.is_error() || ev.is_read_closed(),
-                ev.is_writable() || ev.is_error(),
-                ev.is_read_closed(),
-                now,
-            );
+    fn readiness(&mut self, ev: &Event, now: Instant) -> Result<(), EngineError> {
+        // A connection's own stream has its index as token, its hop stream that and HOP.
+        let hop = ev.token().0 & HOP != 0;
+        let i = ev.token().0 & !HOP;
+        if i >= self.conns.len() {
+            return Ok(());
         }
-        Ok(now)
+        if hop != self.conns[i].on_hop {
+            // The stream parked beside the one in use.
+            self.parked_event(i);
+            return Ok(());
+        }
+        self.on_event(
+            i,
+            ev.is_readable() || ev.is_error() || ev.is_read_closed(),
+            ev.is_writable() || ev.is_error(),
+            ev.is_read_closed(),
+            now,
+        );
+        Ok(())
     }
 
     fn open_count(&self) -> u64 {

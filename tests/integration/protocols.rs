@@ -75,6 +75,7 @@ fn labels(text: &str) -> BTreeSet<String> {
 fn h2_only(k: &str) -> bool {
     k.contains("http2")
         || k.contains("HTTP/2")
+        || k.contains("HTTP/#")
         || k.contains("streams")
         || k.contains("ci_method")
         || k.contains("thin_tails")
