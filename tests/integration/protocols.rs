@@ -81,6 +81,7 @@ fn h2_only(k: &str) -> bool {
         || k.contains("thin_tails")
         || k.contains(".ci.")
         || k.starts_with(".server.nodes")
+        || k.starts_with(".server_samples")
 }
 
 /// One run's reports: every format of its results file, its HTML page, its last scrape.
