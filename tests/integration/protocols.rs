@@ -82,6 +82,7 @@ fn h2_only(k: &str) -> bool {
         || k.contains(".ci.")
         || k.starts_with(".server.nodes")
         || k.starts_with(".server_samples")
+        || k.starts_with("vblast_server_")
 }
 
 /// One run's reports: every format of its results file, its HTML page, its last scrape.
