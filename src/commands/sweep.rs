@@ -176,7 +176,6 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
     args.run.load.connections = connections;
     let r = &args.run;
     let mut scenario = scenario.map_err(|e| e.to_string())?;
-    crate::vault_benchmark::settle::http1_for_sweeps(&mut scenario.load, &scenario.address);
     // A sweep searches one edge of one target; over nodes in turn its steps would
     // judge every node's figures as one, and find no node's edge.
     if scenario

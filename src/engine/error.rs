@@ -27,6 +27,11 @@ pub enum EngineError {
         "--http2: the server at {addr} does not offer h2 by ALPN (it chose {chosen}); add --http2-fallback to run over HTTP/1.1"
     )]
     NoH2 { addr: String, chosen: String },
+    /// `--http2-prior-knowledge` against a server that answered the preface in HTTP/1.1.
+    #[error(
+        "--http2-prior-knowledge: the server at {addr} does not speak h2c (it answered the HTTP/2 preface in HTTP/1.1); run without --http2-prior-knowledge, or use --http2 over https"
+    )]
+    NoH2c { addr: String },
     /// Something HTTP/2 runs do not do yet (docs/http2.md).
     #[error("{0}")]
     Http2Unsupported(&'static str),

@@ -1,7 +1,6 @@
-//! The HTTP/2 event loop: one thread's share of the connections when a run speaks HTTP/2
-//! (`EnginePlan::http2`), chosen once per run in `build_workers`, so that the HTTP/1.1
-//! loop (`worker.rs`, `conn.rs`) carries no check of the protocol per request. The same
-//! mio loop, pinned, with the same pacer, templates and statistics: each connection
+//! HTTP/2's share of one event-loop thread (`H2Loop`, a `Wheel` of the one driver,
+//! `driver.rs`), chosen once per run (`EnginePlan::http2`), so that HTTP/1.1's connections
+//! (`worker.rs`, `conn.rs`) carry no check of the protocol per request. Each connection
 //! carries up to `-m` streams (capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS),
 //! and a due request goes to a connection with a free stream, its latency measured from
 //! its intended start as over HTTP/1.1. The protocol itself is `net::h2::H2Conn`; this
@@ -20,30 +19,24 @@ use std::collections::VecDeque;
 use std::io;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Poll, Token};
+use mio::event::Event as Readiness;
+use mio::{Events, Interest, Token};
 
 use super::conn::Req;
-use super::{EngineError, EnginePlan, StartGate, Totals};
+use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, Wheel, captures, poll_once};
+use super::tally::Answer;
+use super::{EngineError, EnginePlan};
 use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
-use crate::net::redirect::{MAX_HOPS, Redirects, TOO_MANY, Verdict, request_target};
+use crate::net::redirect::Redirects;
 use crate::net::transport::{self, Handshake, Stream, TlsConnector};
-use crate::pacing::{Due, Pacer, share};
+use crate::pacing::{Due, share};
 use crate::signals::Stop;
+use crate::stats::ErrorKind;
 use crate::stats::http2::H2Figures;
-use crate::stats::nodes::{NodeStats, WindowTracker};
-use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::{Captures, Rng};
-use crate::timer::Timer;
-use crate::workload::Picker;
-
-const TIMER: Token = Token(usize::MAX);
-const READ_BUF: usize = 64 * 1024;
-const TICK: Duration = Duration::from_millis(50);
-const PRECONNECT_MAX: Duration = Duration::from_secs(10);
-const CAPTURE_BYTES: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LinkPhase {
@@ -69,6 +62,8 @@ struct H2Link {
     since: Instant,
     connected_at: Instant,
     failures: u32,
+    /// Responses this connection has carried (its first one's wait is the ttfb).
+    served: u32,
     /// In the loop's list of connections with a free stream.
     listed: bool,
     /// When our last PING went out (`expire_streams`).
@@ -82,8 +77,8 @@ struct H2Link {
 
 pub(super) struct H2Loop<'p> {
     plan: &'p EnginePlan,
-    global: usize,
-    poll: Poll,
+    /// The pacer, counts, poll and generator the driver shares (`driver.rs`).
+    pub(super) core: Core<'p>,
     links: Vec<H2Link>,
     /// Connections that may have a free stream (checked when taken).
     free: Vec<usize>,
@@ -99,45 +94,15 @@ pub(super) struct H2Loop<'p> {
     /// Per (node, operation), `node * ops + op`: its header block (with that node's
     /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
-    /// Several nodes: the window of failures this thread has open.
-    windows: WindowTracker,
     /// Several nodes: how many route moves this thread has acted on.
     route_seen: u64,
-    picker: Picker,
-    producers: Vec<usize>,
-    rng: Rng,
     tls: Option<TlsConnector>,
-    timer: Option<Timer>,
-    pub(super) report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
-    stats: Stats,
-    status: Box<[u64; 1000]>,
-    pacer: Pacer,
     buf: Box<[u8]>,
     block: Vec<u8>,
     local: Local,
     https: bool,
-}
-
-/// A thread's empty statistics, with what it asked of HTTP/2.
-fn fresh_stats(plan: &EnginePlan, streams: u32) -> Stats {
-    let mut s = Stats::new(plan.ops.len());
-    s.nodes = plan
-        .nodes
-        .targets
-        .iter()
-        .map(|t| NodeStats {
-            addr: t.base(),
-            ..Default::default()
-        })
-        .collect();
-    // Room for the windows of a long run: none allocated while it goes on.
-    s.windows.reserve(if s.nodes.is_empty() { 0 } else { 64 });
-    s.http2 = H2Figures {
-        streams_asked: u64::from(streams),
-        streams_allowed: u64::from(streams),
-        ..Default::default()
-    };
-    s
+    /// Why the run cannot go on at all (the server does not speak h2c), said once.
+    fatal: Option<EngineError>,
 }
 
 /// Why `plan` cannot run over HTTP/2 (yet), in one sentence, if it cannot
@@ -192,23 +157,13 @@ impl<'p> H2Loop<'p> {
         let h2 = plan
             .http2
             .ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
-        let poll = Poll::new().map_err(EngineError::EventLoop)?;
+        let core = Core::new(plan, global)?;
         let (slot, slots) = plan.slot(global);
         let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             mine = mine.min(share(n, slots, slot).div_ceil(u64::from(h2.streams)).max(1));
         }
-        let timer = match plan.schedule {
-            Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
-            None => None,
-        };
         let now = Instant::now();
-        let captured = plan
-            .ops
-            .iter()
-            .filter_map(|o| o.capture.as_ref().map(|c| usize::from(c.slot) + 1))
-            .max()
-            .unwrap_or(0);
         let local = Local {
             streams: h2.streams as usize,
             window: wire::STREAM_WINDOW,
@@ -226,9 +181,10 @@ impl<'p> H2Loop<'p> {
                 since: now,
                 connected_at: now,
                 failures: 0,
+                served: 0,
                 listed: false,
                 ping_at: now,
-                captures: Captures::with_slots(captured, CAPTURE_BYTES),
+                captures: captures(plan),
                 node: 0,
                 paused_until: None,
             })
@@ -237,8 +193,7 @@ impl<'p> H2Loop<'p> {
         let prepared = prepare(plan, &mut requests, https);
         Ok(H2Loop {
             plan,
-            global,
-            poll,
+            core,
             links,
             free: Vec::with_capacity(mine as usize),
             again: VecDeque::with_capacity(mine as usize * local.streams),
@@ -253,183 +208,14 @@ impl<'p> H2Loop<'p> {
             busy: 0,
             requests,
             prepared,
-            windows: WindowTracker::default(),
             route_seen: 0,
-            picker: Picker::new(&plan.ops),
-            producers: super::worker::producers(plan),
-            rng: Rng::seeded(global as u64),
             tls,
-            timer,
-            report: None,
-            stats: fresh_stats(plan, h2.streams),
-            status: Box::new([0; 1000]),
-            pacer: super::worker::idle_pacer(now),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             block: Vec::with_capacity(4096),
             local,
             https,
+            fatal: None,
         })
-    }
-
-    fn make_pacer(&self, origin: Instant) -> Pacer {
-        let p = self.plan;
-        let (slot, slots) = p.slot(self.global);
-        let budget = p.requests.map(|n| share(n, slots, slot));
-        let deadline = p.duration.map(|d| origin + p.warmup + d);
-        match &p.schedule {
-            Some(schedule) => {
-                Pacer::open(origin, p.warmup, deadline, budget, schedule, slot, slots)
-            }
-            None => Pacer::closed(origin, p.warmup, deadline, budget),
-        }
-    }
-
-    /// Opens every connection, waits for the start, runs the schedule, returns the figures.
-    pub(super) fn run(mut self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
-        let mut events = Events::with_capacity(1024);
-        self.preconnect(stop, &mut events)?;
-        let origin = gate.wait();
-        self.pacer = self.make_pacer(origin);
-        let measure_from = self.pacer.measure_from();
-        let mut warm = self.plan.warmup > Duration::ZERO;
-        let mut next_tick = origin + TICK;
-        let mut next_report = origin + Duration::from_secs(1);
-        let mut now = Instant::now();
-        let end = loop {
-            if stop.is_set() {
-                break now;
-            }
-            if warm && now >= measure_from {
-                warm = false;
-                self.forget_warmup();
-            }
-            self.dispatch(now);
-            if self.pacer.finished(now) && self.busy == 0 && self.again.is_empty() {
-                break now;
-            }
-            if now >= next_tick {
-                self.tick(now);
-                next_tick = now + TICK;
-                if now >= next_report {
-                    self.send_progress();
-                    next_report = now + Duration::from_secs(1);
-                }
-            }
-            let mut wake = next_tick;
-            if !self.free.is_empty()
-                && let Some(t) = self.pacer.next_wakeup()
-            {
-                match self.timer.as_mut() {
-                    Some(timer) => timer.wake_by(t, Instant::now()),
-                    None => wake = wake.min(t),
-                }
-            }
-            now = self.poll_once(&mut events, wake.saturating_duration_since(now))?;
-        };
-        self.send_progress();
-        Ok(self.finish(end, stop))
-    }
-
-    /// The thread's figures at the end of the run.
-    fn finish(&mut self, end: Instant, stop: &Stop) -> Stats {
-        let mut stats = std::mem::take(&mut self.stats);
-        stats.note_unsent(self.pacer.unsent_waits(end));
-        for (code, n) in self.status.iter().enumerate() {
-            if *n > 0 {
-                *stats.status.entry(code as u16).or_default() += *n;
-            }
-        }
-        let end = match self.pacer.window_end() {
-            Some(w) if !stop.is_set() => end.max(w),
-            _ => end,
-        };
-        stats.elapsed_s = end
-            .saturating_duration_since(self.pacer.measure_from())
-            .as_secs_f64();
-        if let Some(w) = std::mem::take(&mut self.windows).finish() {
-            stats.windows.push(w);
-        }
-        for n in stats.nodes.iter_mut().filter(|n| n.requests > 0) {
-            n.elapsed_s = stats.elapsed_s;
-        }
-        stats
-    }
-
-    fn send_progress(&mut self) {
-        if let Some((thread, tx)) = &self.report {
-            let p = Totals {
-                reported: true,
-                requests: self.stats.requests(),
-                ok: self.stats.ok(),
-                more: crate::stats::figures::Figures::of(
-                    &self.stats,
-                    &self.status[..],
-                    self.links.iter().filter(|c| c.stream.is_some()).count() as u64,
-                ),
-            };
-            let _ = tx.try_send((*thread, p));
-        }
-    }
-
-    fn forget_warmup(&mut self) {
-        let s = &mut self.stats;
-        s.connect.reset();
-        s.tls.reset();
-        s.tls_resumed = 0;
-        s.connections_opened = 0;
-        s.server_closes = 0;
-        s.bytes_sent = 0;
-        s.bytes_received = 0;
-    }
-
-    /// Opens every connection (and waits for the servers' SETTINGS) before the clock.
-    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        let now = Instant::now();
-        for i in 0..self.links.len() {
-            self.open(i, now);
-        }
-        let until = now + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.is_set() && Instant::now() < until {
-            let waiting = self.links.iter().any(|l| {
-                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
-                    || (l.phase == LinkPhase::Open
-                        && !l.proto.can_start()
-                        && l.proto.active() == 0
-                        && !l.proto.finished())
-            });
-            if !waiting {
-                break;
-            }
-            self.poll_once(events, TICK)?;
-        }
-        Ok(())
-    }
-
-    fn poll_once(
-        &mut self,
-        events: &mut Events,
-        timeout: Duration,
-    ) -> Result<Instant, EngineError> {
-        match self.poll.poll(events, Some(timeout)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(EngineError::Poll(e)),
-        }
-        let now = Instant::now();
-        for ev in events.iter() {
-            if ev.token() == TIMER {
-                if let Some(t) = self.timer.as_mut() {
-                    t.fired();
-                }
-                continue;
-            }
-            let i = ev.token().0;
-            if i < self.links.len() {
-                let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
-                self.on_event(i, readable, now);
-            }
-        }
-        Ok(now)
     }
 
     /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection, to the
@@ -437,7 +223,7 @@ impl<'p> H2Loop<'p> {
     /// node), under that node's TLS name.
     fn open(&mut self, i: usize, now: Instant) {
         let nodes = &self.plan.nodes;
-        let node = nodes.pick(i + self.global);
+        let node = nodes.pick(i + self.core.global);
         let addr = match nodes.targets.get(node) {
             Some(t) => t.addr(),
             None => self.plan.target.addr(),
@@ -447,12 +233,13 @@ impl<'p> H2Loop<'p> {
         l.since = now;
         l.proto = H2Conn::new(self.local);
         l.out_sent = 0;
+        l.served = 0;
         l.listed = false;
         l.node = node;
         l.paused_until = None;
         match transport::connect_node(addr, self.tls.as_ref(), node, None) {
             Ok(mut stream) => {
-                let reg = self.poll.registry().register(
+                let reg = self.core.poll.registry().register(
                     stream.tcp(),
                     Token(i),
                     Interest::READABLE | Interest::WRITABLE,
@@ -489,14 +276,14 @@ impl<'p> H2Loop<'p> {
         let backoff = Duration::from_millis(10) * (1u32 << l.failures.min(7));
         l.phase = LinkPhase::Backoff;
         l.since = now + backoff.min(Duration::from_secs(1));
-        if !self.pacer.is_open()
-            && let Some(due) = self.pacer.take_due(now)
+        if !self.core.pacer.is_open()
+            && let Some(due) = self.core.pacer.take_due(now)
         {
             let req = self.claim(i, due, now);
             self.busy += 1;
             self.fail_req(self.links[i].node, req, kind, msg, now);
         } else {
-            self.stats.note(msg, 1);
+            self.core.tally.stats.note(msg, 1);
         }
     }
 
@@ -512,8 +299,8 @@ impl<'p> H2Loop<'p> {
                         let l = &mut self.links[i];
                         l.connected_at = now;
                         let took = now.saturating_duration_since(l.since).as_micros() as u64;
-                        self.stats.connect.record(took);
-                        self.stats.connections_opened += 1;
+                        self.core.tally.stats.connect.record(took);
+                        self.core.tally.stats.connections_opened += 1;
                         l.phase = LinkPhase::Handshaking;
                         self.handshake(i, now);
                     }
@@ -551,12 +338,16 @@ impl<'p> H2Loop<'p> {
                 // last flight, read in the same batch as the connect.
                 let now = Instant::now();
                 if stream.is_tls() {
-                    self.stats.tls_resumed += u64::from(stream.resumed());
+                    self.core.tally.stats.tls_resumed += u64::from(stream.resumed());
                     let l = &self.links[i];
-                    self.stats
+                    self.core
+                        .tally
+                        .stats
                         .tls
                         .record(now.saturating_duration_since(l.connected_at).as_micros() as u64);
-                    self.stats
+                    self.core
+                        .tally
+                        .stats
                         .connect_tls
                         .record(now.saturating_duration_since(l.since).as_micros() as u64);
                 }
@@ -591,7 +382,7 @@ impl<'p> H2Loop<'p> {
                 Ok(0) => break,
                 Ok(n) => {
                     l.out_sent += n;
-                    self.stats.bytes_sent += n as u64;
+                    self.core.tally.stats.bytes_sent += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -623,7 +414,7 @@ impl<'p> H2Loop<'p> {
             };
             match stream.read(&mut self.buf) {
                 Ok((0, _)) => {
-                    self.stats.server_closes += 1;
+                    self.core.tally.stats.server_closes += 1;
                     self.drop_link(
                         i,
                         ErrorKind::Read,
@@ -633,12 +424,21 @@ impl<'p> H2Loop<'p> {
                     return;
                 }
                 Ok((n, drained)) => {
-                    self.stats.bytes_received += n as u64;
+                    self.core.tally.stats.bytes_received += n as u64;
                     let at = Instant::now();
                     let fed = self.links[i].proto.feed(&self.buf[..n]);
                     self.on_events(i, at);
                     if let Err(e) = fed {
-                        H2Figures::count(&mut self.stats.http2.conn_errors, e.code);
+                        if e.http1 {
+                            // No connection to it will speak h2c: the run ends, said once.
+                            self.fatal = Some(EngineError::NoH2c {
+                                addr: self.plan.target.base(),
+                            });
+                            self.links[i].stream = None;
+                            self.links[i].phase = LinkPhase::Unopened;
+                            return;
+                        }
+                        H2Figures::count(&mut self.core.tally.stats.http2.conn_errors, e.code);
                         let msg = format!(
                             "HTTP/2 connection error {}: {}",
                             wire::frame::code_name(e.code),
@@ -655,7 +455,7 @@ impl<'p> H2Loop<'p> {
                     }
                     if self.links[i].proto.finished() {
                         self.flush(i, now);
-                        self.stats.server_closes += 1;
+                        self.core.tally.stats.server_closes += 1;
                         self.reopen(i, now);
                         return;
                     }
@@ -680,7 +480,7 @@ impl<'p> H2Loop<'p> {
             match ev {
                 Event::Ready => {
                     let p = &self.links[i].proto;
-                    let h = &mut self.stats.http2;
+                    let h = &mut self.core.tally.stats.http2;
                     h.streams_allowed = h.streams_allowed.min(p.allowed() as u64);
                     h.server_limit = h.server_limit.max(u64::from(p.server_limit().unwrap_or(0)));
                     self.list(i);
@@ -690,7 +490,7 @@ impl<'p> H2Loop<'p> {
                     self.complete(i, slot, status, now)
                 }
                 Event::Reset { slot, code } => {
-                    H2Figures::count(&mut self.stats.http2.resets, code);
+                    H2Figures::count(&mut self.core.tally.stats.http2.resets, code);
                     let Some(req) = self.links[i].reqs[slot].take() else {
                         continue;
                     };
@@ -708,7 +508,9 @@ impl<'p> H2Loop<'p> {
                         self.send_again(i, self.links[i].homes[slot], req);
                     }
                 }
-                Event::GoAway { code, .. } => H2Figures::count(&mut self.stats.http2.goaways, code),
+                Event::GoAway { code, .. } => {
+                    H2Figures::count(&mut self.core.tally.stats.http2.goaways, code)
+                }
             }
         }
     }
@@ -716,7 +518,7 @@ impl<'p> H2Loop<'p> {
     /// A request left unprocessed on link `i` goes out again, first, on the next free
     /// stream (a redirect's hop, on the next one to the same node).
     fn send_again(&mut self, i: usize, home: usize, req: Req) {
-        self.stats.http2.resent += 1;
+        self.core.tally.stats.http2.resent += 1;
         if req.hops > 0 {
             self.hops[self.links[i].node].push_back((req, home));
             return;
@@ -754,84 +556,36 @@ impl<'p> H2Loop<'p> {
             return;
         }
         self.busy -= 1;
-        let ok = self.judge(i, slot, &req, status);
+        let op = &self.plan.ops[req.op];
+        let l = &mut self.links[i];
+        l.served += 1;
+        let ok = self
+            .core
+            .tally
+            .judge(op, &req, status, l.proto.body(slot), &mut l.captures);
         let quota = if status == 429 {
-            self.links[i].proto.quota(slot)
+            l.proto.quota(slot)
         } else {
             None
         };
         if req.measured {
-            self.count_response((i, slot, home), &req, (status, ok, quota), now);
+            // (its first bytes came with its end, at the latest: the frames are read whole)
+            self.core.tally.first_byte(&req, l.served == 1, now);
+            let answer = Answer {
+                status,
+                ok,
+                quota,
+                kept_alive: true,
+                body: l.proto.body(slot),
+                body_len: l.proto.body_len(slot),
+                server: None,
+                home,
+                by: l.node,
+                hop: l.node != home,
+            };
+            self.core.tally.answered(op, &req, &answer, now);
         }
         self.after_response(i, quota, now);
-    }
-
-    /// Counts a measured response: its status, latency and service time, its kind
-    /// (success, throttled by a quota, failed status), the timeline, its node.
-    fn count_response(
-        &mut self,
-        (i, slot, home): (usize, usize, usize),
-        req: &Req,
-        (status, ok, quota): (u16, bool, Option<Quota>),
-        now: Instant,
-    ) {
-        if let Some(n) = self.status.get_mut(status as usize) {
-            *n += 1;
-        }
-        let latency = now.saturating_duration_since(req.intended).as_micros() as u64;
-        let service = now.saturating_duration_since(req.sent).as_micros() as u64;
-        let s = &mut self.stats;
-        let o = &mut s.ops[req.op];
-        o.requests += 1;
-        o.latency.record(latency);
-        o.service.record(service);
-        if ok {
-            o.ok += 1;
-        } else if self.plan.ops[req.op].is_success(status) {
-            // Counted by `judge` (no value to capture, or not what was expected).
-        } else if let Some(q) = quota {
-            // A rate-limit quota's 429: throttled, counted apart from the errors.
-            s.throttled += 1;
-            s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
-            s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
-        } else {
-            s.errors.status += 1;
-        }
-        let measure_from = self.pacer.measure_from();
-        let since = now.saturating_duration_since(measure_from);
-        s.timeline.record(since.as_secs(), ok, Some(latency));
-        s.timeline.record_service(service);
-        s.blocks.record(since.as_millis() as u64, latency);
-        s.waiting.record(service);
-        s.redirects += u64::from(matches!(status, 307 | 308));
-        let len = self.links[i].proto.body_len(slot);
-        s.count_body(len, true);
-        let node = self.links[i].node;
-        if let Some(n) = s.nodes.get_mut(node) {
-            // The node that answered: a redirect's hop, or a redirect.
-            n.hops += u64::from(req.hops > 0 && node != home);
-            n.redirects += u64::from(matches!(status, 307 | 308));
-        }
-        if let Some(n) = s.nodes.get_mut(home) {
-            // Several nodes: the request counts for the node it was sent to, with its
-            // windows of failures.
-            n.requests += 1;
-            n.latency.record(latency);
-            n.throttled += u64::from(quota.is_some());
-            let sent = req
-                .sent
-                .saturating_duration_since(measure_from)
-                .as_secs_f64();
-            if ok {
-                n.ok += 1;
-                if let Some(w) = self.windows.ok(since.as_secs_f64(), sent, home) {
-                    s.windows.push(w);
-                }
-            } else if quota.is_none() {
-                // (a throttled answer is the quota at work, not unavailability)
-                self.windows.failed(since.as_secs_f64(), sent);
-            }
-        }
     }
 
     /// `--follow-redirects`: a 307/308 on `slot` of link `i` whose Location names a node
@@ -842,36 +596,13 @@ impl<'p> H2Loop<'p> {
     fn follow(&mut self, i: usize, slot: usize, req: &mut Req) -> Option<usize> {
         let redirects = self.redirects.as_ref()?;
         let l = &self.links[i];
-        let verdict = if req.hops >= MAX_HOPS {
-            Verdict::Refused(TOO_MANY)
-        } else {
-            let mut rng = req.rng;
-            let sent = self
-                .requests
-                .get(l.node, req.op)
-                .render_at(&mut rng, req.turn, &l.captures);
-            let location = l.proto.location(slot).unwrap_or(&[]);
-            redirects.judge(location, l.node, request_target(sent))
-        };
-        let node = match verdict {
-            Verdict::Node(n) if n < self.hops.len() => n,
-            Verdict::Node(_) => return None,
-            Verdict::Refused(why) => {
-                if req.measured {
-                    self.stats.note(why, 1);
-                }
-                return None;
-            }
-        };
-        if req.measured {
-            let s = &mut self.stats;
-            s.redirects += 1;
-            s.followed += 1;
-            if let Some(n) = s.nodes.get_mut(l.node) {
-                n.redirects += 1;
-                n.followed += 1;
-            }
-        }
+        let template = self.requests.get(l.node, req.op);
+        let location = l.proto.location(slot).unwrap_or(&[]);
+        let node = self
+            .core
+            .tally
+            .follow(redirects, template, &l.captures, req, location, l.node)
+            .filter(|&n| n < self.hops.len())?;
         req.hops += 1;
         // (rendered again from its generator's state and turn: the same request)
         req.resent = true;
@@ -918,61 +649,10 @@ impl<'p> H2Loop<'p> {
         self.list(i);
     }
 
-    /// Whether the response is a success: its status, the value it captures, what it is
-    /// expected to hold (as the HTTP/1.1 loop judges, `responses.rs`).
-    fn judge(&mut self, i: usize, slot: usize, req: &Req, status: u16) -> bool {
-        let op = &self.plan.ops[req.op];
-        let l = &mut self.links[i];
-        let body = l.proto.body(slot);
-        let mut ok = op.is_success(status);
-        if ok && let Some(cap) = &op.capture {
-            match crate::capture::find_string(body, &cap.path) {
-                Some(v) => l.captures.set(cap.slot, v),
-                None => {
-                    ok = false;
-                    if req.measured {
-                        let msg = format!("response has no {}", cap.describe());
-                        self.stats.note(&msg, 1);
-                        self.stats.errors.read += 1;
-                    }
-                }
-            }
-        }
-        if ok
-            && let Some(expect) = &op.expect
-            && let Some(msg) = expect.check(body)
-        {
-            ok = false;
-            if req.measured {
-                self.stats.note(&msg, 1);
-                self.stats.errors.read += 1;
-            }
-        }
-        if op.consumes
-            && let Some(slot) = op.needs
-        {
-            l.captures.clear_slot(slot);
-        }
-        ok
-    }
-
     /// Counts `req` as failed (for `home`, the node it counts for, too).
     fn fail_req(&mut self, home: usize, req: Req, kind: ErrorKind, msg: &str, now: Instant) {
         self.busy -= 1;
-        if req.measured {
-            let s = &mut self.stats;
-            s.ops[req.op].requests += 1;
-            s.count_error(kind);
-            s.note(msg, 1);
-            let measure_from = self.pacer.measure_from();
-            let since = now.saturating_duration_since(measure_from);
-            s.timeline.record(since.as_secs(), false, None);
-            if let Some(n) = s.nodes.get_mut(home) {
-                n.requests += 1;
-                let sent = req.sent.saturating_duration_since(measure_from);
-                self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
-            }
-        }
+        self.core.tally.failed(&req, home, kind, msg, now);
     }
 
     /// The connection is lost: its requests under way fail, and it is opened again.
@@ -992,7 +672,7 @@ impl<'p> H2Loop<'p> {
                 self.send_again(i, self.links[i].homes[slot], req);
             }
         }
-        if self.pacer.finished(now)
+        if self.core.ending(now)
             && self.again.is_empty()
             && self.hops.iter().all(VecDeque::is_empty)
         {
@@ -1039,77 +719,9 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// Starts due requests on connections with a free stream, then writes their frames.
-    fn dispatch(&mut self, now: Instant) {
-        self.dispatch_hops(now);
-        let mut started = 0usize;
-        while let Some(&i) = self.free.last() {
-            if !self.takes_streams(i) {
-                self.free.pop();
-                self.links[i].listed = false;
-                continue;
-            }
-            let node = self.links[i].node;
-            let (req, home) = match self.hops[node].pop_front() {
-                Some(hop) => hop,
-                None => {
-                    let req = match self.again.pop_front() {
-                        Some(mut r) => {
-                            r.resent = true;
-                            r
-                        }
-                        None => {
-                            let Some(due) = self.pacer.take_due(now) else {
-                                break;
-                            };
-                            self.claim(i, due, now)
-                        }
-                    };
-                    self.busy += 1;
-                    (req, node)
-                }
-            };
-            self.start(i, req, home, now);
-            started += 1;
-            // Frames of several new streams go out in one write, once this link is full.
-            if !self.links[i].proto.can_start() {
-                self.flush(i, now);
-            }
-        }
-        if started > 0
-            && let Some(&i) = self.free.last()
-        {
-            self.flush(i, now);
-        }
-    }
-
-    /// A new request for link `i` from `due`: its operation picked (the one that captures
-    /// what it needs first, while this connection has not captured it).
+    /// A new request for link `i` from `due` (`Core::claim`).
     fn claim(&mut self, i: usize, due: Due, now: Instant) -> Req {
-        let mut op = self.picker.pick(&mut self.rng);
-        if let Some(slot) = self.plan.ops[op].needs
-            && self.links[i].captures.get(slot).is_none()
-        {
-            op = self.producers[op];
-        }
-        if due.measured {
-            let lag = now.saturating_duration_since(due.intended).as_micros() as u64;
-            if lag > LATE_US {
-                self.stats.late += 1;
-            }
-            self.stats.max_lag_us = self.stats.max_lag_us.max(lag);
-        }
-        Req {
-            op,
-            intended: due.intended,
-            sent: now,
-            measured: due.measured,
-            resent: false,
-            started: false,
-            hops: 0,
-            rng: self.rng,
-            turn: 0,
-        }
+        self.core.claim(due, &self.links[i].captures, now)
     }
 
     /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
@@ -1117,7 +729,7 @@ impl<'p> H2Loop<'p> {
         let node = self.links[i].node;
         let template = self.requests.get(node, req.op);
         if !req.resent {
-            req.rng = self.rng;
+            req.rng = self.core.rng;
             req.turn = template.next_turn();
         }
         req.sent = now;
@@ -1125,7 +737,7 @@ impl<'p> H2Loop<'p> {
         let l = &mut self.links[i];
         let bytes = template.render_at(&mut rng, req.turn, &l.captures);
         if !req.resent {
-            self.rng = rng;
+            self.core.rng = rng;
         }
         self.block.clear();
         let body_at = match &self.prepared[node * self.plan.ops.len() + req.op] {
@@ -1144,38 +756,9 @@ impl<'p> H2Loop<'p> {
             );
             return;
         };
+        self.core.tally.wrote(&req, template.body_len(&l.captures));
         l.reqs[slot] = Some(req);
         l.homes[slot] = home;
-    }
-
-    /// Periodic checks: request and connect timeouts, connections due to retry, the
-    /// end of a Retry-After's pause, the route's active node followed.
-    fn tick(&mut self, now: Instant) {
-        self.follow_route(now);
-        let timeout = self.plan.timeout;
-        if self.redirects.is_some() {
-            self.expire_hops(now, timeout);
-        }
-        for i in 0..self.links.len() {
-            let l = &mut self.links[i];
-            if l.paused_until.is_some_and(|u| now >= u) {
-                l.paused_until = None;
-                self.list(i);
-            }
-            let l = &self.links[i];
-            match l.phase {
-                LinkPhase::Open => self.expire_streams(i, now, timeout),
-                LinkPhase::Connecting | LinkPhase::Handshaking
-                    if now.saturating_duration_since(l.since) >= timeout =>
-                {
-                    self.connect_failed(i, "connect timed out", now);
-                }
-                LinkPhase::Backoff if now >= l.since && !self.pacer.finished(now) => {
-                    self.open(i, now)
-                }
-                _ => {}
-            }
-        }
     }
 
     /// The cluster's active node moved: links waiting to retry try the new one at once;
@@ -1200,7 +783,7 @@ impl<'p> H2Loop<'p> {
                     l.failures = 0;
                 }
                 // (also a link that opened to the old node after the move)
-                LinkPhase::Open if l.proto.active() == 0 && !self.pacer.finished(now) => {
+                LinkPhase::Open if l.proto.active() == 0 && !self.core.pacer.finished(now) => {
                     self.reopen(i, now)
                 }
                 _ => {}
@@ -1246,5 +829,131 @@ impl<'p> H2Loop<'p> {
         }
         self.list(i);
         self.flush(i, now);
+    }
+}
+
+impl<'p> Wheel<'p> for H2Loop<'p> {
+    fn core(&mut self) -> &mut Core<'p> {
+        &mut self.core
+    }
+
+    /// Opens every connection (and waits for the servers' SETTINGS) before the clock.
+    fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
+        let now = Instant::now();
+        for i in 0..self.links.len() {
+            self.open(i, now);
+        }
+        let until = now + PRECONNECT_MAX.min(self.plan.timeout);
+        while !stop.is_set() && Instant::now() < until {
+            let waiting = self.links.iter().any(|l| {
+                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
+                    || (l.phase == LinkPhase::Open
+                        && !l.proto.can_start()
+                        && l.proto.active() == 0
+                        && !l.proto.finished())
+            });
+            if !waiting {
+                break;
+            }
+            poll_once(self, events, TICK)?;
+        }
+        Ok(())
+    }
+
+    /// Starts due requests on connections with a free stream, then writes their frames.
+    fn dispatch(&mut self, now: Instant) {
+        self.dispatch_hops(now);
+        let mut started = 0usize;
+        while let Some(&i) = self.free.last() {
+            if !self.takes_streams(i) {
+                self.free.pop();
+                self.links[i].listed = false;
+                continue;
+            }
+            let node = self.links[i].node;
+            let (req, home) = match self.hops[node].pop_front() {
+                Some(hop) => hop,
+                None => {
+                    let req = match self.again.pop_front() {
+                        Some(mut r) => {
+                            r.resent = true;
+                            r
+                        }
+                        None => {
+                            let Some(due) = self.core.pacer.take_due(now) else {
+                                break;
+                            };
+                            self.claim(i, due, now)
+                        }
+                    };
+                    self.busy += 1;
+                    (req, node)
+                }
+            };
+            self.start(i, req, home, now);
+            started += 1;
+            // Frames of several new streams go out in one write, once this link is full.
+            if !self.links[i].proto.can_start() {
+                self.flush(i, now);
+            }
+        }
+        if started > 0
+            && let Some(&i) = self.free.last()
+        {
+            self.flush(i, now);
+        }
+    }
+
+    /// A connection's free streams cost nothing: they close with the run.
+    fn close_idle(&mut self) {}
+
+    fn settled(&self) -> bool {
+        self.busy == 0 && self.again.is_empty()
+    }
+
+    fn has_free(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    /// Periodic checks: request and connect timeouts, connections due to retry, the
+    /// end of a Retry-After's pause, the route's active node followed.
+    fn tick(&mut self, now: Instant) {
+        self.follow_route(now);
+        let timeout = self.plan.timeout;
+        if self.redirects.is_some() {
+            self.expire_hops(now, timeout);
+        }
+        for i in 0..self.links.len() {
+            let l = &mut self.links[i];
+            if l.paused_until.is_some_and(|u| now >= u) {
+                l.paused_until = None;
+                self.list(i);
+            }
+            let l = &self.links[i];
+            match l.phase {
+                LinkPhase::Open => self.expire_streams(i, now, timeout),
+                LinkPhase::Connecting | LinkPhase::Handshaking
+                    if now.saturating_duration_since(l.since) >= timeout =>
+                {
+                    self.connect_failed(i, "connect timed out", now);
+                }
+                LinkPhase::Backoff if now >= l.since && !self.core.ending(now) => self.open(i, now),
+                _ => {}
+            }
+        }
+    }
+
+    fn readiness(&mut self, ev: &Readiness, now: Instant) -> Result<(), EngineError> {
+        let i = ev.token().0;
+        if i < self.links.len() {
+            let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
+            self.on_event(i, readable, now);
+        }
+        // The server does not speak h2c: the run ends, said once.
+        self.fatal.take().map_or(Ok(()), Err)
+    }
+
+    fn open_count(&self) -> u64 {
+        self.links.iter().filter(|c| c.stream.is_some()).count() as u64
     }
 }

@@ -12,9 +12,11 @@
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
+use super::driver::{self, Wheel};
+use super::h2::H2Loop;
 use super::step::{Link, StepPlan};
 use super::worker::EventLoop;
-use super::{EngineError, EnginePlan, LocalGate, ProgressFn, StartGate, Totals, build_workers};
+use super::{EngineError, EnginePlan, LocalGate, NewWheel, ProgressFn, StartGate, Totals, build};
 use crate::signals::Stop;
 use crate::stats::Stats;
 
@@ -51,14 +53,25 @@ pub fn run_held_at(
     if !plan.keepalive {
         return Err(EngineError::HeldWithoutKeepalive);
     }
+    if plan.http2.is_some() {
+        hold(plan, stop, gate, progress, next, H2Loop::new)
+    } else {
+        hold(plan, stop, gate, progress, next, EventLoop::new)
+    }
+}
+
+/// `run_held_at` over one protocol (`new`: its connections).
+fn hold<'p, W: Wheel<'p>>(
+    plan: &'p EnginePlan,
+    stop: &Stop,
+    gate: &dyn StartGate,
+    progress: Option<ProgressFn<'_>>,
+    next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
+    new: NewWheel<'p, W>,
+) -> Result<(), EngineError> {
     let threads = plan.threads_here;
     let (report, reports) = crossbeam_channel::bounded::<(usize, Totals)>(threads * 4);
-    if plan.http2.is_some() {
-        return Err(EngineError::Http2Unsupported(
-            "HTTP/2 runs do not support held steps (sweeps) yet (docs/http2.md): run it over HTTP/1.1",
-        ));
-    }
-    let workers = build_workers(plan, progress.map(|_| &report))?;
+    let workers = build(plan, progress.map(|_| &report), new)?;
     drop(report);
     let (done, dones) = crossbeam_channel::unbounded();
     let open_model = plan.schedule.is_some();
@@ -140,8 +153,8 @@ pub fn run_held_at(
 }
 
 /// One event-loop thread of a held run, pinned to `core`; a panic is its step's failure.
-fn run_thread(
-    worker: EventLoop<'_>,
+fn run_thread<'p, W: Wheel<'p>>(
+    worker: W,
     core: Option<core_affinity::CoreId>,
     stop: &Stop,
     gate: &dyn StartGate,
@@ -150,7 +163,9 @@ fn run_thread(
     if let Some(c) = core {
         core_affinity::set_for_current(c);
     }
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| worker.run_held(stop, gate, link)));
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        driver::run_held(worker, stop, gate, link)
+    }));
     if ran.is_err() {
         link.done(Err(EngineError::Panicked));
     }

@@ -10,7 +10,6 @@ use std::io;
 use std::time::Instant;
 
 use super::worker::EventLoop;
-use crate::net::redirect::{MAX_HOPS, TOO_MANY, Verdict, request_target};
 use crate::net::transport::Stream;
 
 impl EventLoop<'_> {
@@ -25,41 +24,17 @@ impl EventLoop<'_> {
         let Some(req) = c.req else {
             return false;
         };
-        let verdict = if req.hops >= MAX_HOPS {
-            Verdict::Refused(TOO_MANY)
-        } else {
-            // The request as it went out: the Location must name its target.
-            let mut rng = req.rng;
-            let sent = self
-                .requests
-                .get(c.node, req.op)
-                .render_at(&mut rng, req.turn, &c.captures);
-            redirects.judge(
-                c.parser.location().unwrap_or(&[]),
-                c.node,
-                request_target(sent),
-            )
+        let template = self.requests.get(c.node, req.op);
+        let location = c.parser.location().unwrap_or(&[]);
+        let Some(node) =
+            self.core
+                .tally
+                .follow(redirects, template, &c.captures, &req, location, c.node)
+        else {
+            return false;
         };
-        let node = match verdict {
-            Verdict::Node(n) => n,
-            Verdict::Refused(why) => {
-                if req.measured {
-                    self.stats.note(why, 1);
-                }
-                return false;
-            }
-        };
-        if req.measured {
-            let s = &mut self.stats;
-            s.redirects += 1;
-            s.followed += 1;
-            if let Some(n) = s.nodes.get_mut(c.node) {
-                n.redirects += 1;
-                n.followed += 1;
-            }
-        }
         if close {
-            self.stats.server_closes += 1;
+            self.core.tally.stats.server_closes += 1;
         }
         let c = &mut self.conns[i];
         c.served += 1;
@@ -138,7 +113,7 @@ impl EventLoop<'_> {
         let unsent = c.request_unsent();
         c.pending.clear();
         if close {
-            self.stats.server_closes += 1;
+            self.core.tally.stats.server_closes += 1;
         }
         let hop = if close || unsent {
             None
@@ -171,7 +146,7 @@ impl EventLoop<'_> {
                 ) => {}
             _ => {
                 c.parked = None;
-                self.stats.server_closes += 1;
+                self.core.tally.stats.server_closes += 1;
             }
         }
     }

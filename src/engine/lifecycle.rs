@@ -8,44 +8,22 @@ use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
 
-use super::conn::{ConnPhase, Req};
+use super::conn::ConnPhase;
 use super::worker::EventLoop;
 use crate::error::io_text;
 use crate::net::transport::{self, Handshake};
 use crate::pacing::Due;
-use crate::stats::{ErrorKind, LATE_US};
+use crate::stats::ErrorKind;
 
 impl EventLoop<'_> {
     pub(super) fn claim(&mut self, i: usize, due: Due, now: Instant) {
-        let mut op = self.picker.pick(&mut self.rng);
-        if let Some(slot) = self.plan.ops[op].needs
-            && self.conns[i].captures.get(slot).is_none()
-        {
-            // Nothing captured yet on this connection: the operation that captures it first.
-            op = self.producers[op];
-        }
-        if due.measured {
-            let lag = now.saturating_duration_since(due.intended).as_micros() as u64;
-            if lag > LATE_US {
-                self.stats.late += 1;
-            }
-            self.stats.max_lag_us = self.stats.max_lag_us.max(lag);
-        }
-        if !self.conns[i].started {
-            self.conns[i].started = true;
+        let req = self.core.claim(due, &self.conns[i].captures, now);
+        let c = &mut self.conns[i];
+        if !c.started {
+            c.started = true;
             self.unstarted -= 1;
         }
-        self.conns[i].req = Some(Req {
-            op,
-            intended: due.intended,
-            sent: now,
-            measured: due.measured,
-            resent: false,
-            started: false,
-            hops: 0,
-            rng: self.rng,
-            turn: 0,
-        });
+        c.req = Some(req);
         self.busy += 1;
     }
 
@@ -72,26 +50,24 @@ impl EventLoop<'_> {
         let mut again = req.rng;
         let rng = if req.hops == 0 {
             req.sent = now;
-            req.rng = self.rng;
+            req.rng = self.core.rng;
             req.turn = template.next_turn();
-            &mut self.rng
+            &mut self.core.rng
         } else {
             &mut again
         };
         let turn = req.turn;
-        let (op, first) = (req.op, req.measured && req.hops == 0);
+        let req = *req;
         let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
-        self.stats.bytes_sent += n;
-        if first {
-            self.stats.ops[op].body_out += template.body_len(&c.captures);
-        }
+        self.core.tally.stats.bytes_sent += n;
+        self.core.tally.wrote(&req, template.body_len(&c.captures));
         self.settle(i, outcome, now);
     }
 
     /// Continues a short write when the socket becomes writable again.
     pub(super) fn continue_write(&mut self, i: usize, now: Instant) {
         let (n, outcome) = self.conns[i].continue_write();
-        self.stats.bytes_sent += n;
+        self.core.tally.stats.bytes_sent += n;
         self.settle(i, outcome, now);
     }
 
@@ -101,7 +77,7 @@ impl EventLoop<'_> {
         // (a hop's stream, if any, goes with the connection's own)
         c.parked = None;
         c.on_hop = false;
-        let node = self.plan.nodes.pick(i + self.global);
+        let node = self.plan.nodes.pick(i + self.core.global);
         self.connect_to(i, node, false, now);
     }
 
@@ -122,7 +98,7 @@ impl EventLoop<'_> {
         let token = if hop { i | super::conn::HOP } else { i };
         match transport::connect_node(addr, self.tls.as_ref(), node, self.ports.as_mut()) {
             Ok(mut stream) => {
-                let reg = self.poll.registry().register(
+                let reg = self.core.poll.registry().register(
                     stream.tcp(),
                     Token(token),
                     Interest::READABLE | Interest::WRITABLE,
@@ -142,7 +118,7 @@ impl EventLoop<'_> {
     /// Drops the socket and opens a new one (keep-alive), keeping any claimed request.
     pub(super) fn reopen(&mut self, i: usize, now: Instant) {
         self.conns[i].stream = None;
-        if self.ending(now) && self.conns[i].req.is_none() {
+        if self.core.ending(now) && self.conns[i].req.is_none() {
             self.conns[i].phase = ConnPhase::Unopened;
             return;
         }
@@ -169,15 +145,15 @@ impl EventLoop<'_> {
         c.stream = None;
         c.failures += 1;
         if c.req.is_none()
-            && (!self.pacer.is_open() || self.idle.is_empty())
-            && let Some(due) = self.pacer.take_due(now)
+            && (!self.core.pacer.is_open() || self.idle.is_empty())
+            && let Some(due) = self.core.pacer.take_due(now)
         {
             self.claim(i, due, now);
         }
         if self.conns[i].req.is_some() {
             self.fail_request(i, ErrorKind::Connect, msg, now);
         } else {
-            self.stats.note(msg, 1);
+            self.core.tally.stats.note(msg, 1);
         }
         let c = &mut self.conns[i];
         if !self.plan.keepalive {
@@ -211,8 +187,8 @@ impl EventLoop<'_> {
                         let c = &mut self.conns[i];
                         c.connected_at = now;
                         let took = now.saturating_duration_since(c.since).as_micros() as u64;
-                        self.stats.connect.record(took);
-                        self.stats.connections_opened += 1;
+                        self.core.tally.stats.connect.record(took);
+                        self.core.tally.stats.connections_opened += 1;
                         if c.stream.as_ref().is_some_and(|s| s.is_tls()) {
                             c.phase = ConnPhase::Handshaking;
                             self.handshake(i, now);
@@ -252,15 +228,15 @@ impl EventLoop<'_> {
         };
         match stream.handshake() {
             Ok(Handshake::Done) => {
-                self.stats.tls_resumed += u64::from(stream.resumed());
+                self.core.tally.stats.tls_resumed += u64::from(stream.resumed());
                 let took = now
                     .saturating_duration_since(self.conns[i].connected_at)
                     .as_micros() as u64;
-                self.stats.tls.record(took);
+                self.core.tally.stats.tls.record(took);
                 let opening = now
                     .saturating_duration_since(self.conns[i].since)
                     .as_micros() as u64;
-                self.stats.connect_tls.record(opening);
+                self.core.tally.stats.connect_tls.record(opening);
                 self.ready(i, now);
             }
             Ok(Handshake::Pending) => {}
@@ -287,9 +263,9 @@ impl EventLoop<'_> {
             // Parked until the run ends, when it is closed with the other idle ones.
             return;
         }
-        if let Some(due) = self.pacer.take_due(now) {
+        if let Some(due) = self.core.pacer.take_due(now) {
             self.send(i, due, now);
-        } else if self.ending(now) {
+        } else if self.core.ending(now) {
             self.close(i);
         } else {
             self.idle.push(i);
@@ -301,8 +277,9 @@ impl EventLoop<'_> {
     pub(super) fn reserved_for_others(&self, i: usize) -> bool {
         self.unstarted > 0
             && self.conns[i].started
-            && !self.pacer.is_open()
+            && !self.core.pacer.is_open()
             && self
+                .core
                 .pacer
                 .remaining()
                 .is_some_and(|r| r <= self.unstarted as u64)
@@ -338,7 +315,7 @@ impl EventLoop<'_> {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             _ => {}
         }
-        self.stats.server_closes += 1;
+        self.core.tally.stats.server_closes += 1;
         if let Some(pos) = self.idle.iter().position(|&x| x == i) {
             self.idle.swap_remove(pos);
         }

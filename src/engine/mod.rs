@@ -3,14 +3,16 @@
 //! merged at the end.
 //!
 //! This module holds the plan, the start gate and `run`, which spawns the event-loop
-//! threads, relays their progress and merges their results; `held` runs several load
-//! steps over the same threads and open connections; `worker` is one thread's event loop
-//! (`EventLoop`), `conn` the per-connection state machine it drives, `lifecycle` how it
-//! drives a connection through its phases, `responses` what it does with what a
-//! connection came to, `hop` redirects followed, `requests` the request templates and
-//! `error` why the engine could not run.
+//! threads, relays their progress and merges their results; `driver` is the one event
+//! loop, over either protocol's connections (`Wheel`): HTTP/1.1's `worker` (with `conn`
+//! its connection state machine, `lifecycle` how it drives a connection through its
+//! phases, `responses` what it does with what a connection came to, `hop` redirects
+//! followed) and HTTP/2's `h2`; `tally` counts responses and failures for both; `held`
+//! runs several load steps over the same threads and open connections; `requests` the
+//! request templates and `error` why the engine could not run.
 
 mod conn;
+mod driver;
 mod error;
 mod h2;
 mod held;
@@ -19,6 +21,7 @@ mod lifecycle;
 mod requests;
 mod responses;
 mod step;
+mod tally;
 mod worker;
 
 pub use error::EngineError;
@@ -39,6 +42,7 @@ use crate::stats::Stats;
 use crate::template::Common;
 use crate::workload::Operation;
 
+use driver::Wheel;
 use worker::EventLoop;
 
 /// Everything an engine (one process's share of a run) needs. Serializable so that worker
@@ -170,28 +174,11 @@ pub fn run(
         return Ok(stats);
     }
     if plan.http2.is_some() {
-        let workers = build_h2_workers(plan, sender)?;
+        let workers = build(plan, sender, h2::H2Loop::new)?;
         run_workers(plan, workers, stop, gate, progress, (report, reports))
     } else {
-        let workers = build_workers(plan, sender)?;
+        let workers = build(plan, sender, EventLoop::new)?;
         run_workers(plan, workers, stop, gate, progress, (report, reports))
-    }
-}
-
-/// An event-loop thread's work, whichever protocol it speaks.
-trait Loop: Send {
-    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError>;
-}
-
-impl Loop for EventLoop<'_> {
-    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
-        self.run(stop, gate)
-    }
-}
-
-impl Loop for h2::H2Loop<'_> {
-    fn go(self, stop: &Stop, gate: &dyn StartGate) -> Result<Stats, EngineError> {
-        self.run(stop, gate)
     }
 }
 
@@ -201,8 +188,8 @@ type Reports = (
 );
 
 /// Runs the workers on their threads (pinned), relays their progress, merges their results.
-fn run_workers<W: Loop>(
-    plan: &EnginePlan,
+fn run_workers<'p, W: Wheel<'p>>(
+    plan: &'p EnginePlan,
     workers: Vec<(W, Option<core_affinity::CoreId>)>,
     stop: &Stop,
     gate: &dyn StartGate,
@@ -217,7 +204,7 @@ fn run_workers<W: Loop>(
                     if let Some(c) = core {
                         core_affinity::set_for_current(c);
                     }
-                    worker.go(stop, gate)
+                    driver::run(worker, stop, gate)
                 })
             })
             .collect();
@@ -329,31 +316,19 @@ fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId>
     move |global| (!cores.is_empty()).then(|| cores[global % cores.len()])
 }
 
-/// Every event-loop thread's worker and the core it is pinned to, built before any thread
-/// starts, so that a failure (no event loop, no timer) is one message, not a thread gone
-/// missing while the others wait at the gate. `report`: where progress goes, if anywhere.
-fn build_workers<'p>(
-    plan: &'p EnginePlan,
-    report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
-) -> Result<Vec<(EventLoop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
-    let tls = connector(plan)?;
-    let requests = requests::Requests::build(plan);
-    let core = core_of(plan);
-    let mut workers = Vec::with_capacity(plan.threads_here);
-    for local in 0..plan.threads_here {
-        let global = plan.thread_offset + local;
-        let mut worker = EventLoop::new(plan, global, requests.clone(), tls.clone())?;
-        worker.report = report.map(|r| (local, r.clone()));
-        workers.push((worker, core(global)));
-    }
-    Ok(workers)
-}
+/// A thread's connections over one protocol: `EventLoop::new` or `H2Loop::new`.
+type NewWheel<'p, W> =
+    fn(&'p EnginePlan, usize, requests::Requests, Option<TlsConnector>) -> Result<W, EngineError>;
 
-/// As `build_workers`, for HTTP/2 (`h2.rs`): refused where it does not apply yet.
-fn build_h2_workers<'p>(
+/// Every event-loop thread's connections (`new`: over the run's protocol) and the core
+/// it is pinned to, built before any thread starts, so that a failure (no event loop,
+/// no timer, HTTP/2 where it does not apply) is one message, not a thread gone missing
+/// while the others wait at the gate. `report`: where progress goes, if anywhere.
+fn build<'p, W: Wheel<'p>>(
     plan: &'p EnginePlan,
     report: Option<&crossbeam_channel::Sender<(usize, Totals)>>,
-) -> Result<Vec<(h2::H2Loop<'p>, Option<core_affinity::CoreId>)>, EngineError> {
+    new: NewWheel<'p, W>,
+) -> Result<Vec<(W, Option<core_affinity::CoreId>)>, EngineError> {
     if let Some(what) = h2::unsupported(plan) {
         return Err(EngineError::Http2Unsupported(what));
     }
@@ -363,8 +338,8 @@ fn build_h2_workers<'p>(
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = h2::H2Loop::new(plan, global, requests.clone(), tls.clone())?;
-        worker.report = report.map(|r| (local, r.clone()));
+        let mut worker = new(plan, global, requests.clone(), tls.clone())?;
+        worker.core().tally.report = report.map(|r| (local, r.clone()));
         workers.push((worker, core(global)));
     }
     Ok(workers)

@@ -664,6 +664,77 @@ mod tests {
         }
     }
 
+    /// A response cut in two at every byte offset (the engine's partial reads) is the
+    /// same response as in one read: Content-Length, chunked, and close-delimited.
+    #[test]
+    fn a_response_split_at_every_offset_is_the_same_response() {
+        let cases: [(&[u8], &[u8]); 2] = [
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"a\":\"bcd\"}",
+                b"{\"a\":\"bcd\"}",
+            ),
+            (
+                b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"e\"\r\n3\r\n:1}\r\n0\r\n\r\n",
+                b"{\"e\":1}",
+            ),
+        ];
+        for (resp, body) in cases {
+            for at in 0..=resp.len() {
+                let mut p = ResponseParser::new();
+                p.reset(true, false);
+                let (a, b) = resp.split_at(at);
+                let first = p.feed(a).unwrap();
+                if at < resp.len() {
+                    assert_eq!(first, Progress::More, "cut at {at}");
+                    let last = p.feed(b).unwrap();
+                    assert!(
+                        matches!(
+                            last,
+                            Progress::Done {
+                                close: false,
+                                extra: false,
+                                ..
+                            }
+                        ),
+                        "cut at {at}: {last:?}"
+                    );
+                } else {
+                    assert!(matches!(first, Progress::Done { .. }), "{first:?}");
+                }
+                assert_eq!(p.body(), body, "cut at {at}");
+                assert_eq!(p.body_len(), body.len() as u64, "cut at {at}");
+            }
+        }
+        // Close-delimited: the body is what came before the server closed.
+        let resp = b"HTTP/1.0 200 OK\r\n\r\nabc";
+        for at in 0..=resp.len() {
+            let mut p = ResponseParser::new();
+            p.reset(true, false);
+            let (a, b) = resp.split_at(at);
+            assert_eq!(p.feed(a).unwrap(), Progress::More);
+            assert_eq!(p.feed(b).unwrap(), Progress::More);
+            assert!(matches!(p.eof(), Some(Progress::Done { close: true, .. })));
+            assert_eq!(p.body(), b"abc", "cut at {at}");
+        }
+    }
+
+    /// A server that closes mid-response (after any prefix of a framed response) gives no
+    /// response: the engine counts a read error, never a short answer.
+    #[test]
+    fn a_server_close_mid_response_is_no_response() {
+        let resp: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let chunked: &[u8] =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        for r in [resp, chunked] {
+            for at in 0..r.len() {
+                let mut p = ResponseParser::new();
+                p.reset(true, false);
+                assert_eq!(p.feed(&r[..at]).unwrap(), Progress::More, "cut at {at}");
+                assert_eq!(p.eof(), None, "closed at {at}");
+            }
+        }
+    }
+
     #[test]
     fn body_length_and_first_server_header() {
         let mut p = ResponseParser::new();

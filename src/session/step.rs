@@ -152,8 +152,6 @@ impl Session {
             Some("--nodes each runs each step over each node in turn")
         } else if load.spread.start_at().is_some() {
             Some("--start-at starts one step at a wall-clock instant")
-        } else if load.http2.is_some() {
-            Some("HTTP/2 steps are not held over one set of connections yet (docs/http2.md)")
         } else {
             None
         })

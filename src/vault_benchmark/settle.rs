@@ -236,20 +236,6 @@ pub fn run_shape(load: &Load, tls: bool) -> crate::net::h2::RunShape {
     }
 }
 
-/// A sweep of a vault-benchmark file's run goes over HTTP/1.1 (vblast's HTTP/2 does not
-/// hold steps yet), over the connections vault-benchmark's workers would have, said once.
-pub fn http1_for_sweeps(load: &mut Load, address: &str) {
-    if let Some(h2) = load.http2
-        && let WithoutH2::Http1Over { connections } = h2.without_h2
-    {
-        load.http2 = None;
-        load.connections = connections;
-        eprintln!(
-            "vblast: note: this sweep is HTTP/1.1, where vault-benchmark would speak HTTP/2 to {address}: vblast's HTTP/2 does not do sweeps yet (docs/http2.md)"
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,11 +277,6 @@ mod tests {
             ..Load::closed(1)
         };
         assert_eq!(h2_not_yet(&load), None);
-        // A sweep: back to the workers over HTTP/1.1.
-        let mut load = Load::closed(10);
-        go_protocol(&mut load, "https://v:8200", None, None).unwrap();
-        http1_for_sweeps(&mut load, "https://v:8200");
-        assert_eq!((load.http2, load.connections), (None, 10));
     }
 
     #[test]

@@ -392,9 +392,32 @@ fn a_retry_after_holds_an_h2_connection_off_and_429s_are_throttled() {
 /// sent or counted as not sent; a rate sweep's steps run over HTTP/2, each step over
 /// connections of its own (steps are not held over HTTP/2 yet), each with exactly its
 /// rate's requests.
+/// nginx's count of the connections it has accepted (`stub_status`), read over HTTP/1.1
+/// from `status` (a plain server block of the same nginx), which the count includes.
+fn accepted(status: &str) -> u64 {
+    let text = crate::support::client::http_request(status, "GET", "/s", &[], None, None)
+        .expect("stub_status")
+        .text();
+    // "Active connections: 1 \nserver accepts handled requests\n 5 5 7 \n..."
+    text.lines()
+        .nth(2)
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("stub_status: {text}"))
+}
+
+/// The open model, and a rate sweep whose steps are held over one set of HTTP/2
+/// connections, as over HTTP/1.1 (`sweep_steps.rs`): nginx accepts `-c` connections for
+/// the whole sweep, not a set per step, and each step has its own statistics.
 #[test]
 fn the_open_model_and_a_rate_sweep_run_over_h2c() {
-    let ng = Nginx::start_h2(false, "", "");
+    let sport = crate::support::ports::free_port();
+    let ng = Nginx::start_h2(
+        false,
+        &format!("server {{ listen 127.0.0.1:{sport}; location = /s {{ stub_status; }} }}"),
+        "",
+    );
+    let status = format!("http://127.0.0.1:{sport}");
     let r = h2_run(
         &ng,
         "/v1/x",
@@ -411,6 +434,8 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
     let url = format!("{}/v1/x", ng.addr);
+    let conns = 2u64;
+    let before = accepted(&status);
     let r = run(url_cmd(&[
         "sweep",
         "--rate",
@@ -427,6 +452,8 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
         "--streams",
         "4",
         "-c",
+        &conns.to_string(),
+        "-t",
         "2",
         "--output",
         file.to_str().unwrap(),
@@ -434,9 +461,16 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
     ]));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert!(
-        r.stderr
-            .contains("each step opens its own connections: HTTP/2 steps"),
+        !r.stderr.contains("each step opens its own connections"),
         "{}",
+        r.show()
+    );
+    // This read's own connection is counted; before it, the load connections and at
+    // most the reachability check URL mode makes before any load.
+    let during = accepted(&status) - before - 1;
+    assert!(
+        (conns..=conns + 1).contains(&during),
+        "three rate steps at -c {conns} must open {conns} load connections, not a set per step: {during}\n{}",
         r.show()
     );
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -444,6 +478,7 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
     let loads: Vec<u64> = steps.iter().map(|s| s["load"].as_u64().unwrap()).collect();
     assert_eq!(loads, [50, 100, 200], "{}", r.show());
     for s in steps {
+        // Each step's own statistics: its warm-up left out, nothing of the other steps.
         let res = &s["results"];
         assert_eq!(
             res["requests"].as_u64(),
@@ -452,7 +487,14 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
         );
         assert_eq!(res["failed"], 0, "{s}");
         assert_eq!(res["run"]["protocol"], "HTTP/2 (h2c)", "{s}");
+        assert_eq!(
+            res["run"]["target_rate"].as_f64(),
+            s["load"].as_f64(),
+            "{s}"
+        );
+        assert_eq!(res["http2"]["streams_allowed"], 4, "{s}");
     }
+    assert_eq!(doc["interrupted"], false);
 }
 
 /// A Vault mix, the login-read scenario (each login's token captured and used on later
@@ -706,4 +748,50 @@ fn the_fallback_note_is_listed_apart_from_the_errors() {
     let at = |l: &str| r.stdout.find(l).unwrap();
     assert!(at(note) < at(errors), "{}", r.show());
     assert!(!r.stdout.contains("x --http2-fallback"), "{}", r.show());
+}
+
+/// `--http2-prior-knowledge` against servers that speak only HTTP/1.1 (nginx without
+/// `http2`, OpenBao's plain listener): the run ends at once with one message naming the
+/// cause, before any load (it used to say FRAME_SIZE_ERROR, back off for 45 s and print a
+/// message per failed request); against OpenBao, what the setup created is removed.
+#[test]
+fn prior_knowledge_against_an_http1_server_fails_fast_with_one_message() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/x", ng.addr);
+    let r = crate::support::run::spawn(url_cmd(&[
+        &url,
+        "--http2-prior-knowledge",
+        "-c",
+        "4",
+        "-n",
+        "100",
+    ]))
+    .finish(Duration::from_secs(30));
+    let bao = OpenBao::start();
+    let before = crate::support::openbao::server_state(&bao);
+    let env = [("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "root")];
+    let a = [
+        "--op",
+        "kv-read",
+        "--secrets",
+        "5",
+        "--http2-prior-knowledge",
+        "-c",
+        "2",
+        "-z",
+        "10s",
+    ];
+    let rb = crate::support::run::spawn(env_cmd(&a, &env)).finish(Duration::from_secs(30));
+    for r in [&r, &rb] {
+        assert_ne!(r.code, Some(0), "{}", r.show());
+        assert!(r.stderr.contains("does not speak h2c"), "{}", r.show());
+        assert!(!r.stderr.contains("FRAME_SIZE_ERROR"), "{}", r.show());
+        let said = r.stderr.matches("does not speak h2c").count();
+        assert_eq!(said, 1, "one message: {}", r.show());
+    }
+    assert_eq!(
+        crate::support::openbao::server_state(&bao),
+        before,
+        "the run left something behind"
+    );
 }

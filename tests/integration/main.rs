@@ -25,6 +25,7 @@ mod multihost;
 mod open_model;
 mod output;
 mod progress;
+mod protocols;
 mod quotas;
 mod redaction;
 mod redirects;

@@ -76,6 +76,9 @@ pub enum Event {
 pub struct ConnError {
     pub code: u32,
     pub why: &'static str,
+    /// The server answered the preface in HTTP/1.1: it does not speak h2c at all, so no
+    /// connection to it will (`--http2-prior-knowledge` against an HTTP/1.1 server).
+    pub http1: bool,
 }
 
 /// What a client connection asks of the server.
@@ -180,7 +183,11 @@ fn slot_of(slots: &[StreamSlot], id: u32) -> Option<usize> {
 }
 
 fn err(code: u32, why: &'static str) -> ConnError {
-    ConnError { code, why }
+    ConnError {
+        code,
+        why,
+        http1: false,
+    }
 }
 
 impl H2Conn {
@@ -468,6 +475,18 @@ impl H2Conn {
 
     /// Handles every whole frame of `b`; returns the bytes used.
     fn frames(&mut self, b: &[u8]) -> Result<usize, ConnError> {
+        if matches!(
+            self.state,
+            ConnState::PrefaceSent | ConnState::SettingsAcked
+        ) && b.starts_with(b"HTTP/1.")
+        {
+            // (a server's first frame is SETTINGS, whose head never starts so)
+            return Err(ConnError {
+                code: code::PROTOCOL_ERROR,
+                why: "the server answered in HTTP/1.1",
+                http1: true,
+            });
+        }
         let mut at = 0;
         while let Some(h) = Head::parse(&b[at..]) {
             if h.len > frame::DEFAULT_MAX_FRAME {

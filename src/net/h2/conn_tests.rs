@@ -514,3 +514,113 @@ fn with_headers_a_429s_quota_and_a_307s_location_are_kept_per_stream() {
     );
     assert_eq!(d.quota(s), None);
 }
+
+/// A response (HEADERS, then DATA in two frames) cut in two at every byte offset, as
+/// partial reads deliver it: nothing is reported until its last byte, then the one
+/// response with its whole body.
+#[test]
+fn a_response_split_at_every_byte_offset_is_one_response() {
+    let mut enc = loona_hpack::Encoder::new();
+    let b = block(&mut enc, &[(b":status", b"200")]);
+    let mut wire = f(kind::HEADERS, flag::END_HEADERS, 1, &b);
+    wire.extend(f(kind::DATA, 0, 1, b"{\"a\""));
+    wire.extend(f(kind::DATA, flag::END_STREAM, 1, b":1}"));
+    for at in 0..=wire.len() {
+        let mut c = open(1, None, 65_535);
+        let slot = c.start(b"\x82", b"", true).unwrap();
+        let (a, rest) = wire.split_at(at);
+        c.feed(a).unwrap();
+        if at < wire.len() {
+            assert!(c.events.is_empty(), "cut at {at}: {:?}", c.events);
+            assert_eq!(c.active(), 1, "cut at {at}");
+        }
+        c.feed(rest).unwrap();
+        assert_eq!(
+            c.events.pop_front(),
+            Some(Event::Response { slot, status: 200 }),
+            "cut at {at}"
+        );
+        assert_eq!(c.body(slot), b"{\"a\":1}", "cut at {at}");
+        assert_eq!(c.body_len(slot), 7, "cut at {at}");
+        assert!(c.can_start());
+    }
+}
+
+/// A server that closes mid-response: whatever prefix of the response came, the stream
+/// is still under way and nothing was reported, so the engine fails it as a read error
+/// (the connection's end is the driver's to see, src/engine/h2.rs).
+#[test]
+fn a_close_mid_response_leaves_the_stream_unanswered() {
+    let mut enc = loona_hpack::Encoder::new();
+    let b = block(&mut enc, &[(b":status", b"200")]);
+    let mut wire = f(kind::HEADERS, flag::END_HEADERS, 1, &b);
+    wire.extend(f(kind::DATA, flag::END_STREAM, 1, b"hello"));
+    for at in 0..wire.len() {
+        let mut c = open(1, None, 65_535);
+        c.start(b"\x82", b"", true).unwrap();
+        c.feed(&wire[..at]).unwrap();
+        assert!(c.events.is_empty(), "cut at {at}");
+        assert_eq!(c.active(), 1, "cut at {at}");
+        assert!(!c.finished());
+    }
+}
+
+/// An RST_STREAM and a GOAWAY arriving in the same read as another stream's response:
+/// each reported, in order, and the response completed.
+#[test]
+fn a_reset_a_response_and_a_goaway_in_one_read() {
+    let mut c = open(3, None, 65_535);
+    let s: Vec<usize> = (0..3)
+        .map(|_| c.start(b"\x82", b"", false).unwrap())
+        .collect();
+    let mut enc = loona_hpack::Encoder::new();
+    let b = block(&mut enc, &[(b":status", b"200")]);
+    let mut wire = f(kind::RST_STREAM, 0, 1, &code::INTERNAL_ERROR.to_be_bytes());
+    wire.extend(f(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        3,
+        &b,
+    ));
+    let mut g = 3u32.to_be_bytes().to_vec();
+    g.extend_from_slice(&code::NO_ERROR.to_be_bytes());
+    wire.extend(f(kind::GOAWAY, 0, 0, &g));
+    c.feed(&wire).unwrap();
+    let got: Vec<Event> = c.events.drain(..).collect();
+    assert_eq!(
+        got,
+        [
+            Event::Reset {
+                slot: s[0],
+                code: code::INTERNAL_ERROR
+            },
+            Event::Response {
+                slot: s[1],
+                status: 200
+            },
+            Event::GoAway { last: 3, code: 0 },
+            Event::Refused { slot: s[2] },
+        ]
+    );
+    assert!(c.finished());
+}
+
+/// `--http2-prior-knowledge` against an HTTP/1.1 server: its answer to the preface (a
+/// 400, in HTTP/1.1) is one connection error that says so, not a frame of 4 MiB.
+#[test]
+fn an_http1_answer_to_the_preface_is_said_as_such() {
+    let mut c = H2Conn::new(Local {
+        streams: 1,
+        window: 65_535,
+        headers: false,
+    });
+    let e = c
+        .feed(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        .unwrap_err();
+    assert!(e.http1, "{e:?}");
+    assert_eq!(c.state(), ConnState::Closed);
+    // Once the server's SETTINGS came, the same bytes are a frame like any other.
+    let mut c = open(1, None, 65_535);
+    let e = c.feed(b"HTTP/1.1 400 Bad Request\r\n\r\n").unwrap_err();
+    assert!(!e.http1);
+}
