@@ -644,16 +644,13 @@ fn server_table(server: &ServerSummary, body: &mut String) {
             server.client_ms
         ));
     }
-    if let (Some(h), Some(d)) = (server.handled, server.difference) {
-        lines.push(format!(
-            "accounting: server handled {h}, client answered {}, difference {d:+}{}",
-            server.client_answered,
-            if server.beyond {
-                " (beyond what the sampling windows explain)"
-            } else {
-                ""
-            }
-        ));
+    for n in &server.nodes {
+        if let Some(limit) = crate::server_stats::summary::limit_line(n) {
+            lines.push(format!("{}: CPU limit: {limit}", n.node));
+        }
+    }
+    if let Some(line) = crate::server_stats::summary::accounting_line(server) {
+        lines.push(format!("accounting: {line}"));
     }
     for l in lines {
         let _ = write!(body, "<p class=\"note server-line\">{}</p>", escape(&l));
@@ -787,5 +784,45 @@ fn cluster_tables(runs: &[HtmlRun], body: &mut String) {
             &windows,
             1,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server_stats::summary::LimitSeen;
+
+    /// The page's Server lines are the text report's: the node's CPU limit (issue 36 item
+    /// 16) and the accounting in the same words, what the run explains included.
+    #[test]
+    fn the_server_lines_are_the_text_reports() {
+        let server = ServerSummary {
+            nodes: vec![ServerNodeSummary {
+                node: "http://127.0.0.1:8200".into(),
+                samples: 3,
+                cpu_limit_seen: Some(LimitSeen::Read),
+                quota_cores: Some(0.5),
+                cpu_limit_pct_peak: Some(96.0),
+                cpu_limit_pct_mean: Some(80.0),
+                throttled_s: Some(1.25),
+                ..ServerNodeSummary::default()
+            }],
+            handled: Some(104),
+            difference: Some(4),
+            client_answered: 100,
+            explained_by: vec!["in flight at the stop 4".into()],
+            ..ServerSummary::default()
+        };
+        let mut body = String::new();
+        server_table(&server, &mut body);
+        assert!(
+            body.contains("CPU limit: quota 0.50 cores (cgroup): used peak 96%  mean 80% of it"),
+            "{body}"
+        );
+        assert!(
+            body.contains("difference +4 (within what the run explains: in flight at the stop 4)"),
+            "{body}"
+        );
+        assert!(!body.contains("sampling windows"), "{body}");
     }
 }

@@ -545,39 +545,48 @@ pub fn write_text(s: &ServerSummary, o: &mut dyn Write) -> io::Result<()> {
             cpu * 1e3
         )?;
     }
-    if let (Some(h), Some(n)) = (s.handled, s.shard_of) {
-        writeln!(
-            o,
-            "  accounting: server handled {h}, this shard answered {} (the server counts every shard's requests: this is 1 of {n} shards; `vblast report` of every shard's file compares them)",
-            s.client_answered
-        )?;
-    } else if let (Some(h), Some(d)) = (s.handled, s.difference) {
-        let parts = if s.explained_by.is_empty() {
-            s.explained.unwrap_or(0).to_string()
-        } else {
-            s.explained_by.join(", ")
-        };
-        writeln!(
-            o,
-            "  accounting: server handled {h}, client answered {}, difference {d:+}{}",
-            s.client_answered,
-            if s.beyond {
-                format!(
-                    "  <-- beyond what the run explains ({parts}): requests lost, or a proxy in between"
-                )
-            } else if d != 0 {
-                format!(" (within what the run explains: {parts})")
-            } else {
-                String::new()
-            }
-        )?;
+    if let Some(line) = accounting_line(s) {
+        writeln!(o, "  accounting: {line}")?;
     }
     Ok(())
 }
 
-/// The node's CPU limit line: its cgroup quota (or cores) and the share of it used, the
-/// throttling; or why no quota could be seen.
-fn write_limit_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
+/// The accounting cross-check, after "accounting: ": what the server handled beside what
+/// the client answered, the difference and what the run itself explains of it (in a shard's
+/// own report: why it does not compare). None without the server's count. The text and
+/// HTML reports print this one line.
+pub fn accounting_line(s: &ServerSummary) -> Option<String> {
+    if let (Some(h), Some(n)) = (s.handled, s.shard_of) {
+        return Some(format!(
+            "server handled {h}, this shard answered {} (the server counts every shard's requests: this is 1 of {n} shards; `vblast report` of every shard's file compares them)",
+            s.client_answered
+        ));
+    }
+    let (h, d) = (s.handled?, s.difference?);
+    let parts = if s.explained_by.is_empty() {
+        s.explained.unwrap_or(0).to_string()
+    } else {
+        s.explained_by.join(", ")
+    };
+    Some(format!(
+        "server handled {h}, client answered {}, difference {d:+}{}",
+        s.client_answered,
+        if s.beyond {
+            format!(
+                "  <-- beyond what the run explains ({parts}): requests lost, or a proxy in between"
+            )
+        } else if d != 0 {
+            format!(" (within what the run explains: {parts})")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// The node's CPU limit line (after "CPU limit"): its cgroup quota (or cores) and the
+/// share of it used, the throttling; or why no quota could be seen. None for a file from
+/// before limits were kept. The text and HTML reports print this one line.
+pub fn limit_line(n: &ServerNodeSummary) -> Option<String> {
     let share = match (n.cpu_limit_pct_peak, n.cpu_limit_pct_mean) {
         (Some(p), Some(m)) => format!("used peak {p:.0}%  mean {m:.0}% of it"),
         _ => "used -".into(),
@@ -605,10 +614,10 @@ fn write_limit_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> 
             ))
         ),
         // A file from before limits were kept.
-        (None, ..) => return Ok(()),
+        (None, ..) => return None,
         (Some(LimitSeen::Read), None, None) => "no cgroup quota".into(),
     };
-    writeln!(o, "    CPU limit       {line}")
+    Some(line)
 }
 
 /// One node's lines of the "Server" section.
@@ -624,7 +633,9 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
             _ => String::new(),
         }
     )?;
-    write_limit_text(n, o)?;
+    if let Some(line) = limit_line(n) {
+        writeln!(o, "    CPU limit       {line}")?;
+    }
     writeln!(
         o,
         "    memory          RSS peak {}{}",

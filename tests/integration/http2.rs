@@ -448,6 +448,10 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
         "200ms",
         "--slo",
         "success=100",
+        // The achieved rate's default bound (2%) is a timing: a busy machine's stall at a
+        // 1 s step's end left a step 4.6% under and moved the search (seen at load 23).
+        "--slo",
+        "rate=50%",
         "--http2-prior-knowledge",
         "--streams",
         "4",
