@@ -42,16 +42,7 @@ fn scrape_until(maddr: &str, want: &[&str]) -> String {
             return text;
         }
         std::thread::sleep(Duration::from_millis(250));
-        text = http_request(
-            &format!("http://{maddr}"),
-            "GET",
-            "/metrics",
-            &[],
-            None,
-            None,
-        )
-        .map(|r| r.text())
-        .unwrap_or_default();
+        text = crate::support::client::scrape(maddr);
     }
 }
 

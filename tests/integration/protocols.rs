@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::client::http_request;
+use crate::support::client::scrape;
 use crate::support::openbao::OpenBao;
 use crate::support::ports::free_port;
 use crate::support::run::{Out, run, spawn};
@@ -92,19 +92,6 @@ struct Reports {
     results: Value,
     html: String,
     metrics: String,
-}
-
-fn scrape(addr: &str) -> String {
-    http_request(
-        &format!("http://{addr}"),
-        "GET",
-        "/metrics",
-        &[],
-        None,
-        None,
-    )
-    .map(|r| r.text())
-    .unwrap_or_default()
 }
 
 /// The metric `name`'s value in a Prometheus text (its first sample).

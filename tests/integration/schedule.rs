@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::client::http_request;
+use crate::support::client::scrape;
 use crate::support::openbao::OpenBao;
 use crate::support::ports::free_port;
 use crate::support::run::{WATCHDOG, run, spawn};
@@ -16,20 +16,6 @@ use crate::support::vblast::{url_cmd, vault_cmd};
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
-/// The exporter's text, or "" when it does not answer.
-fn scrape(addr: &str) -> String {
-    http_request(
-        &format!("http://{addr}"),
-        "GET",
-        "/metrics",
-        &[],
-        None,
-        None,
-    )
-    .map(|r| r.text())
-    .unwrap_or_default()
 }
 
 /// The value of `name` in the exporter's text.

@@ -205,3 +205,18 @@ fn read_response(r: &mut impl BufRead, head_only: bool) -> io::Result<HttpRespon
     }
     Ok(resp)
 }
+
+/// The text a `--metrics-listen` exporter at `addr` serves on `/metrics` (empty when it
+/// does not answer).
+pub fn scrape(addr: &str) -> String {
+    http_request(
+        &format!("http://{addr}"),
+        "GET",
+        "/metrics",
+        &[],
+        None,
+        None,
+    )
+    .map(|r| r.text())
+    .unwrap_or_default()
+}
