@@ -15,14 +15,13 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use super::conn::Req;
-use super::step::{Link, StepPlan};
 use super::tally::{Counter, make_pacer};
-use super::{EngineError, EnginePlan, StartGate};
+use super::{EngineError, EnginePlan, StartGate, StepPlan};
 use crate::net::wait::Waiting;
 use crate::pacing::{Due, Pacer};
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::template::{Captures, Rng};
+use crate::template::{Captures, Common, Rng, Template};
 use crate::timer::Timer;
 use crate::workload::Picker;
 
@@ -241,40 +240,9 @@ pub(super) fn run<'p, W: Wheel<'p>>(
     run_step(&mut w, origin, stop, &mut events)
 }
 
-/// A held run: the first step starts at the gate, each next one when the controller
-/// sends it (with its origin); every step's statistics go back over `link`. Ends when
-/// the controller sends no step, or at a failure (sent as that step's result).
-pub(super) fn run_held<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &Link) {
-    w.core().hold = true;
-    let mut events = Events::with_capacity(1024);
-    if let Err(e) = w.open_first(stop, &mut events) {
-        // Sent as the first step's result, after the gate, so that no thread waits
-        // for this one at the gate.
-        gate.wait();
-        link.done(Err(e));
-        return;
-    }
-    let mut origin = gate.wait();
-    loop {
-        let result = run_step(&mut w, origin, stop, &mut events);
-        let failed = result.is_err();
-        link.done(result);
-        if failed {
-            return;
-        }
-        match link.next() {
-            Some((step, at)) => {
-                w.core().step = step;
-                origin = at;
-            }
-            None => return,
-        }
-    }
-}
-
 /// One step's loop from `origin` until its schedule is done (or the run is stopped),
 /// and the step's statistics. The thread's statistics start afresh for the next step.
-fn run_step<'p, W: Wheel<'p>>(
+pub(super) fn run_step<'p, W: Wheel<'p>>(
     w: &mut W,
     origin: Instant,
     stop: &Stop,
@@ -343,4 +311,61 @@ fn run_step<'p, W: Wheel<'p>>(
     }
     let c = w.core();
     Ok(c.tally.take(c.plan, &c.pacer, end, stop.is_set()))
+}
+
+/// The request templates of a run, one set per node of the target: every request carries
+/// the Host header of the node it is sent to (a proxy or load balancer in front of each
+/// node routes by it), the connection picking the set of the node its stream is open to
+/// (its own node, the node the route moved it to, a redirect's node). Built once per
+/// process before the threads start (each thread takes a copy); the sets of one operation
+/// share its turn count and pools, so turns go round over all nodes as over one.
+/// One template per (node, operation): `templates[node * ops + op]`. A single-address
+/// run has one set, built from the plan's target as before.
+#[derive(Clone)]
+pub(super) struct Requests {
+    templates: Vec<Template>,
+    ops: usize,
+}
+
+impl Requests {
+    pub(super) fn build(plan: &EnginePlan) -> Requests {
+        let common = plan.common();
+        let first: Vec<Template> = plan
+            .ops
+            .iter()
+            .map(|o| Template::build(&o.request, &common))
+            .collect();
+        let ops = first.len();
+        if plan.nodes.targets.is_empty() {
+            return Requests {
+                templates: first,
+                ops,
+            };
+        }
+        let mut templates = Vec::with_capacity(plan.nodes.targets.len() * ops);
+        for t in &plan.nodes.targets {
+            let node = Common {
+                host: t.host_header(),
+                ..common.clone()
+            };
+            templates.extend(
+                plan.ops
+                    .iter()
+                    .zip(&first)
+                    .map(|(o, f)| Template::build(&o.request, &node).sharing_turns_with(f)),
+            );
+        }
+        Requests { templates, ops }
+    }
+
+    /// The template of operation `op` for a stream open to `node`.
+    #[inline]
+    pub(super) fn get(&mut self, node: usize, op: usize) -> &mut Template {
+        let k = node * self.ops + op;
+        if k < self.templates.len() {
+            &mut self.templates[k]
+        } else {
+            &mut self.templates[op]
+        }
+    }
 }

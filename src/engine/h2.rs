@@ -90,7 +90,7 @@ pub(super) struct H2Loop<'p> {
     /// `--follow-redirects`: the nodes a redirect may be followed to.
     redirects: Option<Redirects>,
     busy: usize,
-    requests: super::requests::Requests,
+    requests: super::driver::Requests,
     /// Per (node, operation), `node * ops + op`: its header block (with that node's
     /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
@@ -121,7 +121,7 @@ pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
 /// `:authority`, encoded once (None: it carries captured values, encoded per request).
 fn prepare(
     plan: &EnginePlan,
-    requests: &mut super::requests::Requests,
+    requests: &mut super::driver::Requests,
     https: bool,
 ) -> Vec<Option<Prepared>> {
     let mut rng = Rng::new(1);
@@ -151,7 +151,7 @@ impl<'p> H2Loop<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
         global: usize,
-        mut requests: super::requests::Requests,
+        mut requests: super::driver::Requests,
         tls: Option<TlsConnector>,
     ) -> Result<H2Loop<'p>, EngineError> {
         let h2 = plan

@@ -36,7 +36,7 @@ pub(super) struct EventLoop<'p> {
     /// Connections that have not carried a request yet.
     pub(super) unstarted: usize,
     /// The request templates, one set per node (`requests.rs`).
-    pub(super) requests: super::requests::Requests,
+    pub(super) requests: super::driver::Requests,
     pub(super) tls: Option<TlsConnector>,
     /// This thread's own slice of local ports.
     pub(super) ports: Option<PortSlice>,
@@ -51,7 +51,7 @@ impl<'p> EventLoop<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
         global: usize,
-        requests: super::requests::Requests,
+        requests: super::driver::Requests,
         tls: Option<TlsConnector>,
     ) -> Result<EventLoop<'p>, EngineError> {
         let core = Core::new(plan, global)?;
