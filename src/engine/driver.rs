@@ -17,6 +17,8 @@ use mio::{Events, Poll, Token};
 use super::conn::Req;
 use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate, StepPlan};
+use crate::net::redirect::Redirects;
+use crate::net::transport::{PortSlice, TlsConnector};
 use crate::net::wait::Waiting;
 use crate::pacing::{Due, Pacer};
 use crate::signals::Stop;
@@ -28,7 +30,7 @@ use crate::workload::Picker;
 /// The pacing timer's token (connections use their index).
 pub(super) const TIMER: Token = Token(usize::MAX);
 /// The read buffer of a thread.
-pub(super) const READ_BUF: usize = 64 * 1024;
+const READ_BUF: usize = 64 * 1024;
 /// How often timeouts, retries and the route are checked.
 pub(super) const TICK: Duration = Duration::from_millis(50);
 /// How long to wait for all connections to open before starting the clock.
@@ -56,6 +58,16 @@ pub(super) struct Core<'p> {
     pub(super) rng: Rng,
     /// Per operation: the operation that captures what it needs (itself if none).
     pub(super) producers: Vec<usize>,
+    /// The request templates, one set per node.
+    pub(super) requests: Requests,
+    pub(super) tls: Option<TlsConnector>,
+    /// This thread's own slice of local ports.
+    pub(super) ports: Option<PortSlice>,
+    pub(super) buf: Box<[u8]>,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    pub(super) redirects: Option<Redirects>,
+    /// Several nodes: how many route moves this thread has acted on.
+    pub(super) route_seen: u64,
 }
 
 /// For each operation, what to send instead while the slot it needs is empty: the
@@ -101,7 +113,12 @@ pub(super) fn captures(plan: &EnginePlan) -> Captures {
 }
 
 impl<'p> Core<'p> {
-    pub(super) fn new(plan: &'p EnginePlan, global: usize) -> Result<Core<'p>, EngineError> {
+    pub(super) fn new(
+        plan: &'p EnginePlan,
+        global: usize,
+        requests: Requests,
+        tls: Option<TlsConnector>,
+    ) -> Result<Core<'p>, EngineError> {
         let poll = Poll::new().map_err(EngineError::EventLoop)?;
         let timer = match plan.schedule {
             Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
@@ -121,7 +138,30 @@ impl<'p> Core<'p> {
             picker: Picker::new(&plan.ops),
             rng: Rng::seeded(global as u64),
             producers: producers(plan),
+            requests,
+            tls,
+            ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
+                PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
+                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
+            }),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            redirects: plan.follow_redirects.then(|| {
+                Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
+            route_seen: 0,
         })
+    }
+
+    /// Several nodes: whether the route's active node moved since the last look.
+    pub(super) fn route_moved(&mut self) -> bool {
+        let changes = self.plan.nodes.route.as_ref().map_or(0, |r| r.changes());
+        let moved = changes != self.route_seen;
+        self.route_seen = changes;
+        moved
     }
 
     /// The run's work is done and free connections close: never in a held run, whose

@@ -16,7 +16,7 @@ mod driver;
 mod h2;
 mod held;
 mod hop;
-mod lifecycle;
+mod link;
 mod responses;
 mod tally;
 mod worker;

@@ -6,7 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::conn::{ConnPhase, Exchange};
+use super::conn::Exchange;
+use super::link::Links;
 use super::tally::Answer;
 use super::worker::EventLoop;
 use crate::net::http::Quota;
@@ -17,7 +18,10 @@ impl EventLoop<'_> {
     pub(super) fn settle(&mut self, i: usize, outcome: Exchange, now: Instant) {
         match outcome {
             Exchange::Pending => {}
-            Exchange::Done { status, close } => self.complete(i, status, close, now),
+            Exchange::Done { status, close } => {
+                self.conns[i].link.answered();
+                self.complete(i, status, close, now)
+            }
             Exchange::Failed { kind, msg } => self.fail(i, kind, &msg, now),
             Exchange::Resend => {
                 self.core.tally.stats.server_closes += 1;
@@ -40,17 +44,16 @@ impl EventLoop<'_> {
     /// connection.
     pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         self.fail_request(i, kind, msg, now);
-        self.conns[i].stream = None;
         if self.plan.keepalive {
             self.reopen(i, now);
         } else {
-            self.conns[i].phase = ConnPhase::Unopened;
+            self.conns[i].link.close();
             self.idle.push(i);
         }
     }
 
     pub(super) fn read_response(&mut self, i: usize, peer_closed: bool, now: Instant) {
-        let r = self.conns[i].read(&mut self.buf, peer_closed);
+        let r = self.conns[i].read(&mut self.core.buf, peer_closed);
         self.core.tally.stats.bytes_received += r.bytes;
         // A response that began in this read is timed from its first bytes' arrival (a
         // response whole in that read ends then too); a later read's time is its
@@ -62,7 +65,7 @@ impl EventLoop<'_> {
         {
             // ttfb is that of each connection's first request (or of every one without
             // keep-alive).
-            let first = c.served == 0 || !self.plan.keepalive;
+            let first = c.link.served == 0 || !self.plan.keepalive;
             self.core.tally.first_byte(&req, first, now);
         }
         if r.extra {
@@ -78,7 +81,10 @@ impl EventLoop<'_> {
     /// A whole response arrived on `i`: judged, counted (when measured), and the
     /// connection given its next request, or re-opened, or made to wait.
     pub(super) fn complete(&mut self, i: usize, status: u16, close: bool, now: Instant) {
-        if matches!(status, 307 | 308) && self.redirects.is_some() && self.follow(i, close, now) {
+        if matches!(status, 307 | 308)
+            && self.core.redirects.is_some()
+            && self.follow(i, close, now)
+        {
             // Sent again to the node the Location named; the request goes on.
             return;
         }
@@ -87,7 +93,7 @@ impl EventLoop<'_> {
             return;
         };
         self.busy -= 1;
-        c.served += 1;
+        c.link.served += 1;
         let quota = if status == 429 {
             c.parser.quota()
         } else {
@@ -109,7 +115,7 @@ impl EventLoop<'_> {
                 body_len: c.parser.body_len(),
                 server: c.parser.server(),
                 home,
-                by: c.node,
+                by: c.link.node,
                 hop: c.on_hop,
             };
             self.core.tally.answered(op, &req, &answer, now);
@@ -147,13 +153,11 @@ impl EventLoop<'_> {
         {
             // --respect-retry-after: this connection waits as the quota told it to, then
             // opens again.
-            let c = &mut self.conns[i];
-            c.stream = None;
-            c.phase = ConnPhase::Backoff;
-            c.since = now + Duration::from_secs(u64::from(q.retry_after));
+            let at = now + Duration::from_secs(u64::from(q.retry_after));
+            self.conns[i].link.wait_until(at);
             return;
         }
-        if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].node) {
+        if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].link.node) {
             // (or the cluster's active node moved: this connection follows it)
             self.reopen(i, now);
             return;

@@ -1,24 +1,25 @@
 //! HTTP/1.1's share of one event-loop thread: the `EventLoop` that owns a share of the
-//! connections (one request each at a time), and how the driver (`driver.rs`) moves
-//! them: opening connections (a window of connects at a time), handing due requests to
-//! free connections, handling their events, and periodic timeout checks. A held run
-//! keeps the free connections open (and idle) between steps.
+//! connections (one request each at a time), and how the driver (`driver.rs`) moves them
+//! on top of their links (`link.rs`: connects, handshakes, backoff): due requests claimed
+//! and written on free connections, readiness events dispatched by phase, free
+//! connections given the next request, parked or closed, idle keep-alive connections the
+//! server closed re-opened, and periodic timeout checks. A held run keeps the free
+//! connections open (and idle) between steps.
 
+use std::io;
 use std::time::Instant;
 
-use mio::Events;
 use mio::event::Event;
+use mio::{Events, Token};
 
-use super::conn::HOP;
-use super::conn::{Conn, ConnPhase};
-use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, Wheel, captures, poll_once};
+use super::conn::{Conn, HOP};
+use super::driver::{Core, Requests, Wheel, captures};
+use super::link::{self, Links, Phase, Window};
 use super::{EngineError, EnginePlan};
-use crate::net::transport::{PortSlice, TlsConnector};
-use crate::pacing::share;
+use crate::net::transport::TlsConnector;
+use crate::pacing::{Due, share};
 use crate::signals::Stop;
-
-/// Keep-alive: connects in flight at once per thread while opening connections.
-const CONNECT_WINDOW: usize = 256;
+use crate::stats::ErrorKind;
 
 pub(super) struct EventLoop<'p> {
     pub(super) plan: &'p EnginePlan,
@@ -29,32 +30,20 @@ pub(super) struct EventLoop<'p> {
     pub(super) idle: Vec<usize>,
     /// Connections holding a claimed request.
     pub(super) busy: usize,
-    /// Keep-alive: connections below this index have been opened once.
-    pub(super) next_open: usize,
-    /// Keep-alive: connections `open_more` opened whose connect may still be in flight.
-    pub(super) opening: Vec<usize>,
+    /// Keep-alive: connections opened for the first time, a window at a time.
+    window: Window,
     /// Connections that have not carried a request yet.
-    pub(super) unstarted: usize,
-    /// The request templates, one set per node (`requests.rs`).
-    pub(super) requests: super::driver::Requests,
-    pub(super) tls: Option<TlsConnector>,
-    /// This thread's own slice of local ports.
-    pub(super) ports: Option<PortSlice>,
-    pub(super) buf: Box<[u8]>,
-    /// Several nodes: how many route moves this thread has acted on.
-    pub(super) route_seen: u64,
-    /// `--follow-redirects`: the nodes a redirect may be followed to.
-    pub(super) redirects: Option<crate::net::redirect::Redirects>,
+    unstarted: usize,
 }
 
 impl<'p> EventLoop<'p> {
     pub(super) fn new(
         plan: &'p EnginePlan,
         global: usize,
-        requests: super::driver::Requests,
+        requests: Requests,
         tls: Option<TlsConnector>,
     ) -> Result<EventLoop<'p>, EngineError> {
-        let core = Core::new(plan, global)?;
+        let core = Core::new(plan, global, requests, tls)?;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
         let (slot, slots) = plan.slot(global);
         let mut mine = share(plan.connections, slots, slot);
@@ -70,64 +59,9 @@ impl<'p> EventLoop<'p> {
             conns,
             idle: Vec::with_capacity(mine as usize),
             busy: 0,
-            next_open: 0,
-            opening: Vec::with_capacity(CONNECT_WINDOW),
+            window: Window::new(),
             unstarted: mine as usize,
-            requests,
-            tls,
-            ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
-                PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
-                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
-            }),
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            route_seen: 0,
-            redirects: plan.follow_redirects.then(|| {
-                crate::net::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
-                    std::slice::from_ref(&plan.target)
-                } else {
-                    &plan.nodes.targets
-                })
-            }),
         })
-    }
-
-    /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
-    fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.is_set() {
-            let now = Instant::now();
-            let opening = self.open_more(now);
-            if (opening == 0 && self.next_open == self.conns.len()) || now >= until {
-                break;
-            }
-            poll_once(self, events, TICK)?;
-        }
-        Ok(())
-    }
-
-    /// Keep-alive: opens connections not opened yet, keeping at most `CONNECT_WINDOW` of
-    /// its connects in flight so that the server's accept queue does not overflow (a dropped
-    /// SYN costs a one-second retransmit). Returns the connects in flight.
-    fn open_more(&mut self, now: Instant) -> usize {
-        if self.next_open == self.conns.len() {
-            return 0;
-        }
-        // The connects still in flight, found among the last ones opened here (at most
-        // the window), not by a pass over every connection: that pass, once per loop
-        // turn while 15,000 connections open, was most of the client's own CPU time.
-        let conns = &self.conns;
-        self.opening.retain(|&i| {
-            matches!(
-                conns[i].phase,
-                ConnPhase::Connecting | ConnPhase::Handshaking
-            )
-        });
-        while self.next_open < self.conns.len() && self.opening.len() < CONNECT_WINDOW {
-            self.open(self.next_open, now);
-            self.opening.push(self.next_open);
-            self.next_open += 1;
-        }
-        self.opening.len()
     }
 
     /// The cluster's active node moved: connections waiting to retry try the new one at
@@ -136,32 +70,218 @@ impl<'p> EventLoop<'p> {
         let Some(route) = self.plan.nodes.route.as_ref() else {
             return;
         };
-        let changes = route.changes();
-        if changes == self.route_seen {
+        if !self.core.route_moved() {
             return;
         }
-        self.route_seen = changes;
         let active = route.active();
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
-            if c.node == active || c.req.is_some() {
+            if c.link.node == active || c.req.is_some() {
                 continue;
             }
-            match c.phase {
-                ConnPhase::Backoff => {
-                    c.since = now;
-                    c.failures = 0;
+            c.link.retry_now(now);
+            if c.link.phase == Phase::Open {
+                if let Some(pos) = self.idle.iter().position(|&x| x == i) {
+                    self.idle.swap_remove(pos);
                 }
-                ConnPhase::Idle => {
-                    c.stream = None;
-                    if let Some(pos) = self.idle.iter().position(|&x| x == i) {
-                        self.idle.swap_remove(pos);
-                    }
-                    self.open(i, now);
-                }
-                _ => {}
+                self.open(i, now);
             }
         }
+    }
+
+    pub(super) fn claim(&mut self, i: usize, due: Due, now: Instant) {
+        let req = self.core.claim(due, &self.conns[i].captures, now);
+        let c = &mut self.conns[i];
+        if !c.started {
+            c.started = true;
+            self.unstarted -= 1;
+        }
+        c.req = Some(req);
+        self.busy += 1;
+    }
+
+    /// Claims `due` for connection `i` and writes it.
+    pub(super) fn send(&mut self, i: usize, due: Due, now: Instant) {
+        self.claim(i, due, now);
+        self.write_request(i, now);
+    }
+
+    /// Writes the claimed request of connection `i` (which is open).
+    pub(super) fn write_request(&mut self, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        let Some(req) = c.req.as_mut() else { return };
+        req.started = false;
+        // The template of the node this stream is open to: its Host.
+        let template = self.core.requests.get(c.link.node, req.op);
+        c.parser.reset(
+            self.plan.ops[req.op].reads_body(),
+            !template.response_has_body(),
+        );
+        // A request sent again after a redirect is the same request (the same generator
+        // state and turn, so the same pool item), and its clock runs on.
+        let mut again = req.rng;
+        let rng = if req.hops == 0 {
+            req.sent = now;
+            req.rng = self.core.rng;
+            req.turn = template.next_turn();
+            &mut self.core.rng
+        } else {
+            &mut again
+        };
+        let turn = req.turn;
+        let req = *req;
+        let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
+        self.core.tally.stats.bytes_sent += n;
+        self.core.tally.wrote(&req, template.body_len(&c.captures));
+        self.settle(i, outcome, now);
+    }
+
+    /// Starts a non-blocking connect on slot `i` to `node`: the connection's own stream,
+    /// or (`hop`) a stream to the node a redirect named.
+    pub(super) fn connect_to(&mut self, i: usize, node: usize, hop: bool, now: Instant) {
+        self.conns[i].pending.clear();
+        link::connect(self, i, node, Token(if hop { i | HOP } else { i }), now);
+    }
+
+    /// Drops the socket and opens a new one (keep-alive), keeping any claimed request.
+    pub(super) fn reopen(&mut self, i: usize, now: Instant) {
+        if self.core.ending(now) && self.conns[i].req.is_none() {
+            self.conns[i].link.close();
+            return;
+        }
+        self.open(i, now);
+    }
+
+    fn on_event(&mut self, i: usize, readable: bool, writable: bool, closed: bool, now: Instant) {
+        let c = &mut self.conns[i];
+        match c.link.phase {
+            Phase::Connecting | Phase::Handshaking if readable || writable => {
+                link::advance(self, i, now)
+            }
+            Phase::Open if c.req.is_none() => {
+                if readable {
+                    self.idle_readable(i, now);
+                }
+            }
+            Phase::Open => {
+                let tls = c.link.stream.as_ref().is_some_and(|s| s.is_tls());
+                if writable && (!c.pending.is_empty() || tls) {
+                    // Continues a short write.
+                    let (n, outcome) = c.continue_write();
+                    self.core.tally.stats.bytes_sent += n;
+                    self.settle(i, outcome, now);
+                }
+                if readable && self.conns[i].busy() {
+                    self.read_response(i, closed, now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Connection `i` has no request: give it the next one, park it, or close it.
+    pub(super) fn free(&mut self, i: usize, now: Instant) {
+        if self.reserved_for_others(i) {
+            // Parked until the run ends, when it is closed with the other idle ones.
+            return;
+        }
+        if let Some(due) = self.core.pacer.take_due(now) {
+            self.send(i, due, now);
+        } else if self.core.ending(now) {
+            Links::close(self, i);
+        } else {
+            self.idle.push(i);
+        }
+    }
+
+    /// Closed model with -n: the requests left are kept for connections that have not sent
+    /// one yet, so that `-c 20000 -n 20000` really puts 20,000 connections to work.
+    fn reserved_for_others(&self, i: usize) -> bool {
+        self.unstarted > 0
+            && self.conns[i].started
+            && !self.core.pacer.is_open()
+            && self
+                .core
+                .pacer
+                .remaining()
+                .is_some_and(|r| r <= self.unstarted as u64)
+    }
+
+    /// Data or EOF on a connection with no request: the server closed an idle keep-alive
+    /// connection. It is re-opened transparently.
+    fn idle_readable(&mut self, i: usize, now: Instant) {
+        let Some(stream) = self.conns[i].link.stream.as_mut() else {
+            return;
+        };
+        match stream.read(&mut self.core.buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            _ => {}
+        }
+        self.core.tally.stats.server_closes += 1;
+        if let Some(pos) = self.idle.iter().position(|&x| x == i) {
+            self.idle.swap_remove(pos);
+        }
+        self.open(i, now);
+    }
+}
+
+impl<'p> Links<'p> for EventLoop<'p> {
+    fn parts(&mut self, i: usize) -> (&mut link::Link, &mut Core<'p>) {
+        (&mut self.conns[i].link, &mut self.core)
+    }
+
+    fn window(&mut self) -> &mut Window {
+        &mut self.window
+    }
+
+    fn count(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn opening(&self, i: usize) -> bool {
+        self.conns[i].link.opening()
+    }
+
+    /// Connection `i` to the node it goes to now (a hop's stream, if any, goes with it).
+    fn open(&mut self, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        c.parked = None;
+        c.on_hop = false;
+        let node = self.plan.nodes.pick(i + self.core.global);
+        self.connect_to(i, node, false, now);
+    }
+
+    /// The request it carries (connection per request, or a re-send after a stale
+    /// keep-alive connection) is written; else it takes the next.
+    fn ready(&mut self, i: usize, now: Instant) {
+        if self.conns[i].req.is_some() {
+            self.write_request(i, now);
+        } else {
+            self.free(i, now);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        c.link.close();
+        c.parked = None;
+        c.on_hop = false;
+    }
+
+    /// (connection per request: its slot is free for the next one)
+    fn fail_carried(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) -> bool {
+        let carried = self.conns[i].req.is_some();
+        self.fail_request(i, kind, msg, now);
+        if !self.plan.keepalive {
+            self.conns[i].link.close();
+            self.idle.push(i);
+        }
+        carried
+    }
+
+    fn fail_due(&mut self, i: usize, due: Due, kind: ErrorKind, msg: &str, now: Instant) {
+        self.claim(i, due, now);
+        self.fail_request(i, kind, msg, now);
     }
 }
 
@@ -175,20 +295,20 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
-            self.next_open = self.conns.len();
+            self.window.skip(self.conns.len());
         } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
             // each starting work as soon as it is open, and count the set-up in their time.
-            self.preconnect(stop, events)?;
+            link::preconnect(self, stop, events)?;
         }
         Ok(())
     }
 
     /// Starts due requests on free connections (or connection-per-request slots).
     fn dispatch(&mut self, now: Instant) {
-        self.open_more(now);
+        link::open_more(self, now);
         while let Some(&i) = self.idle.last() {
             let Some(due) = self.core.pacer.take_due(now) else {
                 break;
@@ -205,7 +325,15 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     }
 
     fn close_idle(&mut self) {
-        EventLoop::close_idle(self);
+        while let Some(i) = self.idle.pop() {
+            Links::close(self, i);
+        }
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.req.is_none() && c.link.phase != Phase::Unopened {
+                Links::close(self, i);
+            }
+        }
     }
 
     fn settled(&self) -> bool {
@@ -219,34 +347,11 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     /// Periodic checks: request and connect timeouts, connections due to retry.
     fn tick(&mut self, now: Instant) {
         self.follow_route(now);
-        let timeout = self.plan.timeout;
         for i in 0..self.conns.len() {
-            let c = &self.conns[i];
-            match c.phase {
-                ConnPhase::Busy => {
-                    if let Some(outcome) = c.timed_out(now, timeout) {
-                        self.settle(i, outcome, now);
-                    }
-                }
-                ConnPhase::Connecting | ConnPhase::Handshaking => {
-                    if now.saturating_duration_since(c.since) >= timeout {
-                        let msg = if c.phase == ConnPhase::Connecting {
-                            "connect timed out"
-                        } else {
-                            "TLS handshake timed out"
-                        };
-                        self.connect_failure(i, msg, now);
-                    }
-                }
-                ConnPhase::Backoff => {
-                    if self.core.ending(now) {
-                        // However long a Retry-After said to wait: no work is left.
-                        self.close(i);
-                    } else if now >= c.since {
-                        self.open(i, now);
-                    }
-                }
-                ConnPhase::Idle | ConnPhase::Unopened => {}
+            if link::check(self, i, now)
+                && let Some(outcome) = self.conns[i].timed_out(now, self.plan.timeout)
+            {
+                self.settle(i, outcome, now);
             }
         }
     }
@@ -274,6 +379,9 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     }
 
     fn open_count(&self) -> u64 {
-        self.conns.iter().filter(|c| c.stream.is_some()).count() as u64
+        self.conns
+            .iter()
+            .filter(|c| c.link.stream.is_some())
+            .count() as u64
     }
 }
