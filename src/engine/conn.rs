@@ -1,8 +1,8 @@
-//! One connection's state machine: its phase (connecting, TLS handshake, idle, busy,
-//! backing off) and the request it carries. The connection's own steps (writing a request,
-//! reading a response, noticing a timeout) touch only the connection and return an
-//! `Exchange`; the worker (the one owner of statistics, the pacer and the idle list) acts
-//! on it in `settle` and the handlers below, as wrk's small handlers do.
+//! One HTTP/1.1 connection's state machine: its link (`link.rs`: socket and transport
+//! phase; open, it is free or busy) and the request it carries. The connection's own
+//! steps (writing a request, reading a response, noticing a timeout) touch only the
+//! connection and return an `Exchange`; the worker (the one owner of statistics, the
+//! pacer and the idle list) acts on it in `settle`, as wrk's small handlers do.
 
 use std::io;
 use std::time::{Duration, Instant};

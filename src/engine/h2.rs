@@ -31,7 +31,6 @@ use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
-use crate::net::transport::TlsConnector;
 use crate::pacing::{Due, share};
 use crate::signals::Stop;
 use crate::stats::ErrorKind;
@@ -74,8 +73,6 @@ pub(super) struct H2Loop<'p> {
     /// Per (node, operation), `node * ops + op`: its header block (with that node's
     /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
-    /// Links opened for the first time, a window at a time.
-    window: Window,
     block: Vec<u8>,
     local: Local,
     https: bool,
@@ -126,17 +123,12 @@ fn hop_queues(plan: &EnginePlan, streams: usize) -> Vec<VecDeque<(Req, usize)>> 
 }
 
 impl<'p> H2Loop<'p> {
-    pub(super) fn new(
-        plan: &'p EnginePlan,
-        global: usize,
-        requests: super::driver::Requests,
-        tls: Option<TlsConnector>,
-    ) -> Result<H2Loop<'p>, EngineError> {
+    pub(super) fn new(mut core: Core<'p>) -> Result<H2Loop<'p>, EngineError> {
+        let plan = core.plan;
         let h2 = plan
             .http2
             .ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
-        let mut core = Core::new(plan, global, requests, tls)?;
-        let (slot, slots) = plan.slot(global);
+        let (slot, slots) = plan.slot(core.global);
         let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             mine = mine.min(share(n, slots, slot).div_ceil(u64::from(h2.streams)).max(1));
@@ -163,6 +155,7 @@ impl<'p> H2Loop<'p> {
             .collect();
         let https = plan.target.is_tls();
         let prepared = prepare(plan, &mut core.requests, https);
+        core.window = Window::new(mine as usize);
         Ok(H2Loop {
             plan,
             core,
@@ -172,25 +165,11 @@ impl<'p> H2Loop<'p> {
             hops: hop_queues(plan, mine as usize * local.streams),
             busy: 0,
             prepared,
-            window: Window::new(),
             block: Vec::with_capacity(4096),
             local,
             https,
             fatal: None,
         })
-    }
-
-    fn on_event(&mut self, i: usize, readable: bool, now: Instant) {
-        match self.links[i].link.phase {
-            Phase::Connecting | Phase::Handshaking => link::advance(self, i, now),
-            Phase::Open => {
-                if readable {
-                    self.read(i, now);
-                }
-                self.flush(i, now);
-            }
-            Phase::Unopened | Phase::Backoff => {}
-        }
     }
 
     /// Writes what the connection has queued (frames of new streams, answers).
@@ -539,11 +518,6 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// A new request for link `i` from `due` (`Core::claim`).
-    fn claim(&mut self, i: usize, due: Due, now: Instant) -> Req {
-        self.core.claim(due, &self.links[i].captures, now)
-    }
-
     /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
     fn start(&mut self, i: usize, mut req: Req, home: usize, now: Instant) {
         let node = self.links[i].link.node;
@@ -683,7 +657,7 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
                             let Some(due) = self.core.pacer.take_due(now) else {
                                 break;
                             };
-                            self.claim(i, due, now)
+                            self.core.claim(due, &self.links[i].captures, now)
                         }
                     };
                     self.busy += 1;
@@ -737,9 +711,15 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
 
     fn readiness(&mut self, ev: &Readiness, now: Instant) -> Result<(), EngineError> {
         let i = ev.token().0;
-        if i < self.links.len() {
-            let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
-            self.on_event(i, readable, now);
+        match self.links.get(i).map(|l| l.link.phase) {
+            Some(Phase::Connecting | Phase::Handshaking) => link::advance(self, i, now),
+            Some(Phase::Open) => {
+                if ev.is_readable() || ev.is_error() || ev.is_read_closed() {
+                    self.read(i, now);
+                }
+                self.flush(i, now);
+            }
+            _ => {}
         }
         // The server does not speak h2c: the run ends, said once.
         self.fatal.take().map_or(Ok(()), Err)
@@ -756,14 +736,6 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
 impl<'p> Links<'p> for H2Loop<'p> {
     fn parts(&mut self, i: usize) -> (&mut Link, &mut Core<'p>) {
         (&mut self.links[i].link, &mut self.core)
-    }
-
-    fn window(&mut self) -> &mut Window {
-        &mut self.window
-    }
-
-    fn count(&self) -> usize {
-        self.links.len()
     }
 
     /// Connecting, handshaking, or open and waiting for the server's SETTINGS.
@@ -810,7 +782,7 @@ impl<'p> Links<'p> for H2Loop<'p> {
     }
 
     fn fail_due(&mut self, i: usize, due: Due, kind: ErrorKind, msg: &str, now: Instant) {
-        let req = self.claim(i, due, now);
+        let req = self.core.claim(due, &self.links[i].captures, now);
         self.busy += 1;
         self.fail_req(self.links[i].link.node, req, kind, msg, now);
     }

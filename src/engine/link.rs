@@ -205,9 +205,10 @@ impl Link {
     }
 }
 
-/// Connections opened for the first time, a window of connects at a time.
+/// A thread's `count` connections opened for the first time, a window of connects at a time.
 #[derive(Default)]
 pub(super) struct Window {
+    count: usize,
     /// Connections below this index have been opened once.
     next: usize,
     /// Those whose connect may still be in flight (at most `CONNECT_WINDOW`).
@@ -215,16 +216,12 @@ pub(super) struct Window {
 }
 
 impl Window {
-    pub(super) fn new() -> Window {
+    pub(super) fn new(count: usize) -> Window {
         Window {
+            count,
             next: 0,
             opening: Vec::with_capacity(CONNECT_WINDOW),
         }
-    }
-
-    /// Every connection counts as opened (connection-per-request slots open per request).
-    pub(super) fn skip(&mut self, count: usize) {
-        self.next = count;
     }
 }
 
@@ -233,8 +230,6 @@ impl Window {
 pub(super) trait Links<'p>: Wheel<'p> {
     /// Connection `i`'s link, and the thread's core.
     fn parts(&mut self, i: usize) -> (&mut Link, &mut Core<'p>);
-    fn window(&mut self) -> &mut Window;
-    fn count(&self) -> usize;
     /// Connection `i` has not finished opening (its connect, handshake, or settings).
     fn opening(&self, i: usize) -> bool;
     /// Opens connection `i` (again), its protocol state made fresh (`connect`).
@@ -339,20 +334,19 @@ pub(super) fn check<'p, W: Links<'p>>(w: &mut W, i: usize, now: Instant) -> bool
 /// pass, once per loop turn while 15,000 connections open, was most of the client's own
 /// CPU time). Returns whether any is still to open or opening.
 pub(super) fn open_more<'p, W: Links<'p>>(w: &mut W, now: Instant) -> bool {
-    let count = w.count();
-    let win = w.window();
-    if win.next == count && win.opening.is_empty() {
+    let win = &mut w.core().window;
+    if win.next == win.count && win.opening.is_empty() {
         return false;
     }
     let mut win = std::mem::take(win);
     win.opening.retain(|&i| w.opening(i));
-    while win.next < count && win.opening.len() < CONNECT_WINDOW {
+    while win.next < win.count && win.opening.len() < CONNECT_WINDOW {
         w.open(win.next, now);
         win.opening.push(win.next);
         win.next += 1;
     }
     let more = !win.opening.is_empty();
-    *w.window() = win;
+    w.core().window = win;
     more
 }
 

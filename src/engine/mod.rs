@@ -2,14 +2,14 @@
 //! connections outright. Threads share nothing on the hot path; each returns its `Stats`,
 //! merged at the end.
 //!
-//! This module holds the plan, the start gate and `run`, which spawns the event-loop
+//! This module holds the plans (`EnginePlan`, a held run's `StepPlan`), why the engine
+//! could not run (`EngineError`), the start gate and `run`, which spawns the event-loop
 //! threads, relays their progress and merges their results; `driver` is the one event
-//! loop, over either protocol's connections (`Wheel`): HTTP/1.1's `worker` (with `conn`
-//! its connection state machine, `lifecycle` how it drives a connection through its
-//! phases, `responses` what it does with what a connection came to, `hop` redirects
-//! followed) and HTTP/2's `h2`; `tally` counts responses and failures for both; `held`
-//! runs several load steps over the same threads and open connections; `requests` the
-//! request templates and `error` why the engine could not run.
+//! loop, over either protocol's connections (`Wheel`), each on a `link` (its socket's
+//! connect, TLS handshake, backoff and timeouts, written once): HTTP/1.1's `worker` (with
+//! `conn` its connection state machine, `hop` redirects followed) and HTTP/2's `h2`;
+//! `tally` counts responses and failures for both; `held` runs several load steps over
+//! the same threads and open connections.
 
 mod conn;
 mod driver;
@@ -17,7 +17,6 @@ mod h2;
 mod held;
 mod hop;
 mod link;
-mod responses;
 mod tally;
 mod worker;
 
@@ -383,9 +382,8 @@ fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId>
     move |global| (!cores.is_empty()).then(|| cores[global % cores.len()])
 }
 
-/// A thread's connections over one protocol: `EventLoop::new` or `H2Loop::new`.
-type NewWheel<'p, W> =
-    fn(&'p EnginePlan, usize, driver::Requests, Option<TlsConnector>) -> Result<W, EngineError>;
+/// A thread's connections over one protocol, on its core: `EventLoop::new` or `H2Loop::new`.
+type NewWheel<'p, W> = fn(driver::Core<'p>) -> Result<W, EngineError>;
 
 /// Every event-loop thread's connections (`new`: over the run's protocol) and the core
 /// it is pinned to, built before any thread starts, so that a failure (no event loop,
@@ -401,13 +399,13 @@ fn build<'p, W: Wheel<'p>>(
     }
     let tls = connector(plan)?;
     let requests = driver::Requests::build(plan);
-    let core = core_of(plan);
+    let pinned = core_of(plan);
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = new(plan, global, requests.clone(), tls.clone())?;
-        worker.core().tally.report = report.map(|r| (local, r.clone()));
-        workers.push((worker, core(global)));
+        let mut core = driver::Core::new(plan, global, requests.clone(), tls.clone())?;
+        core.tally.report = report.map(|r| (local, r.clone()));
+        workers.push((new(core)?, pinned(global)));
     }
     Ok(workers)
 }

@@ -1,22 +1,25 @@
 //! HTTP/1.1's share of one event-loop thread: the `EventLoop` that owns a share of the
 //! connections (one request each at a time), and how the driver (`driver.rs`) moves them
 //! on top of their links (`link.rs`: connects, handshakes, backoff): due requests claimed
-//! and written on free connections, readiness events dispatched by phase, free
-//! connections given the next request, parked or closed, idle keep-alive connections the
-//! server closed re-opened, and periodic timeout checks. A held run keeps the free
-//! connections open (and idle) between steps.
+//! and written on free connections, readiness events dispatched by phase, what each
+//! `Exchange` (`conn.rs`) came to acted on in `settle` (a whole response judged and
+//! counted by `tally.rs`, a failure counted, the connection given its next request,
+//! re-opened or made to wait), free connections parked or closed, idle keep-alive
+//! connections the server closed re-opened, and periodic timeout checks. A held run keeps
+//! the free connections open (and idle) between steps.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::{Events, Token};
 
-use super::conn::{Conn, HOP};
-use super::driver::{Core, Requests, Wheel, captures};
+use super::conn::{Conn, Exchange, HOP};
+use super::driver::{Core, Wheel, captures};
 use super::link::{self, Links, Phase, Window};
+use super::tally::Answer;
 use super::{EngineError, EnginePlan};
-use crate::net::transport::TlsConnector;
+use crate::net::http::Quota;
 use crate::pacing::{Due, share};
 use crate::signals::Stop;
 use crate::stats::ErrorKind;
@@ -30,22 +33,15 @@ pub(super) struct EventLoop<'p> {
     pub(super) idle: Vec<usize>,
     /// Connections holding a claimed request.
     pub(super) busy: usize,
-    /// Keep-alive: connections opened for the first time, a window at a time.
-    window: Window,
     /// Connections that have not carried a request yet.
     unstarted: usize,
 }
 
 impl<'p> EventLoop<'p> {
-    pub(super) fn new(
-        plan: &'p EnginePlan,
-        global: usize,
-        requests: Requests,
-        tls: Option<TlsConnector>,
-    ) -> Result<EventLoop<'p>, EngineError> {
-        let core = Core::new(plan, global, requests, tls)?;
+    pub(super) fn new(mut core: Core<'p>) -> Result<EventLoop<'p>, EngineError> {
+        let plan = core.plan;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
-        let (slot, slots) = plan.slot(global);
+        let (slot, slots) = plan.slot(core.global);
         let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             // A connection with no request to send is never opened.
@@ -53,13 +49,14 @@ impl<'p> EventLoop<'p> {
         }
         let now = Instant::now();
         let conns = (0..mine).map(|_| Conn::new(now, captures(plan))).collect();
+        // (connection-per-request slots open per request, not a window at a time)
+        core.window = Window::new(if plan.keepalive { mine as usize } else { 0 });
         Ok(EventLoop {
             plan,
             core,
             conns,
             idle: Vec::with_capacity(mine as usize),
             busy: 0,
-            window: Window::new(),
             unstarted: mine as usize,
         })
     }
@@ -152,33 +149,6 @@ impl<'p> EventLoop<'p> {
         self.open(i, now);
     }
 
-    fn on_event(&mut self, i: usize, readable: bool, writable: bool, closed: bool, now: Instant) {
-        let c = &mut self.conns[i];
-        match c.link.phase {
-            Phase::Connecting | Phase::Handshaking if readable || writable => {
-                link::advance(self, i, now)
-            }
-            Phase::Open if c.req.is_none() => {
-                if readable {
-                    self.idle_readable(i, now);
-                }
-            }
-            Phase::Open => {
-                let tls = c.link.stream.as_ref().is_some_and(|s| s.is_tls());
-                if writable && (!c.pending.is_empty() || tls) {
-                    // Continues a short write.
-                    let (n, outcome) = c.continue_write();
-                    self.core.tally.stats.bytes_sent += n;
-                    self.settle(i, outcome, now);
-                }
-                if readable && self.conns[i].busy() {
-                    self.read_response(i, closed, now);
-                }
-            }
-            _ => {}
-        }
-    }
-
     /// Connection `i` has no request: give it the next one, park it, or close it.
     pub(super) fn free(&mut self, i: usize, now: Instant) {
         if self.reserved_for_others(i) {
@@ -223,19 +193,162 @@ impl<'p> EventLoop<'p> {
         }
         self.open(i, now);
     }
+
+    /// Acts on what a connection step came to.
+    pub(super) fn settle(&mut self, i: usize, outcome: Exchange, now: Instant) {
+        match outcome {
+            Exchange::Pending => {}
+            Exchange::Done { status, close } => {
+                self.conns[i].link.answered();
+                self.complete(i, status, close, now)
+            }
+            Exchange::Failed { kind, msg } => self.fail(i, kind, &msg, now),
+            Exchange::Resend => {
+                self.core.tally.stats.server_closes += 1;
+                self.reopen(i, now);
+            }
+        }
+    }
+
+    /// Counts the claimed request of `i` as failed.
+    pub(super) fn fail_request(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
+        let Some(req) = self.conns[i].req.take() else {
+            return;
+        };
+        self.busy -= 1;
+        let home = self.conns[i].home();
+        self.core.tally.failed(&req, home, kind, msg, now);
+    }
+
+    /// A request failed after its connection was open: count it, then start over on a new
+    /// connection.
+    pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
+        self.fail_request(i, kind, msg, now);
+        if self.plan.keepalive {
+            self.reopen(i, now);
+        } else {
+            self.conns[i].link.close();
+            self.idle.push(i);
+        }
+    }
+
+    pub(super) fn read_response(&mut self, i: usize, peer_closed: bool, now: Instant) {
+        let r = self.conns[i].read(&mut self.core.buf, peer_closed);
+        self.core.tally.stats.bytes_received += r.bytes;
+        // A response that began in this read is timed from its first bytes' arrival (a
+        // response whole in that read ends then too); a later read's time is its
+        // wake-up's, which comes after.
+        let now = r.first_byte.unwrap_or(now);
+        let c = &self.conns[i];
+        if r.first_byte.is_some()
+            && let Some(req) = c.req
+        {
+            // ttfb is that of each connection's first request (or of every one without
+            // keep-alive).
+            let first = c.link.served == 0 || !self.plan.keepalive;
+            self.core.tally.first_byte(&req, first, now);
+        }
+        if r.extra {
+            // Bytes nobody asked for: this connection cannot be trusted.
+            self.core
+                .tally
+                .stats
+                .note("server sent data after the response", 1);
+        }
+        self.settle(i, r.outcome, now);
+    }
+
+    /// A whole response arrived on `i`: judged, counted (when measured), and the
+    /// connection given its next request, or re-opened, or made to wait.
+    pub(super) fn complete(&mut self, i: usize, status: u16, close: bool, now: Instant) {
+        if matches!(status, 307 | 308)
+            && self.core.redirects.is_some()
+            && self.follow(i, close, now)
+        {
+            // Sent again to the node the Location named; the request goes on.
+            return;
+        }
+        let c = &mut self.conns[i];
+        let Some(req) = c.req.take() else {
+            return;
+        };
+        self.busy -= 1;
+        c.link.served += 1;
+        let quota = if status == 429 {
+            c.parser.quota()
+        } else {
+            None
+        };
+        let op = &self.plan.ops[req.op];
+        let ok = self
+            .core
+            .tally
+            .judge(op, &req, status, c.parser.body(), &mut c.captures);
+        if req.measured {
+            let home = c.home();
+            let answer = Answer {
+                status,
+                ok,
+                quota,
+                kept_alive: self.plan.keepalive && !close,
+                body: c.parser.body(),
+                body_len: c.parser.body_len(),
+                server: c.parser.server(),
+                home,
+                by: c.link.node,
+                hop: c.on_hop,
+            };
+            self.core.tally.answered(op, &req, &answer, now);
+        }
+        self.after_response(i, quota, close, now);
+    }
+
+    /// After a response: the connection's next request, or (connection per request) its
+    /// slot freed; back from a hop; re-opened when the server closes it, when the request
+    /// was not all sent, or to follow the active node; made to wait by a Retry-After.
+    fn after_response(&mut self, i: usize, quota: Option<Quota>, close: bool, now: Instant) {
+        if !self.plan.keepalive {
+            self.close(i);
+            self.idle.push(i);
+            return;
+        }
+        // After a hop: back to the connection's own stream (re-opened if it is gone).
+        let close = if self.conns[i].on_hop {
+            if self.end_hop(i, close) {
+                self.reopen(i, now);
+                return;
+            }
+            false
+        } else {
+            close
+        };
+        if close {
+            self.core.tally.stats.server_closes += 1;
+            self.reopen(i, now);
+            return;
+        }
+        if self.plan.respect_retry_after
+            && let Some(q) = quota
+            && q.retry_after > 0
+        {
+            // --respect-retry-after: this connection waits as the quota told it to, then
+            // opens again.
+            let at = now + Duration::from_secs(u64::from(q.retry_after));
+            self.conns[i].link.wait_until(at);
+            return;
+        }
+        if self.conns[i].request_unsent() || self.plan.nodes.should_move(self.conns[i].link.node) {
+            // (or the cluster's active node moved: this connection follows it)
+            self.reopen(i, now);
+            return;
+        }
+        self.free(i, now);
+    }
 }
 
 impl<'p> Links<'p> for EventLoop<'p> {
     fn parts(&mut self, i: usize) -> (&mut link::Link, &mut Core<'p>) {
         (&mut self.conns[i].link, &mut self.core)
-    }
-
-    fn window(&mut self) -> &mut Window {
-        &mut self.window
-    }
-
-    fn count(&self) -> usize {
-        self.conns.len()
     }
 
     fn opening(&self, i: usize) -> bool {
@@ -295,7 +408,6 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
         if !self.plan.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
-            self.window.skip(self.conns.len());
         } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
@@ -368,13 +480,32 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
             self.parked_event(i);
             return Ok(());
         }
-        self.on_event(
-            i,
-            ev.is_readable() || ev.is_error() || ev.is_read_closed(),
-            ev.is_writable() || ev.is_error(),
-            ev.is_read_closed(),
-            now,
-        );
+        let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
+        let writable = ev.is_writable() || ev.is_error();
+        let c = &mut self.conns[i];
+        match c.link.phase {
+            Phase::Connecting | Phase::Handshaking if readable || writable => {
+                link::advance(self, i, now)
+            }
+            Phase::Open if c.req.is_none() => {
+                if readable {
+                    self.idle_readable(i, now);
+                }
+            }
+            Phase::Open => {
+                let tls = c.link.stream.as_ref().is_some_and(|s| s.is_tls());
+                if writable && (!c.pending.is_empty() || tls) {
+                    // Continues a short write.
+                    let (n, outcome) = c.continue_write();
+                    self.core.tally.stats.bytes_sent += n;
+                    self.settle(i, outcome, now);
+                }
+                if readable && self.conns[i].busy() {
+                    self.read_response(i, ev.is_read_closed(), now);
+                }
+            }
+            _ => {}
+        }
         Ok(())
     }
 
