@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 
-use super::link::{Link, Phase};
+use super::link::{Link, LinkPhase};
 use crate::error::io_text;
 use crate::net::http::{Progress, ResponseParser};
 use crate::net::transport::Stream;
@@ -114,7 +114,7 @@ impl Conn {
 
     /// Open and carrying a request (being written or awaiting its response).
     pub(super) fn busy(&self) -> bool {
-        self.link.phase == Phase::Open && self.req.is_some()
+        self.link.phase == LinkPhase::Open && self.req.is_some()
     }
 
     /// Writes a rendered request; returns the bytes written and the outcome.
@@ -331,7 +331,7 @@ mod tests {
             assert!(Instant::now() < deadline, "no connection");
             std::thread::sleep(Duration::from_millis(1));
         }
-        c.link.phase = Phase::Open;
+        c.link.phase = LinkPhase::Open;
         c.link.served = served;
         c.req = Some(Req {
             op: 0,
@@ -508,7 +508,7 @@ mod tests {
         ));
         // Not busy (connecting, with its request): no request timeout.
         let mut idle = c;
-        idle.link.phase = Phase::Connecting;
+        idle.link.phase = LinkPhase::Connecting;
         assert_eq!(idle.timed_out(sent + timeout, timeout), None);
     }
 }

@@ -15,7 +15,7 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use super::conn::Req;
-use super::link::Window;
+use super::link::ConnectWindow;
 use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate, StepPlan};
 use crate::net::redirect::Redirects;
@@ -70,7 +70,7 @@ pub(super) struct Core<'p> {
     /// Several nodes: how many route moves this thread has acted on.
     pub(super) route_seen: u64,
     /// Its connections opened for the first time (`link.rs`).
-    pub(super) window: Window,
+    pub(super) window: ConnectWindow,
 }
 
 /// For each operation, what to send instead while the slot it needs is empty: the
@@ -156,7 +156,7 @@ impl<'p> Core<'p> {
                 })
             }),
             route_seen: 0,
-            window: Window::default(),
+            window: ConnectWindow::default(),
         })
     }
 

@@ -24,7 +24,7 @@ use mio::{Events, Token};
 
 use super::conn::Req;
 use super::driver::{Core, Wheel, captures};
-use super::link::{self, Link, Links, Phase, Window};
+use super::link::{self, ConnectWindow, Link, LinkPhase, Links};
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::error::io_text;
@@ -155,7 +155,7 @@ impl<'p> H2Loop<'p> {
             .collect();
         let https = plan.target.is_tls();
         let prepared = prepare(plan, &mut core.requests, https);
-        core.window = Window::new(mine as usize);
+        core.window = ConnectWindow::new(mine as usize);
         Ok(H2Loop {
             plan,
             core,
@@ -487,7 +487,7 @@ impl<'p> H2Loop<'p> {
     /// Retry-After, not open to a node the route has left.
     fn takes_streams(&self, i: usize) -> bool {
         let l = &self.links[i];
-        l.link.phase == Phase::Open
+        l.link.phase == LinkPhase::Open
             && l.proto.can_start()
             && l.paused_until.is_none()
             && !self.plan.nodes.should_move(l.link.node)
@@ -573,7 +573,7 @@ impl<'p> H2Loop<'p> {
                 l.link.retry_now(now);
             }
             // (also a link that opened to the old node after the move)
-            if l.link.phase == Phase::Open
+            if l.link.phase == LinkPhase::Open
                 && l.proto.active() == 0
                 && !self.core.pacer.finished(now)
             {
@@ -712,8 +712,8 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
     fn readiness(&mut self, ev: &Readiness, now: Instant) -> Result<(), EngineError> {
         let i = ev.token().0;
         match self.links.get(i).map(|l| l.link.phase) {
-            Some(Phase::Connecting | Phase::Handshaking) => link::advance(self, i, now),
-            Some(Phase::Open) => {
+            Some(LinkPhase::Connecting | LinkPhase::Handshaking) => link::advance(self, i, now),
+            Some(LinkPhase::Open) => {
                 if ev.is_readable() || ev.is_error() || ev.is_read_closed() {
                     self.read(i, now);
                 }
@@ -742,7 +742,7 @@ impl<'p> Links<'p> for H2Loop<'p> {
     fn opening(&self, i: usize) -> bool {
         let l = &self.links[i];
         l.link.opening()
-            || (l.link.phase == Phase::Open
+            || (l.link.phase == LinkPhase::Open
                 && !l.proto.can_start()
                 && l.proto.active() == 0
                 && !l.proto.finished())
@@ -766,7 +766,7 @@ impl<'p> Links<'p> for H2Loop<'p> {
     /// now: its readiness came with this event and will not come again (edge-triggered).
     fn ready(&mut self, i: usize, now: Instant) {
         self.flush(i, now);
-        if self.links[i].link.phase == Phase::Open {
+        if self.links[i].link.phase == LinkPhase::Open {
             self.read(i, now);
             self.flush(i, now);
         }
@@ -774,11 +774,6 @@ impl<'p> Links<'p> for H2Loop<'p> {
 
     fn close(&mut self, i: usize) {
         self.links[i].link.close();
-    }
-
-    /// (its requests are its streams', failed with the connection: `drop_link`)
-    fn fail_carried(&mut self, _: usize, _: ErrorKind, _: &str, _: Instant) -> bool {
-        false
     }
 
     fn fail_due(&mut self, i: usize, due: Due, kind: ErrorKind, msg: &str, now: Instant) {

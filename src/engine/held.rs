@@ -84,7 +84,7 @@ fn hold<'p, W: Wheel<'p>>(
         for (local, (worker, core)) in workers.into_iter().enumerate() {
             let (tx, rx) = crossbeam_channel::bounded(1);
             steps.push(tx);
-            let link = Steps {
+            let link = StepChannels {
                 local,
                 done: done.clone(),
                 next: rx,
@@ -162,7 +162,7 @@ fn run_thread<'p, W: Wheel<'p>>(
     core: Option<core_affinity::CoreId>,
     stop: &Stop,
     gate: &dyn StartGate,
-    link: &Steps,
+    link: &StepChannels,
 ) {
     if let Some(c) = core {
         core_affinity::set_for_current(c);
@@ -176,7 +176,7 @@ fn run_thread<'p, W: Wheel<'p>>(
 /// A held run: the first step starts at the gate, each next one when the controller
 /// sends it (with its origin); every step's statistics go back over `link`. Ends when
 /// the controller sends no step, or at a failure (sent as that step's result).
-fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &Steps) {
+fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &StepChannels) {
     w.core().hold = true;
     let mut events = Events::with_capacity(1024);
     if let Err(e) = w.open_first(stop, &mut events) {
@@ -205,13 +205,13 @@ fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link
 }
 
 /// A thread's end of the step protocol.
-pub(super) struct Steps {
+pub(super) struct StepChannels {
     pub(super) local: usize,
     pub(super) done: Sender<(usize, Result<Stats, EngineError>)>,
     pub(super) next: Receiver<Option<(StepPlan, Instant)>>,
 }
 
-impl Steps {
+impl StepChannels {
     /// Sends this thread's results of the step just ended.
     pub(super) fn done(&self, result: Result<Stats, EngineError>) {
         let _ = self.done.send((self.local, result));

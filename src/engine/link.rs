@@ -2,7 +2,7 @@
 //! node (a window of connects at a time), the connect and TLS handshake timed and their
 //! failures counted, a pause that grows before it is opened again (reset by a response),
 //! and the connect, handshake and backoff deadlines checked. `Link` is the state machine
-//! (`Phase`; its transitions and the backoff schedule are pure, tested without sockets);
+//! (`LinkPhase`; its transitions and the backoff schedule are pure, tested without sockets);
 //! `Links` is what a protocol's connections (HTTP/1.1's `worker.rs`, HTTP/2's `h2.rs`)
 //! give this layer to drive them. The protocol's exchange sits on top of an open link.
 
@@ -24,7 +24,7 @@ use crate::stats::{ErrorKind, Stats};
 const CONNECT_WINDOW: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(super) enum LinkPhase {
     /// No socket: not opened yet, closed, or (connection per request) between requests.
     Unopened,
     Connecting,
@@ -58,7 +58,7 @@ pub(super) fn backoff(failures: u32) -> Duration {
 /// A connection's socket and transport phase.
 pub(super) struct Link {
     pub(super) stream: Option<Stream>,
-    pub(super) phase: Phase,
+    pub(super) phase: LinkPhase,
     /// When the connect began (connecting, handshaking), or when the pause ends (backoff).
     since: Instant,
     /// When TCP was up (the TLS handshake's start).
@@ -88,7 +88,7 @@ impl Link {
     pub(super) fn new(now: Instant) -> Link {
         Link {
             stream: None,
-            phase: Phase::Unopened,
+            phase: LinkPhase::Unopened,
             since: now,
             connected_at: now,
             failures: 0,
@@ -104,7 +104,7 @@ impl Link {
         self.served = 0;
         self.since = now;
         if self.stream.is_some() {
-            self.phase = Phase::Connecting;
+            self.phase = LinkPhase::Connecting;
         }
     }
 
@@ -113,7 +113,7 @@ impl Link {
         self.connected_at = now;
         stats.connect.record(micros(self.since, now));
         stats.connections_opened += 1;
-        self.phase = Phase::Handshaking;
+        self.phase = LinkPhase::Handshaking;
     }
 
     /// Readiness while connecting or handshaking: TCP up, then the handshake driven as
@@ -122,7 +122,7 @@ impl Link {
         let Some(stream) = self.stream.as_mut() else {
             return Ok(false);
         };
-        if self.phase == Phase::Connecting {
+        if self.phase == LinkPhase::Connecting {
             if !stream.connected().map_err(|e| failure(&e))? {
                 return Ok(false);
             }
@@ -142,7 +142,7 @@ impl Link {
             stats.tls.record(micros(self.connected_at, now));
             stats.connect_tls.record(micros(self.since, now));
         }
-        self.phase = Phase::Open;
+        self.phase = LinkPhase::Open;
         Ok(true)
     }
 
@@ -156,7 +156,7 @@ impl Link {
     /// The socket dropped, opened again at `at` (a Retry-After, or a failure's pause).
     pub(super) fn wait_until(&mut self, at: Instant) {
         self.stream = None;
-        self.phase = Phase::Backoff;
+        self.phase = LinkPhase::Backoff;
         self.since = at;
     }
 
@@ -167,7 +167,7 @@ impl Link {
 
     /// The route moved: a link backing off tries the new node at once.
     pub(super) fn retry_now(&mut self, now: Instant) {
-        if self.phase == Phase::Backoff {
+        if self.phase == LinkPhase::Backoff {
             self.since = now;
             self.failures = 0;
         }
@@ -176,30 +176,30 @@ impl Link {
     /// The socket dropped, not to be opened again until asked.
     pub(super) fn close(&mut self) {
         self.stream = None;
-        self.phase = Phase::Unopened;
+        self.phase = LinkPhase::Unopened;
     }
 
     pub(super) fn opening(&self) -> bool {
-        matches!(self.phase, Phase::Connecting | Phase::Handshaking)
+        matches!(self.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
     }
 
     /// What the periodic check at `now` finds this link due for (`timeout`: the connect's
     /// and the handshake's; `ending`: no work is left).
     pub(super) fn check(&self, now: Instant, timeout: Duration, ending: bool) -> Check {
         match self.phase {
-            Phase::Open => Check::Open,
-            Phase::Connecting | Phase::Handshaking
+            LinkPhase::Open => Check::Open,
+            LinkPhase::Connecting | LinkPhase::Handshaking
                 if now.saturating_duration_since(self.since) >= timeout =>
             {
-                Check::TimedOut(if self.phase == Phase::Connecting {
+                Check::TimedOut(if self.phase == LinkPhase::Connecting {
                     "connect timed out"
                 } else {
                     "TLS handshake timed out"
                 })
             }
             // However long a Retry-After said to wait: no work is left.
-            Phase::Backoff if ending => Check::Close,
-            Phase::Backoff if now >= self.since => Check::Reopen,
+            LinkPhase::Backoff if ending => Check::Close,
+            LinkPhase::Backoff if now >= self.since => Check::Reopen,
             _ => Check::Nothing,
         }
     }
@@ -207,7 +207,7 @@ impl Link {
 
 /// A thread's `count` connections opened for the first time, a window of connects at a time.
 #[derive(Default)]
-pub(super) struct Window {
+pub(super) struct ConnectWindow {
     count: usize,
     /// Connections below this index have been opened once.
     next: usize,
@@ -215,9 +215,9 @@ pub(super) struct Window {
     opening: Vec<usize>,
 }
 
-impl Window {
-    pub(super) fn new(count: usize) -> Window {
-        Window {
+impl ConnectWindow {
+    pub(super) fn new(count: usize) -> ConnectWindow {
+        ConnectWindow {
             count,
             next: 0,
             opening: Vec::with_capacity(CONNECT_WINDOW),
@@ -237,8 +237,11 @@ pub(super) trait Links<'p>: Wheel<'p> {
     /// Link `i` is open: the protocol starts on it.
     fn ready(&mut self, i: usize, now: Instant);
     fn close(&mut self, i: usize);
-    /// Fails the request connection `i` carries with `msg`; false when it carries none.
-    fn fail_carried(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) -> bool;
+    /// Fails the request connection `i` carries with `msg`; false when it carries none
+    /// (HTTP/2's requests are its streams', failed with their connection).
+    fn fail_carried(&mut self, _: usize, _: ErrorKind, _: &str, _: Instant) -> bool {
+        false
+    }
     /// Claims `due` on connection `i` and fails it with `msg`.
     fn fail_due(&mut self, i: usize, due: Due, kind: ErrorKind, msg: &str, now: Instant);
 }
@@ -388,7 +391,7 @@ mod tests {
         assert_eq!(l.check(t0 + timeout, timeout, false), Check::Nothing);
         // Two failures in a row: the second pause is twice the first.
         l.failed(t0);
-        assert_eq!(l.phase, Phase::Backoff);
+        assert_eq!(l.phase, LinkPhase::Backoff);
         assert_eq!(l.check(t0 + ms(19), timeout, false), Check::Nothing);
         assert_eq!(l.check(t0 + ms(20), timeout, false), Check::Reopen);
         assert_eq!(l.check(t0, timeout, true), Check::Close);
@@ -403,20 +406,21 @@ mod tests {
         assert_eq!(l.check(t0, timeout, false), Check::Reopen);
         // Connecting, then handshaking: each times out after the whole timeout.
         l.connecting(None, 3, t0);
-        assert_eq!((l.phase, l.node), (Phase::Backoff, 3));
-        l.phase = Phase::Connecting;
+        assert_eq!((l.phase, l.node), (LinkPhase::Backoff, 3));
+        l.phase = LinkPhase::Connecting;
         assert!(l.opening());
         assert_eq!(l.check(t0 + ms(1999), timeout, false), Check::Nothing);
         let late = l.check(t0 + timeout, timeout, false);
         assert_eq!(late, Check::TimedOut("connect timed out"));
         let mut stats = Stats::new(1);
         l.connected(&mut stats, t0 + ms(5));
-        assert_eq!((l.phase, stats.connections_opened), (Phase::Handshaking, 1));
+        assert_eq!(l.phase, LinkPhase::Handshaking);
+        assert_eq!(stats.connections_opened, 1);
         let late = l.check(t0 + timeout, timeout, false);
         assert_eq!(late, Check::TimedOut("TLS handshake timed out"));
-        l.phase = Phase::Open;
+        l.phase = LinkPhase::Open;
         assert_eq!(l.check(t0 + timeout, timeout, true), Check::Open);
         l.close();
-        assert_eq!((l.phase, l.opening()), (Phase::Unopened, false));
+        assert_eq!((l.phase, l.opening()), (LinkPhase::Unopened, false));
     }
 }

@@ -16,7 +16,7 @@ use mio::{Events, Token};
 
 use super::conn::{Conn, Exchange, HOP};
 use super::driver::{Core, Wheel, captures};
-use super::link::{self, Links, Phase, Window};
+use super::link::{self, ConnectWindow, LinkPhase, Links};
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::net::http::Quota;
@@ -50,7 +50,7 @@ impl<'p> EventLoop<'p> {
         let now = Instant::now();
         let conns = (0..mine).map(|_| Conn::new(now, captures(plan))).collect();
         // (connection-per-request slots open per request, not a window at a time)
-        core.window = Window::new(if plan.keepalive { mine as usize } else { 0 });
+        core.window = ConnectWindow::new(if plan.keepalive { mine as usize } else { 0 });
         Ok(EventLoop {
             plan,
             core,
@@ -77,7 +77,7 @@ impl<'p> EventLoop<'p> {
                 continue;
             }
             c.link.retry_now(now);
-            if c.link.phase == Phase::Open {
+            if c.link.phase == LinkPhase::Open {
                 if let Some(pos) = self.idle.iter().position(|&x| x == i) {
                     self.idle.swap_remove(pos);
                 }
@@ -442,7 +442,7 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
         }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.req.is_none() && c.link.phase != Phase::Unopened {
+            if c.req.is_none() && c.link.phase != LinkPhase::Unopened {
                 Links::close(self, i);
             }
         }
@@ -484,15 +484,11 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
         let writable = ev.is_writable() || ev.is_error();
         let c = &mut self.conns[i];
         match c.link.phase {
-            Phase::Connecting | Phase::Handshaking if readable || writable => {
+            LinkPhase::Connecting | LinkPhase::Handshaking if readable || writable => {
                 link::advance(self, i, now)
             }
-            Phase::Open if c.req.is_none() => {
-                if readable {
-                    self.idle_readable(i, now);
-                }
-            }
-            Phase::Open => {
+            LinkPhase::Open if c.req.is_none() && readable => self.idle_readable(i, now),
+            LinkPhase::Open if c.req.is_some() => {
                 let tls = c.link.stream.as_ref().is_some_and(|s| s.is_tls());
                 if writable && (!c.pending.is_empty() || tls) {
                     // Continues a short write.
