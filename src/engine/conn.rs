@@ -1,14 +1,15 @@
-//! One connection's state machine: its phase (connecting, TLS handshake, idle, busy,
-//! backing off) and the request it carries. The connection's own steps (writing a request,
-//! reading a response, noticing a timeout) touch only the connection and return an
-//! `Exchange`; the worker (the one owner of statistics, the pacer and the idle list) acts
-//! on it in `settle` and the handlers below, as wrk's small handlers do.
+//! One HTTP/1.1 connection's state machine: its link (`link.rs`: socket and transport
+//! phase; open, it is free or busy) and the request it carries. The connection's own
+//! steps (writing a request, reading a response, noticing a timeout) touch only the
+//! connection and return an `Exchange`; the worker (the one owner of statistics, the
+//! pacer and the idle list) acts on it in `settle`, as wrk's small handlers do.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 
+use super::link::{Link, LinkPhase};
 use crate::error::io_text;
 use crate::net::http::{Progress, ResponseParser};
 use crate::net::transport::Stream;
@@ -17,20 +18,6 @@ use crate::template::{Captures, Rng};
 
 /// Marks the token of a connection's hop stream (a redirect followed to another node).
 pub(super) const HOP: usize = 1 << (usize::BITS - 2);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ConnPhase {
-    /// No socket (connection-per-request slots between requests, or closed for good).
-    Unopened,
-    Connecting,
-    Handshaking,
-    /// Open and free for a request.
-    Idle,
-    /// A request is being written or awaits its response.
-    Busy,
-    /// Waiting before re-opening after a failed connect.
-    Backoff,
-}
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Req {
@@ -52,17 +39,10 @@ pub(super) struct Req {
 }
 
 pub(super) struct Conn {
-    pub(super) stream: Option<Stream>,
-    pub(super) phase: ConnPhase,
+    /// Its socket and transport phase (`link.rs`); open, it is free for a request or
+    /// busy with `req`.
+    pub(super) link: Link,
     pub(super) req: Option<Req>,
-    /// When the current connect attempt (or backoff) began / ends.
-    pub(super) since: Instant,
-    /// When the TCP connection was established (start of the TLS handshake).
-    pub(super) connected_at: Instant,
-    /// Requests completed on this connection.
-    pub(super) served: u32,
-    /// Consecutive failed connects.
-    pub(super) failures: u32,
     /// Has carried a request (of this run).
     pub(super) started: bool,
     /// Unwritten request bytes after a short write.
@@ -70,8 +50,6 @@ pub(super) struct Conn {
     pub(super) parser: ResponseParser,
     /// Values captured from this connection's responses (empty when no operation captures).
     pub(super) captures: Captures,
-    /// The node (of several) this connection is open to.
-    pub(super) node: usize,
     /// `--follow-redirects` (src/engine/hop.rs): the connection's other stream, kept
     /// alive, and its node: the hop's to another node while `stream` is the connection's
     /// own, the connection's own while `stream` carries a request to another node
@@ -112,18 +90,12 @@ pub(super) struct Received {
 impl Conn {
     pub(super) fn new(now: Instant, captures: Captures) -> Conn {
         Conn {
-            stream: None,
-            phase: ConnPhase::Unopened,
+            link: Link::new(now),
             req: None,
-            since: now,
-            connected_at: now,
-            served: 0,
-            failures: 0,
             started: false,
             pending: BytesMut::new(),
             parser: ResponseParser::new(),
             captures,
-            node: 0,
             parked: None,
             parked_node: 0,
             parked_served: 0,
@@ -136,13 +108,18 @@ impl Conn {
         if self.on_hop {
             self.parked_node
         } else {
-            self.node
+            self.link.node
         }
+    }
+
+    /// Open and carrying a request (being written or awaiting its response).
+    pub(super) fn busy(&self) -> bool {
+        self.link.phase == LinkPhase::Open && self.req.is_some()
     }
 
     /// Writes a rendered request; returns the bytes written and the outcome.
     pub(super) fn write(&mut self, bytes: &[u8]) -> (u64, Exchange) {
-        let Some(stream) = self.stream.as_mut() else {
+        let Some(stream) = self.link.stream.as_mut() else {
             return (0, Exchange::Pending);
         };
         match stream.write(bytes).and_then(|n| stream.flush().map(|_| n)) {
@@ -164,7 +141,7 @@ impl Conn {
 
     /// Continues a short write when the socket becomes writable again.
     pub(super) fn continue_write(&mut self) -> (u64, Exchange) {
-        let Some(stream) = self.stream.as_mut() else {
+        let Some(stream) = self.link.stream.as_mut() else {
             return (0, Exchange::Pending);
         };
         if self.pending.is_empty() {
@@ -189,7 +166,7 @@ impl Conn {
     /// A write failed: on a reused keep-alive connection the server most likely closed it
     /// between responses, so the request goes out once more on a fresh connection.
     fn write_failed(&mut self, e: &io::Error) -> Exchange {
-        let reused = self.served > 0;
+        let reused = self.link.served > 0;
         match self.req.as_mut() {
             Some(r) if reused && !r.resent => {
                 r.resent = true;
@@ -211,7 +188,7 @@ impl Conn {
             extra: false,
         };
         loop {
-            let Some(stream) = self.stream.as_mut() else {
+            let Some(stream) = self.link.stream.as_mut() else {
                 return r;
             };
             // TLS without close_notify: an end that cannot complete a close-delimited body.
@@ -289,7 +266,7 @@ impl Conn {
 
     /// The server closed the connection before the response was complete.
     fn closed_early(&mut self, peer_closed: bool) -> Exchange {
-        let reused = self.served > 0;
+        let reused = self.link.served > 0;
         let started = self.req.is_some_and(|r| r.started);
         match self.req.as_mut() {
             // A keep-alive connection that the server had already closed: the request
@@ -313,21 +290,21 @@ impl Conn {
     /// The server answered before reading the whole request (a 413, say): the rest of it
     /// would reach the server as the start of the next one, so the connection must go.
     pub(super) fn request_unsent(&self) -> bool {
-        !self.pending.is_empty() || self.stream.as_ref().is_some_and(|s| !s.all_sent())
+        !self.pending.is_empty() || self.link.stream.as_ref().is_some_and(|s| !s.all_sent())
     }
 
     /// The request has waited `timeout` for its response.
     pub(super) fn timed_out(&self, now: Instant, timeout: Duration) -> Option<Exchange> {
         let r = self.req?;
-        (self.phase == ConnPhase::Busy && now.saturating_duration_since(r.sent) >= timeout).then(
-            || Exchange::Failed {
+        (self.busy() && now.saturating_duration_since(r.sent) >= timeout).then(|| {
+            Exchange::Failed {
                 kind: ErrorKind::Timeout,
                 msg: format!(
                     "no response within {}",
                     crate::config::units::show_duration(timeout)
                 ),
-            },
-        )
+            }
+        })
     }
 }
 
@@ -346,15 +323,16 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let now = Instant::now();
         let mut c = Conn::new(now, Captures::default());
-        c.stream = Some(transport::connect(listener.local_addr().unwrap(), None, None).unwrap());
+        c.link.stream =
+            Some(transport::connect(listener.local_addr().unwrap(), None, None).unwrap());
         let (peer, _) = listener.accept().unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !c.stream.as_mut().unwrap().connected().unwrap_or(false) {
+        while !c.link.stream.as_mut().unwrap().connected().unwrap_or(false) {
             assert!(Instant::now() < deadline, "no connection");
             std::thread::sleep(Duration::from_millis(1));
         }
-        c.phase = ConnPhase::Busy;
-        c.served = served;
+        c.link.phase = LinkPhase::Open;
+        c.link.served = served;
         c.req = Some(Req {
             op: 0,
             intended: now,
@@ -528,9 +506,9 @@ mod tests {
             c.timed_out(sent + timeout, timeout),
             Some(Exchange::Failed { kind: ErrorKind::Timeout, msg }) if msg == "no response within 2s"
         ));
-        // Not busy (idle, connecting): no request timeout.
+        // Not busy (connecting, with its request): no request timeout.
         let mut idle = c;
-        idle.phase = ConnPhase::Idle;
+        idle.link.phase = LinkPhase::Connecting;
         assert_eq!(idle.timed_out(sent + timeout, timeout), None);
     }
 }

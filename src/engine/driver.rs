@@ -15,21 +15,23 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use super::conn::Req;
-use super::step::{Link, StepPlan};
+use super::link::ConnectWindow;
 use super::tally::{Counter, make_pacer};
-use super::{EngineError, EnginePlan, StartGate};
+use super::{EngineError, EnginePlan, StartGate, StepPlan};
+use crate::net::redirect::Redirects;
+use crate::net::transport::{PortSlice, TlsConnector};
 use crate::net::wait::Waiting;
 use crate::pacing::{Due, Pacer};
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::template::{Captures, Rng};
+use crate::template::{Captures, Common, Rng, Template};
 use crate::timer::Timer;
 use crate::workload::Picker;
 
 /// The pacing timer's token (connections use their index).
 pub(super) const TIMER: Token = Token(usize::MAX);
 /// The read buffer of a thread.
-pub(super) const READ_BUF: usize = 64 * 1024;
+const READ_BUF: usize = 64 * 1024;
 /// How often timeouts, retries and the route are checked.
 pub(super) const TICK: Duration = Duration::from_millis(50);
 /// How long to wait for all connections to open before starting the clock.
@@ -57,6 +59,18 @@ pub(super) struct Core<'p> {
     pub(super) rng: Rng,
     /// Per operation: the operation that captures what it needs (itself if none).
     pub(super) producers: Vec<usize>,
+    /// The request templates, one set per node.
+    pub(super) requests: Requests,
+    pub(super) tls: Option<TlsConnector>,
+    /// This thread's own slice of local ports.
+    pub(super) ports: Option<PortSlice>,
+    pub(super) buf: Box<[u8]>,
+    /// `--follow-redirects`: the nodes a redirect may be followed to.
+    pub(super) redirects: Option<Redirects>,
+    /// Several nodes: how many route moves this thread has acted on.
+    pub(super) route_seen: u64,
+    /// Its connections opened for the first time (`link.rs`).
+    pub(super) window: ConnectWindow,
 }
 
 /// For each operation, what to send instead while the slot it needs is empty: the
@@ -102,7 +116,12 @@ pub(super) fn captures(plan: &EnginePlan) -> Captures {
 }
 
 impl<'p> Core<'p> {
-    pub(super) fn new(plan: &'p EnginePlan, global: usize) -> Result<Core<'p>, EngineError> {
+    pub(super) fn new(
+        plan: &'p EnginePlan,
+        global: usize,
+        requests: Requests,
+        tls: Option<TlsConnector>,
+    ) -> Result<Core<'p>, EngineError> {
         let poll = Poll::new().map_err(EngineError::EventLoop)?;
         let timer = match plan.schedule {
             Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
@@ -122,7 +141,31 @@ impl<'p> Core<'p> {
             picker: Picker::new(&plan.ops),
             rng: Rng::seeded(global as u64),
             producers: producers(plan),
+            requests,
+            tls,
+            ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
+                PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
+                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
+            }),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            redirects: plan.follow_redirects.then(|| {
+                Redirects::new(if plan.nodes.targets.is_empty() {
+                    std::slice::from_ref(&plan.target)
+                } else {
+                    &plan.nodes.targets
+                })
+            }),
+            route_seen: 0,
+            window: ConnectWindow::default(),
         })
+    }
+
+    /// Several nodes: whether the route's active node moved since the last look.
+    pub(super) fn route_moved(&mut self) -> bool {
+        let changes = self.plan.nodes.route.as_ref().map_or(0, |r| r.changes());
+        let moved = changes != self.route_seen;
+        self.route_seen = changes;
+        moved
     }
 
     /// The run's work is done and free connections close: never in a held run, whose
@@ -241,40 +284,9 @@ pub(super) fn run<'p, W: Wheel<'p>>(
     run_step(&mut w, origin, stop, &mut events)
 }
 
-/// A held run: the first step starts at the gate, each next one when the controller
-/// sends it (with its origin); every step's statistics go back over `link`. Ends when
-/// the controller sends no step, or at a failure (sent as that step's result).
-pub(super) fn run_held<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &Link) {
-    w.core().hold = true;
-    let mut events = Events::with_capacity(1024);
-    if let Err(e) = w.open_first(stop, &mut events) {
-        // Sent as the first step's result, after the gate, so that no thread waits
-        // for this one at the gate.
-        gate.wait();
-        link.done(Err(e));
-        return;
-    }
-    let mut origin = gate.wait();
-    loop {
-        let result = run_step(&mut w, origin, stop, &mut events);
-        let failed = result.is_err();
-        link.done(result);
-        if failed {
-            return;
-        }
-        match link.next() {
-            Some((step, at)) => {
-                w.core().step = step;
-                origin = at;
-            }
-            None => return,
-        }
-    }
-}
-
 /// One step's loop from `origin` until its schedule is done (or the run is stopped),
 /// and the step's statistics. The thread's statistics start afresh for the next step.
-fn run_step<'p, W: Wheel<'p>>(
+pub(super) fn run_step<'p, W: Wheel<'p>>(
     w: &mut W,
     origin: Instant,
     stop: &Stop,
@@ -343,4 +355,61 @@ fn run_step<'p, W: Wheel<'p>>(
     }
     let c = w.core();
     Ok(c.tally.take(c.plan, &c.pacer, end, stop.is_set()))
+}
+
+/// The request templates of a run, one set per node of the target: every request carries
+/// the Host header of the node it is sent to (a proxy or load balancer in front of each
+/// node routes by it), the connection picking the set of the node its stream is open to
+/// (its own node, the node the route moved it to, a redirect's node). Built once per
+/// process before the threads start (each thread takes a copy); the sets of one operation
+/// share its turn count and pools, so turns go round over all nodes as over one.
+/// One template per (node, operation): `templates[node * ops + op]`. A single-address
+/// run has one set, built from the plan's target as before.
+#[derive(Clone)]
+pub(super) struct Requests {
+    templates: Vec<Template>,
+    ops: usize,
+}
+
+impl Requests {
+    pub(super) fn build(plan: &EnginePlan) -> Requests {
+        let common = plan.common();
+        let first: Vec<Template> = plan
+            .ops
+            .iter()
+            .map(|o| Template::build(&o.request, &common))
+            .collect();
+        let ops = first.len();
+        if plan.nodes.targets.is_empty() {
+            return Requests {
+                templates: first,
+                ops,
+            };
+        }
+        let mut templates = Vec::with_capacity(plan.nodes.targets.len() * ops);
+        for t in &plan.nodes.targets {
+            let node = Common {
+                host: t.host_header(),
+                ..common.clone()
+            };
+            templates.extend(
+                plan.ops
+                    .iter()
+                    .zip(&first)
+                    .map(|(o, f)| Template::build(&o.request, &node).sharing_turns_with(f)),
+            );
+        }
+        Requests { templates, ops }
+    }
+
+    /// The template of operation `op` for a stream open to `node`.
+    #[inline]
+    pub(super) fn get(&mut self, node: usize, op: usize) -> &mut Template {
+        let k = node * self.ops + op;
+        if k < self.templates.len() {
+            &mut self.templates[k]
+        } else {
+            &mut self.templates[op]
+        }
+    }
 }

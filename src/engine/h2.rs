@@ -20,38 +20,27 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use mio::event::Event as Readiness;
-use mio::{Events, Interest, Token};
+use mio::{Events, Token};
 
 use super::conn::Req;
-use super::driver::{Core, PRECONNECT_MAX, READ_BUF, TICK, Wheel, captures, poll_once};
+use super::driver::{Core, Wheel, captures};
+use super::link::{self, ConnectWindow, Link, LinkPhase, Links};
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
-use crate::net::redirect::Redirects;
-use crate::net::transport::{self, Handshake, Stream, TlsConnector};
 use crate::pacing::{Due, share};
 use crate::signals::Stop;
 use crate::stats::ErrorKind;
 use crate::stats::http2::H2Figures;
 use crate::template::{Captures, Rng};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LinkPhase {
-    Unopened,
-    Connecting,
-    Handshaking,
-    /// TCP (and TLS) up: the HTTP/2 connection's own state says the rest.
-    Open,
-    Backoff,
-}
-
 /// One HTTP/2 connection: its socket, its protocol state and the request on each stream.
 struct H2Link {
-    stream: Option<Stream>,
-    phase: LinkPhase,
+    /// Its socket and transport phase (`link.rs`); open, `proto` says the rest.
+    link: Link,
     proto: H2Conn,
     reqs: Vec<Option<Req>>,
     /// Per stream: the node its request counts for (the one it was first sent to; a
@@ -59,18 +48,11 @@ struct H2Link {
     homes: Vec<usize>,
     /// How much of `proto.out` has been written.
     out_sent: usize,
-    since: Instant,
-    connected_at: Instant,
-    failures: u32,
-    /// Responses this connection has carried (its first one's wait is the ttfb).
-    served: u32,
     /// In the loop's list of connections with a free stream.
     listed: bool,
     /// When our last PING went out (`expire_streams`).
     ping_at: Instant,
     captures: Captures,
-    /// The node (of several) this connection is open to (0 for a single address).
-    node: usize,
     /// `--respect-retry-after`: a 429's Retry-After holds new streams off until then.
     paused_until: Option<Instant>,
 }
@@ -87,17 +69,10 @@ pub(super) struct H2Loop<'p> {
     /// `--follow-redirects`: per node, the requests a redirect sends there, with the node
     /// each counts for, for the next free stream of a link to that node.
     hops: Vec<VecDeque<(Req, usize)>>,
-    /// `--follow-redirects`: the nodes a redirect may be followed to.
-    redirects: Option<Redirects>,
     busy: usize,
-    requests: super::requests::Requests,
     /// Per (node, operation), `node * ops + op`: its header block (with that node's
     /// `:authority`) encoded once (None: it carries captured values).
     prepared: Vec<Option<Prepared>>,
-    /// Several nodes: how many route moves this thread has acted on.
-    route_seen: u64,
-    tls: Option<TlsConnector>,
-    buf: Box<[u8]>,
     block: Vec<u8>,
     local: Local,
     https: bool,
@@ -121,7 +96,7 @@ pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
 /// `:authority`, encoded once (None: it carries captured values, encoded per request).
 fn prepare(
     plan: &EnginePlan,
-    requests: &mut super::requests::Requests,
+    requests: &mut super::driver::Requests,
     https: bool,
 ) -> Vec<Option<Prepared>> {
     let mut rng = Rng::new(1);
@@ -148,17 +123,12 @@ fn hop_queues(plan: &EnginePlan, streams: usize) -> Vec<VecDeque<(Req, usize)>> 
 }
 
 impl<'p> H2Loop<'p> {
-    pub(super) fn new(
-        plan: &'p EnginePlan,
-        global: usize,
-        mut requests: super::requests::Requests,
-        tls: Option<TlsConnector>,
-    ) -> Result<H2Loop<'p>, EngineError> {
+    pub(super) fn new(mut core: Core<'p>) -> Result<H2Loop<'p>, EngineError> {
+        let plan = core.plan;
         let h2 = plan
             .http2
             .ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
-        let core = Core::new(plan, global)?;
-        let (slot, slots) = plan.slot(global);
+        let (slot, slots) = plan.slot(core.global);
         let mut mine = share(plan.connections, slots, slot);
         if let Some(n) = plan.requests {
             mine = mine.min(share(n, slots, slot).div_ceil(u64::from(h2.streams)).max(1));
@@ -172,25 +142,20 @@ impl<'p> H2Loop<'p> {
         };
         let links = (0..mine)
             .map(|_| H2Link {
-                stream: None,
-                phase: LinkPhase::Unopened,
+                link: Link::new(now),
                 proto: H2Conn::new(local),
                 reqs: vec![None; local.streams],
                 homes: vec![0; local.streams],
                 out_sent: 0,
-                since: now,
-                connected_at: now,
-                failures: 0,
-                served: 0,
                 listed: false,
                 ping_at: now,
                 captures: captures(plan),
-                node: 0,
                 paused_until: None,
             })
             .collect();
         let https = plan.target.is_tls();
-        let prepared = prepare(plan, &mut requests, https);
+        let prepared = prepare(plan, &mut core.requests, https);
+        core.window = ConnectWindow::new(mine as usize);
         Ok(H2Loop {
             plan,
             core,
@@ -198,19 +163,8 @@ impl<'p> H2Loop<'p> {
             free: Vec::with_capacity(mine as usize),
             again: VecDeque::with_capacity(mine as usize * local.streams),
             hops: hop_queues(plan, mine as usize * local.streams),
-            redirects: plan.follow_redirects.then(|| {
-                Redirects::new(if plan.nodes.targets.is_empty() {
-                    std::slice::from_ref(&plan.target)
-                } else {
-                    &plan.nodes.targets
-                })
-            }),
             busy: 0,
-            requests,
             prepared,
-            route_seen: 0,
-            tls,
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
             block: Vec::with_capacity(4096),
             local,
             https,
@@ -218,162 +172,10 @@ impl<'p> H2Loop<'p> {
         })
     }
 
-    /// Starts a non-blocking connect on link `i`, with a fresh HTTP/2 connection, to the
-    /// node it goes to now (`NodePlan::pick`: its share of `--nodes all`, or the active
-    /// node), under that node's TLS name.
-    fn open(&mut self, i: usize, now: Instant) {
-        let nodes = &self.plan.nodes;
-        let node = nodes.pick(i + self.core.global);
-        let addr = match nodes.targets.get(node) {
-            Some(t) => t.addr(),
-            None => self.plan.target.addr(),
-        };
-        let l = &mut self.links[i];
-        l.stream = None;
-        l.since = now;
-        l.proto = H2Conn::new(self.local);
-        l.out_sent = 0;
-        l.served = 0;
-        l.listed = false;
-        l.node = node;
-        l.paused_until = None;
-        match transport::connect_node(addr, self.tls.as_ref(), node, None) {
-            Ok(mut stream) => {
-                let reg = self.core.poll.registry().register(
-                    stream.tcp(),
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                );
-                match reg {
-                    Ok(()) => {
-                        l.stream = Some(stream);
-                        l.phase = LinkPhase::Connecting;
-                    }
-                    Err(e) => {
-                        self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now)
-                    }
-                }
-            }
-            Err(e) => self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now),
-        }
-    }
-
-    /// A connection could not be opened: counted, retried after a growing pause; in the
-    /// closed model a request fails with it, so that a run against a dead server ends.
-    fn connect_failed(&mut self, i: usize, msg: &str, now: Instant) {
-        self.link_failed(i, ErrorKind::Connect, msg, now);
-    }
-
-    /// Link `i` failed with no request of its own to fail (`kind`: a connect, or an HTTP/2
-    /// connection error before any stream started): retried after a pause that grows
-    /// until a response comes back; in the closed model a due request fails with it, so
-    /// that a run against a server that never answers ends rather than reconnecting in a
-    /// tight loop.
-    fn link_failed(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
-        let l = &mut self.links[i];
-        l.stream = None;
-        l.failures += 1;
-        let backoff = Duration::from_millis(10) * (1u32 << l.failures.min(7));
-        l.phase = LinkPhase::Backoff;
-        l.since = now + backoff.min(Duration::from_secs(1));
-        if !self.core.pacer.is_open()
-            && let Some(due) = self.core.pacer.take_due(now)
-        {
-            let req = self.claim(i, due, now);
-            self.busy += 1;
-            self.fail_req(self.links[i].node, req, kind, msg, now);
-        } else {
-            self.core.tally.stats.note(msg, 1);
-        }
-    }
-
-    fn on_event(&mut self, i: usize, readable: bool, now: Instant) {
-        let was = self.links[i].phase;
-        match was {
-            LinkPhase::Connecting => {
-                let Some(stream) = self.links[i].stream.as_mut() else {
-                    return;
-                };
-                match stream.connected() {
-                    Ok(true) => {
-                        let l = &mut self.links[i];
-                        l.connected_at = now;
-                        let took = now.saturating_duration_since(l.since).as_micros() as u64;
-                        self.core.tally.stats.connect.record(took);
-                        self.core.tally.stats.connections_opened += 1;
-                        l.phase = LinkPhase::Handshaking;
-                        self.handshake(i, now);
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        self.connect_failed(i, &format!("connect failed: {}", io_text(&e)), now)
-                    }
-                }
-            }
-            LinkPhase::Handshaking => self.handshake(i, now),
-            LinkPhase::Open => {
-                if readable {
-                    self.read(i, now);
-                }
-                self.flush(i, now);
-            }
-            LinkPhase::Unopened | LinkPhase::Backoff => {}
-        }
-        // Opened by this event: a server sends its SETTINGS as soon as it accepts (nginx
-        // does), so what is already there is read now; its readiness came with this event
-        // and will not come again (edge-triggered).
-        if was != LinkPhase::Open && self.links[i].phase == LinkPhase::Open {
-            self.read(i, now);
-            self.flush(i, now);
-        }
-    }
-
-    fn handshake(&mut self, i: usize, now: Instant) {
-        let Some(stream) = self.links[i].stream.as_mut() else {
-            return;
-        };
-        match stream.handshake() {
-            Ok(Handshake::Done) => {
-                // Its own clock: the event batch's `now` may predate this handshake's
-                // last flight, read in the same batch as the connect.
-                let now = Instant::now();
-                if stream.is_tls() {
-                    self.core.tally.stats.tls_resumed += u64::from(stream.resumed());
-                    let l = &self.links[i];
-                    self.core
-                        .tally
-                        .stats
-                        .tls
-                        .record(now.saturating_duration_since(l.connected_at).as_micros() as u64);
-                    self.core
-                        .tally
-                        .stats
-                        .connect_tls
-                        .record(now.saturating_duration_since(l.since).as_micros() as u64);
-                }
-                // (`failures` goes back to 0 at the first response, not here: a server
-                // that breaks every connection it accepts is backed off from.)
-                let l = &mut self.links[i];
-                l.phase = LinkPhase::Open;
-                // The preface and SETTINGS go out; streams wait for the server's SETTINGS.
-                self.flush(i, now);
-            }
-            Ok(Handshake::Pending) => {}
-            Err(e) => {
-                let msg = if e.kind() == io::ErrorKind::InvalidData {
-                    format!("TLS handshake failed: {}", io_text(&e))
-                } else {
-                    format!("connect failed: {}", io_text(&e))
-                };
-                self.connect_failed(i, &msg, now);
-            }
-        }
-    }
-
     /// Writes what the connection has queued (frames of new streams, answers).
     fn flush(&mut self, i: usize, now: Instant) {
         let l = &mut self.links[i];
-        let Some(stream) = l.stream.as_mut() else {
+        let Some(stream) = l.link.stream.as_mut() else {
             return;
         };
         let mut failed = None;
@@ -409,10 +211,10 @@ impl<'p> H2Loop<'p> {
     /// Reads what the socket holds into the HTTP/2 connection, and acts on its events.
     fn read(&mut self, i: usize, now: Instant) {
         loop {
-            let Some(stream) = self.links[i].stream.as_mut() else {
+            let Some(stream) = self.links[i].link.stream.as_mut() else {
                 return;
             };
-            match stream.read(&mut self.buf) {
+            match stream.read(&mut self.core.buf) {
                 Ok((0, _)) => {
                     self.core.tally.stats.server_closes += 1;
                     self.drop_link(
@@ -426,7 +228,7 @@ impl<'p> H2Loop<'p> {
                 Ok((n, drained)) => {
                     self.core.tally.stats.bytes_received += n as u64;
                     let at = Instant::now();
-                    let fed = self.links[i].proto.feed(&self.buf[..n]);
+                    let fed = self.links[i].proto.feed(&self.core.buf[..n]);
                     self.on_events(i, at);
                     if let Err(e) = fed {
                         if e.http1 {
@@ -434,8 +236,7 @@ impl<'p> H2Loop<'p> {
                             self.fatal = Some(EngineError::NoH2c {
                                 addr: self.plan.target.base(),
                             });
-                            self.links[i].stream = None;
-                            self.links[i].phase = LinkPhase::Unopened;
+                            self.links[i].link.close();
                             return;
                         }
                         H2Figures::count(&mut self.core.tally.stats.http2.conn_errors, e.code);
@@ -449,7 +250,7 @@ impl<'p> H2Loop<'p> {
                             self.drop_link(i, ErrorKind::Read, &msg, now);
                         } else {
                             // Nothing of its own to fail: paced as a failed connect.
-                            self.link_failed(i, ErrorKind::Read, &msg, now);
+                            link::connection_failed(self, i, ErrorKind::Read, &msg, now);
                         }
                         return;
                     }
@@ -486,7 +287,7 @@ impl<'p> H2Loop<'p> {
                     self.list(i);
                 }
                 Event::Response { slot, status } => {
-                    self.links[i].failures = 0;
+                    self.links[i].link.answered();
                     self.complete(i, slot, status, now)
                 }
                 Event::Reset { slot, code } => {
@@ -520,7 +321,7 @@ impl<'p> H2Loop<'p> {
     fn send_again(&mut self, i: usize, home: usize, req: Req) {
         self.core.tally.stats.http2.resent += 1;
         if req.hops > 0 {
-            self.hops[self.links[i].node].push_back((req, home));
+            self.hops[self.links[i].link.node].push_back((req, home));
             return;
         }
         self.busy -= 1;
@@ -534,7 +335,7 @@ impl<'p> H2Loop<'p> {
         if !l.listed
             && l.proto.can_start()
             && l.paused_until.is_none()
-            && !self.plan.nodes.should_move(l.node)
+            && !self.plan.nodes.should_move(l.link.node)
         {
             l.listed = true;
             self.free.push(i);
@@ -558,7 +359,7 @@ impl<'p> H2Loop<'p> {
         self.busy -= 1;
         let op = &self.plan.ops[req.op];
         let l = &mut self.links[i];
-        l.served += 1;
+        l.link.served += 1;
         let ok = self
             .core
             .tally
@@ -570,7 +371,7 @@ impl<'p> H2Loop<'p> {
         };
         if req.measured {
             // (its first bytes came with its end, at the latest: the frames are read whole)
-            self.core.tally.first_byte(&req, l.served == 1, now);
+            self.core.tally.first_byte(&req, l.link.served == 1, now);
             let answer = Answer {
                 status,
                 ok,
@@ -580,8 +381,8 @@ impl<'p> H2Loop<'p> {
                 body_len: l.proto.body_len(slot),
                 server: None,
                 home,
-                by: l.node,
-                hop: l.node != home,
+                by: l.link.node,
+                hop: l.link.node != home,
             };
             self.core.tally.answered(op, &req, &answer, now);
         }
@@ -594,14 +395,14 @@ impl<'p> H2Loop<'p> {
     /// and is sent again with the same bytes but for that node's `:authority`). None: the
     /// redirect is the request's answer (why noted).
     fn follow(&mut self, i: usize, slot: usize, req: &mut Req) -> Option<usize> {
-        let redirects = self.redirects.as_ref()?;
+        let redirects = self.core.redirects.as_ref()?;
         let l = &self.links[i];
-        let template = self.requests.get(l.node, req.op);
+        let template = self.core.requests.get(l.link.node, req.op);
         let location = l.proto.location(slot).unwrap_or(&[]);
         let node = self
             .core
             .tally
-            .follow(redirects, template, &l.captures, req, location, l.node)
+            .follow(redirects, template, &l.captures, req, location, l.link.node)
             .filter(|&n| n < self.hops.len())?;
         req.hops += 1;
         // (rendered again from its generator's state and turn: the same request)
@@ -641,7 +442,7 @@ impl<'p> H2Loop<'p> {
             l.paused_until = Some(l.paused_until.map_or(until, |u| u.max(until)));
         }
         let l = &self.links[i];
-        if l.proto.active() == 0 && self.plan.nodes.should_move(l.node) {
+        if l.proto.active() == 0 && self.plan.nodes.should_move(l.link.node) {
             self.flush(i, now);
             self.reopen(i, now);
             return;
@@ -676,9 +477,7 @@ impl<'p> H2Loop<'p> {
             && self.again.is_empty()
             && self.hops.iter().all(VecDeque::is_empty)
         {
-            let l = &mut self.links[i];
-            l.stream = None;
-            l.phase = LinkPhase::Unopened;
+            self.links[i].link.close();
             return;
         }
         self.open(i, now);
@@ -688,10 +487,10 @@ impl<'p> H2Loop<'p> {
     /// Retry-After, not open to a node the route has left.
     fn takes_streams(&self, i: usize) -> bool {
         let l = &self.links[i];
-        l.phase == LinkPhase::Open
+        l.link.phase == LinkPhase::Open
             && l.proto.can_start()
             && l.paused_until.is_none()
-            && !self.plan.nodes.should_move(l.node)
+            && !self.plan.nodes.should_move(l.link.node)
     }
 
     /// `--follow-redirects`: each queued hop goes out on any free link to its node, not
@@ -707,7 +506,7 @@ impl<'p> H2Loop<'p> {
             let i = self.free[k];
             let mut started = false;
             while self.takes_streams(i) {
-                let Some((req, home)) = self.hops[self.links[i].node].pop_front() else {
+                let Some((req, home)) = self.hops[self.links[i].link.node].pop_front() else {
                     break;
                 };
                 self.start(i, req, home, now);
@@ -719,15 +518,10 @@ impl<'p> H2Loop<'p> {
         }
     }
 
-    /// A new request for link `i` from `due` (`Core::claim`).
-    fn claim(&mut self, i: usize, due: Due, now: Instant) -> Req {
-        self.core.claim(due, &self.links[i].captures, now)
-    }
-
     /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
     fn start(&mut self, i: usize, mut req: Req, home: usize, now: Instant) {
-        let node = self.links[i].node;
-        let template = self.requests.get(node, req.op);
+        let node = self.links[i].link.node;
+        let template = self.core.requests.get(node, req.op);
         if !req.resent {
             req.rng = self.core.rng;
             req.turn = template.next_turn();
@@ -766,27 +560,24 @@ impl<'p> H2Loop<'p> {
     /// start no new stream and re-open when their last one is done, `after_response`).
     fn follow_route(&mut self, now: Instant) {
         let nodes = &self.plan.nodes;
-        let Some(route) = nodes.route.as_ref() else {
+        if nodes.route.is_none() {
             return;
-        };
-        let changes = route.changes();
-        let moved = changes != self.route_seen;
-        self.route_seen = changes;
+        }
+        let moved = self.core.route_moved();
         for i in 0..self.links.len() {
             let l = &mut self.links[i];
-            if !nodes.should_move(l.node) {
+            if !nodes.should_move(l.link.node) {
                 continue;
             }
-            match l.phase {
-                LinkPhase::Backoff if moved => {
-                    l.since = now;
-                    l.failures = 0;
-                }
-                // (also a link that opened to the old node after the move)
-                LinkPhase::Open if l.proto.active() == 0 && !self.core.pacer.finished(now) => {
-                    self.reopen(i, now)
-                }
-                _ => {}
+            if moved {
+                l.link.retry_now(now);
+            }
+            // (also a link that opened to the old node after the move)
+            if l.link.phase == LinkPhase::Open
+                && l.proto.active() == 0
+                && !self.core.pacer.finished(now)
+            {
+                self.reopen(i, now)
             }
         }
     }
@@ -839,29 +630,12 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
 
     /// Opens every connection (and waits for the servers' SETTINGS) before the clock.
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        let now = Instant::now();
-        for i in 0..self.links.len() {
-            self.open(i, now);
-        }
-        let until = now + PRECONNECT_MAX.min(self.plan.timeout);
-        while !stop.is_set() && Instant::now() < until {
-            let waiting = self.links.iter().any(|l| {
-                matches!(l.phase, LinkPhase::Connecting | LinkPhase::Handshaking)
-                    || (l.phase == LinkPhase::Open
-                        && !l.proto.can_start()
-                        && l.proto.active() == 0
-                        && !l.proto.finished())
-            });
-            if !waiting {
-                break;
-            }
-            poll_once(self, events, TICK)?;
-        }
-        Ok(())
+        link::preconnect(self, stop, events)
     }
 
     /// Starts due requests on connections with a free stream, then writes their frames.
     fn dispatch(&mut self, now: Instant) {
+        link::open_more(self, now);
         self.dispatch_hops(now);
         let mut started = 0usize;
         while let Some(&i) = self.free.last() {
@@ -870,7 +644,7 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
                 self.links[i].listed = false;
                 continue;
             }
-            let node = self.links[i].node;
+            let node = self.links[i].link.node;
             let (req, home) = match self.hops[node].pop_front() {
                 Some(hop) => hop,
                 None => {
@@ -883,7 +657,7 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
                             let Some(due) = self.core.pacer.take_due(now) else {
                                 break;
                             };
-                            self.claim(i, due, now)
+                            self.core.claim(due, &self.links[i].captures, now)
                         }
                     };
                     self.busy += 1;
@@ -920,7 +694,7 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
     fn tick(&mut self, now: Instant) {
         self.follow_route(now);
         let timeout = self.plan.timeout;
-        if self.redirects.is_some() {
+        if self.core.redirects.is_some() {
             self.expire_hops(now, timeout);
         }
         for i in 0..self.links.len() {
@@ -929,31 +703,82 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
                 l.paused_until = None;
                 self.list(i);
             }
-            let l = &self.links[i];
-            match l.phase {
-                LinkPhase::Open => self.expire_streams(i, now, timeout),
-                LinkPhase::Connecting | LinkPhase::Handshaking
-                    if now.saturating_duration_since(l.since) >= timeout =>
-                {
-                    self.connect_failed(i, "connect timed out", now);
-                }
-                LinkPhase::Backoff if now >= l.since && !self.core.ending(now) => self.open(i, now),
-                _ => {}
+            if link::check(self, i, now) {
+                self.expire_streams(i, now, timeout);
             }
         }
     }
 
     fn readiness(&mut self, ev: &Readiness, now: Instant) -> Result<(), EngineError> {
         let i = ev.token().0;
-        if i < self.links.len() {
-            let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
-            self.on_event(i, readable, now);
+        match self.links.get(i).map(|l| l.link.phase) {
+            Some(LinkPhase::Connecting | LinkPhase::Handshaking) => link::advance(self, i, now),
+            Some(LinkPhase::Open) => {
+                if ev.is_readable() || ev.is_error() || ev.is_read_closed() {
+                    self.read(i, now);
+                }
+                self.flush(i, now);
+            }
+            _ => {}
         }
         // The server does not speak h2c: the run ends, said once.
         self.fatal.take().map_or(Ok(()), Err)
     }
 
     fn open_count(&self) -> u64 {
-        self.links.iter().filter(|c| c.stream.is_some()).count() as u64
+        self.links
+            .iter()
+            .filter(|c| c.link.stream.is_some())
+            .count() as u64
+    }
+}
+
+impl<'p> Links<'p> for H2Loop<'p> {
+    fn parts(&mut self, i: usize) -> (&mut Link, &mut Core<'p>) {
+        (&mut self.links[i].link, &mut self.core)
+    }
+
+    /// Connecting, handshaking, or open and waiting for the server's SETTINGS.
+    fn opening(&self, i: usize) -> bool {
+        let l = &self.links[i];
+        l.link.opening()
+            || (l.link.phase == LinkPhase::Open
+                && !l.proto.can_start()
+                && l.proto.active() == 0
+                && !l.proto.finished())
+    }
+
+    /// Link `i`, with a fresh HTTP/2 connection, to the node it goes to now
+    /// (`NodePlan::pick`: its share of `--nodes all`, or the active node), under that
+    /// node's TLS name.
+    fn open(&mut self, i: usize, now: Instant) {
+        let node = self.plan.nodes.pick(i + self.core.global);
+        let l = &mut self.links[i];
+        l.proto = H2Conn::new(self.local);
+        l.out_sent = 0;
+        l.listed = false;
+        l.paused_until = None;
+        link::connect(self, i, node, Token(i), now);
+    }
+
+    /// The preface and SETTINGS go out; streams wait for the server's SETTINGS. A server
+    /// sends its own as soon as it accepts (nginx does), so what is already there is read
+    /// now: its readiness came with this event and will not come again (edge-triggered).
+    fn ready(&mut self, i: usize, now: Instant) {
+        self.flush(i, now);
+        if self.links[i].link.phase == LinkPhase::Open {
+            self.read(i, now);
+            self.flush(i, now);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        self.links[i].link.close();
+    }
+
+    fn fail_due(&mut self, i: usize, due: Due, kind: ErrorKind, msg: &str, now: Instant) {
+        let req = self.core.claim(due, &self.links[i].captures, now);
+        self.busy += 1;
+        self.fail_req(self.links[i].link.node, req, kind, msg, now);
     }
 }

@@ -12,11 +12,15 @@
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
+use crossbeam_channel::{Receiver, Sender};
+use mio::Events;
+
 use super::driver::{self, Wheel};
 use super::h2::H2Loop;
-use super::step::{Link, StepPlan};
 use super::worker::EventLoop;
-use super::{EngineError, EnginePlan, LocalGate, NewWheel, ProgressFn, StartGate, Totals, build};
+use super::{
+    EngineError, EnginePlan, LocalGate, NewWheel, ProgressFn, StartGate, StepPlan, Totals, build,
+};
 use crate::signals::Stop;
 use crate::stats::Stats;
 
@@ -80,7 +84,7 @@ fn hold<'p, W: Wheel<'p>>(
         for (local, (worker, core)) in workers.into_iter().enumerate() {
             let (tx, rx) = crossbeam_channel::bounded(1);
             steps.push(tx);
-            let link = Link {
+            let link = StepChannels {
                 local,
                 done: done.clone(),
                 next: rx,
@@ -158,15 +162,63 @@ fn run_thread<'p, W: Wheel<'p>>(
     core: Option<core_affinity::CoreId>,
     stop: &Stop,
     gate: &dyn StartGate,
-    link: &Link,
+    link: &StepChannels,
 ) {
     if let Some(c) = core {
         core_affinity::set_for_current(c);
     }
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        driver::run_held(worker, stop, gate, link)
-    }));
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| run_steps(worker, stop, gate, link)));
     if ran.is_err() {
         link.done(Err(EngineError::Panicked));
+    }
+}
+
+/// A held run: the first step starts at the gate, each next one when the controller
+/// sends it (with its origin); every step's statistics go back over `link`. Ends when
+/// the controller sends no step, or at a failure (sent as that step's result).
+fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &StepChannels) {
+    w.core().hold = true;
+    let mut events = Events::with_capacity(1024);
+    if let Err(e) = w.open_first(stop, &mut events) {
+        // Sent as the first step's result, after the gate, so that no thread waits
+        // for this one at the gate.
+        gate.wait();
+        link.done(Err(e));
+        return;
+    }
+    let mut origin = gate.wait();
+    loop {
+        let result = driver::run_step(&mut w, origin, stop, &mut events);
+        let failed = result.is_err();
+        link.done(result);
+        if failed {
+            return;
+        }
+        match link.next() {
+            Some((step, at)) => {
+                w.core().step = step;
+                origin = at;
+            }
+            None => return,
+        }
+    }
+}
+
+/// A thread's end of the step protocol.
+pub(super) struct StepChannels {
+    pub(super) local: usize,
+    pub(super) done: Sender<(usize, Result<Stats, EngineError>)>,
+    pub(super) next: Receiver<Option<(StepPlan, Instant)>>,
+}
+
+impl StepChannels {
+    /// Sends this thread's results of the step just ended.
+    pub(super) fn done(&self, result: Result<Stats, EngineError>) {
+        let _ = self.done.send((self.local, result));
+    }
+
+    /// Waits for the next step and the instant it starts (None: the run is over).
+    pub(super) fn next(&self) -> Option<(StepPlan, Instant)> {
+        self.next.recv().ok().flatten()
     }
 }

@@ -17,34 +17,37 @@ impl EventLoop<'_> {
     /// Returns true when the request was sent on (or is being sent) to the Location's
     /// node; false when the redirect is the request's final answer (the reason noted).
     pub(super) fn follow(&mut self, i: usize, close: bool, now: Instant) -> bool {
-        let Some(redirects) = self.redirects.as_ref() else {
+        let Some(redirects) = self.core.redirects.as_ref() else {
             return false;
         };
         let c = &self.conns[i];
         let Some(req) = c.req else {
             return false;
         };
-        let template = self.requests.get(c.node, req.op);
+        let template = self.core.requests.get(c.link.node, req.op);
         let location = c.parser.location().unwrap_or(&[]);
-        let Some(node) =
-            self.core
-                .tally
-                .follow(redirects, template, &c.captures, &req, location, c.node)
-        else {
+        let Some(node) = self.core.tally.follow(
+            redirects,
+            template,
+            &c.captures,
+            &req,
+            location,
+            c.link.node,
+        ) else {
             return false;
         };
         if close {
             self.core.tally.stats.server_closes += 1;
         }
         let c = &mut self.conns[i];
-        c.served += 1;
+        c.link.served += 1;
         if let Some(r) = c.req.as_mut() {
             r.hops += 1;
         }
         // (an answer before the whole request went out leaves the stream unusable)
         let reusable = !close && !c.request_unsent();
         c.pending.clear();
-        if node == c.node {
+        if node == c.link.node {
             if reusable {
                 self.write_request(i, now);
             } else {
@@ -53,9 +56,9 @@ impl EventLoop<'_> {
             }
             return true;
         }
-        let current: Option<Stream> = if reusable { c.stream.take() } else { None };
-        c.stream = None;
-        let (current_node, current_served) = (c.node, c.served);
+        let current: Option<Stream> = if reusable { c.link.stream.take() } else { None };
+        c.link.stream = None;
+        let (current_node, current_served) = (c.link.node, c.link.served);
         let other = c.parked.take();
         let (other_node, other_served) = (c.parked_node, c.parked_served);
         if c.on_hop && node == other_node {
@@ -96,9 +99,9 @@ impl EventLoop<'_> {
         match stream {
             Some(s) => {
                 let c = &mut self.conns[i];
-                c.stream = Some(s);
-                c.node = node;
-                c.served = served;
+                c.link.stream = Some(s);
+                c.link.node = node;
+                c.link.served = served;
                 self.write_request(i, now);
             }
             None => self.connect_to(i, node, hop, now),
@@ -118,17 +121,17 @@ impl EventLoop<'_> {
         let hop = if close || unsent {
             None
         } else {
-            c.stream.take()
+            c.link.stream.take()
         };
-        let (hop_node, hop_served) = (c.node, c.served);
-        c.stream = c.parked.take();
-        c.node = c.parked_node;
-        c.served = c.parked_served;
+        let (hop_node, hop_served) = (c.link.node, c.link.served);
+        c.link.stream = c.parked.take();
+        c.link.node = c.parked_node;
+        c.link.served = c.parked_served;
         c.parked = hop;
         c.parked_node = hop_node;
         c.parked_served = hop_served;
         c.on_hop = false;
-        c.stream.is_none()
+        c.link.stream.is_none()
     }
 
     /// An event on the parked stream of `i`: the server closed it (or sent what nobody
@@ -138,7 +141,7 @@ impl EventLoop<'_> {
         let Some(s) = c.parked.as_mut() else {
             return;
         };
-        match s.read(&mut self.buf) {
+        match s.read(&mut self.core.buf) {
             Err(e)
                 if matches!(
                     e.kind(),

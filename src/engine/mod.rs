@@ -2,31 +2,25 @@
 //! connections outright. Threads share nothing on the hot path; each returns its `Stats`,
 //! merged at the end.
 //!
-//! This module holds the plan, the start gate and `run`, which spawns the event-loop
+//! This module holds the plans (`EnginePlan`, a held run's `StepPlan`), why the engine
+//! could not run (`EngineError`), the start gate and `run`, which spawns the event-loop
 //! threads, relays their progress and merges their results; `driver` is the one event
-//! loop, over either protocol's connections (`Wheel`): HTTP/1.1's `worker` (with `conn`
-//! its connection state machine, `lifecycle` how it drives a connection through its
-//! phases, `responses` what it does with what a connection came to, `hop` redirects
-//! followed) and HTTP/2's `h2`; `tally` counts responses and failures for both; `held`
-//! runs several load steps over the same threads and open connections; `requests` the
-//! request templates and `error` why the engine could not run.
+//! loop, over either protocol's connections (`Wheel`), each on a `link` (its socket's
+//! connect, TLS handshake, backoff and timeouts, written once): HTTP/1.1's `worker` (with
+//! `conn` its connection state machine, `hop` redirects followed) and HTTP/2's `h2`;
+//! `tally` counts responses and failures for both; `held` runs several load steps over
+//! the same threads and open connections.
 
 mod conn;
 mod driver;
-mod error;
 mod h2;
 mod held;
 mod hop;
-mod lifecycle;
-mod requests;
-mod responses;
-mod step;
+mod link;
 mod tally;
 mod worker;
 
-pub use error::EngineError;
 pub use held::{run_held, run_held_at};
-pub use step::StepPlan;
 
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -34,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::config::schedule::Schedule;
+use crate::error::{Cause, io_text};
 use crate::net::target::Target;
 use crate::net::tls::TlsOptions;
 use crate::net::transport::TlsConnector;
@@ -99,6 +94,77 @@ impl EnginePlan {
             token: self.token.clone(),
             namespace: self.namespace.clone(),
             close: !self.keepalive,
+        }
+    }
+}
+
+/// What changes from one step of a held run to the next (also sent to worker processes,
+/// src/orchestrate/).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepPlan {
+    /// Open model: the step's schedule (its times counted from the step's start).
+    pub schedule: Option<Schedule>,
+    pub warmup: Duration,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+}
+
+impl StepPlan {
+    /// The plan's own step (the first of a held run, the only one of a single run).
+    pub fn of(plan: &EnginePlan) -> StepPlan {
+        StepPlan {
+            schedule: plan.schedule.clone(),
+            warmup: plan.warmup,
+            duration: plan.duration,
+            requests: plan.requests,
+        }
+    }
+}
+
+/// Why the engine could not run (or went on no more), turned into the crate's `Cause` (an
+/// io failure keeps its io error).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot create event loop: {}", io_text(.0))]
+    EventLoop(std::io::Error),
+    #[error("cannot create a timer: {}", io_text(.0))]
+    Timer(std::io::Error),
+    #[error("event loop failed: {}", io_text(.0))]
+    Poll(std::io::Error),
+    #[error("an event-loop thread panicked")]
+    Panicked,
+    #[error("https target without TLS settings")]
+    NoTlsSettings,
+    /// The TLS settings could not be turned into a client configuration.
+    #[error("{0}")]
+    Tls(Cause),
+    #[error("a held run needs keep-alive connections")]
+    HeldWithoutKeepalive,
+    #[error("a held run cannot change between the open and the closed model")]
+    HeldModelChanged,
+    /// `--http2` against a TLS server that does not offer h2 by ALPN.
+    #[error(
+        "--http2: the server at {addr} does not offer h2 by ALPN (it chose {chosen}); add --http2-fallback to run over HTTP/1.1"
+    )]
+    NoH2 { addr: String, chosen: String },
+    /// `--http2-prior-knowledge` against a server that answered the preface in HTTP/1.1.
+    #[error(
+        "--http2-prior-knowledge: the server at {addr} does not speak h2c (it answered the HTTP/2 preface in HTTP/1.1); run without --http2-prior-knowledge, or use --http2 over https"
+    )]
+    NoH2c { addr: String },
+    /// Something HTTP/2 runs do not do yet (docs/http2.md).
+    #[error("{0}")]
+    Http2Unsupported(&'static str),
+}
+
+impl From<EngineError> for Cause {
+    fn from(e: EngineError) -> Cause {
+        match e {
+            EngineError::EventLoop(source) => Cause::io("cannot create event loop", source),
+            EngineError::Timer(source) => Cause::io("cannot create a timer", source),
+            EngineError::Poll(source) => Cause::io("event loop failed", source),
+            EngineError::Tls(c) => c,
+            other => Cause::Said(other.to_string()),
         }
     }
 }
@@ -316,9 +382,8 @@ fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId>
     move |global| (!cores.is_empty()).then(|| cores[global % cores.len()])
 }
 
-/// A thread's connections over one protocol: `EventLoop::new` or `H2Loop::new`.
-type NewWheel<'p, W> =
-    fn(&'p EnginePlan, usize, requests::Requests, Option<TlsConnector>) -> Result<W, EngineError>;
+/// A thread's connections over one protocol, on its core: `EventLoop::new` or `H2Loop::new`.
+type NewWheel<'p, W> = fn(driver::Core<'p>) -> Result<W, EngineError>;
 
 /// Every event-loop thread's connections (`new`: over the run's protocol) and the core
 /// it is pinned to, built before any thread starts, so that a failure (no event loop,
@@ -333,14 +398,14 @@ fn build<'p, W: Wheel<'p>>(
         return Err(EngineError::Http2Unsupported(what));
     }
     let tls = connector(plan)?;
-    let requests = requests::Requests::build(plan);
-    let core = core_of(plan);
+    let requests = driver::Requests::build(plan);
+    let pinned = core_of(plan);
     let mut workers = Vec::with_capacity(plan.threads_here);
     for local in 0..plan.threads_here {
         let global = plan.thread_offset + local;
-        let mut worker = new(plan, global, requests.clone(), tls.clone())?;
-        worker.core().tally.report = report.map(|r| (local, r.clone()));
-        workers.push((worker, core(global)));
+        let mut core = driver::Core::new(plan, global, requests.clone(), tls.clone())?;
+        core.tally.report = report.map(|r| (local, r.clone()));
+        workers.push((new(core)?, pinned(global)));
     }
     Ok(workers)
 }
