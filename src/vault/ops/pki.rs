@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::mounted::{self, Mounted, Mounts};
 use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
-    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, fresh_name, mount_created, needs_setup, setup_with,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, fresh_name, mount_created, needs_setup, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -38,6 +38,31 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
     ("ec-521", "ec", 521),
     ("ed25519", "ed25519", 0),
 ];
+
+/// The CAs' `key_bits` OpenBao accepts for each `key_type` (0: its default, RSA 2048 or
+/// P-256), as a dev server answers `root/generate/internal`; it ignores the bits of an
+/// ed25519 key, so that type is not listed.
+const CA_KEY_BITS: &[(&str, &[u64])] = &[
+    ("rsa", &[0, 2048, 3072, 4096, 8192]),
+    ("ec", &[0, 224, 256, 384, 521]),
+];
+
+/// A CA's `key_bits` at `key` in the config (`file_key` in a file, when not the same),
+/// held to `CA_KEY_BITS` by the CA's `key_type`.
+const fn ca_key_bits(key: &'static str, file_key: &'static str) -> ConfigBound {
+    ConfigBound {
+        key,
+        file_key,
+        bound: Bound::OneOf {
+            by: "key_type",
+            values: CA_KEY_BITS,
+        },
+    }
+}
+
+/// The most CSRs pki-sign makes at setup: each with a key of its own made in this process
+/// (an RSA-4096 key takes up to a second), none written to the server.
+const CSRS_MAX: usize = 10_000;
 
 /// Every PKI mount's max lease TTL (vault-benchmark's: ten years).
 const MOUNT_MAX_TTL: &str = "87600h";
@@ -226,6 +251,13 @@ pub const ISSUE: OpInfo = OpInfo {
         config: issue_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[
+        ca_key_bits("chain.root_ca.key_bits", "root_ca.key_bits"),
+        ca_key_bits(
+            "chain.intermediate_csr.key_bits",
+            "intermediate_csr.key_bits",
+        ),
+    ],
 };
 
 /// The family's config (vault-benchmark's pki role `key_type`/`key_bits`, `no_store`).
@@ -568,6 +600,19 @@ pub const SIGN: OpInfo = OpInfo {
         config: sign_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[
+        ca_key_bits("root_ca.key_bits", ""),
+        ca_key_bits("intermediate_csr.key_bits", ""),
+        // No file sets it (vault-benchmark signs one CSR); held to what build takes.
+        ConfigBound {
+            key: "csrs",
+            file_key: "",
+            bound: Bound::Range {
+                min: 1,
+                max: CSRS_MAX as u64,
+            },
+        },
+    ],
 };
 
 /// pki-sign's config: vault-benchmark's `pki_sign` blocks, with the keys vblast uses.
@@ -722,9 +767,9 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             "vblast cannot make P-521 CSRs itself (its crypto library has no P-521): give one as sign.csr, or choose ec-384",
         ));
     }
-    if config.csrs == 0 || config.csrs > 10_000 {
+    if config.csrs == 0 || config.csrs > CSRS_MAX {
         return Err(Cause::from(format!(
-            "{} CSRs is not between 1 and 10000",
+            "{} CSRs is not between 1 and {CSRS_MAX}",
             config.csrs
         )));
     }

@@ -182,6 +182,7 @@ pub const SIGN: OpInfo = OpInfo {
         config: ssh_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// No options of its own; vault-benchmark's `key_signing` keys, sent in every request
@@ -459,6 +460,7 @@ pub const ISSUE: OpInfo = OpInfo {
         config: ssh_issue_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// ssh-issue's config: the key of each certificate (vblast's name, `rsa-2048`), and
