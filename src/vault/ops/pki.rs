@@ -327,29 +327,77 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     Ok(Box::new(Pki {
         config,
-        root: pki_mount(),
-        int: pki_mount(),
-        shared_mount: None,
+        mounts: PkiMounts::new(),
     }))
 }
 
 struct Pki {
     config: PkiConfig,
-    /// The mount (with a chain: the root CA's).
-    root: Mounted,
-    /// With a chain: the intermediate's mount.
-    int: Mounted,
-    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
-    shared_mount: Option<String>,
+    mounts: PkiMounts,
 }
 
 /// The start of the names of the root CA's mount and the intermediate's.
 const ROOT_PREFIX: &str = "vblast-pki-";
 const INT_PREFIX: &str = "vblast-pki-int-";
 
-/// The PKI engine, unmounted.
-fn pki_mount() -> Mounted {
-    Mounted::new("pki", "pki", "pki")
+/// The mounts of pki-issue and pki-sign: the root CA's, and with a chain the
+/// intermediate's, which holds the role; a shard's, the one `vblast setup` made that
+/// issues.
+struct PkiMounts {
+    root: Mounted,
+    int: Mounted,
+    /// A shard's: the issuing mount `vblast setup` made (not its own: never disabled by it).
+    shared: Option<String>,
+}
+
+impl PkiMounts {
+    fn new() -> PkiMounts {
+        let pki = || Mounted::new("pki", "pki", "pki");
+        PkiMounts {
+            root: pki(),
+            int: pki(),
+            shared: None,
+        }
+    }
+
+    /// This session's part in the mounts of `prefixes` (setup's order; the role `role` in
+    /// the last): a shard keeps the last, `vblast cleanup` names them all to disable.
+    /// True when this session makes its own.
+    fn share(&mut self, ctx: &SetupCtx, prefixes: &[&str], role: &str) -> Result<bool, Error> {
+        match mounted::shared(ctx, prefixes, "pki", role)? {
+            Mounts::Joined(mount) => self.shared = Some(mount),
+            Mounts::Remove(names) => {
+                let mut names = names.into_iter();
+                self.root.mount = names.next();
+                self.int.mount = names.next();
+            }
+            Mounts::Make => return Ok(true),
+        }
+        Ok(false)
+    }
+
+    /// The mount the requests go to: the intermediate's when there is one, else the root's.
+    fn issuing(&self) -> &str {
+        let own = if self.int.mount.is_some() {
+            &self.int
+        } else {
+            &self.root
+        };
+        own.mount_or(self.shared.as_deref())
+    }
+
+    /// The mounts made, the root's as `root` names it.
+    fn created(&self, root: &str) -> Vec<Created> {
+        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
+        out.extend(mount_created(root, self.root.mount.as_deref()));
+        out
+    }
+
+    /// Disables the intermediate's mount, then the root's.
+    fn disable(&mut self, client: &mut Client) -> Result<(), Cause> {
+        self.int.disable(client)?;
+        self.root.disable(client)
+    }
 }
 
 /// A PKI mount's settings: max lease TTL ten years, as vault-benchmark's.
@@ -376,13 +424,13 @@ impl Pki {
                 client,
                 [&mount, &int],
                 &chain,
-                [&mut self.root, &mut self.int],
+                [&mut self.mounts.root, &mut self.mounts.int],
             )?;
-            return self.int.write_role(client, ROLE, &role);
+            return self.mounts.int.write_role(client, ROLE, &role);
         }
         let root = json!({"common_name": "vblast test root", "ttl": "720h", "key_type": "ec", "key_bits": 256});
         let what = format!("generating the root CA of '{mount}'");
-        self.root.with_ca_and_role(
+        self.mounts.root.with_ca_and_role(
             client,
             &mount,
             pki_mount_config(),
@@ -514,27 +562,14 @@ impl VaultOp for Pki {
         } else {
             &[ROOT_PREFIX]
         };
-        match mounted::shared(ctx, prefixes, "pki", ROLE)? {
-            Mounts::Joined(mount) => self.shared_mount = Some(mount),
-            // `vblast cleanup`: the mounts setup made, to disable.
-            Mounts::Remove(names) => {
-                let mut names = names.into_iter();
-                self.root.mount = names.next();
-                self.int.mount = names.next();
-            }
-            Mounts::Make => setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?,
+        if self.mounts.share(ctx, prefixes, ROLE)? {
+            setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?;
         }
         Ok(())
     }
 
     fn operation(&self) -> Operation {
-        let mount = self
-            .int
-            .mount
-            .as_deref()
-            .or(self.root.mount.as_deref())
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
+        let mount = self.mounts.issuing();
         let body = if self.config.params.is_empty() {
             vec![
                 Piece::lit(r#"{"common_name":"h"#),
@@ -562,14 +597,11 @@ impl VaultOp for Pki {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
-        out.extend(mount_created("pki", self.root.mount.as_deref()));
-        out
+        self.mounts.created("pki")
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        self.int.disable(client)?;
-        self.root.disable(client)
+        self.mounts.disable(client)
     }
 }
 
@@ -775,22 +807,17 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     Ok(Box::new(PkiSign {
         config,
-        root: pki_mount(),
-        int: pki_mount(),
+        mounts: PkiMounts::new(),
         bodies: Vec::new(),
-        shared_int: None,
     }))
 }
 
 struct PkiSign {
     config: PkiSignConfig,
     /// The root CA's mount and the intermediate's.
-    root: Mounted,
-    int: Mounted,
+    mounts: PkiMounts,
     /// The sign requests' bodies, padded to one length.
     bodies: Vec<Vec<u8>>,
-    /// A shard's: the intermediate's mount `vblast setup` made (never disabled by it).
-    shared_int: Option<String>,
 }
 
 /// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
@@ -872,11 +899,11 @@ impl PkiSign {
             client,
             [&root, &int],
             &chain,
-            [&mut self.root, &mut self.int],
+            [&mut self.mounts.root, &mut self.mounts.int],
         )?;
         let r = &c.role;
         let role = role_body(kind, bits, &r.ttl, r.no_store, r.generate_lease, &r.params);
-        self.int.write_role(client, &r.name, &role)
+        self.mounts.int.write_role(client, &r.name, &role)
     }
 }
 
@@ -889,30 +916,17 @@ impl VaultOp for PkiSign {
         // The root's name is derived too, in setup's order, though a shard uses only the
         // intermediate's.
         let role = self.config.role.name.clone();
-        match mounted::shared(ctx, &[ROOT_PREFIX, INT_PREFIX], "pki", &role)? {
+        if self.mounts.share(ctx, &[ROOT_PREFIX, INT_PREFIX], &role)? {
+            setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?;
+        } else if self.mounts.shared.is_some() {
             // A shard: its own CSRs (keys made here, never sent).
-            Mounts::Joined(int) => {
-                self.make_bodies().map_err(Error::setup)?;
-                self.shared_int = Some(int);
-            }
-            // `vblast cleanup`: the mounts setup made, in its order, to disable.
-            Mounts::Remove(names) => {
-                let mut names = names.into_iter();
-                self.root.mount = names.next();
-                self.int.mount = names.next();
-            }
-            Mounts::Make => setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?,
+            self.make_bodies().map_err(Error::setup)?;
         }
         Ok(())
     }
 
     fn operation(&self) -> Operation {
-        let int = self
-            .int
-            .mount
-            .as_deref()
-            .or(self.shared_int.as_deref())
-            .unwrap_or("unset");
+        let int = self.mounts.issuing();
         let mut op = Operation::new(
             SIGN.name,
             RequestSpec {
@@ -933,14 +947,11 @@ impl VaultOp for PkiSign {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
-        out.extend(mount_created("pki (root CA)", self.root.mount.as_deref()));
-        out
+        self.mounts.created("pki (root CA)")
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        self.int.disable(client)?;
-        self.root.disable(client)
+        self.mounts.disable(client)
     }
 }
 
