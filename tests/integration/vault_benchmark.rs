@@ -1202,6 +1202,70 @@ fn a_files_numbers_are_held_to_their_flags_bounds_before_setup() {
     assert_eq!(server_state(&bao), before);
 }
 
+/// The numbers no flag of the same name bounds have bounds of their own, checked in the
+/// same pass before setup (issue 36, item 2): a CA's `key_bits` as OpenBao takes them for
+/// its `key_type`, identity's counts as their flags (ten million) and its spreads' sizes
+/// (at most 100 alias paths an entity), transit's `context_len` (1 MiB). One file with
+/// every hostile value: each named with its value and bound, exit 2, and no mount, auth
+/// path, policy or entity on the server afterwards.
+#[test]
+fn a_files_nested_and_renamed_numbers_are_bounded_before_setup() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"duration = "2s"
+test "pki_sign" "ca" {
+  weight = 25
+  config {
+    root_ca {
+      key_bits = 4000000000
+    }
+    intermediate_csr {
+      key_type = "ec"
+      key_bits = 2048
+    }
+  }
+}
+test "identity" "id" {
+  weight = 25
+  config {
+    entity_count = 18446744073709551615
+    aliases {
+      count = 1
+      size = 4000000000
+    }
+  }
+}
+test "transit_encrypt" "tr" {
+  weight = 25
+  config {
+    context_len = 18446744073709551615
+  }
+}
+test "kvv2_read" "kv" {
+  weight = 25
+}
+"#;
+    let path = write(dir.path(), "hostile.hcl", text).display().to_string();
+    for args in [
+        vec!["--config", path.as_str()],
+        vec!["vault-benchmark", "run", "-config", path.as_str()],
+    ] {
+        let r = run(vault_cmd(&bao, &args));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.show());
+        for said in [
+            "test 'ca': config.root_ca.key_bits = 4000000000 is not one of 0, 2048, 3072, 4096, 8192 (for key_type rsa)",
+            "test 'ca': config.intermediate_csr.key_bits = 2048 is not one of 0, 224, 256, 384, 521 (for key_type ec)",
+            "test 'id': config.entity_count = 18446744073709551615 is out of the bounds of --entities",
+            "test 'id': config.aliases.size = 4000000000 is not between 0 and 100",
+            "test 'tr': config.context_len = 18446744073709551615 is not between 0 and 1048576",
+        ] {
+            assert!(r.stderr.contains(said), "{args:?}: {said}: {}", r.show());
+        }
+        assert_eq!(server_state(&bao), before, "{args:?} created something");
+    }
+}
+
 /// A file of 20,000 test blocks is refused by its count at once (weights of 1 to 100
 /// adding up to 100 allow at most 100 tests), in one message; and a signal while a file
 /// is read and checked ends the command with the signal's status (issue 36, item 7). The

@@ -152,6 +152,7 @@ pub const APPROLE: OpInfo = OpInfo {
         config: approle_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 pub const USERPASS: OpInfo = OpInfo {
@@ -168,6 +169,7 @@ pub const USERPASS: OpInfo = OpInfo {
         config: userpass_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// The family's config (vault-benchmark's `token_ttl`, `token_type`).

@@ -112,6 +112,7 @@ pub const LOGIN: OpInfo = OpInfo {
         config: cert_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// The family's config.

@@ -205,6 +205,7 @@ pub const CREDS: OpInfo = OpInfo {
         },
     ]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 const POSTGRES_PLUGIN: &str = "postgresql-database-plugin";

@@ -202,12 +202,7 @@ impl<F: Family> VaultOp for Creds<F> {
     }
 
     fn operation(&self) -> Operation {
-        let mount = self
-            .mounted
-            .mount
-            .as_deref()
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
+        let mount = self.mounted.mount_or(self.shared_mount.as_deref());
         let role = self.own_role.as_deref().unwrap_or(self.family.role());
         let (_, creds) = self.paths();
         let mut op = Operation::new(

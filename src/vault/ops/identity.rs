@@ -12,10 +12,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::options::COUNT_MAX;
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, call, disable_auth, json_str, needs_setup, random_secret,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, call, disable_auth, json_str, needs_setup, random_secret,
 };
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -34,20 +35,8 @@ const OPTIONS: &[OptionSpec] = &[
         default: Some("populate"),
         help: "identity: what each request does: populate (sys/health; the seeding is the point), login (a user of the pool logs in), group_read (a group read by id)",
     },
-    OptionSpec {
-        flag: "entities",
-        value_name: "N",
-        kind: OptionKind::Count { min: 1 },
-        default: Some("1000"),
-        help: "identity: entities seeded",
-    },
-    OptionSpec {
-        flag: "entity-aliases",
-        value_name: "N",
-        kind: OptionKind::Count { min: 0 },
-        default: Some("0"),
-        help: "identity: entity aliases seeded, spread evenly over the entities (one userpass path per alias of an entity)",
-    },
+    ENTITIES,
+    ENTITY_ALIASES,
     OptionSpec {
         flag: "login-users",
         value_name: "N",
@@ -55,21 +44,84 @@ const OPTIONS: &[OptionSpec] = &[
         default: Some("100"),
         help: "identity: userpass users of the login pool, each an alias of its entity (at most the aliases and the entities)",
     },
-    OptionSpec {
-        flag: "groups",
-        value_name: "N",
-        kind: OptionKind::Count { min: 0 },
-        default: Some("0"),
-        help: "identity: internal groups seeded, the entities spread evenly over them",
-    },
-    OptionSpec {
-        flag: "identity-policies",
-        value_name: "N",
-        kind: OptionKind::Count { min: 0 },
-        default: Some("0"),
-        help: "identity: ACL policies seeded, spread evenly over the entities and groups",
-    },
+    GROUPS,
+    IDENTITY_POLICIES,
 ];
+
+const ENTITIES: OptionSpec = OptionSpec {
+    flag: "entities",
+    value_name: "N",
+    kind: OptionKind::Count { min: 1 },
+    default: Some("1000"),
+    help: "identity: entities seeded",
+};
+
+const ENTITY_ALIASES: OptionSpec = OptionSpec {
+    flag: "entity-aliases",
+    value_name: "N",
+    kind: OptionKind::Count { min: 0 },
+    default: Some("0"),
+    help: "identity: entity aliases seeded, spread evenly over the entities (one userpass path per alias of an entity)",
+};
+
+const GROUPS: OptionSpec = OptionSpec {
+    flag: "groups",
+    value_name: "N",
+    kind: OptionKind::Count { min: 0 },
+    default: Some("0"),
+    help: "identity: internal groups seeded, the entities spread evenly over them",
+};
+
+const IDENTITY_POLICIES: OptionSpec = OptionSpec {
+    flag: "identity-policies",
+    value_name: "N",
+    kind: OptionKind::Count { min: 0 },
+    default: Some("0"),
+    help: "identity: ACL policies seeded, spread evenly over the entities and groups",
+};
+
+/// The most userpass paths setup enables for aliases (`aliases.size`, or the aliases a
+/// spread gives each entity): each alias of an entity sits on a path of its own, and each
+/// path is a mount of the server's, not a thing to make by the thousand.
+const ALIAS_PATHS_MAX: u64 = 100;
+/// The most members of one group (`groups.size`): one write carries them all, 39 bytes an
+/// id, so 100,000 is a 4 MB body, well under the server's 32 MiB request limit.
+const GROUP_MEMBERS_MAX: u64 = 100_000;
+/// The most policies of one entity or group (`policies.size`): one write carries their
+/// names, and every token of a login carries them too.
+const HOLDER_POLICIES_MAX: u64 = 10_000;
+
+/// vault-benchmark's counts held to their flags' bounds (ten million, the most a run
+/// creates; each is a server write at setup), and its spreads: `count` holders filled
+/// (at most the holders, which build checks), `size` things each, bounded above.
+const BOUNDS: &[ConfigBound] = &[
+    flag_bound("entity_count", ENTITIES),
+    flag_bound("alias_count", ENTITY_ALIASES),
+    flag_bound("group_count", GROUPS),
+    flag_bound("policy_count", IDENTITY_POLICIES),
+    range_bound("aliases.count", COUNT_MAX),
+    range_bound("aliases.size", ALIAS_PATHS_MAX),
+    range_bound("groups.count", COUNT_MAX),
+    range_bound("groups.size", GROUP_MEMBERS_MAX),
+    range_bound("policies.count", COUNT_MAX),
+    range_bound("policies.size", HOLDER_POLICIES_MAX),
+];
+
+const fn flag_bound(key: &'static str, spec: OptionSpec) -> ConfigBound {
+    ConfigBound {
+        key,
+        file_key: "",
+        bound: Bound::Flag(spec),
+    }
+}
+
+const fn range_bound(key: &'static str, max: u64) -> ConfigBound {
+    ConfigBound {
+        key,
+        file_key: "",
+        bound: Bound::Range { min: 0, max },
+    }
+}
 
 const DOC: &str = "vault-benchmark's `identity` test, with its keys and defaults (`workload = \"populate\"`, 1000 entities, no aliases, 100 login users, no groups, no policies; the `aliases`, `groups` and `policies` blocks spread them as it does). Setup writes, on one connection: the policies (`vblast-id-xxxxxxxx-policy-N`, each allowing a read of `secret/*`), the entities (`...-entity-N`) with their policies, one userpass path per alias of an entity (`vblast-id-xxxxxxxx`, then `...-1`, `...-2`) and the aliases on them, a userpass user for each entity of the login pool (a random password, never shown), and the internal groups with their members and policies; then each user of the pool logs in once and must resolve to its entity. `login` requests log in as the pool's users at random; `group_read` requests read the groups by id in turn; `populate` requests ask `sys/health`. Cleanup deletes the groups, entities (and aliases) and policies and disables the userpass paths, which revokes the logins' tokens. vault-benchmark keeps what `populate` seeds; vblast removes it unless the run keeps what it made (`--keep`, `cleanup = false`).";
 
@@ -174,6 +226,23 @@ fn plan(c: &IdentityConfig) -> Result<IdentityPlan, Cause> {
     let (policy_fill, policy_each) =
         c.policies
             .resolve("policies", c.entity_count, c.policy_count)?;
+    for (what, each, most) in [
+        (
+            "aliases (userpass paths) of an entity",
+            alias_each,
+            ALIAS_PATHS_MAX,
+        ),
+        ("members of a group", group_each, GROUP_MEMBERS_MAX),
+        (
+            "policies of an entity or group",
+            policy_each,
+            HOLDER_POLICIES_MAX,
+        ),
+    ] {
+        if each > most {
+            return Err(format!("{each} {what} is more than {most}").into());
+        }
+    }
     let login = if alias_fill == 0 || alias_each == 0 {
         0
     } else {
@@ -254,6 +323,7 @@ pub const IDENTITY: OpInfo = OpInfo {
         config: identity_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: BOUNDS,
 };
 
 fn config_from(f: &OptionValues) -> Value {
@@ -690,6 +760,34 @@ mod tests {
         assert_eq!(plan(&c).unwrap().alias_each, 5);
         let p = plan(&cfg("populate", 1000, 0, 100, 0, 0)).unwrap();
         assert_eq!(p.login, 0, "no aliases, no login pool");
+    }
+
+    /// What a spread gives each holder is bounded whichever way it comes (the flags, a
+    /// preset, or count and size): balanced aliases of 10,000,000 over one entity would be
+    /// as many userpass paths.
+    #[test]
+    fn a_spreads_share_of_each_holder_is_bounded() {
+        let e = plan(&cfg("populate", 1, 10_000_000, 0, 0, 0)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("10000000 aliases (userpass paths) of an entity is more than 100"),
+            "{e}"
+        );
+        let e = plan(&cfg("populate", 200_000, 0, 0, 1, 0)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("200000 members of a group is more than 100000"),
+            "{e}"
+        );
+        let mut c = cfg("populate", 10, 0, 0, 0, 20_000);
+        c.policies.preset = Some("full".into());
+        let e = plan(&c).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("20000 policies of an entity or group"),
+            "{e}"
+        );
+        assert!(plan(&cfg("populate", 100_000, 100 * 100_000, 0, 1, 10_000)).is_ok());
     }
 
     #[test]

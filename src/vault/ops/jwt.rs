@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 use super::auth::{DEFAULT_TOKEN_TTL, check_token_settings};
 use super::vb::{Keys, Mapped, set_in, token_settings};
 use super::{
-    Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType,
-    call, delete_policy, disable_auth, fresh_name, needs_setup, setup_with,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, call, delete_policy, disable_auth, fresh_name, needs_setup,
+    setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -37,6 +38,9 @@ use crate::workload::Operation;
 
 /// JWTs signed at setup unless the config says otherwise.
 pub const DEFAULT_POOL: usize = 100;
+/// The most JWTs pre-signed at setup: each is signed in this process (no server write)
+/// and held in memory, about 600 bytes, so 100,000 is some 60 MB and seconds of signing.
+const POOL_MAX: usize = 100_000;
 /// How long the pre-signed JWTs are valid (the run must end before; the key dies with it).
 const JWT_LIFETIME_S: u64 = 24 * 3600;
 
@@ -120,6 +124,15 @@ pub const LOGIN: OpInfo = OpInfo {
         config: jwt_hcl,
     }]),
     fixture: Fixture::Shared,
+    // No file sets the pool (vblast's own setting); held to what build takes.
+    bounds: &[ConfigBound {
+        key: "pool",
+        file_key: "",
+        bound: Bound::Range {
+            min: 1,
+            max: POOL_MAX as u64,
+        },
+    }],
 };
 
 /// The family's config: vault-benchmark's `jwt_auth` `role` block (the keys vblast uses);
@@ -191,9 +204,9 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let config: JwtConfig =
         serde_json::from_value(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     check_token_settings(&config.role.token_ttl, &config.role.token_type)?;
-    if config.pool == 0 || config.pool > 100_000 {
+    if config.pool == 0 || config.pool > POOL_MAX {
         return Err(Cause::from(format!(
-            "JWT pool of {} is not between 1 and 100000",
+            "JWT pool of {} is not between 1 and {POOL_MAX}",
             config.pool
         )));
     }

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec, OptionValues, SetupCtx,
-    VaultBenchmark, VaultOp, VbType,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec,
+    OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType,
 };
 use crate::error::{Cause, Error};
 use crate::signals::Stop;
@@ -65,6 +65,15 @@ pub(crate) const SECRET_SIZE: OptionSpec = OptionSpec {
     default: Some("100"),
     help: "Size of each secret's value, in bytes",
 };
+
+/// The engine's `version`, held to `--kv-version`'s 1 or 2 (the only KV versions there
+/// are). A vault-benchmark file does not set it: its test type does (kvv1_*, kvv2_*), and
+/// the cubbyhole is always 1.
+const BOUNDS: &[ConfigBound] = &[ConfigBound {
+    key: "version",
+    file_key: "",
+    bound: Bound::Flag(KV_VERSION),
+}];
 
 const ALSO: &[(&str, &str)] = &[
     (
@@ -157,6 +166,7 @@ pub const READ: OpInfo = OpInfo {
         },
     ]),
     fixture: Fixture::Shared,
+    bounds: BOUNDS,
 };
 
 pub const WRITE: OpInfo = OpInfo {
@@ -179,6 +189,7 @@ pub const WRITE: OpInfo = OpInfo {
         },
     ]),
     fixture: Fixture::Shared,
+    bounds: BOUNDS,
 };
 
 pub const LIST: OpInfo = OpInfo {
@@ -192,6 +203,7 @@ pub const LIST: OpInfo = OpInfo {
     build: build_list,
     vault_benchmark: VaultBenchmark::NoType,
     fixture: Fixture::Shared,
+    bounds: BOUNDS,
 };
 
 pub const DELETE: OpInfo = OpInfo {
@@ -205,6 +217,7 @@ pub const DELETE: OpInfo = OpInfo {
     build: build_delete,
     vault_benchmark: VaultBenchmark::NoType,
     fixture: Fixture::Shared,
+    bounds: BOUNDS,
 };
 
 const CUBBY_OPTIONS: &[OptionSpec] = &[
@@ -234,6 +247,7 @@ pub const CUBBY_READ: OpInfo = OpInfo {
         config: cubby_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: BOUNDS,
 };
 
 pub const CUBBY_WRITE: OpInfo = OpInfo {
@@ -250,6 +264,7 @@ pub const CUBBY_WRITE: OpInfo = OpInfo {
         config: cubby_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: BOUNDS,
 };
 
 /// The mount every token has (per token, not shareable).

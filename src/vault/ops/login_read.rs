@@ -84,6 +84,7 @@ pub const LOGIN_READ: OpInfo = OpInfo {
     build,
     vault_benchmark: VaultBenchmark::NoType,
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// The scenario's config: the KV part is kv-read's.

@@ -32,7 +32,7 @@ pub mod totp;
 pub mod transit;
 pub mod vb;
 
-pub use options::{OptionKind, OptionSpec, OptionValue, OptionValues};
+pub use options::{Bound, ConfigBound, OptionKind, OptionSpec, OptionValue, OptionValues};
 pub use vb::{VaultBenchmark, VbType};
 
 use serde_json::{Value, json};
@@ -143,6 +143,10 @@ pub struct OpInfo {
     pub vault_benchmark: VaultBenchmark,
     /// Whether shards share its fixture.
     pub fixture: Fixture,
+    /// The numbers of its config that no flag of the same name bounds (nested blocks' keys,
+    /// keys a vault-benchmark file names otherwise), each with its bound: held to it before
+    /// setup, beside the flags' bounds (src/vault_benchmark/hcl/mapping.rs).
+    pub bounds: &'static [ConfigBound],
 }
 
 /// Every operation, in the order `--list-ops` shows them.

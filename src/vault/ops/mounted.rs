@@ -42,6 +42,12 @@ impl Mounted {
         self.mount.as_deref().unwrap_or("unset")
     }
 
+    /// The mount the requests go to: this session's own, else `shared` (a shard's: the
+    /// one `vblast setup` made, never disabled by it); `unset` before setup.
+    pub(crate) fn mount_or<'a>(&'a self, shared: Option<&'a str>) -> &'a str {
+        self.mount.as_deref().or(shared).unwrap_or("unset")
+    }
+
     /// Enables the engine at `mount`, `extra`'s keys added to the request (a mount's
     /// `config`). The mount is named from the request on, and forgotten if it was refused.
     pub(crate) fn enable(

@@ -3,6 +3,7 @@
 //! spec's kind, into an `OptionValues` map from which each family builds its config.
 
 use crate::error::Cause;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -114,6 +115,78 @@ impl OptionSpec {
     /// takes no number).
     pub fn is_bounded(&self) -> bool {
         !matches!(self.kind, OptionKind::Bytes { max: None })
+    }
+}
+
+/// A number of an operation's config that no flag of the same name bounds (a key of a
+/// nested block, a key a vault-benchmark file names otherwise, one its test type fixes),
+/// with its bound. The operation's family says why each bound is what it is.
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigBound {
+    /// Where the number is in the config, dotted: "version", "root_ca.key_bits".
+    pub key: &'static str,
+    /// Its name in a vault-benchmark file's `config` block ("context_len"), when not `key`;
+    /// empty where it is `key` or no file sets it.
+    pub file_key: &'static str,
+    pub bound: Bound,
+}
+
+/// What a `ConfigBound` holds its number to.
+#[derive(Clone, Copy, Debug)]
+pub enum Bound {
+    /// This flag's bounds (identity's `entity_count` as `--entities`).
+    Flag(OptionSpec),
+    /// From `min` to `max`, both included.
+    Range { min: u64, max: u64 },
+    /// One of the values listed for the word of key `by` in the same block (a CA's
+    /// `key_bits` by its `key_type`); a word not listed is left to the server.
+    OneOf {
+        by: &'static str,
+        values: &'static [(&'static str, &'static [u64])],
+    },
+}
+
+impl ConfigBound {
+    /// The number at `key` in `config` (when there is one) held to the bound: a refusal
+    /// names the file's key, the value and the bound.
+    pub fn check(&self, config: &Map<String, Value>) -> Result<(), Cause> {
+        let (path, last) = self.key.rsplit_once('.').unwrap_or(("", self.key));
+        let block = path
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .try_fold(config, |m, k| m.get(k)?.as_object());
+        let Some(n) = block.and_then(|b| b.get(last)).and_then(Value::as_u64) else {
+            return Ok(());
+        };
+        let why = match self.bound {
+            Bound::Flag(spec) => match spec.check(&OptionValue::Number(n)) {
+                Ok(()) => return Ok(()),
+                Err(e) => format!("out of the bounds of --{}: {e}", spec.flag),
+            },
+            Bound::Range { min, max } if n < min || n > max => {
+                format!("not between {min} and {max}")
+            }
+            Bound::Range { .. } => return Ok(()),
+            Bound::OneOf { by, values } => {
+                let word = block
+                    .and_then(|b| b.get(by))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match values.iter().find(|(w, _)| *w == word) {
+                    Some((_, ok)) if !ok.contains(&n) => {
+                        let ok: Vec<String> = ok.iter().map(u64::to_string).collect();
+                        format!("not one of {} (for {by} {word})", ok.join(", "))
+                    }
+                    _ => return Ok(()),
+                }
+            }
+        };
+        let name = if self.file_key.is_empty() {
+            self.key
+        } else {
+            self.file_key
+        };
+        Err(Cause::from(format!("config.{name} = {n} is {why}")))
     }
 }
 

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::mounted::{self, Mounted, Mounts};
 use super::vb::{Keys, Mapped, pki_key, set_in};
 use super::{
-    Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx, VaultBenchmark,
-    VaultOp, VbType, fresh_name, mount_created, needs_setup, setup_with,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionKind, OptionSpec, OptionValues, SetupCtx,
+    VaultBenchmark, VaultOp, VbType, fresh_name, mount_created, needs_setup, setup_with,
 };
 use crate::capture::Expect;
 use crate::error::{Cause, Error};
@@ -38,6 +38,31 @@ const KEY_TYPES: &[(&str, &str, u32)] = &[
     ("ec-521", "ec", 521),
     ("ed25519", "ed25519", 0),
 ];
+
+/// The CAs' `key_bits` OpenBao accepts for each `key_type` (0: its default, RSA 2048 or
+/// P-256), as a dev server answers `root/generate/internal`; it ignores the bits of an
+/// ed25519 key, so that type is not listed.
+const CA_KEY_BITS: &[(&str, &[u64])] = &[
+    ("rsa", &[0, 2048, 3072, 4096, 8192]),
+    ("ec", &[0, 224, 256, 384, 521]),
+];
+
+/// A CA's `key_bits` at `key` in the config (`file_key` in a file, when not the same),
+/// held to `CA_KEY_BITS` by the CA's `key_type`.
+const fn ca_key_bits(key: &'static str, file_key: &'static str) -> ConfigBound {
+    ConfigBound {
+        key,
+        file_key,
+        bound: Bound::OneOf {
+            by: "key_type",
+            values: CA_KEY_BITS,
+        },
+    }
+}
+
+/// The most CSRs pki-sign makes at setup: each with a key of its own made in this process
+/// (an RSA-4096 key takes up to a second), none written to the server.
+const CSRS_MAX: usize = 10_000;
 
 /// Every PKI mount's max lease TTL (vault-benchmark's: ten years).
 const MOUNT_MAX_TTL: &str = "87600h";
@@ -226,6 +251,13 @@ pub const ISSUE: OpInfo = OpInfo {
         config: issue_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[
+        ca_key_bits("chain.root_ca.key_bits", "root_ca.key_bits"),
+        ca_key_bits(
+            "chain.intermediate_csr.key_bits",
+            "intermediate_csr.key_bits",
+        ),
+    ],
 };
 
 /// The family's config (vault-benchmark's pki role `key_type`/`key_bits`, `no_store`).
@@ -295,29 +327,77 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     }
     Ok(Box::new(Pki {
         config,
-        root: pki_mount(),
-        int: pki_mount(),
-        shared_mount: None,
+        mounts: PkiMounts::new(),
     }))
 }
 
 struct Pki {
     config: PkiConfig,
-    /// The mount (with a chain: the root CA's).
-    root: Mounted,
-    /// With a chain: the intermediate's mount.
-    int: Mounted,
-    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
-    shared_mount: Option<String>,
+    mounts: PkiMounts,
 }
 
 /// The start of the names of the root CA's mount and the intermediate's.
 const ROOT_PREFIX: &str = "vblast-pki-";
 const INT_PREFIX: &str = "vblast-pki-int-";
 
-/// The PKI engine, unmounted.
-fn pki_mount() -> Mounted {
-    Mounted::new("pki", "pki", "pki")
+/// The mounts of pki-issue and pki-sign: the root CA's, and with a chain the
+/// intermediate's, which holds the role; a shard's, the one `vblast setup` made that
+/// issues.
+struct PkiMounts {
+    root: Mounted,
+    int: Mounted,
+    /// A shard's: the issuing mount `vblast setup` made (not its own: never disabled by it).
+    shared: Option<String>,
+}
+
+impl PkiMounts {
+    fn new() -> PkiMounts {
+        let pki = || Mounted::new("pki", "pki", "pki");
+        PkiMounts {
+            root: pki(),
+            int: pki(),
+            shared: None,
+        }
+    }
+
+    /// This session's part in the mounts of `prefixes` (setup's order; the role `role` in
+    /// the last): a shard keeps the last, `vblast cleanup` names them all to disable.
+    /// True when this session makes its own.
+    fn share(&mut self, ctx: &SetupCtx, prefixes: &[&str], role: &str) -> Result<bool, Error> {
+        match mounted::shared(ctx, prefixes, "pki", role)? {
+            Mounts::Joined(mount) => self.shared = Some(mount),
+            Mounts::Remove(names) => {
+                let mut names = names.into_iter();
+                self.root.mount = names.next();
+                self.int.mount = names.next();
+            }
+            Mounts::Make => return Ok(true),
+        }
+        Ok(false)
+    }
+
+    /// The mount the requests go to: the intermediate's when there is one, else the root's.
+    fn issuing(&self) -> &str {
+        let own = if self.int.mount.is_some() {
+            &self.int
+        } else {
+            &self.root
+        };
+        own.mount_or(self.shared.as_deref())
+    }
+
+    /// The mounts made, the root's as `root` names it.
+    fn created(&self, root: &str) -> Vec<Created> {
+        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
+        out.extend(mount_created(root, self.root.mount.as_deref()));
+        out
+    }
+
+    /// Disables the intermediate's mount, then the root's.
+    fn disable(&mut self, client: &mut Client) -> Result<(), Cause> {
+        self.int.disable(client)?;
+        self.root.disable(client)
+    }
 }
 
 /// A PKI mount's settings: max lease TTL ten years, as vault-benchmark's.
@@ -344,13 +424,13 @@ impl Pki {
                 client,
                 [&mount, &int],
                 &chain,
-                [&mut self.root, &mut self.int],
+                [&mut self.mounts.root, &mut self.mounts.int],
             )?;
-            return self.int.write_role(client, ROLE, &role);
+            return self.mounts.int.write_role(client, ROLE, &role);
         }
         let root = json!({"common_name": "vblast test root", "ttl": "720h", "key_type": "ec", "key_bits": 256});
         let what = format!("generating the root CA of '{mount}'");
-        self.root.with_ca_and_role(
+        self.mounts.root.with_ca_and_role(
             client,
             &mount,
             pki_mount_config(),
@@ -482,27 +562,14 @@ impl VaultOp for Pki {
         } else {
             &[ROOT_PREFIX]
         };
-        match mounted::shared(ctx, prefixes, "pki", ROLE)? {
-            Mounts::Joined(mount) => self.shared_mount = Some(mount),
-            // `vblast cleanup`: the mounts setup made, to disable.
-            Mounts::Remove(names) => {
-                let mut names = names.into_iter();
-                self.root.mount = names.next();
-                self.int.mount = names.next();
-            }
-            Mounts::Make => setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?,
+        if self.mounts.share(ctx, prefixes, ROLE)? {
+            setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?;
         }
         Ok(())
     }
 
     fn operation(&self) -> Operation {
-        let mount = self
-            .int
-            .mount
-            .as_deref()
-            .or(self.root.mount.as_deref())
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
+        let mount = self.mounts.issuing();
         let body = if self.config.params.is_empty() {
             vec![
                 Piece::lit(r#"{"common_name":"h"#),
@@ -530,14 +597,11 @@ impl VaultOp for Pki {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
-        out.extend(mount_created("pki", self.root.mount.as_deref()));
-        out
+        self.mounts.created("pki")
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        self.int.disable(client)?;
-        self.root.disable(client)
+        self.mounts.disable(client)
     }
 }
 
@@ -568,6 +632,19 @@ pub const SIGN: OpInfo = OpInfo {
         config: sign_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[
+        ca_key_bits("root_ca.key_bits", ""),
+        ca_key_bits("intermediate_csr.key_bits", ""),
+        // No file sets it (vault-benchmark signs one CSR); held to what build takes.
+        ConfigBound {
+            key: "csrs",
+            file_key: "",
+            bound: Bound::Range {
+                min: 1,
+                max: CSRS_MAX as u64,
+            },
+        },
+    ],
 };
 
 /// pki-sign's config: vault-benchmark's `pki_sign` blocks, with the keys vblast uses.
@@ -722,30 +799,25 @@ fn build_sign(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             "vblast cannot make P-521 CSRs itself (its crypto library has no P-521): give one as sign.csr, or choose ec-384",
         ));
     }
-    if config.csrs == 0 || config.csrs > 10_000 {
+    if config.csrs == 0 || config.csrs > CSRS_MAX {
         return Err(Cause::from(format!(
-            "{} CSRs is not between 1 and 10000",
+            "{} CSRs is not between 1 and {CSRS_MAX}",
             config.csrs
         )));
     }
     Ok(Box::new(PkiSign {
         config,
-        root: pki_mount(),
-        int: pki_mount(),
+        mounts: PkiMounts::new(),
         bodies: Vec::new(),
-        shared_int: None,
     }))
 }
 
 struct PkiSign {
     config: PkiSignConfig,
     /// The root CA's mount and the intermediate's.
-    root: Mounted,
-    int: Mounted,
+    mounts: PkiMounts,
     /// The sign requests' bodies, padded to one length.
     bodies: Vec<Vec<u8>>,
-    /// A shard's: the intermediate's mount `vblast setup` made (never disabled by it).
-    shared_int: Option<String>,
 }
 
 /// A CSR (PEM) for `name` with a fresh key of `kind`/`bits` (Vault's names). ECDSA and
@@ -827,11 +899,11 @@ impl PkiSign {
             client,
             [&root, &int],
             &chain,
-            [&mut self.root, &mut self.int],
+            [&mut self.mounts.root, &mut self.mounts.int],
         )?;
         let r = &c.role;
         let role = role_body(kind, bits, &r.ttl, r.no_store, r.generate_lease, &r.params);
-        self.int.write_role(client, &r.name, &role)
+        self.mounts.int.write_role(client, &r.name, &role)
     }
 }
 
@@ -844,30 +916,17 @@ impl VaultOp for PkiSign {
         // The root's name is derived too, in setup's order, though a shard uses only the
         // intermediate's.
         let role = self.config.role.name.clone();
-        match mounted::shared(ctx, &[ROOT_PREFIX, INT_PREFIX], "pki", &role)? {
+        if self.mounts.share(ctx, &[ROOT_PREFIX, INT_PREFIX], &role)? {
+            setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?;
+        } else if self.mounts.shared.is_some() {
             // A shard: its own CSRs (keys made here, never sent).
-            Mounts::Joined(int) => {
-                self.make_bodies().map_err(Error::setup)?;
-                self.shared_int = Some(int);
-            }
-            // `vblast cleanup`: the mounts setup made, in its order, to disable.
-            Mounts::Remove(names) => {
-                let mut names = names.into_iter();
-                self.root.mount = names.next();
-                self.int.mount = names.next();
-            }
-            Mounts::Make => setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?,
+            self.make_bodies().map_err(Error::setup)?;
         }
         Ok(())
     }
 
     fn operation(&self) -> Operation {
-        let int = self
-            .int
-            .mount
-            .as_deref()
-            .or(self.shared_int.as_deref())
-            .unwrap_or("unset");
+        let int = self.mounts.issuing();
         let mut op = Operation::new(
             SIGN.name,
             RequestSpec {
@@ -888,14 +947,11 @@ impl VaultOp for PkiSign {
     }
 
     fn created(&self) -> Vec<Created> {
-        let mut out = mount_created("pki (intermediate CA)", self.int.mount.as_deref());
-        out.extend(mount_created("pki (root CA)", self.root.mount.as_deref()));
-        out
+        self.mounts.created("pki (root CA)")
     }
 
     fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        self.int.disable(client)?;
-        self.root.disable(client)
+        self.mounts.disable(client)
     }
 }
 

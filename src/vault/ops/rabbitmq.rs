@@ -76,6 +76,7 @@ pub const CREDS: OpInfo = OpInfo {
         config: rabbitmq_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: &[],
 };
 
 /// The family's config: vault-benchmark's `connection` and `role` keys as given.

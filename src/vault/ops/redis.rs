@@ -134,6 +134,7 @@ pub const CREDS: OpInfo = OpInfo {
         config: dynamic_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: &[],
 };
 
 pub const STATIC_CREDS: OpInfo = OpInfo {
@@ -150,6 +151,7 @@ pub const STATIC_CREDS: OpInfo = OpInfo {
         config: static_hcl,
     }]),
     fixture: Fixture::NotShareable,
+    bounds: &[],
 };
 
 /// The family's config: vault-benchmark's `db_connection` and `role` keys as given.

@@ -182,6 +182,7 @@ pub const SIGN: OpInfo = OpInfo {
         config: ssh_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// No options of its own; vault-benchmark's `key_signing` keys, sent in every request
@@ -223,12 +224,10 @@ fn build(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             c.client_key
         )));
     }
-    Ok(Box::new(Ssh {
-        mounted: ssh_mount(),
-        public_key: String::new(),
-        shared_mount: None,
+    Ok(Box::new(Ssh::new(Request::Sign {
         config: c,
-    }))
+        public_key: String::new(),
+    })))
 }
 
 /// The public key every request has signed: the file's, else a fresh one of the kind
@@ -287,55 +286,132 @@ pub fn client_public_key() -> Result<String, Cause> {
     ))
 }
 
-/// The SSH secrets engine, unmounted.
-fn ssh_mount() -> Mounted {
-    Mounted::new("ssh", "ssh", "ssh")
+/// What ssh-sign and ssh-issue do differently, as data; the rest (the mount, its CA and
+/// role, the shards, cleanup) is one path: `Ssh`.
+enum Request {
+    /// ssh-sign: every request has the server sign `public_key`, made at setup (or the
+    /// file's); the config holds the file's `key_signing`, `role` and `ca` keys.
+    Sign {
+        config: SshConfig,
+        public_key: String,
+    },
+    /// ssh-issue: every request has the server make a key pair and its certificate.
+    Issue(IssueConfig),
 }
 
+/// The mount name prefix of ssh-sign, and ssh-issue's (apart, so that both share a run).
+const SIGN_PREFIX: &str = "vblast-ssh-";
+const ISSUE_PREFIX: &str = "vblast-sshi-";
+
+/// `defaults` with each of `keys` set over them (the file's keys win).
+fn over(mut defaults: Value, keys: &Map<String, Value>) -> Value {
+    for (k, v) in keys {
+        defaults[k] = v.clone();
+    }
+    defaults
+}
+
+impl Request {
+    /// The operation's name, its mount's prefix, and its request's path under the mount
+    /// (`sign/vblast`, `issue/vblast`).
+    fn what(&self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Request::Sign { .. } => (SIGN.name, SIGN_PREFIX, "sign"),
+            Request::Issue(_) => (ISSUE.name, ISSUE_PREFIX, "issue"),
+        }
+    }
+
+    /// What this session needs before its requests (a shard's too): ssh-sign's client key.
+    fn ready(&mut self) -> Result<(), Cause> {
+        if let Request::Sign { config, public_key } = self {
+            *public_key = request_key(config)?;
+        }
+        Ok(())
+    }
+
+    /// The CA's write (`config/ca`) and the role's: vblast's defaults (vault-benchmark's
+    /// for ssh-issue), then the file's keys over them.
+    fn ca_and_role(&self) -> (Value, Value) {
+        match self {
+            Request::Sign { config, .. } => {
+                // The server generates the key unless the file gives one.
+                let given = ["private_key", "public_key", "generate_signing_key"]
+                    .iter()
+                    .any(|k| config.ca.contains_key(*k));
+                let ca = if given {
+                    json!({})
+                } else {
+                    json!({"generate_signing_key": true})
+                };
+                let role = json!({
+                    "key_type": "ca",
+                    "allow_user_certificates": true,
+                    "allowed_users": ROLE,
+                    "default_user": ROLE,
+                    "ttl": "10m",
+                });
+                (over(ca, &config.ca), over(role, &config.role))
+            }
+            Request::Issue(c) => {
+                let ca = json!({"generate_signing_key": true, "key_type": "rsa", "key_bits": 0});
+                let mut role = over(
+                    json!({"key_type": "ca", "allow_user_certificates": true}),
+                    &c.role,
+                );
+                if role.get("allowed_users").is_none() {
+                    role["allowed_users"] = json!(ROLE);
+                }
+                if role.get("default_user").is_none() && !c.issue.contains_key("valid_principals") {
+                    role["default_user"] = json!(ROLE);
+                }
+                (over(ca, &c.ca), role)
+            }
+        }
+    }
+
+    /// Every request's body: what vblast sends, then the file's request keys over it.
+    fn body(&self) -> Value {
+        match self {
+            Request::Sign { config, public_key } => over(
+                json!({ "public_key": public_key, "valid_principals": ROLE }),
+                &config.sign,
+            ),
+            Request::Issue(c) => {
+                let (kind, bits) = issue_key(&c.key_type).unwrap_or(("rsa", 2048));
+                over(
+                    json!({ "key_type": kind, "key_bits": bits, "cert_type": "user" }),
+                    &c.issue,
+                )
+            }
+        }
+    }
+}
+
+/// ssh-sign and ssh-issue: the SSH engine at a fresh mount, its CA and the role `vblast`
+/// made at setup (a shard joins the mount `vblast setup` made), each request `request`'s,
+/// and the mount disabled at cleanup.
 struct Ssh {
     mounted: Mounted,
-    public_key: String,
     /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
     shared_mount: Option<String>,
-    /// vault-benchmark's settings: what every request also asks, the role's and the
-    /// CA's keys, the client key's kind.
-    config: SshConfig,
+    request: Request,
 }
 
 impl Ssh {
-    /// The CA's write: the server generates the key unless the file gives one.
-    fn ca_body(&self) -> Value {
-        let ca = &self.config.ca;
-        let mut body = Value::Object(ca.clone());
-        if !ca.contains_key("private_key")
-            && !ca.contains_key("public_key")
-            && !ca.contains_key("generate_signing_key")
-        {
-            body["generate_signing_key"] = json!(true);
+    fn new(request: Request) -> Ssh {
+        Ssh {
+            mounted: Mounted::new("ssh", "ssh", "ssh"),
+            shared_mount: None,
+            request,
         }
-        body
-    }
-
-    /// The role's write: vblast's user-certificate role, with the file's keys over it.
-    fn role_body(&self) -> Value {
-        let mut body = json!({
-            "key_type": "ca",
-            "allow_user_certificates": true,
-            "allowed_users": ROLE,
-            "default_user": ROLE,
-            "ttl": "10m",
-        });
-        for (k, v) in &self.config.role {
-            body[k] = v.clone();
-        }
-        body
     }
 
     fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
-        self.public_key = request_key(&self.config)?;
-        let mount = naming.random_name(SIGN_PREFIX);
-        let (ca, role) = (self.ca_body(), self.role_body());
-        let what = format!("generating the CA key of '{mount}'");
+        self.request.ready()?;
+        let (_, prefix, _) = self.request.what();
+        let mount = naming.random_name(prefix);
+        let (ca, role) = self.request.ca_and_role();
+        let what = format!("configuring the CA of '{mount}'");
         self.mounted.with_ca_and_role(
             client,
             &mount,
@@ -348,41 +424,34 @@ impl Ssh {
 
 impl VaultOp for Ssh {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, SIGN.name)
+        needs_setup(ctx, self.request.what().0)
     }
 
     fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match mounted::shared(ctx, &[SIGN_PREFIX], "ssh", ROLE)? {
+        let (name, prefix, _) = self.request.what();
+        match mounted::shared(ctx, &[prefix], "ssh", ROLE)? {
             Mounts::Joined(mount) => {
                 // A shard's own client key pair, made here.
-                self.public_key = request_key(&self.config).map_err(Error::setup)?;
+                self.request.ready().map_err(Error::setup)?;
                 self.shared_mount = Some(mount);
             }
             // `vblast cleanup`: the mount setup made, to disable.
             Mounts::Remove(mut names) => self.mounted.mount = names.pop(),
-            Mounts::Make => setup_with(ctx, SIGN.name, |client| self.prepare(client, ctx.naming))?,
+            Mounts::Make => setup_with(ctx, name, |client| self.prepare(client, ctx.naming))?,
         }
         Ok(())
     }
 
     fn operation(&self) -> Operation {
-        let mount = self
-            .mounted
-            .mount
-            .as_deref()
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
-        let mut body = json!({ "public_key": self.public_key, "valid_principals": ROLE });
-        for (k, v) in &self.config.sign {
-            body[k] = v.clone();
-        }
+        let (name, _, verb) = self.request.what();
+        let mount = self.mounted.mount_or(self.shared_mount.as_deref());
         let mut op = Operation::new(
-            SIGN.name,
+            name,
             RequestSpec {
                 method: "POST".into(),
-                path: vec![Piece::lit(format!("/v1/{mount}/sign/{ROLE}"))],
+                path: vec![Piece::lit(format!("/v1/{mount}/{verb}/{ROLE}"))],
                 headers: vec![("Content-Type".into(), "application/json".into())],
-                body: Some(vec![Piece::lit(body.to_string())]),
+                body: Some(vec![Piece::lit(self.request.body().to_string())]),
                 captured_headers: vec![],
             },
         );
@@ -459,6 +528,7 @@ pub const ISSUE: OpInfo = OpInfo {
         config: ssh_issue_hcl,
     }]),
     fixture: Fixture::Shared,
+    bounds: &[],
 };
 
 /// ssh-issue's config: the key of each certificate (vblast's name, `rsa-2048`), and
@@ -510,106 +580,7 @@ fn build_issue(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     let c =
         serde_json::from_value::<IssueConfig>(v.clone()).map_err(|e| format!("bad config: {e}"))?;
     issue_key(&c.key_type)?;
-    Ok(Box::new(SshIssue {
-        mounted: ssh_mount(),
-        shared_mount: None,
-        config: c,
-    }))
-}
-
-struct SshIssue {
-    mounted: Mounted,
-    /// A shard's: the mount `vblast setup` made (not its own: never disabled by it).
-    shared_mount: Option<String>,
-    config: IssueConfig,
-}
-
-/// The mount name prefix of ssh-sign, and ssh-issue's (apart, so that both share a run).
-const SIGN_PREFIX: &str = "vblast-ssh-";
-const ISSUE_PREFIX: &str = "vblast-sshi-";
-
-impl SshIssue {
-    /// The CA's and the role's bodies: vault-benchmark's defaults, then the file's keys.
-    fn bodies(&self) -> (Value, Value) {
-        let mut ca = json!({"generate_signing_key": true, "key_type": "rsa", "key_bits": 0});
-        for (k, v) in &self.config.ca {
-            ca[k] = v.clone();
-        }
-        let mut role = json!({"key_type": "ca", "allow_user_certificates": true});
-        for (k, v) in &self.config.role {
-            role[k] = v.clone();
-        }
-        if role.get("allowed_users").is_none() {
-            role["allowed_users"] = json!(ROLE);
-        }
-        if role.get("default_user").is_none() && !self.config.issue.contains_key("valid_principals")
-        {
-            role["default_user"] = json!(ROLE);
-        }
-        (ca, role)
-    }
-
-    fn prepare(&mut self, client: &mut Client, naming: &Naming) -> Result<(), Cause> {
-        let mount = naming.random_name(ISSUE_PREFIX);
-        let (ca, role) = self.bodies();
-        let what = format!("configuring the CA of '{mount}'");
-        self.mounted.with_ca_and_role(
-            client,
-            &mount,
-            None,
-            ("config/ca", &ca, &what),
-            (ROLE, &role),
-        )
-    }
-}
-
-impl VaultOp for SshIssue {
-    fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
-        needs_setup(ctx, ISSUE.name)
-    }
-
-    fn setup(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
-        match mounted::shared(ctx, &[ISSUE_PREFIX], "ssh", ROLE)? {
-            Mounts::Joined(mount) => self.shared_mount = Some(mount),
-            Mounts::Remove(mut names) => self.mounted.mount = names.pop(),
-            Mounts::Make => setup_with(ctx, ISSUE.name, |client| self.prepare(client, ctx.naming))?,
-        }
-        Ok(())
-    }
-
-    fn operation(&self) -> Operation {
-        let mount = self
-            .mounted
-            .mount
-            .as_deref()
-            .or(self.shared_mount.as_deref())
-            .unwrap_or("unset");
-        let (kind, bits) = issue_key(&self.config.key_type).unwrap_or(("rsa", 2048));
-        let mut body = json!({ "key_type": kind, "key_bits": bits, "cert_type": "user" });
-        for (k, v) in &self.config.issue {
-            body[k] = v.clone();
-        }
-        let mut op = Operation::new(
-            ISSUE.name,
-            RequestSpec {
-                method: "POST".into(),
-                path: vec![Piece::lit(format!("/v1/{mount}/issue/{ROLE}"))],
-                headers: vec![("Content-Type".into(), "application/json".into())],
-                body: Some(vec![Piece::lit(body.to_string())]),
-                captured_headers: vec![],
-            },
-        );
-        op.expect = Some(Expect::present("data.signed_key"));
-        op
-    }
-
-    fn created(&self) -> Vec<Created> {
-        self.mounted.created()
-    }
-
-    fn cleanup(&mut self, client: &mut Client, _stop: &Stop) -> Result<(), Cause> {
-        self.mounted.disable(client)
-    }
+    Ok(Box::new(Ssh::new(Request::Issue(c))))
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use super::vb::{Keys, Mapped};
 use super::{
-    Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec, OptionValues, SetupCtx,
-    VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str, mount_created, needs_setup,
-    setup_with,
+    Bound, ConfigBound, Created, Fixture, OpInfo, OptionKind as ValueKind, OptionSpec,
+    OptionValues, SetupCtx, VaultBenchmark, VaultOp, VbType, call, disable_mount, json_str,
+    mount_created, needs_setup, setup_with,
     shared::{self, Mode},
 };
 use crate::capture::Expect;
@@ -203,6 +203,21 @@ fn request_keys(
     Ok(())
 }
 
+/// The most bytes of context of a derived key (vault-benchmark's `context_len`, 32 by
+/// default): they travel, base64, in every request, so 1 MiB keeps each body small beside
+/// `--payload-size`'s 16 MiB. 0 is taken (a key that is not derived uses none; build
+/// refuses 0 for a derived one).
+const CONTEXT_MAX: usize = 1 << 20;
+
+const BOUNDS: &[ConfigBound] = &[ConfigBound {
+    key: "context_size",
+    file_key: "context_len",
+    bound: Bound::Range {
+        min: 0,
+        max: CONTEXT_MAX as u64,
+    },
+}];
+
 macro_rules! op_info {
     ($const:ident, $name:literal, $about:literal, $request:literal, $build:ident, $vb:expr) => {
         pub const $const: OpInfo = OpInfo {
@@ -216,6 +231,7 @@ macro_rules! op_info {
             build: $build,
             vault_benchmark: $vb,
             fixture: Fixture::Shared,
+            bounds: BOUNDS,
         };
     };
 }
@@ -396,7 +412,7 @@ fn build(kind: TransitKind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
             "convergent encryption needs a derived key (keys { derived = true })",
         ));
     }
-    if derived && (c.context_size == 0 || c.context_size > 1024 * 1024) {
+    if derived && (c.context_size == 0 || c.context_size > CONTEXT_MAX) {
         return Err(Cause::from(format!(
             "context size {} is not between 1 byte and 1 MiB",
             c.context_size

@@ -130,10 +130,19 @@ pub fn translate(
 }
 
 /// Every number of the test's config is held to its flag's bounds (`kvsize` as
-/// `--secret-size`, `numkvs` as `--secrets`): refused in the flag's words, before anything
-/// is set up on the server.
+/// `--secret-size`, `numkvs` as `--secrets`), or to the operation's own bound where no flag
+/// has its name (`root_ca.key_bits`, `aliases.size`: `OpInfo::bounds`): refused, naming
+/// the key, its value and the bound, before anything is set up on the server.
 fn bounded(info: &OpInfo, name: &str, config: &Map<String, Value>) -> Vec<KeyRefusal> {
-    let mut out = Vec::new();
+    let mut out: Vec<KeyRefusal> = info
+        .bounds
+        .iter()
+        .filter_map(|b| b.check(config).err())
+        .map(|e| KeyRefusal {
+            path: "config".into(),
+            message: format!("test '{name}': {e}"),
+        })
+        .collect();
     for (key, v) in config {
         let Some(n) = v.as_u64() else {
             continue;
@@ -672,8 +681,9 @@ mod tests {
     }
 
     /// Walks the registry's test types: every number an operation's config holds is a
-    /// setting with a flag whose kind bounds it, so that a file's value is held to the
-    /// flag's bound (`bounded`). A new numeric setting without a bounded flag fails here.
+    /// setting with a flag whose kind bounds it, or has a bound of the operation's own
+    /// (`OpInfo::bounds`), so that a file's value is held to it (`bounded`). A new numeric
+    /// setting without either fails here.
     #[test]
     fn every_numeric_setting_of_every_test_type_has_its_flags_bound() {
         use crate::vault::ops::OptionKind;
@@ -702,52 +712,23 @@ mod tests {
             for key in keys {
                 checked += 1;
                 let spec = info.options.iter().find(|s| s.id() == key);
-                let bounded = spec.is_some_and(|s| {
-                    s.is_bounded()
-                        && matches!(
-                            s.kind,
-                            OptionKind::Count { .. }
-                                | OptionKind::Number { .. }
-                                | OptionKind::Bytes { .. }
-                        )
-                });
+                let own = info.bounds.iter().any(|b| b.key == key);
+                let bounded = own
+                    || spec.is_some_and(|s| {
+                        s.is_bounded()
+                            && matches!(
+                                s.kind,
+                                OptionKind::Count { .. }
+                                    | OptionKind::Number { .. }
+                                    | OptionKind::Bytes { .. }
+                            )
+                    });
                 if !bounded {
                     unbounded.push(format!("{} ({}): {key}", t.name, info.name));
                 }
             }
         }
         assert!(checked > 0);
-        // Settings whose numbers are not held to a flag's bound yet (their config keys
-        // have no flag of the same name, or sit in nested blocks; each family checks its
-        // own values when it builds). This list only shrinks: a new numeric setting
-        // without a bounded flag fails here.
-        const NOT_YET: &[&str] = &[
-            "kvv1_read (kv-read): version",
-            "kvv2_read (kv-read): version",
-            "kvv1_write (kv-write): version",
-            "kvv2_write (kv-write): version",
-            "cubbyhole_read (cubbyhole-read): version",
-            "cubbyhole_write (cubbyhole-write): version",
-            "jwt_auth (jwt-login): pool",
-            "transit_encrypt (transit-encrypt): context_size",
-            "transit_decrypt (transit-decrypt): context_size",
-            "transit_sign (transit-sign): context_size",
-            "transit_verify (transit-verify): context_size",
-            "pki_sign (pki-sign): csrs",
-            "pki_sign (pki-sign): intermediate_csr.key_bits",
-            "pki_sign (pki-sign): root_ca.key_bits",
-            "identity (identity): alias_count",
-            "identity (identity): aliases.count",
-            "identity (identity): aliases.size",
-            "identity (identity): entity_count",
-            "identity (identity): group_count",
-            "identity (identity): groups.count",
-            "identity (identity): groups.size",
-            "identity (identity): policies.count",
-            "identity (identity): policies.size",
-            "identity (identity): policy_count",
-        ];
-        unbounded.retain(|u| !NOT_YET.contains(&u.as_str()));
         assert!(
             unbounded.is_empty(),
             "numbers without a bounded flag: {unbounded:?}"
@@ -772,6 +753,121 @@ mod tests {
         );
         let e = refused("kvv1_read", "numkvs = 0");
         assert!(e.contains("must be at least 1"), "{e}");
+        // The numbers no flag of the same name bounds: each named with its value and bound.
+        for (kind, config, said) in [
+            (
+                "pki_sign",
+                "root_ca {\n key_bits = 4000000000\n }",
+                "config.root_ca.key_bits = 4000000000 is not one of 0, 2048, 3072, 4096, 8192 (for key_type rsa)",
+            ),
+            (
+                "pki_sign",
+                "intermediate_csr {\n key_type = \"ec\"\n key_bits = 2048\n }",
+                "config.intermediate_csr.key_bits = 2048 is not one of 0, 224, 256, 384, 521 (for key_type ec)",
+            ),
+            (
+                "pki_issue",
+                "root_ca {\n key_bits = 18446744073709551615\n }",
+                "config.root_ca.key_bits = 18446744073709551615 is not one of",
+            ),
+            (
+                "identity",
+                "entity_count = 18446744073709551615",
+                "config.entity_count = 18446744073709551615 is out of the bounds of --entities: --entities 18446744073709551615 is more than 10000000",
+            ),
+            (
+                "identity",
+                "alias_count = 10000001",
+                "config.alias_count = 10000001 is out of the bounds of --entity-aliases",
+            ),
+            (
+                "identity",
+                "group_count = 18446744073709551615",
+                "config.group_count = 18446744073709551615 is out of the bounds of --groups",
+            ),
+            (
+                "identity",
+                "policy_count = 18446744073709551615",
+                "config.policy_count = 18446744073709551615 is out of the bounds of --identity-policies",
+            ),
+            (
+                "identity",
+                "aliases {\n count = 1\n size = 4000000000\n }",
+                "config.aliases.size = 4000000000 is not between 0 and 100",
+            ),
+            (
+                "identity",
+                "groups {\n count = 18446744073709551615\n size = 1\n }",
+                "config.groups.count = 18446744073709551615 is not between 0 and 10000000",
+            ),
+            (
+                "identity",
+                "groups {\n size = 100001\n }",
+                "config.groups.size = 100001 is not between 0 and 100000",
+            ),
+            (
+                "identity",
+                "policies {\n count = 10000001\n }",
+                "config.policies.count = 10000001 is not between 0 and 10000000",
+            ),
+            (
+                "identity",
+                "policies {\n size = 10001\n }",
+                "config.policies.size = 10001 is not between 0 and 10000",
+            ),
+            (
+                "transit_encrypt",
+                "context_len = 18446744073709551615",
+                "config.context_len = 18446744073709551615 is not between 0 and 1048576",
+            ),
+        ] {
+            let e = refused(kind, config);
+            assert!(
+                e.contains(said) && e.contains("test 't'"),
+                "{kind} {config}: {e}"
+            );
+        }
+        // The numbers a file cannot set (its test type does) are bounded all the same.
+        for (kind, key, value, said) in [
+            (
+                "kvv2_read",
+                "version",
+                3,
+                "config.version = 3 is out of the bounds of --kv-version: --kv-version 3 is not between 1 and 2",
+            ),
+            (
+                "cubbyhole_write",
+                "version",
+                0,
+                "config.version = 0 is out of the bounds of --kv-version",
+            ),
+            (
+                "jwt_auth",
+                "pool",
+                100_001,
+                "config.pool = 100001 is not between 1 and 100000",
+            ),
+            (
+                "pki_sign",
+                "csrs",
+                0,
+                "config.csrs = 0 is not between 1 and 10000",
+            ),
+        ] {
+            let (_, info) = types().find(|(t, _)| t.name == kind).unwrap();
+            let mut config = match (info.config_from)(&OptionValues::new()) {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            config.insert(key.into(), Value::from(value));
+            let e = bounded(info, "t", &config);
+            assert!(e.len() == 1 && e[0].message.contains(said), "{kind}: {e:?}");
+        }
+        // Within the bounds, the same keys are taken.
+        let ok = "test \"identity\" \"t\" {\n  weight = 100\n  config {\n    entity_count = 10000000\n    aliases {\n      count = 1\n      size = 1\n    }\n  }\n}\n";
+        assert!(super::super::parse(ok, "f.hcl").is_ok());
+        let ok = "test \"pki_sign\" \"t\" {\n  weight = 100\n  config {\n    root_ca {\n      key_bits = 8192\n    }\n    intermediate_csr {\n      key_type = \"ec\"\n      key_bits = 384\n    }\n  }\n}\n";
+        assert!(super::super::parse(ok, "f.hcl").is_ok());
         // Within the bounds, the same keys are taken.
         let ok = "test \"kvv2_write\" \"t\" {\n  weight = 100\n  config {\n    numkvs = 10000000\n    kvsize = 16777216\n  }\n}\n";
         assert!(super::super::parse(ok, "f.hcl").is_ok());
