@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Poll, Token};
 
+use super::StepPlan;
 use super::conn::Req;
-use super::step::{Link, StepPlan};
+use super::step::Link;
 use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate};
 use crate::net::wait::Waiting;
@@ -104,7 +105,7 @@ pub(super) fn captures(plan: &EnginePlan) -> Captures {
 impl<'p> Core<'p> {
     pub(super) fn new(plan: &'p EnginePlan, global: usize) -> Result<Core<'p>, EngineError> {
         let poll = Poll::new().map_err(EngineError::EventLoop)?;
-        let timer = match plan.schedule {
+        let timer = match plan.load.step.schedule {
             Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
             None => None,
         };
@@ -117,7 +118,7 @@ impl<'p> Core<'p> {
             pacer: idle_pacer(now),
             tally: Counter::new(plan, now),
             timer,
-            step: StepPlan::of(plan),
+            step: plan.load.step.clone(),
             hold: false,
             picker: Picker::new(&plan.ops),
             rng: Rng::seeded(global as u64),

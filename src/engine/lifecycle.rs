@@ -156,7 +156,7 @@ impl EventLoop<'_> {
             self.core.tally.stats.note(msg, 1);
         }
         let c = &mut self.conns[i];
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             c.phase = ConnPhase::Unopened;
             self.idle.push(i);
             return;

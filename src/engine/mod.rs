@@ -24,16 +24,16 @@ mod step;
 mod tally;
 mod worker;
 
+pub use crate::config::scenario::StepPlan;
 pub use error::EngineError;
 pub use held::{run_held, run_held_at};
-pub use step::StepPlan;
 
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::schedule::Schedule;
+use crate::config::scenario::Load;
 use crate::net::target::Target;
 use crate::net::tls::TlsOptions;
 use crate::net::transport::TlsConnector;
@@ -45,8 +45,10 @@ use crate::workload::Operation;
 use driver::Wheel;
 use worker::EventLoop;
 
-/// Everything an engine (one process's share of a run) needs. Serializable so that worker
-/// processes receive exactly what an in-process engine would.
+/// Everything an engine (one process's share of a run) needs: the load as the scenario
+/// gives it, and what is not the load (where it goes, with which credentials, which
+/// operations, this process's threads, the nodes). Serializable so that worker processes
+/// receive exactly what an in-process engine would.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct EnginePlan {
     pub target: Target,
@@ -54,42 +56,23 @@ pub struct EnginePlan {
     pub token: Option<String>,
     pub namespace: Option<String>,
     pub ops: Vec<Operation>,
-    /// Totals over the whole run (all processes).
-    pub connections: u64,
-    pub requests: Option<u64>,
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    /// Open model: the load schedule (None: closed model).
-    pub schedule: Option<Schedule>,
-    pub keepalive: bool,
-    pub timeout: Duration,
+    /// The load over the whole run (all processes); `load.step` is a single run's step,
+    /// the first of a held run.
+    pub load: Load,
     /// Event-loop threads over all processes, this process's first one, and how many it runs.
     pub threads_total: usize,
     pub thread_offset: usize,
     pub threads_here: usize,
-    pub pin: bool,
     /// Several nodes as one target: where each connection goes.
     #[serde(default)]
     pub nodes: crate::net::route::NodePlan,
-    /// A connection told to wait by a quota's `Retry-After` waits that long.
-    #[serde(default)]
-    pub respect_retry_after: bool,
-    /// Shard, start instant, source addresses (`src/config/spread.rs`).
-    #[serde(default)]
-    pub spread: crate::config::spread::Spread,
-    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/net/redirect.rs).
-    #[serde(default)]
-    pub follow_redirects: bool,
-    /// HTTP/2 (`src/engine/h2.rs`); None: HTTP/1.1.
-    #[serde(default)]
-    pub http2: Option<crate::net::h2::Http2Options>,
 }
 
 impl EnginePlan {
     /// Thread `global` of this shard as (slot, slots) of the whole run's request numbering:
     /// (global, threads_total) when the run is not sharded (`src/session/shard.rs`).
     pub fn slot(&self, global: usize) -> (usize, usize) {
-        let s = self.spread.shard;
+        let s = self.load.spread.shard;
         (s.slot(global), s.slots(self.threads_total))
     }
 
@@ -98,7 +81,7 @@ impl EnginePlan {
             host: self.target.host_header(),
             token: self.token.clone(),
             namespace: self.namespace.clone(),
-            close: !self.keepalive,
+            close: !self.load.keepalive,
         }
     }
 }
@@ -163,17 +146,20 @@ pub fn run(
         // The server speaks no h2 (--http2-fallback, or a vault-benchmark file's run):
         // the run is HTTP/1.1, and says so.
         let plan = EnginePlan {
-            http2: None,
-            connections: plan.http2.map_or(plan.connections, |h| {
-                h.connections_without_h2(plan.connections)
-            }),
+            load: Load {
+                http2: None,
+                connections: plan.load.http2.map_or(plan.load.connections, |h| {
+                    h.connections_without_h2(plan.load.connections)
+                }),
+                ..plan.load.clone()
+            },
             ..plan.clone()
         };
         let mut stats = run(&plan, stop, gate, progress)?;
         stats.say(&fallback);
         return Ok(stats);
     }
-    if plan.http2.is_some() {
+    if plan.load.http2.is_some() {
         let workers = build(plan, sender, h2::H2Loop::new)?;
         run_workers(plan, workers, stop, gate, progress, (report, reports))
     } else {
@@ -239,7 +225,7 @@ fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
                 let mut config =
                     (*crate::net::tls::client_config(opts).map_err(tls_error)?).clone();
                 config.enable_secret_extraction = true;
-                if plan.http2.is_some() {
+                if plan.load.http2.is_some() {
                     // ALPN: h2 first; http/1.1 so that a server without h2 says so.
                     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
                 }
@@ -267,7 +253,7 @@ fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
 /// `--http2-fallback` (or a vault-benchmark file's run) goes on over HTTP/1.1; otherwise
 /// the refusal.
 fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
-    let Some(h2) = plan.http2 else {
+    let Some(h2) = plan.load.http2 else {
         return Ok(None);
     };
     if h2.prior_knowledge || !plan.target.is_tls() || h2::unsupported(plan).is_some() {
@@ -280,7 +266,7 @@ fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
         tls.config.clone(),
         tls.name.clone(),
         plan.target.addr(),
-        plan.timeout.min(std::time::Duration::from_secs(10)),
+        plan.load.timeout.min(std::time::Duration::from_secs(10)),
     )
     .map_err(tls_error)?;
     if chosen.as_deref() == Some(b"h2") {
@@ -308,7 +294,7 @@ fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
 
 /// The core each local thread is pinned to.
 fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId> {
-    let cores = if plan.pin {
+    let cores = if plan.load.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
         Vec::new()

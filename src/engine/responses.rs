@@ -41,7 +41,7 @@ impl EventLoop<'_> {
     pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         self.fail_request(i, kind, msg, now);
         self.conns[i].stream = None;
-        if self.plan.keepalive {
+        if self.plan.load.keepalive {
             self.reopen(i, now);
         } else {
             self.conns[i].phase = ConnPhase::Unopened;
@@ -62,7 +62,7 @@ impl EventLoop<'_> {
         {
             // ttfb is that of each connection's first request (or of every one without
             // keep-alive).
-            let first = c.served == 0 || !self.plan.keepalive;
+            let first = c.served == 0 || !self.plan.load.keepalive;
             self.core.tally.first_byte(&req, first, now);
         }
         if r.extra {
@@ -104,7 +104,7 @@ impl EventLoop<'_> {
                 status,
                 ok,
                 quota,
-                kept_alive: self.plan.keepalive && !close,
+                kept_alive: self.plan.load.keepalive && !close,
                 body: c.parser.body(),
                 body_len: c.parser.body_len(),
                 server: c.parser.server(),
@@ -121,7 +121,7 @@ impl EventLoop<'_> {
     /// slot freed; back from a hop; re-opened when the server closes it, when the request
     /// was not all sent, or to follow the active node; made to wait by a Retry-After.
     fn after_response(&mut self, i: usize, quota: Option<Quota>, close: bool, now: Instant) {
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             self.close(i);
             self.idle.push(i);
             return;
@@ -141,7 +141,7 @@ impl EventLoop<'_> {
             self.reopen(i, now);
             return;
         }
-        if self.plan.respect_retry_after
+        if self.plan.load.respect_retry_after
             && let Some(q) = quota
             && q.retry_after > 0
         {

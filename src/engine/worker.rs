@@ -57,8 +57,8 @@ impl<'p> EventLoop<'p> {
         let core = Core::new(plan, global)?;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
         let (slot, slots) = plan.slot(global);
-        let mut mine = share(plan.connections, slots, slot);
-        if let Some(n) = plan.requests {
+        let mut mine = share(plan.load.connections, slots, slot);
+        if let Some(n) = plan.load.step.requests {
             // A connection with no request to send is never opened.
             mine = mine.min(share(n, slots, slot));
         }
@@ -77,11 +77,11 @@ impl<'p> EventLoop<'p> {
             tls,
             ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
-                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
+                    .map(|s| s.with_addrs(&plan.load.spread.source_addrs))
             }),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             route_seen: 0,
-            redirects: plan.follow_redirects.then(|| {
+            redirects: plan.load.follow_redirects.then(|| {
                 crate::net::redirect::Redirects::new(if plan.nodes.targets.is_empty() {
                     std::slice::from_ref(&plan.target)
                 } else {
@@ -93,7 +93,7 @@ impl<'p> EventLoop<'p> {
 
     /// Opens every connection before the clock starts (within `PRECONNECT_MAX`).
     fn preconnect(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        let until = Instant::now() + PRECONNECT_MAX.min(self.plan.timeout);
+        let until = Instant::now() + PRECONNECT_MAX.min(self.plan.load.timeout);
         while !stop.is_set() {
             let now = Instant::now();
             let opening = self.open_more(now);
@@ -173,10 +173,10 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     /// Before the first step: connection-per-request slots made free, or (keep-alive)
     /// every connection opened when the run is measured over time.
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
             self.next_open = self.conns.len();
-        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
+        } else if self.plan.load.step.schedule.is_some() || self.plan.load.step.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
@@ -194,7 +194,7 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
                 break;
             };
             self.idle.pop();
-            if self.plan.keepalive {
+            if self.plan.load.keepalive {
                 self.send(i, due, now);
             } else {
                 // The request's clock starts with its connection.
@@ -219,7 +219,7 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     /// Periodic checks: request and connect timeouts, connections due to retry.
     fn tick(&mut self, now: Instant) {
         self.follow_route(now);
-        let timeout = self.plan.timeout;
+        let timeout = self.plan.load.timeout;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.phase {
