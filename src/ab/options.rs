@@ -16,7 +16,7 @@ use base64::Engine as _;
 use super::report::AbStyle;
 use crate::commands::env;
 use crate::commands::scenario::parse_header;
-use crate::config::scenario::{Body, Load, Scenario, Token, UrlRequest, Workload};
+use crate::config::scenario::{Body, Load, Scenario, StepPlan, Token, UrlRequest, Workload};
 use crate::net::tls::{TlsEngine, TlsOptions};
 
 /// ab 2.4's option letters; a ':' follows a letter that takes a value.
@@ -404,8 +404,11 @@ impl AbOptions {
             cluster: None,
             tls,
             load: Load {
-                requests: Some(self.requests),
-                duration: (self.timelimit > 0).then(|| Duration::from_secs(self.timelimit)),
+                step: StepPlan {
+                    requests: Some(self.requests),
+                    duration: (self.timelimit > 0).then(|| Duration::from_secs(self.timelimit)),
+                    ..StepPlan::default()
+                },
                 keepalive: self.keepalive,
                 timeout: Duration::from_secs(self.timeout),
                 ..Load::closed(self.concurrency)
@@ -523,7 +526,10 @@ mod tests {
         assert_eq!((a.requests, a.timelimit), (TIMED_REQUESTS, 5));
         let b = run(&["-t", "5", "-n", "10", "http://h/"]);
         assert_eq!((b.requests, b.timelimit), (10, 5));
-        assert_eq!(b.scenario().load.duration, Some(Duration::from_secs(5)));
+        assert_eq!(
+            b.scenario().load.step.duration,
+            Some(Duration::from_secs(5))
+        );
     }
 
     #[test]
@@ -569,7 +575,7 @@ mod tests {
         assert!(tls.insecure && !tls.resume);
         assert!(s.token.0.is_none());
         assert!(!run(&["http://h/"]).scenario().load.keepalive);
-        assert_eq!(run(&["http://h/"]).scenario().load.requests, Some(1));
+        assert_eq!(run(&["http://h/"]).scenario().load.step.requests, Some(1));
     }
 
     #[test]

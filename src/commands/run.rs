@@ -94,10 +94,12 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
     }
     // Before setup: a taken address is bad input (src/metrics.rs).
     let metrics = match opts.metrics_listen {
-        Some(addr) => match crate::metrics::Metrics::start(addr, scenario.load.schedule.clone()) {
-            Ok(m) => Some(m),
-            Err(e) => return Ending::Failed(Error::input(e)),
-        },
+        Some(addr) => {
+            match crate::metrics::Metrics::start(addr, scenario.load.step.schedule.clone()) {
+                Ok(m) => Some(m),
+                Err(e) => return Ending::Failed(Error::input(e)),
+            }
+        }
         None => None,
     };
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every

@@ -13,7 +13,7 @@ use crate::config::cluster::{ClusterSpec, NodesMode};
 use crate::config::fixtures::FixturePlan;
 use crate::config::mix::names as op_names;
 use crate::config::scenario::{
-    Body, DEFAULT_DURATION, Load, Scenario, Token, UrlRequest, Workload,
+    Body, DEFAULT_DURATION, Load, Scenario, StepPlan, Token, UrlRequest, Workload,
 };
 use crate::config::schedule::Schedule;
 use crate::config::spread::{Sharding, parse_start_at};
@@ -233,10 +233,12 @@ impl Flags<'_> {
         let args = self.args;
         Ok(Load {
             connections: self.connections(),
-            requests: args.load.requests,
-            duration: self.duration(),
-            warmup: args.load.warmup.unwrap_or_default(),
-            schedule: self.schedule().map_err(|e| Error::input(e.to_string()))?,
+            step: StepPlan {
+                requests: args.load.requests,
+                duration: self.duration(),
+                warmup: args.load.warmup.unwrap_or_default(),
+                schedule: self.schedule().map_err(|e| Error::input(e.to_string()))?,
+            },
             keepalive: !args.load.no_keepalive,
             timeout: args.load.timeout,
             threads: args.load.threads,
@@ -669,7 +671,7 @@ mod tests {
         );
         assert_eq!(a.load.timeout, crate::config::scenario::DEFAULT_TIMEOUT);
         let s = scenario(&a, Given::default()).unwrap();
-        assert_eq!(s.load.duration, Some(DEFAULT_DURATION));
+        assert_eq!(s.load.step.duration, Some(DEFAULT_DURATION));
         assert!(s.load.keepalive && s.load.pin);
         assert_eq!(a.out.hlog_interval, 1);
     }

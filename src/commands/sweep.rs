@@ -189,9 +189,9 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
             );
     }
     // The engine measures `duration` after `warmup` (as `-z` after `--warmup`).
-    scenario.load.duration = Some(args.step_duration);
-    scenario.load.warmup = args.step_warmup;
-    scenario.load.requests = None;
+    scenario.load.step.duration = Some(args.step_duration);
+    scenario.load.step.warmup = args.step_warmup;
+    scenario.load.step.requests = None;
     let spec = Spec {
         model,
         from,
@@ -241,17 +241,17 @@ mod tests {
             (500, 20000, Model::Open)
         );
         assert_eq!(p.spec.connections, Some(100), "the sweep's default -c");
-        assert_eq!(p.scenario.load.duration, Some(Duration::from_secs(20)));
-        assert_eq!(p.scenario.load.warmup, Duration::from_secs(2));
+        assert_eq!(p.scenario.load.step.duration, Some(Duration::from_secs(20)));
+        assert_eq!(p.scenario.load.step.warmup, Duration::from_secs(2));
         assert_eq!(
-            p.load_for(700).schedule,
+            p.load_for(700).step.schedule,
             Some(Schedule::Constant { rate: 700.0 })
         );
         let p = sweep(&["--concurrency", "10..200", "--slo", "p50=5ms", "-c", "7"]).unwrap();
         assert_eq!(p.spec.model, Model::Closed);
         assert_eq!(p.spec.connections, None);
         assert_eq!(p.load_for(42).connections, 42);
-        assert!(p.load_for(42).schedule.is_none());
+        assert!(p.load_for(42).step.schedule.is_none());
         for (args, why) in [
             (&["--rate", "9..3", "--slo", "p99=1s"][..], "upside down"),
             (&["--rate", "0..3", "--slo", "p99=1s"], "at 1 or more"),

@@ -61,15 +61,16 @@ pub struct Scenario {
     pub differences: Vec<String>,
 }
 
-/// The shape of the load.
+/// The shape of the load. The engine's plan embeds it (`engine::EnginePlan`), and worker
+/// processes receive it as it is.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Load {
+    /// Totals over the whole run (all processes, or the shards together).
     pub connections: u64,
-    pub requests: Option<u64>,
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    /// Open model: the schedule of the total target rate (None: closed model).
-    pub schedule: Option<Schedule>,
+    /// What may change from one step of a held run to the next; its fields stand beside
+    /// the others in the serialised form (the results file's `scenario.load`).
+    #[serde(flatten)]
+    pub step: StepPlan,
     pub keepalive: bool,
     pub timeout: Duration,
     /// Event-loop threads in total (None: one per core).
@@ -92,6 +93,18 @@ pub struct Load {
     pub http2: Option<crate::net::h2::Http2Options>,
 }
 
+/// The part of a load that one step of a held run changes (`Session::hold`, a sweep's
+/// steps): its bounds, warm-up and schedule. A single run has one step, its load's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepPlan {
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    /// Open model: the schedule of the total target rate (None: closed model); held, its
+    /// times are counted from the step's start.
+    pub schedule: Option<Schedule>,
+}
+
 impl Load {
     /// A closed-model load of `connections` keep-alive connections, pinned, with the default
     /// timeout and nothing else asked: the base the drop-in commands (ab, vault-benchmark)
@@ -99,10 +112,7 @@ impl Load {
     pub fn closed(connections: u64) -> Load {
         Load {
             connections,
-            requests: None,
-            duration: None,
-            warmup: Duration::ZERO,
-            schedule: None,
+            step: StepPlan::default(),
             keepalive: true,
             timeout: DEFAULT_TIMEOUT,
             threads: None,
@@ -195,7 +205,10 @@ mod tests {
             namespace: None,
             tls: None,
             load: Load {
-                requests: Some(100),
+                step: StepPlan {
+                    requests: Some(100),
+                    ..StepPlan::default()
+                },
                 ..Load::closed(10)
             },
             workload,
@@ -228,6 +241,41 @@ mod tests {
         let back: Scenario = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(back.load, s.load);
         assert!(back.token.0.is_none());
+    }
+
+    #[test]
+    fn a_loads_step_stands_beside_its_other_fields_when_saved() {
+        // The results file's `scenario.load` keeps the shape it had before the step was a
+        // type of its own: no `step` key, its fields beside `connections`.
+        let load = Load {
+            step: StepPlan {
+                requests: Some(7),
+                duration: Some(Duration::from_millis(1500)),
+                warmup: Duration::from_secs(2),
+                schedule: Some(Schedule::Constant { rate: 50.0 }),
+            },
+            ..Load::closed(3)
+        };
+        let v = serde_json::to_value(&load).unwrap();
+        assert!(v.get("step").is_none(), "{v}");
+        assert_eq!(v["connections"], 3);
+        assert_eq!(v["requests"], 7);
+        assert_eq!(
+            v["duration"],
+            serde_json::json!({"secs": 1, "nanos": 500_000_000})
+        );
+        assert_eq!(v["warmup"], serde_json::json!({"secs": 2, "nanos": 0}));
+        assert_eq!(
+            v["schedule"],
+            serde_json::to_value(&load.step.schedule).unwrap()
+        );
+        assert_eq!(v["keepalive"], true);
+        let back: Load = serde_json::from_value(v).unwrap();
+        assert_eq!(back, load);
+        // A closed load saved with nulls reads back as one.
+        let v = serde_json::to_value(Load::closed(1)).unwrap();
+        assert!(v["schedule"].is_null() && v["requests"].is_null(), "{v}");
+        assert_eq!(serde_json::from_value::<Load>(v).unwrap(), Load::closed(1));
     }
 
     #[test]

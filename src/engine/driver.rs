@@ -123,7 +123,7 @@ impl<'p> Core<'p> {
         tls: Option<TlsConnector>,
     ) -> Result<Core<'p>, EngineError> {
         let poll = Poll::new().map_err(EngineError::EventLoop)?;
-        let timer = match plan.schedule {
+        let timer = match plan.load.step.schedule {
             Some(_) => Some(Timer::new(poll.registry(), TIMER).map_err(EngineError::Timer)?),
             None => None,
         };
@@ -136,7 +136,7 @@ impl<'p> Core<'p> {
             pacer: idle_pacer(now),
             tally: Counter::new(plan, now),
             timer,
-            step: StepPlan::of(plan),
+            step: plan.load.step.clone(),
             hold: false,
             picker: Picker::new(&plan.ops),
             rng: Rng::seeded(global as u64),
@@ -145,10 +145,10 @@ impl<'p> Core<'p> {
             tls,
             ports: crate::sys::ephemeral_ports().and_then(|(lo, hi)| {
                 PortSlice::new(lo as u16, hi as u16, global, plan.threads_total)
-                    .map(|s| s.with_addrs(&plan.spread.source_addrs))
+                    .map(|s| s.with_addrs(&plan.load.spread.source_addrs))
             }),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            redirects: plan.follow_redirects.then(|| {
+            redirects: plan.load.follow_redirects.then(|| {
                 Redirects::new(if plan.nodes.targets.is_empty() {
                     std::slice::from_ref(&plan.target)
                 } else {

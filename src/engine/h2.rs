@@ -85,11 +85,11 @@ pub(super) struct H2Loop<'p> {
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
-        keepalive: plan.keepalive,
+        keepalive: plan.load.keepalive,
         // Each shard runs an engine of its own: nothing to refuse here.
         shard: false,
     };
-    crate::net::h2::H2Refusal::of(&plan.http2?, &shape).map(crate::net::h2::H2Refusal::message)
+    crate::net::h2::H2Refusal::of(&plan.load.http2?, &shape).map(crate::net::h2::H2Refusal::message)
 }
 
 /// Per (node, operation), `node * ops + op`: the operation's header block with the node's
@@ -116,7 +116,11 @@ fn prepare(
 /// `--follow-redirects`: one queue of hops per node, with room for every stream of the
 /// thread (`streams`), so that none grows while the run goes on.
 fn hop_queues(plan: &EnginePlan, streams: usize) -> Vec<VecDeque<(Req, usize)>> {
-    let room = if plan.follow_redirects { streams } else { 0 };
+    let room = if plan.load.follow_redirects {
+        streams
+    } else {
+        0
+    };
     (0..plan.nodes.targets.len().max(1))
         .map(|_| VecDeque::with_capacity(room))
         .collect()
@@ -126,11 +130,12 @@ impl<'p> H2Loop<'p> {
     pub(super) fn new(mut core: Core<'p>) -> Result<H2Loop<'p>, EngineError> {
         let plan = core.plan;
         let h2 = plan
+            .load
             .http2
             .ok_or(EngineError::Http2Unsupported("a plan without HTTP/2"))?;
         let (slot, slots) = plan.slot(core.global);
-        let mut mine = share(plan.connections, slots, slot);
-        if let Some(n) = plan.requests {
+        let mut mine = share(plan.load.connections, slots, slot);
+        if let Some(n) = plan.load.step.requests {
             mine = mine.min(share(n, slots, slot).div_ceil(u64::from(h2.streams)).max(1));
         }
         let now = Instant::now();
@@ -138,7 +143,9 @@ impl<'p> H2Loop<'p> {
             streams: h2.streams as usize,
             window: wire::STREAM_WINDOW,
             // A 429's quota is read where it is counted per node or obeyed.
-            headers: plan.nodes.is_cluster() || plan.respect_retry_after || plan.follow_redirects,
+            headers: plan.nodes.is_cluster()
+                || plan.load.respect_retry_after
+                || plan.load.follow_redirects,
         };
         let links = (0..mine)
             .map(|_| H2Link {
@@ -433,7 +440,7 @@ impl<'p> H2Loop<'p> {
     /// (`--respect-retry-after`); a link whose node the route left re-opens to the active
     /// node once its last stream is done; otherwise its free stream is listed.
     fn after_response(&mut self, i: usize, quota: Option<Quota>, now: Instant) {
-        if self.plan.respect_retry_after
+        if self.plan.load.respect_retry_after
             && let Some(q) = quota
             && q.retry_after > 0
         {
@@ -693,7 +700,7 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
     /// end of a Retry-After's pause, the route's active node followed.
     fn tick(&mut self, now: Instant) {
         self.follow_route(now);
-        let timeout = self.plan.timeout;
+        let timeout = self.plan.load.timeout;
         if self.core.redirects.is_some() {
             self.expire_hops(now, timeout);
         }

@@ -54,10 +54,10 @@ pub fn run_held_at(
     progress: Option<ProgressFn<'_>>,
     next: &mut dyn FnMut(Result<Stats, EngineError>) -> Option<StepPlan>,
 ) -> Result<(), EngineError> {
-    if !plan.keepalive {
+    if !plan.load.keepalive {
         return Err(EngineError::HeldWithoutKeepalive);
     }
-    if plan.http2.is_some() {
+    if plan.load.http2.is_some() {
         hold(plan, stop, gate, progress, next, H2Loop::new)
     } else {
         hold(plan, stop, gate, progress, next, EventLoop::new)
@@ -78,7 +78,7 @@ fn hold<'p, W: Wheel<'p>>(
     let workers = build(plan, progress.map(|_| &report), new)?;
     drop(report);
     let (done, dones) = crossbeam_channel::unbounded();
-    let open_model = plan.schedule.is_some();
+    let open_model = plan.load.step.schedule.is_some();
     std::thread::scope(|s| {
         let mut steps = Vec::with_capacity(threads);
         for (local, (worker, core)) in workers.into_iter().enumerate() {

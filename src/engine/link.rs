@@ -322,7 +322,7 @@ pub(super) fn connection_failed<'p, W: Links<'p>>(
 /// (the protocol checks its requests).
 pub(super) fn check<'p, W: Links<'p>>(w: &mut W, i: usize, now: Instant) -> bool {
     let (link, core) = w.parts(i);
-    match link.check(now, core.plan.timeout, core.ending(now)) {
+    match link.check(now, core.plan.load.timeout, core.ending(now)) {
         Check::Open => return true,
         Check::TimedOut(msg) => connection_failed(w, i, ErrorKind::Connect, msg, now),
         Check::Reopen => w.open(i, now),
@@ -360,7 +360,7 @@ pub(super) fn preconnect<'p, W: Links<'p>>(
     stop: &Stop,
     events: &mut Events,
 ) -> Result<(), EngineError> {
-    let until = Instant::now() + PRECONNECT_MAX.min(w.core().plan.timeout);
+    let until = Instant::now() + PRECONNECT_MAX.min(w.core().plan.load.timeout);
     while !stop.is_set() {
         let now = Instant::now();
         if !open_more(w, now) || now >= until {

@@ -2,7 +2,8 @@
 //! connections outright. Threads share nothing on the hot path; each returns its `Stats`,
 //! merged at the end.
 //!
-//! This module holds the plans (`EnginePlan`, a held run's `StepPlan`), why the engine
+//! This module holds the plan (`EnginePlan`, which embeds the scenario's `Load`; a held
+//! run's steps are the load's `StepPlan`), why the engine
 //! could not run (`EngineError`), the start gate and `run`, which spawns the event-loop
 //! threads, relays their progress and merges their results; `driver` is the one event
 //! loop, over either protocol's connections (`Wheel`), each on a `link` (its socket's
@@ -20,14 +21,15 @@ mod link;
 mod tally;
 mod worker;
 
+pub use crate::config::scenario::StepPlan;
 pub use held::{run_held, run_held_at};
 
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::schedule::Schedule;
+use crate::config::scenario::Load;
 use crate::error::{Cause, io_text};
 use crate::net::target::Target;
 use crate::net::tls::TlsOptions;
@@ -40,8 +42,10 @@ use crate::workload::Operation;
 use driver::Wheel;
 use worker::EventLoop;
 
-/// Everything an engine (one process's share of a run) needs. Serializable so that worker
-/// processes receive exactly what an in-process engine would.
+/// Everything an engine (one process's share of a run) needs: the load as the scenario
+/// gives it, and what is not the load (where it goes, with which credentials, which
+/// operations, this process's threads, the nodes). Serializable so that worker processes
+/// receive exactly what an in-process engine would.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct EnginePlan {
     pub target: Target,
@@ -49,42 +53,23 @@ pub struct EnginePlan {
     pub token: Option<String>,
     pub namespace: Option<String>,
     pub ops: Vec<Operation>,
-    /// Totals over the whole run (all processes).
-    pub connections: u64,
-    pub requests: Option<u64>,
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    /// Open model: the load schedule (None: closed model).
-    pub schedule: Option<Schedule>,
-    pub keepalive: bool,
-    pub timeout: Duration,
+    /// The load over the whole run (all processes); `load.step` is a single run's step,
+    /// the first of a held run.
+    pub load: Load,
     /// Event-loop threads over all processes, this process's first one, and how many it runs.
     pub threads_total: usize,
     pub thread_offset: usize,
     pub threads_here: usize,
-    pub pin: bool,
     /// Several nodes as one target: where each connection goes.
     #[serde(default)]
     pub nodes: crate::net::route::NodePlan,
-    /// A connection told to wait by a quota's `Retry-After` waits that long.
-    #[serde(default)]
-    pub respect_retry_after: bool,
-    /// Shard, start instant, source addresses (`src/config/spread.rs`).
-    #[serde(default)]
-    pub spread: crate::config::spread::Spread,
-    /// `--follow-redirects`: a 307/308 to a node of the target is followed (src/net/redirect.rs).
-    #[serde(default)]
-    pub follow_redirects: bool,
-    /// HTTP/2 (`src/engine/h2.rs`); None: HTTP/1.1.
-    #[serde(default)]
-    pub http2: Option<crate::net::h2::Http2Options>,
 }
 
 impl EnginePlan {
     /// Thread `global` of this shard as (slot, slots) of the whole run's request numbering:
     /// (global, threads_total) when the run is not sharded (`src/session/shard.rs`).
     pub fn slot(&self, global: usize) -> (usize, usize) {
-        let s = self.spread.shard;
+        let s = self.load.spread.shard;
         (s.slot(global), s.slots(self.threads_total))
     }
 
@@ -93,30 +78,7 @@ impl EnginePlan {
             host: self.target.host_header(),
             token: self.token.clone(),
             namespace: self.namespace.clone(),
-            close: !self.keepalive,
-        }
-    }
-}
-
-/// What changes from one step of a held run to the next (also sent to worker processes,
-/// src/orchestrate/).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct StepPlan {
-    /// Open model: the step's schedule (its times counted from the step's start).
-    pub schedule: Option<Schedule>,
-    pub warmup: Duration,
-    pub duration: Option<Duration>,
-    pub requests: Option<u64>,
-}
-
-impl StepPlan {
-    /// The plan's own step (the first of a held run, the only one of a single run).
-    pub fn of(plan: &EnginePlan) -> StepPlan {
-        StepPlan {
-            schedule: plan.schedule.clone(),
-            warmup: plan.warmup,
-            duration: plan.duration,
-            requests: plan.requests,
+            close: !self.load.keepalive,
         }
     }
 }
@@ -229,17 +191,20 @@ pub fn run(
         // The server speaks no h2 (--http2-fallback, or a vault-benchmark file's run):
         // the run is HTTP/1.1, and says so.
         let plan = EnginePlan {
-            http2: None,
-            connections: plan.http2.map_or(plan.connections, |h| {
-                h.connections_without_h2(plan.connections)
-            }),
+            load: Load {
+                http2: None,
+                connections: plan.load.http2.map_or(plan.load.connections, |h| {
+                    h.connections_without_h2(plan.load.connections)
+                }),
+                ..plan.load.clone()
+            },
             ..plan.clone()
         };
         let mut stats = run(&plan, stop, gate, progress)?;
         stats.say(&fallback);
         return Ok(stats);
     }
-    if plan.http2.is_some() {
+    if plan.load.http2.is_some() {
         let workers = build(plan, sender, h2::H2Loop::new)?;
         run_workers(plan, workers, stop, gate, progress, (report, reports))
     } else {
@@ -305,7 +270,7 @@ fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
                 let mut config =
                     (*crate::net::tls::client_config(opts).map_err(tls_error)?).clone();
                 config.enable_secret_extraction = true;
-                if plan.http2.is_some() {
+                if plan.load.http2.is_some() {
                     // ALPN: h2 first; http/1.1 so that a server without h2 says so.
                     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
                 }
@@ -333,7 +298,7 @@ fn connector(plan: &EnginePlan) -> Result<Option<TlsConnector>, EngineError> {
 /// `--http2-fallback` (or a vault-benchmark file's run) goes on over HTTP/1.1; otherwise
 /// the refusal.
 fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
-    let Some(h2) = plan.http2 else {
+    let Some(h2) = plan.load.http2 else {
         return Ok(None);
     };
     if h2.prior_knowledge || !plan.target.is_tls() || h2::unsupported(plan).is_some() {
@@ -346,7 +311,7 @@ fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
         tls.config.clone(),
         tls.name.clone(),
         plan.target.addr(),
-        plan.timeout.min(std::time::Duration::from_secs(10)),
+        plan.load.timeout.min(std::time::Duration::from_secs(10)),
     )
     .map_err(tls_error)?;
     if chosen.as_deref() == Some(b"h2") {
@@ -374,7 +339,7 @@ fn alpn_refusal(plan: &EnginePlan) -> Result<Option<String>, EngineError> {
 
 /// The core each local thread is pinned to.
 fn core_of(plan: &EnginePlan) -> impl Fn(usize) -> Option<core_affinity::CoreId> {
-    let cores = if plan.pin {
+    let cores = if plan.load.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
         Vec::new()

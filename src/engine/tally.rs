@@ -97,7 +97,7 @@ pub(super) fn make_pacer(
 
 impl Counter {
     pub(super) fn new(plan: &EnginePlan, now: Instant) -> Counter {
-        let streams = plan.http2.map(|h| h.streams);
+        let streams = plan.load.http2.map(|h| h.streams);
         Counter {
             stats: fresh_stats(plan, streams),
             status: Box::new([0; 1000]),

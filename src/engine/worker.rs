@@ -42,15 +42,19 @@ impl<'p> EventLoop<'p> {
         let plan = core.plan;
         // Over shards, thread `global` of this shard is slot `slot` of `slots`.
         let (slot, slots) = plan.slot(core.global);
-        let mut mine = share(plan.connections, slots, slot);
-        if let Some(n) = plan.requests {
+        let mut mine = share(plan.load.connections, slots, slot);
+        if let Some(n) = plan.load.step.requests {
             // A connection with no request to send is never opened.
             mine = mine.min(share(n, slots, slot));
         }
         let now = Instant::now();
         let conns = (0..mine).map(|_| Conn::new(now, captures(plan))).collect();
         // (connection-per-request slots open per request, not a window at a time)
-        core.window = ConnectWindow::new(if plan.keepalive { mine as usize } else { 0 });
+        core.window = ConnectWindow::new(if plan.load.keepalive {
+            mine as usize
+        } else {
+            0
+        });
         Ok(EventLoop {
             plan,
             core,
@@ -224,7 +228,7 @@ impl<'p> EventLoop<'p> {
     /// connection.
     pub(super) fn fail(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) {
         self.fail_request(i, kind, msg, now);
-        if self.plan.keepalive {
+        if self.plan.load.keepalive {
             self.reopen(i, now);
         } else {
             self.conns[i].link.close();
@@ -245,7 +249,7 @@ impl<'p> EventLoop<'p> {
         {
             // ttfb is that of each connection's first request (or of every one without
             // keep-alive).
-            let first = c.link.served == 0 || !self.plan.keepalive;
+            let first = c.link.served == 0 || !self.plan.load.keepalive;
             self.core.tally.first_byte(&req, first, now);
         }
         if r.extra {
@@ -290,7 +294,7 @@ impl<'p> EventLoop<'p> {
                 status,
                 ok,
                 quota,
-                kept_alive: self.plan.keepalive && !close,
+                kept_alive: self.plan.load.keepalive && !close,
                 body: c.parser.body(),
                 body_len: c.parser.body_len(),
                 server: c.parser.server(),
@@ -307,7 +311,7 @@ impl<'p> EventLoop<'p> {
     /// slot freed; back from a hop; re-opened when the server closes it, when the request
     /// was not all sent, or to follow the active node; made to wait by a Retry-After.
     fn after_response(&mut self, i: usize, quota: Option<Quota>, close: bool, now: Instant) {
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             self.close(i);
             self.idle.push(i);
             return;
@@ -327,7 +331,7 @@ impl<'p> EventLoop<'p> {
             self.reopen(i, now);
             return;
         }
-        if self.plan.respect_retry_after
+        if self.plan.load.respect_retry_after
             && let Some(q) = quota
             && q.retry_after > 0
         {
@@ -385,7 +389,7 @@ impl<'p> Links<'p> for EventLoop<'p> {
     fn fail_carried(&mut self, i: usize, kind: ErrorKind, msg: &str, now: Instant) -> bool {
         let carried = self.conns[i].req.is_some();
         self.fail_request(i, kind, msg, now);
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             self.conns[i].link.close();
             self.idle.push(i);
         }
@@ -406,9 +410,9 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
     /// Before the first step: connection-per-request slots made free, or (keep-alive)
     /// every connection opened when the run is measured over time.
     fn open_first(&mut self, stop: &Stop, events: &mut Events) -> Result<(), EngineError> {
-        if !self.plan.keepalive {
+        if !self.plan.load.keepalive {
             self.idle.extend((0..self.conns.len()).rev());
-        } else if self.plan.schedule.is_some() || self.plan.requests.is_none() {
+        } else if self.plan.load.step.schedule.is_some() || self.plan.load.step.requests.is_none() {
             // Runs measured over time (and the open model's schedule) start once every
             // connection is open, like wrk2, so the measured window sees all of them at
             // work. Runs of a given count (ab's -n) open connections as they go instead,
@@ -426,7 +430,7 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
                 break;
             };
             self.idle.pop();
-            if self.plan.keepalive {
+            if self.plan.load.keepalive {
                 self.send(i, due, now);
             } else {
                 // The request's clock starts with its connection.
@@ -461,7 +465,7 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
         self.follow_route(now);
         for i in 0..self.conns.len() {
             if link::check(self, i, now)
-                && let Some(outcome) = self.conns[i].timed_out(now, self.plan.timeout)
+                && let Some(outcome) = self.conns[i].timed_out(now, self.plan.load.timeout)
             {
                 self.settle(i, outcome, now);
             }

@@ -223,7 +223,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
     fn go(&mut self) {
         // --start-at (src/config/spread.rs) names the instant; otherwise just after now.
         let now = SystemTime::now();
-        let go = match self.plans.first().and_then(|p| p.spread.start_at()) {
+        let go = match self.plans.first().and_then(|p| p.load.spread.start_at()) {
             Some(at) if at > now => at,
             Some(at) => {
                 eprintln!(

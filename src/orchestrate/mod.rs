@@ -157,15 +157,15 @@ fn share_text(plan: &EnginePlan) -> String {
         .clone()
         .map(|t| {
             let (slot, slots) = plan.slot(t);
-            share(plan.connections, slots, slot)
+            share(plan.load.connections, slots, slot)
         })
         .sum();
-    let pct = 100.0 * conns as f64 / plan.connections.max(1) as f64;
+    let pct = 100.0 * conns as f64 / plan.load.connections.max(1) as f64;
     let mut text = format!(
         "{conns} of the {} planned connections ({pct:.0}%)",
-        plan.connections
+        plan.load.connections
     );
-    if let Some(n) = plan.requests {
+    if let Some(n) = plan.load.step.requests {
         let reqs: u64 = threads
             .map(|t| {
                 let (slot, slots) = plan.slot(t);

@@ -29,7 +29,9 @@ use crate::stats::Stats;
 /// 3: `progress` carries `figures`, everything `--metrics-listen` serves (src/metrics.rs).
 /// 4: the coordinator may send `route` (the new active node after a failover).
 /// 5: `plan` carries `held`; held runs add `step` and `step_done`.
-pub const VERSION: u32 = 5;
+/// 6: `plan`'s load is the scenario's `Load`, nested (`plan.load`, its step fields beside
+///    the others); `step` is that `Load`'s `StepPlan`.
+pub const VERSION: u32 = 6;
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "msg", content = "data", rename_all = "snake_case")]

@@ -220,7 +220,7 @@ pub fn main(stop: &Stop) -> i32 {
     let connections = (plan.thread_offset..plan.thread_offset + plan.threads_here)
         .map(|t| {
             let (slot, slots) = plan.slot(t);
-            crate::pacing::share(plan.connections, slots, slot)
+            crate::pacing::share(plan.load.connections, slots, slot)
         })
         .sum();
     let (steps_tx, steps) = crossbeam_channel::unbounded::<NextStep>();

@@ -149,7 +149,7 @@ pub fn run(
     );
     results.tls_probe = tls_probe;
     results.server_samples = server_samples;
-    audit_report(&session, &results, scenario.load.warmup);
+    audit_report(&session, &results, scenario.load.step.warmup);
     Ok(Ran {
         results,
         clock_start: step.outcome.clock_start.unwrap_or(step.started_at),
@@ -235,7 +235,7 @@ fn sampler(
         s,
         session.node_clients(s.timeout()),
         profiling,
-        load.warmup,
+        load.step.warmup,
         showing.metrics.map(Metrics::server_intervals),
     ))
 }
@@ -321,7 +321,7 @@ pub fn held(
             (_, ended) => ended.map(|e| e.1),
         };
         let load = next(step)?;
-        sampling = paused.map(|p| p.resume(load.warmup));
+        sampling = paused.map(|p| p.resume(load.step.warmup));
         Some(load)
     };
     session.hold(
@@ -357,15 +357,15 @@ pub fn run_info(session: &Session, scenario: &Scenario, step: &StepResult) -> Ru
             }),
         threads: step.layout.threads,
         processes: step.layout.processes,
-        model: if scenario.load.schedule.is_some() {
+        model: if scenario.load.step.schedule.is_some() {
             Model::Open
         } else {
             Model::Closed
         },
-        target_rate: scenario.load.schedule.as_ref().map(|s| s.peak_rate()),
+        target_rate: scenario.load.step.schedule.as_ref().map(|s| s.peak_rate()),
         keepalive: scenario.load.keepalive,
         protocol: crate::net::h2::Http2Options::name(spoken_h2),
-        warmup_s: scenario.load.warmup.as_secs_f64(),
+        warmup_s: scenario.load.step.warmup.as_secs_f64(),
         interrupted: false,
         setup_s: 0.0,
         cleanup_s: 0.0,

@@ -116,22 +116,11 @@ impl Session {
                     o
                 })
                 .collect(),
-            connections: load.connections,
-            requests: load.requests,
-            duration: load.duration,
-            warmup: load.warmup,
-            schedule: load.schedule.clone(),
-            keepalive: load.keepalive,
-            timeout: load.timeout,
+            load: load.clone(),
             threads_total: layout.threads,
             thread_offset: 0,
             threads_here: layout.threads,
-            pin: load.pin,
             nodes: NodePlan::default(),
-            respect_retry_after: load.respect_retry_after,
-            spread: load.spread.clone(),
-            follow_redirects: load.follow_redirects,
-            http2: load.http2,
         }
     }
 
@@ -140,7 +129,7 @@ impl Session {
     /// processes, on one node or a cluster's `--nodes active` / `all` (not node after node).
     pub fn hold_refusal(&self, load: &Load) -> Result<Option<&'static str>, Error> {
         self.layout(load)?;
-        Ok(if load.schedule.is_none() {
+        Ok(if load.step.schedule.is_none() {
             Some("closed-model steps each have their own number of connections")
         } else if !load.keepalive {
             Some("--no-keepalive opens a connection per request")
@@ -160,8 +149,8 @@ impl Session {
     /// Runs `first`, then each load `next` returns for the step just ended, over the same
     /// event-loop threads and open connections, until it returns None (`hold_refusal`
     /// says when they can be held), in this process or over worker processes (which are
-    /// started once and kept for every step). A later load changes only the schedule, the
-    /// warm-up and the bounds; its connections and the rest are the first's. A cluster
+    /// started once and kept for every step). A later load changes only its step (the
+    /// schedule, the warm-up and the bounds); its connections and the rest are the first's. A cluster
     /// target holds the node plan a `step` has (the failover watcher of `--nodes active`
     /// runs through every step and the waits between them), each step's node rows carry
     /// their roles, and the cleanup goes to the node active at the end.
@@ -201,12 +190,7 @@ impl Session {
             });
             let load = next(result)?;
             started_at = SystemTime::now();
-            Some(engine::StepPlan {
-                schedule: load.schedule,
-                warmup: load.warmup,
-                duration: load.duration,
-                requests: load.requests,
-            })
+            Some(load.step)
         };
         let ran = if layout.processes > 1 {
             let plans = process_plans(&plan, &layout);
@@ -242,6 +226,7 @@ impl Session {
         let outcome = if layout.processes == 1 {
             // --start-at: the clock starts at that wall-clock instant (src/session/shard.rs).
             let wall = plan
+                .load
                 .spread
                 .start_at()
                 .map(|at| crate::session::shard::WallGate::new(plan.threads_here, at));

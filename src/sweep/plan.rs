@@ -76,10 +76,10 @@ impl Plan {
     pub fn load_for(&self, load: u64) -> Load {
         let mut l = self.scenario.load.clone();
         match self.spec.model {
-            Model::Open => l.schedule = Some(Schedule::Constant { rate: load as f64 }),
+            Model::Open => l.step.schedule = Some(Schedule::Constant { rate: load as f64 }),
             Model::Closed => {
                 l.connections = load;
-                l.schedule = None;
+                l.step.schedule = None;
             }
         }
         l

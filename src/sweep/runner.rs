@@ -157,7 +157,7 @@ fn run_steps(session: &mut Session, steps: &mut Steps, showing: &Showing) {
         }
         Ok(Some(why)) => {
             // Rate steps would share their connections: say why these do not.
-            if first.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
+            if first.step.schedule.is_some() || std::env::var_os("VBLAST_SWEEP_TIMING").is_some() {
                 eprintln!("vblast: each step opens its own connections: {why}");
             }
             let mut next = Some((load, phase, first));
@@ -212,7 +212,7 @@ fn step_timing(
     before: usize,
     j: &super::file::Judged,
 ) -> bool {
-    let planned = step_load.warmup + step_load.duration.unwrap_or_default();
+    let planned = step_load.step.warmup + step_load.step.duration.unwrap_or_default();
     let wall = ended.duration_since(called);
     s.timing = Timing {
         report_ready_ms: ended.elapsed().as_secs_f64() * 1000.0,
@@ -476,10 +476,10 @@ impl Steps<'_> {
             threads: step.layout.threads,
             processes: step.layout.processes,
             model: spec.model,
-            target_rate: step_load.schedule.as_ref().map(|s| s.peak_rate()),
+            target_rate: step_load.step.schedule.as_ref().map(|s| s.peak_rate()),
             keepalive: step_load.keepalive,
             protocol: crate::net::h2::Http2Options::name(step_load.http2),
-            warmup_s: step_load.warmup.as_secs_f64(),
+            warmup_s: step_load.step.warmup.as_secs_f64(),
             interrupted: false,
             setup_s: 0.0,
             cleanup_s: 0.0,

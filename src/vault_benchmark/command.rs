@@ -20,7 +20,9 @@ use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
 use crate::commands::scenario::{Beside, Planned, state_dir, target};
 use crate::config::fixtures::FixturePlan;
-use crate::config::scenario::{DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scenario, Workload};
+use crate::config::scenario::{
+    DEFAULT_CONNECTIONS, DEFAULT_DURATION, Load, Scenario, StepPlan, Workload,
+};
 use crate::config::schedule::Schedule;
 use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
@@ -276,8 +278,11 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         },
     )?;
     let mut load = Load {
-        duration: Some(duration),
-        schedule,
+        step: StepPlan {
+            duration: Some(duration),
+            schedule,
+            ..StepPlan::default()
+        },
         ..Load::closed(s.connections.unwrap_or(DEFAULT_CONNECTIONS))
     };
     if s.go_http2 {

@@ -6,6 +6,7 @@
 use crate::support::openbao::OpenBao;
 use std::time::Duration;
 use vblast::capture::Capture;
+use vblast::config::scenario::{Load, StepPlan};
 use vblast::engine::{self, EnginePlan, LocalGate};
 use vblast::net::target::Target;
 use vblast::signals::Stop;
@@ -89,22 +90,20 @@ fn each_connection_logs_in_then_uses_its_own_token() {
         token: Some(bao.token.clone()),
         namespace: None,
         ops: vec![login, lookup_self, lookup],
-        connections,
-        requests: Some(requests),
-        duration: Some(Duration::from_secs(30)),
-        warmup: Duration::ZERO,
-        schedule: None,
-        keepalive: true,
-        timeout: Duration::from_secs(10),
+        load: Load {
+            step: StepPlan {
+                requests: Some(requests),
+                duration: Some(Duration::from_secs(30)),
+                ..StepPlan::default()
+            },
+            timeout: Duration::from_secs(10),
+            pin: false,
+            ..Load::closed(connections)
+        },
         threads_total: 2,
         thread_offset: 0,
         threads_here: 2,
-        pin: false,
         nodes: Default::default(),
-        respect_retry_after: false,
-        spread: Default::default(),
-        follow_redirects: false,
-        http2: None,
     };
     let stats = engine::run(&plan, &Stop::new(), &LocalGate::new(2), None).unwrap();
     let [logins, selfs, lookups] = [0, 1, 2].map(|i| stats.ops[i].requests);

@@ -33,8 +33,8 @@ fn many_steps_over_one_setup() {
     let mut load = scenario.load.clone();
     for (connections, requests) in [(4, 200), (8, 400), (2, 100)] {
         load.connections = connections;
-        load.requests = Some(requests);
-        load.duration = Some(Duration::from_secs(30));
+        load.step.requests = Some(requests);
+        load.step.duration = Some(Duration::from_secs(30));
         let step = session.step(&load, None).unwrap();
         assert!(step.outcome.lost.is_none());
         assert_eq!(step.outcome.stats.requests(), requests);
