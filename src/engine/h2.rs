@@ -283,7 +283,7 @@ impl<'p> H2Loop<'p> {
             self.busy += 1;
             self.fail_req(self.links[i].node, req, kind, msg, now);
         } else {
-            self.core.tally.stats.note(msg, 1);
+            self.core.tally.connection_failed(kind, msg);
         }
     }
 

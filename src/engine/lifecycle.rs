@@ -153,7 +153,7 @@ impl EventLoop<'_> {
         if self.conns[i].req.is_some() {
             self.fail_request(i, ErrorKind::Connect, msg, now);
         } else {
-            self.core.tally.stats.note(msg, 1);
+            self.core.tally.connection_failed(ErrorKind::Connect, msg);
         }
         let c = &mut self.conns[i];
         if !self.plan.keepalive {

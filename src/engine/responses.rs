@@ -69,8 +69,7 @@ impl EventLoop<'_> {
             // Bytes nobody asked for: this connection cannot be trusted.
             self.core
                 .tally
-                .stats
-                .note("server sent data after the response", 1);
+                .connection_failed(ErrorKind::Read, "server sent data after the response");
         }
         self.settle(i, r.outcome, now);
     }
