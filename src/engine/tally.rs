@@ -1,7 +1,8 @@
 //! What an event-loop thread counts, whichever protocol it speaks: its statistics for the
 //! step under way (`Counter`), with the one way a request's answer is judged (status, value
 //! captured, expectation), a response counted (status per operation, bytes, latency,
-//! kind, timeline, node, windows), a failure counted (kind, message, status 0), the
+//! kind, timeline, node, windows), a failure counted (kind, message, status 0), a
+//! connection that failed no request counted apart (kind, message), the
 //! warm-up forgotten, progress sent and a step's figures handed over. HTTP/1.1
 //! (`worker.rs`) and HTTP/2 (`h2.rs`) call these and nothing else, so that both report
 //! the same figures for the same work.

@@ -175,12 +175,11 @@ pub(super) fn errors_line(s: &Summary) -> String {
 /// A failed requests' message as listed: a failed status with what it means and what the
 /// server said with it (so that a URL answered 403 or 404 says why it failed).
 pub(super) fn message_line(s: &Summary, m: &str) -> String {
-    let Some(code) = crate::stats::message_status(m).map(|c| c.to_string()) else {
-        return m.to_string();
+    // (a message with more words, as a quota's 429 has, is listed as it is)
+    let code = match crate::stats::message_status(m) {
+        Some(c) if m.len() == "HTTP 000".len() => c.to_string(),
+        _ => return m.to_string(),
     };
-    if m.len() > "HTTP 000".len() {
-        return m.to_string();
-    }
     let mut line = m.to_string();
     if let Some(meaning) = failed_status(&code) {
         line.push(' ');
