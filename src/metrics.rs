@@ -159,6 +159,8 @@ impl Metrics {
             ok += t.ok;
             let f = &t.more;
             sum.errors.merge(&f.errors);
+            sum.throttled += f.throttled;
+            sum.connection_failures.merge(&f.connection_failures);
             sum.connections_open += f.connections_open;
             sum.connections_opened += f.connections_opened;
             sum.latency.add(&f.latency);
@@ -278,6 +280,23 @@ fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>, nodes: &LatestInterva
     );
 }
 
+/// The family of the connections that failed with no request failing with them, by kind.
+fn connection_failures(c: &crate::stats::Errors, o: &mut String) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        o,
+        "# HELP vblast_connection_failures_total Connections that failed with no request failing with them (a connect refused while re-opening, an HTTP/2 connection error before any stream), by kind; not in vblast_errors_total.\n# TYPE vblast_connection_failures_total counter"
+    );
+    for (kind, v) in [
+        ("connect", c.connect),
+        ("read", c.read),
+        ("write", c.write),
+        ("timeout", c.timeout),
+    ] {
+        let _ = writeln!(o, "vblast_connection_failures_total{{kind=\"{kind}\"}} {v}");
+    }
+}
+
 fn render(s: &MetricsState) -> String {
     use std::fmt::Write as _;
     let mut o = String::with_capacity(4096);
@@ -293,8 +312,8 @@ fn render(s: &MetricsState) -> String {
     counter("vblast_successes_total", "Requests that succeeded.", s.ok);
     counter(
         "vblast_throttled_total",
-        "Responses with status 429 (throttled by the server).",
-        s.status.get(&429).copied().unwrap_or(0),
+        "Requests throttled by a rate-limit quota (a 429 with its headers): failed, not in vblast_errors_total, with which they sum to the failed requests.",
+        f.throttled,
     );
     counter(
         "vblast_connections_opened_total",
@@ -315,6 +334,7 @@ fn render(s: &MetricsState) -> String {
     ] {
         let _ = writeln!(o, "vblast_errors_total{{kind=\"{kind}\"}} {v}");
     }
+    connection_failures(&f.connection_failures, &mut o);
     let _ = writeln!(
         o,
         "# HELP vblast_responses_total Responses by HTTP status code.\n# TYPE vblast_responses_total counter"
@@ -622,23 +642,31 @@ mod tests {
     fn text_format_has_the_families() {
         let mut st = Stats::new(1);
         st.ops[0].requests = 3;
-        st.ops[0].ok = 2;
+        st.ops[0].ok = 1;
         st.ops[0].latency.record(700);
         st.errors.timeout = 1;
-        st.status.insert(200, 2);
+        st.throttled = 1;
+        st.status.insert(200, 1);
         st.status.insert(429, 1);
+        st.connection_failures.count(
+            crate::stats::ErrorKind::Connect,
+            "connect failed: refused",
+            2,
+        );
         let mut s = MetricsState::default();
         let f = Figures::of(&st, &[], 5);
         s.requests = 3;
-        s.ok = 2;
+        s.ok = 1;
         s.figures = f;
         s.status = st.status.clone();
         let text = render(&s);
         for line in [
             "vblast_requests_total 3",
-            "vblast_successes_total 2",
+            "vblast_successes_total 1",
             "vblast_throttled_total 1",
             "vblast_errors_total{kind=\"timeout\"} 1",
+            "vblast_connection_failures_total{kind=\"connect\"} 2",
+            "vblast_connection_failures_total{kind=\"read\"} 0",
             "vblast_responses_total{code=\"429\"} 1",
             "vblast_connections_open 5",
             "vblast_latency_seconds_bucket{le=\"0.001\"} 1",

@@ -358,6 +358,11 @@ fn counts(s: &Summary, style: &AbStyle, o: &mut dyn Write) -> io::Result<()> {
     if e.write > 0 {
         writeln!(o, "Write errors:           {}", e.write)?;
     }
+    // vblast's own line (ab has none): connections that failed no request.
+    let c = &s.connection_failures;
+    if !c.is_empty() {
+        writeln!(o, "Connection failures:    {} ({})", c.total, c.kinds())?;
+    }
     let non2xx = non_2xx(s);
     if non2xx > 0 {
         writeln!(o, "Non-2xx responses:      {non2xx}")?;

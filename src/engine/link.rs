@@ -293,7 +293,8 @@ pub(super) fn advance<'p, W: Links<'p>>(w: &mut W, i: usize, now: Instant) {
 /// HTTP/2 connection error before its first stream): the request it carries fails with it;
 /// carrying none, the next one due does in the closed model (so that a run against a dead
 /// server ends) and when no connection is free (so that a dead node's requests fail as
-/// they fall due rather than wait unsent); else the failure is counted by its message.
+/// they fall due rather than wait unsent); else it is counted as a connection failure that
+/// failed no request (`Counter::connection_failed`).
 /// The link is opened again after its pause.
 pub(super) fn connection_failed<'p, W: Links<'p>>(
     w: &mut W,
@@ -313,7 +314,7 @@ pub(super) fn connection_failed<'p, W: Links<'p>>(
     {
         w.fail_due(i, due, kind, msg, now);
     } else {
-        core.tally.stats.note(msg, 1);
+        core.tally.connection_failed(kind, msg);
     }
 }
 

@@ -1,7 +1,8 @@
 //! What an event-loop thread counts, whichever protocol it speaks: its statistics for the
 //! step under way (`Counter`), with the one way a request's answer is judged (status, value
 //! captured, expectation), a response counted (status per operation, bytes, latency,
-//! kind, timeline, node, windows), a failure counted (kind, message, status 0), the
+//! kind, timeline, node, windows), a failure counted (kind, message, status 0), a
+//! connection that failed no request counted apart (kind, message), the
 //! warm-up forgotten, progress sent and a step's figures handed over. HTTP/1.1
 //! (`worker.rs`) and HTTP/2 (`h2.rs`) call these and nothing else, so that both report
 //! the same figures for the same work.
@@ -54,6 +55,9 @@ pub(super) struct Counter {
     pub(super) report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
     /// This thread has sent its progress at least once.
     reported: bool,
+    /// `--follow-redirects`: why the redirect just judged was not followed, the message
+    /// of its answer when that answer fails (taken by `answered`).
+    refused: Option<&'static str>,
 }
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given;
@@ -106,6 +110,7 @@ impl Counter {
             streams,
             report: None,
             reported: false,
+            refused: None,
         }
     }
 
@@ -124,6 +129,7 @@ impl Counter {
         s.server_closes = 0;
         s.bytes_sent = 0;
         s.bytes_received = 0;
+        s.connection_failures = Default::default();
     }
 
     /// A due request claimed at `now`: how late it went out, when measured.
@@ -220,6 +226,7 @@ impl Counter {
         o.latency.record(latency);
         o.service.record(service);
         let status_failed = !a.ok && !op.is_success(status);
+        let refused = self.refused.take();
         if a.ok {
             o.ok += 1;
         } else if !status_failed {
@@ -229,8 +236,14 @@ impl Counter {
             s.throttled += 1;
             s.retry_after_s = s.retry_after_s.max(u64::from(q.retry_after));
             s.ratelimit_limit = s.ratelimit_limit.max(u64::from(q.limit));
+            s.note_op(req.op, crate::stats::THROTTLED_MESSAGE);
         } else {
             s.errors.status += 1;
+            // One message per failed request: a redirect's reason for not being
+            // followed, or its status.
+            let mut buf = [0; 8];
+            let msg = refused.unwrap_or_else(|| crate::stats::status_message(status, &mut buf));
+            s.note_op(req.op, msg);
         }
         let since = now.saturating_duration_since(self.measure_from);
         s.timeline.record(since.as_secs(), a.ok, Some(latency));
@@ -312,9 +325,8 @@ impl Counter {
                 Some(to)
             }
             Verdict::Refused(why) => {
-                if req.measured {
-                    self.stats.note_op(req.op, why);
-                }
+                // The message of the answer, when it fails (`answered`).
+                self.refused = req.measured.then_some(why);
                 None
             }
         }
@@ -345,6 +357,14 @@ impl Counter {
             let sent = req.sent.saturating_duration_since(self.measure_from);
             self.windows.failed(since.as_secs_f64(), sent.as_secs_f64());
         }
+    }
+
+    /// A connection failed with no request failing with it (`kind`, `msg`): a connect
+    /// refused while re-opening, an HTTP/2 connection error before any stream. Counted
+    /// apart from the failed requests, whose kinds and messages each sum to them; HTTP/1.1
+    /// and HTTP/2 both count it here.
+    pub(super) fn connection_failed(&mut self, kind: ErrorKind, msg: &str) {
+        self.stats.connection_failures.count(kind, msg, 1);
     }
 
     /// Sends this thread's running totals (`open`: its connections open now), if anyone

@@ -256,8 +256,7 @@ impl<'p> EventLoop<'p> {
             // Bytes nobody asked for: this connection cannot be trusted.
             self.core
                 .tally
-                .stats
-                .note("server sent data after the response", 1);
+                .connection_failed(ErrorKind::Read, "server sent data after the response");
         }
         self.settle(i, r.outcome, now);
     }

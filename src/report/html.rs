@@ -198,14 +198,14 @@ fn description(run: &HtmlRun, o: &mut String) {
     items.extend(notes_and_schedule(s));
     let status: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     items.push(("status codes", status.join(", ")));
-    let e = &s.errors;
-    items.push((
-        "errors",
-        format!(
-            "connect {}, read {}, write {}, timeout {}, non-2xx {}",
-            e.connect, e.read, e.write, e.timeout, e.status
-        ),
-    ));
+    items.push(("errors", super::text::errors_line(s)));
+    let c = &s.connection_failures;
+    if !c.is_empty() {
+        items.push((
+            "connection failures (no request failed)",
+            format!("{} ({})", c.total, c.kinds()),
+        ));
+    }
     o.push_str("<dl>");
     for (k, v) in items {
         let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(&v));
@@ -215,9 +215,17 @@ fn description(run: &HtmlRun, o: &mut String) {
         let rows: Vec<Vec<String>> = s
             .error_messages
             .iter()
-            .map(|(m, n)| vec![n.to_string(), m.clone()])
+            .map(|(m, n)| vec![n.to_string(), super::text::message_line(s, m)])
             .collect();
         o.push_str(&table(&["count", "error"], &rows, 99));
+    }
+    if !c.is_empty() {
+        let rows: Vec<Vec<String>> = c
+            .messages
+            .iter()
+            .map(|(m, n)| vec![n.to_string(), m.clone()])
+            .collect();
+        o.push_str(&table(&["count", "connection failure"], &rows, 99));
     }
     if let Some(scenario) = run.scenario {
         let mut redacted = scenario.clone();

@@ -290,7 +290,11 @@ pub struct Summary {
     pub ttfb_ms: Percentiles,
     pub status: BTreeMap<String, u64>,
     pub errors: Errors,
+    /// The failed requests' messages, one per failed request: they sum to `failed`, as
+    /// the kinds of `errors` and `throttled` do.
     pub error_messages: BTreeMap<String, u64>,
+    /// Connections that failed with no request failing with them, apart from `failed`.
+    pub connection_failures: crate::stats::ConnectionFailures,
     /// What the run says about itself that is no failure (`--http2-fallback`), apart from
     /// the failures' messages.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -534,6 +538,7 @@ impl Summary {
                 .collect(),
             errors: stats.errors,
             error_messages: stats.messages.clone(),
+            connection_failures: stats.connection_failures.clone(),
             notes: stats.notes.clone(),
             failed_answers: by_status(&stats.failed_answers),
             late: stats.late,
@@ -829,6 +834,192 @@ mod tests {
         assert!(p.contains(r#"data-points="6" d="M"#), "{p}");
         // A run that ends on a whole second has no partial row.
         assert!(timed(6.0, 5).timeline.iter().all(|r| r.partial_s.is_none()));
+    }
+
+    /// A run whose requests failed in every way, as the engine's `Counter` counts them (one
+    /// message per failed request), beside connections that failed no request.
+    fn failed_every_way() -> Summary {
+        use crate::stats::{ErrorKind, THROTTLED_MESSAGE, status_message};
+        let mut st = Stats::new(2);
+        st.ops[0].requests = 12;
+        st.ops[0].ok = 3;
+        st.ops[1].requests = 2;
+        st.ops[1].ok = 1;
+        st.ops[0].latency.record(1000);
+        st.status.insert(200, 4);
+        for (op, code, n) in [
+            (0, 200, 3),
+            (1, 200, 1),
+            (0, 503, 3),
+            (0, 429, 1),
+            (0, 0, 4),
+        ] {
+            st.ops[op].status.add(code, n);
+        }
+        st.ops[1].status.add(0, 1);
+        for (op, kind, msg) in [
+            (0, ErrorKind::Connect, "connect failed: Connection refused"),
+            (0, ErrorKind::Connect, "connect failed: Connection refused"),
+            (0, ErrorKind::Read, "read failed: Connection reset by peer"),
+            (1, ErrorKind::Timeout, "no response within 2s"),
+            (0, ErrorKind::Write, "write failed: Broken pipe"),
+            (
+                1,
+                ErrorKind::Read,
+                "response has no value at .auth.client_token",
+            ),
+        ] {
+            st.count_error(kind);
+            st.note_op(op, msg);
+        }
+        let mut buf = [0; 8];
+        for _ in 0..3 {
+            st.errors.status += 1;
+            st.note_op(0, status_message(503, &mut buf));
+        }
+        st.status.insert(503, 3);
+        st.note_failed_answer(503, b"{\"errors\":[\"sealed\"]}");
+        st.throttled = 1;
+        st.note_op(0, THROTTLED_MESSAGE);
+        st.status.insert(429, 1);
+        for _ in 0..36 {
+            st.connection_failures.count(
+                ErrorKind::Connect,
+                "connect failed: Connection refused",
+                1,
+            );
+        }
+        st.connection_failures.count(
+            ErrorKind::Read,
+            "HTTP/2 connection error: PROTOCOL_ERROR",
+            1,
+        );
+        st.elapsed_s = 2.0;
+        let run = RunInfo {
+            operation: "kv-read,kv-write".into(),
+            ..RunInfo::sample("http://127.0.0.1:8200", 4)
+        };
+        Summary::new(run, &st, &["kv-read".into(), "kv-write".into()])
+    }
+
+    fn rendered(s: &Summary, f: Format) -> String {
+        let mut out = Vec::new();
+        render(s, f, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The counts of the `  N x message` lines after `first`, until a line of another shape.
+    fn listed(text: &str, first: &str) -> u64 {
+        text.lines()
+            .skip_while(|l| !l.starts_with(first))
+            .skip(1)
+            .map_while(|l| {
+                let (n, _) = l.trim_start().split_once(" x ")?;
+                n.parse::<u64>().ok()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn every_format_lists_failures_that_sum_to_the_failed_requests() {
+        let s = failed_every_way();
+        assert_eq!(s.failed, 10);
+        // JSON: the kinds with throttled, and the messages, each sum to failed; the
+        // connections that failed no request apart.
+        let j: serde_json::Value = serde_json::from_str(&rendered(&s, Format::Json)).unwrap();
+        let e = &j["errors"];
+        let kinds: u64 = ["connect", "read", "write", "timeout", "status"]
+            .iter()
+            .map(|k| e[*k].as_u64().unwrap())
+            .sum();
+        assert_eq!(kinds + j["throttled"].as_u64().unwrap(), 10, "{j:#}");
+        let msgs = |m: &serde_json::Value| -> u64 {
+            m.as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(msgs(&j["error_messages"]), 10, "{j:#}");
+        let per_op: u64 = j["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| msgs(&o["error_messages"]))
+            .sum();
+        assert_eq!(per_op, 10, "{j:#}");
+        let c = &j["connection_failures"];
+        assert_eq!(c["total"], 37, "{j:#}");
+        assert_eq!(
+            (c["connect"].as_u64(), c["read"].as_u64()),
+            (Some(36), Some(1))
+        );
+        assert_eq!(msgs(&c["messages"]), 37, "{j:#}");
+        // Text: the Errors line's kinds and the listed messages sum to failed; the
+        // connections on their own line.
+        let text = rendered(
+            &s,
+            Format::Text {
+                latency: false,
+                ci: false,
+            },
+        );
+        let line = text.lines().find(|l| l.starts_with("Errors: ")).unwrap();
+        let counted: u64 = line["Errors: ".len()..]
+            .split(", ")
+            .map(|kv| kv.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(counted, 10, "{text}");
+        assert!(line.ends_with("non-2xx 3, throttled 1"), "{line}");
+        assert_eq!(listed(&text, "Errors: "), 10, "{text}");
+        assert!(
+            text.contains("  3 x HTTP 503 Service Unavailable (sealed, standby or in maintenance); the server said: {\"errors\":[\"sealed\"]}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nConnection failures (no request failed): 37 (connect 36, read 1)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  36 x connect failed: Connection refused\n"),
+            "{text}"
+        );
+        assert_eq!(listed(&text, "Connection failures"), 37, "{text}");
+    }
+
+    #[test]
+    fn the_other_layouts_list_the_same_failures() {
+        let s = failed_every_way();
+        // Verbose: its Error Set sums to failed; the connections after it.
+        let verbose = rendered(&s, Format::Verbose { ci: false });
+        assert_eq!(listed(&verbose, "  Error Set:"), 10, "{verbose}");
+        assert_eq!(listed(&verbose, "  Connection failures"), 37, "{verbose}");
+        // ab's layout: its own counts, and vblast's line for the connections.
+        let ab = rendered(&s, Format::Ab { ci: false });
+        assert!(
+            ab.contains("Connection failures:    37 (connect 36, read 1)"),
+            "{ab}"
+        );
+        // vault-benchmark's Error Set names each failure once, a status as vegeta does.
+        let vb = rendered(&s, Format::VbVerbose { ci: false });
+        assert!(vb.contains("\n503 Service Unavailable\n"), "{vb}");
+        assert!(
+            !vb.contains("HTTP 503") && !vb.contains("throttled by"),
+            "{vb}"
+        );
+        // HTML: the same lines.
+        let page = html::report(
+            "run",
+            &[html::HtmlRun {
+                name: "run".into(),
+                summary: &s,
+                scenario: None,
+                started_at: None,
+            }],
+        );
+        assert!(page.contains("non-2xx 3, throttled 1"), "{page}");
+        assert!(page.contains("connection failures (no request failed)"));
+        assert!(page.contains("37 (connect 36, read 1)"));
     }
 
     #[test]

@@ -150,28 +150,65 @@ fn footer(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
     for n in &s.notes {
         writeln!(o, "Note: {n}")?;
     }
+    writeln!(o, "Errors: {}", errors_line(s))?;
+    for (m, n) in &s.error_messages {
+        writeln!(o, "  {n} x {}", message_line(s, m))?;
+    }
+    connection_failures(s, "", o)?;
+    crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)
+}
+
+/// The failed requests by kind, `connect 0, read 2, write 0, timeout 0, non-2xx 3` and
+/// `, throttled N` when a quota throttled some: they sum to the failed requests.
+pub(super) fn errors_line(s: &Summary) -> String {
     let e = &s.errors;
+    let mut line = format!(
+        "connect {}, read {}, write {}, timeout {}, non-2xx {}",
+        e.connect, e.read, e.write, e.timeout, e.status
+    );
+    if s.throttled > 0 {
+        line.push_str(&format!(", throttled {}", s.throttled));
+    }
+    line
+}
+
+/// A failed requests' message as listed: a failed status with what it means and what the
+/// server said with it (so that a URL answered 403 or 404 says why it failed).
+pub(super) fn message_line(s: &Summary, m: &str) -> String {
+    // (a message with more words, as a quota's 429 has, is listed as it is)
+    let code = match crate::stats::message_status(m) {
+        Some(c) if m.len() == "HTTP 000".len() => c.to_string(),
+        _ => return m.to_string(),
+    };
+    let mut line = m.to_string();
+    if let Some(meaning) = failed_status(&code) {
+        line.push(' ');
+        line.push_str(meaning);
+    }
+    if let Some(said) = s.failed_answers.get(&code) {
+        line.push_str("; the server said: ");
+        line.push_str(said);
+    }
+    line
+}
+
+/// The line of the connections that failed with no request failing with them, and their
+/// messages (each line after `indent`); nothing when there were none.
+pub(super) fn connection_failures(s: &Summary, indent: &str, o: &mut dyn Write) -> io::Result<()> {
+    let c = &s.connection_failures;
+    if c.is_empty() {
+        return Ok(());
+    }
     writeln!(
         o,
-        "Errors: connect {}, read {}, write {}, timeout {}, non-2xx {}",
-        e.connect, e.read, e.write, e.timeout, e.status
+        "{indent}Connection failures (no request failed): {} ({})",
+        c.total,
+        c.kinds()
     )?;
-    for (m, n) in &s.error_messages {
-        writeln!(o, "  {n} x {m}")?;
+    for (m, n) in &c.messages {
+        writeln!(o, "{indent}  {n} x {m}")?;
     }
-    // Answers that failed on their status carry no message of their own: the status and
-    // what it means, so that a URL answered 403 or 404 says why it failed.
-    for (code, n) in &s.status {
-        if let Some(meaning) = failed_status(code) {
-            match s.failed_answers.get(code) {
-                Some(said) => {
-                    writeln!(o, "  {n} x HTTP {code} {meaning}; the server said: {said}")?
-                }
-                None => writeln!(o, "  {n} x HTTP {code} {meaning}")?,
-            }
-        }
-    }
-    crate::stats::phases::write(s.run.setup_s, &s.run.setup_phases, o)
+    Ok(())
 }
 
 /// The open model's lines: where latency is measured from, how late requests went out,

@@ -166,7 +166,7 @@ fn bytes_and_codes(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         codes.join("  ")
     )?;
     let e = &s.errors;
-    writeln!(
+    write!(
         o,
         "  {:<W$}{}, {}, {}, {}, {}",
         "Errors [connect, read, write, timeout, status]",
@@ -176,10 +176,15 @@ fn bytes_and_codes(s: &Summary, o: &mut dyn Write) -> io::Result<()> {
         e.timeout,
         e.status
     )?;
+    if s.throttled > 0 {
+        write!(o, " (and {} throttled)", s.throttled)?;
+    }
+    writeln!(o)?;
     writeln!(o, "  Error Set:")?;
     for (m, n) in &s.error_messages {
-        writeln!(o, "  {n} x {m}")?;
+        writeln!(o, "  {n} x {}", super::text::message_line(s, m))?;
     }
+    super::text::connection_failures(s, "  ", o)?;
     writeln!(
         o,
         "  {:<W$}{:.3}s, {:.3}s",

@@ -60,6 +60,13 @@ impl Buckets {
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Figures {
     pub errors: Errors,
+    /// Requests a rate-limit quota throttled (failed, but no error).
+    #[serde(default)]
+    pub throttled: u64,
+    /// Connections that failed with no request failing with them, by kind (`status`
+    /// unused): `Stats::connection_failures`.
+    #[serde(default)]
+    pub connection_failures: Errors,
     /// (status code, responses); unused entries have code 0.
     pub status: [(u16, u64); CODES],
     pub connections_open: u64,
@@ -73,6 +80,14 @@ impl Figures {
     pub fn of(stats: &Stats, status: &[u64], connections_open: u64) -> Figures {
         let mut f = Figures {
             errors: stats.errors,
+            throttled: stats.throttled,
+            connection_failures: Errors {
+                connect: stats.connection_failures.connect,
+                read: stats.connection_failures.read,
+                write: stats.connection_failures.write,
+                timeout: stats.connection_failures.timeout,
+                status: 0,
+            },
             connections_open,
             connections_opened: stats.connections_opened,
             ..Figures::default()
@@ -97,6 +112,8 @@ impl Figures {
     /// snapshot only; the final figures come from the merged statistics).
     pub fn add(&mut self, o: &Figures) {
         self.errors.merge(&o.errors);
+        self.throttled += o.throttled;
+        self.connection_failures.merge(&o.connection_failures);
         self.connections_open += o.connections_open;
         self.connections_opened += o.connections_opened;
         self.latency.add(&o.latency);

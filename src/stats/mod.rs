@@ -274,13 +274,50 @@ impl From<StatusTally> for BTreeMap<u16, u64> {
     }
 }
 
-/// Adds `n` of `message` to `messages`, keeping at most `MAX_MESSAGES` distinct ones.
+/// Adds `n` of `message` to `messages`, keeping at most `MAX_MESSAGES` distinct ones; the
+/// rest are counted under `OTHER_MESSAGES`, so that the counts always sum to the failures
+/// (no allocation when the message, or the overflow, is already known).
 fn note_in(messages: &mut BTreeMap<String, u64>, message: &str, n: u64) {
     if let Some(c) = messages.get_mut(message) {
         *c += n;
     } else if messages.len() < MAX_MESSAGES {
         messages.insert(message.to_string(), n);
+    } else if let Some(c) = messages.get_mut(OTHER_MESSAGES) {
+        *c += n;
+    } else {
+        messages.insert(OTHER_MESSAGES.to_string(), n);
     }
+}
+
+/// The message under which failures beyond the `MAX_MESSAGES` distinct ones are counted.
+pub const OTHER_MESSAGES: &str = "other failures (more distinct messages than are kept)";
+
+/// The message of a request that failed on its answer's status: `HTTP 503` (the report
+/// adds what the status means and what the server said), written into `buf` without
+/// allocating.
+#[inline]
+pub fn status_message(status: u16, buf: &mut [u8; 8]) -> &str {
+    let s = status.min(999);
+    buf[..5].copy_from_slice(b"HTTP ");
+    buf[5] = b'0' + (s / 100) as u8;
+    buf[6] = b'0' + (s / 10 % 10) as u8;
+    buf[7] = b'0' + (s % 10) as u8;
+    std::str::from_utf8(&buf[..]).unwrap_or("HTTP")
+}
+
+/// The message of a 429 from a rate-limit quota (throttled: a failure, but no error).
+pub const THROTTLED_MESSAGE: &str = "HTTP 429 throttled by a rate-limit quota";
+
+/// The status a failure message names (`status_message`'s form, or the throttled one's),
+/// for the reports that list statuses their own way.
+pub fn message_status(message: &str) -> Option<u16> {
+    let rest = message.strip_prefix("HTTP ")?;
+    let code = rest.get(..3)?;
+    let tail = &rest[3..];
+    if !code.bytes().all(|b| b.is_ascii_digit()) || !(tail.is_empty() || tail.starts_with(' ')) {
+        return None;
+    }
+    code.parse().ok()
 }
 
 /// Failed requests, by kind.
@@ -314,6 +351,71 @@ pub enum ErrorKind {
     Read,
     Write,
     Timeout,
+}
+
+/// Connections that failed while no request of theirs failed with them (a connect
+/// refused while re-opening after the server went away, an HTTP/2 connection error
+/// before any stream): by kind, with their messages, counted apart from the failed
+/// requests so that those's kinds and messages each sum to the requests that failed.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConnectionFailures {
+    /// Every such failure (the kinds sum to it, and so do the messages).
+    pub total: u64,
+    /// Could not open the connection (refused, unreachable, TLS handshake failed).
+    pub connect: u64,
+    /// The connection was lost or spoke garbage (reset, EOF, a protocol error).
+    pub read: u64,
+    /// Nothing could be written to it.
+    pub write: u64,
+    /// It did not answer in time.
+    pub timeout: u64,
+    /// Their messages with their counts (at most `MAX_MESSAGES` distinct ones, the rest
+    /// under `OTHER_MESSAGES`).
+    pub messages: BTreeMap<String, u64>,
+}
+
+impl ConnectionFailures {
+    /// Counts `n` failures of `kind` with `message` (no allocation once it is known).
+    pub fn count(&mut self, kind: ErrorKind, message: &str, n: u64) {
+        self.total += n;
+        match kind {
+            ErrorKind::Connect => self.connect += n,
+            ErrorKind::Read => self.read += n,
+            ErrorKind::Write => self.write += n,
+            ErrorKind::Timeout => self.timeout += n,
+        }
+        note_in(&mut self.messages, message, n);
+    }
+
+    pub fn merge(&mut self, o: &ConnectionFailures) {
+        self.total += o.total;
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        for (m, n) in &o.messages {
+            note_in(&mut self.messages, m, *n);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The kinds that happened, as `connect 36, read 2` (wrk's socket errors' words).
+    pub fn kinds(&self) -> String {
+        [
+            ("connect", self.connect),
+            ("read", self.read),
+            ("write", self.write),
+            ("timeout", self.timeout),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
 }
 
 /// Everything one event-loop thread (or one worker process, or a whole run) measured.
@@ -362,8 +464,13 @@ pub struct Stats {
     /// samples; absent from older results files (their intervals are order statistics).
     #[serde(default, skip_serializing_if = "blocks::Blocks::is_empty")]
     pub blocks: blocks::Blocks,
-    /// Failure messages with their counts (at most `MAX_MESSAGES` distinct ones).
+    /// The failed requests' messages with their counts, one per failed request (at most
+    /// `MAX_MESSAGES` distinct ones, the rest under `OTHER_MESSAGES`).
     pub messages: BTreeMap<String, u64>,
+    /// Connections that failed with no request failing with them, apart from the failed
+    /// requests (older files lack it).
+    #[serde(default, skip_serializing_if = "ConnectionFailures::is_empty")]
+    pub connection_failures: ConnectionFailures,
     /// What the run says about itself that is no failure (`--http2-fallback`: the run is
     /// HTTP/1.1), each once, listed apart from the failures' messages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -478,6 +585,7 @@ impl Stats {
         for (m, n) in &o.messages {
             self.note(m, *n);
         }
+        self.connection_failures.merge(&o.connection_failures);
         for n in &o.notes {
             self.say(n);
         }
@@ -567,7 +675,8 @@ impl Stats {
         self.body_lengths.values().sum::<u64>() + self.other_lengths - same
     }
 
-    /// Counts a failure message (no allocation when the message is already known).
+    /// Counts a failed request's message (no allocation when the message is already
+    /// known); a connection that failed no request is counted in `connection_failures`.
     pub fn note(&mut self, message: &str, n: u64) {
         note_in(&mut self.messages, message, n);
     }
@@ -741,6 +850,70 @@ mod tests {
         assert_eq!(secs[0].1.requests, 2);
         assert_eq!(secs[0].1.errors, 1);
         assert_eq!(secs[1].0, 3);
+    }
+
+    #[test]
+    fn messages_beyond_the_kept_ones_still_sum_to_their_failures() {
+        let mut a = Stats::new(1);
+        for i in 0..MAX_MESSAGES + 4 {
+            a.note_op(0, &format!("failure {i}"));
+        }
+        let sum = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
+        assert_eq!(sum(&a.messages), MAX_MESSAGES as u64 + 4);
+        assert_eq!(a.messages.len(), MAX_MESSAGES + 1);
+        assert_eq!(a.messages[OTHER_MESSAGES], 4);
+        assert_eq!(sum(&a.ops[0].messages), MAX_MESSAGES as u64 + 4);
+        // Merged (through the wire, as worker processes send them): still every one.
+        let wire: Stats = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        let mut b = Stats::new(1);
+        b.note_op(0, "another one");
+        b.merge(&wire);
+        assert_eq!(sum(&b.messages), MAX_MESSAGES as u64 + 5);
+        assert_eq!(sum(&b.ops[0].messages), MAX_MESSAGES as u64 + 5);
+        assert!(b.messages.len() <= MAX_MESSAGES + 1);
+    }
+
+    #[test]
+    fn connection_failures_count_by_kind_apart_and_merge() {
+        let mut a = Stats::new(1);
+        a.connection_failures
+            .count(ErrorKind::Connect, "connect failed: Connection refused", 1);
+        a.connection_failures
+            .count(ErrorKind::Connect, "connect failed: Connection refused", 35);
+        let mut b = Stats::new(1);
+        b.connection_failures
+            .count(ErrorKind::Read, "HTTP/2 connection error: GOAWAY", 2);
+        let wire: Stats = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        a.merge(&wire);
+        let c = &a.connection_failures;
+        assert_eq!(
+            (c.total, c.connect, c.read, c.write, c.timeout),
+            (38, 36, 2, 0, 0)
+        );
+        assert_eq!(c.messages.values().sum::<u64>(), c.total);
+        assert_eq!(c.kinds(), "connect 36, read 2");
+        // Apart from the failed requests: none failed, no error, no message.
+        assert_eq!(a.requests(), 0);
+        assert_eq!(a.errors, Errors::default());
+        assert!(a.messages.is_empty());
+        // Left out of the results file when there were none; an older file without the
+        // key reads as none.
+        let none = serde_json::to_string(&Stats::new(1)).unwrap();
+        assert!(!none.contains("connection_failures"), "{none}");
+        let back: Stats = serde_json::from_str(&none).unwrap();
+        assert!(back.connection_failures.is_empty());
+    }
+
+    #[test]
+    fn a_failed_status_message_names_its_status() {
+        let mut buf = [0; 8];
+        assert_eq!(status_message(503, &mut buf), "HTTP 503");
+        assert_eq!(status_message(7, &mut buf), "HTTP 007");
+        assert_eq!(message_status("HTTP 503"), Some(503));
+        assert_eq!(message_status(THROTTLED_MESSAGE), Some(429));
+        assert_eq!(message_status("HTTP/2 stream reset"), None);
+        assert_eq!(message_status("HTTP 5034"), None);
+        assert_eq!(message_status("read failed"), None);
     }
 
     #[test]

@@ -140,8 +140,9 @@ fn metrics(duration_ns: i64, x: &TestFigures) -> VegetaMetrics {
     }
     errors.extend(status_codes.keys().filter_map(|c| status_error(c)));
     for o in x.ops {
+        // (a failed status's message is listed above, as vegeta names it)
         for m in o.error_messages.keys() {
-            if !errors.contains(m) {
+            if crate::stats::message_status(m).is_none() && !errors.contains(m) {
                 errors.push(m.clone());
             }
         }
