@@ -82,16 +82,7 @@ impl Session {
         // own too); a failed look (a busy server's timeout) is made again where a removal
         // fails, so that a slow removal is still waited for.
         let tokens = self.naming.tokens();
-        let look = |client: &mut Client, names: &[String], tokens: &[String]| {
-            let mut there = if own {
-                server::locate(client, names)?
-            } else {
-                Vec::new()
-            };
-            there.extend(server::locate_tokens(client, tokens)?);
-            Ok::<_, crate::error::Cause>(there)
-        };
-        let before = look(client, &names, &tokens).ok();
+        let before = look(client, own, &names, &tokens).ok();
         let mut left = Vec::new();
         let mut reported: Vec<String> = Vec::new();
         for i in (0..self.fixtures.len()).rev() {
@@ -112,7 +103,7 @@ impl Session {
             let (names_of, tokens_of) = (self.naming.names_of(i), self.naming.tokens_of(i));
             let known = match &before {
                 Some(b) => b.clone(),
-                None => look(client, &names_of, &tokens_of).unwrap_or_default(),
+                None => look(client, own, &names_of, &tokens_of).unwrap_or_default(),
             };
             let mine: Vec<server::Found> = known
                 .iter()
@@ -185,6 +176,22 @@ impl Session {
             eprintln!("vblast: {e}");
         }
     }
+}
+
+/// What of `names` (when the session made them: `own`) and of `tokens` is on the server.
+fn look(
+    client: &mut Client,
+    own: bool,
+    names: &[String],
+    tokens: &[String],
+) -> Result<Vec<server::Found>, crate::error::Cause> {
+    let mut there = if own {
+        server::locate(client, names)?
+    } else {
+        Vec::new()
+    };
+    there.extend(server::locate_tokens(client, tokens)?);
+    Ok(there)
 }
 
 impl Drop for Session {
