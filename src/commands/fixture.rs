@@ -10,7 +10,7 @@ use crate::cli::RunArgs;
 use crate::config::scenario::{Scenario, Workload};
 use crate::error::{Ending, Error};
 use crate::session::fixtures::{
-    check_ops, remove_names, remove_shared, server, shared_session, state,
+    check_ops, late, remove_names, remove_shared, server, shared_session, state,
 };
 use crate::signals::Stop;
 use crate::vault::fixture::{Made, Mode};
@@ -190,6 +190,16 @@ fn from_state(
         stop,
         Display::new(args.show.quiet, args.show.progress),
     );
+    // A login or token-create the server was still answering at the kill may have made
+    // its token after the removal: looked for once those requests have ended.
+    if removed.is_ok() {
+        match late::revoke_late(&mut client, &st.made, args.cleanup.cleanup_timeout, stop) {
+            Ok(said) => said.iter().for_each(|s| eprintln!("vblast: {s}")),
+            Err(e) => eprintln!(
+                "vblast: note: tokens that requests in flight at the kill made after the removal were not looked for: {e}"
+            ),
+        }
+    }
     if let Some(note) = crate::vault::ops::database::unleased_users_note(&made.names) {
         eprintln!("vblast: {note}");
     }

@@ -78,15 +78,11 @@ impl Session {
     fn remove_fixtures(&mut self, client: &mut Client, stop: &Stop) -> Vec<String> {
         let names = self.naming.names();
         let own = self.naming.mode() != Mode::Join && !names.is_empty();
-        // What of the names is there now (a failed look: nothing is assumed), and of the
-        // tokens (a shard's parent token is its own too).
-        let mut before = if own {
-            server::locate(client, &names).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        // What of the names is there now, and of the tokens (a shard's parent token is its
+        // own too); a failed look (a busy server's timeout) is made again where a removal
+        // fails, so that a slow removal is still waited for.
         let tokens = self.naming.tokens();
-        before.extend(server::locate_tokens(client, &tokens).unwrap_or_default());
+        let before = look(client, own, &names, &tokens).ok();
         let mut left = Vec::new();
         let mut reported: Vec<String> = Vec::new();
         for i in (0..self.fixtures.len()).rev() {
@@ -105,7 +101,11 @@ impl Session {
             // A removal the server is still busy with (an auth path revoking its
             // tokens, a parent token its children): waited for, bounded.
             let (names_of, tokens_of) = (self.naming.names_of(i), self.naming.tokens_of(i));
-            let mine: Vec<server::Found> = before
+            let known = match &before {
+                Some(b) => b.clone(),
+                None => look(client, own, &names_of, &tokens_of).unwrap_or_default(),
+            };
+            let mine: Vec<server::Found> = known
                 .iter()
                 .filter(|f| match f.table {
                     server::Table::Token => tokens_of.contains(&f.name),
@@ -176,6 +176,22 @@ impl Session {
             eprintln!("vblast: {e}");
         }
     }
+}
+
+/// What of `names` (when the session made them: `own`) and of `tokens` is on the server.
+fn look(
+    client: &mut Client,
+    own: bool,
+    names: &[String],
+    tokens: &[String],
+) -> Result<Vec<server::Found>, crate::error::Cause> {
+    let mut there = if own {
+        server::locate(client, names)?
+    } else {
+        Vec::new()
+    };
+    there.extend(server::locate_tokens(client, tokens)?);
+    Ok(there)
 }
 
 impl Drop for Session {

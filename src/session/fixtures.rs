@@ -1,9 +1,11 @@
 //! The fixture the shards of one run share, made or removed in a session of its own
 //! (`shared_session`), the shards' rendezvous around it (`rendezvous`), the state file
-//! that names what a run made (`state`) and what is on the server under vblast's names
-//! (`server`: existence checks, waits for a removal, orphans). How the fixture is named
+//! that names what a run made (`state`), what is on the server under vblast's names
+//! (`server`: existence checks, waits for a removal, orphans) and the tokens a killed
+//! run's last requests made after its removal (`late`). How the fixture is named
 //! and waited for is `vault::fixture`.
 
+pub mod late;
 pub mod rendezvous;
 pub mod server;
 pub mod state;

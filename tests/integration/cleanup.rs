@@ -126,13 +126,16 @@ fn run_id_names_the_fixtures_and_cleanup_says_not_found() {
 /// line and the server), kills it with SIGKILL, runs `vblast cleanup --run-id ID`, and
 /// checks that the server is as before.
 fn killed_then_cleaned(bao: &OpenBao, id: &str, args: &[&str], ready: &dyn Fn(&str) -> bool) {
-    let tokens = || tokens(bao) as u64;
+    let tokens = || live_tokens(bao);
     // A login (or token-create) the server was still answering at the SIGKILL may make its
-    // token after the cleanup disabled its auth path (or revoked its parent): seen in 2 of
-    // 3 full suite runs, one token more. Such a token lives its TTL: at most one per
-    // connection (every run here has 2). vblast cleanup does not catch it yet (issue 36's
-    // note).
-    killed_then_cleaned_with(bao, id, args, ready, &tokens, (2, None));
+    // token after the cleanup disabled its auth path (or revoked its parent): vblast
+    // cleanup waits for those requests and revokes such tokens (session::fixtures::late),
+    // so no token is left. What was seen in 2 of 3 full suite runs (one more in the
+    // accessor list) is not a token: OpenBao's log says "failed to create token: failed to
+    // persist entry: context canceled", and the accessor it wrote first names no token
+    // (lookup-accessor 403 even for root, revoke-accessor 400 "token not found"; only
+    // `auth/token/tidy` removes it). `live_tokens` counts tokens, and says such accessors.
+    killed_then_cleaned_with(bao, id, args, ready, &tokens, (0, None));
 }
 
 /// `killed_then_cleaned`, with `also` (a count beside the server's state: its tokens, the
@@ -235,7 +238,9 @@ fn a_long_login_run_ends_with_exit_0_and_nothing_left() {
     let bao = OpenBao::start();
     let before = server_state(&bao);
     let n = logins.to_string();
-    // The watchdog grows with the count: the logins, then the disable revoking each token.
+    // The watchdog grows with the count: the logins, then the disable revoking each token
+    // (the server's own work, which at load average ~23 took the 10,000 past 200 s). It
+    // only bounds a hang: vblast waits for the removal up to its --cleanup-timeout (10m).
     let out = spawn(vault_cmd(
         &bao,
         &[
@@ -249,7 +254,7 @@ fn a_long_login_run_ends_with_exit_0_and_nothing_left() {
             "json",
         ],
     ))
-    .finish(WATCHDOG.max(Duration::from_secs(logins / 50)));
+    .finish(WATCHDOG.max(Duration::from_secs(900 + logins / 10)));
     out.assert_code(0);
     assert_eq!(u(&out.json()["ok"]), logins, "{}", out.show());
     assert!(!out.stderr.contains("is left"), "{}", out.show());
@@ -416,6 +421,26 @@ fn db_creds_runs_killed_in_setup_or_under_load_are_cleaned_up() {
     );
     // Under load: killed at the load's first progress line.
     killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users, leased);
+}
+
+/// The tokens on the server: the accessors that name one (`lookup-accessor` 200). An
+/// accessor left by a token creation the server cut short (its client gone) names none,
+/// and is said on stderr.
+fn live_tokens(bao: &OpenBao) -> u64 {
+    let (st, body) = bao.api("LIST", "/v1/auth/token/accessors", None);
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut live = 0;
+    for a in v["data"]["keys"].as_array().into_iter().flatten() {
+        let req = serde_json::json!({ "accessor": a }).to_string();
+        let (st, body) = bao.api("POST", "/v1/auth/token/lookup-accessor", Some(&req));
+        if st == 200 {
+            live += 1;
+        } else {
+            eprintln!("an accessor that names no token ({st}): {body}");
+        }
+    }
+    live
 }
 
 /// The accessors of every token on the server.

@@ -449,9 +449,11 @@ fn the_open_model_and_a_rate_sweep_run_over_h2c() {
         "--slo",
         "success=100",
         // The achieved rate's default bound (2%) is a timing: a busy machine's stall at a
-        // 1 s step's end left a step 4.6% under and moved the search (seen at load 23).
+        // 1 s step's end left a step 4.6% under and moved the search (seen at load 23), and
+        // at load average ~14 a starved client achieved 17.3 of 50 req/s (65% under). The
+        // test is about the connections and each step's counts: any rate the machine gives.
         "--slo",
-        "rate=50%",
+        "rate=95%",
         "--http2-prior-knowledge",
         "--streams",
         "4",

@@ -102,10 +102,13 @@ fn sweep(
         "200ms",
         "--resolution",
         "50%",
+        // Bounds only a busy machine's stalls cannot reach (at load average ~23 a 150 req/s
+        // step over 2 connections measured p99 2.47 s and 36 req/s achieved): the steps
+        // are unclear because they are short, never because they are slow.
         "--slo",
-        "p99=2s",
+        "p99=10s",
         "--slo",
-        "rate=50%",
+        "rate=90%",
         "-c",
         "2",
         "--output",
@@ -301,12 +304,18 @@ impl Drop for Staller {
 }
 
 /// A sweep's lower step measured clearly slower than its higher one, near the bound: the
-/// lower step (200 req/s) runs while nginx's worker is stopped 1 s in every 1.2 s (its p99
-/// about 1 s, within the 2.5 s bound), the higher (250 req/s) while it is stopped only
+/// lower step (200 req/s) runs while nginx's worker is stopped 1.2 s in every 1.4 s (its
+/// p99 about 1.2 s, within the 2.5 s bound), the higher (250 req/s) while it is stopped only
 /// 30 ms in every 1.6 s (its p99 interval spans the fast requests and the few held up, far
-/// below the lower step's). The bound leaves 1.5 s for a busy machine's own stalls (the
+/// below the lower step's). The bound leaves 1.3 s for a busy machine's own stalls (the
 /// stopping thread's wake-ups late, the client's): with 300 ms stops under a 400 ms bound,
-/// other load tests beside the suite made the lower step's p99 806 ms, a failed step. The sweep says the two are not monotone on stderr, measures
+/// other load tests beside the suite made the lower step's p99 806 ms, a failed step. The
+/// sweep measures again only a pair whose noise could move the higher step past the bound
+/// (`sweep::monotone`: its upper end times the pair's ratio, lower high over higher low);
+/// at load average ~10 the higher step's p99 interval was 30.61-70.59 ms, whose 2.3 times
+/// over 1 s stays under 2.5 s, and nothing was measured again: the lower step's p99 is
+/// near enough to the bound that a ratio of 2.1 is material (at load average ~23, with a
+/// 2 s bound, the lower step itself measured p99 3.29 s: its bound is the tighter limit). The sweep says the two are not monotone on stderr, measures
 /// both again, and keeps the reason in the file. The same file with its intervals' keys
 /// removed (as a file from before intervals) still reports: its intervals are read from its
 /// histograms, a side too few samples bound is `?`, and nothing is repeated.
@@ -326,7 +335,7 @@ fn a_lower_step_measured_slower_is_measured_again() {
     assert_eq!(workers.len(), 1, "nginx workers: {workers:?}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sweep.json");
-    let staller = Staller::start(workers[0], 1000, 200);
+    let staller = Staller::start(workers[0], 1200, 200);
     let mut live = crate::support::run::Live::start(url_cmd(&[
         "sweep",
         "--rate",
@@ -339,6 +348,9 @@ fn a_lower_step_measured_slower_is_measured_again() {
         "300ms",
         "--slo",
         "p99=2500ms",
+        // Correlated samples (the stalls) may need more of them to bound the p99.
+        "--max-repeats",
+        "10",
         // Requests held up at a step's end are answered after it: not a rate to judge.
         "--slo",
         "rate=50%",

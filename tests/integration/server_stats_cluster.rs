@@ -165,6 +165,20 @@ fn a_postgres_cluster_is_sampled_per_node_and_its_held_storage_is_named() {
     storage_bound_sweep(&c, nodes[active]);
 }
 
+/// An open-model run's status: 0, or 3 where a busy machine kept the cluster from its
+/// schedule (at load average ~10 a PostgreSQL-backed node answered kv-writes in 2 s, and
+/// 32% of the 100 req/s were never sent). The sampling is what these runs are about, and
+/// it is asserted on what was sent; every request sent must still have succeeded.
+fn kept_or_late(out: &Out) {
+    assert!(
+        out.code == Some(0)
+            || (out.code == Some(3) && out.stderr.contains("the schedule was not kept")),
+        "{}",
+        out.show()
+    );
+    assert!(out.stdout.contains(" ok, 0 failed."), "{}", out.show());
+}
+
 /// A kv-write run over both nodes (the load on the active one), one `--server-pid` each,
 /// with the live exporter scraped while it runs.
 fn per_node_run_and_dashboard(c: &Cluster, nodes: &[&str], active: usize) {
@@ -201,7 +215,7 @@ fn per_node_run_and_dashboard(c: &Cluster, nodes: &[&str], active: usize) {
     let alive = move || std::path::Path::new(&format!("/proc/{pid}")).exists();
     let (exported, text) = scrape_until_served(&maddr, nodes, || !alive());
     let out = running.finish(Duration::from_secs(90));
-    out.assert_code(0);
+    kept_or_late(&out);
     for n in nodes {
         assert!(
             text.contains(&format!("vblast_server_cpu_cores{{node=\"{n}\"}}")),
@@ -328,7 +342,7 @@ fn refused_sources(c: &Cluster, node: &str) {
             file.to_str().unwrap(),
         ],
     ));
-    out.assert_code(0);
+    kept_or_late(&out);
     assert!(!out.stderr.contains(&token) && !out.stdout.contains(&token));
     for said in [
         "sys/metrics: HTTP 403",

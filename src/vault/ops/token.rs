@@ -155,6 +155,7 @@ fn build(kind: TokenKind, v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
         kind,
         config,
         policy: None,
+        children_named: "vblast".into(),
         parent: None,
         child: String::new(),
     }))
@@ -188,6 +189,8 @@ struct TokenOp {
     config: TokenConfig,
     /// The policy's name, as soon as it may exist.
     policy: Option<String>,
+    /// The display name of the children: the run's policy's name (a shard's too).
+    children_named: String,
     parent: Option<Parent>,
     /// The child token lookup and renew use.
     child: String,
@@ -201,13 +204,16 @@ path "auth/token/revoke" { capabilities = ["update"] }
 "#;
 
 impl TokenOp {
+    /// A child's body. Its display name is the run's policy's name (the server makes it
+    /// `token-vblast-token-xxxxxxxx`): a child a create in flight at a kill made after its
+    /// parent was revoked is found by it (`session::fixtures::late`).
     fn child_body(&self, ttl: &str, kind: &str) -> Value {
         json!({
             "policies": ["default"],
             "ttl": ttl,
             "type": kind,
             "renewable": true,
-            "display_name": "vblast",
+            "display_name": self.children_named,
         })
     }
 
@@ -220,6 +226,7 @@ impl TokenOp {
     fn write_policy(&mut self, client: &mut Client, naming: &Naming) -> Result<String, Cause> {
         let policy = naming.random_name("vblast-token-");
         self.policy = Some(policy.clone());
+        self.children_named = policy.clone();
         call(
             client,
             "PUT",
@@ -236,6 +243,7 @@ impl TokenOp {
     fn join(&mut self, ctx: &SetupCtx) -> Result<(), Error> {
         let policy = ctx.naming.random_name("vblast-token-");
         shared::wait_policy(ctx, "", &policy)?;
+        self.children_named = policy.clone();
         let mut client = (ctx.make_client)();
         self.make_parent(&mut client, &policy, ctx.naming)
             .map_err(Error::setup)
