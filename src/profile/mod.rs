@@ -135,3 +135,146 @@ fn read_file(path: &Path, tally: &mut ProfileTally, stop: &Stop) -> Result<(), E
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn entry(kind: &str, id: &str, time: &str, path: &str, op: &str) -> String {
+        format!(
+            r#"{{"time":"2026-12-05T08:00:{time}Z","type":"{kind}","request":{{"id":"{id}","operation":"{op}","mount_point":"secret/","mount_type":"kv","client_token_accessor":"hmac-sha256:abc","namespace":{{"id":"root"}},"path":"{path}"}}}}"#
+        )
+    }
+
+    /// A pair of entries (request, response) for request `id`.
+    fn pair(id: u32, sec: u32) -> String {
+        let t = format!("{sec:02}.{id:06}");
+        let p = format!("secret/data/team{id}");
+        format!(
+            "{}\n{}\n",
+            entry("request", &id.to_string(), &t, &p, "read"),
+            entry("response", &id.to_string(), &t, &p, "read")
+        )
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn run(files: &[PathBuf]) -> Result<Profile, Error> {
+        profile(files, false, &Stop::new())
+    }
+
+    fn said(p: &Profile) -> String {
+        p.problems
+            .iter()
+            .map(problem_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_clean_log_is_counted_and_shows_no_path_or_accessor() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..10).map(|i| pair(i, i)).collect();
+        let p = run(&[write(dir.path(), "a.log", &text)]).unwrap();
+        assert_eq!(p.requests, 10);
+        assert_eq!(p.operations[0].name, "kv-read");
+        assert_eq!(p.operations[0].requests, 10);
+        assert_eq!(p.operations[0].responses, 10);
+        assert_eq!(p.mounts[0].distinct_paths, 10);
+        assert_eq!(p.tokens.distinct_accessors, 1);
+        assert!(p.problems.is_empty(), "{}", said(&p));
+        for format in [render::ProfileFormat::Text, render::ProfileFormat::Json] {
+            let out = render::render(&p, format) + &render::html(&p);
+            assert!(!out.contains("team1") && !out.contains("hmac") && !out.contains("abc"));
+        }
+    }
+
+    #[test]
+    fn bad_lines_are_said_with_their_line_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = pair(1, 1);
+        text.push_str("this is not json\n");
+        text.push_str(&pair(2, 2));
+        text.push_str(&pair(3, 0)); // back by 2 s: lines 6 and 7
+        text.push_str(&entry("request", "9", "03.0", "secret/data/x", "read")[..40]);
+        let p = run(&[write(dir.path(), "bad.log", &text)]).unwrap();
+        assert_eq!(p.requests, 3);
+        let s = said(&p);
+        assert!(s.contains("bad.log:3: not JSON"), "{s}");
+        assert!(
+            s.contains("bad.log:6: time goes backwards by 2.000 s"),
+            "{s}"
+        );
+        assert!(s.contains("bad.log:8: the last line is cut short"), "{s}");
+        assert_eq!(p.problems.len(), 4, "{s}");
+    }
+
+    #[test]
+    fn only_responses_or_only_requests_are_said_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let responses: String = (0..5)
+            .map(|i| entry("response", &i.to_string(), "01.0", "secret/data/a", "read") + "\n")
+            .collect();
+        let p = run(&[write(dir.path(), "resp.log", &responses)]).unwrap();
+        assert_eq!(p.requests, 5);
+        assert!(said(&p).contains("only responses"), "{}", said(&p));
+        assert!(p.operations[0].server_ms.is_none());
+        let requests: String = (0..4)
+            .map(|i| entry("request", &i.to_string(), "01.0", "secret/data/a", "update") + "\n")
+            .collect();
+        let p = run(&[write(dir.path(), "req.log", &requests)]).unwrap();
+        assert_eq!(p.requests, 4);
+        assert_eq!(p.operations[0].name, "kv-write");
+        assert!(said(&p).contains("only requests"), "{}", said(&p));
+    }
+
+    #[test]
+    fn a_gzip_cut_short_keeps_its_lines_and_an_empty_log_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..5000 {
+            enc.write_all(pair(i, i % 60).as_bytes()).unwrap();
+        }
+        let bytes = enc.finish().unwrap();
+        let whole = dir.path().join("whole.log.gz");
+        std::fs::write(&whole, &bytes).unwrap();
+        assert_eq!(run(std::slice::from_ref(&whole)).unwrap().requests, 5000);
+        let cut = dir.path().join("cut.log.gz");
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let p = run(std::slice::from_ref(&cut)).unwrap();
+        assert!(p.requests > 100 && p.requests < 5000, "{}", p.requests);
+        assert!(
+            said(&p).contains("the gzip stream is cut short"),
+            "{}",
+            said(&p)
+        );
+        let empty = write(dir.path(), "empty.log", "");
+        let e = run(std::slice::from_ref(&empty)).unwrap_err();
+        assert!(matches!(e, Error::Input(_)));
+        assert!(e.to_string().contains("empty: no lines"), "{e}");
+        // An empty file beside a good one: said, and the good one profiled.
+        let p = run(&[empty, whole]).unwrap();
+        assert_eq!(p.requests, 5000);
+        assert!(said(&p).contains("empty.log: empty"), "{}", said(&p));
+        let missing = run(&[dir.path().join("nope.log")]).unwrap_err();
+        assert!(matches!(missing, Error::Input(_)), "{missing}");
+    }
+
+    #[test]
+    fn rotated_logs_are_read_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let old: String = (0..3).map(|i| pair(i, 10 + i)).collect();
+        let new: String = (3..6).map(|i| pair(i, 20 + i)).collect();
+        let a = write(dir.path(), "audit.log", &new);
+        let b = write(dir.path(), "audit.log.1", &old);
+        let p = run(&[a, b]).unwrap();
+        assert!(p.problems.is_empty(), "{}", said(&p));
+        assert!(p.files[0].ends_with("audit.log.1"));
+        assert_eq!(p.requests, 6);
+    }
+}
