@@ -154,7 +154,7 @@ pub struct ProfileTally {
 
 /// The operation a line counts under: a mapped one's index, or the unmapped.
 #[derive(Clone, Copy)]
-enum Slot {
+enum OpSlot {
     Op(usize),
     Unmapped,
 }
@@ -279,7 +279,7 @@ impl ProfileTally {
         self.last = Some(self.last.map_or(t, |l| l.max(t)));
     }
 
-    fn slot(&mut self, req: &AuditRequest) -> Slot {
+    fn slot(&mut self, req: &AuditRequest) -> OpSlot {
         let routed = Routed {
             mount_type: req.mount_type.as_deref().unwrap_or(""),
             mount_point: req.mount_point.as_deref().unwrap_or(""),
@@ -287,8 +287,8 @@ impl ProfileTally {
             operation: req.operation.as_deref().unwrap_or(""),
         };
         match map(&routed) {
-            Some(name) => Slot::Op(self.op_index(name)),
-            None => Slot::Unmapped,
+            Some(name) => OpSlot::Op(self.op_index(name)),
+            None => OpSlot::Unmapped,
         }
     }
 
@@ -312,16 +312,16 @@ impl ProfileTally {
         })
     }
 
-    fn op_mut(&mut self, slot: Slot) -> &mut OpTally {
+    fn op_mut(&mut self, slot: OpSlot) -> &mut OpTally {
         match slot {
-            Slot::Op(i) => &mut self.ops[i],
-            Slot::Unmapped => &mut self.unmapped,
+            OpSlot::Op(i) => &mut self.ops[i],
+            OpSlot::Unmapped => &mut self.unmapped,
         }
     }
 
     /// A parsed entry: its request counted once (at its request entry, or at its response
     /// when the request entry is not in the logs), its response's error and server time.
-    fn entry(&mut self, slot: Slot, side: Side, time: Option<i64>, l: &AuditLine, len: u64) {
+    fn entry(&mut self, slot: OpSlot, side: Side, time: Option<i64>, l: &AuditLine, len: u64) {
         let op = self.op_mut(slot);
         op.bytes += len;
         op.entries += 1;
@@ -355,8 +355,8 @@ impl ProfileTally {
         }
     }
 
-    fn response(&mut self, slot: Slot, l: &AuditLine, times: Option<(i64, i64)>) {
-        let login = matches!(slot, Slot::Op(i) if self.ops[i].name.ends_with("-login"));
+    fn response(&mut self, slot: OpSlot, l: &AuditLine, times: Option<(i64, i64)>) {
+        let login = matches!(slot, OpSlot::Op(i) if self.ops[i].name.ends_with("-login"));
         let made = l
             .response
             .as_ref()
@@ -381,7 +381,7 @@ impl ProfileTally {
         }
     }
 
-    fn count_request(&mut self, slot: Slot, time: Option<i64>, req: &AuditRequest) {
+    fn count_request(&mut self, slot: OpSlot, time: Option<i64>, req: &AuditRequest) {
         self.requests += 1;
         self.op_mut(slot).requests += 1;
         if let Some(t) = time {
@@ -400,7 +400,7 @@ impl ProfileTally {
             let kind = req.mount_type.as_deref().unwrap_or("");
             self.count_mount(namespace, mount, kind, path, slot);
         }
-        if let Slot::Unmapped = slot {
+        if let OpSlot::Unmapped = slot {
             self.shapes.add(&shape(mount, path));
             if let Some(paths) = &mut self.paths {
                 paths.add(path);
@@ -430,7 +430,7 @@ impl ProfileTally {
             .1 += 1;
     }
 
-    fn count_mount(&mut self, ns: &str, mount: &str, kind: &str, path: &str, slot: Slot) {
+    fn count_mount(&mut self, ns: &str, mount: &str, kind: &str, path: &str, slot: OpSlot) {
         let mut h = std::hash::DefaultHasher::new();
         (ns, mount).hash(&mut h);
         let mut key = h.finish();
@@ -449,7 +449,7 @@ impl ProfileTally {
         });
         m.requests += 1;
         m.paths.insert(hash_of(path));
-        if let Slot::Op(i) = slot {
+        if let OpSlot::Op(i) = slot {
             if m.ops.len() <= i {
                 m.ops.resize(i + 1, 0);
             }
