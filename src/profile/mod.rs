@@ -265,6 +265,46 @@ mod tests {
         assert!(matches!(missing, Error::Input(_)), "{missing}");
     }
 
+    /// In a namespace, an entry's mount point is the whole path (`team-a/transit/`) and its
+    /// path the namespace's own (`transit/encrypt/k`).
+    #[test]
+    fn requests_in_a_namespace_map_as_in_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |kind: &str, id: u32, mount_type: &str, mount: &str, path: &str| {
+            format!(
+                r#"{{"time":"2026-12-05T08:00:01.{id:06}Z","type":"{kind}","request":{{"id":"{id}","operation":"update","mount_point":"team-a/{mount}","mount_type":"{mount_type}","namespace":{{"id":"x1","path":"team-a/"}},"path":"{path}"}}}}"#
+            )
+        };
+        let text = [
+            line("request", 1, "transit", "transit/", "transit/encrypt/k"),
+            line(
+                "request",
+                2,
+                "approle",
+                "auth/approle/",
+                "auth/approle/login",
+            ),
+            line(
+                "request",
+                3,
+                "approle",
+                "auth/approle/",
+                "auth/approle/role/payroll",
+            ),
+        ]
+        .join("\n");
+        let p = run(&[write(dir.path(), "ns.log", &text)]).unwrap();
+        let names: Vec<&str> = p.operations.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["approle-login", "transit-encrypt"]);
+        assert_eq!(p.unmapped.shapes[0].path, "auth/approle/role/<path>");
+        assert_eq!(p.namespaces[0].namespace, "team-a/");
+        assert!(
+            p.mounts
+                .iter()
+                .any(|m| m.namespace == "team-a/" && m.mount == "transit/")
+        );
+    }
+
     #[test]
     fn rotated_logs_are_read_oldest_first() {
         let dir = tempfile::tempdir().unwrap();

@@ -221,7 +221,7 @@ fn columns(rows: &[Vec<String>]) -> String {
 pub fn html(p: &Profile) -> String {
     let mut body = String::new();
     body.push_str(&format!(
-        "<h1>Audit log profile</h1><p>{} requests from {} to {} ({:.1} s): mean {:.2}/s, p99 {:.0}/s, peak {:.0}/s.</p>",
+        "<p>The workload of the audit logs: {} requests from {} to {} ({:.1} s): mean {:.2}/s, p99 {:.0}/s, peak {:.0}/s.</p>",
         p.requests,
         escape(p.span.first.as_deref().unwrap_or("-")),
         escape(p.span.last.as_deref().unwrap_or("-")),

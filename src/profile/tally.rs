@@ -282,7 +282,7 @@ impl ProfileTally {
     fn slot(&mut self, req: &AuditRequest) -> OpSlot {
         let routed = Routed {
             mount_type: req.mount_type.as_deref().unwrap_or(""),
-            mount_point: req.mount_point.as_deref().unwrap_or(""),
+            mount_point: mount_in_namespace(req),
             path: req.path.as_deref().unwrap_or(""),
             operation: req.operation.as_deref().unwrap_or(""),
         };
@@ -394,7 +394,7 @@ impl ProfileTally {
             .filter(|p| !p.is_empty())
             .unwrap_or("root");
         self.count_namespace(namespace);
-        let mount = req.mount_point.as_deref().unwrap_or("");
+        let mount = mount_in_namespace(req);
         let path = req.path.as_deref().unwrap_or("");
         if !mount.is_empty() {
             let kind = req.mount_type.as_deref().unwrap_or("");
@@ -661,6 +661,18 @@ impl ProfileTally {
             logged_in_exact: self.login_tokens.contains(0).is_some(),
         }
     }
+}
+
+/// The request's mount point under its namespace: the audit entry's `mount_point` is the
+/// whole path (`team-a/secret/`), its `path` is the namespace's own (`secret/data/x`).
+fn mount_in_namespace<'a>(req: &'a AuditRequest) -> &'a str {
+    let mount = req.mount_point.as_deref().unwrap_or("");
+    let namespace = req
+        .namespace
+        .as_ref()
+        .and_then(|n| n.path.as_deref())
+        .unwrap_or("");
+    mount.strip_prefix(namespace).unwrap_or(mount)
 }
 
 fn op_profile(o: &OpTally, requests: u64) -> OpProfile {

@@ -154,9 +154,12 @@ fn a_log_made_by_hand_gives_its_unmapped_count_and_no_path() {
         "audit \"file\" \"declared\" {{\n  options {{\n    file_path = \"{}\"\n  }}\n}}\n",
         log.display()
     ));
-    let cli = |args: &[&str]| {
+    let cli_in = |namespace: &str, args: &[&str]| {
         let mut cmd = std::process::Command::new(bao_binary());
         scrub_env(&mut cmd);
+        if !namespace.is_empty() {
+            cmd.env("VAULT_NAMESPACE", namespace);
+        }
         let out = cmd
             .env("VAULT_ADDR", &bao.addr)
             .env("VAULT_TOKEN", &bao.token)
@@ -166,6 +169,7 @@ fn a_log_made_by_hand_gives_its_unmapped_count_and_no_path() {
             .unwrap();
         assert!(out.status.success(), "bao {args:?}: {out:?}");
     };
+    let cli = |args: &[&str]| cli_in("", args);
     // One mapped request, so that the log has an entry; what the dev server wrote at its
     // start is counted before the calls of the test.
     let (s, b) = bao.api("GET", "/v1/sys/mounts", None);
@@ -174,7 +178,8 @@ fn a_log_made_by_hand_gives_its_unmapped_count_and_no_path() {
     let unmapped_before = baseline["unmapped"]["requests"].as_u64().unwrap();
     cli(&["secrets", "enable", "transit"]);
     cli(&["auth", "enable", "approle"]);
-    // Unmapped: 3 transit key writes, 2 approle role writes, 1 kv config read.
+    // Unmapped: 3 transit key writes, 2 approle role writes, 1 kv config read (and one
+    // user written in a namespace below).
     for k in ["payroll-key-1", "payroll-key-2", "payroll-key-3"] {
         cli(&["write", "-f", &format!("transit/keys/{k}")]);
     }
@@ -202,10 +207,41 @@ fn a_log_made_by_hand_gives_its_unmapped_count_and_no_path() {
     bao.namespace("team-a");
     let (s, b) = bao.api_in("team-a", "GET", "/v1/sys/mounts");
     assert_eq!(s, 200, "{b}");
+    // In a namespace: a kv mount written and read, a userpass user (unmapped: +1) who logs in.
+    let in_ns = |args: &[&str]| cli_in("team-a", args);
+    in_ns(&["secrets", "enable", "-path=team-kv", "kv-v2"]);
+    in_ns(&["kv", "put", "team-kv/payroll-db", "password=hunter2"]);
+    in_ns(&["kv", "get", "team-kv/payroll-db"]);
+    in_ns(&["auth", "enable", "userpass"]);
+    in_ns(&[
+        "write",
+        "auth/userpass/users/payroll-admin",
+        "password=hunter2",
+    ]);
+    in_ns(&[
+        "login",
+        "-method=userpass",
+        "username=payroll-admin",
+        "password=hunter2",
+    ]);
     let profile = profile_json(&log, &[]);
+    let team = |mount: &str| {
+        profile["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["namespace"] == "team-a/" && m["mount"] == mount)
+            .map(|m| m["operations"].to_string())
+            .unwrap_or_else(|| panic!("no team-a/ {mount}: {profile:#}"))
+    };
+    assert!(team("team-kv/").contains("kv-write") && team("team-kv/").contains("kv-read"));
+    assert!(
+        team("auth/userpass/").contains("userpass-login"),
+        "{profile:#}"
+    );
     assert_eq!(
         profile["unmapped"]["requests"].as_u64().unwrap() - unmapped_before,
-        6,
+        7,
         "{profile:#}"
     );
     assert!(count(&profile, "kv-write") >= 4 && count(&profile, "kv-read") >= 4);
