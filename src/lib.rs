@@ -20,6 +20,7 @@ pub mod net;
 pub mod orchestrate;
 pub mod pacing;
 pub mod packed;
+pub mod profile;
 pub mod redact;
 pub mod report;
 pub mod results;
@@ -67,6 +68,7 @@ pub fn main() -> i32 {
         }
         Some(cli::Command::Setup(args)) => commands::fixture::run(args, given, &stop, false),
         Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, given, &stop, true),
+        Some(cli::Command::Profile(args)) => commands::profile::run(args, &stop),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod operations;
 pub mod ops;
 pub mod output;
+pub mod profile;
 pub mod report;
 pub mod server;
 pub mod shards;
@@ -78,6 +79,9 @@ pub enum Command {
     /// Removes the fixture `vblast setup --run-id ID` made, or what a killed shard 0 left
     /// (same --run-id and --op flags).
     Cleanup(Box<RunArgs>),
+    /// The workload of OpenBao/Vault file audit logs: rate, operation mix in vblast's names,
+    /// namespaces, mounts, tokens, errors, server time, audit volume (docs/production-load.md).
+    Profile(profile::ProfileArgs),
 }
 
 /// A run's flags: the URL of URL mode, or a vault-benchmark file, and the groups.

@@ -24,6 +24,7 @@ mod metrics;
 mod multihost;
 mod open_model;
 mod output;
+mod profile;
 mod progress;
 mod protocols;
 mod quotas;
