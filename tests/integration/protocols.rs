@@ -71,7 +71,8 @@ fn labels(text: &str) -> BTreeSet<String> {
 /// Keys and labels only HTTP/2 has (its own figures and the protocol's name), and the
 /// notes whose presence depends on a run's number of samples, blocks or the server's
 /// sampling seconds, not on its protocol (a confidence interval's method, thin tails,
-/// the server's figures sampled once a second).
+/// the server's figures sampled once a second, ab's warnings about the spread of its
+/// times, which ab prints when a run's median and mean lie far apart).
 fn h2_only(k: &str) -> bool {
     k.contains("http2")
         || k.contains("HTTP/2")
@@ -83,6 +84,8 @@ fn h2_only(k: &str) -> bool {
         || k.starts_with(".server.nodes")
         || k.starts_with(".server_samples")
         || k.starts_with("vblast_server_")
+        || k.starts_with("WARNING: The median and mean")
+        || k == "These results are probably not that reliable."
 }
 
 /// One run's reports: every format of its results file, its HTML page, its last scrape.
