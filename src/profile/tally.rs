@@ -42,6 +42,21 @@ struct OpTally {
     entries: u64,
 }
 
+impl OpTally {
+    /// An operation seen for the first time: nothing counted yet.
+    fn new(name: String) -> OpTally {
+        OpTally {
+            name,
+            requests: 0,
+            responses: 0,
+            errors: 0,
+            server_us: None,
+            bytes: 0,
+            entries: 0,
+        }
+    }
+}
+
 struct MountTally {
     namespace: String,
     mount: String,
@@ -162,15 +177,7 @@ enum OpSlot {
 impl ProfileTally {
     /// An empty tally; `show_paths` keeps the most frequent unmapped whole paths too.
     pub fn new(show_paths: bool) -> ProfileTally {
-        let op = |name: &str| OpTally {
-            name: name.to_string(),
-            requests: 0,
-            responses: 0,
-            errors: 0,
-            server_us: None,
-            bytes: 0,
-            entries: 0,
-        };
+        let op = |name: &str| OpTally::new(name.to_string());
         ProfileTally {
             ops: Vec::new(),
             unmapped: op("(unmapped)"),
@@ -258,7 +265,7 @@ impl ProfileTally {
         }
         self.entries += 1;
         let slot = self.slot(req);
-        self.entry(slot, side, time, &parsed, text.len() as u64 + 1);
+        self.entry(slot, (side, req), time, &parsed, text.len() as u64 + 1);
     }
 
     /// The span, and time going backwards within a file.
@@ -299,15 +306,7 @@ impl ProfileTally {
                 && o.name.ends_with(name.suffix)
         });
         found.unwrap_or_else(|| {
-            self.ops.push(OpTally {
-                name: name.text(),
-                requests: 0,
-                responses: 0,
-                errors: 0,
-                server_us: None,
-                bytes: 0,
-                entries: 0,
-            });
+            self.ops.push(OpTally::new(name.text()));
             self.ops.len() - 1
         })
     }
@@ -321,11 +320,17 @@ impl ProfileTally {
 
     /// A parsed entry: its request counted once (at its request entry, or at its response
     /// when the request entry is not in the logs), its response's error and server time.
-    fn entry(&mut self, slot: OpSlot, side: Side, time: Option<i64>, l: &AuditLine, len: u64) {
+    fn entry(
+        &mut self,
+        slot: OpSlot,
+        (side, req): (Side, &AuditRequest),
+        time: Option<i64>,
+        l: &AuditLine,
+        len: u64,
+    ) {
         let op = self.op_mut(slot);
         op.bytes += len;
         op.entries += 1;
-        let req = l.request.as_ref().expect("checked by the caller");
         let id = req.id.as_deref().filter(|i| !i.is_empty()).map(hash_of);
         match side {
             Side::Request => {

@@ -241,16 +241,7 @@ fn worker_processes_are_served_as_one_run() {
     let mut parts_served = Vec::new();
     let mid = loop {
         std::thread::sleep(Duration::from_millis(300));
-        let text = http_request(
-            &format!("http://{maddr}"),
-            "GET",
-            "/metrics",
-            &[],
-            None,
-            None,
-        )
-        .map(|r| r.text())
-        .unwrap_or_default();
+        let text = crate::support::client::scrape(&maddr);
         let value = |name: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
@@ -403,16 +394,7 @@ fn a_lost_worker_is_left_out_of_the_final_figures_parts() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
     let served = loop {
-        let text = http_request(
-            &format!("http://{maddr}"),
-            "GET",
-            "/metrics",
-            &[],
-            None,
-            None,
-        )
-        .map(|r| r.text())
-        .unwrap_or_default();
+        let text = crate::support::client::scrape(&maddr);
         let has = |line: &str| text.lines().any(|l| l == line);
         if has("vblast_figures_parts_included 1") {
             break has("vblast_figures_parts 2");

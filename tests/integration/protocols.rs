@@ -105,21 +105,64 @@ fn metric(text: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Runs `workload` (`n` requests) with `protocol`'s flags against `bao`, saving a
-/// results file and an HTML page and serving Prometheus figures, then renders every
-/// format from the results file.
-fn reports(bao: &OpenBao, protocol: &[&str], n: u64, dir: &Path) -> Reports {
+/// Where a run saves its outputs: its results file, its HTML page, its exporter's address
+/// (the final figures served for 5 s after the end).
+struct Saved {
+    results: std::path::PathBuf,
+    html: std::path::PathBuf,
+    maddr: String,
+}
+
+/// Starts vblast against the TLS `bao` with `load`'s flags and `protocol`'s, its JSON
+/// report on stdout and every other output saved (`Saved`) in `dir`.
+fn spawn_saving(
+    bao: &OpenBao,
+    load: &[&str],
+    protocol: &[&str],
+    dir: &Path,
+) -> (crate::support::run::Running, Saved) {
     let ca = bao.ca_cert.clone().unwrap();
     let env = [
         ("VAULT_ADDR", bao.addr.as_str()),
         ("VAULT_TOKEN", "root"),
         ("VAULT_CACERT", ca.to_str().unwrap()),
     ];
-    let results = dir.join("run.json");
-    let html = dir.join("run.html");
-    let maddr = format!("127.0.0.1:{}", free_port());
+    let saved = Saved {
+        results: dir.join("run.json"),
+        html: dir.join("run.html"),
+        maddr: format!("127.0.0.1:{}", free_port()),
+    };
+    let mut a = load.to_vec();
+    a.extend([
+        "--format",
+        "json",
+        "--output",
+        saved.results.to_str().unwrap(),
+        "--html",
+        saved.html.to_str().unwrap(),
+        "--metrics-listen",
+        &saved.maddr,
+        "--metrics-hold",
+        "5s",
+    ]);
+    a.extend(protocol);
+    (spawn(env_cmd(&a, &env)), saved)
+}
+
+/// `vblast report RESULTS --format FORMAT`.
+fn report_as(results: &Path, format: &str) -> Out {
+    run(env_cmd(
+        &["report", results.to_str().unwrap(), "--format", format],
+        &[],
+    ))
+}
+
+/// Runs `workload` (`n` requests) with `protocol`'s flags against `bao`, saving a
+/// results file and an HTML page and serving Prometheus figures, then renders every
+/// format from the results file.
+fn reports(bao: &OpenBao, protocol: &[&str], n: u64, dir: &Path) -> Reports {
     let n_arg = n.to_string();
-    let mut a = vec![
+    let load = [
         "--op",
         "kv-read:50,kv-write:50",
         "--secrets",
@@ -128,19 +171,15 @@ fn reports(bao: &OpenBao, protocol: &[&str], n: u64, dir: &Path) -> Reports {
         &n_arg,
         "-c",
         "4",
-        "--format",
-        "json",
-        "--output",
-        results.to_str().unwrap(),
-        "--html",
-        html.to_str().unwrap(),
-        "--metrics-listen",
-        &maddr,
-        "--metrics-hold",
-        "5s",
     ];
-    a.extend(protocol);
-    let running = spawn(env_cmd(&a, &env));
+    let (
+        running,
+        Saved {
+            results,
+            html,
+            maddr,
+        },
+    ) = spawn_saving(bao, &load, protocol, dir);
     // The final figures are served during --metrics-hold.
     let deadline = Instant::now() + Duration::from_secs(60);
     let metrics = loop {
@@ -156,10 +195,7 @@ fn reports(bao: &OpenBao, protocol: &[&str], n: u64, dir: &Path) -> Reports {
     let formats = FORMATS
         .iter()
         .map(|f| {
-            let r: Out = run(env_cmd(
-                &["report", results.to_str().unwrap(), "--format", f],
-                &[],
-            ));
+            let r = report_as(&results, f);
             r.assert_code(0);
             (f.to_string(), r.stdout)
         })
@@ -491,16 +527,7 @@ fn a_server_killed_mid_run_counts_its_failures_one_way_over_both_protocols() {
     for (name, protocol) in [("h1", &[][..]), ("h2", &["--http2"][..])] {
         let mut bao = OpenBao::start_tls();
         let dir = tempfile::tempdir().unwrap();
-        let ca = bao.ca_cert.clone().unwrap();
-        let env = [
-            ("VAULT_ADDR", bao.addr.as_str()),
-            ("VAULT_TOKEN", "root"),
-            ("VAULT_CACERT", ca.to_str().unwrap()),
-        ];
-        let results = dir.path().join("run.json");
-        let html = dir.path().join("run.html");
-        let maddr = format!("127.0.0.1:{}", free_port());
-        let mut a = vec![
+        let load = [
             "--op",
             "kv-read",
             "--secrets",
@@ -514,19 +541,15 @@ fn a_server_killed_mid_run_counts_its_failures_one_way_over_both_protocols() {
             "--timeout",
             "2s",
             "--allow-errors",
-            "--format",
-            "json",
-            "--output",
-            results.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
-            "--metrics-listen",
-            &maddr,
-            "--metrics-hold",
-            "5s",
         ];
-        a.extend(protocol);
-        let running = spawn(env_cmd(&a, &env));
+        let (
+            running,
+            Saved {
+                results,
+                html,
+                maddr,
+            },
+        ) = spawn_saving(&bao, &load, protocol, dir.path());
         let deadline = Instant::now() + Duration::from_secs(60);
         while metric(&scrape(&maddr), "vblast_successes_total ").unwrap_or(0.0) < 20.0 {
             assert!(Instant::now() < deadline, "{name}: no load answered");
@@ -556,13 +579,7 @@ fn a_server_killed_mid_run_counts_its_failures_one_way_over_both_protocols() {
             file["stats"]["connection_failures"], j["connection_failures"],
             "{name}"
         );
-        let report = |format: &str| {
-            let r = run(env_cmd(
-                &["report", results.to_str().unwrap(), "--format", format],
-                &[],
-            ));
-            r.stdout
-        };
+        let report = |format: &str| report_as(&results, format).stdout;
         let reported: Value = serde_json::from_str(&report("json")).unwrap();
         assert_eq!(
             reported["connection_failures"], j["connection_failures"],

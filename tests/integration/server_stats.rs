@@ -620,16 +620,7 @@ fn telemetry_off_and_a_server_pid_that_exits_mid_run_are_said_once() {
     // Once the load has begun (the first samples are taken before it), the process ends.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let text = crate::support::client::http_request(
-            &format!("http://{maddr}"),
-            "GET",
-            "/metrics",
-            &[],
-            None,
-            None,
-        )
-        .map(|r| r.text())
-        .unwrap_or_default();
+        let text = crate::support::client::scrape(&maddr);
         let sent = text.lines().find_map(|l| {
             l.strip_prefix("vblast_requests_total ")?
                 .parse::<u64>()

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::client::http_request;
 use crate::support::cluster::Cluster;
 use crate::support::ports::free_port;
 use crate::support::run::{Live, Out, run, spawn};
@@ -74,16 +73,7 @@ fn scrape_until_served(
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         std::thread::sleep(Duration::from_millis(300));
-        let text = http_request(
-            &format!("http://{maddr}"),
-            "GET",
-            "/metrics",
-            &[],
-            None,
-            None,
-        )
-        .map(|r| r.text())
-        .unwrap_or_default();
+        let text = crate::support::client::scrape(maddr);
         names.extend(series_names(&text));
         let served = nodes.iter().all(|n| {
             ["cpu_cores", "handled_per_second", "host_cpu_ratio"]
