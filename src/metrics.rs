@@ -20,6 +20,10 @@
 //! from the actual send) over fixed `le` buckets, so that shards scraped separately add up
 //! with `sum by (le) (vblast_latency_seconds_bucket)`, unlike quantile summaries.
 //!
+//! The same figures can be pushed to a Prometheus Pushgateway (`push`, `--metrics-push`),
+//! rendered by the same `Text`, and kept up after the run for the last scrape (`linger`,
+//! `--metrics-linger`).
+//!
 //! No crate: the `prometheus` and `metrics-exporter-prometheus` crates keep their own
 //! registry of atomics that the engine would have to update per request (or a global
 //! recorder), and bring an async HTTP server; the text format and a one-request-at-a-time
@@ -36,6 +40,8 @@ use crate::server_stats::live::LatestIntervals;
 use crate::server_stats::timeline::Interval;
 use crate::stats::Stats;
 use crate::stats::figures::{BUCKETS_US, Buckets, Figures};
+
+pub mod push;
 
 /// What the server renders: the sum over threads, and the rates.
 #[derive(Default)]
@@ -56,6 +62,8 @@ struct MetricsState {
     /// Open model, once the run has ended: requests never sent, and whether the schedule
     /// was kept (`stats::kept`); None while it runs and in the closed model.
     schedule: Option<(u64, bool)>,
+    /// The run's final figures are in (`Metrics::finish`).
+    ended: bool,
 }
 
 /// Why the metrics server could not start.
@@ -90,16 +98,53 @@ impl From<MetricsError> for crate::error::Cause {
     }
 }
 
-/// The running metrics server.
+/// The run's live figures for Prometheus: served at `--metrics-listen`, pushed by
+/// `--metrics-push` (`push`), or both; one renderer of the text format (`Text`) for both.
 pub struct Metrics {
     state: Arc<Mutex<MetricsState>>,
     /// The nodes' latest sampled intervals (the sampler fills them).
     server: LatestIntervals,
     schedule: Option<Schedule>,
-    pub addr: std::net::SocketAddr,
+    /// Where the figures are served; None when they are only pushed.
+    pub addr: Option<std::net::SocketAddr>,
+}
+
+/// The figures as Prometheus's text format (0.0.4), rendered when asked: what a scrape of
+/// `/metrics` is answered and what a push sends. A handle on the live figures, for the
+/// server's thread and the pusher's.
+#[derive(Clone)]
+pub struct Text {
+    state: Arc<Mutex<MetricsState>>,
+    nodes: LatestIntervals,
+}
+
+impl Text {
+    /// The figures now, in the text format: the run's, then its nodes'.
+    pub fn render(&self) -> String {
+        let mut body = match self.state.lock() {
+            Ok(s) => render(&s),
+            Err(_) => String::new(),
+        };
+        render_server(&mut body, &self.nodes.nodes());
+        body
+    }
 }
 
 impl Metrics {
+    /// The figures kept for rendering, served nowhere (`--metrics-push` alone).
+    pub fn new(schedule: Option<Schedule>) -> Metrics {
+        let state = Arc::new(Mutex::new(MetricsState {
+            target_rate: schedule.as_ref().map(|s| s.rate_at(Duration::ZERO)),
+            ..MetricsState::default()
+        }));
+        Metrics {
+            state,
+            server: LatestIntervals::default(),
+            schedule,
+            addr: None,
+        }
+    }
+
     /// Binds `addr` and starts serving. A taken or bad address is one clear message.
     pub fn start(addr: &str, schedule: Option<Schedule>) -> Result<Metrics, MetricsError> {
         let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
@@ -113,27 +158,31 @@ impl Metrics {
             addr: addr.into(),
             source: e,
         })?;
-        let state = Arc::new(Mutex::new(MetricsState {
-            target_rate: schedule.as_ref().map(|s| s.rate_at(Duration::ZERO)),
-            ..MetricsState::default()
-        }));
-        let shared = state.clone();
-        let server = LatestIntervals::default();
-        let nodes = server.clone();
+        let mut metrics = Metrics::new(schedule);
+        let text = metrics.text();
         std::thread::Builder::new()
             .name("vblast-metrics".into())
             .spawn(move || {
                 for conn in listener.incoming().flatten() {
-                    serve(conn, &shared, &nodes);
+                    serve(conn, &text);
                 }
             })
             .map_err(MetricsError::Thread)?;
-        Ok(Metrics {
-            state,
-            server,
-            schedule,
-            addr: local,
-        })
+        metrics.addr = Some(local);
+        Ok(metrics)
+    }
+
+    /// Whether the run's final figures are in (a run that ended before its load has none).
+    pub fn ended(&self) -> bool {
+        self.state.lock().is_ok_and(|s| s.ended)
+    }
+
+    /// The renderer of these figures (`Text`).
+    pub fn text(&self) -> Text {
+        Text {
+            state: self.state.clone(),
+            nodes: self.server.clone(),
+        }
     }
 
     /// Where the server-side sampler leaves each node's latest interval, served here.
@@ -185,6 +234,7 @@ impl Metrics {
         if let Ok(mut s) = self.state.lock() {
             // The merged statistics of every part that gave its results.
             s.included = s.parts.saturating_sub(lost);
+            s.ended = true;
             if self.schedule.is_some() {
                 let verdict = crate::stats::kept::verdict(
                     stats.requests(),
@@ -236,15 +286,21 @@ impl Metrics {
     }
 }
 
-/// Waits `d`, or until a signal stops the run.
-pub fn hold(d: Duration, stop: &crate::signals::Stop) {
+/// The longest `--metrics-linger`: long enough for the slowest usual scrape interval
+/// (a minute or two) to come round twice, short enough that a forgotten linger does not
+/// keep a batch job alive.
+pub const MAX_LINGER: Duration = Duration::from_secs(600);
+
+/// Keeps the final figures up `d` after the run (`--metrics-linger`), or until a signal
+/// (Ctrl-C, SIGTERM) ends the wait at once.
+pub fn linger(d: Duration, stop: &crate::signals::Stop) {
     let until = Instant::now() + d;
     while !stop.is_set() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>, nodes: &LatestIntervals) {
+fn serve(mut conn: TcpStream, text: &Text) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
     let mut buf = [0u8; 8192];
@@ -264,12 +320,7 @@ fn serve(mut conn: TcpStream, state: &Mutex<MetricsState>, nodes: &LatestInterva
     let path = head.split_whitespace().nth(1).unwrap_or("");
     let (status, body) =
         if head.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
-            let mut body = match state.lock() {
-                Ok(s) => render(&s),
-                Err(_) => String::new(),
-            };
-            render_server(&mut body, &nodes.nodes());
-            ("200 OK", body)
+            ("200 OK", text.render())
         } else {
             ("404 Not Found", "not found: try /metrics\n".to_string())
         };

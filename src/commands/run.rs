@@ -6,6 +6,7 @@ use crate::cli::server::ServerArgs;
 use crate::config::scenario::Scenario;
 use crate::config::spread::Sharding;
 use crate::error::{Ending, Error};
+use crate::metrics::push::{Gateway, Push, Pusher};
 use crate::results::deliver::{Output, OutputFormat};
 use crate::session::fixtures::rendezvous::Tally;
 use crate::session::one_step::{self, Probe, Showing};
@@ -52,6 +53,10 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    let metrics_push = match push(&cli.metrics) {
+        Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
+    };
     let opts = RunOptions {
         show: Show {
             quiet: cli.show.quiet,
@@ -59,11 +64,25 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
             allow_errors: cli.show.allow_errors,
         },
         metrics_listen: cli.metrics.metrics_listen.as_deref(),
-        metrics_hold: cli.metrics.metrics_hold,
+        metrics_linger: cli.metrics.metrics_linger,
+        metrics_push,
         sharding: sharding(cli),
         server,
     };
     execute(&planned, &opts, stop)
+}
+
+/// `--metrics-push` and its job, labels and interval as a `Push` (bad ones are bad input).
+fn push(args: &crate::cli::metrics::MetricsArgs) -> Result<Option<Push>, Error> {
+    let Some(url) = &args.metrics_push else {
+        return Ok(None);
+    };
+    let gateway = Gateway::parse(url, &args.metrics_push_job, &args.metrics_push_label)
+        .map_err(Error::input)?;
+    Ok(Some(Push {
+        gateway,
+        interval: args.metrics_push_interval,
+    }))
 }
 
 /// How a run shows itself and where its figures go, beside its `Planned` values.
@@ -79,7 +98,10 @@ pub struct Show {
 pub struct RunOptions<'a> {
     pub show: Show,
     pub metrics_listen: Option<&'a str>,
-    pub metrics_hold: Option<std::time::Duration>,
+    /// `--metrics-linger`: how long the final figures stay served after the run.
+    pub metrics_linger: Option<std::time::Duration>,
+    /// `--metrics-push`: the Pushgateway group the figures are pushed to.
+    pub metrics_push: Option<Push>,
     pub sharding: Sharding,
     pub server: Option<crate::server_stats::Settings>,
 }
@@ -93,18 +115,22 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
         return Ending::Failed(e);
     }
     // Before setup: a taken address is bad input (src/metrics.rs).
-    let metrics = match opts.metrics_listen {
-        Some(addr) => {
-            match crate::metrics::Metrics::start(addr, scenario.load.step.schedule.clone()) {
-                Ok(m) => Some(m),
-                Err(e) => return Ending::Failed(Error::input(e)),
-            }
-        }
-        None => None,
+    let schedule = scenario.load.step.schedule.clone();
+    let metrics = match (opts.metrics_listen, &opts.metrics_push) {
+        (Some(addr), _) => match crate::metrics::Metrics::start(addr, schedule) {
+            Ok(m) => Some(m),
+            Err(e) => return Ending::Failed(Error::input(e)),
+        },
+        (None, Some(_)) => Some(crate::metrics::Metrics::new(schedule)),
+        (None, None) => None,
     };
+    // Before setup too: an unreachable Pushgateway is a warning, and the run goes on.
+    let pusher = (opts.metrics_push.as_ref())
+        .zip(metrics.as_ref())
+        .map(|(p, m)| Pusher::start(p, m.text()));
     // A shard of a run sharing a fixture: shard 0 sets it up and removes it once every
     // shard has ended, the others join it (src/session/fixtures/rendezvous.rs).
-    crate::session::fixtures::rendezvous::around(
+    let ending = crate::session::fixtures::rendezvous::around(
         &opts.sharding,
         scenario,
         stop,
@@ -118,7 +144,30 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
                 joined,
             )
         },
-    )
+    );
+    let ending = pushed(ending, pusher.map(|p| p.finish(stop)));
+    if let Some(m) = &metrics
+        && let Some(linger) = opts.metrics_linger
+        && m.ended()
+    {
+        // The final figures stay up for the last scrape (src/metrics.rs).
+        crate::metrics::linger(linger, stop);
+    }
+    ending
+}
+
+/// How a run ended once its final figures were pushed (`--metrics-push`): a push that
+/// failed is an output that could not be written, exit 2, when the run would have exited
+/// 0; a run ending otherwise keeps its status, the failure said on stderr (docs/ci.md).
+fn pushed(ending: Ending, push: Option<Result<(), crate::error::Cause>>) -> Ending {
+    match (ending, push) {
+        (Ending::Ok, Some(Err(e))) => Ending::Failed(Error::output(e)),
+        (ending, Some(Err(e))) => {
+            eprintln!("vblast: {e}");
+            ending
+        }
+        (ending, _) => ending,
+    }
 }
 
 /// The run's one step (`session::one_step`), its report and files, and how it ended;
@@ -155,12 +204,6 @@ fn load(
         ok: summary.ok,
     };
     let written = crate::results::deliver::deliver(&summary, &results, output);
-    if metrics.is_some()
-        && let Some(hold) = opts.metrics_hold
-    {
-        // The final figures stay up for the last scrape (src/metrics.rs).
-        crate::metrics::hold(hold, stop);
-    }
     if let Some(s) = ran.interrupted {
         if let Err(c) = ran.cleanup {
             eprintln!("vblast: {c}");

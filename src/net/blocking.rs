@@ -386,9 +386,15 @@ impl BlockingClient {
             head.push_str(value);
             head.push_str("\r\n");
         }
+        // A body is JSON unless the caller's headers say what it is.
+        let typed = headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
         match body {
             Some(b) => {
-                head.push_str("Content-Type: application/json\r\n");
+                if !typed {
+                    head.push_str("Content-Type: application/json\r\n");
+                }
                 head.push_str(&format!("Content-Length: {}\r\n", b.len()));
             }
             None => {

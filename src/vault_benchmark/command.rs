@@ -387,7 +387,8 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
                     allow_errors: false,
                 },
                 metrics_listen: None,
-                metrics_hold: None,
+                metrics_linger: None,
+                metrics_push: None,
                 sharding: Default::default(),
                 server,
             };
