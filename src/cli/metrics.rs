@@ -14,8 +14,7 @@ pub struct MetricsArgs {
     pub metrics_listen: Option<String>,
 
     /// Keep serving the final figures this long after the run, so that the last scrape
-    /// sees them (at most 10m; Ctrl-C or SIGTERM ends it at once). `--metrics-hold` is
-    /// its older name.
+    /// sees them (at most 10m; Ctrl-C or SIGTERM ends it at once).
     #[arg(long, visible_alias = "metrics-hold", value_name = "DURATION", value_parser = linger, requires = "metrics_listen")]
     pub metrics_linger: Option<Duration>,
 

@@ -2,7 +2,10 @@
 //! (PyPI `kubernetes-validate`), the token only ever comes from a Secret; the FROM-scratch
 //! image builds with podman (`tools/image.sh`), and the binary copied back out of it
 //! (`podman create` + `podman cp`) runs two shards against nginx whose logs `collect.sh`
-//! turns into one merged report. Each part fails, naming the tool, when its tool is absent.
+//! turns into one merged report; the nightly CronJob (deploy/kubernetes/nightly/) logs in with
+//! Kubernetes auth by its projected token, judges thresholds, pushes its figures, and its
+//! vault-benchmark file is one vblast reads. Each part fails, naming the tool, when its
+//! tool is absent.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,13 +24,16 @@ fn manifests() -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    // The --external-setup alternative: the setup and cleanup Jobs, applied one by one.
-    if let Ok(after) = std::fs::read_dir(root().join("deploy/kubernetes/external-setup")) {
-        v.extend(
-            after
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.extension().is_some_and(|e| e == "yaml")),
-        );
+    // The --external-setup alternative: the setup and cleanup Jobs, applied one by one;
+    // the nightly CronJob with its service account and its vault-benchmark file.
+    for folder in ["external-setup", "nightly"] {
+        if let Ok(after) = std::fs::read_dir(root().join("deploy/kubernetes").join(folder)) {
+            v.extend(
+                after
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "yaml")),
+            );
+        }
     }
     v.sort();
     v
@@ -96,6 +102,110 @@ fn manifests_pass_the_kubernetes_schemas() {
             f.display()
         );
     }
+}
+
+/// The nightly CronJob (docs/ci.md): its arguments, one value each, in order.
+fn cronjob_args(cron: &str) -> Vec<String> {
+    let args = cron.split("args:\n").nth(1).expect("the container's args");
+    args.lines()
+        .map_while(|l| l.trim_start().strip_prefix("- "))
+        .map(|a| a.trim_matches('"').to_string())
+        .collect()
+}
+
+#[test]
+fn the_nightly_cronjob_logs_in_with_kubernetes_judges_and_pushes() {
+    let dir = root().join("deploy/kubernetes/nightly");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let (cron, sa, bench) = (
+        read("cronjob.yaml"),
+        read("serviceaccount.yaml"),
+        read("benchmark.yaml"),
+    );
+    assert!(cron.contains("kind: CronJob\n"), "{cron}");
+    // One night at a time, and a failed night is not run again.
+    for line in [
+        "concurrencyPolicy: Forbid",
+        "backoffLimit: 0",
+        "restartPolicy: Never",
+    ] {
+        assert!(cron.contains(line), "{line} not in {cron}");
+    }
+    let args = cronjob_args(&cron);
+    let after = |flag: &str| -> Vec<&str> {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    };
+    // Its own login: Kubernetes auth with the projected service-account token, for
+    // Vault's audience; no other token is mounted and none is in the environment.
+    assert_eq!(after("--auth-method"), ["kubernetes"], "{args:?}");
+    assert!(cron.contains("serviceAccountToken:\n"), "{cron}");
+    assert!(cron.contains("audience: vault"), "{cron}");
+    assert!(
+        cron.contains("automountServiceAccountToken: false"),
+        "{cron}"
+    );
+    assert!(
+        !cron.contains("VAULT_TOKEN") && !cron.contains("secretKeyRef"),
+        "{cron}"
+    );
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with("/var/run/secrets/vblast/")),
+        "the login reads the projected token: {args:?}"
+    );
+    assert!(
+        cron.contains("mountPath: /var/run/secrets/vblast\n"),
+        "{cron}"
+    );
+    // The service account it runs as is the one defined beside it.
+    let name = sa
+        .split("name: ")
+        .nth(1)
+        .and_then(|r| r.lines().next())
+        .unwrap();
+    assert!(
+        cron.contains(&format!("serviceAccountName: {name}\n")),
+        "{cron}"
+    );
+    // Thresholds judge it; its figures are pushed.
+    assert!(!after("--threshold").is_empty(), "{args:?}");
+    assert_eq!(after("--metrics-push").len(), 1, "{args:?}");
+    assert!(
+        after("--metrics-push-label")
+            .iter()
+            .any(|l| l.starts_with("instance=")),
+        "{args:?}"
+    );
+    // Its workload: the ConfigMap's vault-benchmark file, which vblast reads as it is (it
+    // goes as far as connecting to the server, which does not answer here).
+    assert_eq!(after("--config"), ["/etc/vblast/benchmark.hcl"], "{args:?}");
+    assert!(cron.contains("name: vblast-nightly\n"), "{cron}");
+    assert!(bench.contains("name: vblast-nightly\n"), "{bench}");
+    let hcl: String = bench
+        .split("benchmark.hcl: |\n")
+        .nth(1)
+        .expect("benchmark.hcl")
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("benchmark.hcl");
+    std::fs::write(&file, hcl).unwrap();
+    let port = crate::support::ports::free_port();
+    let addr = format!("http://127.0.0.1:{port}");
+    let out = crate::support::run::run(crate::support::vblast::env_cmd(
+        &["--config", file.to_str().unwrap()],
+        &[("VAULT_ADDR", addr.as_str()), ("VAULT_TOKEN", "root")],
+    ));
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(&format!("cannot connect to {addr}")) && !out.stderr.contains(".hcl:"),
+        "{}",
+        out.show()
+    );
 }
 
 #[test]

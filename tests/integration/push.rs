@@ -263,3 +263,35 @@ fn bad_push_flags_and_a_linger_past_its_bound_are_bad_input() {
         assert!(out.stdout.is_empty(), "{args:?}: {}", out.show());
     }
 }
+
+/// The Grafana panel of the nights (deploy/grafana/vblast.json): each threshold's verdict
+/// as pushed, a row per run group and threshold, the gauge's three values named.
+#[test]
+fn the_dashboard_draws_each_thresholds_verdict_over_the_nights() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/vblast.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let panels = d["panels"].as_array().unwrap();
+    let panel = panels
+        .iter()
+        .find(|p| {
+            p["targets"][0]["expr"]
+                .as_str()
+                .is_some_and(|e| e.contains("vblast_threshold_verdict"))
+        })
+        .expect("a panel of vblast_threshold_verdict");
+    assert_eq!(panel["type"], "state-timeline", "{panel:#}");
+    let expr = panel["targets"][0]["expr"].as_str().unwrap();
+    assert!(
+        expr.contains("by (job, instance, threshold)"),
+        "a row per group and threshold: {expr}"
+    );
+    let legend = panel["targets"][0]["legendFormat"].as_str().unwrap();
+    assert!(legend.contains("{{threshold}}"), "{legend}");
+    let names = &panel["fieldConfig"]["defaults"]["mappings"][0]["options"];
+    for (value, text) in [("0", "holds"), ("1", "unclear"), ("2", "broken")] {
+        assert_eq!(names[value]["text"], text, "{panel:#}");
+    }
+    // Over the nights, whatever the dashboard's range.
+    assert_eq!(panel["timeFrom"], "14d", "{panel:#}");
+}
