@@ -1,5 +1,6 @@
 //! The `run` command: flags to a scenario, a session (checks, setup), one load step,
-//! cleanup, the report, and how the run ended. The exit status is decided in `error.rs`.
+//! cleanup, the report, the final figures pushed (`--metrics-push`) and kept up
+//! (`--metrics-linger`), and how the run ended. The exit status is decided in `error.rs`.
 
 use crate::cli::RunArgs;
 use crate::cli::server::ServerArgs;
