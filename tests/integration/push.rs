@@ -2,7 +2,7 @@
 //! to a real Pushgateway (Debian `prometheus-pushgateway`) scraped by a real Prometheus,
 //! whose PromQL answer is the results file's request count; an unreachable Pushgateway is
 //! one warning, the run goes on, and the final push is retried and its failure reported
-//! (exit 2 when the run would have exited 0); a Pushgateway that comes up during the run gets
+//! (exit 2 when the run would have exited 0, its own status otherwise); a Pushgateway that comes up during the run gets
 //! the final figures; `--metrics-linger` serves the final figures until a signal ends it at
 //! once; bad push flags and a linger past its bound are bad input.
 
@@ -117,6 +117,22 @@ fn an_unreachable_pushgateway_is_a_warning_and_its_final_failure_exits_2() {
         out.stderr
             .contains("the final figures were not pushed (3 attempts)")
             && out.stderr.contains(&gw),
+        "{}",
+        out.show()
+    );
+}
+
+#[test]
+fn a_run_that_fails_keeps_its_status_beside_a_failed_push() {
+    let ng = Nginx::start();
+    let url = format!("{}/status/500", ng.addr);
+    let gw = format!("http://127.0.0.1:{}", free_port());
+    let out = run(url_cmd(&["-n", "20", "--metrics-push", &gw, "-q", &url]));
+    // Failed requests' status, 1, not the push's; the push's failure is still said.
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("the final figures were not pushed (3 attempts)"),
         "{}",
         out.show()
     );
