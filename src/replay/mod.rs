@@ -245,13 +245,13 @@ fn nothing_to_replay(
             "none of its {} requests is one vblast can make a fixture for: {}",
             p.requests,
             left.iter()
-                .map(|l| format!("{} ({} requests)", l.what, l.requests))
+                .map(|l| format!("{} ({} requests): {}", l.what, l.requests, l.why))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
     };
     if !problems.is_empty() {
-        why.push_str(&format!(" ({})", problems.join("; ")));
+        why.push_str(&format!("; the log's problems: {}", problems.join("; ")));
     }
     format!("nothing to replay in {}: {why}", p.files.join(", "))
 }

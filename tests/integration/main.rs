@@ -30,6 +30,7 @@ mod protocols;
 mod quotas;
 mod redaction;
 mod redirects;
+mod replay;
 mod reports;
 mod results;
 mod scaling;
