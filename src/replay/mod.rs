@@ -9,7 +9,7 @@
 pub mod report;
 pub mod schedule;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -41,8 +41,7 @@ pub struct ReplayPlan {
     pub schedule: RecordedSchedule,
     /// Each intended send's operation (an index into `mix`).
     pub ops: Vec<u16>,
-    /// Each recorded request's session (its caller, numbered in order of first request;
-    /// None: no token).
+    /// Distinct callers (accessors) of the replayed requests: counted, never named.
     pub sessions: u64,
     /// Distinct paths on the busiest kv mount: the secrets the fixture writes.
     pub secrets: u64,
@@ -126,12 +125,7 @@ pub fn plan(
         .iter()
         .map(|s| replayed[s.recorded].op.map_or(0, |o| index[&o]))
         .collect();
-    let mut callers: HashMap<u64, ()> = HashMap::new();
-    for r in &replayed {
-        if let Some(a) = r.accessor {
-            callers.insert(a, ());
-        }
-    }
+    let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.accessor).collect();
     Ok(ReplayPlan {
         mix: order
             .iter()

@@ -30,7 +30,7 @@ pub enum ReplayRefusal {
 /// One intended send: its offset from the origin and which recorded request it replays
 /// (an index into the times given).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Send {
+pub struct Placed {
     pub offset_ns: u64,
     pub recorded: usize,
 }
@@ -38,7 +38,7 @@ pub struct Send {
 /// A log's request times placed on the replay's clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedSchedule {
-    sends: Vec<Send>,
+    sends: Vec<Placed>,
     /// Requests recorded in each second from the first.
     recorded_per_second: Vec<u64>,
     speed: f64,
@@ -73,7 +73,7 @@ impl RecordedSchedule {
         let on_clock = |ns: f64| (ns / speed).round() as u64;
         let mut sends = Vec::with_capacity((times_ns.len() as f64 * scale).ceil() as usize);
         if scale == 1.0 {
-            sends.extend(times_ns.iter().enumerate().map(|(i, &t)| Send {
+            sends.extend(times_ns.iter().enumerate().map(|(i, &t)| Placed {
                 offset_ns: on_clock(since(t) as f64),
                 recorded: i,
             }));
@@ -84,7 +84,7 @@ impl RecordedSchedule {
                     - (scale * before as f64).round() as u64;
                 for j in 0..m {
                     let at = (s as f64 + j as f64 / m as f64) * 1e9;
-                    sends.push(Send {
+                    sends.push(Placed {
                         offset_ns: on_clock(at),
                         recorded: (before + j * n / m) as usize,
                     });
@@ -103,7 +103,7 @@ impl RecordedSchedule {
     }
 
     /// The intended sends, in order of their offsets.
-    pub fn sends(&self) -> &[Send] {
+    pub fn sends(&self) -> &[Placed] {
         &self.sends
     }
 
