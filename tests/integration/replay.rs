@@ -291,3 +291,48 @@ fn bad_input_to_a_replay_is_said_once() {
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.show());
     }
 }
+
+/// A replay stopped by SIGTERM or Ctrl-C part-way (the log slowed to a fifth of its
+/// speed) ends with the signal's status, prints what it replayed (when the stop came
+/// during the load), and removes what it made.
+#[test]
+fn a_replay_stopped_by_a_signal_removes_what_it_made() {
+    use crate::support::openbao::vblast_mounts;
+    use crate::support::process::signal;
+    use crate::support::run::spawn;
+    use std::time::{Duration, Instant};
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    recorded_log(&bao, &log);
+    let before = ServerState::of(&bao);
+    for (sig, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let running = spawn(vault_cmd(
+            &bao,
+            &[
+                "replay",
+                "--speed",
+                "0.2",
+                "--format",
+                "json",
+                "-q",
+                log.to_str().unwrap(),
+            ],
+        ));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while vblast_mounts(&bao).is_empty() {
+            assert!(Instant::now() < deadline, "the replay made no mount");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Into the load (a stop during the setup is cleaned up as well, with no report).
+        std::thread::sleep(Duration::from_secs(5));
+        signal(running.child.id(), sig);
+        let out = running.finish(Duration::from_secs(60));
+        out.assert_code(status);
+        if !out.stdout.is_empty() {
+            let r = out.json();
+            assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
+        }
+        assert_eq!(ServerState::of(&bao), before, "{}", out.show());
+    }
+}
