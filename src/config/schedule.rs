@@ -888,4 +888,49 @@ mod tests {
             "steps 100 req/s for 10s, 500 req/s for 20s, then held"
         );
     }
+
+    /// A replay's instants: each request at its own offset, none after the last; the
+    /// counts before an instant exact; out of order or with an operation missing, refused.
+    #[test]
+    fn instants_place_each_request_at_its_own_offset() {
+        let ms = |m: u64| Duration::from_millis(m);
+        let s = Schedule::Instants(Instants {
+            offsets: vec![0, 0, 400_000_000, 1_500_000_000].into(),
+            ops: vec![1, 0, 1, 2].into(),
+        });
+        s.validate().unwrap();
+        let placed: Vec<Option<Duration>> = (0..5).map(|g| s.offset_of(g)).collect();
+        assert_eq!(
+            placed,
+            [
+                Some(ms(0)),
+                Some(ms(0)),
+                Some(ms(400)),
+                Some(ms(1500)),
+                None
+            ]
+        );
+        assert_eq!(s.requests_before(ms(1)), 2);
+        assert_eq!(s.requests_before(ms(1500)), 3);
+        assert_eq!(s.requests_before(ms(1501)), 4);
+        assert_eq!(s.peak_rate(), 3.0);
+        assert_eq!(s.span(), ms(1500));
+        let Schedule::Instants(i) = &s else {
+            unreachable!()
+        };
+        assert_eq!((i.op_of(3), i.op_of(4)), (Some(2), None));
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Schedule>(&json).unwrap(), s);
+        for bad in [
+            (vec![5, 1], vec![]),
+            (vec![1, 5], vec![0]),
+            (vec![], vec![]),
+        ] {
+            let s = Schedule::Instants(Instants {
+                offsets: bad.0.into(),
+                ops: bad.1.into(),
+            });
+            assert!(s.validate().is_err(), "{s}");
+        }
+    }
 }

@@ -249,3 +249,112 @@ fn nothing_to_replay(
     }
     format!("nothing to replay in {}: {why}", p.files.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(
+        kind: &str,
+        id: u32,
+        sec: u32,
+        mount_type: &str,
+        mount: &str,
+        path: &str,
+        op: &str,
+    ) -> String {
+        format!(
+            r#"{{"time":"2026-12-05T08:00:{sec:02}.{id:06}Z","type":"{kind}","request":{{"id":"{id}","operation":"{op}","mount_point":"{mount}","mount_type":"{mount_type}","client_token_accessor":"hmac-sha256:acc{}","namespace":{{"id":"root"}},"path":"{path}"}}}}"#,
+            id % 3
+        )
+    }
+
+    fn plan_of(text: &str, scale: f64) -> Result<ReplayPlan, Error> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.log");
+        std::fs::write(&p, text).unwrap();
+        plan(&[p], 1.0, scale, false, &Stop::new())
+    }
+
+    /// kv reads and writes replayed in the recorded order; an LDAP login and an unmapped
+    /// path left out, named by operation and shape, the secret's name nowhere.
+    #[test]
+    fn the_plan_keeps_what_vblast_can_send_and_names_the_rest() {
+        let mut text = String::new();
+        for i in 0..6 {
+            let (op, path) = if i % 3 == 0 {
+                ("update", "secret/data/payroll")
+            } else {
+                ("read", "secret/data/team")
+            };
+            text += &line("request", i, i / 2, "kv", "secret/", path, op);
+            text.push('\n');
+        }
+        text += &line(
+            "request",
+            7,
+            3,
+            "ldap",
+            "auth/ldap/",
+            "auth/ldap/login/alice",
+            "update",
+        );
+        text.push('\n');
+        text += &line("request", 8, 3, "kv", "secret/", "secret/config", "read");
+        text.push('\n');
+        let p = plan_of(&text, 1.0).unwrap();
+        assert_eq!(
+            p.mix,
+            [("kv-read".to_string(), 4), ("kv-write".to_string(), 2)]
+        );
+        assert_eq!(p.op_mix(), "kv-read:4,kv-write:2");
+        assert_eq!(p.ops, [1, 0, 0, 1, 0, 0]);
+        assert_eq!(p.schedule.recorded_per_second(), [2, 2, 2]);
+        assert_eq!(p.sessions, 3);
+        assert_eq!(p.secrets, 3);
+        let left: Vec<(&str, u64)> = p
+            .left_out
+            .iter()
+            .map(|l| (l.what.as_str(), l.requests))
+            .collect();
+        assert_eq!(left, [("ldap-login", 1), ("secret/config", 1)]);
+        let shown = format!("{:?}", p.left_out);
+        assert!(
+            !shown.contains("alice") && !shown.contains("hmac"),
+            "{shown}"
+        );
+        let doubled = plan_of(&text, 2.0).unwrap();
+        assert_eq!(doubled.ops, [1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn nothing_to_replay_is_one_input_error() {
+        let ldap = line(
+            "request",
+            1,
+            1,
+            "ldap",
+            "auth/ldap/",
+            "auth/ldap/login/alice",
+            "update",
+        );
+        let e = plan_of(&ldap, 1.0).unwrap_err();
+        assert!(matches!(e, Error::Input(_)));
+        assert!(
+            e.to_string()
+                .contains("ldap-login (1 requests): vblast cannot make a fixture"),
+            "{e}"
+        );
+        let response = line("response", 1, 1, "kv", "secret/", "secret/data/a", "read");
+        let e = plan_of(&response, 1.0).unwrap_err();
+        assert!(e.to_string().contains("only responses"), "{e}");
+        let read = line("request", 1, 1, "kv", "secret/", "secret/data/a", "read");
+        for (scale, said) in [
+            (0.0, "--scale 0: give a factor above 0"),
+            (-1.0, "--scale -1: give"),
+        ] {
+            let e = plan_of(&read, scale).unwrap_err();
+            assert!(e.to_string().contains(said), "{e}");
+        }
+    }
+}
