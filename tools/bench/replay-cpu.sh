@@ -41,7 +41,8 @@ LOG="$BENCH_TMP/audit.log"
 show "$VBLAST -t 1 -c $CONNS -R $RATE -z $DURATION --op $MIX --audit-path $LOG -q --allow-errors"
 timeout -k 5 "$LIMIT" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -R "$RATE" -z "$DURATION" \
     --op "$MIX" --audit-path "$LOG" -q --allow-errors --format json >"$BENCH_TMP/record.json" \
-    || die "recording the log failed"
+    || log "warning: the recording run did not keep its schedule or had errors (the log is what the server took)"
+[ "$(jq -r '.requests // 0' "$BENCH_TMP/record.json" 2>/dev/null || echo 0)" -gt 0 ] || die "recording the log failed"
 log "recorded: $(jq -r .requests "$BENCH_TMP/record.json") requests, log $(du -h "$LOG" | cut -f1)"
 
 timed() { # name cmd...: prints "REQUESTS USER SYS"
@@ -49,7 +50,8 @@ timed() { # name cmd...: prints "REQUESTS USER SYS"
     local out="$BENCH_TMP/$name.out" tf="$BENCH_TMP/$name.time"
     show "$*"
     timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S' -o "$tf" taskset -c 1 "$@" >"$out" 2>"$out.err" \
-        || { log "$name failed: $(tail -n 5 "$out.err")"; return 1; }
+        || log "$name: exit status not 0: $(tail -n 1 "$out.err")"
+    [ -s "$out" ] || { log "$name failed: $(tail -n 5 "$out.err")"; return 1; }
     echo "$(jq -r .requests "$out") $(cat "$tf")"
 }
 
