@@ -22,6 +22,7 @@ pub mod pacing;
 pub mod packed;
 pub mod profile;
 pub mod redact;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod server_stats;
@@ -69,6 +70,7 @@ pub fn main() -> i32 {
         Some(cli::Command::Setup(args)) => commands::fixture::run(args, given, &stop, false),
         Some(cli::Command::Cleanup(args)) => commands::fixture::run(args, given, &stop, true),
         Some(cli::Command::Profile(args)) => commands::profile::run(args, &stop),
+        Some(cli::Command::Replay(args)) => commands::replay::run(args, &stop),
     };
     if let Ending::Failed(e) = &ending {
         eprintln!("vblast: {e}");

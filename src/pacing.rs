@@ -59,6 +59,8 @@ pub struct Due {
     pub intended: Instant,
     /// False for warm-up requests, which are left out of every statistic.
     pub measured: bool,
+    /// The operation the schedule gives this request (a replay's recorded one), if any.
+    pub op: Option<u16>,
 }
 
 impl Pacer {
@@ -132,6 +134,16 @@ impl Pacer {
             .map_or(Slot::Never, Slot::At)
     }
 
+    /// The operation a `Schedule::Instants` gives this thread's k-th request.
+    #[inline]
+    fn recorded_op(&self, k: u64) -> Option<u16> {
+        let o = self.open.as_ref()?;
+        match &o.schedule {
+            Schedule::Instants(i) => i.op_of(Pacer::global(o, k)?),
+            _ => None,
+        }
+    }
+
     /// Intended start of this thread's k-th request (open model; None in the closed model
     /// and beyond what the schedule can place).
     pub fn intended(&self, k: u64) -> Option<Instant> {
@@ -174,8 +186,13 @@ impl Pacer {
         if measured && let Some(b) = self.budget.as_mut() {
             *b -= 1;
         }
+        let op = self.recorded_op(self.next);
         self.next += 1;
-        Some(Due { intended, measured })
+        Some(Due {
+            intended,
+            measured,
+            op,
+        })
     }
 
     /// When the next request falls due, if the pacer waits for the clock (open model).
@@ -290,7 +307,8 @@ mod tests {
             d,
             Due {
                 intended: origin,
-                measured: false
+                measured: false,
+                op: None
             }
         );
         assert_eq!(p.remaining(), Some(2));

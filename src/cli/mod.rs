@@ -10,6 +10,7 @@ pub mod operations;
 pub mod ops;
 pub mod output;
 pub mod profile;
+pub mod replay;
 pub mod report;
 pub mod server;
 pub mod shards;
@@ -82,6 +83,9 @@ pub enum Command {
     /// The workload of OpenBao/Vault file audit logs: rate, operation mix in vblast's names,
     /// namespaces, mounts, tokens, errors, server time, audit volume (docs/production-load.md).
     Profile(profile::ProfileArgs),
+    /// Sends an audit log's requests again at their recorded instants (--speed, --scale),
+    /// with the fixtures they need set up and removed (docs/production-load.md).
+    Replay(Box<replay::ReplayArgs>),
 }
 
 /// A run's flags: the URL of URL mode, or a vault-benchmark file, and the groups.

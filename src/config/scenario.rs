@@ -174,7 +174,18 @@ impl Scenario {
                 *b = crate::redact::body(b);
             }
         }
+        // A replay's instants (one per request) are described, not listed.
+        let instants = match &s.load.step.schedule {
+            Some(sc @ crate::config::schedule::Schedule::Instants(_)) => Some(sc.to_string()),
+            _ => None,
+        };
+        if instants.is_some() {
+            s.load.step.schedule = None;
+        }
         let mut v = serde_json::to_value(&s).unwrap_or(serde_json::Value::Null);
+        if let Some(text) = instants {
+            v["load"]["schedule"] = serde_json::json!({ "instants": text });
+        }
         crate::redact::json(&mut v);
         v
     }
@@ -241,6 +252,21 @@ mod tests {
         let back: Scenario = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(back.load, s.load);
         assert!(back.token.0.is_none());
+    }
+
+    #[test]
+    fn a_replays_instants_are_described_not_listed() {
+        let mut s = scenario(Workload::Vault(vec![]));
+        s.load.step.schedule = Some(Schedule::Instants(crate::config::schedule::Instants {
+            offsets: vec![0, 500_000_000, 2_000_000_000].into(),
+            ops: vec![0, 0, 0].into(),
+        }));
+        let v = s.redacted();
+        assert_eq!(
+            v["load"]["schedule"],
+            serde_json::json!({"instants": "3 recorded instants over 2s"}),
+            "{v}"
+        );
     }
 
     #[test]

@@ -45,6 +45,72 @@ pub enum Schedule {
     /// Each rate held for its duration, in order; after the last, its rate is held.
     /// A rate of 0 pauses (not allowed for the last step).
     Steps(Vec<(f64, Duration)>),
+    /// Each request's own instant (`vblast replay`: a log's requests, placed by
+    /// `replay::schedule`); none after the last.
+    Instants(Instants),
+}
+
+/// Intended starts given one by one: request g at `offsets[g]` nanoseconds from the
+/// origin, non-decreasing, and, when `ops` is not empty, as the mix's operation `ops[g]`
+/// (an index into the run's weighted operations, in the mix's order) instead of one
+/// picked by weight. Shared, not copied, by every thread's pacer; looked up in O(1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "InstantsFile", into = "InstantsFile")]
+pub struct Instants {
+    pub offsets: std::sync::Arc<[u64]>,
+    pub ops: std::sync::Arc<[u16]>,
+}
+
+/// `Instants` as saved (worker processes receive it so).
+#[derive(Clone, Serialize, Deserialize)]
+struct InstantsFile {
+    offsets: Vec<u64>,
+    #[serde(default)]
+    ops: Vec<u16>,
+}
+
+impl From<InstantsFile> for Instants {
+    fn from(v: InstantsFile) -> Instants {
+        Instants {
+            offsets: v.offsets.into(),
+            ops: v.ops.into(),
+        }
+    }
+}
+
+impl From<Instants> for InstantsFile {
+    fn from(i: Instants) -> InstantsFile {
+        InstantsFile {
+            offsets: i.offsets.to_vec(),
+            ops: i.ops.to_vec(),
+        }
+    }
+}
+
+impl Instants {
+    /// How many offsets are below `t`.
+    fn before(&self, t: Duration) -> u64 {
+        let t = u64::try_from(t.as_nanos()).unwrap_or(u64::MAX);
+        self.offsets.partition_point(|&o| o < t) as u64
+    }
+
+    /// The most requests in any one second from an offset (the peak rate).
+    fn peak_per_second(&self) -> f64 {
+        let (mut best, mut from) = (0usize, 0usize);
+        for (i, &o) in self.offsets.iter().enumerate() {
+            while o - self.offsets[from] >= 1_000_000_000 {
+                from += 1;
+            }
+            best = best.max(i + 1 - from);
+        }
+        best as f64
+    }
+
+    /// The operation request `g` is, when the instants say.
+    #[inline]
+    pub fn op_of(&self, g: u64) -> Option<u16> {
+        self.ops.get(usize::try_from(g).ok()?).copied()
+    }
 }
 
 /// One piece of the rate function: `rate + slope * (t - start)` for `len` seconds
@@ -141,6 +207,7 @@ impl Iterator for Pieces<'_> {
                 rate,
                 slope: 0.0,
             }),
+            Schedule::Instants(_) => None,
         }?;
         self.i += 1;
         self.start += piece.len;
@@ -161,6 +228,12 @@ impl Schedule {
     /// None when it lies beyond what a `Duration` holds (or the rate never reaches it).
     /// Non-decreasing in g; request 0 starts at the origin.
     pub fn offset_of(&self, g: u64) -> Option<Duration> {
+        if let Schedule::Instants(i) = self {
+            return i
+                .offsets
+                .get(usize::try_from(g).ok()?)
+                .map(|&o| Duration::from_nanos(o));
+        }
         if g == 0 {
             return Some(Duration::ZERO);
         }
@@ -183,6 +256,10 @@ impl Schedule {
 
     /// N(t): requests the schedule intends in its first `secs` seconds (fractional).
     pub fn integral(&self, secs: f64) -> f64 {
+        if let Schedule::Instants(i) = self {
+            return i.before(Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX))
+                as f64;
+        }
         let mut before = 0.0;
         for p in self.pieces() {
             let dt = secs - p.start;
@@ -200,6 +277,9 @@ impl Schedule {
         if t.is_zero() {
             return 0;
         }
+        if let Schedule::Instants(i) = self {
+            return i.before(t);
+        }
         // f64 -> u64 saturates; N(t) is within a rounding error of the answer.
         let mut c = self.integral(t.as_secs_f64()).ceil() as u64;
         while c > 0 && self.offset_of(c - 1).is_none_or(|o| o >= t) {
@@ -213,6 +293,11 @@ impl Schedule {
 
     /// The rate at `t` into the schedule, requests per second.
     pub fn rate_at(&self, t: Duration) -> f64 {
+        if let Schedule::Instants(i) = self {
+            // Those of the second around t.
+            let half = Duration::from_millis(500);
+            return (i.before(t.saturating_add(half)) - i.before(t.saturating_sub(half))) as f64;
+        }
         let secs = t.as_secs_f64();
         let mut rate = 0.0;
         for p in self.pieces() {
@@ -231,6 +316,7 @@ impl Schedule {
             Schedule::Constant { rate } => *rate,
             Schedule::Ramp { from, to, .. } => from.max(*to),
             Schedule::Steps(steps) => steps.iter().map(|s| s.0).fold(0.0, f64::max),
+            Schedule::Instants(i) => i.peak_per_second(),
         }
     }
 
@@ -251,6 +337,7 @@ impl Schedule {
             Schedule::Steps(steps) => steps
                 .iter()
                 .fold(Duration::ZERO, |a, s| a.saturating_add(s.1)),
+            Schedule::Instants(i) => Duration::from_nanos(i.offsets.last().copied().unwrap_or(0)),
         }
     }
 
@@ -286,6 +373,21 @@ impl Schedule {
                     }
                 }
                 check_span(self.span(), "the steps")
+            }
+            Schedule::Instants(i) => {
+                if i.offsets.is_empty() {
+                    return Err(Refusal::NoSteps);
+                }
+                if !i.ops.is_empty() && i.ops.len() != i.offsets.len() {
+                    return Err(Refusal::NotInOrder);
+                }
+                if i.offsets.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(Refusal::NotInOrder);
+                }
+                if self.span() > MAX_SPAN {
+                    return Err(Refusal::OverAYear("the recorded instants"));
+                }
+                Ok(())
             }
         }
     }
@@ -396,6 +498,8 @@ pub enum Refusal {
     OverAYear(&'static str),
     #[error("a step schedule needs at least one step")]
     NoSteps,
+    #[error("the recorded instants are not in order (or not one operation each)")]
+    NotInOrder,
     #[error("{0} steps are more than vblast paces (at most {MAX_STEPS})")]
     TooManySteps(usize),
     #[error("step {0}: the last step's rate is held after it, so it cannot be 0")]
@@ -486,6 +590,12 @@ impl fmt::Display for Schedule {
                 }
                 f.write_str(", then held")
             }
+            Schedule::Instants(i) => write!(
+                f,
+                "{} recorded instants over {}",
+                i.offsets.len(),
+                show_duration(self.span())
+            ),
         }
     }
 }
@@ -777,5 +887,50 @@ mod tests {
             steps(&[(100.0, 10.0), (500.0, 20.0)]).to_string(),
             "steps 100 req/s for 10s, 500 req/s for 20s, then held"
         );
+    }
+
+    /// A replay's instants: each request at its own offset, none after the last; the
+    /// counts before an instant exact; out of order or with an operation missing, refused.
+    #[test]
+    fn instants_place_each_request_at_its_own_offset() {
+        let ms = |m: u64| Duration::from_millis(m);
+        let s = Schedule::Instants(Instants {
+            offsets: vec![0, 0, 400_000_000, 1_500_000_000].into(),
+            ops: vec![1, 0, 1, 2].into(),
+        });
+        s.validate().unwrap();
+        let placed: Vec<Option<Duration>> = (0..5).map(|g| s.offset_of(g)).collect();
+        assert_eq!(
+            placed,
+            [
+                Some(ms(0)),
+                Some(ms(0)),
+                Some(ms(400)),
+                Some(ms(1500)),
+                None
+            ]
+        );
+        assert_eq!(s.requests_before(ms(1)), 2);
+        assert_eq!(s.requests_before(ms(1500)), 3);
+        assert_eq!(s.requests_before(ms(1501)), 4);
+        assert_eq!(s.peak_rate(), 3.0);
+        assert_eq!(s.span(), ms(1500));
+        let Schedule::Instants(i) = &s else {
+            unreachable!()
+        };
+        assert_eq!((i.op_of(3), i.op_of(4)), (Some(2), None));
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Schedule>(&json).unwrap(), s);
+        for bad in [
+            (vec![5, 1], vec![]),
+            (vec![1, 5], vec![0]),
+            (vec![], vec![]),
+        ] {
+            let s = Schedule::Instants(Instants {
+                offsets: bad.0.into(),
+                ops: bad.1.into(),
+            });
+            assert!(s.validate().is_err(), "{s}");
+        }
     }
 }

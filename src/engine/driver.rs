@@ -56,6 +56,9 @@ pub(super) struct Core<'p> {
     /// A held run: connections stay open when a step's schedule is done.
     pub(super) hold: bool,
     pub(super) picker: Picker,
+    /// The operations picked by weight, in the mix's order: what a schedule's recorded
+    /// operation (`Due::op`, a replay) indexes.
+    pub(super) weighted: Vec<usize>,
     pub(super) rng: Rng,
     /// Per operation: the operation that captures what it needs (itself if none).
     pub(super) producers: Vec<usize>,
@@ -139,6 +142,9 @@ impl<'p> Core<'p> {
             step: plan.load.step.clone(),
             hold: false,
             picker: Picker::new(&plan.ops),
+            weighted: (0..plan.ops.len())
+                .filter(|&i| plan.ops[i].weight > 0)
+                .collect(),
             rng: Rng::seeded(global as u64),
             producers: producers(plan),
             requests,
@@ -178,7 +184,11 @@ impl<'p> Core<'p> {
     /// (the one that captures what it needs first, while the connection has not captured
     /// it), its lateness counted.
     pub(super) fn claim(&mut self, due: Due, captures: &Captures, now: Instant) -> Req {
-        let mut op = self.picker.pick(&mut self.rng);
+        let recorded = due.op.and_then(|o| self.weighted.get(usize::from(o)));
+        let mut op = match recorded {
+            Some(&o) => o,
+            None => self.picker.pick(&mut self.rng),
+        };
         if let Some(slot) = self.plan.ops[op].needs
             && captures.get(slot).is_none()
         {

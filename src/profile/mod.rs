@@ -27,14 +27,30 @@ use tally::{ProblemKind, ProfileTally};
 /// `problems`; an error only when no entry at all could be read, or a file cannot be
 /// opened. `stop` ends the reading early (a signal): what was read is profiled.
 pub fn profile(files: &[PathBuf], show_paths: bool, stop: &Stop) -> Result<Profile, Error> {
-    let mut tally = ProfileTally::new(show_paths);
+    read(files, ProfileTally::new(show_paths), stop).map(|(p, _)| p)
+}
+
+/// `profile`, with each request entry kept for a replay (`vblast replay`).
+pub fn profile_keeping(
+    files: &[PathBuf],
+    show_paths: bool,
+    stop: &Stop,
+) -> Result<(Profile, tally::Kept), Error> {
+    read(files, ProfileTally::new(show_paths).keeping(), stop)
+}
+
+fn read(
+    files: &[PathBuf],
+    mut tally: ProfileTally,
+    stop: &Stop,
+) -> Result<(Profile, tally::Kept), Error> {
     for file in ordered(files)? {
         if stop.signal().is_some() {
             break;
         }
         read_file(&file, &mut tally, stop)?;
     }
-    let p = tally.finish();
+    let (p, kept) = tally.finish_keeping();
     if p.audit.entries == 0 {
         let said: Vec<String> = p.problems.iter().map(problem_text).collect();
         return Err(Error::input(format!(
@@ -51,7 +67,7 @@ pub fn profile(files: &[PathBuf], show_paths: bool, stop: &Stop) -> Result<Profi
             }
         )));
     }
-    Ok(p)
+    Ok((p, kept))
 }
 
 /// A problem as one line: `FILE:LINE: what`.

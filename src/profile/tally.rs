@@ -165,6 +165,25 @@ pub struct ProfileTally {
     problems: Vec<LogProblem>,
     problem_counts: HashMap<ProblemKind, u64>,
     files: Vec<String>,
+    /// `vblast replay`: each request entry's time, operation and caller, kept.
+    kept: Option<Vec<KeptRequest>>,
+}
+
+/// A request entry as a replay needs it (`vblast replay`): its time (ns since the epoch),
+/// its operation (an index into `Kept::ops`, None: unmapped) and its caller's accessor
+/// as a hash (an identity key only, never shown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptRequest {
+    pub time_ns: i64,
+    pub op: Option<u32>,
+    pub accessor: Option<u64>,
+}
+
+/// The kept request entries and the names their `op` indexes.
+#[derive(Clone, Debug, Default)]
+pub struct Kept {
+    pub ops: Vec<String>,
+    pub requests: Vec<KeptRequest>,
 }
 
 /// The operation a line counts under: a mapped one's index, or the unmapped.
@@ -209,7 +228,22 @@ impl ProfileTally {
             problems: Vec::new(),
             problem_counts: HashMap::new(),
             files: Vec::new(),
+            kept: None,
         }
+    }
+
+    /// Also keeps each request entry with a time (`finish_keeping`), for a replay.
+    pub fn keeping(mut self) -> ProfileTally {
+        self.kept = Some(Vec::new());
+        self
+    }
+
+    /// The figures, and the request entries `keeping` asked for (by their time).
+    pub fn finish_keeping(mut self) -> (Profile, Kept) {
+        let mut requests = self.kept.take().unwrap_or_default();
+        requests.sort_by_key(|r| r.time_ns);
+        let ops = self.ops.iter().map(|o| o.name.clone()).collect();
+        (self.finish(), Kept { ops, requests })
     }
 
     /// A new file begins (its name as shown).
@@ -336,6 +370,20 @@ impl ProfileTally {
             Side::Request => {
                 self.request_entries += 1;
                 self.count_request(slot, time, req);
+                if let (Some(kept), Some(time_ns)) = (self.kept.as_mut(), time) {
+                    kept.push(KeptRequest {
+                        time_ns,
+                        op: match slot {
+                            OpSlot::Op(i) => Some(i as u32),
+                            OpSlot::Unmapped => None,
+                        },
+                        accessor: req
+                            .client_token_accessor
+                            .as_deref()
+                            .filter(|a| !a.is_empty())
+                            .map(hash_of),
+                    });
+                }
                 if let (Some(id), Some(t)) = (id, time) {
                     self.wait_for(id, t);
                 }

@@ -31,6 +31,7 @@ mod push;
 mod quotas;
 mod redaction;
 mod redirects;
+mod replay;
 mod reports;
 mod results;
 mod scaling;

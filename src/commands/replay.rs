@@ -1,0 +1,127 @@
+//! `vblast replay AUDIT_LOG...`: the log planned (`replay::plan`), a run's scenario made
+//! from it (the replayed operations as `--op` with their own setup and cleanup, the
+//! recorded instants and operations as the open model's schedule), one step run through
+//! the session, and the replay's report.
+
+use crate::cli::replay::ReplayArgs;
+use crate::config::scenario::{Scenario, StepPlan};
+use crate::config::schedule::Schedule;
+use crate::error::{Ending, Error};
+use crate::replay::ReplayPlan;
+use crate::session::one_step::{self, Probe, Showing};
+use crate::signals::Stop;
+use crate::vault::ops::OptionValue;
+
+/// Runs `vblast replay`: exit 0 when every request succeeded, 2 on bad input (nothing
+/// read, a factor refused, nothing replayable), as `vblast run` otherwise.
+pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
+    let plan = match crate::replay::plan(&args.files, args.speed, args.scale, args.show_paths, stop)
+    {
+        Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
+    };
+    for p in &plan.problems {
+        eprintln!("vblast: warning: {p}");
+    }
+    for l in &plan.left_out {
+        eprintln!(
+            "vblast: note: left out of the replay: {} ({} requests): {}",
+            l.what, l.requests, l.why
+        );
+    }
+    if let Some(s) = stop.signal() {
+        return Ending::Stopped(s);
+    }
+    let scenario = match scenario(args, &plan) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
+    let server = match super::server::settings(&args.server, &scenario, None) {
+        Ok(s) => s,
+        Err(e) => return Ending::Failed(e),
+    };
+    let showing = Showing {
+        quiet: args.show.quiet,
+        progress: args.show.progress,
+        metrics: None,
+        probe: Probe::Skip,
+        watch: None,
+        server: server.as_ref(),
+    };
+    let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
+        Ok(r) => r,
+        Err(e) => return Ending::Failed(e),
+    };
+    let summary = ran.results.summary();
+    let report = crate::replay::report::summarize(&plan, &summary, args.speed, args.scale);
+    let printed = crate::results::deliver::print_or_fail(
+        crate::replay::report::render(&report, args.format).as_bytes(),
+    );
+    if let Some(s) = ran.interrupted {
+        if let Err(c) = ran.cleanup {
+            eprintln!("vblast: {c}");
+        }
+        return Ending::Stopped(s);
+    }
+    if let Err(c) = ran.cleanup {
+        return Ending::Failed(c);
+    }
+    if let Err(e) = printed {
+        return Ending::Failed(e);
+    }
+    ending(&summary, args.show.allow_errors, ran.lost)
+}
+
+/// How a replay that ran to its end ended, as `vblast run` decides it.
+fn ending(
+    summary: &crate::report::Summary,
+    allow_errors: bool,
+    lost: Option<crate::orchestrate::Lost>,
+) -> Ending {
+    if let Some(lost) = lost {
+        if !allow_errors {
+            return Ending::Failed(Error::lost_load(lost));
+        }
+        eprintln!("vblast: {lost}");
+    }
+    if let Some(w) = &summary.schedule_not_kept {
+        eprintln!("vblast: warning: {w}");
+        return Ending::ScheduleNotKept;
+    }
+    if !allow_errors && summary.failed > 0 {
+        return Ending::FailedRequests;
+    }
+    Ending::Ok
+}
+
+/// The run of the replay: the flags of a `vblast run --op MIX` (the target, TLS,
+/// connections, threads, timeout; `--secrets` from the log), planned as any run is
+/// (`scenario::plan`), then its one step set to the recorded schedule.
+fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<Scenario, Error> {
+    let (cli, _) = super::parse_from(["vblast"]).map_err(|e| Error::input(e.to_string()))?;
+    let mut run = cli.run;
+    run.target = args.target.clone();
+    run.tls = args.tls.clone();
+    run.server = args.server.clone();
+    run.load.connections = args.connections;
+    run.load.threads = args.threads;
+    run.load.timeout = args.timeout;
+    run.ops.op = Some(plan.op_mix());
+    run.ops.keep = args.keep;
+    run.op_options
+        .set("secrets", OptionValue::Number(plan.secrets))
+        .map_err(Error::input)?;
+    let mut scenario = super::scenario::plan(&run, super::Given::default())?.scenario;
+    let schedule = Schedule::Instants(plan.instants());
+    schedule
+        .validate()
+        .map_err(|e| Error::input(e.to_string()))?;
+    scenario.load.step = StepPlan {
+        requests: Some(plan.ops.len() as u64),
+        // The recorded span and its last second: the window the rates are taken over.
+        duration: Some(plan.schedule.span() + plan.schedule.second()),
+        warmup: std::time::Duration::ZERO,
+        schedule: Some(schedule),
+    };
+    Ok(scenario)
+}

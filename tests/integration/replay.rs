@@ -1,0 +1,338 @@
+//! `vblast replay` of real OpenBao audit logs (issue 37, item 3): a known vblast mix run
+//! with `--audit-path` is replayed; at `--scale 1` each recorded second's requests are
+//! intended and answered, and the replay's own audit log shows the same mix, counted by
+//! the server; `--scale 2` doubles every second; `--speed 10` runs the log in a tenth of
+//! its span; what vblast cannot make a fixture for is counted and named, and nothing is
+//! left on the server. Counts only: no assertion on a time.
+
+use crate::support::openbao::{OpenBao, ServerState};
+use crate::support::run::{Out, run};
+use crate::support::vblast::{url_cmd, vault_cmd};
+use serde_json::Value;
+use std::path::Path;
+
+/// The mix the log is made of (no userpass: its bcrypt would make the server, not the
+/// replay, the subject on a busy machine).
+const MIX: &str = "kv-read:3,kv-write:1,kv-list:1,approle-login:1,transit-encrypt:1,token-lookup:1";
+
+/// Makes an audit log of `MIX` at 30 req/s for 3 s.
+fn recorded_log(bao: &OpenBao, log: &Path) {
+    let out = run(vault_cmd(
+        bao,
+        &[
+            "-c",
+            "2",
+            "-R",
+            "30",
+            "-z",
+            "3s",
+            "--op",
+            MIX,
+            "--secrets",
+            "20",
+            "--audit-path",
+            log.to_str().unwrap(),
+            "-q",
+        ],
+    ));
+    out.assert_code(0);
+}
+
+/// `vblast replay --format json LOG EXTRA...` (exit 0): its report and its run.
+fn replay(bao: &OpenBao, log: &Path, extra: &[&str]) -> (Value, Out) {
+    let mut args = vec!["replay", "--format", "json", "-q", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = run(vault_cmd(bao, &args));
+    out.assert_code(0);
+    (out.json(), out)
+}
+
+fn ops(report: &Value) -> Vec<(String, u64, u64, u64, u64)> {
+    report["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let n = |k: &str| o[k].as_u64().unwrap();
+            (
+                o["name"].as_str().unwrap().to_string(),
+                n("recorded"),
+                n("intended"),
+                n("requests"),
+                n("ok"),
+            )
+        })
+        .collect()
+}
+
+fn per_second(report: &Value, key: &str) -> Vec<u64> {
+    report["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[key].as_u64().unwrap())
+        .collect()
+}
+
+/// The requests of each operation in a profile of `log`.
+fn profiled(log: &Path) -> Vec<(String, u64)> {
+    let out = run(url_cmd(&[
+        "profile",
+        "--format",
+        "json",
+        log.to_str().unwrap(),
+    ]));
+    out.assert_code(0);
+    let p = out.json();
+    p["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_string(),
+                o["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// No accessor or HMAC'd value of the log in what a replay printed.
+fn assert_private(log: &Path, out: &Out) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let printed = format!("{}{}", out.stdout, out.stderr);
+    assert!(!printed.contains("hmac-sha256"), "{}", out.show());
+    for line in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        if let Some(a) = line["request"]["client_token_accessor"].as_str() {
+            assert!(!printed.contains(a), "accessor {a} printed");
+        }
+    }
+}
+
+#[test]
+fn a_vblast_log_is_replayed_second_by_second_with_its_mix_and_leaves_nothing() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    recorded_log(&bao, &log);
+    let before = ServerState::of(&bao);
+    let recorded: Vec<(String, u64)> = profiled(&log);
+
+    // Scale 1: every recorded request intended in its own second, sent and answered; the
+    // server's own log of the replay counts the same mix.
+    let again = dir.path().join("replay.log");
+    let (r, out) = replay(&bao, &log, &["--audit-path", again.to_str().unwrap()]);
+    assert_private(&log, &out);
+    let seconds = per_second(&r, "recorded");
+    assert_eq!(per_second(&r, "intended"), seconds, "{r:#}");
+    assert!(seconds.iter().filter(|&&n| n > 0).count() >= 3, "{r:#}");
+    let replayed = r["replayed_requests"].as_u64().unwrap();
+    assert_eq!(seconds.iter().sum::<u64>(), replayed);
+    assert_eq!(r["requests"].as_u64(), Some(replayed), "{r:#}");
+    assert_eq!(r["not_sent"].as_u64(), Some(0));
+    assert_eq!(per_second(&r, "achieved").iter().sum::<u64>(), replayed);
+    for (name, rec, intended, sent, ok) in ops(&r) {
+        let in_log = recorded.iter().find(|p| p.0 == name).map_or(0, |p| p.1);
+        assert_eq!(
+            (rec, intended, sent, ok),
+            (in_log, in_log, in_log, in_log),
+            "{name}: {r:#}"
+        );
+    }
+    let server_saw = profiled(&again);
+    for (name, rec, ..) in ops(&r) {
+        let n = server_saw.iter().find(|p| p.0 == name).map_or(0, |p| p.1);
+        // The replay's own check of its tokens (lookup-accessor) adds token lookups.
+        let ok = if name == "token-lookup" {
+            n >= rec
+        } else {
+            n == rec
+        };
+        assert!(ok, "{name}: {n} on the server, {rec} recorded");
+    }
+    // What vblast has no fixture for (the run's sampler's sys/ reads) is named, not sent.
+    let left = r["left_out"].as_array().unwrap();
+    assert!(
+        left.iter().all(|l| l["requests"].as_u64().unwrap() > 0),
+        "{r:#}"
+    );
+    assert_eq!(ServerState::of(&bao), before, "the replay left something");
+
+    // Scale 2: each recorded second's count doubled, each operation's too.
+    let (r2, _) = replay(&bao, &log, &["--scale", "2"]);
+    let doubled: Vec<u64> = seconds.iter().map(|n| 2 * n).collect();
+    assert_eq!(per_second(&r2, "intended"), doubled, "{r2:#}");
+    assert_eq!(r2["requests"].as_u64(), Some(2 * replayed));
+    for (name, rec, intended, sent, _) in ops(&r2) {
+        assert_eq!((intended, sent), (2 * rec, 2 * rec), "{name}");
+    }
+    // Speed 10: the same requests over a tenth of the span.
+    let (r10, _) = replay(&bao, &log, &["--speed", "10"]);
+    let span = r10["recorded_span_s"].as_f64().unwrap();
+    assert!((r10["intended_span_s"].as_f64().unwrap() - span / 10.0).abs() < 1e-9);
+    assert_eq!(r10["requests"].as_u64(), Some(replayed));
+    // A log of under ten seconds: all of it intended in the replay's first second.
+    assert!(span < 10.0, "{r10:#}");
+    assert_eq!(per_second(&r10, "intended")[0], replayed, "{r10:#}");
+    assert_eq!(ServerState::of(&bao), before, "a replay left something");
+}
+
+/// What vblast cannot make a fixture for, a bad line and an unreadable log: said, with
+/// the line where it applies; a factor of 0 or below refused before anything is read.
+#[test]
+fn bad_input_to_a_replay_is_said_once() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    recorded_log(&bao, &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let write = |name: &str, lines: &[String]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    };
+    // An engine vblast has no fixture for: the approle logins as LDAP logins.
+    let as_ldap: Vec<String> = entries
+        .iter()
+        .filter(|e| {
+            e["request"]["path"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("/login")
+        })
+        .map(|e| {
+            let mut e = e.clone();
+            e["request"]["mount_type"] = "ldap".into();
+            e["request"]["mount_point"] = "auth/corp-ldap/".into();
+            e["request"]["path"] = "auth/corp-ldap/login/alice".into();
+            e.to_string()
+        })
+        .collect();
+    assert!(!as_ldap.is_empty());
+    let ldap = write("ldap.log", &as_ldap);
+    let out = run(vault_cmd(&bao, &["replay", ldap.to_str().unwrap()]));
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("ldap-login") && out.stderr.contains("cannot make a fixture"),
+        "{}",
+        out.show()
+    );
+    assert!(!out.stderr.contains("alice"), "{}", out.show());
+    // Beside replayable requests: counted, named, a note; a line that is not JSON said
+    // with its line number; the rest replayed.
+    let mut mixed: Vec<String> = text.lines().map(str::to_string).collect();
+    mixed.insert(3, "not json".into());
+    mixed.extend(as_ldap.iter().cloned());
+    let mixed = write("mixed.log", &mixed);
+    let out = run(vault_cmd(
+        &bao,
+        &["replay", "--format", "json", "-q", mixed.to_str().unwrap()],
+    ));
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("mixed.log:4: not JSON"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        out.stderr.contains("left out of the replay: ldap-login"),
+        "{}",
+        out.show()
+    );
+    let r = out.json();
+    let ldap_left = r["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["what"] == "ldap-login")
+        .unwrap_or_else(|| panic!("{r:#}"));
+    let ldap_requests = as_ldap
+        .iter()
+        .filter(|l| l.contains(r#""type":"request""#))
+        .count();
+    assert!(ldap_requests > 0 && ldap_requests < as_ldap.len());
+    assert_eq!(ldap_left["requests"].as_u64(), Some(ldap_requests as u64));
+    assert!(!out.stdout.contains("alice"));
+    // Only responses: nothing to replay.
+    let responses: Vec<String> = entries
+        .iter()
+        .filter(|e| e["type"] == "response")
+        .map(|e| e.to_string())
+        .collect();
+    let only = write("responses.log", &responses);
+    let out = run(vault_cmd(&bao, &["replay", only.to_str().unwrap()]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("only responses"), "{}", out.show());
+    // Empty, and bad factors.
+    let empty = write("empty.log", &[]);
+    std::fs::write(&empty, "").unwrap();
+    let out = run(vault_cmd(&bao, &["replay", empty.to_str().unwrap()]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("empty"), "{}", out.show());
+    for (flag, value) in [("--scale", "0"), ("--scale", "-2"), ("--speed", "0")] {
+        let out = run(vault_cmd(
+            &bao,
+            &["replay", flag, value, log.to_str().unwrap()],
+        ));
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("{flag} {value}: give a factor above 0")),
+            "{}",
+            out.show()
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.show());
+    }
+}
+
+/// A replay stopped by SIGTERM or Ctrl-C part-way (the log slowed to a fifth of its
+/// speed) ends with the signal's status, prints what it replayed (when the stop came
+/// during the load), and removes what it made.
+#[test]
+fn a_replay_stopped_by_a_signal_removes_what_it_made() {
+    use crate::support::openbao::vblast_mounts;
+    use crate::support::process::signal;
+    use crate::support::run::spawn;
+    use std::time::{Duration, Instant};
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    recorded_log(&bao, &log);
+    let before = ServerState::of(&bao);
+    for (sig, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let running = spawn(vault_cmd(
+            &bao,
+            &[
+                "replay",
+                "--speed",
+                "0.2",
+                "--format",
+                "json",
+                "-q",
+                log.to_str().unwrap(),
+            ],
+        ));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while vblast_mounts(&bao).is_empty() {
+            assert!(Instant::now() < deadline, "the replay made no mount");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Into the load (a stop during the setup is cleaned up as well, with no report).
+        std::thread::sleep(Duration::from_secs(5));
+        signal(running.child.id(), sig);
+        let out = running.finish(Duration::from_secs(60));
+        out.assert_code(status);
+        if !out.stdout.is_empty() {
+            let r = out.json();
+            assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
+        }
+        assert_eq!(ServerState::of(&bao), before, "{}", out.show());
+    }
+}

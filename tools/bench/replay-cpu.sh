@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# usage: tools/bench/replay-cpu.sh   [env: RATE=2000 DURATION=10s RUNS=3 MIX=kv-read:4,kv-write:1 CONNS=32]
+# Client CPU (user+sys) per request of `vblast replay` against an `--op` run of the same
+# mix at the same rate (issue 37: a replay keeps the CPU per request of --op runs, within
+# 10%). An OpenBao dev server (API audit devices allowed) records a log of MIX at RATE
+# for DURATION with --audit-path; then RUNS alternating pairs, each client on one thread
+# pinned to core 1: `vblast replay LOG` and `vblast --op MIX -R RATE -z DURATION`. Prints
+# each run's requests and CPU per request, and the median ratio replay/op (goal: <= 1.10).
+# Both runs include their setup and cleanup; the replay includes reading the log.
+# Figures are printed, never asserted.
+source "$(dirname "$0")/lib.sh"
+
+RATE="${RATE:-2000}"
+DURATION="${DURATION:-10s}"
+RUNS="${RUNS:-3}"
+MIX="${MIX:-kv-read:4,kv-write:1}"
+CONNS="${CONNS:-32}"
+LIMIT=$(( ${DURATION%s} * 3 + 120 ))
+
+need taskset curl jq /usr/bin/time
+build
+find_bao
+
+dir="$BENCH_TMP/bao"
+mkdir -p "$dir/home"
+printf 'unsafe_allow_api_audit_creation = true\n' >"$dir/config.hcl"
+BAO_PORT="$(free_port)"
+export VAULT_ADDR="http://127.0.0.1:$BAO_PORT" VAULT_TOKEN=root
+show "taskset -c 0 $BAO server -dev -dev-root-token-id root -dev-listen-address 127.0.0.1:$BAO_PORT -config $dir/config.hcl"
+HOME="$dir/home" taskset -c 0 "$BAO" server -dev -dev-root-token-id root \
+    -dev-listen-address "127.0.0.1:$BAO_PORT" -config "$dir/config.hcl" \
+    </dev/null >"$dir/log" 2>&1 &
+BENCH_PIDS+=("$!")
+deadline=$((SECONDS + 30))
+until curl -sf --max-time 2 "$VAULT_ADDR/v1/sys/health" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || die "bao did not start: $(tail -n 20 "$dir/log")"
+    sleep 0.2
+done
+
+LOG="$BENCH_TMP/audit.log"
+show "$VBLAST -t 1 -c $CONNS -R $RATE -z $DURATION --op $MIX --audit-path $LOG -q --allow-errors"
+timeout -k 5 "$LIMIT" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -R "$RATE" -z "$DURATION" \
+    --op "$MIX" --audit-path "$LOG" -q --allow-errors --format json >"$BENCH_TMP/record.json" \
+    || log "warning: the recording run did not keep its schedule or had errors (the log is what the server took)"
+[ "$(jq -r '.requests // 0' "$BENCH_TMP/record.json" 2>/dev/null || echo 0)" -gt 0 ] || die "recording the log failed"
+log "recorded: $(jq -r .requests "$BENCH_TMP/record.json") requests, log $(du -h "$LOG" | cut -f1)"
+
+timed() { # name cmd...: prints "REQUESTS USER SYS"
+    local name="$1"; shift
+    local out="$BENCH_TMP/$name.out" tf="$BENCH_TMP/$name.time"
+    show "$*"
+    timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S' -o "$tf" taskset -c 1 "$@" >"$out" 2>"$out.err" \
+        || log "$name: exit status not 0: $(tail -n 1 "$out.err")"
+    [ -s "$out" ] || { log "$name failed: $(tail -n 5 "$out.err")"; return 1; }
+    echo "$(jq -r .requests "$out") $(cat "$tf")"
+}
+
+per_request_us() { awk '{ printf "%.2f\n", ($2 + $3) * 1e6 / $1 }'; }
+
+ratios=()
+for i in $(seq "$RUNS"); do
+    r="$(timed replay "$VBLAST" replay -t 1 -c "$CONNS" --format json -q --allow-errors "$LOG")"
+    o="$(timed op "$VBLAST" -t 1 -c "$CONNS" -R "$RATE" -z "$DURATION" --op "$MIX" --format json -q --allow-errors)"
+    ru="$(echo "$r" | per_request_us)"; ou="$(echo "$o" | per_request_us)"
+    log "run $i: replay $r -> $ru us/request; --op $o -> $ou us/request"
+    ratios+=("$(ratio "$ru" "$ou")")
+done
+med="$(printf '%s\n' "${ratios[@]}" | median)"
+log ""
+log "replay-cpu: client CPU per request, replay / --op at $RATE req/s ($MIX, $DURATION, -t 1 -c $CONNS): median $med over $RUNS runs (${ratios[*]}) (goal <= 1.10)"
+[ -n "$BUILD_NOTE" ] && log "$BUILD_NOTE"
+exit 0
