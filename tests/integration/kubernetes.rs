@@ -260,3 +260,122 @@ fn kube_creds_whose_rules_the_api_refuses_are_exit_2_with_nothing_left() {
     assert!(api.left().is_empty(), "{:?}", api.left());
     assert_eq!(server_state(&bao), before);
 }
+
+/// OpenBao's CPU time (user + system) so far, in seconds, from /proc.
+fn server_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 (11 and 12 after the state).
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// tools/bench/logins.sh: server CPU per login for approle, userpass, jwt, cert and
+/// kubernetes side by side on one OpenBao (-dev-tls), RUNS rounds in turn, the median of
+/// each printed (LOGINS each run). Figures are printed, never asserted.
+#[test]
+#[ignore = "a measurement: run by tools/bench/logins.sh"]
+fn logins_server_cpu_side_by_side() {
+    use crate::support::vblast::env_cmd;
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let logins: u64 = std::env::var("LOGINS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
+    let bao = OpenBao::start_tls();
+    let api = api();
+    let jwt = api.token_file(NS, SA);
+    let ca = bao.ca_cert.clone().unwrap();
+    let (cert, key) = {
+        use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "vblast bench");
+        params.distinguished_name = dn;
+        let cert = params.self_signed(&key).unwrap();
+        let (c, k) = (
+            api.dir().join("client.pem"),
+            api.dir().join("client-key.pem"),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (path_str(&c), path_str(&k))
+    };
+    let kube_ca = path_str(&api.ca_file);
+    let jwt = path_str(&jwt);
+    let methods: Vec<(&str, Vec<&str>)> = vec![
+        ("approle", vec!["--op", "approle-login"]),
+        ("userpass", vec!["--op", "userpass-login"]),
+        ("jwt", vec!["--op", "jwt-login"]),
+        (
+            "cert",
+            vec![
+                "--op",
+                "cert-login",
+                "--client-cert",
+                &cert,
+                "--client-key",
+                &key,
+            ],
+        ),
+        (
+            "kubernetes",
+            vec![
+                "--op",
+                "kube-login",
+                "--kubernetes-host",
+                &api.url,
+                "--kubernetes-ca-file",
+                &kube_ca,
+                "--kube-jwt-file",
+                &jwt,
+            ],
+        ),
+    ];
+    let env = [
+        ("VAULT_ADDR", bao.addr.as_str()),
+        ("VAULT_TOKEN", "root"),
+        ("VAULT_CACERT", ca.to_str().unwrap()),
+    ];
+    let n = logins.to_string();
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+    for _ in 0..runs {
+        for (i, (name, args)) in methods.iter().enumerate() {
+            let mut all = args.clone();
+            all.extend(["-c", "4", "-n", &n, "--format", "json"]);
+            // Setup and cleanup are outside the clock but not outside the server's CPU:
+            // a run of 0 logins (setup and cleanup alone) is subtracted.
+            let before = server_cpu(bao.pid());
+            let r = run(env_cmd(&all, &env));
+            let used = server_cpu(bao.pid()) - before;
+            assert_eq!(r.code, Some(0), "{name}: {}", r.show());
+            let ok = r.json()["ok"].as_u64().unwrap_or(0).max(1);
+            let mut base_args = args.clone();
+            base_args.extend(["-c", "1", "-n", "1", "--format", "json"]);
+            let b0 = server_cpu(bao.pid());
+            let r0 = run(env_cmd(&base_args, &env));
+            let base = server_cpu(bao.pid()) - b0;
+            assert_eq!(r0.code, Some(0), "{name}: {}", r0.show());
+            per[i].push(((used - base).max(0.0)) * 1000.0 / (ok as f64 - 1.0).max(1.0));
+        }
+    }
+    println!(
+        "method       server CPU per login (ms, median of {runs} runs of {logins} logins, -c 4)"
+    );
+    for (i, (name, _)) in methods.iter().enumerate() {
+        let mut v = per[i].clone();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        println!(
+            "{name:<12} {:.3}   (runs: {:?})",
+            v[v.len() / 2],
+            v.iter()
+                .map(|x| (x * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
+    }
+}

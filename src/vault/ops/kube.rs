@@ -673,27 +673,8 @@ fn kubernetes_secret_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
             r.insert((*key).into(), v);
         }
     }
-    let kinds = [
-        "service_account_name",
-        "kubernetes_role_name",
-        "generated_role_rules",
-    ]
-    .iter()
-    .filter(|k| {
-        r.get(**k)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
-    })
-    .count();
-    if kinds != 1 {
-        role.refuse_with(
-            "service_account_name",
-            format!(
-                "{}: exactly one of service_account_name, kubernetes_role_name and generated_role_rules must be set (vault-benchmark's server refuses the role otherwise)",
-                role.where_("role")
-            ),
-        );
-    }
+    // Exactly one kind of role is checked before setup (`resolve_creds`), as the server
+    // checks it.
     out.config.insert("role".into(), Value::Object(r));
     out.config.remove("namespace");
     role.finish(&mut out.named)
