@@ -40,6 +40,7 @@ pub const SECRET_SUFFIXES: &[&str] = &[
     "_secret",
     "_secret_id",
     "_private_key",
+    "_jwt",
 ];
 
 /// Header names whose values are credentials (compared without case).

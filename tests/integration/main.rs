@@ -17,6 +17,7 @@ mod harness;
 mod hosts;
 mod html;
 mod http2;
+mod kubernetes;
 mod lifecycle;
 mod margin;
 mod messages;

@@ -4,7 +4,7 @@
 //! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
-//! redis-static-creds), `rabbitmq` (rabbitmq-creds), `login_read` (the login-read scenario) and
+//! redis-static-creds), `rabbitmq` (rabbitmq-creds), `kube` (kube-login, kube-creds), `login_read` (the login-read scenario) and
 //! `sys` (sys-health, ha-status, seal-status, sys-metrics). What families share lives
 //! beside them: `mounted` (a secrets engine at a fresh mount, the CA-and-role setup of pki
 //! and ssh, the shards' modes) and `dynamic` (the dynamic-credentials pattern of database,
@@ -16,6 +16,7 @@ pub mod database;
 pub(crate) mod dynamic;
 pub mod identity;
 pub mod jwt;
+pub mod kube;
 pub mod kv;
 pub mod leases;
 pub mod login_read;
@@ -151,7 +152,7 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 36] = [
+    static ALL: [OpInfo; 38] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
@@ -162,6 +163,7 @@ pub fn registry() -> &'static [OpInfo] {
         auth::APPROLE,
         auth::USERPASS,
         jwt::LOGIN,
+        kube::LOGIN,
         token::CREATE,
         token::LOOKUP,
         token::RENEW,
@@ -183,6 +185,7 @@ pub fn registry() -> &'static [OpInfo] {
         redis::CREDS,
         redis::STATIC_CREDS,
         rabbitmq::CREDS,
+        kube::CREDS,
         login_read::LOGIN_READ,
         sys::HEALTH,
         sys::HA_STATUS,

@@ -40,6 +40,34 @@ pub fn op_of(kind: &str) -> Option<&'static str> {
     types().find(|(t, _)| t.name == kind).map(|(_, i)| i.name)
 }
 
+/// Why a vault-benchmark test type whose engine OpenBao does not ship is refused: OpenBao
+/// answers `plugin not found in the catalog` for it, so the engine must be registered as a
+/// plugin first; and on a server that has it, the operation vblast lacks.
+fn plugin_only(kind: &str) -> Option<String> {
+    let (engine, lacks) = match kind {
+        "ldap_auth" => (
+            "the ldap auth method",
+            "an ldap-login operation (POST auth/<path>/login/<user>)",
+        ),
+        "ldap_static_secret" => (
+            "the ldap secrets engine",
+            "an ldap static-role credentials read (GET <mount>/static-cred/<role>)",
+        ),
+        "ldap_dynamic_secret" => (
+            "the ldap secrets engine",
+            "an ldap dynamic-role credentials request (GET <mount>/creds/<role>)",
+        ),
+        "radius_auth" => (
+            "the radius auth method",
+            "a radius-login operation (POST auth/<path>/login/<user>)",
+        ),
+        _ => return None,
+    };
+    Some(format!(
+        "OpenBao does not ship {engine} built in (it answers 'plugin not found in the catalog'); the engine must be registered as a plugin first. Where the server has it (HashiCorp Vault, or OpenBao with the plugin registered) vblast still lacks the mapping: {lacks}"
+    ))
+}
+
 /// Translates one test block: `body` holds `weight`, optional `mount_name` and `config`.
 /// Every key vblast refuses in it is returned at once, each with where it is.
 pub fn translate(
@@ -48,10 +76,13 @@ pub fn translate(
     body: &Map<String, Value>,
 ) -> Result<Test, Vec<KeyRefusal>> {
     let Some((vb_type, info)) = types().find(|(t, _)| t.name == kind) else {
+        let why = plugin_only(kind)
+            .map(|why| format!(" ({why})"))
+            .unwrap_or_default();
         return Err(vec![KeyRefusal {
             path: String::new(),
             message: format!(
-                "test '{name}': unsupported test type '{kind}': vblast runs {}",
+                "test '{name}': unsupported test type '{kind}'{why}: vblast runs {}",
                 supported_types()
             ),
         }]);
@@ -663,6 +694,21 @@ mod tests {
             e.contains("unsupported test type 'aws_auth'") && e.contains("approle_auth, cert_auth"),
             "{e}"
         );
+        for kind in [
+            "ldap_auth",
+            "ldap_static_secret",
+            "ldap_dynamic_secret",
+            "radius_auth",
+        ] {
+            let e = tr(kind, "weight = 1").unwrap_err();
+            assert!(
+                e.contains("does not ship")
+                    && e.contains("registered as a plugin")
+                    && e.contains("HashiCorp Vault")
+                    && e.contains("lacks the mapping"),
+                "{kind}: {e}"
+            );
+        }
         let e = tr("totp_verify", "weight = 1").unwrap_err();
         assert!(
             e.contains("unsupported test type 'totp_verify'") && e.contains("totp_create"),

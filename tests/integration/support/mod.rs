@@ -12,6 +12,7 @@
 //! - `raw`: fault-injecting plain TCP servers, in-process.
 //! - `tls_server`: an in-process rustls server for TLS edge cases.
 //! - `certs`: a CA and a leaf certificate for the TLS servers.
+//! - `kube_api`: the Kubernetes API stand-in (TLS, in-process) for the kubernetes engines.
 //! - `client`: a tiny blocking HTTP/1.1 client for checking a server's state.
 //! - `vblast`: the binary under test as a `Command`.
 //! - `run`: running it with a watchdog, capturing its output.
@@ -24,6 +25,7 @@ pub mod client;
 pub mod cluster;
 pub mod deps;
 pub mod figures;
+pub mod kube_api;
 pub mod mariadb;
 pub mod nginx;
 pub mod openbao;
