@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod fixture;
 pub mod profile;
+pub mod recorded;
 pub mod report;
 pub mod run;
 pub mod scenario;
