@@ -336,6 +336,9 @@ impl Flags<'_> {
         if args.load.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
+        if self.recorded.is_none() && (args.load.speed.is_some() || args.load.scale.is_some()) {
+            return Err("--speed and --scale go with --workload FILE".into());
+        }
         if self.recorded.is_some() && args.shard.shard.is_some_and(|s| !s.is_whole()) {
             return Err("--workload runs in one process: leave out --shard".into());
         }
