@@ -55,12 +55,22 @@ pub struct LoadArgs {
     pub workload: Option<std::path::PathBuf>,
 
     /// With --workload: time compressed by this factor (10: ten seconds of the curve in one).
-    #[arg(long, value_name = "F", requires = "workload", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "workload",
+        allow_hyphen_values = true
+    )]
     pub speed: Option<String>,
 
     /// With --workload: the rate at every instant multiplied by this factor (2: twice the
     /// recorded traffic); `vblast sweep`: the range of factors to sweep, FROM..TO.
-    #[arg(long, value_name = "F", requires = "workload", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "workload",
+        allow_hyphen_values = true
+    )]
     pub scale: Option<String>,
 
     /// Load run first and left out of every statistic.

@@ -35,12 +35,12 @@ const NO_SUCH_OP: &str = "vblast has no such operation (vblast --list-ops): not 
 #[serde(deny_unknown_fields)]
 pub struct WorkloadFile {
     pub workload_version: u32,
-    pub source: Source,
+    pub source: WorkloadSource,
     /// The operations vblast runs, most requests first; shares of all requests.
     pub mix: Vec<MixShare>,
     /// Mapped operations vblast cannot run, and the requests that mapped to none.
     pub not_run: NotRun,
-    pub rate: RateCurve,
+    pub rate: WorkloadCurve,
     /// Distinct paths per mount: how many secrets a run seeds.
     pub fixtures: Vec<FixtureSize>,
     pub namespaces: Vec<NamespaceShare>,
@@ -48,7 +48,7 @@ pub struct WorkloadFile {
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Source {
+pub struct WorkloadSource {
     /// The logs profiled, in the order read.
     pub files: Vec<String>,
     pub first: Option<String>,
@@ -87,7 +87,7 @@ pub struct NotRunOp {
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct RateCurve {
+pub struct WorkloadCurve {
     /// Seconds per bucket.
     pub step_s: u64,
     /// How `step_s` was chosen (`BUCKET_RULE`).
@@ -149,7 +149,7 @@ impl WorkloadFile {
         let bucket = bucket_for(p.rate.step_s, p.rate.curve.len());
         WorkloadFile {
             workload_version: WORKLOAD_VERSION,
-            source: Source {
+            source: WorkloadSource {
                 files: p.files.clone(),
                 first: p.span.first.clone(),
                 last: p.span.last.clone(),
@@ -177,7 +177,7 @@ impl WorkloadFile {
                 unmapped_requests: p.unmapped.requests,
                 unmapped_share: p.unmapped.share,
             },
-            rate: RateCurve {
+            rate: WorkloadCurve {
                 step_s: bucket,
                 rule: BUCKET_RULE.into(),
                 start: p.rate.start.clone(),
@@ -268,8 +268,7 @@ pub fn parse(text: &str, path: &str) -> Result<WorkloadFile, WorkloadError> {
             });
         }
     }
-    let file: WorkloadFile =
-        serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+    let file: WorkloadFile = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
     check(&file).map_err(|why| WorkloadError::Refused {
         path: path.into(),
         why,
@@ -381,6 +380,21 @@ pub fn curve_schedule(counts: &[u64], step_s: u64, factor: f64, speed: f64) -> O
     ))
 }
 
+/// A curve's schedule repeated until it covers `cover` (a sweep's step: warm-up and
+/// measurement) or holds `MAX_BUCKETS` steps; a schedule other than steps as it is.
+pub fn repeated(schedule: &Schedule, cover: Duration) -> Schedule {
+    let Schedule::Steps(steps) = schedule else {
+        return schedule.clone();
+    };
+    let mut out = steps.clone();
+    let mut span = schedule.span();
+    while span < cover && out.len() + steps.len() <= MAX_BUCKETS && !steps.is_empty() {
+        out.extend_from_slice(steps);
+        span += schedule.span();
+    }
+    Schedule::Steps(out)
+}
+
 /// Weights for `--op` from request counts: the counts, divided down when the largest is
 /// over a million (a weight is a u32; the picker's share is unchanged within 1e-6).
 fn weights(counts: &[u64]) -> Vec<u64> {
@@ -448,8 +462,9 @@ impl WorkloadFile {
             .collect::<Vec<_>>()
             .join(",");
         let factor = share(run_requests, self.source.requests) * scale.get();
-        let schedule = curve_schedule(&self.rate.requests, self.rate.step_s, factor, speed.get())
-            .ok_or_else(|| Cause::Said("the workload's rate curve holds no request".into()))?;
+        let schedule =
+            curve_schedule(&self.rate.requests, self.rate.step_s, factor, speed.get())
+                .ok_or_else(|| Cause::Said("the workload's rate curve holds no request".into()))?;
         schedule.validate().map_err(|e| {
             Cause::Said(format!(
                 "the workload's curve at --scale {} --speed {}: {e}",
@@ -496,7 +511,7 @@ mod tests {
     fn sample() -> WorkloadFile {
         WorkloadFile {
             workload_version: WORKLOAD_VERSION,
-            source: Source {
+            source: WorkloadSource {
                 files: vec!["a.log".into()],
                 first: None,
                 last: None,
@@ -525,7 +540,7 @@ mod tests {
                 unmapped_requests: 0,
                 unmapped_share: 0.0,
             },
-            rate: RateCurve {
+            rate: WorkloadCurve {
                 step_s: 1,
                 rule: BUCKET_RULE.into(),
                 start: None,
@@ -573,6 +588,10 @@ mod tests {
         assert_eq!(s.requests_before(d(0.2503)), 61);
         assert_eq!(s.rate_at(d(0.05)), 200.0);
         assert!(curve_schedule(&[0, 0], 1, 1.0, 1.0).is_none());
+        // A sweep's step of 1 s over this 0.4 s curve: three times over.
+        let r = repeated(&s, d(1.0));
+        assert_eq!(r.span(), d(1.2));
+        assert_eq!(r.requests_before(r.span()), 330);
         // Per-minute buckets at speed 60: a minute's requests in a second.
         let s = curve_schedule(&[120, 60], 60, 1.0, 60.0).unwrap();
         assert_eq!(s.span(), d(2.0));
@@ -603,7 +622,10 @@ mod tests {
         assert_eq!(p.expected, 160);
         assert_eq!(p.duration, Duration::from_millis(400));
         let e = f.plan(Factor::ONE, Factor::ONE, |_| false).unwrap_err();
-        assert!(e.to_string().contains("no operation of the workload"), "{e}");
+        assert!(
+            e.to_string().contains("no operation of the workload"),
+            "{e}"
+        );
         assert!(e.to_string().contains("kv-read"), "{e}");
         assert_eq!(weights(&[3_000_000, 1_000_000, 1]), [1_000_000, 333_333, 1]);
     }
@@ -619,13 +641,22 @@ mod tests {
             parse(&j.to_string(), "w.json").unwrap_err().to_string()
         };
         let e = with("workload_version", serde_json::json!(7));
-        assert!(e.contains("is version 7: this vblast reads version 1"), "{e}");
+        assert!(
+            e.contains("is version 7: this vblast reads version 1"),
+            "{e}"
+        );
         let e = with("mix", serde_json::json!("kv-read"));
         assert!(e.contains("is not a workload"), "{e}");
         let e = with("extra", serde_json::json!(1));
         assert!(e.contains("unknown field"), "{e}");
-        let e = with("source", serde_json::json!({"files": [], "first": null, "last": null, "requests": 5}));
-        assert!(e.contains("holds 100 requests, source.requests says 5"), "{e}");
+        let e = with(
+            "source",
+            serde_json::json!({"files": [], "first": null, "last": null, "requests": 5}),
+        );
+        assert!(
+            e.contains("holds 100 requests, source.requests says 5"),
+            "{e}"
+        );
         let e = parse("{ nope", "w.json").unwrap_err().to_string();
         assert!(e.contains("w.json is not a workload: not JSON"), "{e}");
         let e = parse("{}", "w.json").unwrap_err().to_string();

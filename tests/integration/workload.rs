@@ -98,7 +98,10 @@ fn a_profiled_log_runs_at_its_mix_scaled_and_compressed_with_nothing_left() {
     crate::schema::assert_valid("workload.schema.json", &[&w]);
     let file = read_json(&w);
     let text = std::fs::read_to_string(&w).unwrap();
-    assert!(!text.contains("hmac-sha256") && !text.contains("/s1"), "{text}");
+    assert!(
+        !text.contains("hmac-sha256") && !text.contains("/s1"),
+        "{text}"
+    );
     let mix = mix_of(&file);
     for name in ["kv-read", "kv-write", "kv-list"] {
         assert!(mix.iter().any(|(n, _)| n == name), "{file:#}");
@@ -187,15 +190,23 @@ fn an_operation_vblast_does_not_have_is_named_and_the_rest_runs() {
     let out = run(vault_cmd(&bao, &args));
     out.assert_code(0);
     assert!(
-        out.stderr.contains("operation 'aws-creds' of the workload (5 requests, 25.0%) is not run"),
+        out.stderr
+            .contains("operation 'aws-creds' of the workload (5 requests, 25.0%) is not run"),
         "{}",
         out.show()
     );
-    assert!(out.stderr.contains("unmapped requests (25.0%)"), "{}", out.show());
+    assert!(
+        out.stderr.contains("unmapped requests (25.0%)"),
+        "{}",
+        out.show()
+    );
     // 10 of the 20 requests run: 10 scheduled (11 when the last lands on the end).
     let ran = ops_of(&read_json(&results));
     assert_eq!(ran.len(), 1, "{ran:?}");
-    assert!(ran[0].0 == "kv-read" && (10..=11).contains(&ran[0].1), "{ran:?}");
+    assert!(
+        ran[0].0 == "kv-read" && (10..=11).contains(&ran[0].1),
+        "{ran:?}"
+    );
     assert_eq!(server_state(&bao), before);
     // None left: refused before anything is made.
     let none = hand_written(json!([{"name": "aws-creds", "requests": 5, "share": 0.25}]));
@@ -204,7 +215,8 @@ fn an_operation_vblast_does_not_have_is_named_and_the_rest_runs() {
     let out = run(vault_cmd(&bao, &args));
     out.assert_code(2);
     assert!(
-        out.stderr.contains("no operation of the workload is one vblast runs")
+        out.stderr
+            .contains("no operation of the workload is one vblast runs")
             && out.stderr.contains("aws-creds"),
         "{}",
         out.show()
@@ -225,7 +237,10 @@ fn bad_scales_speeds_and_files_are_one_message_and_exit_2() {
         (vec!["--scale", "-2"], "--scale -2: must be above 0"),
         (vec!["--speed", "0"], "--speed 0: must be above 0"),
         (vec!["--speed", "-1"], "--speed -1: must be above 0"),
-        (vec!["--scale", "twice"], "--scale twice: give a number above 0"),
+        (
+            vec!["--scale", "twice"],
+            "--scale twice: give a number above 0",
+        ),
     ];
     for (extra, said) in cases {
         let mut args = vec!["run", "--workload", ws];
@@ -241,10 +256,22 @@ fn bad_scales_speeds_and_files_are_one_message_and_exit_2() {
     let mut bad_curve = good.clone();
     bad_curve["rate"]["requests"] = json!([1, 1]);
     let files = [
-        (versioned.to_string(), "is version 9: this vblast reads version 1"),
-        ("{\"workload_version\": 1, ".to_string(), "is not a workload: not JSON"),
-        (json!({"workload_version": 1}).to_string(), "is not a workload: missing field"),
-        (bad_curve.to_string(), "its rate curve holds 2 requests, source.requests says 20"),
+        (
+            versioned.to_string(),
+            "is version 9: this vblast reads version 1",
+        ),
+        (
+            "{\"workload_version\": 1, ".to_string(),
+            "is not a workload: not JSON",
+        ),
+        (
+            json!({"workload_version": 1}).to_string(),
+            "is not a workload: missing field",
+        ),
+        (
+            bad_curve.to_string(),
+            "its rate curve holds 2 requests, source.requests says 20",
+        ),
     ];
     for (text, said) in files {
         std::fs::write(&w, text).unwrap();
@@ -267,5 +294,86 @@ fn bad_scales_speeds_and_files_are_one_message_and_exit_2() {
         "http://127.0.0.1:1",
     ]));
     out.assert_code(2);
-    assert!(out.stderr.contains("cannot read the workload file"), "{}", out.show());
+    assert!(
+        out.stderr.contains("cannot read the workload file"),
+        "{}",
+        out.show()
+    );
+}
+
+/// A workload sweep (issue 37, item 4): the scale of a hand-written curve swept against
+/// OpenBao, few and short steps; the answer is a multiple of the recorded traffic with
+/// its interval. No throughput is asserted: only the answer's form and the file's.
+#[test]
+fn a_workload_sweep_answers_as_a_multiple_of_the_recorded_traffic() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    let mut file = hand_written(json!([{"name": "kv-read", "requests": 600, "share": 1.0}]));
+    file["source"]["requests"] = json!(600);
+    file["not_run"]["unmapped_requests"] = json!(0);
+    file["not_run"]["unmapped_share"] = json!(0.0);
+    file["rate"]["requests"] = json!([100, 300, 200]);
+    std::fs::write(&w, file.to_string()).unwrap();
+    let results = dir.path().join("sweep.json");
+    let before = server_state(&bao);
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--speed",
+            "3",
+            "--scale",
+            "0.5..100",
+            "--steps",
+            "3",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "300ms",
+            "--resolution",
+            "50%",
+            "--max-repeats",
+            "1",
+            "--slo",
+            "p50=2s",
+            "-c",
+            "4",
+            "--output",
+            results.to_str().unwrap(),
+        ],
+    ));
+    let answer = out.line("Answer:").to_string();
+    assert!(
+        answer.starts_with("Answer: holds ") && answer.contains("x the recorded traffic"),
+        "{}",
+        out.show()
+    );
+    assert!(answer.contains("CI"), "{}", out.show());
+    out.assert_code(0);
+    crate::schema::assert_valid("results.schema.json", &[&results]);
+    let doc = read_json(&results);
+    assert_eq!(doc["sweep"]["workload"]["speed"], 3.0);
+    assert_eq!(
+        (doc["sweep"]["from"].as_u64(), doc["sweep"]["to"].as_u64()),
+        (Some(50), Some(10000))
+    );
+    assert_eq!(server_state(&bao), before);
+    // A scale range that is not one: exit 2 before anything is made.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--scale",
+            "8..0.5",
+            "--slo",
+            "p99=1s",
+        ],
+    ));
+    out.assert_code(2);
+    assert!(out.stderr.contains("--scale 8..0.5"), "{}", out.show());
 }
