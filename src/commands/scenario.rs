@@ -336,10 +336,11 @@ impl Flags<'_> {
         if args.load.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
-        if self.recorded.is_none() && (args.load.speed.is_some() || args.load.scale.is_some()) {
+        if args.load.workload.is_none() && (args.load.speed.is_some() || args.load.scale.is_some())
+        {
             return Err("--speed and --scale go with --workload FILE".into());
         }
-        if self.recorded.is_some() && args.shard.shard.is_some_and(|s| !s.is_whole()) {
+        if args.load.workload.is_some() && args.shard.shard.is_some_and(|s| !s.is_whole()) {
             return Err("--workload runs in one process: leave out --shard".into());
         }
         validate_shards(
@@ -382,7 +383,7 @@ impl Flags<'_> {
             && args.ops.op.is_none()
             && args.ops.scenario.is_none()
             && self.settled.tests.is_none()
-            && self.recorded.is_none()
+            && args.load.workload.is_none()
         {
             return Err(
                 "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
