@@ -315,6 +315,23 @@ mod tests {
     }
 
     #[test]
+    fn scale_ranges_are_hundredths_of_the_recorded_traffic() {
+        assert_eq!(parse_scales(Some("0.5..8")).unwrap(), (50, 800));
+        assert_eq!(parse_scales(Some(" 1 .. 2.7 ")).unwrap(), (100, 270));
+        for (text, why) in [
+            (None, "give --scale FROM..TO"),
+            (Some("8..0.5"), "upside down"),
+            (Some("0..2"), "factors above 0"),
+            (Some("-1..2"), "factors above 0"),
+            (Some("0.001..2"), "0.01 or more"),
+            (Some("2"), "a range FROM..TO"),
+        ] {
+            let e = parse_scales(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
     fn the_command_line_is_consistent() {
         // clap's own checks (names, shorts, conflicts), which release builds skip.
         Cli::command().debug_assert();
