@@ -18,7 +18,7 @@ fn count_usize(v: &str) -> Result<usize, String> {
     count(v).map(|n| n as usize)
 }
 
-/// `-c`, `-n`, `-z`, `-t`, `-R`, `--ramp`, `--warmup`, keep-alive, timeout, retries, forwarding, redirects, pinning.
+/// `-c`, `-n`, `-z`, `-t`, `-R`, `--ramp`, `--workload` (`--speed`, `--scale`), `--warmup`, keep-alive, timeout, retries, forwarding, redirects, pinning.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
@@ -47,6 +47,31 @@ pub struct LoadArgs {
     /// With -R FROM..TO: how long the rate takes to ramp from FROM to TO (then held).
     #[arg(long, value_parser = parse_duration)]
     pub ramp: Option<Duration>,
+
+    /// Run a workload file (`vblast profile --workload`): its recorded mix at its recorded
+    /// rate curve (open model), with setup and cleanup as for --op. docs/production-load.md.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["op", "scenario", "config", "rate", "ramp", "url"])]
+    pub workload: Option<std::path::PathBuf>,
+
+    /// With --workload: time compressed by this factor (10: ten seconds of the curve in one).
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "workload",
+        allow_hyphen_values = true
+    )]
+    pub speed: Option<String>,
+
+    /// With --workload: the rate at every instant multiplied by this factor (2: twice the
+    /// recorded traffic); `vblast sweep`: the range of factors to sweep, FROM..TO.
+    #[arg(
+        long,
+        value_name = "F",
+        requires = "workload",
+        allow_hyphen_values = true
+    )]
+    pub scale: Option<String>,
 
     /// Load run first and left out of every statistic.
     #[arg(long, value_parser = parse_duration)]

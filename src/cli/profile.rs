@@ -25,4 +25,10 @@ pub struct ProfileArgs {
     /// may name a secret: off by default).
     #[arg(long)]
     pub show_paths: bool,
+
+    /// Also write a workload file: the mix in vblast's operations (those it cannot run
+    /// listed apart), the rate curve, the fixture sizes and the namespaces, for
+    /// `vblast run --workload FILE` and `vblast sweep --workload FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
 }

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod fixture;
 pub mod profile;
 pub mod replay;
+pub mod recorded;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -30,6 +30,12 @@ pub fn run(args: &ProfileArgs, stop: &Stop) -> Ending {
             e,
         )));
     }
+    if let Some(file) = &args.workload
+        && let Err(e) =
+            crate::profile::workload_file::WorkloadFile::from_profile(&profile).write(file)
+    {
+        return Ending::Failed(e);
+    }
     match stop.signal() {
         Some(s) => Ending::Stopped(s),
         None => Ending::Ok,

@@ -84,9 +84,11 @@ pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
         None => None,
     };
     let settled = crate::vault_benchmark::settle::settle(asked(args, given), file.as_ref())?;
+    let recorded = super::recorded::resolve(args, args.load.scale.as_deref())?;
     let flags = Flags {
         args,
         settled: &settled,
+        recorded: recorded.as_ref(),
     };
     flags.check()?;
     let mut output = output(&args.out);
@@ -126,6 +128,8 @@ fn asked(args: &RunArgs, given: Given) -> Asked {
 struct Flags<'a> {
     args: &'a RunArgs,
     settled: &'a Settled,
+    /// `--workload`'s run: its mix, schedule and length.
+    recorded: Option<&'a super::recorded::Recorded>,
 }
 
 impl Flags<'_> {
@@ -139,17 +143,20 @@ impl Flags<'_> {
         self.settled.format.unwrap_or(self.args.out.format)
     }
 
-    /// The run length: -z (or the file's duration) as given; 10 s when neither -n nor a
-    /// duration is.
+    /// The run length: -z (or the file's duration) as given; a workload's curve at
+    /// --speed, or 10 s, when neither -n nor a duration is.
     fn duration(&self) -> Option<Duration> {
         match (self.args.load.requests, self.settled.duration) {
-            (None, None) => Some(DEFAULT_DURATION),
+            (None, None) => Some(self.recorded.map_or(DEFAULT_DURATION, |r| r.run.duration)),
             (_, d) => d,
         }
     }
 
     /// The open model's schedule from -R (and --ramp), checked; None in the closed model.
     fn schedule(&self) -> Result<Option<Schedule>, crate::config::schedule::ScheduleError> {
+        if let Some(r) = self.recorded {
+            return Ok(Some(r.run.schedule.clone()));
+        }
         self.settled
             .rate
             .as_deref()
@@ -197,6 +204,11 @@ impl Flags<'_> {
         let args = self.args;
         if let Some(tests) = &self.settled.tests {
             return Ok(Workload::Vault(tests.clone()));
+        }
+        if let Some(r) = self.recorded {
+            return Ok(Workload::Vault(
+                crate::vault::ops::parse_mix(&r.run.mix, &r.options).map_err(Error::input)?,
+            ));
         }
         if let Some(d) = args.request.data.as_deref()
             && looks_like_duration(d)
@@ -324,6 +336,13 @@ impl Flags<'_> {
         if args.load.timeout.is_zero() {
             return Err("--timeout must be longer than zero".into());
         }
+        if args.load.workload.is_none() && (args.load.speed.is_some() || args.load.scale.is_some())
+        {
+            return Err("--speed and --scale go with --workload FILE".into());
+        }
+        if args.load.workload.is_some() && args.shard.shard.is_some_and(|s| !s.is_whole()) {
+            return Err("--workload runs in one process: leave out --shard".into());
+        }
         validate_shards(
             &args.shard,
             args.ops.op.as_deref().or(args.ops.scenario.as_deref()),
@@ -364,6 +383,7 @@ impl Flags<'_> {
             && args.ops.op.is_none()
             && args.ops.scenario.is_none()
             && self.settled.tests.is_none()
+            && args.load.workload.is_none()
         {
             return Err(
                 "nothing to do: give --op (see vblast --list-ops) or a URL (see vblast --help)"
@@ -489,6 +509,7 @@ pub fn validate(args: &RunArgs) -> Result<(), Error> {
     Flags {
         args,
         settled: &settled,
+        recorded: None,
     }
     .check()
 }

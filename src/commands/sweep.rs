@@ -12,8 +12,9 @@ use crate::results::deliver::OutputFormat;
 use crate::signals::Stop;
 
 use super::Given;
+use crate::profile::workload_file::Factor;
 use crate::sweep::objective;
-use crate::sweep::plan::{Plan, Spec, SweepOutput};
+use crate::sweep::plan::{PER_X, Plan, Spec, SweepOutput, WorkloadSweep};
 use crate::sweep::search::{Resolution, Search};
 
 /// Runs `vblast sweep ...`.
@@ -74,6 +75,64 @@ fn parse_range(flag: &str, text: &str) -> Result<(u64, u64), Cause> {
     Ok((a, b))
 }
 
+/// `--scale FROM..TO` of a workload sweep ("0.5..8") in hundredths of the recorded
+/// traffic (`sweep::plan::PER_X`).
+fn parse_scales(text: Option<&str>) -> Result<(u64, u64), Cause> {
+    let Some(text) = text else {
+        return Err(
+            "--workload sweeps the scale: give --scale FROM..TO (e.g. --scale 0.5..8)".into(),
+        );
+    };
+    let bad =
+        || format!("--scale {text}: give a range FROM..TO of factors above 0, e.g. --scale 0.5..8");
+    let (a, b) = text.split_once("..").ok_or_else(bad)?;
+    let a = Factor::parse("--scale", a).map_err(|_| bad())?.get();
+    let b = Factor::parse("--scale", b).map_err(|_| bad())?.get();
+    let (from, to) = ((a * PER_X).round(), (b * PER_X).round());
+    if from < 1.0 {
+        return Err(format!("--scale {text}: the range must start at 0.01 or more").into());
+    }
+    if from >= to || to > 1e9 {
+        return Err(format!(
+            "--scale {text}: the range is upside down or empty: FROM must be below TO"
+        )
+        .into());
+    }
+    Ok((from as u64, to as u64))
+}
+
+/// A workload sweep's curve at 1x, repeated over a step (warm-up and measurement), checked
+/// at the top of the range; and what its spec says of it.
+fn workload_curve(
+    run: &crate::cli::RunArgs,
+    one: &Schedule,
+    args: &SweepArgs,
+    to: u64,
+) -> Result<(Schedule, WorkloadSweep), Cause> {
+    let step = args.step_warmup + args.step_duration;
+    let curve = crate::profile::workload_file::repeated(one, step);
+    curve
+        .times(to as f64 / PER_X)
+        .validate()
+        .map_err(|e| format!("--scale {}: {e}", run.load.scale.as_deref().unwrap_or("")))?;
+    let warm = curve.requests_before(args.step_warmup);
+    let all = curve.requests_before(step);
+    let speed = super::recorded::speed(run).map_err(|e| e.to_string())?;
+    Ok((
+        curve,
+        WorkloadSweep {
+            file: run
+                .load
+                .workload
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            speed: speed.get(),
+            offered_per_x: all.saturating_sub(warm) as f64 / args.step_duration.as_secs_f64(),
+        },
+    ))
+}
+
 /// "10%" or "0.1" as a fraction in (0, 1].
 fn parse_ratio(text: &str) -> Result<f64, Cause> {
     let t = text.trim();
@@ -124,25 +183,36 @@ fn refuse_single_run_outputs(o: &crate::cli::OutputArgs) -> Result<(), Cause> {
     Ok(())
 }
 
-/// The sweep these flags describe, checked; nothing is sent before this succeeds.
-pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
+/// The swept variable and its range: rates (open), connections (closed), or the scale of a
+/// workload's recorded traffic in hundredths (open).
+fn range(args: &SweepArgs) -> Result<(Model, u64, u64), Cause> {
     let r = &args.run;
-    refuse_single_run_flags(r)?;
-    let (model, (from, to)) = match (&r.load.rate, &args.concurrency) {
-        (Some(rate), None) => (Model::Open, parse_range("--rate", rate)?),
-        (None, Some(c)) => (Model::Closed, parse_range("--concurrency", c)?),
+    let workload = r.load.workload.is_some();
+    let (model, (from, to)) = match (&r.load.rate, &args.concurrency, workload) {
+        (None, None, true) => (Model::Open, parse_scales(r.load.scale.as_deref())?),
+        (Some(rate), None, false) => (Model::Open, parse_range("--rate", rate)?),
+        (None, Some(c), false) => (Model::Closed, parse_range("--concurrency", c)?),
         _ => {
             return Err(
-                    "give the range to sweep: --rate FROM..TO (open model) or --concurrency FROM..TO (closed model)"
+                    "give the range to sweep: --rate FROM..TO (open model), --concurrency FROM..TO (closed model), or --workload FILE --scale FROM..TO"
                         .into(),
                 );
         }
     };
-    if model == Model::Open {
+    if model == Model::Open && !workload {
         Schedule::Constant { rate: to as f64 }
             .validate()
             .map_err(|e| format!("--rate {}: {e}", r.load.rate.as_deref().unwrap_or("")))?;
     }
+    Ok((model, from, to))
+}
+
+/// The sweep these flags describe, checked; nothing is sent before this succeeds.
+pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
+    let r = &args.run;
+    refuse_single_run_flags(r)?;
+    let workload = r.load.workload.is_some();
+    let (model, from, to) = range(args)?;
     if args.step_duration.is_zero() {
         return Err("--step-duration must be longer than zero".into());
     }
@@ -168,11 +238,13 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
     // The range is not a -R or -c of its own: taken out for the check, then put back.
     let connections = r.load.connections;
     let rate = args.run.load.rate.take();
+    let scale = args.run.load.scale.take();
     if model == Model::Closed {
         args.run.load.connections = to;
     }
     let scenario = super::scenario::scenario(&args.run, given);
     args.run.load.rate = rate;
+    args.run.load.scale = scale;
     args.run.load.connections = connections;
     let r = &args.run;
     let mut scenario = scenario.map_err(|e| e.to_string())?;
@@ -192,6 +264,16 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
     scenario.load.step.duration = Some(args.step_duration);
     scenario.load.step.warmup = args.step_warmup;
     scenario.load.step.requests = None;
+    let (curve, workload) = match (workload, scenario.load.step.schedule.take()) {
+        (true, Some(one)) => {
+            let (curve, w) = workload_curve(&args.run, &one, args, to)?;
+            (Some(curve), Some(w))
+        }
+        (_, schedule) => {
+            scenario.load.step.schedule = schedule;
+            (None, None)
+        }
+    };
     let spec = Spec {
         model,
         from,
@@ -207,8 +289,13 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
         operation: String::new(),
         confidence: Some(r.out.confidence.level()),
         max_repeats: args.max_repeats,
+        workload,
     };
-    Ok(Plan { scenario, spec })
+    Ok(Plan {
+        scenario,
+        spec,
+        curve,
+    })
 }
 
 #[cfg(test)]
@@ -224,6 +311,23 @@ mod tests {
         match Cli::try_parse_from(v).map_err(|e| e.to_string())?.command {
             Some(Command::Sweep(mut a)) => plan(&mut a, Given::default()),
             _ => Err("not a sweep".into()),
+        }
+    }
+
+    #[test]
+    fn scale_ranges_are_hundredths_of_the_recorded_traffic() {
+        assert_eq!(parse_scales(Some("0.5..8")).unwrap(), (50, 800));
+        assert_eq!(parse_scales(Some(" 1 .. 2.7 ")).unwrap(), (100, 270));
+        for (text, why) in [
+            (None, "give --scale FROM..TO"),
+            (Some("8..0.5"), "upside down"),
+            (Some("0..2"), "factors above 0"),
+            (Some("-1..2"), "factors above 0"),
+            (Some("0.001..2"), "0.01 or more"),
+            (Some("2"), "a range FROM..TO"),
+        ] {
+            let e = parse_scales(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
         }
     }
 

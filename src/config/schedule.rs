@@ -310,6 +310,24 @@ impl Schedule {
         rate
     }
 
+    /// The same schedule at `factor` times the rate at every instant (a workload sweep's
+    /// step at a scale of the recorded traffic).
+    pub fn times(&self, factor: f64) -> Schedule {
+        match self {
+            Schedule::Constant { rate } => Schedule::Constant {
+                rate: rate * factor,
+            },
+            Schedule::Ramp { from, to, over } => Schedule::Ramp {
+                from: from * factor,
+                to: to * factor,
+                over: *over,
+            },
+            Schedule::Steps(steps) => {
+                Schedule::Steps(steps.iter().map(|&(r, d)| (r * factor, d)).collect())
+            }
+        }
+    }
+
     /// The highest rate anywhere in the schedule.
     pub fn peak_rate(&self) -> f64 {
         match self {
@@ -603,6 +621,21 @@ impl fmt::Display for Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_multiplies_the_rate_at_every_instant() {
+        for s in samples() {
+            let t = s.times(2.5);
+            for at in [0.0, 0.7, 1.9, 4.0, 30.0] {
+                let d = secs(at);
+                assert!(
+                    (t.rate_at(d) - 2.5 * s.rate_at(d)).abs() < 1e-9,
+                    "{s} at {at}"
+                );
+            }
+            assert_eq!(t.span(), s.span());
+        }
+    }
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)

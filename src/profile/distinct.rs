@@ -3,6 +3,15 @@
 //! keys (path shapes) in a bounded table (space-saving: a full table gives its least
 //! counted slot to a new key). Values are kept as 64-bit hashes, never as text, so no
 //! accessor or path is held, let alone printed.
+//!
+//! Why a HyperLogLog of its own rather than a crate: `hyperloglogplus` (0.4.1, MIT, the
+//! maintained one on crates.io) was looked at. It hashes every value again through its
+//! own `BuildHasher`, where the profile already holds one 64-bit hash per value (the same
+//! hash the exact set keeps, so that switching from exact to estimated re-inserts the
+//! hashes as they are); its `count` takes `&mut self`; and its sparse representation is a
+//! second memory bound to reason about. What is here is the dense estimator with the
+//! small-range (linear counting) correction: 4 KiB per count, a few dozen lines, unit-tested
+//! within 6% at 50,000 values. Swapping it for the crate stays a change local to this file.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};

@@ -146,6 +146,8 @@ pub struct TokenProfile {
     /// Successful logins (a login operation's response with a token).
     pub logins: u64,
     pub logins_per_minute: f64,
+    /// Logins in the busiest calendar minute.
+    pub peak_logins_per_minute: u64,
     /// Requests made by a token that logged in inside the span.
     pub logged_in_requests: u64,
     /// Of the requests that carried a token.

@@ -4,7 +4,8 @@
 //! could not be mapped, read in one streaming pass in bounded memory. `lines` reads a
 //! log (plain or gzip), `entry` one line, `mapping` names its operation and shapes its
 //! path, `distinct` counts without keeping values, `tally` counts, `figures` are the
-//! result, `render` prints it (text, JSON, HTML page).
+//! result, `render` prints it (text, JSON, HTML page), `workload_file` is the workload file
+//! written from it and run by `vblast run --workload`.
 
 pub mod distinct;
 pub mod entry;
@@ -13,6 +14,7 @@ pub mod lines;
 pub mod mapping;
 pub mod render;
 pub mod tally;
+pub mod workload_file;
 
 use std::path::{Path, PathBuf};
 

@@ -163,9 +163,10 @@ fn tokens_and_volume(p: &Profile, o: &mut String) {
         ));
     }
     o.push_str(&format!(
-        "\nLogins: {} ({:.2} per minute); requests by tokens that logged in inside the span: {} ({}{})\n",
+        "\nLogins: {} ({:.2} per minute, {} in the busiest minute); requests by tokens that logged in inside the span: {} ({}{})\n",
         t.logins,
         t.logins_per_minute,
+        t.peak_logins_per_minute,
         t.logged_in_requests,
         if t.logged_in_exact { "" } else { "at least " },
         pct(t.logged_in_share)

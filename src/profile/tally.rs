@@ -73,6 +73,27 @@ struct RateCurve {
     buckets: VecDeque<u64>,
 }
 
+/// Logins per calendar minute of their response's time, and the busiest minute so far. An
+/// entry a little out of order (from the minute before) counts in the current one.
+#[derive(Default, Debug)]
+struct LoginMinutes {
+    minute: Option<i64>,
+    in_minute: u64,
+    peak: u64,
+}
+
+impl LoginMinutes {
+    fn add(&mut self, t_ns: i64) {
+        let m = t_ns.div_euclid(60_000_000_000);
+        if self.minute.is_none_or(|cur| m > cur) {
+            self.minute = Some(m);
+            self.in_minute = 0;
+        }
+        self.in_minute += 1;
+        self.peak = self.peak.max(self.in_minute);
+    }
+}
+
 impl RateCurve {
     fn add(&mut self, t_ns: i64) {
         let sec = t_ns.div_euclid(1_000_000_000);
@@ -149,6 +170,7 @@ pub struct ProfileTally {
     per_token_full: bool,
     login_tokens: DistinctCount,
     logins: u64,
+    login_minutes: LoginMinutes,
     token_requests: u64,
     logged_in_requests: u64,
     pending: HashMap<u64, i64>,
@@ -209,6 +231,7 @@ impl ProfileTally {
             per_token_full: false,
             login_tokens: DistinctCount::with_cap(EXACT_LOGINS),
             logins: 0,
+            login_minutes: LoginMinutes::default(),
             token_requests: 0,
             logged_in_requests: 0,
             pending: HashMap::new(),
@@ -394,7 +417,7 @@ impl ProfileTally {
                 if asked.is_none() {
                     self.count_request(slot, time, req);
                 }
-                self.response(slot, l, asked.zip(time));
+                self.response(slot, l, time, asked.zip(time));
             }
         }
     }
@@ -408,7 +431,13 @@ impl ProfileTally {
         }
     }
 
-    fn response(&mut self, slot: OpSlot, l: &AuditLine, times: Option<(i64, i64)>) {
+    fn response(
+        &mut self,
+        slot: OpSlot,
+        l: &AuditLine,
+        time: Option<i64>,
+        times: Option<(i64, i64)>,
+    ) {
         let login = matches!(slot, OpSlot::Op(i) if self.ops[i].name.ends_with("-login"));
         let made = l
             .response
@@ -419,6 +448,9 @@ impl ProfileTally {
         if let (true, Some(accessor)) = (login, made) {
             self.logins += 1;
             self.login_tokens.insert(hash_of(accessor));
+            if let Some(t) = time {
+                self.login_minutes.add(t);
+            }
         }
         let op = self.op_mut(slot);
         op.responses += 1;
@@ -709,6 +741,7 @@ impl ProfileTally {
             requests_per_token: per_token,
             logins: self.logins,
             logins_per_minute: self.logins as f64 / (span_s.max(1.0) / 60.0),
+            peak_logins_per_minute: self.login_minutes.peak,
             logged_in_requests: self.logged_in_requests,
             logged_in_share: self.logged_in_requests as f64 / self.token_requests.max(1) as f64,
             logged_in_exact: self.login_tokens.contains(0).is_some(),
@@ -761,4 +794,21 @@ fn counts(top: Vec<(String, u64, u64)>) -> Vec<PathCount> {
             over_by,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_minute_of_logins() {
+        let mut m = LoginMinutes::default();
+        let min = 60_000_000_000i64;
+        for t in [0, 1, min - 1, min, min + 5, 2 * min + 1, min + 7, 3 * min] {
+            m.add(t);
+        }
+        // Minute 0: 3; minute 1: 2; minute 2: 1 and the late entry of minute 1: 2.
+        assert_eq!(m.peak, 3);
+        assert_eq!(LoginMinutes::default().peak, 0);
+    }
 }

@@ -99,7 +99,7 @@ pub fn judge(spec: &Spec, load: u64, results: &Results) -> Judged {
         p99_ms: l.p99,
         p999_ms: l.p999,
         success_percent: summary.success_ratio * 100.0,
-        offered: (spec.model == crate::report::Model::Open).then_some(load as f64),
+        offered: spec.offered(load),
         achieved: summary.rps,
         p50_ci: ci("p50"),
         p90_ci: ci("p90"),
@@ -616,6 +616,27 @@ pub fn margin(sweep: &Sweep, judged: &[Judged], load: u64, first: bool) -> Strin
 
 /// The one line with the answer, each load with its margin.
 pub fn answer_line(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
+    let line = answer_of(sweep, judged, end);
+    // A workload sweep's answer as a multiple of the recorded traffic.
+    let held = match end {
+        Some(End::Edge { pass, .. } | End::Broken { pass, .. }) => Some(pass),
+        Some(End::AllPassed { top }) => Some(top),
+        _ => None,
+    };
+    match (&sweep.spec.workload, held) {
+        (Some(_), Some(load)) => line.replacen(
+            "Answer: ",
+            &format!(
+                "Answer: holds {:.2}x the recorded traffic: ",
+                load as f64 / super::plan::PER_X
+            ),
+            1,
+        ),
+        _ => line,
+    }
+}
+
+fn answer_of(sweep: &Sweep, judged: &[Judged], end: Option<End>) -> String {
     let unit = sweep.spec.unit();
     let m = |load, first| margin(sweep, judged, load, first);
     let g = grouped;

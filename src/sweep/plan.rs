@@ -35,12 +35,28 @@ pub struct Spec {
     /// How many times an unclear step is measured again (`--max-repeats`).
     #[serde(default)]
     pub max_repeats: u32,
+    /// A workload sweep: loads are the scale of the recorded traffic in hundredths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSweep>,
 }
+
+/// What a workload sweep (`--workload FILE --scale FROM..TO`) adds to its spec.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WorkloadSweep {
+    pub file: String,
+    pub speed: f64,
+    /// Req/s the recorded curve offers over a step's measured window at 1x.
+    pub offered_per_x: f64,
+}
+
+/// A workload sweep's loads: the scale in hundredths (270 is 2.7x the recorded traffic).
+pub const PER_X: f64 = 100.0;
 
 impl Spec {
     /// What a load is counted in.
     pub fn unit(&self) -> &'static str {
         match self.model {
+            Model::Open if self.workload.is_some() => "% of the recorded traffic",
             Model::Open => "req/s",
             Model::Closed => "connections",
         }
@@ -50,6 +66,16 @@ impl Spec {
     pub fn level(&self) -> Option<crate::stats::interval::Confidence> {
         self.confidence
             .and_then(crate::stats::interval::Confidence::new)
+    }
+
+    /// The rate a step at `load` offers (open model): the load itself, or the recorded
+    /// curve's rate times the scale.
+    pub fn offered(&self, load: u64) -> Option<f64> {
+        match (self.model, &self.workload) {
+            (Model::Open, Some(w)) => Some(w.offered_per_x * load as f64 / PER_X),
+            (Model::Open, None) => Some(load as f64),
+            (Model::Closed, _) => None,
+        }
     }
 
     pub fn search(&self) -> Result<Search, crate::error::Cause> {
@@ -69,6 +95,8 @@ impl Spec {
 pub struct Plan {
     pub scenario: Scenario,
     pub spec: Spec,
+    /// A workload sweep's schedule at 1x, scaled for each step.
+    pub curve: Option<Schedule>,
 }
 
 impl Plan {
@@ -76,7 +104,12 @@ impl Plan {
     pub fn load_for(&self, load: u64) -> Load {
         let mut l = self.scenario.load.clone();
         match self.spec.model {
-            Model::Open => l.step.schedule = Some(Schedule::Constant { rate: load as f64 }),
+            Model::Open => {
+                l.step.schedule = Some(match &self.curve {
+                    Some(c) => c.times(load as f64 / PER_X),
+                    None => Schedule::Constant { rate: load as f64 },
+                })
+            }
             Model::Closed => {
                 l.connections = load;
                 l.step.schedule = None;

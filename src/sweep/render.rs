@@ -376,6 +376,7 @@ mod tests {
                 operation: String::new(),
                 confidence: Some(0.95),
                 max_repeats: 3,
+                workload: None,
             },
             steps: Vec::new(),
             interrupted: false,

@@ -625,7 +625,9 @@ fn finish(
         let unit = sweep.spec.unit();
         eprintln!(
             "vblast: the server breaks the objective already at the first step ({load} {unit}): no load in the range is sustained; lower FROM{}",
-            if sweep.spec.model == Model::Open {
+            if sweep.spec.workload.is_some() {
+                " (--scale)"
+            } else if sweep.spec.model == Model::Open {
                 " (--rate)"
             } else {
                 " (--concurrency)"

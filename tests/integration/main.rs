@@ -53,3 +53,4 @@ mod tails;
 mod tls;
 mod vault_benchmark;
 mod vb_types;
+mod workload;

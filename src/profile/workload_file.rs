@@ -1,0 +1,670 @@
+//! The workload file (`vblast profile --workload W.json`, issue 37): the recorded mix in
+//! vblast's operation names with their shares (the operations vblast cannot run listed
+//! apart, each with why), the rate curve, the fixture sizes (distinct paths per mount) and
+//! the namespaces; versioned (`workload_version`), its layout in
+//! docs/schema/workload.schema.json. Written from a `Profile`, read back and checked in
+//! this one place (`read`), and turned into what a run takes (`WorkloadFile::plan`): a
+//! weighted `--op` mix and a rate `Schedule` of steps, one per bucket of the curve, with
+//! `--speed` and `--scale` applied; arrivals inside a bucket are spread evenly by the
+//! schedule, never sent as a burst at its start.
+//!
+//! The curve's bucket: 1 s when the log spans at most `MAX_BUCKETS` seconds; otherwise
+//! the fewest whole minutes per bucket that keep the curve within `MAX_BUCKETS` buckets (one
+//! minute up to 16 h 40 min of log, two for a day).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::schedule::{self, Schedule};
+use crate::error::{Cause, Error};
+
+use super::figures::Profile;
+
+/// The version this vblast writes and reads.
+pub const WORKLOAD_VERSION: u32 = 1;
+/// Most buckets in a curve: one schedule step each (`schedule::MAX_STEPS`).
+pub const MAX_BUCKETS: usize = schedule::MAX_STEPS;
+/// How the bucket is chosen, as the file says it.
+pub const BUCKET_RULE: &str = "1 s buckets when the log spans at most 1000 s; otherwise the fewest whole minutes per bucket that keep the curve within 1000 buckets";
+/// Why a mapped operation is listed apart.
+const NO_SUCH_OP: &str = "vblast has no such operation (vblast --list-ops): not run";
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadFile {
+    pub workload_version: u32,
+    pub source: WorkloadSource,
+    /// The operations vblast runs, most requests first; shares of all requests.
+    pub mix: Vec<MixShare>,
+    /// Mapped operations vblast cannot run, and the requests that mapped to none.
+    pub not_run: NotRun,
+    pub rate: WorkloadCurve,
+    /// Distinct paths per mount: how many secrets a run seeds.
+    pub fixtures: Vec<FixtureSize>,
+    pub namespaces: Vec<NamespaceShare>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSource {
+    /// The logs profiled, in the order read.
+    pub files: Vec<String>,
+    pub first: Option<String>,
+    pub last: Option<String>,
+    /// Every request of the logs, run or not.
+    pub requests: u64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MixShare {
+    pub name: String,
+    pub requests: u64,
+    /// Of all requests (`source.requests`).
+    pub share: f64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotRun {
+    pub note: String,
+    pub operations: Vec<NotRunOp>,
+    /// Requests no operation name was found for (`vblast profile` shows their shapes).
+    pub unmapped_requests: u64,
+    pub unmapped_share: f64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotRunOp {
+    pub name: String,
+    pub requests: u64,
+    pub share: f64,
+    pub why: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadCurve {
+    /// Seconds per bucket.
+    pub step_s: u64,
+    /// How `step_s` was chosen (`BUCKET_RULE`).
+    pub rule: String,
+    /// The instant the first bucket starts (RFC 3339).
+    pub start: Option<String>,
+    /// Requests per bucket (all of them, run or not), from `start` on.
+    pub requests: Vec<u64>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureSize {
+    pub namespace: String,
+    pub mount: String,
+    pub mount_type: String,
+    pub distinct_paths: u64,
+    pub estimated: bool,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceShare {
+    pub namespace: String,
+    pub requests: u64,
+}
+
+/// The bucket for a curve of `len` buckets of `step_s` seconds (`BUCKET_RULE`): a whole
+/// multiple of `step_s`.
+pub fn bucket_for(step_s: u64, len: usize) -> u64 {
+    let step_s = step_s.max(1);
+    let span = step_s.saturating_mul(len as u64);
+    let want = if span <= MAX_BUCKETS as u64 {
+        1
+    } else {
+        60 * span.div_ceil(60 * MAX_BUCKETS as u64)
+    };
+    want.max(step_s).div_ceil(step_s) * step_s
+}
+
+/// `curve` of `step_s` buckets regrouped into buckets of `bucket` seconds (a multiple).
+pub fn regroup(curve: &[u64], step_s: u64, bucket: u64) -> Vec<u64> {
+    let k = (bucket / step_s.max(1)).max(1) as usize;
+    curve.chunks(k).map(|c| c.iter().sum()).collect()
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+impl WorkloadFile {
+    /// The workload file of a profile.
+    pub fn from_profile(p: &Profile) -> WorkloadFile {
+        let (run, apart): (Vec<_>, Vec<_>) = p.operations.iter().partition(|o| o.vblast_op);
+        let bucket = bucket_for(p.rate.step_s, p.rate.curve.len());
+        WorkloadFile {
+            workload_version: WORKLOAD_VERSION,
+            source: WorkloadSource {
+                files: p.files.clone(),
+                first: p.span.first.clone(),
+                last: p.span.last.clone(),
+                requests: p.requests,
+            },
+            mix: run
+                .iter()
+                .map(|o| MixShare {
+                    name: o.name.clone(),
+                    requests: o.requests,
+                    share: share(o.requests, p.requests),
+                })
+                .collect(),
+            not_run: NotRun {
+                note: "not run by `vblast run --workload`: the rate of the operations run is the curve times their share, so each keeps its recorded rate".into(),
+                operations: apart
+                    .iter()
+                    .map(|o| NotRunOp {
+                        name: o.name.clone(),
+                        requests: o.requests,
+                        share: share(o.requests, p.requests),
+                        why: NO_SUCH_OP.into(),
+                    })
+                    .collect(),
+                unmapped_requests: p.unmapped.requests,
+                unmapped_share: p.unmapped.share,
+            },
+            rate: WorkloadCurve {
+                step_s: bucket,
+                rule: BUCKET_RULE.into(),
+                start: p.rate.start.clone(),
+                requests: regroup(&p.rate.curve, p.rate.step_s, bucket),
+            },
+            fixtures: p
+                .mounts
+                .iter()
+                .map(|m| FixtureSize {
+                    namespace: m.namespace.clone(),
+                    mount: m.mount.clone(),
+                    mount_type: m.mount_type.clone(),
+                    distinct_paths: m.distinct_paths,
+                    estimated: m.estimated,
+                })
+                .collect(),
+            namespaces: p
+                .namespaces
+                .iter()
+                .map(|n| NamespaceShare {
+                    namespace: n.namespace.clone(),
+                    requests: n.requests,
+                })
+                .collect(),
+        }
+    }
+
+    /// Saves the file (pretty JSON).
+    pub fn write(&self, path: &Path) -> Result<(), Error> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
+        std::fs::write(path, text).map_err(|e| {
+            Error::output(Cause::io(
+                format!("cannot write the workload file {}", path.display()),
+                e,
+            ))
+        })
+    }
+}
+
+/// Why a workload file is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("cannot read the workload file {path}: {why}")]
+    Unreadable { path: String, why: String },
+    #[error("the workload file {path} is not a workload: {why}")]
+    Malformed { path: String, why: String },
+    #[error(
+        "the workload file {path} is version {version}: this vblast reads version {WORKLOAD_VERSION} (write it again with this vblast's `vblast profile --workload`)"
+    )]
+    Version { path: String, version: String },
+    #[error("the workload file {path}: {why}")]
+    Refused { path: String, why: String },
+}
+
+impl From<WorkloadError> for Cause {
+    fn from(e: WorkloadError) -> Cause {
+        Cause::Said(e.to_string())
+    }
+}
+
+/// Reads and checks a workload file: its version first, then its layout, then what a run
+/// needs of it (a curve of at most `MAX_BUCKETS` buckets with requests in it, counts that
+/// add up).
+pub fn read(path: &Path) -> Result<WorkloadFile, WorkloadError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::Unreadable {
+        path: shown.clone(),
+        why: crate::error::io_text(&e),
+    })?;
+    parse(&text, &shown)
+}
+
+/// `read`'s checks on a file's text; `path` names it in messages.
+pub fn parse(text: &str, path: &str) -> Result<WorkloadFile, WorkloadError> {
+    let malformed = |why: String| WorkloadError::Malformed {
+        path: path.into(),
+        why,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| malformed(format!("not JSON ({e})")))?;
+    match value.get("workload_version") {
+        None => return Err(malformed("it has no workload_version".into())),
+        Some(v) if v.as_u64() == Some(u64::from(WORKLOAD_VERSION)) => {}
+        Some(v) => {
+            return Err(WorkloadError::Version {
+                path: path.into(),
+                version: v.to_string(),
+            });
+        }
+    }
+    let file: WorkloadFile = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+    check(&file).map_err(|why| WorkloadError::Refused {
+        path: path.into(),
+        why,
+    })?;
+    Ok(file)
+}
+
+/// What a run needs of a file that parsed.
+fn check(f: &WorkloadFile) -> Result<(), String> {
+    let r = &f.rate;
+    if r.step_s == 0 {
+        return Err("rate.step_s is 0: a bucket lasts 1 s or more".into());
+    }
+    if r.requests.len() > MAX_BUCKETS {
+        return Err(format!(
+            "its curve has {} buckets, more than vblast paces (at most {MAX_BUCKETS})",
+            r.requests.len()
+        ));
+    }
+    let curve: u64 = r.requests.iter().sum();
+    if curve == 0 {
+        return Err("its rate curve holds no request".into());
+    }
+    if curve != f.source.requests {
+        return Err(format!(
+            "its rate curve holds {curve} requests, source.requests says {}",
+            f.source.requests
+        ));
+    }
+    if let Some(m) = f.mix.iter().find(|m| m.requests == 0) {
+        return Err(format!("operation '{}' has no request in the mix", m.name));
+    }
+    let run: u64 = f.mix.iter().map(|m| m.requests).sum();
+    if run > f.source.requests {
+        return Err(format!(
+            "its mix holds {run} requests, more than the {} of the log",
+            f.source.requests
+        ));
+    }
+    Ok(())
+}
+
+/// A positive factor (`--speed`, `--scale`), read once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Factor(f64);
+
+impl Factor {
+    pub const ONE: Factor = Factor(1.0);
+
+    /// `text` as a factor above 0; `flag` names it in the message.
+    pub fn parse(flag: &str, text: &str) -> Result<Factor, Cause> {
+        let v: f64 = text.trim().parse().map_err(|_| {
+            Cause::Said(format!(
+                "{flag} {text}: give a number above 0 (e.g. {flag} 2)"
+            ))
+        })?;
+        Factor::new(v).ok_or_else(|| {
+            Cause::Said(format!(
+                "{flag} {text}: must be above 0 (and finite): {}",
+                if flag == "--speed" {
+                    "--speed 10 runs ten seconds of the curve in one"
+                } else {
+                    "--scale 2 is twice the recorded rate at every instant"
+                }
+            ))
+        })
+    }
+
+    pub fn new(v: f64) -> Option<Factor> {
+        (v.is_finite() && v > 0.0).then_some(Factor(v))
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+/// A run of a workload file, as the run takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedRun {
+    /// The mix as `--op` writes it: `kv-read:300,kv-write:100`.
+    pub mix: String,
+    /// One step per bucket, trailing empty buckets left out.
+    pub schedule: Schedule,
+    /// The curve's length at `--speed`.
+    pub duration: Duration,
+    /// Requests the schedule places in `duration`.
+    pub expected: u64,
+    /// Kv mounts' largest count of distinct paths: the secrets to seed (None: no kv mount).
+    pub secrets: Option<u64>,
+    /// What is not run, and what the run does not copy (namespaces), one line each.
+    pub notes: Vec<String>,
+}
+
+/// The rate schedule of a curve (pure): bucket i of `step_s` seconds holding `counts[i]`
+/// requests becomes a step of `step_s / speed` seconds at `counts[i] * factor * speed /
+/// step_s` req/s, so that each bucket sends `counts[i] * factor` requests spread evenly over
+/// it. Trailing empty buckets are left out (the last step's rate is held after it); None
+/// when no bucket holds a request.
+pub fn curve_schedule(counts: &[u64], step_s: u64, factor: f64, speed: f64) -> Option<Schedule> {
+    let last = counts.iter().rposition(|&c| c > 0)?;
+    let step = Duration::from_secs_f64(step_s as f64 / speed);
+    let per = factor * speed / step_s as f64;
+    Some(Schedule::Steps(
+        counts[..=last]
+            .iter()
+            .map(|&c| (c as f64 * per, step))
+            .collect(),
+    ))
+}
+
+/// A curve's schedule repeated until it covers `cover` (a sweep's step: warm-up and
+/// measurement) or holds `MAX_BUCKETS` steps; a schedule other than steps as it is.
+pub fn repeated(schedule: &Schedule, cover: Duration) -> Schedule {
+    let Schedule::Steps(steps) = schedule else {
+        return schedule.clone();
+    };
+    let mut out = steps.clone();
+    let mut span = schedule.span();
+    while span < cover && out.len() + steps.len() <= MAX_BUCKETS && !steps.is_empty() {
+        out.extend_from_slice(steps);
+        span += schedule.span();
+    }
+    Schedule::Steps(out)
+}
+
+/// Weights for `--op` from request counts: the counts, divided down when the largest is
+/// over a million (a weight is a u32; the picker's share is unchanged within 1e-6).
+fn weights(counts: &[u64]) -> Vec<u64> {
+    let max = counts.iter().copied().max().unwrap_or(1);
+    let div = max.div_ceil(1_000_000).max(1);
+    counts.iter().map(|c| (c / div).max(1)).collect()
+}
+
+impl WorkloadFile {
+    /// What `vblast run --workload` runs at `speed` and `scale`: the operations of the mix
+    /// that vblast has (`known`), at the curve's rate times their share times `scale`, for
+    /// the curve's length divided by `speed`. Operations it does not have are named in the
+    /// notes; none left is an error.
+    pub fn plan(
+        &self,
+        speed: Factor,
+        scale: Factor,
+        known: impl Fn(&str) -> bool,
+    ) -> Result<RecordedRun, Cause> {
+        let (run, unknown): (Vec<&MixShare>, Vec<&MixShare>) =
+            self.mix.iter().partition(|m| known(&m.name));
+        let mut notes = Vec::new();
+        for m in &unknown {
+            notes.push(format!(
+                "operation '{}' of the workload ({} requests, {:.1}%) is not run: {NO_SUCH_OP}",
+                m.name,
+                m.requests,
+                m.share * 100.0
+            ));
+        }
+        let apart: Vec<&NotRunOp> = self.not_run.operations.iter().collect();
+        if !apart.is_empty() || self.not_run.unmapped_requests > 0 {
+            let names: Vec<String> = apart
+                .iter()
+                .map(|o| format!("{} ({:.1}%)", o.name, o.share * 100.0))
+                .collect();
+            let unmapped = (self.not_run.unmapped_requests > 0).then(|| {
+                format!(
+                    "unmapped requests ({:.1}%)",
+                    self.not_run.unmapped_share * 100.0
+                )
+            });
+            let all: Vec<String> = names.into_iter().chain(unmapped).collect();
+            notes.push(format!(
+                "not run, as the workload file lists apart: {}",
+                all.join(", ")
+            ));
+        }
+        if run.is_empty() {
+            return Err(Cause::Said(format!(
+                "no operation of the workload is one vblast runs{}",
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", notes.join("; "))
+                }
+            )));
+        }
+        let counts: Vec<u64> = run.iter().map(|m| m.requests).collect();
+        let run_requests: u64 = counts.iter().sum();
+        let mix = run
+            .iter()
+            .zip(weights(&counts))
+            .map(|(m, w)| format!("{}:{w}", m.name))
+            .collect::<Vec<_>>()
+            .join(",");
+        let factor = share(run_requests, self.source.requests) * scale.get();
+        let schedule =
+            curve_schedule(&self.rate.requests, self.rate.step_s, factor, speed.get())
+                .ok_or_else(|| Cause::Said("the workload's rate curve holds no request".into()))?;
+        schedule.validate().map_err(|e| {
+            Cause::Said(format!(
+                "the workload's curve at --scale {} --speed {}: {e}",
+                scale.get(),
+                speed.get()
+            ))
+        })?;
+        let duration = schedule.span();
+        let expected = schedule.requests_before(duration);
+        let secrets = self
+            .fixtures
+            .iter()
+            .filter(|f| f.mount_type == "kv")
+            .map(|f| f.distinct_paths)
+            .max()
+            .filter(|n| *n > 0);
+        let named: Vec<&str> = self
+            .namespaces
+            .iter()
+            .map(|n| n.namespace.as_str())
+            .filter(|n| *n != "root")
+            .collect();
+        if !named.is_empty() {
+            notes.push(format!(
+                "the log's requests were in namespaces {} too: this run sends them all to --namespace (or the root)",
+                named.join(", ")
+            ));
+        }
+        Ok(RecordedRun {
+            mix,
+            schedule,
+            duration,
+            expected,
+            secrets,
+            notes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> WorkloadFile {
+        WorkloadFile {
+            workload_version: WORKLOAD_VERSION,
+            source: WorkloadSource {
+                files: vec!["a.log".into()],
+                first: None,
+                last: None,
+                requests: 100,
+            },
+            mix: vec![
+                MixShare {
+                    name: "kv-read".into(),
+                    requests: 60,
+                    share: 0.6,
+                },
+                MixShare {
+                    name: "kv-write".into(),
+                    requests: 20,
+                    share: 0.2,
+                },
+            ],
+            not_run: NotRun {
+                note: String::new(),
+                operations: vec![NotRunOp {
+                    name: "sys-other".into(),
+                    requests: 20,
+                    share: 0.2,
+                    why: NO_SUCH_OP.into(),
+                }],
+                unmapped_requests: 0,
+                unmapped_share: 0.0,
+            },
+            rate: WorkloadCurve {
+                step_s: 1,
+                rule: BUCKET_RULE.into(),
+                start: None,
+                requests: vec![10, 0, 40, 50, 0, 0],
+            },
+            fixtures: vec![FixtureSize {
+                namespace: "root".into(),
+                mount: "secret/".into(),
+                mount_type: "kv".into(),
+                distinct_paths: 37,
+                estimated: false,
+            }],
+            namespaces: vec![NamespaceShare {
+                namespace: "root".into(),
+                requests: 100,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_bucket_rule() {
+        assert_eq!(bucket_for(1, 1000), 1);
+        assert_eq!(bucket_for(1, 1001), 60);
+        assert_eq!(bucket_for(1, 60_000), 60);
+        assert_eq!(bucket_for(1, 86_400), 120);
+        assert_eq!(bucket_for(60, 100), 60);
+        assert_eq!(bucket_for(3600, 100), 3600);
+        assert_eq!(bucket_for(60, 5000), 300);
+        assert_eq!(regroup(&[1, 2, 3, 4, 5], 1, 2), [3, 7, 5]);
+        assert_eq!(regroup(&[1, 2], 60, 60), [1, 2]);
+    }
+
+    #[test]
+    fn the_curve_is_a_schedule_of_evenly_spread_steps() {
+        let d = Duration::from_secs_f64;
+        // Twice the rate, ten times faster: bucket 0 (10 requests in 1 s) sends 20 in 0.1 s.
+        let s = curve_schedule(&[10, 0, 40, 5, 0], 1, 2.0, 10.0).unwrap();
+        assert_eq!(s.validate(), Ok(()));
+        assert_eq!(s.span(), d(0.4));
+        assert_eq!(s.requests_before(d(0.1)), 20);
+        // The empty bucket pauses: request 20 is due as bucket 0 ends, the next in bucket 2.
+        assert_eq!(s.requests_before(d(0.199)), 21);
+        assert_eq!(s.requests_before(s.span()), 110);
+        // Spread: within bucket 2 (80 requests over 0.1 s at 800/s), N(0.2503) = 60.24.
+        assert_eq!(s.requests_before(d(0.2503)), 61);
+        assert_eq!(s.rate_at(d(0.05)), 200.0);
+        assert!(curve_schedule(&[0, 0], 1, 1.0, 1.0).is_none());
+        // A sweep's step of 1 s over this 0.4 s curve: three times over.
+        let r = repeated(&s, d(1.0));
+        assert_eq!(r.span(), d(1.2));
+        assert_eq!(r.requests_before(r.span()), 330);
+        // Per-minute buckets at speed 60: a minute's requests in a second.
+        let s = curve_schedule(&[120, 60], 60, 1.0, 60.0).unwrap();
+        assert_eq!(s.span(), d(2.0));
+        assert_eq!(s.requests_before(d(1.0)), 120);
+        assert_eq!(s.requests_before(d(2.0)), 180);
+    }
+
+    #[test]
+    fn a_plan_scales_the_share_run_and_says_what_is_not() {
+        let f = sample();
+        let known = |n: &str| n != "kv-write";
+        let p = f.plan(Factor::ONE, Factor::ONE, known).unwrap();
+        assert_eq!(p.mix, "kv-read:60");
+        // Only kv-read runs: 60% of the curve's 100 requests.
+        assert_eq!(p.expected, 60);
+        assert_eq!(p.duration, Duration::from_secs(4));
+        assert_eq!(p.secrets, Some(37));
+        let said = p.notes.join("\n");
+        assert!(said.contains("operation 'kv-write'") && said.contains("sys-other (20.0%)"));
+        let p = f
+            .plan(
+                Factor::new(10.0).unwrap(),
+                Factor::new(2.0).unwrap(),
+                |_| true,
+            )
+            .unwrap();
+        assert_eq!(p.mix, "kv-read:60,kv-write:20");
+        assert_eq!(p.expected, 160);
+        assert_eq!(p.duration, Duration::from_millis(400));
+        let e = f.plan(Factor::ONE, Factor::ONE, |_| false).unwrap_err();
+        assert!(
+            e.to_string().contains("no operation of the workload"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("kv-read"), "{e}");
+        assert_eq!(weights(&[3_000_000, 1_000_000, 1]), [1_000_000, 333_333, 1]);
+    }
+
+    #[test]
+    fn files_are_read_back_and_bad_ones_refused() {
+        let f = sample();
+        let text = serde_json::to_string(&f).unwrap();
+        assert_eq!(parse(&text, "w.json").unwrap(), f);
+        let with = |key: &str, v: serde_json::Value| {
+            let mut j: serde_json::Value = serde_json::from_str(&text).unwrap();
+            j[key] = v;
+            parse(&j.to_string(), "w.json").unwrap_err().to_string()
+        };
+        let e = with("workload_version", serde_json::json!(7));
+        assert!(
+            e.contains("is version 7: this vblast reads version 1"),
+            "{e}"
+        );
+        let e = with("mix", serde_json::json!("kv-read"));
+        assert!(e.contains("is not a workload"), "{e}");
+        let e = with("extra", serde_json::json!(1));
+        assert!(e.contains("unknown field"), "{e}");
+        let e = with(
+            "source",
+            serde_json::json!({"files": [], "first": null, "last": null, "requests": 5}),
+        );
+        assert!(
+            e.contains("holds 100 requests, source.requests says 5"),
+            "{e}"
+        );
+        let e = parse("{ nope", "w.json").unwrap_err().to_string();
+        assert!(e.contains("w.json is not a workload: not JSON"), "{e}");
+        let e = parse("{}", "w.json").unwrap_err().to_string();
+        assert!(e.contains("no workload_version"), "{e}");
+        assert!(Factor::parse("--scale", "0").is_err());
+        assert!(Factor::parse("--scale", "-2").is_err());
+        assert!(Factor::parse("--speed", "inf").is_err());
+        assert!(Factor::parse("--speed", "x").is_err());
+        assert_eq!(Factor::parse("--scale", " 2.5").unwrap().get(), 2.5);
+    }
+}

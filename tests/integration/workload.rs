@@ -1,0 +1,379 @@
+//! Workload files (issue 37, item 2): a real OpenBao audit log profiled into a workload file
+//! (valid against docs/schema/workload.schema.json), run with `vblast run --workload` at
+//! `--scale 1`, `--scale 2` and `--speed 10` against an OpenBao dev server: the achieved mix
+//! is the file's shares (within sampling error: the mix is picked at random by weight), the
+//! totals are the file's requests times the scale, and nothing is left on the server. A
+//! file naming an operation vblast does not have runs the rest with a note; bad scales,
+//! speeds and files are one message and exit 2. Counts and shares only, never timings.
+
+use crate::support::openbao::{OpenBao, server_state};
+use crate::support::run::run;
+use crate::support::vblast::{url_cmd, vault_cmd};
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// (name, requests) of each operation of a results file.
+fn ops_of(results: &Value) -> Vec<(String, u64)> {
+    results["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_string(),
+                o["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// (name, requests) of each operation of a workload file's mix.
+fn mix_of(file: &Value) -> Vec<(String, u64)> {
+    file["mix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_string(),
+                o["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `vblast run --workload W` with `extra` into a results file: its operations' counts.
+fn run_workload(bao: &OpenBao, w: &Path, results: &Path, extra: &[&str]) -> Vec<(String, u64)> {
+    let mut args = vec![
+        "run",
+        "--workload",
+        w.to_str().unwrap(),
+        "-c",
+        "8",
+        "--output",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run(vault_cmd(bao, &args));
+    out.assert_code(0);
+    assert!(!out.stderr.contains("is left"), "{}", out.show());
+    ops_of(&read_json(results))
+}
+
+#[test]
+fn a_profiled_log_runs_at_its_mix_scaled_and_compressed_with_nothing_left() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "kv-read:3,kv-write:1,kv-list:1",
+            "-R",
+            "25",
+            "-z",
+            "4s",
+            "-c",
+            "4",
+            "--secrets",
+            "20",
+            "--audit-path",
+            log.to_str().unwrap(),
+        ],
+    ))
+    .assert_code(0);
+    let w = dir.path().join("w.json");
+    let out = run(url_cmd(&[
+        "profile",
+        log.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]));
+    out.assert_code(0);
+    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    let file = read_json(&w);
+    let text = std::fs::read_to_string(&w).unwrap();
+    assert!(
+        !text.contains("hmac-sha256") && !text.contains("/s1"),
+        "{text}"
+    );
+    let mix = mix_of(&file);
+    for name in ["kv-read", "kv-write", "kv-list"] {
+        assert!(mix.iter().any(|(n, _)| n == name), "{file:#}");
+    }
+    let curve: u64 = file["rate"]["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(curve, file["source"]["requests"].as_u64().unwrap());
+    assert_eq!(file["rate"]["step_s"], 1);
+    let recorded: u64 = mix.iter().map(|m| m.1).sum();
+    let before = server_state(&bao);
+    for (i, (extra, scale)) in [
+        (&[][..], 1),
+        (&["--scale", "2"][..], 2),
+        (&["--speed", "10"][..], 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let results = dir.path().join(format!("r{i}.json"));
+        let ran = run_workload(&bao, &w, &results, extra);
+        let total: u64 = ran.iter().map(|r| r.1).sum();
+        // The schedule places the recorded requests times the scale (its request 0 at the
+        // origin: one more when the last lands a rounding error before the end).
+        let want = recorded * scale;
+        assert!(
+            total == want || total == want + 1,
+            "{extra:?}: {total} sent, {want} wanted: {ran:?}"
+        );
+        for (name, n) in &ran {
+            let Some((_, r)) = mix.iter().find(|m| &m.0 == name) else {
+                panic!("{name} is not in the workload's mix {mix:?}");
+            };
+            let p = *r as f64 / recorded as f64;
+            let got = *n as f64 / total as f64;
+            let sigma = (p * (1.0 - p) / total as f64).sqrt();
+            assert!(
+                (got - p).abs() <= 5.0 * sigma + 0.01,
+                "{extra:?} {name}: {got:.3} of the run, {p:.3} of the log: {ran:?}"
+            );
+        }
+        assert_eq!(server_state(&bao), before, "{extra:?}");
+    }
+}
+
+/// A hand-written file: a curve of 20 requests over 2 s, 10 of them kv-read, 5 of an
+/// operation vblast does not have, 5 unmapped.
+fn hand_written(mix: Value) -> Value {
+    json!({
+        "workload_version": 1,
+        "source": {"files": ["a.log"], "first": null, "last": null, "requests": 20},
+        "mix": mix,
+        "not_run": {"note": "", "operations": [], "unmapped_requests": 5, "unmapped_share": 0.25},
+        "rate": {"step_s": 1, "rule": "", "start": null, "requests": [10, 10]},
+        "fixtures": [{"namespace": "root", "mount": "secret/", "mount_type": "kv",
+                      "distinct_paths": 4, "estimated": false}],
+        "namespaces": [{"namespace": "root", "requests": 20}]
+    })
+}
+
+#[test]
+fn an_operation_vblast_does_not_have_is_named_and_the_rest_runs() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    let file = hand_written(json!([
+        {"name": "kv-read", "requests": 10, "share": 0.5},
+        {"name": "aws-creds", "requests": 5, "share": 0.25}
+    ]));
+    std::fs::write(&w, file.to_string()).unwrap();
+    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    let before = server_state(&bao);
+    let results = dir.path().join("r.json");
+    let mut args = vec![
+        "run",
+        "--workload",
+        w.to_str().unwrap(),
+        "-c",
+        "2",
+        "--output",
+        results.to_str().unwrap(),
+    ];
+    let out = run(vault_cmd(&bao, &args));
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("operation 'aws-creds' of the workload (5 requests, 25.0%) is not run"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        out.stderr.contains("unmapped requests (25.0%)"),
+        "{}",
+        out.show()
+    );
+    // 10 of the 20 requests run: 10 scheduled (11 when the last lands on the end).
+    let ran = ops_of(&read_json(&results));
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert!(
+        ran[0].0 == "kv-read" && (10..=11).contains(&ran[0].1),
+        "{ran:?}"
+    );
+    assert_eq!(server_state(&bao), before);
+    // None left: refused before anything is made.
+    let none = hand_written(json!([{"name": "aws-creds", "requests": 5, "share": 0.25}]));
+    std::fs::write(&w, none.to_string()).unwrap();
+    args.truncate(3);
+    let out = run(vault_cmd(&bao, &args));
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("no operation of the workload is one vblast runs")
+            && out.stderr.contains("aws-creds"),
+        "{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before);
+}
+
+#[test]
+fn bad_scales_speeds_and_files_are_one_message_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    let good = hand_written(json!([{"name": "kv-read", "requests": 10, "share": 0.5}]));
+    std::fs::write(&w, good.to_string()).unwrap();
+    let ws = w.to_str().unwrap();
+    let addr = ["--address", "http://127.0.0.1:1", "--token", "t"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--scale", "0"], "--scale 0: must be above 0"),
+        (vec!["--scale", "-2"], "--scale -2: must be above 0"),
+        (vec!["--speed", "0"], "--speed 0: must be above 0"),
+        (vec!["--speed", "-1"], "--speed -1: must be above 0"),
+        (
+            vec!["--scale", "twice"],
+            "--scale twice: give a number above 0",
+        ),
+    ];
+    for (extra, said) in cases {
+        let mut args = vec!["run", "--workload", ws];
+        args.extend_from_slice(&addr);
+        args.extend_from_slice(&extra);
+        let out = run(url_cmd(&args));
+        out.assert_code(2);
+        assert!(out.stderr.contains(said), "{extra:?}: {}", out.show());
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.show());
+    }
+    let mut versioned = good.clone();
+    versioned["workload_version"] = json!(9);
+    let mut bad_curve = good.clone();
+    bad_curve["rate"]["requests"] = json!([1, 1]);
+    let files = [
+        (
+            versioned.to_string(),
+            "is version 9: this vblast reads version 1",
+        ),
+        (
+            "{\"workload_version\": 1, ".to_string(),
+            "is not a workload: not JSON",
+        ),
+        (
+            json!({"workload_version": 1}).to_string(),
+            "is not a workload: missing field",
+        ),
+        (
+            bad_curve.to_string(),
+            "its rate curve holds 2 requests, source.requests says 20",
+        ),
+    ];
+    for (text, said) in files {
+        std::fs::write(&w, text).unwrap();
+        let mut args = vec!["run", "--workload", ws];
+        args.extend_from_slice(&addr);
+        let out = run(url_cmd(&args));
+        out.assert_code(2);
+        assert!(out.stderr.contains(said), "{said}: {}", out.show());
+    }
+    // --scale without a workload is clap's refusal, exit 2 too.
+    let out = run(url_cmd(&["run", "--op", "kv-read", "--scale", "2"]));
+    out.assert_code(2);
+    assert!(out.stderr.contains("--workload"), "{}", out.show());
+    let missing = dir.path().join("nope.json");
+    let out = run(url_cmd(&[
+        "run",
+        "--workload",
+        missing.to_str().unwrap(),
+        "--address",
+        "http://127.0.0.1:1",
+    ]));
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("cannot read the workload file"),
+        "{}",
+        out.show()
+    );
+}
+
+/// A workload sweep (issue 37, item 4): the scale of a hand-written curve swept against
+/// OpenBao, few and short steps; the answer is a multiple of the recorded traffic with
+/// its interval. No throughput is asserted: only the answer's form and the file's.
+#[test]
+fn a_workload_sweep_answers_as_a_multiple_of_the_recorded_traffic() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    let mut file = hand_written(json!([{"name": "kv-read", "requests": 600, "share": 1.0}]));
+    file["source"]["requests"] = json!(600);
+    file["not_run"]["unmapped_requests"] = json!(0);
+    file["not_run"]["unmapped_share"] = json!(0.0);
+    file["rate"]["requests"] = json!([100, 300, 200]);
+    std::fs::write(&w, file.to_string()).unwrap();
+    let results = dir.path().join("sweep.json");
+    let before = server_state(&bao);
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--speed",
+            "3",
+            "--scale",
+            "0.5..100",
+            "--steps",
+            "3",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "300ms",
+            "--resolution",
+            "50%",
+            "--max-repeats",
+            "1",
+            "--slo",
+            "p50=2s",
+            "-c",
+            "4",
+            "--output",
+            results.to_str().unwrap(),
+        ],
+    ));
+    let answer = out.line("Answer:").to_string();
+    assert!(
+        answer.starts_with("Answer: holds ") && answer.contains("x the recorded traffic"),
+        "{}",
+        out.show()
+    );
+    assert!(answer.contains("CI"), "{}", out.show());
+    out.assert_code(0);
+    crate::schema::assert_valid("results.schema.json", &[&results]);
+    let doc = read_json(&results);
+    assert_eq!(doc["sweep"]["workload"]["speed"], 3.0);
+    assert_eq!(
+        (doc["sweep"]["from"].as_u64(), doc["sweep"]["to"].as_u64()),
+        (Some(50), Some(10000))
+    );
+    assert_eq!(server_state(&bao), before);
+    // A scale range that is not one: exit 2 before anything is made.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--scale",
+            "8..0.5",
+            "--slo",
+            "p99=1s",
+        ],
+    ));
+    out.assert_code(2);
+    assert!(out.stderr.contains("--scale 8..0.5"), "{}", out.show());
+}
