@@ -109,6 +109,10 @@ pub struct Sample {
     /// `handle_request`, and an `approle-login` request is counted there only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle_login_request: Option<TimerTotals>,
+    /// Requests this node sent on to the active node (a standby forwarding a write,
+    /// `vault_ha_rpc_client_forward`); 0 when the telemetry answered without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_token: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -58,8 +58,9 @@ const GAUGES: [&str; 9] = [
 ];
 
 /// The timers a sample keeps (their `_count` and `_sum`), storage backends' aside.
-const TIMERS: [&str; 5] = [
+const TIMERS: [&str; 6] = [
     "vault_core_handle_request",
+    "vault_ha_rpc_client_forward",
     "vault_core_handle_login_request",
     "vault_core_check_token",
     "vault_barrier_get",
@@ -184,6 +185,10 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
     s.server_rss_bytes = gauge("process_resident_memory_bytes");
     s.handle_request = timer("vault_core_handle_request");
     s.handle_login_request = timer("vault_core_handle_login_request");
+    // A standby lists its forwarding timer once it has forwarded: none yet is 0 when the
+    // telemetry answered.
+    s.forwarded = timer("vault_ha_rpc_client_forward")
+        .or_else(|| s.handle_request.map(|_| TimerTotals::default()));
     s.check_token = timer("vault_core_check_token");
     s.barrier_get = timer("vault_barrier_get");
     s.barrier_put = timer("vault_barrier_put");

@@ -154,6 +154,12 @@ pub struct ServerNodeSummary {
     pub rate_limit_violations: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handled: Option<u64>,
+    /// Of those, sent on to the active node (a standby forwarding writes), from the
+    /// server's own `vault.ha.rpc.client.forward`; and the mean time of a forward, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_ms: Option<f64>,
     /// Mean times over the window, milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handle_ms: Option<f64>,
@@ -370,6 +376,8 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
             .filter_map(|i| i.rate_limit_violations)
             .reduce(|a, b| a + b),
         handled: counted(n, c).map(|k| k.handled),
+        forwarded: sum_timer(w, |s| s.forwarded).map(|t| t.count as u64),
+        forward_ms: mean_of(sum_timer(w, |s| s.forwarded)),
         handle_ms: mean_of(handled),
         check_token_ms: mean_of(token),
         barrier_get_ms: mean_of(barrier[0]),
@@ -416,7 +424,15 @@ impl ServerSamples {
             .map(|n| node_summary(n, c, start_ms))
             .collect();
         let counts: Vec<Counted> = self.nodes.iter().filter_map(|n| counted(n, c)).collect();
-        let handled = (!counts.is_empty()).then(|| counts.iter().map(|k| k.handled).sum::<u64>());
+        // A request a standby forwarded is counted by it and again by the active node.
+        let forwarded: u64 = nodes.iter().filter_map(|n| n.forwarded).sum();
+        let handled = (!counts.is_empty()).then(|| {
+            counts
+                .iter()
+                .map(|k| k.handled)
+                .sum::<u64>()
+                .saturating_sub(forwarded)
+        });
         let parts = handled.map_or_else(Vec::new, |_| self.explained_parts(&counts, c));
         let explained = handled.map(|_| parts.iter().map(|(_, n)| n).sum::<u64>());
         let explained_by = parts
@@ -620,6 +636,19 @@ pub fn limit_line(n: &ServerNodeSummary) -> Option<String> {
     Some(line)
 }
 
+/// Which of the node's requests it served itself and which it sent on to the active node,
+/// by the server's own counters (`vault.core.handle_request` counts both; a forwarded
+/// request is counted again by the active node that served it). None without them.
+pub fn served_line(n: &ServerNodeSummary) -> Option<String> {
+    let (h, f) = (n.handled?, n.forwarded?);
+    Some(format!(
+        "served itself {}, forwarded to the active node {f}{} (the server's vault.ha.rpc.client.forward)",
+        h.saturating_sub(f),
+        n.forward_ms
+            .map_or(String::new(), |m| format!(", {m:.3} ms per forward"))
+    ))
+}
+
 /// One node's lines of the "Server" section.
 fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "  {} ({} samples)", n.node, n.samples)?;
@@ -662,6 +691,9 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
             ms(n.barrier_get_ms),
             ms(n.barrier_put_ms)
         )?;
+    }
+    if let Some(line) = served_line(n) {
+        writeln!(o, "    requests        {line}")?;
     }
     if let Some(st) = &n.storage {
         writeln!(

@@ -28,6 +28,7 @@ mod profile;
 mod progress;
 mod protocols;
 mod quotas;
+mod raft;
 mod redaction;
 mod redirects;
 mod reports;
