@@ -194,6 +194,7 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
             }
         )?;
     }
+    super::staleness::write(s, o)?;
     if s.redirects > 0 {
         writeln!(o, "Redirected (307 from a standby): {}", s.redirects)?;
     }

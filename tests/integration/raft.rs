@@ -195,3 +195,28 @@ fn a_raft_node_not_yet_joined_is_named_and_waited_for() {
     let r = rows(&out.json());
     assert_eq!(r[2].0, "standby", "{r:?}");
 }
+
+/// `--op kv-staleness` on raft: the write's figures and one row per standby, from real
+/// rounds; and against one node it is refused with exit status 2 before any setup.
+#[test]
+fn staleness_on_raft_has_a_row_per_standby_and_a_single_node_is_refused() {
+    let c = RaftCluster::start(3);
+    let v = run_json(&c, "kv-staleness", "3", "300");
+    let st = &v["staleness"];
+    assert!(u(&st["write"]["count"]) > 0, "{st}");
+    let standbys = st["standbys"].as_array().expect("standbys");
+    assert_eq!(standbys.len(), 2, "{st}");
+    for s in standbys {
+        let seen = u(&s["delay"]["count"]);
+        assert!(seen + u(&s["not_seen"]) > 0, "{s}");
+        assert!(s["delay"]["ci"]["p50"].is_object() || seen < 3, "{s}");
+    }
+    // One node: refused before setup.
+    let mut one = crate::support::vblast::vblast();
+    one.env("VAULT_TOKEN", &c.token)
+        .env("VAULT_ADDR", &c.addrs[0])
+        .args(["--op", "kv-staleness", "-n", "10"]);
+    let out = run(one);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not a single node"), "{}", out.show());
+}
