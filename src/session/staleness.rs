@@ -20,7 +20,7 @@ pub const VISIBLE_WAIT: Duration = Duration::from_secs(5);
 const ROUND_PAUSE: Duration = Duration::from_millis(20);
 
 /// A probe running in a thread of its own.
-pub struct Probe {
+pub struct StalenessProbe {
     done: Arc<AtomicBool>,
     handle: Option<JoinHandle<Staleness>>,
 }
@@ -56,10 +56,14 @@ fn version_of(v: &serde_json::Value) -> Option<u64> {
         .or_else(|| v["data"]["metadata"]["version"].as_u64())
 }
 
-impl Probe {
+impl StalenessProbe {
     /// Starts the rounds: `active` writes `path` (`/v1/<mount>/data/<name>`), each of
     /// `standbys` (address, client) reads it.
-    pub fn start(mut active: Client, standbys: Vec<(String, Client)>, path: String) -> Probe {
+    pub fn start(
+        mut active: Client,
+        standbys: Vec<(String, Client)>,
+        path: String,
+    ) -> StalenessProbe {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let handle = std::thread::Builder::new()
@@ -89,7 +93,7 @@ impl Probe {
                 out
             })
             .ok();
-        Probe { done, handle }
+        StalenessProbe { done, handle }
     }
 
     /// Ends the rounds (after the one under way) and gives what they measured.
@@ -102,7 +106,7 @@ impl Probe {
     }
 }
 
-impl Drop for Probe {
+impl Drop for StalenessProbe {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
     }
@@ -223,7 +227,7 @@ impl crate::session::Session {
     }
 
     /// The probe beside a step, when the run measures staleness.
-    pub(super) fn start_staleness(&self) -> Option<Probe> {
+    pub(super) fn start_staleness(&self) -> Option<StalenessProbe> {
         let path = self.staleness_path()?;
         let c = self.cluster.as_ref()?;
         let timeout = self.timeout.min(VISIBLE_WAIT);
@@ -236,6 +240,6 @@ impl crate::session::Session {
                 (t.base(), client)
             })
             .collect();
-        Some(Probe::start(active, standbys, path))
+        Some(StalenessProbe::start(active, standbys, path))
     }
 }
