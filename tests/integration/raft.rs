@@ -83,6 +83,11 @@ fn three_raft_nodes_serve_reads_on_standbys_and_forward_writes() {
     );
     // Reads: served where they landed, nothing forwarded.
     assert!(forwarded(&v).iter().all(|f| *f == Some(0)), "{v}");
+    // Raft's own figures, per node, from its telemetry.
+    for n in v["server"]["nodes"].as_array().expect("server nodes") {
+        assert!(n["raft"]["applied_index"].as_f64() > Some(0.0), "{n}");
+        assert!(n["raft"]["leader_changes"].is_u64(), "{n}");
+    }
 
     let v = run_json(&c, "kv-write", "3", "300");
     let r = rows(&v);
