@@ -13,6 +13,7 @@ pub mod html;
 pub mod json;
 pub mod nodes;
 pub mod page;
+pub mod staleness;
 pub mod tails;
 pub mod text;
 pub mod verbose;
@@ -333,6 +334,9 @@ pub struct Summary {
     /// Several nodes as one target: the windows in which requests failed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<nodes::WindowSummary>,
+    /// `--op kv-staleness`: the standbys' delays behind the active node's writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staleness: Option<staleness::StalenessSummary>,
     /// Answers 429 from a rate-limit quota (part of `failed`, not of `errors`).
     #[serde(skip_serializing_if = "is_zero")]
     pub throttled: u64,
@@ -553,6 +557,7 @@ impl Summary {
             timeline: timeline(stats, secs),
             nodes: nodes::nodes(stats),
             windows: nodes::windows(stats),
+            staleness: stats.staleness.as_ref().map(staleness::summary),
             throttled: stats.throttled,
             retry_after_s: stats.retry_after_s,
             redirects: stats.redirects,

@@ -100,19 +100,55 @@ pub fn write_after_peer_layout(s: &super::Summary, o: &mut dyn Write) -> io::Res
     write(s, o)
 }
 
-/// The per-node table and the windows, after the totals.
+/// Per node, from its own telemetry (the "Server" section): the requests it served itself
+/// and those it forwarded to the active node. Empty when no node was sampled.
+fn served_by_node(s: &super::Summary) -> Vec<(String, u64, u64)> {
+    let Some(server) = &s.server else {
+        return Vec::new();
+    };
+    server
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let (h, f) = (n.handled?, n.forwarded?);
+            Some((n.node.clone(), h.saturating_sub(f), f))
+        })
+        .collect()
+}
+
+/// The per-node table and the windows, after the totals; with the nodes' own counts of
+/// what they served and forwarded when they were sampled.
 pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
     if !s.nodes.is_empty() {
         writeln!(o)?;
+        let served = served_by_node(s);
         writeln!(
             o,
-            "{:<5} {:<26} {:<10} {:>9} {:>9} {:>11} {:>10} {:>10} {:>9} {:>9}",
-            "node", "address", "role", "requests", "ok", "rate", "p50", "p99", "throttled", "307"
+            "{:<5} {:<26} {:<10} {:>9} {:>9} {:>11} {:>10} {:>10} {:>9} {:>9}{}",
+            "node",
+            "address",
+            "role",
+            "requests",
+            "ok",
+            "rate",
+            "p50",
+            "p99",
+            "throttled",
+            "307",
+            if served.is_empty() {
+                ""
+            } else {
+                "    served forwarded"
+            }
         )?;
         for n in &s.nodes {
+            let own = served
+                .iter()
+                .find(|(a, ..)| *a == n.addr)
+                .map_or(String::new(), |(_, h, f)| format!(" {h:>9} {f:>9}"));
             writeln!(
                 o,
-                "{:<5} {:<26} {:<10} {:>9} {:>9} {:>11.2} {:>10} {:>10} {:>9} {:>9}",
+                "{:<5} {:<26} {:<10} {:>9} {:>9} {:>11.2} {:>10} {:>10} {:>9} {:>9}{own}",
                 n.node,
                 n.addr,
                 n.role,
@@ -158,6 +194,7 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
             }
         )?;
     }
+    super::staleness::write(s, o)?;
     if s.redirects > 0 {
         writeln!(o, "Redirected (307 from a standby): {}", s.redirects)?;
     }

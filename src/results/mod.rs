@@ -159,7 +159,8 @@ impl Results {
             warmup: s.run.warmup_s > 0.0,
             answered: s
                 .requests
-                .saturating_sub(e.connect + e.read + e.write + e.timeout),
+                .saturating_sub(e.connect + e.read + e.write + e.timeout)
+                + self.stats.staleness.as_ref().map_or(0, |st| st.requests),
             mean_ms: s.latency_ms.mean,
             connections: s.run.connections,
             interrupted: s.run.interrupted,

@@ -109,6 +109,10 @@ pub struct Sample {
     /// `handle_request`, and an `approle-login` request is counted there only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle_login_request: Option<TimerTotals>,
+    /// Requests this node sent on to the active node (a standby forwarding a write,
+    /// `vault_ha_rpc_client_forward`); 0 when the telemetry answered without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_token: Option<TimerTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +145,10 @@ pub struct Sample {
     pub host_mem_used_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_mem_total_bytes: Option<u64>,
+    /// Integrated storage's own figures (a raft node's telemetry; boxed: most nodes have
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft: Option<Box<Raft>>,
     /// Boxed, as `client`: most samples have neither, and a long run keeps every sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Box<Process>>,
@@ -148,4 +156,27 @@ pub struct Sample {
     /// whether the client itself gave out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<Box<Process>>,
+}
+
+/// A raft node's figures at one instant (`sys/metrics`): its commit and FSM apply timers
+/// (cumulative), the entries committed but not yet applied (`fsm_pending`), its applied
+/// index and term (a new term is a leader election), on the leader the followers' lag
+/// behind its applied index (summed over them), and its BoltDB freelist.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Raft {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<TimerTotals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<TimerTotals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm_pending: Option<f64>,
+    pub applied_index: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub term: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followers_lag: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_free_pages: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_freelist_bytes: Option<f64>,
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use super::NodeApi;
 use crate::error::Cause;
 
-use super::sample::{CgroupCpu, HostCpu, Process, Sample, TimerTotals};
+use super::sample::{CgroupCpu, HostCpu, Process, Raft, Sample, TimerTotals};
 
 /// Storage backends whose telemetry names a `get` and `put` timer (`vault.<name>.get`).
 const STORAGE: [&str; 14] = [
@@ -45,7 +45,13 @@ pub enum Form {
 pub type Values = HashMap<String, f64>;
 
 /// The gauges a sample keeps, by their Prometheus names.
-const GAUGES: [&str; 9] = [
+const GAUGES: [&str; 15] = [
+    "vault_raft_storage_stats_fsm_pending",
+    "vault_raft_storage_stats_applied_index",
+    "vault_raft_storage_stats_term",
+    "vault_raft_storage_follower_applied_index_delta",
+    "vault_raft_storage_bolt_freelist_free_pages",
+    "vault_raft_storage_bolt_freelist_allocated_bytes",
     "vault_core_in_flight_requests",
     "vault_runtime_num_goroutines",
     "vault_runtime_alloc_bytes",
@@ -58,8 +64,11 @@ const GAUGES: [&str; 9] = [
 ];
 
 /// The timers a sample keeps (their `_count` and `_sum`), storage backends' aside.
-const TIMERS: [&str; 5] = [
+const TIMERS: [&str; 8] = [
+    "vault_raft_commitTime",
+    "vault_raft_fsm_applyBatch",
     "vault_core_handle_request",
+    "vault_ha_rpc_client_forward",
     "vault_core_handle_login_request",
     "vault_core_check_token",
     "vault_barrier_get",
@@ -184,7 +193,23 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
     s.server_rss_bytes = gauge("process_resident_memory_bytes");
     s.handle_request = timer("vault_core_handle_request");
     s.handle_login_request = timer("vault_core_handle_login_request");
+    // A standby lists its forwarding timer once it has forwarded: none yet is 0 when the
+    // telemetry answered.
+    s.forwarded = timer("vault_ha_rpc_client_forward")
+        .or_else(|| s.handle_request.map(|_| TimerTotals::default()));
     s.check_token = timer("vault_core_check_token");
+    s.raft = gauge("vault_raft_storage_stats_applied_index").map(|applied| {
+        Box::new(Raft {
+            commit: timer("vault_raft_commitTime"),
+            apply: timer("vault_raft_fsm_applyBatch"),
+            fsm_pending: gauge("vault_raft_storage_stats_fsm_pending"),
+            applied_index: applied,
+            term: gauge("vault_raft_storage_stats_term"),
+            followers_lag: gauge("vault_raft_storage_follower_applied_index_delta"),
+            bolt_free_pages: gauge("vault_raft_storage_bolt_freelist_free_pages"),
+            bolt_freelist_bytes: gauge("vault_raft_storage_bolt_freelist_allocated_bytes"),
+        })
+    });
     s.barrier_get = timer("vault_barrier_get");
     s.barrier_put = timer("vault_barrier_put");
     for name in STORAGE {

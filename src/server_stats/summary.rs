@@ -154,6 +154,12 @@ pub struct ServerNodeSummary {
     pub rate_limit_violations: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handled: Option<u64>,
+    /// Of those, sent on to the active node (a standby forwarding writes), from the
+    /// server's own `vault.ha.rpc.client.forward`; and the mean time of a forward, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_ms: Option<f64>,
     /// Mean times over the window, milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handle_ms: Option<f64>,
@@ -176,11 +182,81 @@ pub struct ServerNodeSummary {
     pub barrier_ms_per_request: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_ms_per_request: Option<f64>,
+    /// Integrated storage's figures over the window (a raft node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft: Option<RaftSummary>,
     /// The sources that did not answer, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
     /// The timeline: one interval per pair of neighbouring samples.
     pub intervals: Vec<Interval>,
+}
+
+/// A raft node over the window: mean commit and FSM apply times (ms), the peak of the
+/// entries waiting to be applied, the last applied index, the peak of the followers' lag
+/// (on the leader), the leader elections (new terms), the BoltDB freelist at the end, and
+/// the data written per second (`/proc/PID/io`, with `--server-pid`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RaftSummary {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm_pending_peak: Option<f64>,
+    pub applied_index: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followers_lag_peak: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_changes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_free_pages: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_freelist_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_s_peak: Option<f64>,
+}
+
+fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
+    let rafts: Vec<&super::sample::Raft> = w.iter().filter_map(|s| s.raft.as_deref()).collect();
+    let (first, last) = (rafts.first()?, rafts.last()?);
+    let peak_of = |f: fn(&super::sample::Raft) -> Option<f64>| peak(rafts.iter().map(|r| f(r)));
+    Some(RaftSummary {
+        commit_ms: mean_of(timer_delta(first.commit, last.commit)),
+        apply_ms: mean_of(timer_delta(first.apply, last.apply)),
+        fsm_pending_peak: peak_of(|r| r.fsm_pending),
+        applied_index: last.applied_index,
+        followers_lag_peak: peak_of(|r| r.followers_lag),
+        leader_changes: match (first.term, last.term) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0) as u64),
+            _ => None,
+        },
+        bolt_free_pages: last.bolt_free_pages,
+        bolt_freelist_bytes: last.bolt_freelist_bytes,
+        write_bytes_per_s_peak: peak(intervals.iter().map(|i| i.write_bytes_per_s)),
+    })
+}
+
+/// The raft line of a node, after "raft": None for a node without raft figures.
+pub fn raft_line(n: &ServerNodeSummary) -> Option<String> {
+    let r = n.raft.as_ref()?;
+    let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+    Some(format!(
+        "commit {}   apply {}   fsm_pending peak {}   applied index {:.0}   followers' lag peak {}   leader changes {}   BoltDB free pages {} ({})   writes {}",
+        ms(r.commit_ms),
+        ms(r.apply_ms),
+        num(r.fsm_pending_peak),
+        r.applied_index,
+        num(r.followers_lag_peak),
+        r.leader_changes.map_or("-".into(), |c| c.to_string()),
+        num(r.bolt_free_pages),
+        mib(r.bolt_freelist_bytes),
+        r.write_bytes_per_s_peak
+            .map_or("- (--server-pid reads them)".into(), |b| format!(
+                "peak {}/s",
+                mib(Some(b))
+            )),
+    ))
 }
 
 /// Where a node's CPU limit (its cgroup's quota) was looked for.
@@ -370,6 +446,8 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
             .filter_map(|i| i.rate_limit_violations)
             .reduce(|a, b| a + b),
         handled: counted(n, c).map(|k| k.handled),
+        forwarded: sum_timer(w, |s| s.forwarded).map(|t| t.count as u64),
+        forward_ms: mean_of(sum_timer(w, |s| s.forwarded)),
         handle_ms: mean_of(handled),
         check_token_ms: mean_of(token),
         barrier_get_ms: mean_of(barrier[0]),
@@ -384,6 +462,7 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         barrier_ms_per_request: per_request(&barrier),
         storage_ms_per_request: per_request(&storage),
         missing: n.missing.clone(),
+        raft: raft_summary(w, &intervals),
         intervals,
     }
 }
@@ -416,7 +495,15 @@ impl ServerSamples {
             .map(|n| node_summary(n, c, start_ms))
             .collect();
         let counts: Vec<Counted> = self.nodes.iter().filter_map(|n| counted(n, c)).collect();
-        let handled = (!counts.is_empty()).then(|| counts.iter().map(|k| k.handled).sum::<u64>());
+        // A request a standby forwarded is counted by it and again by the active node.
+        let forwarded: u64 = nodes.iter().filter_map(|n| n.forwarded).sum();
+        let handled = (!counts.is_empty()).then(|| {
+            counts
+                .iter()
+                .map(|k| k.handled)
+                .sum::<u64>()
+                .saturating_sub(forwarded)
+        });
         let parts = handled.map_or_else(Vec::new, |_| self.explained_parts(&counts, c));
         let explained = handled.map(|_| parts.iter().map(|(_, n)| n).sum::<u64>());
         let explained_by = parts
@@ -620,6 +707,19 @@ pub fn limit_line(n: &ServerNodeSummary) -> Option<String> {
     Some(line)
 }
 
+/// Which of the node's requests it served itself and which it sent on to the active node,
+/// by the server's own counters (`vault.core.handle_request` counts both; a forwarded
+/// request is counted again by the active node that served it). None without them.
+pub fn served_line(n: &ServerNodeSummary) -> Option<String> {
+    let (h, f) = (n.handled?, n.forwarded?);
+    Some(format!(
+        "served itself {}, forwarded to the active node {f}{} (the server's vault.ha.rpc.client.forward)",
+        h.saturating_sub(f),
+        n.forward_ms
+            .map_or(String::new(), |m| format!(", {m:.3} ms per forward"))
+    ))
+}
+
 /// One node's lines of the "Server" section.
 fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "  {} ({} samples)", n.node, n.samples)?;
@@ -663,6 +763,9 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
             ms(n.barrier_put_ms)
         )?;
     }
+    if let Some(line) = served_line(n) {
+        writeln!(o, "    requests        {line}")?;
+    }
     if let Some(st) = &n.storage {
         writeln!(
             o,
@@ -670,6 +773,9 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
             ms(n.storage_get_ms),
             ms(n.storage_put_ms)
         )?;
+    }
+    if let Some(line) = raft_line(n) {
+        writeln!(o, "    raft            {line}")?;
     }
     if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {
         writeln!(o, "    rate-limit violations {v:.0}")?;

@@ -90,7 +90,29 @@ pub struct Prober {
     pub timeout: Duration,
 }
 
+/// How long a run waits for nodes that have not joined the raft cluster yet (sealed, with
+/// fewer servers in the active node's raft configuration than nodes given) before it goes
+/// on without them (docs/clusters.md).
+pub const JOIN_WAIT: Duration = Duration::from_secs(30);
+
 impl Prober {
+    /// The servers of the active node's raft configuration
+    /// (`sys/storage/raft/configuration`, which needs the token); None on other storage,
+    /// or when the token may not read it.
+    pub fn raft_servers(&self, active: &Target, token: Option<&str>) -> Option<usize> {
+        let mut c = self.client(active);
+        if let Some(t) = token {
+            c = c.with_token(t);
+        }
+        let r = c
+            .request_root("GET", "/v1/sys/storage/raft/configuration", None)
+            .ok()?;
+        if r.status != 200 {
+            return None;
+        }
+        Some(r.json()?["data"]["config"]["servers"].as_array()?.len())
+    }
+
     fn client(&self, t: &Target) -> Client {
         let (config, name) = match &self.tls {
             Some((c, forced)) => {
@@ -261,6 +283,76 @@ impl Drop for Watcher {
     }
 }
 
+/// The sealed nodes of a raft cluster whose configuration lists fewer servers than the
+/// nodes given: nodes that have not joined yet. Each is named, and waited for up to
+/// `JOIN_WAIT`; the view when they have joined, or at the bound (the run goes on with the
+/// others, and says so).
+fn wait_for_joins(
+    prober: &Prober,
+    targets: &[Target],
+    mut view: ClusterView,
+    token: Option<&str>,
+) -> ClusterView {
+    let unjoined = |v: &ClusterView| -> Vec<usize> {
+        let Some(active) = v.active() else {
+            return Vec::new();
+        };
+        let sealed: Vec<usize> = (0..v.nodes.len())
+            .filter(|&i| {
+                matches!(
+                    v.nodes[i].state,
+                    NodeState::Sealed | NodeState::Uninitialized
+                )
+            })
+            .collect();
+        if sealed.is_empty() {
+            return sealed;
+        }
+        match prober.raft_servers(&targets[active], token) {
+            Some(servers) if servers < targets.len() => sealed,
+            _ => Vec::new(),
+        }
+    };
+    let waiting = unjoined(&view);
+    if waiting.is_empty() {
+        return view;
+    }
+    let names = |w: &[usize]| {
+        w.iter()
+            .map(|&i| format!("node {i} {}", targets[i].base()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    eprintln!(
+        "vblast: {} not joined the raft cluster yet (sealed, and the active node's raft configuration lists fewer servers than the nodes given): waiting up to {} s",
+        names(&waiting),
+        JOIN_WAIT.as_secs()
+    );
+    let deadline = std::time::Instant::now() + JOIN_WAIT;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        view = prober.probe(targets);
+        // Joined is not yet unsealed: each named node is waited for until it serves.
+        let still: Vec<usize> = waiting
+            .iter()
+            .copied()
+            .filter(|&i| !view.nodes[i].state.is_unsealed())
+            .collect();
+        if still.is_empty() {
+            eprintln!("vblast: every node has joined");
+            return view;
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "vblast: {} did not join within {} s: the load goes to the others",
+                names(&still),
+                JOIN_WAIT.as_secs()
+            );
+            return view;
+        }
+    }
+}
+
 /// A cluster target: its nodes, how they looked before the run, and the active node
 /// (moved by the watcher during `--nodes active` steps).
 pub(super) struct ClusterRun {
@@ -355,6 +447,8 @@ impl ClusterRun {
             timeout: scenario.load.timeout.min(Duration::from_secs(5)),
         };
         let view = prober.probe(&targets);
+        view.check()?;
+        let view = wait_for_joins(&prober, &targets, view, scenario.token.0.as_deref());
         let active = view.check()?;
         Ok(ClusterRun {
             targets,

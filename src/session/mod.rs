@@ -13,6 +13,7 @@ pub mod one_step;
 mod open;
 mod setup;
 pub mod shard;
+pub mod staleness;
 mod step;
 pub mod url_request;
 

@@ -114,12 +114,17 @@ impl Session {
             }
             Workload::Vault(choices) => {
                 session.fixtures = ops::build(choices).map_err(Error::input)?;
+                session.check_staleness_target()?;
                 if let Err(e) = session.set_up(scenario.no_setup) {
                     // Whatever was created half-way goes now, before the error is shown.
                     session.close_reporting();
                     return Err(stop.signal().map_or(e, Error::Stopped));
                 }
                 session.wait_for_standbys();
+                if let Err(e) = session.check_standby_reads() {
+                    session.close_reporting();
+                    return Err(e);
+                }
                 for (fixture, choice) in session.fixtures.iter().zip(choices) {
                     session
                         .operations

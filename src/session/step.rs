@@ -62,11 +62,14 @@ impl Session {
                 ..plan.clone()
             };
             let watcher = cluster.watcher();
+            let probe = self.start_staleness();
             let outcome = self.run_plan(&plan, &layout, progress);
             if let Some(w) = watcher {
                 w.stop();
             }
+            let staleness = probe.map(|p| p.stop());
             let mut outcome = outcome?;
+            outcome.stats.staleness = staleness;
             elapsed += outcome.stats.elapsed_s;
             at_second = crate::stats::nodes::place_step(&mut outcome.stats, at_second);
             match &mut total {

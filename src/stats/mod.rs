@@ -10,6 +10,7 @@ pub mod interval;
 pub mod kept;
 pub mod nodes;
 pub mod phases;
+pub mod staleness;
 pub mod timeline;
 
 pub use timeline::{Second, TIMELINE_MAX_SECONDS, Timeline};
@@ -529,6 +530,9 @@ pub struct Stats {
     /// answer's body, redacted (`failed_answer`; at most `MAX_LENGTHS` statuses).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_answers: BTreeMap<u16, String>,
+    /// `--op kv-staleness`: how far the standbys' reads lagged the active node's writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staleness: Option<crate::stats::staleness::Staleness>,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -603,6 +607,11 @@ impl Stats {
         self.kept_alive += o.kept_alive;
         self.waiting.add(&o.waiting);
         crate::stats::nodes::merge_nodes(&mut self.nodes, &o.nodes);
+        if let Some(st) = &o.staleness {
+            self.staleness
+                .get_or_insert_with(Default::default)
+                .merge(st);
+        }
         crate::stats::nodes::merge_windows(&mut self.windows, &o.windows);
         self.throttled += o.throttled;
         self.retry_after_s = self.retry_after_s.max(o.retry_after_s);

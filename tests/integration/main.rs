@@ -30,6 +30,7 @@ mod progress;
 mod protocols;
 mod push;
 mod quotas;
+mod raft;
 mod redaction;
 mod redirects;
 mod replay;

@@ -220,6 +220,22 @@ pub const DELETE: OpInfo = OpInfo {
     bounds: BOUNDS,
 };
 
+pub const STALENESS: OpInfo = OpInfo {
+    name: "kv-staleness",
+    about: "How stale a standby's reads are: a probe writes new versions of one secret on the active node and times each standby until it shows them; the load itself is kv-read's",
+    request: "GET /v1/<mount>/data/s<i> under load; the probe: POST /v1/<mount>/data/staleness on the active node, GET it on each standby",
+    doc: STALENESS_DOC,
+    options: OPTIONS,
+    also: ALSO,
+    config_from,
+    build: build_staleness,
+    vault_benchmark: VaultBenchmark::NoType,
+    fixture: Fixture::Shared,
+    bounds: BOUNDS,
+};
+
+const STALENESS_DOC: &str = "Needs a cluster whose standbys answer reads themselves (OpenBao on raft or PostgreSQL HA storage; `--nodes all`): a single node, or standbys that forward reads, are refused with exit status 2. KV v2 in a mount of its own (no `--mount`, no `--no-setup`). Round after round, beside the run's load, a probe writes a new version of `staleness` on the active node and polls it on every standby (`X-Vault-No-Request-Forwarding`) until that version shows, up to 5 s; the report gives the write's time and each standby's delay as percentiles with their confidence intervals (docs/clusters.md). With `--mix` the other operations are the background load the staleness is measured under.";
+
 const CUBBY_OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         help: "secrets written to the token's cubbyhole under a fresh prefix",
@@ -314,6 +330,8 @@ fn parse_config(v: &Value) -> Result<KvConfig, Cause> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum KvKind {
     Read,
+    /// kv-read's requests under load, and the staleness probe's secret.
+    Staleness,
     Write,
     List,
     Delete,
@@ -325,6 +343,10 @@ pub(crate) fn build_read(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
 
 fn build_write(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
     Ok(Box::new(KvOp::new(KvKind::Write, parse_config(v)?)))
+}
+
+fn build_staleness(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
+    Ok(Box::new(KvOp::new(KvKind::Staleness, parse_config(v)?)))
 }
 
 fn build_list(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
@@ -389,6 +411,7 @@ impl KvOp {
             kind,
             name: match kind {
                 KvKind::Read => READ.name,
+                KvKind::Staleness => STALENESS.name,
                 KvKind::Write => WRITE.name,
                 KvKind::List => LIST.name,
                 KvKind::Delete => DELETE.name,
@@ -420,6 +443,13 @@ impl KvOp {
 
 impl VaultOp for KvOp {
     fn check(&self, ctx: &SetupCtx) -> Result<(), Error> {
+        if self.kind == KvKind::Staleness
+            && (ctx.no_setup || self.config.mount.is_some() || self.config.version != 2)
+        {
+            return Err(Error::input(
+                "kv-staleness writes versions of a secret in a KV v2 mount of its own: it takes no --mount, --kv-version 1 or --no-setup",
+            ));
+        }
         if ctx.no_setup && self.config.mount.as_deref() == Some(CUBBYHOLE) {
             return Err(Error::input(format!(
                 "{} writes its secrets to the token's cubbyhole and cannot run with --no-setup",
@@ -446,7 +476,7 @@ impl VaultOp for KvOp {
     fn operation(&self) -> Operation {
         let kv = self.fixture();
         let mut op = match self.kind {
-            KvKind::Read => read(&kv),
+            KvKind::Read | KvKind::Staleness => read(&kv),
             KvKind::Write => write(&kv, self.config.secret_size),
             KvKind::List => list(&kv),
             KvKind::Delete => delete(&kv),
@@ -481,6 +511,17 @@ impl VaultOp for KvOp {
             });
         }
         out
+    }
+
+    fn staleness_path(&self) -> Option<String> {
+        (self.kind == KvKind::Staleness).then(|| {
+            let kv = self.fixture();
+            format!(
+                "/v1/{}/data/{}staleness",
+                kv.mount.trim_matches('/'),
+                kv.prefix
+            )
+        })
     }
 
     fn ready_on(&self, client: &mut Client) -> Result<bool, Cause> {

@@ -1,7 +1,7 @@
 //! The operation registry: every Vault operation vblast knows, by name, with its options,
 //! its config, its setup before the clock, the requests it sends, how a response is judged
 //! and its cleanup after the run. One file per family, as vault-benchmark
-//! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete,
+//! keeps one file per test type: `kv` (kv-read, kv-write, kv-list, kv-delete, kv-staleness,
 //! cubbyhole-read, cubbyhole-write), `cert`, `auth` (approle-login, userpass-login), `jwt`,
 //! `token`, `transit`, `pki`, `ssh` (ssh-sign, ssh-issue), `totp` (totp-generate, totp-read, totp-create), `database` (db-creds), `identity`, `redis` (redis-creds,
 //! redis-static-creds), `rabbitmq` (rabbitmq-creds), `kube` (kube-login, kube-creds), `login_read` (the login-read scenario) and
@@ -92,6 +92,11 @@ pub trait VaultOp: Send {
     fn ready_on(&self, _client: &mut Client) -> Result<bool, Cause> {
         Ok(true)
     }
+    /// `kv-staleness`: the secret (`/v1/<mount>/data/<name>`) whose new versions the
+    /// staleness probe writes and reads (src/session/staleness.rs); None for the others.
+    fn staleness_path(&self) -> Option<String> {
+        None
+    }
     /// What is on the server because of this operation and must be removed.
     fn created(&self) -> Vec<Created>;
     /// Removes what `created` lists. Idempotent.
@@ -152,11 +157,12 @@ pub struct OpInfo {
 
 /// Every operation, in the order `--list-ops` shows them.
 pub fn registry() -> &'static [OpInfo] {
-    static ALL: [OpInfo; 38] = [
+    static ALL: [OpInfo; 39] = [
         kv::READ,
         kv::WRITE,
         kv::LIST,
         kv::DELETE,
+        kv::STALENESS,
         kv::CUBBY_READ,
         kv::CUBBY_WRITE,
         cert::LOGIN,

@@ -4,6 +4,7 @@
 //!
 //! - `openbao`: OpenBao dev servers and what a run leaves on them.
 //! - `cluster`: a real OpenBao HA cluster (PostgreSQL storage, or raft).
+//! - `raft`: a raft cluster started by tools/raft-cluster.sh.
 //! - `nginx`: nginx with canned Vault-shaped responses.
 //! - `postgres`, `mariadb`: private database servers for db-creds.
 //! - `redis`: a private redis-server for the redis secrets types.
@@ -34,6 +35,7 @@ pub mod postgres;
 pub mod process;
 pub mod prometheus;
 pub mod rabbitmq;
+pub mod raft;
 pub mod raw;
 pub mod redis;
 pub mod run;
