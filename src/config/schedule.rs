@@ -325,6 +325,9 @@ impl Schedule {
             Schedule::Steps(steps) => {
                 Schedule::Steps(steps.iter().map(|&(r, d)| (r * factor, d)).collect())
             }
+            // Recorded instants are scaled where they are placed (`replay::schedule`, which
+            // spreads a scaled second's arrivals over it); no sweep holds them.
+            Schedule::Instants(i) => Schedule::Instants(i.clone()),
         }
     }
 
