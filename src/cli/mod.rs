@@ -16,6 +16,7 @@ pub mod shards;
 pub mod source;
 pub mod sweep;
 pub mod target;
+pub mod threshold;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -138,4 +139,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub server: server::ServerArgs,
+
+    #[command(flatten)]
+    pub thresholds: threshold::ThresholdArgs,
 }

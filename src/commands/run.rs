@@ -12,6 +12,7 @@ use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
 use super::Given;
+use super::threshold::AbortWatch;
 use super::scenario::{Planned, plan, sharding};
 
 /// Runs `vblast [run] ...`.
@@ -112,6 +113,7 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
             load(
                 scenario,
                 &planned.output,
+                &planned.thresholds,
                 opts,
                 metrics.as_ref(),
                 stop,
@@ -126,12 +128,15 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
 fn load(
     scenario: &Scenario,
     output: &Output,
+    thresholds: &crate::threshold::ThresholdPlan,
     opts: &RunOptions,
     metrics: Option<&crate::metrics::Metrics>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
     let cli = &opts.show;
+    let abort = AbortWatch::new(thresholds, stop);
+    let watch = |p: &[crate::engine::Totals]| abort.see(p);
     let showing = Showing {
         quiet: cli.quiet,
         progress: cli.progress,
@@ -139,7 +144,10 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(output.format, OutputFormat::Ab),
         },
-        watch: None,
+        watch: thresholds
+            .abort_after
+            .is_some()
+            .then_some(&watch as crate::engine::ProgressFn<'_>),
         server: opts.server.as_ref(),
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
@@ -149,7 +157,15 @@ fn load(
     let mut results = ran.results;
     results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
     results.confidence = output.confidence;
-    let summary = results.summary();
+    let mut summary = results.summary();
+    results.thresholds = crate::report::thresholds::judge(&summary, &thresholds.set);
+    summary.thresholds = results.thresholds.clone();
+    if let Some(m) = metrics {
+        m.set_thresholds(&summary.thresholds);
+    }
+    if let Some(t) = abort.broken() {
+        eprintln!("vblast: stopped early: the threshold {t} is broken on the figures so far (--threshold-abort)");
+    }
     let tally = Tally {
         requests: summary.requests,
         ok: summary.ok,
@@ -186,10 +202,15 @@ fn load(
         eprintln!("vblast: warning: {w}");
         return (Ending::ScheduleNotKept, tally);
     }
-    if !cli.allow_errors && summary.failed > 0 {
+    if let Some(ending) = super::threshold::ending(&summary.thresholds) {
+        return (ending, tally);
+    }
+    // A threshold on errors or success says how many failures are fine.
+    let allow_errors = cli.allow_errors || thresholds.bounds_failures();
+    if !allow_errors && summary.failed > 0 {
         return (Ending::FailedRequests, tally);
     }
-    if !cli.allow_errors && summary.requests == 0 {
+    if !allow_errors && summary.requests == 0 {
         eprintln!("vblast: no request completed");
         return (Ending::FailedRequests, tally);
     }
