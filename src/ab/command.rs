@@ -179,11 +179,15 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     results.run.cleanup_s = 0.0;
     let mut style = opts.style();
     style.tls = results.tls_probe.clone();
+    let stopped = aborting
+        .broken()
+        .map(|t| crate::commands::threshold::stopped_early(&t));
+    if let Some(note) = &stopped {
+        results.stats.say(note);
+        eprintln!("vblast: {note}");
+    }
     let mut summary = results.summary();
     summary.thresholds = report::thresholds::judge(&summary, &thresholds.set);
-    if let Some(t) = aborting.broken() {
-        eprintln!("vblast: stopped early: the threshold {t} is broken on the figures so far (--threshold-abort)");
-    }
     let mut text = Vec::new();
     let _ = super::report::render_with(&summary, &style, &mut text);
     let _ = report::thresholds::write_text(&summary.thresholds, &mut text);

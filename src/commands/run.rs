@@ -12,8 +12,8 @@ use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
 
 use super::Given;
-use super::threshold::AbortWatch;
 use super::scenario::{Planned, plan, sharding};
+use super::threshold::{AbortWatch, stopped_early};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -155,6 +155,9 @@ fn load(
         Err(e) => return (Ending::Failed(e), Tally::default()),
     };
     let mut results = ran.results;
+    if let Some(t) = abort.broken() {
+        results.stats.say(&stopped_early(&t));
+    }
     results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
     results.confidence = output.confidence;
     let mut summary = results.summary();
@@ -164,7 +167,7 @@ fn load(
         m.set_thresholds(&summary.thresholds);
     }
     if let Some(t) = abort.broken() {
-        eprintln!("vblast: stopped early: the threshold {t} is broken on the figures so far (--threshold-abort)");
+        eprintln!("vblast: {}", stopped_early(&t));
     }
     let tally = Tally {
         requests: summary.requests,

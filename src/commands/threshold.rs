@@ -10,12 +10,12 @@ use crate::cli::threshold::ThresholdArgs;
 use crate::config::scenario::{Scenario, Workload};
 use crate::engine::Totals;
 use crate::error::{Ending, Error};
-use crate::vault_benchmark::hcl::VbConfig;
 use crate::signals::Stop;
 use crate::stats::figures::{BUCKETS_US, Figures};
 use crate::threshold::{
     Observed, Threshold, ThresholdMetric, ThresholdPlan, ThresholdResult, ThresholdVerdict,
 };
+use crate::vault_benchmark::hcl::VbConfig;
 
 /// The names a threshold may give as its operation: each operation's row in the report
 /// (a vault-benchmark test's name; `url` for a URL).
@@ -57,7 +57,8 @@ pub fn checked(
             "--threshold-abort stops a run on a broken threshold: give one with --threshold",
         ));
     }
-    crate::threshold::check(&set, Some(&op_names(scenario))).map_err(|e| Error::input(e.to_string()))?;
+    crate::threshold::check(&set, Some(&op_names(scenario)))
+        .map_err(|e| Error::input(e.to_string()))?;
     Ok(ThresholdPlan { set, abort_after })
 }
 
@@ -164,6 +165,13 @@ fn live(metric: ThresholdMetric, requests: u64, ok: u64, f: &Figures) -> Option<
     }
 }
 
+/// The note of a run a broken threshold stopped (`--threshold-abort`), in every report.
+pub fn stopped_early(threshold: &str) -> String {
+    format!(
+        "stopped early: the threshold {threshold} was broken on the figures so far (--threshold-abort); the figures are those of the requests made until then"
+    )
+}
+
 /// How the verdicts end a run that otherwise completed: a broken threshold, else an
 /// unclear one; None when every threshold holds (or there is none).
 pub fn ending(results: &[ThresholdResult]) -> Option<Ending> {
@@ -183,7 +191,9 @@ mod tests {
         let mut f = Figures::default();
         // 100 samples, all between 1 ms and 2.5 ms.
         f.latency.count = 100;
-        f.latency.le = [0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100];
+        f.latency.le = [
+            0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
+        ];
         let p50 = live(ThresholdMetric::P50, 100, 100, &f).unwrap();
         assert_eq!(p50.low, Some(1.0));
         let t = Threshold::parse("p50<1us").unwrap();

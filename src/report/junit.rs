@@ -6,13 +6,34 @@
 
 use crate::threshold::{ThresholdResult, ThresholdVerdict};
 
-/// One test case: its name, the class CI systems group it under, its verdict and why.
+/// One test case: its name, the class CI systems group it under, its outcome and why.
 #[derive(Clone, Debug)]
 pub struct JunitCase {
     pub name: String,
     pub classname: String,
-    pub verdict: ThresholdVerdict,
+    pub outcome: JunitOutcome,
     pub why: String,
+}
+
+/// How a case ended, as JUnit says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JunitOutcome {
+    Passed,
+    /// A `<failure>`: broken.
+    Failed,
+    /// An `<error type="unclear">`: not judged either way.
+    Unclear,
+}
+
+impl JunitOutcome {
+    /// A threshold's verdict as a case's outcome.
+    pub fn of(v: ThresholdVerdict) -> JunitOutcome {
+        match v {
+            ThresholdVerdict::Holds => JunitOutcome::Passed,
+            ThresholdVerdict::Broken => JunitOutcome::Failed,
+            ThresholdVerdict::Unclear => JunitOutcome::Unclear,
+        }
+    }
 }
 
 /// The cases of a run's thresholds: each named by its threshold, under `vblast.thresholds`.
@@ -22,16 +43,16 @@ pub fn of_thresholds(results: &[ThresholdResult]) -> Vec<JunitCase> {
         .map(|r| JunitCase {
             name: r.threshold.clone(),
             classname: "vblast.thresholds".into(),
-            verdict: r.verdict,
-            why: r.why.clone(),
+            outcome: JunitOutcome::of(r.verdict),
+            why: format!("{}: {}", r.verdict.label(), r.why),
         })
         .collect()
 }
 
 /// The document: `<testsuites>` holding one `<testsuite name=suite>` of `cases`.
 pub fn document(suite: &str, cases: &[JunitCase]) -> String {
-    let count = |v: ThresholdVerdict| cases.iter().filter(|c| c.verdict == v).count();
-    let (failures, errors) = (count(ThresholdVerdict::Broken), count(ThresholdVerdict::Unclear));
+    let count = |v: JunitOutcome| cases.iter().filter(|c| c.outcome == v).count();
+    let (failures, errors) = (count(JunitOutcome::Failed), count(JunitOutcome::Unclear));
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x.push_str(&format!(
         "<testsuites name=\"vblast\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n",
@@ -49,17 +70,16 @@ pub fn document(suite: &str, cases: &[JunitCase]) -> String {
             escape(&c.classname)
         );
         let why = escape(&c.why);
-        match c.verdict {
-            ThresholdVerdict::Holds => {
-                x.push_str(&format!("{open}>\n      <system-out>holds: {why}</system-out>\n    </testcase>\n"));
+        let body = match c.outcome {
+            JunitOutcome::Passed => format!("<system-out>{why}</system-out>"),
+            JunitOutcome::Failed => {
+                format!("<failure message=\"{why}\" type=\"broken\">{why}</failure>")
             }
-            ThresholdVerdict::Broken => x.push_str(&format!(
-                "{open}>\n      <failure message=\"broken: {why}\" type=\"broken\">{why}</failure>\n    </testcase>\n"
-            )),
-            ThresholdVerdict::Unclear => x.push_str(&format!(
-                "{open}>\n      <error message=\"unclear: {why}\" type=\"unclear\">{why}</error>\n    </testcase>\n"
-            )),
-        }
+            JunitOutcome::Unclear => {
+                format!("<error message=\"{why}\" type=\"unclear\">{why}</error>")
+            }
+        };
+        x.push_str(&format!("{open}>\n      {body}\n    </testcase>\n"));
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
@@ -104,8 +124,8 @@ mod tests {
         let case = |name: &str, verdict| JunitCase {
             name: name.into(),
             classname: "vblast.thresholds".into(),
-            verdict,
-            why: "p99 2ms, 95% CI 1ms-3ms lies beyond < 1us".into(),
+            outcome: JunitOutcome::of(verdict),
+            why: "broken: p99 2ms, 95% CI 1ms-3ms lies beyond < 1us".into(),
         };
         let doc = document(
             "run",
@@ -115,9 +135,13 @@ mod tests {
                 case("p50<1ms", ThresholdVerdict::Unclear),
             ],
         );
-        assert!(doc.contains("tests=\"3\" failures=\"1\" errors=\"1\""), "{doc}");
+        assert!(
+            doc.contains("tests=\"3\" failures=\"1\" errors=\"1\""),
+            "{doc}"
+        );
         assert!(doc.contains("name=\"a&lt;b:p99&lt;1us\""), "{doc}");
         assert!(doc.contains("<failure message=\"broken: "), "{doc}");
+        assert!(doc.contains("type=\"broken\""), "{doc}");
         assert!(doc.contains("type=\"unclear\""), "{doc}");
         assert_eq!(escape("x\u{1}y"), "x\\u{1}y");
     }

@@ -22,7 +22,17 @@ struct Scope<'a> {
 /// What `s` measured of `t`'s metric; None when its operation completed nothing (or,
 /// for a latency figure, has no sample).
 pub fn observe(s: &Summary, t: &Threshold) -> Option<Observed> {
-    let scope = match &t.op {
+    observe_metric(s, t.op.as_deref(), t.metric)
+}
+
+/// What `s` measured of `metric`, of the total (`op` None) or one operation (None when the
+/// run has no such operation, or it completed nothing). The total's rate has an interval
+/// too (`rate_interval`); an operation's rate is its figure.
+pub fn observe_metric(s: &Summary, op: Option<&str>, metric: ThresholdMetric) -> Option<Observed> {
+    if op.is_none() && metric == ThresholdMetric::Rate && s.requests > 0 {
+        return Some(rate_interval(s));
+    }
+    let scope = match op {
         None => Scope {
             requests: s.requests,
             failed: s.failed,
@@ -31,7 +41,7 @@ pub fn observe(s: &Summary, t: &Threshold) -> Option<Observed> {
             latency: &s.latency_ms,
         },
         Some(name) => {
-            let op = s.ops.iter().find(|o| &o.name == name)?;
+            let op = s.ops.iter().find(|o| o.name == name)?;
             Scope {
                 requests: op.requests,
                 failed: op.requests.saturating_sub(op.ok),
@@ -41,7 +51,7 @@ pub fn observe(s: &Summary, t: &Threshold) -> Option<Observed> {
             }
         }
     };
-    of_scope(&scope, t.metric)
+    of_scope(&scope, metric)
 }
 
 fn of_scope(scope: &Scope, metric: ThresholdMetric) -> Option<Observed> {
@@ -69,6 +79,42 @@ fn of_scope(scope: &Scope, metric: ThresholdMetric) -> Option<Observed> {
         ThresholdMetric::Mean => latency.then(|| Observed::exact(scope.latency.mean)),
         ThresholdMetric::Success => Some(Observed::exact(scope.success_ratio * 100.0)),
         _ => Some(Observed::exact(scope.rps)),
+    }
+}
+
+/// Fewer whole seconds than this: the rate has no interval (either side unknown).
+const MIN_SECONDS: usize = 4;
+
+/// The run's rate with an interval: its whole seconds' counts taken as samples of the
+/// rate, the interval of their mean (Student's t at the summary's level, `k - 1` degrees of
+/// freedom) around the run's rate. With fewer than `MIN_SECONDS` whole seconds, both sides
+/// are unknown: a rate so short is no figure to judge.
+pub fn rate_interval(s: &Summary) -> Observed {
+    let counts: Vec<f64> = s
+        .timeline
+        .iter()
+        .filter(|row| row.partial_s.is_none())
+        .map(|row| row.requests as f64)
+        .collect();
+    let k = counts.len();
+    let (low, high) = if k < MIN_SECONDS {
+        (None, None)
+    } else {
+        let n = k as f64;
+        let mean = counts.iter().sum::<f64>() / n;
+        let var = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let level = Confidence::new(s.latency_ms.confidence)
+            .unwrap_or_default()
+            .level();
+        let t = crate::stats::interval::student_t_quantile(1.0 - (1.0 - level) / 2.0, n - 1.0);
+        let half = t * (var / n).sqrt();
+        (Some((s.rps - half).max(0.0)), Some(s.rps + half))
+    };
+    Observed {
+        value: s.rps,
+        low,
+        high,
+        interval: true,
     }
 }
 

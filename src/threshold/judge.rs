@@ -91,7 +91,10 @@ pub fn judge(t: &Threshold, o: Option<Observed>, level: &str) -> ThresholdResult
     let (verdict, why) = match o {
         None => (
             ThresholdVerdict::Unclear,
-            format!("no {} was measured (no request completed)", t.metric.label()),
+            format!(
+                "no {} was measured (no request completed)",
+                t.metric.label()
+            ),
         ),
         Some(o) => call(t, &o, level),
     };
@@ -115,7 +118,10 @@ fn call(t: &Threshold, o: &Observed, level: &str) -> (ThresholdVerdict, String) 
     let bound = format!("{} {}", t.cmp.symbol(), show(t.bound));
     if !o.interval {
         return if t.cmp.holds(o.value, t.bound) {
-            (ThresholdVerdict::Holds, format!("{measured}, within {bound}"))
+            (
+                ThresholdVerdict::Holds,
+                format!("{measured}, within {bound}"),
+            )
         } else {
             (ThresholdVerdict::Broken, format!("{measured}, not {bound}"))
         };

@@ -14,18 +14,22 @@
 //! judges its objective with, `report::ci`), so that it is broken only when the whole
 //! interval lies beyond the bound, holds when the whole interval lies within it, and is
 //! unclear otherwise (the interval straddles the bound, or the samples are too few to
-//! bound the side that decides). `max`, `mean`, `success`, `rate` and `errors` are judged on
-//! their figures, as the sweep judges its success and rate bounds.
+//! bound the side that decides). The run's `rate` is judged the same way with the interval
+//! of its per-second counts' mean (`report::thresholds::rate_interval`); `max`, `mean`,
+//! `success`, an operation's `rate` and `errors` are judged on their figures, as the sweep
+//! judges its success and rate bounds.
 //!
 //! `abort_now` is the same judgement on the figures of a run still going
 //! (`--threshold-abort`): a bound the run so far has broken for good.
 
+pub mod fail_on;
 pub mod judge;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use fail_on::{FailOn, FailOnError};
 pub use judge::{Observed, ThresholdResult, ThresholdVerdict, abort_now, judge};
 
 /// What a threshold bounds.
@@ -91,7 +95,10 @@ const NAMES: [(ThresholdMetric, &[&str]); 12] = [
 impl ThresholdMetric {
     /// "p99.9": as it is written and shown.
     pub fn label(self) -> &'static str {
-        NAMES.iter().find(|(m, _)| *m == self).map_or("?", |(_, n)| n[0])
+        NAMES
+            .iter()
+            .find(|(m, _)| *m == self)
+            .map_or("?", |(_, n)| n[0])
     }
 
     /// The key of the report's percentiles (`"p999"`), for a percentile.
@@ -285,7 +292,11 @@ impl Threshold {
 
     /// The threshold as one canonical text: "kv-read:p99<20ms".
     pub fn text(&self) -> String {
-        let op = self.op.as_deref().map(|o| format!("{o}:")).unwrap_or_default();
+        let op = self
+            .op
+            .as_deref()
+            .map(|o| format!("{o}:"))
+            .unwrap_or_default();
         format!(
             "{op}{}{}{}",
             self.metric.label(),
@@ -316,7 +327,7 @@ pub fn show_value(m: ThresholdMetric, v: f64) -> String {
 
 /// A number without trailing zeros: 20, 0.5, 99.9.
 fn trim(v: f64) -> String {
-    let s = format!("{v:.6}");
+    let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -382,7 +393,10 @@ fn parse_bound(metric: ThresholdMetric, b: &str, text: &str) -> Result<f64, Thre
 /// Every threshold of `texts` parsed, and the set checked: no two that contradict each
 /// other (`p99<10ms` and `p99>20ms`; also `p50>20ms` and `p99<10ms`, as p50 <= p99), and,
 /// given the run's operations, none on an operation the run does not have.
-pub fn parse_all(texts: &[String], ops: Option<&[String]>) -> Result<Vec<Threshold>, ThresholdError> {
+pub fn parse_all(
+    texts: &[String],
+    ops: Option<&[String]>,
+) -> Result<Vec<Threshold>, ThresholdError> {
     let parsed = texts
         .iter()
         .map(|t| Threshold::parse(t))
@@ -397,9 +411,12 @@ pub fn check(set: &[Threshold], ops: Option<&[String]>) -> Result<(), ThresholdE
         for t in set {
             // An operation of several requests reports each as NAME/STEP.
             if let Some(op) = &t.op
-                && !ops
-                    .iter()
-                    .any(|o| o == op || op.strip_prefix(o.as_str()).is_some_and(|r| r.starts_with('/')))
+                && !ops.iter().any(|o| {
+                    o == op
+                        || op
+                            .strip_prefix(o.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                })
             {
                 return Err(ThresholdError::UnknownOp {
                     text: t.text(),
@@ -451,19 +468,40 @@ mod tests {
     fn parses_every_metric_and_scope() {
         let t = Threshold::parse("kv-read:p99<20ms").unwrap();
         assert_eq!(t.op.as_deref(), Some("kv-read"));
-        assert_eq!((t.metric, t.cmp, t.bound), (ThresholdMetric::P99, Cmp::Lt, 20.0));
+        assert_eq!(
+            (t.metric, t.cmp, t.bound),
+            (ThresholdMetric::P99, Cmp::Lt, 20.0)
+        );
         assert_eq!(t.text(), "kv-read:p99<20ms");
         let t = Threshold::parse(" p99.9 <= 1s ").unwrap();
-        assert_eq!((t.metric, t.cmp, t.bound), (ThresholdMetric::P999, Cmp::Le, 1000.0));
+        assert_eq!(
+            (t.metric, t.cmp, t.bound),
+            (ThresholdMetric::P999, Cmp::Le, 1000.0)
+        );
         assert_eq!(t.text(), "p99.9<=1s");
         assert_eq!(Threshold::parse("p50<1us").unwrap().bound, 0.001);
-        assert_eq!(Threshold::parse("p9999<500us").unwrap().text(), "p99.99<500us");
-        assert_eq!(Threshold::parse("max<2s").unwrap().metric, ThresholdMetric::Max);
-        assert_eq!(Threshold::parse("mean<3ms").unwrap().metric, ThresholdMetric::Mean);
+        assert_eq!(
+            Threshold::parse("p9999<500us").unwrap().text(),
+            "p99.99<500us"
+        );
+        assert_eq!(
+            Threshold::parse("max<2s").unwrap().metric,
+            ThresholdMetric::Max
+        );
+        assert_eq!(
+            Threshold::parse("mean<3ms").unwrap().metric,
+            ThresholdMetric::Mean
+        );
         let s = Threshold::parse("success>=99.9%").unwrap();
-        assert_eq!((s.metric, s.cmp, s.bound), (ThresholdMetric::Success, Cmp::Ge, 99.9));
+        assert_eq!(
+            (s.metric, s.cmp, s.bound),
+            (ThresholdMetric::Success, Cmp::Ge, 99.9)
+        );
         let r = Threshold::parse("rate>100/s").unwrap();
-        assert_eq!((r.metric, r.cmp, r.bound), (ThresholdMetric::Rate, Cmp::Gt, 100.0));
+        assert_eq!(
+            (r.metric, r.cmp, r.bound),
+            (ThresholdMetric::Rate, Cmp::Gt, 100.0)
+        );
         assert_eq!(Threshold::parse("errors<10").unwrap().bound, 10.0);
         // An operation name may hold a colon of its own: the last one splits.
         assert_eq!(
@@ -497,7 +535,13 @@ mod tests {
         for bad in ["p99", "p99=20ms", "<20ms", "p99<", ":p99<1ms"] {
             assert!(Threshold::parse(bad).is_err(), "{bad}");
         }
-        for bad in ["p99<20xs", "success>101%", "errors<1.5", "p99<-1ms", "rate>fast/s"] {
+        for bad in [
+            "p99<20xs",
+            "success>101%",
+            "errors<1.5",
+            "p99<-1ms",
+            "rate>fast/s",
+        ] {
             assert!(
                 matches!(Threshold::parse(bad), Err(ThresholdError::BadBound { .. })),
                 "{bad}"

@@ -256,7 +256,11 @@ fn threshold_block(b: &hcl::Block, c: &mut VbConfig, p: &mut Problems) {
     let mut grace = Duration::ZERO;
     for s in b.body.iter() {
         let Structure::Attribute(a) = s else {
-            p.at(None, "threshold", "a threshold block holds attributes only (p99 = \"< 20ms\")".into());
+            p.at(
+                None,
+                "threshold",
+                "a threshold block holds attributes only (p99 = \"< 20ms\")".into(),
+            );
             continue;
         };
         let key = a.key.as_str();
