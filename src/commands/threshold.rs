@@ -154,7 +154,7 @@ fn live(metric: ThresholdMetric, requests: u64, ok: u64, f: &Figures) -> Option<
                 .zip(f.latency.le)
                 .filter(|(_, le)| (n - le) as f64 > allowed)
                 .map(|(b, _)| *b as f64 / 1000.0)
-                .last()?;
+                .next_back()?;
             Some(Observed {
                 value: low,
                 low: Some(low),
