@@ -7,13 +7,24 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Ending, Error};
+use crate::report::junit::{JunitCase, JunitOutcome};
 use crate::report::tails::{self, mark};
+use crate::report::thresholds::observe_metric;
 use crate::report::{Percentiles, Summary, fmt_ms, html};
 use crate::results::Results;
+use crate::threshold::{FailOn, ThresholdVerdict, fail_on};
+
+/// What a comparison is judged by: `--fail-on` lines, and where their JUnit report goes.
+#[derive(Default)]
+pub struct Judging<'a> {
+    pub fail_on: &'a [FailOn],
+    pub junit: Option<&'a Path>,
+}
 
 /// `vblast compare A B ...`: the runs in `files` (or sweeps), the first the reference;
-/// also an HTML page at `html_page`.
-pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
+/// also an HTML page at `html_page`; each later run judged by `judging`'s lines (a broken
+/// one: exit 99).
+pub fn run(files: &[PathBuf], html_page: Option<&Path>, judging: &Judging) -> Ending {
     // One rule for runs and sweeps alike: a comparison needs two files or more.
     if files.len() < 2 {
         return Ending::Failed(Error::input(format!(
@@ -28,13 +39,20 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
     if let Some(twice) = given_twice(files) {
         eprintln!("vblast: warning: {twice}");
     }
-    if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
-        return ending;
+    for (flag, path) in [("--html", html_page), ("--junit", judging.junit)] {
+        if let Some(path) = path
+            && let Err(e) = crate::results::deliver::check_path(flag, path)
+        {
+            return Ending::Failed(e);
+        }
     }
-    if let Some(path) = html_page
-        && let Err(e) = crate::results::deliver::check_path("--html", path)
-    {
-        return Ending::Failed(e);
+    if let Some(ending) = crate::sweep::compare_if_sweeps(files, html_page) {
+        if !judging.fail_on.is_empty() {
+            return Ending::Failed(Error::input(
+                "--fail-on judges runs, and these are sweeps: compare their runs' files (a step's --output) instead",
+            ));
+        }
+        return ending;
     }
     let mut runs = Vec::new();
     let mut saved = Vec::new();
@@ -47,11 +65,35 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
             Err(e) => return Ending::Failed(Error::input(e)),
         }
     }
+    if let Err(e) = check_ops(&runs, judging.fail_on) {
+        return Ending::Failed(e);
+    }
     let mut text = Vec::new();
     let _ = render(&runs, &mut text);
+    let lines = judge_lines(&runs, judging.fail_on);
+    let _ = write_lines(&lines, &runs[0].0, &mut text);
     if let Err(e) = crate::results::deliver::print_or_fail(&text) {
         return Ending::Failed(e);
     }
+    if let Some(path) = judging.junit {
+        let cases: Vec<JunitCase> = lines
+            .iter()
+            .map(|l| JunitCase {
+                name: format!("{}: {}", l.run, l.fail_on),
+                classname: "vblast.compare".into(),
+                // Unclear is within the noise: it does not fail a comparison.
+                outcome: match l.verdict {
+                    ThresholdVerdict::Broken => JunitOutcome::Failed,
+                    _ => JunitOutcome::Passed,
+                },
+                why: format!("{}: {}", l.verdict.label(), l.why),
+            })
+            .collect();
+        if let Err(e) = crate::report::junit::save("vblast compare", &cases, path) {
+            return Ending::Failed(Error::output(e));
+        }
+    }
+    let broken = lines.iter().any(|l| l.verdict == ThresholdVerdict::Broken);
     if let Some(path) = html_page {
         let pages: Vec<html::HtmlRun> = runs
             .iter()
@@ -71,7 +113,82 @@ pub fn run(files: &[PathBuf], html_page: Option<&Path>) -> Ending {
             )));
         }
     }
-    Ending::Ok
+    if broken {
+        Ending::ThresholdBroken
+    } else {
+        Ending::Ok
+    }
+}
+
+/// One `--fail-on` line judged for one run against the first.
+struct JudgedLine {
+    run: String,
+    fail_on: String,
+    verdict: ThresholdVerdict,
+    why: String,
+}
+
+/// Every line of `fail_on` on an operation the runs do not all have is refused (exit 2).
+fn check_ops(runs: &[(String, Summary)], fail_on: &[FailOn]) -> Result<(), Error> {
+    for f in fail_on {
+        if let Some(op) = &f.op
+            && let Some((name, _)) = runs
+                .iter()
+                .find(|(_, s)| !s.ops.iter().any(|o| &o.name == op))
+        {
+            return Err(Error::input(format!(
+                "--fail-on {}: {name} has no operation '{}'",
+                f.text(),
+                crate::report::shown(op)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each line of `fail_on` judged for each run after the first, against the first.
+fn judge_lines(runs: &[(String, Summary)], fail_on: &[FailOn]) -> Vec<JudgedLine> {
+    let base = &runs[0].1;
+    let level = crate::stats::interval::Confidence::new(base.latency_ms.confidence)
+        .unwrap_or_default()
+        .label();
+    let mut out = Vec::new();
+    for (name, s) in &runs[1..] {
+        for f in fail_on {
+            let observe = |x: &Summary| observe_metric(x, f.op.as_deref(), f.metric);
+            let (verdict, why) = fail_on::judge(f, observe(base), observe(s), &level);
+            out.push(JudgedLine {
+                run: name.clone(),
+                fail_on: f.text(),
+                verdict,
+                why,
+            });
+        }
+    }
+    out
+}
+
+/// The lines' verdicts after the comparison: one line each, with why.
+fn write_lines(lines: &[JudgedLine], base: &str, o: &mut dyn Write) -> io::Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Fail-on (each run against {base}; broken only beyond the noise of both runs):"
+    )?;
+    for l in lines {
+        writeln!(
+            o,
+            "  {:<7} {} {}: {}",
+            l.verdict.label(),
+            l.run,
+            l.fail_on,
+            l.why
+        )?;
+    }
+    Ok(())
 }
 
 /// A file given twice (by any path to it): compared with itself, which is harmless (a

@@ -18,6 +18,12 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 /// An open-model run that did not keep its schedule (`stats::kept`): its figures stand for
 /// the requests it sent, not for the load asked.
 pub const EXIT_SCHEDULE_NOT_KEPT: i32 = 3;
+/// A threshold was broken (`--threshold`, `vblast compare --fail-on`): its interval lies
+/// beyond its bound (k6's status for a failed threshold).
+pub const EXIT_THRESHOLD_BROKEN: i32 = 99;
+/// No threshold was broken, but one could not be judged either way (its interval
+/// straddles its bound, or nothing was measured).
+pub const EXIT_THRESHOLD_UNCLEAR: i32 = 98;
 pub const EXIT_INTERRUPTED: i32 = 130;
 pub const EXIT_TERMINATED: i32 = 143;
 pub const EXIT_HANGUP: i32 = 129;
@@ -226,6 +232,11 @@ pub enum Ending {
     /// The run completed, but did not keep its schedule (open model): too many scheduled
     /// requests were never sent, or most were sent too late (`stats::kept`).
     ScheduleNotKept,
+    /// The run completed (or a broken threshold stopped it early, `--threshold-abort`) and
+    /// a threshold is broken.
+    ThresholdBroken,
+    /// The run completed, no threshold is broken, and one is unclear.
+    ThresholdUnclear,
     /// A signal stopped the run; the report so far was printed and cleanup done.
     Stopped(Signal),
     /// An error: its message is printed once on stderr.
@@ -238,6 +249,8 @@ pub fn exit_status(ending: &Ending) -> i32 {
         Ending::Ok => EXIT_OK,
         Ending::FailedRequests => EXIT_FAILED_REQUESTS,
         Ending::ScheduleNotKept => EXIT_SCHEDULE_NOT_KEPT,
+        Ending::ThresholdBroken => EXIT_THRESHOLD_BROKEN,
+        Ending::ThresholdUnclear => EXIT_THRESHOLD_UNCLEAR,
         Ending::Stopped(s) | Ending::Failed(Error::Stopped(s)) => signal_status(*s),
         Ending::Failed(Error::LostLoad(_)) => EXIT_FAILED_REQUESTS,
         Ending::Failed(
@@ -269,6 +282,8 @@ mod tests {
         assert_eq!(exit_status(&Ending::Ok), 0);
         assert_eq!(exit_status(&Ending::FailedRequests), 1);
         assert_eq!(exit_status(&Ending::ScheduleNotKept), 3);
+        assert_eq!(exit_status(&Ending::ThresholdBroken), 99);
+        assert_eq!(exit_status(&Ending::ThresholdUnclear), 98);
         assert_eq!(exit_status(&Ending::Failed(Error::lost_load("x"))), 1);
         for e in [
             Error::input("x"),

@@ -32,6 +32,7 @@ pub mod stats;
 pub mod sweep;
 pub mod sys;
 pub mod template;
+pub mod threshold;
 pub mod timer;
 pub mod vault;
 pub mod vault_benchmark;

@@ -64,6 +64,8 @@ struct MetricsState {
     schedule: Option<(u64, bool)>,
     /// The run's final figures are in (`Metrics::finish`).
     ended: bool,
+    /// Once the run has ended: each threshold's text and verdict (`threshold_lines`).
+    thresholds: Vec<(String, crate::threshold::ThresholdVerdict)>,
 }
 
 /// Why the metrics server could not start.
@@ -255,6 +257,16 @@ impl Metrics {
         }
     }
 
+    /// The thresholds' verdicts, once the run has ended (`vblast_threshold_verdict`).
+    pub fn set_thresholds(&self, results: &[crate::threshold::ThresholdResult]) {
+        if let Ok(mut s) = self.state.lock() {
+            s.thresholds = results
+                .iter()
+                .map(|r| (r.threshold.clone(), r.verdict))
+                .collect();
+        }
+    }
+
     fn set(
         &self,
         requests: u64,
@@ -438,6 +450,28 @@ fn render(s: &MetricsState) -> String {
         "Service time from the actual send (uncorrected).",
         &f.service,
     );
+    o.push_str(&threshold_lines(&s.thresholds));
+    o
+}
+
+/// The thresholds' verdicts as the text format writes them: the gauge
+/// `vblast_threshold_verdict{threshold="p99<20ms"}`, 0 holds, 1 unclear, 2 broken
+/// (docs/thresholds.md); nothing without thresholds.
+pub fn threshold_lines(verdicts: &[(String, crate::threshold::ThresholdVerdict)]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if verdicts.is_empty() {
+        return o;
+    }
+    o.push_str("# HELP vblast_threshold_verdict Each threshold's verdict once the run has ended: 0 holds, 1 unclear, 2 broken.\n# TYPE vblast_threshold_verdict gauge\n");
+    for (t, v) in verdicts {
+        let _ = writeln!(
+            o,
+            "vblast_threshold_verdict{{threshold=\"{}\"}} {}",
+            label_value(t),
+            v.gauge()
+        );
+    }
     o
 }
 

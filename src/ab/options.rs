@@ -83,6 +83,50 @@ pub struct AbOptions {
     pub client_cert: Option<PathBuf>,
     /// `--ab-exit`: ab's exit statuses instead of vblast's.
     pub ab_exit: bool,
+    /// vblast's `--threshold` (repeatable), `--threshold-abort`, `--threshold-grace`,
+    /// `--junit` (docs/thresholds.md).
+    pub thresholds: Vec<crate::threshold::Threshold>,
+    pub threshold_abort: bool,
+    pub threshold_grace: std::time::Duration,
+    pub junit: Option<PathBuf>,
+}
+
+/// vblast's own long options of `vblast ab` that take a value.
+const VALUED: [&str; 3] = ["--threshold", "--threshold-grace", "--junit"];
+
+impl AbOptions {
+    /// Takes one of vblast's long options (`--threshold X` or `--threshold=X`; `value` is
+    /// the argument after it); returns how many arguments it used, or None when `arg` is not
+    /// one of them.
+    fn long(&mut self, arg: &str, value: Option<&String>) -> Result<Option<usize>, AbError> {
+        if arg == "--threshold-abort" {
+            self.threshold_abort = true;
+            return Ok(Some(1));
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (arg, None),
+        };
+        if !VALUED.contains(&name) {
+            return Ok(None);
+        }
+        let used = if inline.is_some() { 1 } else { 2 };
+        let Some(v) = inline.or_else(|| value.cloned()) else {
+            return Err(AbError::Usage(format!("{name} takes a value")));
+        };
+        match name {
+            "--threshold" => self.thresholds.push(
+                crate::threshold::Threshold::parse(&v)
+                    .map_err(|e| AbError::Unsupported(e.to_string()))?,
+            ),
+            "--threshold-grace" => {
+                self.threshold_grace = crate::config::units::parse_duration(&v)
+                    .map_err(|e| AbError::Unsupported(format!("--threshold-grace: {e}")))?;
+            }
+            _ => self.junit = Some(PathBuf::from(v)),
+        }
+        Ok(Some(used))
+    }
 }
 
 /// What the command line asks for.
@@ -146,8 +190,12 @@ pub fn parse(args: &[String]) -> Result<AbCommand, AbError> {
             break;
         }
         if arg.starts_with("--") {
+            if let Some(used) = reading.o.long(arg, args.get(i + 1))? {
+                i += used;
+                continue;
+            }
             return Err(AbError::Usage(format!(
-                "unknown option {arg} (vblast ab takes ab's single-letter options and --ab-exit)"
+                "unknown option {arg} (vblast ab takes ab's single-letter options, --ab-exit, --threshold, --threshold-abort, --threshold-grace and --junit)"
             )));
         }
         let letters: Vec<char> = arg[1..].chars().collect();
@@ -218,6 +266,10 @@ impl AbOptions {
             verbosity: 1,
             client_cert: None,
             ab_exit: false,
+            thresholds: Vec::new(),
+            threshold_abort: false,
+            threshold_grace: std::time::Duration::ZERO,
+            junit: None,
         }
     }
 }

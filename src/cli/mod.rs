@@ -17,6 +17,7 @@ pub mod shards;
 pub mod source;
 pub mod sweep;
 pub mod target;
+pub mod threshold;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -142,4 +143,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub server: server::ServerArgs,
+
+    #[command(flatten)]
+    pub thresholds: threshold::ThresholdArgs,
 }

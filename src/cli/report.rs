@@ -31,4 +31,14 @@ pub struct CompareArgs {
     /// overlaid, summary table, descriptions).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+
+    /// Fail (exit 99) when a figure changed beyond this from the first run, beyond the noise
+    /// of both runs: [OPERATION:]METRIC>+N% or METRIC<-N% ('p99>+10%', 'rate<-5%').
+    /// Repeatable.
+    #[arg(long, value_name = "CHANGE", value_parser = crate::threshold::FailOn::parse)]
+    pub fail_on: Vec<crate::threshold::FailOn>,
+
+    /// Save a JUnit XML report: one test case per --fail-on line and run.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }

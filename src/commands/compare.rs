@@ -5,5 +5,9 @@ use crate::error::Ending;
 
 /// Runs `vblast compare`.
 pub fn run(args: &CompareArgs) -> Ending {
-    crate::compare::run(&args.files, args.html.as_deref())
+    let judging = crate::compare::Judging {
+        fail_on: &args.fail_on,
+        junit: args.junit.as_deref(),
+    };
+    crate::compare::run(&args.files, args.html.as_deref(), &judging)
 }

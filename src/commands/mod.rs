@@ -13,6 +13,7 @@ pub mod run;
 pub mod scenario;
 pub mod server;
 pub mod sweep;
+pub mod threshold;
 pub mod worker;
 
 use crate::cli::{Cli, Command};

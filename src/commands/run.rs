@@ -15,6 +15,7 @@ use crate::signals::Stop;
 
 use super::Given;
 use super::scenario::{Planned, plan, sharding};
+use super::threshold::{AbortWatch, stopped_early};
 
 /// Runs `vblast [run] ...`.
 pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
@@ -139,6 +140,7 @@ pub fn execute(planned: &Planned, opts: &RunOptions, stop: &Stop) -> Ending {
             load(
                 scenario,
                 &planned.output,
+                &planned.thresholds,
                 opts,
                 metrics.as_ref(),
                 stop,
@@ -176,12 +178,15 @@ fn pushed(ending: Ending, push: Option<Result<(), crate::error::Cause>>) -> Endi
 fn load(
     scenario: &Scenario,
     output: &Output,
+    thresholds: &crate::threshold::ThresholdPlan,
     opts: &RunOptions,
     metrics: Option<&crate::metrics::Metrics>,
     stop: &Stop,
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
     let cli = &opts.show;
+    let abort = AbortWatch::new(thresholds, stop);
+    let watch = |p: &[crate::engine::Totals]| abort.see(p);
     let showing = Showing {
         quiet: cli.quiet,
         progress: cli.progress,
@@ -189,7 +194,10 @@ fn load(
         probe: Probe::Lenient {
             note: matches!(output.format, OutputFormat::Ab),
         },
-        watch: None,
+        watch: thresholds
+            .abort_after
+            .is_some()
+            .then_some(&watch as crate::engine::ProgressFn<'_>),
         server: opts.server.as_ref(),
     };
     let ran = match one_step::run(scenario, stop, &showing, joined) {
@@ -197,9 +205,20 @@ fn load(
         Err(e) => return (Ending::Failed(e), Tally::default()),
     };
     let mut results = ran.results;
+    if let Some(t) = abort.broken() {
+        results.stats.say(&stopped_early(&t));
+    }
     results.shard = crate::session::shard::record(&opts.sharding, scenario, ran.clock_start);
     results.confidence = output.confidence;
-    let summary = results.summary();
+    let mut summary = results.summary();
+    results.thresholds = crate::report::thresholds::judge(&summary, &thresholds.set);
+    summary.thresholds = results.thresholds.clone();
+    if let Some(m) = metrics {
+        m.set_thresholds(&summary.thresholds);
+    }
+    if let Some(t) = abort.broken() {
+        eprintln!("vblast: {}", stopped_early(&t));
+    }
     let tally = Tally {
         requests: summary.requests,
         ok: summary.ok,
@@ -230,10 +249,15 @@ fn load(
         eprintln!("vblast: warning: {w}");
         return (Ending::ScheduleNotKept, tally);
     }
-    if !cli.allow_errors && summary.failed > 0 {
+    if let Some(ending) = super::threshold::ending(&summary.thresholds) {
+        return (ending, tally);
+    }
+    // A threshold on errors or success says how many failures are fine.
+    let allow_errors = cli.allow_errors || thresholds.bounds_failures();
+    if !allow_errors && summary.failed > 0 {
         return (Ending::FailedRequests, tally);
     }
-    if !cli.allow_errors && summary.requests == 0 {
+    if !allow_errors && summary.requests == 0 {
         eprintln!("vblast: no request completed");
         return (Ending::FailedRequests, tally);
     }

@@ -61,6 +61,8 @@ pub struct Planned {
     pub output: Output,
     /// `--pprof-interval`, else a vault-benchmark file's `pprof_interval`.
     pub pprof_interval: Option<Duration>,
+    /// `--threshold` (and a vault-benchmark file's `threshold` blocks), checked.
+    pub thresholds: crate::threshold::ThresholdPlan,
 }
 
 /// The run these flags (and Vault's environment variables) describe, checked.
@@ -93,10 +95,14 @@ pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
     flags.check()?;
     let mut output = output(&args.out);
     output.format = flags.format();
+    output.junit = args.thresholds.junit.clone();
+    let scenario = flags.scenario()?;
+    let thresholds = super::threshold::plan(&args.thresholds, file.as_ref(), &scenario)?;
     Ok(Planned {
-        scenario: flags.scenario()?,
+        scenario,
         output,
         pprof_interval: settled.pprof_interval,
+        thresholds,
     })
 }
 
@@ -547,6 +553,7 @@ pub fn output(o: &OutputArgs) -> Output {
         html: o.html.clone(),
         ci: o.ci,
         confidence: o.confidence,
+        junit: None,
     }
 }
 

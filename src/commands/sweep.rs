@@ -154,6 +154,10 @@ fn refuse_single_run_flags(r: &crate::cli::RunArgs) -> Result<(), Cause> {
     if r.ops.list_ops {
         return Err("--list-ops is vblast --list-ops, not a sweep".into());
     }
+    let t = &r.thresholds;
+    if !t.threshold.is_empty() || t.threshold_abort || t.junit.is_some() {
+        return Err("--threshold, --threshold-abort and --junit bound a run, not a sweep: a sweep judges each step with --slo".into());
+    }
     for (given, flag) in [
         (r.load.requests.is_some(), "-n"),
         (r.load.duration.is_some(), "-z"),

@@ -243,6 +243,7 @@ fn description(run: &HtmlRun, o: &mut String) {
 /// (`vblast compare --html`: spectra and timelines overlaid, one colour per run).
 pub fn report(title: &str, runs: &[HtmlRun]) -> String {
     let mut body = String::new();
+    thresholds_section(runs, &mut body);
     spectrum_section(runs, &mut body);
     timeline_section(runs, &mut body);
     server_section(runs, &mut body);
@@ -253,6 +254,29 @@ pub fn report(title: &str, runs: &[HtmlRun]) -> String {
         description(run, &mut body);
     }
     page(title, &body)
+}
+
+/// Each run's thresholds and their verdicts (`--threshold`), first on the page; nothing
+/// when no run had any.
+fn thresholds_section(runs: &[HtmlRun], body: &mut String) {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .flat_map(|run| {
+            run.summary.thresholds.iter().map(|r| {
+                vec![
+                    run.name.clone(),
+                    r.threshold.clone(),
+                    r.verdict.label().to_string(),
+                    r.why.clone(),
+                ]
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Thresholds</h2>");
+    body.push_str(&table(&["run", "threshold", "verdict", "why"], &rows, 4));
 }
 
 /// The percentile spectrum of every run, marked where each run's tail turns thin.

@@ -11,11 +11,13 @@ pub mod hgrm;
 pub mod hlog;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod nodes;
 pub mod page;
 pub mod staleness;
 pub mod tails;
 pub mod text;
+pub mod thresholds;
 pub mod verbose;
 
 use std::collections::BTreeMap;
@@ -368,6 +370,10 @@ pub struct Summary {
     /// What ApacheBench's report adds (kept out of the JSON report).
     #[serde(skip)]
     pub ab: crate::ab::report::AbFacts,
+    /// Each threshold of the run with its verdict (`--threshold`, `thresholds.rs`); absent
+    /// when the run had none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 /// One row per second from the first to the last, seconds in which nothing completed
@@ -569,6 +575,7 @@ impl Summary {
             latency_blocks: stats.blocks.clone(),
             service_hist: service,
             ab,
+            thresholds: Vec::new(),
         }
     }
 

@@ -49,6 +49,8 @@ pub struct Output {
     pub ci: bool,
     /// The level of every interval (`--confidence`).
     pub confidence: crate::stats::interval::Confidence,
+    /// The JUnit XML report of the run's thresholds (`--junit`).
+    pub junit: Option<PathBuf>,
 }
 
 /// Writes `text` to stdout and flushes it: a write error (a full disk, `> /dev/full`) is
@@ -81,6 +83,7 @@ pub fn check_paths(o: &Output) -> Result<(), Error> {
         ("--ab-csv", &o.ab_csv),
         ("--hlog", &o.hlog),
         ("--html", &o.html),
+        ("--junit", &o.junit),
     ];
     for (flag, path) in paths {
         if let Some(path) = path {
@@ -163,6 +166,10 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
         }
         _ => report::render(summary, format, &mut text),
     };
+    // Every text layout ends with the thresholds' verdicts; the JSON ones carry them as a key.
+    if !matches!(format, report::Format::Json | report::Format::VbJson) {
+        let _ = report::thresholds::write_text(&summary.thresholds, &mut text);
+    }
     let mut failures = Vec::new();
     if let Err(e) = print(&text) {
         failures.push(e);
@@ -181,6 +188,15 @@ pub fn deliver(summary: &Summary, results: &Results, o: &Output) -> Result<(), E
         {
             failures.push(e);
         }
+    }
+    if let Some(path) = &o.junit
+        && let Err(e) = report::junit::save(
+            &format!("vblast: {}", summary.run.operation),
+            &report::junit::of_thresholds(&summary.thresholds),
+            path,
+        )
+    {
+        failures.push(e);
     }
     if let Some(path) = &o.hlog
         && let Err(e) = results.save_hlog(path, o.hlog_interval)

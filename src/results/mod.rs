@@ -53,6 +53,9 @@ pub struct Results {
     /// The level of the percentiles' confidence intervals (`--confidence`; not saved:
     /// the intervals are rebuilt from the histograms at the level asked when read).
     pub confidence: crate::stats::interval::Confidence,
+    /// The run's thresholds with their verdicts (`--threshold`); saved, and shown again by
+    /// `vblast report` as they were judged.
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 /// What is written: the JSON report's keys, then the rest.
@@ -90,6 +93,8 @@ struct Stored {
     tls_probe: Option<TlsFacts>,
     #[serde(default)]
     server_samples: Option<crate::server_stats::ServerSamples>,
+    #[serde(default)]
+    thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 impl Results {
@@ -116,6 +121,7 @@ impl Results {
             tls_probe: None,
             server_samples: None,
             confidence: Default::default(),
+            thresholds: Vec::new(),
         }
     }
 
@@ -140,6 +146,7 @@ impl Results {
         );
         s.vblast_version = self.vblast_version.clone();
         s.server = self.server_summary(&s);
+        s.thresholds = self.thresholds.clone();
         s
     }
 
@@ -266,6 +273,7 @@ impl Results {
             shard: stored.shard,
             tls_probe: stored.tls_probe,
             server_samples: stored.server_samples,
+            thresholds: stored.thresholds,
             confidence: Default::default(),
         })
     }

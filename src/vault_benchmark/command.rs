@@ -319,11 +319,18 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         html: None,
         ci: false,
         confidence: Default::default(),
+        junit: None,
     };
+    let thresholds = crate::commands::threshold::checked(
+        file.thresholds.clone(),
+        file.threshold_abort,
+        &scenario,
+    )?;
     Ok(Planned {
         scenario,
         output,
         pprof_interval: s.pprof_interval,
+        thresholds,
     })
 }
 

@@ -51,6 +51,7 @@ mod sweep;
 mod sweep_cluster;
 mod sweep_steps;
 mod tails;
+mod thresholds;
 mod tls;
 mod vault_benchmark;
 mod vb_types;

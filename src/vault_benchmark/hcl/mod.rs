@@ -69,6 +69,10 @@ pub struct VbConfig {
     pub disable_http2: Option<bool>,
     /// The tests, as vblast operations labelled with the tests' names.
     pub tests: Vec<OpChoice>,
+    /// vblast's extension: the `threshold` blocks' bounds (`threshold_block`).
+    pub thresholds: Vec<crate::threshold::Threshold>,
+    /// A `threshold` block's `abort = true` (and its `abort_grace`): `--threshold-abort`.
+    pub threshold_abort: Option<Duration>,
     /// What vblast does differently from what the file asks, said once on stderr.
     pub notes: Vec<String>,
 }
@@ -188,6 +192,9 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
                     Err(m) => p.at(None, key, m),
                 }
             }
+            Structure::Block(b) if b.identifier.as_str() == "threshold" => {
+                threshold_block(b, &mut c, &mut p);
+            }
             Structure::Block(b) => {
                 if let Some(test) = test_block(b, &mut p, &mut test_names) {
                     total_weight += u64::from(test.choice.weight);
@@ -225,6 +232,69 @@ pub fn parse(text: &str, file: &str) -> Result<VbConfig, Cause> {
         0 => Ok(c),
         1 => Err(p.found.remove(0)),
         _ => Err(Cause::Several(p.found)),
+    }
+}
+
+/// vblast's extension, a `threshold` block: unlabelled for the total, or labelled with a
+/// test's name; each attribute a metric and its bound (`p99 = "< 20ms"`,
+/// `success = ">= 99.9%"`, `errors = "< 10"`), read as `--threshold` reads
+/// `NAME:p99<20ms`; the unlabelled block may also say `abort = true` and
+/// `abort_grace = "10s"` (`--threshold-abort`, `--threshold-grace`). Its problems go to `p`.
+fn threshold_block(b: &hcl::Block, c: &mut VbConfig, p: &mut Problems) {
+    let op = match b.labels.as_slice() {
+        [] => None,
+        [name] => Some(name.as_str().to_string()),
+        more => {
+            p.at(None, "threshold", format!(
+                "a threshold block has {} labels: write threshold {{ p99 = \"< 20ms\" }} for the total, threshold \"NAME\" {{ ... }} for one test",
+                more.len()
+            ));
+            return;
+        }
+    };
+    let mut abort = false;
+    let mut grace = Duration::ZERO;
+    for s in b.body.iter() {
+        let Structure::Attribute(a) = s else {
+            p.at(
+                None,
+                "threshold",
+                "a threshold block holds attributes only (p99 = \"< 20ms\")".into(),
+            );
+            continue;
+        };
+        let key = a.key.as_str();
+        let value = eval(&a.expr, key);
+        let said = match (key, value) {
+            (_, Err(m)) => Err(m),
+            ("abort", Ok(Value::Bool(v))) if op.is_none() => {
+                abort = v;
+                Ok(())
+            }
+            ("abort_grace", Ok(Value::String(v))) if op.is_none() => {
+                crate::config::units::parse_duration(&v)
+                    .map(|d| grace = d)
+                    .map_err(|e| format!("threshold abort_grace: {e}"))
+            }
+            (_, Ok(Value::String(bound))) => {
+                let text = match &op {
+                    Some(o) => format!("{o}:{key}{bound}"),
+                    None => format!("{key}{bound}"),
+                };
+                crate::threshold::Threshold::parse(&text)
+                    .map(|t| c.thresholds.push(t))
+                    .map_err(|e| e.to_string())
+            }
+            (_, Ok(_)) => Err(format!(
+                "threshold {key}: give the bound as a string with its comparison, {key} = \"< 20ms\" (abort = true and abort_grace = \"10s\" in the block without a label)"
+            )),
+        };
+        if let Err(m) = said {
+            p.at(None, "threshold", m);
+        }
+    }
+    if abort {
+        c.threshold_abort = Some(grace);
     }
 }
 
