@@ -304,10 +304,11 @@ impl Metrics {
 pub const MAX_LINGER: Duration = Duration::from_secs(600);
 
 /// Keeps the final figures up `d` after the run (`--metrics-linger`), or until a signal
-/// (Ctrl-C, SIGTERM) ends the wait at once.
+/// (Ctrl-C, SIGTERM) ends the wait at once; a run that a broken threshold stopped
+/// (`--threshold-abort`) lingers as a completed one.
 pub fn linger(d: Duration, stop: &crate::signals::Stop) {
     let until = Instant::now() + d;
-    while !stop.is_set() && Instant::now() < until {
+    while !stop.signalled() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -132,6 +132,12 @@ impl Stop {
         self.first.load(Ordering::Relaxed) == ABORT
     }
 
+    /// A signal arrived (whether or not a broken threshold stopped the run first): ends
+    /// a wait that only a signal should end, such as `--metrics-linger`.
+    pub fn signalled(&self) -> bool {
+        self.count.load(Ordering::Relaxed) >= 1
+    }
+
     /// A second stop request arrived: give up waiting, even on cleanup.
     pub fn is_urgent(&self) -> bool {
         self.count.load(Ordering::Relaxed) >= 2

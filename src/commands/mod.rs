@@ -6,8 +6,8 @@
 pub mod compare;
 pub mod fixture;
 pub mod profile;
-pub mod replay;
 pub mod recorded;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -46,6 +46,8 @@ fn prometheus_gets_the_pushed_final_count_of_the_results_file() {
         "instance=nightly",
         "--metrics-push-interval",
         "1s",
+        "--threshold",
+        "p50<10s",
         "--output",
         file.to_str().unwrap(),
         "-q",
@@ -80,8 +82,17 @@ fn prometheus_gets_the_pushed_final_count_of_the_results_file() {
     let q = "sum(vblast_latency_seconds_count{job=\"vblast\",instance=\"nightly\"})";
     let (value, body) = prom.query_until(q, count as f64);
     assert_eq!(value, Some(count as f64), "prometheus answered {body}");
+    // The threshold's verdict rides along in the final push: 0, it holds.
+    let verdict =
+        "vblast_threshold_verdict{instance=\"nightly\",job=\"vblast\",threshold=\"p50<10s\"}";
+    assert_eq!(gw.value(verdict), Some(0.0), "{}", gw.metrics());
     // The documented way to remove the group (docs/ci.md).
+    // 202 Accepted: the Pushgateway applies the delete after it answers, so wait for it.
     assert_eq!(gw.delete("/metrics/job/vblast/instance/nightly"), 202);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while gw.value(series).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(gw.value(series), None, "{}", gw.metrics());
 }
 
