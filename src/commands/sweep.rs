@@ -95,6 +95,9 @@ fn refuse_single_run_flags(r: &crate::cli::RunArgs) -> Result<(), Cause> {
     if r.ops.list_ops {
         return Err("--list-ops is vblast --list-ops, not a sweep".into());
     }
+    if r.login.auth_method.is_some() {
+        return Err("--auth-method is not yet taken by sweep: give it a token (VAULT_TOKEN or --token-file)".into());
+    }
     for (given, flag) in [
         (r.load.requests.is_some(), "-n"),
         (r.load.duration.is_some(), "-z"),
