@@ -8,8 +8,8 @@
 use serde_json::{Value, json};
 
 use crate::support::kube_api::{DEFAULT_AUDIENCE, KubeApi};
-use crate::support::openbao::{OpenBao, ServerState, server_state};
-use crate::support::run::{Out, run};
+use crate::support::openbao::{OpenBao, ServerState, server_state, vblast_mounts};
+use crate::support::run::{Out, run, spawn};
 use crate::support::vblast::Args;
 
 /// A policy that allows the run's setup and cleanup, but is not root.
@@ -63,15 +63,25 @@ fn run_logged_in(bao: &OpenBao, login: &[&str]) -> Out {
         .vault(bao));
     assert_eq!(r.code, Some(0), "{}", r.show());
     assert_eq!(r.json()["ok"], 40, "{}", r.show());
-    let acc = accessor(&r);
+    assert_revoked(bao, &r);
+    assert_eq!(state(bao), before, "the run left something");
+    r
+}
+
+/// Root's lookup of the login's token by its accessor fails: it was revoked.
+fn assert_revoked(bao: &OpenBao, r: &Out) {
+    let acc = accessor(r);
     let (status, text) = bao.api(
         "POST",
         "/v1/auth/token/lookup-accessor",
         Some(&json!({"accessor": acc}).to_string()),
     );
-    assert_ne!(status, 200, "the login's token is still there: {text}");
-    assert_eq!(state(bao), before, "the run left something");
-    r
+    assert_ne!(
+        status,
+        200,
+        "the login's token is still there: {text}\n{}",
+        r.show()
+    );
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -147,6 +157,8 @@ fn approle_login_runs_and_is_revoked_and_a_policy_less_role_is_used_not_root() {
         .vault(&bao));
     assert_ne!(r.code, Some(0), "{}", r.show());
     assert!(r.stderr.contains("permission denied"), "{}", r.show());
+    // A failed setup revokes the token too.
+    assert_revoked(&bao, &r);
     assert_eq!(state(&bao), before);
 }
 
@@ -312,4 +324,73 @@ fn cert_login_runs_and_is_revoked() {
             "bench",
         ],
     );
+}
+
+/// Userpass login flags with the password in `dir`.
+fn userpass(bao: &OpenBao, dir: &tempfile::TempDir, ttl: &str) -> Vec<String> {
+    enable(bao, "userpass");
+    post(
+        bao,
+        "/v1/auth/userpass/users/bench",
+        json!({"password": "pw-2342", "token_policies": "bench-admin", "token_ttl": ttl,
+               "token_max_ttl": "1h"}),
+    );
+    let pw = write(dir, "pw", "pw-2342");
+    [
+        "--auth-method",
+        "userpass",
+        "--auth-username",
+        "bench",
+        "--auth-password-file",
+        &pw,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn a_run_longer_than_the_tokens_ttl_renews_it_and_cleans_up_with_it() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "6s");
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let before = state(&bao);
+    // Cleanup after 10 s of load needs the token the 6 s TTL would have ended.
+    let r = run(Args::op("kv-read")
+        .c(1)
+        .z("10s")
+        .rate(20)
+        .json()
+        .extra(&login)
+        .vault(&bao));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(!r.stderr.contains("warning"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the run left something");
+}
+
+#[test]
+fn sigint_and_sigterm_revoke_the_logins_token() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "1h");
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let before = state(&bao);
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let running = spawn(Args::op("kv-read").c(2).z("60s").extra(&login).vault(&bao));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while vblast_mounts(&bao).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no setup");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: kill(2) on a child this test started and has not reaped.
+        unsafe {
+            libc::kill(running.child.id() as libc::pid_t, sig);
+        }
+        let r = running.finish(std::time::Duration::from_secs(60));
+        assert_eq!(r.code, Some(code), "{}", r.show());
+        assert_revoked(&bao, &r);
+        assert_eq!(state(&bao), before, "the run left something");
+    }
 }
