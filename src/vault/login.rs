@@ -303,3 +303,39 @@ impl Drop for LoggedIn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_secret_and_each_method_posts_to_its_login_path() {
+        let login = AdminLogin {
+            method: LoginMethod::Userpass {
+                username: "bench".into(),
+                password: "pw-secret".into(),
+            },
+            mount: "up".into(),
+        };
+        let shown = format!("{login:?}");
+        assert!(!shown.contains("pw-secret"), "{shown}");
+        assert!(
+            shown.contains("userpass") && shown.contains("up"),
+            "{shown}"
+        );
+        let (path, body) = login.method.request(&login.mount);
+        assert_eq!(path, "/v1/auth/up/login/bench");
+        assert_eq!(body["password"], "pw-secret");
+        let (path, body) = LoginMethod::Cert { role: None }.request("cert");
+        assert_eq!(
+            (path.as_str(), body.to_string().as_str()),
+            ("/v1/auth/cert/login", "{}")
+        );
+        let (_, body) = LoginMethod::Kubernetes {
+            role: "r".into(),
+            jwt: "j".into(),
+        }
+        .request("kubernetes");
+        assert_eq!(body, serde_json::json!({"role": "r", "jwt": "j"}));
+    }
+}
