@@ -394,3 +394,32 @@ fn sigint_and_sigterm_revoke_the_logins_token() {
         assert_eq!(state(&bao), before, "the run left something");
     }
 }
+
+#[test]
+fn a_sweep_logs_in_too_and_revokes_its_token() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "1h");
+    let before = state(&bao);
+    let mut args = vec![
+        "sweep",
+        "--op",
+        "kv-read",
+        "--rate",
+        "50..400",
+        "--steps",
+        "2",
+        "--step-duration",
+        "1s",
+        "--step-warmup",
+        "200ms",
+        "-c",
+        "1",
+    ];
+    args.extend(login.iter().map(String::as_str));
+    let r = run(crate::support::vblast::vault_cmd(&bao, &args));
+    assert!(r.stderr.contains("logged in with userpass"), "{}", r.show());
+    assert!(!r.stderr.contains("permission denied"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the sweep left something");
+}
