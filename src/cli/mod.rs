@@ -5,6 +5,7 @@
 pub mod cleanup;
 pub mod cluster;
 pub mod load;
+pub mod login;
 pub mod metrics;
 pub mod operations;
 pub mod ops;
@@ -113,6 +114,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub target: target::TargetArgs,
+
+    #[command(flatten)]
+    pub login: login::LoginArgs,
 
     #[command(flatten)]
     pub cluster: cluster::ClusterArgs,

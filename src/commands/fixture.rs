@@ -34,6 +34,11 @@ const LOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// `vblast setup` (`remove` false) and `vblast cleanup` (`remove` true).
 pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
     let name = if remove { "cleanup" } else { "setup" };
+    if args.login.auth_method.is_some() {
+        return Ending::Failed(Error::input(format!(
+            "--auth-method is not yet taken by vblast {name}: give it a token (VAULT_TOKEN or --token-file)"
+        )));
+    }
     if args.cleanup.orphans {
         if !remove {
             return Ending::Failed(orphans_refused());

@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod fixture;
+pub mod login;
 pub mod profile;
 pub mod recorded;
 pub mod replay;

@@ -38,8 +38,12 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     if let Some(s) = stop.signal() {
         return Ending::Stopped(s);
     }
-    let planned = match planned {
+    let mut planned = match planned {
         Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
+    };
+    let login = match super::login::admin_login(&cli.login, &cli.target) {
+        Ok(l) => l,
         Err(e) => return Ending::Failed(e),
     };
     // A vault-benchmark file's pprof_interval, when no flag gave one.
@@ -70,6 +74,15 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         metrics_push,
         sharding: sharding(cli),
         server,
+    };
+    // The login, before setup; its token is revoked when `_logged_in` drops, after the
+    // run's cleanup, on every exit path (a signal ends the run through `stop`).
+    let _logged_in = match login {
+        Some(l) => match super::login::log_in(&l, &mut planned.scenario) {
+            Ok(t) => Some(t),
+            Err(e) => return Ending::Failed(e),
+        },
+        None => None,
     };
     execute(&planned, &opts, stop)
 }

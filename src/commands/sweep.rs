@@ -22,11 +22,15 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
     if args.run.cleanup.orphans {
         return Ending::Failed(super::fixture::orphans_refused());
     }
-    let plan = match plan(args, given) {
+    let mut plan = match plan(args, given) {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
     let r = &args.run;
+    let login = match super::login::admin_login(&r.login, &r.target) {
+        Ok(l) => l,
+        Err(e) => return Ending::Failed(e),
+    };
     // Before the first request: a results or HTML path that cannot be written is refused
     // now, not found out once the sweep is over and its steps lost.
     for (flag, path) in [("--output", &r.out.output), ("--html", &r.out.html)] {
@@ -47,6 +51,15 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
         output: r.out.output.clone(),
         html: r.out.html.clone(),
         server,
+    };
+    // The login, before setup; its token is revoked when `_logged_in` drops, after the
+    // sweep's cleanup, on every exit path.
+    let _logged_in = match login {
+        Some(l) => match super::login::log_in(&l, &mut plan.scenario) {
+            Ok(t) => Some(t),
+            Err(e) => return Ending::Failed(e),
+        },
+        None => None,
     };
     crate::sweep::runner::run(&plan, &out, stop)
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bulk;
 pub mod client;
 pub mod fixture;
+pub mod login;
 pub mod ops;
 pub mod preflight;
 pub mod progress;

@@ -19,6 +19,7 @@ mod html;
 mod http2;
 mod kubernetes;
 mod lifecycle;
+mod login;
 mod margin;
 mod messages;
 mod metrics;

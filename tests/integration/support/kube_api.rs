@@ -205,6 +205,27 @@ impl KubeApi {
         )
     }
 
+    /// The public key its tokens verify with (PEM, SubjectPublicKeyInfo): for a jwt auth
+    /// method's `jwt_validation_pubkeys`.
+    pub fn public_key_pem(&self) -> String {
+        // The DER prefix of a P-256 SubjectPublicKeyInfo, then the uncompressed point.
+        let mut der = vec![
+            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06,
+            0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+        ];
+        der.extend_from_slice(self.signer.key.public_key().as_ref());
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&der);
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
     /// That token written to a file in the stand-in's directory.
     pub fn token_file(&self, namespace: &str, name: &str) -> PathBuf {
         let path = self.dir.path().join(format!("token-{namespace}-{name}"));

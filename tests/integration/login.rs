@@ -1,0 +1,425 @@
+//! The tool's own login (`--auth-method`) against OpenBao's real auth methods: approle,
+//! userpass, jwt, cert, and kubernetes pointed at the Kubernetes API stand-in
+//! (support::kube_api, a TokenReview endpoint: no Kubernetes API server runs here). Each
+//! run works with the login's token (VAULT_TOKEN, root, is set and loses), and afterwards
+//! that token is revoked: root's lookup of its accessor fails. A refused login is exit 2
+//! with the server's error named, no secret printed, and nothing created.
+
+use serde_json::{Value, json};
+
+use crate::support::kube_api::{DEFAULT_AUDIENCE, KubeApi};
+use crate::support::openbao::{OpenBao, ServerState, server_state, vblast_mounts};
+use crate::support::run::{Out, run, spawn};
+use crate::support::vblast::Args;
+
+/// A policy that allows the run's setup and cleanup, but is not root.
+const ADMIN: &str =
+    r#"path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }"#;
+
+fn post(bao: &OpenBao, path: &str, body: Value) -> Value {
+    let (status, text) = bao.api("POST", path, Some(&body.to_string()));
+    assert!(status < 300, "POST {path}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// The admin policy, and auth method `kind` mounted at its name.
+fn enable(bao: &OpenBao, kind: &str) {
+    post(
+        bao,
+        "/v1/sys/policies/acl/bench-admin",
+        json!({"policy": ADMIN}),
+    );
+    post(bao, &format!("/v1/sys/auth/{kind}"), json!({"type": kind}));
+}
+
+/// The accessor vblast says it logged in with.
+fn accessor(r: &Out) -> String {
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("logged in with"))
+        .unwrap_or_else(|| panic!("no login line: {}", r.show()));
+    let after = line.split("token accessor ").nth(1).unwrap();
+    after.split(',').next().unwrap().to_string()
+}
+
+/// The server's state but its identity entities: a login makes (or finds) the entity of
+/// whoever logs in, as any login does, and vblast leaves it (it is the operator's).
+fn state(bao: &OpenBao) -> ServerState {
+    ServerState {
+        entities: Vec::new(),
+        ..server_state(bao)
+    }
+}
+
+/// A kv-read run with `login` flags: it works, and the login's token is gone afterwards.
+fn run_logged_in(bao: &OpenBao, login: &[&str]) -> Out {
+    let before = state(bao);
+    let r = run(Args::op("kv-read")
+        .c(2)
+        .n(40)
+        .json()
+        .extra(login)
+        .vault(bao));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 40, "{}", r.show());
+    assert_revoked(bao, &r);
+    assert_eq!(state(bao), before, "the run left something");
+    r
+}
+
+/// Root's lookup of the login's token by its accessor fails: it was revoked.
+fn assert_revoked(bao: &OpenBao, r: &Out) {
+    let acc = accessor(r);
+    let (status, text) = bao.api(
+        "POST",
+        "/v1/auth/token/lookup-accessor",
+        Some(&json!({"accessor": acc}).to_string()),
+    );
+    assert_ne!(
+        status,
+        200,
+        "the login's token is still there: {text}\n{}",
+        r.show()
+    );
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, format!("{text}\n")).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn approle_login_runs_and_is_revoked_and_a_policy_less_role_is_used_not_root() {
+    let bao = OpenBao::start();
+    enable(&bao, "approle");
+    let dir = tempfile::tempdir().unwrap();
+    for (role, policies) in [("bench", "bench-admin"), ("weak", "default")] {
+        post(
+            &bao,
+            &format!("/v1/auth/approle/role/{role}"),
+            json!({"token_policies": policies, "token_ttl": "1h"}),
+        );
+    }
+    let ids = |role: &str| {
+        let (_, text) = bao.api(
+            "GET",
+            &format!("/v1/auth/approle/role/{role}/role-id"),
+            None,
+        );
+        let role_id: Value = serde_json::from_str(&text).unwrap();
+        let secret = post(
+            &bao,
+            &format!("/v1/auth/approle/role/{role}/secret-id"),
+            json!({}),
+        );
+        (
+            write(
+                &dir,
+                &format!("{role}-role-id"),
+                role_id["data"]["role_id"].as_str().unwrap(),
+            ),
+            write(
+                &dir,
+                &format!("{role}-secret-id"),
+                secret["data"]["secret_id"].as_str().unwrap(),
+            ),
+        )
+    };
+    let (rid, sid) = ids("bench");
+    run_logged_in(
+        &bao,
+        &[
+            "--auth-method",
+            "approle",
+            "--auth-role-id-file",
+            &rid,
+            "--auth-secret-id-file",
+            &sid,
+        ],
+    );
+    // The login's token, not VAULT_TOKEN (root), does the setup: with only the default
+    // policy it is refused.
+    let (rid, sid) = ids("weak");
+    let before = state(&bao);
+    let r = run(Args::op("kv-read")
+        .c(1)
+        .n(5)
+        .extra(&[
+            "--auth-method",
+            "approle",
+            "--auth-role-id-file",
+            &rid,
+            "--auth-secret-id-file",
+            &sid,
+        ])
+        .vault(&bao));
+    assert_ne!(r.code, Some(0), "{}", r.show());
+    assert!(r.stderr.contains("permission denied"), "{}", r.show());
+    // A failed setup revokes the token too.
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before);
+}
+
+#[test]
+fn userpass_login_runs_and_is_revoked_and_a_wrong_password_is_exit_2() {
+    let bao = OpenBao::start();
+    enable(&bao, "userpass");
+    post(
+        &bao,
+        "/v1/auth/userpass/users/bench",
+        json!({"password": "right-pw-4711", "token_policies": "bench-admin"}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pw = write(&dir, "pw", "right-pw-4711");
+    run_logged_in(
+        &bao,
+        &[
+            "--auth-method",
+            "userpass",
+            "--auth-username",
+            "bench",
+            "--auth-password-file",
+            &pw,
+        ],
+    );
+    // The refused login: its error named, no secret, exit 2, nothing created.
+    let wrong = write(&dir, "wrong", "wrong-pw-0815");
+    let before = server_state(&bao);
+    let r = run(Args::op("kv-read")
+        .c(1)
+        .n(5)
+        .extra(&[
+            "--auth-method",
+            "userpass",
+            "--auth-username",
+            "bench",
+            "--auth-password-file",
+            &wrong,
+        ])
+        .vault(&bao));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(
+        r.stderr
+            .contains("userpass login at auth/userpass was refused"),
+        "{}",
+        r.show()
+    );
+    assert!(r.stderr.contains("invalid"), "{}", r.show());
+    assert!(!r.show().contains("wrong-pw-0815"), "{}", r.show());
+    assert_eq!(server_state(&bao), before);
+    // With --token-file it is refused, before anything is sent.
+    let r = run(Args::op("kv-read")
+        .n(1)
+        .extra(&[
+            "--auth-method",
+            "userpass",
+            "--auth-username",
+            "bench",
+            "--auth-password-file",
+            &pw,
+            "--token-file",
+            &pw,
+        ])
+        .vault(&bao));
+    assert_eq!(r.code, Some(2), "{}", r.show());
+    assert!(r.stderr.contains("leave out --token"), "{}", r.show());
+}
+
+#[test]
+fn jwt_login_runs_and_is_revoked() {
+    let bao = OpenBao::start();
+    let api = KubeApi::start(&[("apps", "web")]);
+    enable(&bao, "jwt");
+    post(
+        &bao,
+        "/v1/auth/jwt/config",
+        json!({"jwt_validation_pubkeys": [api.public_key_pem()]}),
+    );
+    post(
+        &bao,
+        "/v1/auth/jwt/role/bench",
+        json!({"role_type": "jwt", "user_claim": "sub", "bound_audiences": [DEFAULT_AUDIENCE],
+               "token_policies": "bench-admin"}),
+    );
+    let jwt = api.token_file("apps", "web").display().to_string();
+    run_logged_in(
+        &bao,
+        &[
+            "--auth-method",
+            "jwt",
+            "--auth-role",
+            "bench",
+            "--auth-jwt-file",
+            &jwt,
+        ],
+    );
+}
+
+#[test]
+fn kubernetes_login_through_the_token_review_stand_in_runs_and_is_revoked() {
+    let bao = OpenBao::start();
+    let api = KubeApi::start(&[("apps", "web"), ("kube-system", "vault")]);
+    enable(&bao, "kubernetes");
+    post(
+        &bao,
+        "/v1/auth/kubernetes/config",
+        json!({"kubernetes_host": api.url, "kubernetes_ca_cert": api.ca_pem,
+               "token_reviewer_jwt": api.token("kube-system", "vault")}),
+    );
+    post(
+        &bao,
+        "/v1/auth/kubernetes/role/bench",
+        json!({"bound_service_account_names": "web", "bound_service_account_namespaces": "apps",
+               "token_policies": "bench-admin"}),
+    );
+    let jwt = api.token_file("apps", "web").display().to_string();
+    let reviews = api.calls("POST tokenreviews");
+    run_logged_in(
+        &bao,
+        &[
+            "--auth-method",
+            "kubernetes",
+            "--auth-role",
+            "bench",
+            "--auth-jwt-file",
+            &jwt,
+        ],
+    );
+    assert!(api.calls("POST tokenreviews") > reviews);
+}
+
+#[test]
+fn cert_login_runs_and_is_revoked() {
+    let bao = OpenBao::start_tls();
+    let ca = bao.ca_cert.clone().unwrap().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "vblast admin client");
+    let cert = params.self_signed(&key).unwrap();
+    let c = write(&dir, "client-cert.pem", &cert.pem());
+    let k = write(&dir, "client-key.pem", &key.serialize_pem());
+    enable(&bao, "cert");
+    post(
+        &bao,
+        "/v1/auth/cert/certs/bench",
+        json!({"certificate": cert.pem(), "token_policies": "bench-admin"}),
+    );
+    run_logged_in(
+        &bao,
+        &[
+            "--ca-cert",
+            &ca,
+            "--client-cert",
+            &c,
+            "--client-key",
+            &k,
+            "--auth-method",
+            "cert",
+            "--auth-role",
+            "bench",
+        ],
+    );
+}
+
+/// Userpass login flags with the password in `dir`.
+fn userpass(bao: &OpenBao, dir: &tempfile::TempDir, ttl: &str) -> Vec<String> {
+    enable(bao, "userpass");
+    post(
+        bao,
+        "/v1/auth/userpass/users/bench",
+        json!({"password": "pw-2342", "token_policies": "bench-admin", "token_ttl": ttl,
+               "token_max_ttl": "1h"}),
+    );
+    let pw = write(dir, "pw", "pw-2342");
+    [
+        "--auth-method",
+        "userpass",
+        "--auth-username",
+        "bench",
+        "--auth-password-file",
+        &pw,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn a_run_longer_than_the_tokens_ttl_renews_it_and_cleans_up_with_it() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "6s");
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let before = state(&bao);
+    // Cleanup after 10 s of load needs the token the 6 s TTL would have ended.
+    let r = run(Args::op("kv-read")
+        .c(1)
+        .z("10s")
+        .rate(20)
+        .json()
+        .extra(&login)
+        .vault(&bao));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(!r.stderr.contains("warning"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the run left something");
+}
+
+#[test]
+fn sigint_and_sigterm_revoke_the_logins_token() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "1h");
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let before = state(&bao);
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let running = spawn(Args::op("kv-read").c(2).z("60s").extra(&login).vault(&bao));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while vblast_mounts(&bao).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "no setup");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: kill(2) on a child this test started and has not reaped.
+        unsafe {
+            libc::kill(running.child.id() as libc::pid_t, sig);
+        }
+        let r = running.finish(std::time::Duration::from_secs(60));
+        assert_eq!(r.code, Some(code), "{}", r.show());
+        assert_revoked(&bao, &r);
+        assert_eq!(state(&bao), before, "the run left something");
+    }
+}
+
+#[test]
+fn a_sweep_logs_in_too_and_revokes_its_token() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "1h");
+    let before = state(&bao);
+    let mut args = vec![
+        "sweep",
+        "--op",
+        "kv-read",
+        "--rate",
+        "50..400",
+        "--steps",
+        "2",
+        "--step-duration",
+        "1s",
+        "--step-warmup",
+        "200ms",
+        "-c",
+        "1",
+    ];
+    args.extend(login.iter().map(String::as_str));
+    let r = run(crate::support::vblast::vault_cmd(&bao, &args));
+    assert!(r.stderr.contains("logged in with userpass"), "{}", r.show());
+    assert!(!r.stderr.contains("permission denied"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the sweep left something");
+}
