@@ -189,6 +189,8 @@ pub struct ProfileTally {
     files: Vec<String>,
     /// `vblast replay`: each request entry's time, operation and caller, kept.
     kept: Option<Vec<KeptRequest>>,
+    /// Request entries a replay did not keep, past `MAX_KEPT`.
+    kept_past_bound: u64,
 }
 
 /// A request entry as a replay needs it (`vblast replay`): its time (ns since the epoch),
@@ -201,11 +203,17 @@ pub struct KeptRequest {
     pub accessor: Option<u64>,
 }
 
+/// The most request entries a replay keeps (32 bytes each: some 0.6 GB at the bound);
+/// the ones past it are counted in `Kept::past_bound`, not kept.
+pub const MAX_KEPT: usize = 20_000_000;
+
 /// The kept request entries and the names their `op` indexes.
 #[derive(Clone, Debug, Default)]
 pub struct Kept {
     pub ops: Vec<String>,
     pub requests: Vec<KeptRequest>,
+    /// Request entries past `MAX_KEPT`, not kept.
+    pub past_bound: u64,
 }
 
 /// The operation a line counts under: a mapped one's index, or the unmapped.
@@ -252,6 +260,7 @@ impl ProfileTally {
             problem_counts: HashMap::new(),
             files: Vec::new(),
             kept: None,
+            kept_past_bound: 0,
         }
     }
 
@@ -266,7 +275,15 @@ impl ProfileTally {
         let mut requests = self.kept.take().unwrap_or_default();
         requests.sort_by_key(|r| r.time_ns);
         let ops = self.ops.iter().map(|o| o.name.clone()).collect();
-        (self.finish(), Kept { ops, requests })
+        let past_bound = self.kept_past_bound;
+        (
+            self.finish(),
+            Kept {
+                ops,
+                requests,
+                past_bound,
+            },
+        )
     }
 
     /// A new file begins (its name as shown).
@@ -393,7 +410,12 @@ impl ProfileTally {
             Side::Request => {
                 self.request_entries += 1;
                 self.count_request(slot, time, req);
-                if let (Some(kept), Some(time_ns)) = (self.kept.as_mut(), time) {
+                if let Some(kept) = self.kept.as_ref()
+                    && time.is_some()
+                    && kept.len() >= MAX_KEPT
+                {
+                    self.kept_past_bound += 1;
+                } else if let (Some(kept), Some(time_ns)) = (self.kept.as_mut(), time) {
                     kept.push(KeptRequest {
                         time_ns,
                         op: match slot {

@@ -70,13 +70,15 @@ pub fn plan(
     stop: &Stop,
 ) -> Result<ReplayPlan, Error> {
     // A bad factor is refused before the log is read.
-    if let Err(e) = RecordedSchedule::new(&[0], speed, scale.max(1.0)) {
-        return Err(Error::input(e.to_string()));
-    }
-    if let Err(e) = RecordedSchedule::new(&[0], 1.0, scale) {
-        return Err(Error::input(e.to_string()));
-    }
+    schedule::check_factors(speed, scale).map_err(|e| Error::input(e.to_string()))?;
     let (profile, kept) = crate::profile::profile_keeping(files, show_paths, stop)?;
+    if kept.past_bound > 0 {
+        return Err(Error::input(format!(
+            "the log holds {} request entries, more than a replay keeps ({}): replay a slice of it (one of its rotated files, or the lines of a span)",
+            kept.requests.len() as u64 + kept.past_bound,
+            crate::profile::tally::MAX_KEPT
+        )));
+    }
     let problems: Vec<String> = profile
         .problems
         .iter()
@@ -114,11 +116,12 @@ pub fn plan(
         )));
     }
     let times: Vec<i64> = replayed.iter().map(|r| r.time_ns).collect();
-    let schedule = RecordedSchedule::new(&times, speed, scale).map_err(|e| {
-        Error::input(format!(
+    let schedule = RecordedSchedule::new(&times, speed, scale).map_err(|e| match e {
+        schedule::ReplayRefusal::Nothing => Error::input(format!(
             "{e}: --scale {scale} leaves none of the {} recorded requests",
             times.len()
-        ))
+        )),
+        e => Error::input(e.to_string()),
     })?;
     let ops = schedule
         .sends()

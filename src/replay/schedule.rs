@@ -25,7 +25,20 @@ pub enum ReplayRefusal {
     Scale(f64),
     #[error("no request to replay")]
     Nothing,
+    #[error(
+        "--scale {scale} on {recorded} recorded requests makes {sends:.3e} sends, more than a replay holds ({max}): replay a slice of the log, or a smaller scale"
+    )]
+    TooMany {
+        scale: f64,
+        recorded: usize,
+        sends: f64,
+        max: usize,
+    },
 }
+
+/// The most sends a replay's schedule holds (about 16 bytes each, plus 10 in the engine's
+/// `Schedule::Instants`): some 0.5 GB at the bound, 20,000 req/s for over 16 minutes.
+pub const MAX_SENDS: usize = 20_000_000;
 
 /// One intended send: its offset from the origin and which recorded request it replays
 /// (an index into the times given).
@@ -48,6 +61,18 @@ fn factor(f: f64) -> bool {
     f.is_finite() && f > 0.0
 }
 
+/// Refuses a `--speed` or `--scale` that is not a finite factor above 0 (before any log
+/// is read).
+pub fn check_factors(speed: f64, scale: f64) -> Result<(), ReplayRefusal> {
+    if !factor(speed) {
+        return Err(ReplayRefusal::Speed(speed));
+    }
+    if !factor(scale) {
+        return Err(ReplayRefusal::Scale(scale));
+    }
+    Ok(())
+}
+
 impl RecordedSchedule {
     /// From the recorded times (ns since the epoch, non-decreasing), `speed` and `scale`.
     pub fn new(
@@ -55,15 +80,19 @@ impl RecordedSchedule {
         speed: f64,
         scale: f64,
     ) -> Result<RecordedSchedule, ReplayRefusal> {
-        if !factor(speed) {
-            return Err(ReplayRefusal::Speed(speed));
-        }
-        if !factor(scale) {
-            return Err(ReplayRefusal::Scale(scale));
-        }
+        check_factors(speed, scale)?;
         let Some(&first) = times_ns.first() else {
             return Err(ReplayRefusal::Nothing);
         };
+        let planned = (times_ns.len() as f64 * scale).round();
+        if planned > MAX_SENDS as f64 {
+            return Err(ReplayRefusal::TooMany {
+                scale,
+                recorded: times_ns.len(),
+                sends: planned,
+                max: MAX_SENDS,
+            });
+        }
         let since = |t: i64| (t.max(first) - first) as u64;
         let seconds = since(*times_ns.last().unwrap_or(&first)) / 1_000_000_000 + 1;
         let mut recorded_per_second = vec![0u64; seconds as usize];
@@ -71,7 +100,7 @@ impl RecordedSchedule {
             recorded_per_second[(since(t) / 1_000_000_000) as usize] += 1;
         }
         let on_clock = |ns: f64| (ns / speed).round() as u64;
-        let mut sends = Vec::with_capacity((times_ns.len() as f64 * scale).ceil() as usize);
+        let mut sends = Vec::with_capacity(planned as usize + 1);
         if scale == 1.0 {
             sends.extend(times_ns.iter().enumerate().map(|(i, &t)| Placed {
                 offset_ns: on_clock(since(t) as f64),
@@ -234,5 +263,15 @@ mod tests {
             RecordedSchedule::new(&[T0], 1.0, 0.1),
             Err(ReplayRefusal::Nothing)
         );
+    }
+
+    #[test]
+    fn a_scale_past_what_a_replay_holds_is_refused_before_anything_is_placed() {
+        for scale in [1e7, 1e300] {
+            assert!(matches!(
+                RecordedSchedule::new(&log(), 1.0, scale),
+                Err(ReplayRefusal::TooMany { max: MAX_SENDS, .. })
+            ));
+        }
     }
 }

@@ -86,13 +86,9 @@ impl FailOn {
 
     /// The line as one canonical text: "kv-read:p99>+10%".
     pub fn text(&self) -> String {
-        let op = self
-            .op
-            .as_deref()
-            .map(|o| format!("{o}:"))
-            .unwrap_or_default();
         format!(
-            "{op}{}{}{:+}%",
+            "{}{}{}{:+}%",
+            super::op_prefix(self.op.as_deref()),
             self.metric.label(),
             if self.up { ">" } else { "<" },
             self.percent

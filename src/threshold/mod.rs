@@ -292,13 +292,9 @@ impl Threshold {
 
     /// The threshold as one canonical text: "kv-read:p99<20ms".
     pub fn text(&self) -> String {
-        let op = self
-            .op
-            .as_deref()
-            .map(|o| format!("{o}:"))
-            .unwrap_or_default();
         format!(
-            "{op}{}{}{}",
+            "{}{}{}{}",
+            op_prefix(self.op.as_deref()),
             self.metric.label(),
             self.cmp.symbol(),
             self.bound_text()
@@ -458,6 +454,12 @@ fn contradict(low: &Threshold, high: &Threshold) -> bool {
     } else {
         low.bound > high.bound
     }
+}
+
+/// An operation's prefix in a threshold's or a compare line's text: "kv-read:", or
+/// nothing for the total.
+pub(crate) fn op_prefix(op: Option<&str>) -> String {
+    op.map(|o| format!("{o}:")).unwrap_or_default()
 }
 
 #[cfg(test)]

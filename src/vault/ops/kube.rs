@@ -367,6 +367,14 @@ fn resolve_login(config: &KubeLoginConfig) -> Result<(KubeLoginConfig, String), 
     Ok((config, jwt))
 }
 
+/// The name a role block gives its role ("vblast" when it names none).
+fn role_name(role: &Map<String, Value>) -> String {
+    role.get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("vblast")
+        .to_string()
+}
+
 struct KubeLogin {
     config: KubeLoginConfig,
     /// The service-account JWT (never printed).
@@ -376,15 +384,6 @@ struct KubeLogin {
 }
 
 impl KubeLogin {
-    fn role_name(&self) -> String {
-        self.config
-            .role
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("vblast")
-            .to_string()
-    }
-
     fn prepare(
         &mut self,
         client: &mut Client,
@@ -418,7 +417,7 @@ impl KubeLogin {
             Some(&Value::Object(self.config.auth.clone())),
             &format!("configuring kubernetes auth at '{path}'"),
         )?;
-        let name = self.role_name();
+        let name = role_name(&self.config.role);
         let mut role = self.config.role.clone();
         role.remove("name");
         let mut policies = vec![json!(policy)];
@@ -501,7 +500,7 @@ impl VaultOp for KubeLogin {
 
     fn operation(&self) -> Operation {
         let path = self.path.as_deref().unwrap_or("unset");
-        let body = json!({"role": self.role_name(), "jwt": self.jwt}).to_string();
+        let body = json!({"role": role_name(&self.config.role), "jwt": self.jwt}).to_string();
         let mut op = Operation::new(
             LOGIN.name,
             RequestSpec {
@@ -776,15 +775,6 @@ struct KubeCreds {
 }
 
 impl KubeCreds {
-    fn role_name(&self) -> String {
-        self.config
-            .role
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("vblast")
-            .to_string()
-    }
-
     fn prepare(
         &mut self,
         client: &mut Client,
@@ -807,7 +797,7 @@ impl KubeCreds {
             Some(&Value::Object(self.config.kubernetes.clone())),
             &format!("configuring the kubernetes secrets engine at '{mount}'"),
         )?;
-        let name = self.role_name();
+        let name = role_name(&self.config.role);
         let mut role = self.config.role.clone();
         role.remove("name");
         call(
@@ -865,7 +855,7 @@ impl VaultOp for KubeCreds {
                 method: "POST".into(),
                 path: vec![Piece::lit(format!(
                     "/v1/{mount}/creds/{}",
-                    self.role_name()
+                    role_name(&self.config.role)
                 ))],
                 headers: vec![("Content-Type".into(), "application/json".into())],
                 body: Some(vec![Piece::lit(self.body.clone())]),
