@@ -75,6 +75,17 @@ done < "$VBLAST_TEST_SKIPS"
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) {
      if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "%d %d\n", p, f }' "$log")
+# Why each failed test failed, last, where a shortened log still shows it: its panic's
+# place, its message's first line and an assertion's left and right, each cut to 300
+# characters (a message may carry a whole report).
+if [ "$failed" -ne 0 ]; then
+    echo "test: why each failed test failed:" >&2
+    awk '/^---- .* stdout ----$/ { name = $2; inside = 1; next }
+         /^failures:$/ || /^note: / { inside = 0; first = 0 }
+         inside && /panicked at/ { print "  " name ": " substr($0, 1, 300); first = 1; next }
+         inside && first { print "    " substr($0, 1, 300); first = 0; next }
+         inside && /^ *(left|right): / { print "    " substr($0, 1, 300) }' "$log" >&2
+fi
 rm -f "$log" "$VBLAST_TEST_SKIPS"
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
     # A binary that did not build or died before its "test result:" line counts no failure.

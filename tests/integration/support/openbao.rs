@@ -301,6 +301,20 @@ impl ServerState {
         }
     }
 
+    /// The server's state once it equals `want`, or as it is after 30 s: a token revoked
+    /// with its parent, or by its mount's removal, can leave the accessor list a moment after
+    /// the answer on a busy server.
+    pub fn settled(bao: &OpenBao, want: &ServerState) -> ServerState {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let now = ServerState::of(bao);
+            if &now == want || std::time::Instant::now() >= until {
+                return now;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// The fixtures alone (mounts, auth paths, policies): what a shared fixture must hold
     /// while it outlives the shards that use it (the entities, groups and tokens their
     /// logins made go with the auth path, at the shared cleanup).
