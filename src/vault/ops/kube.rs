@@ -288,7 +288,7 @@ fn check_ca(config: &Map<String, Value>) -> Result<(), Cause> {
     match certs {
         Ok(c) if !c.is_empty() => Ok(()),
         _ => Err(Cause::from(format!(
-            "kubernetes_ca_cert holds no PEM certificate that can be read (vault-benchmark's docs show a shortened placeholder, `MIIC...`, which no TLS client can load): put the Kubernetes API's CA there, or leave the key out where the server runs in a pod (it then reads {SA_CA_PATH})"
+            "kubernetes_ca_cert holds no PEM certificate that can be read (vault-benchmark's docs show a shortened placeholder, `MIIC...`, which no TLS client can load): put the Kubernetes API's CA there; where the server runs in a pod, leaving the key out (and disable_local_ca_jwt false) makes it read {SA_CA_PATH}"
         ))),
     }
 }
