@@ -21,6 +21,10 @@
 //! disables the mount, which revokes every lease: the engine deletes the service accounts,
 //! role bindings and roles it made in the API.
 //!
+//! Both refuse, before anything is sent, a `kubernetes_ca_cert` from which no PEM
+//! certificate can be read (vault-benchmark's docs examples carry a shortened `MIIC...`):
+//! the engines would accept it and fail every call to the API.
+//!
 //! Neither is shared by the shards of a run (each shard would configure the API's
 //! credentials anew; a sharded run is refused).
 
