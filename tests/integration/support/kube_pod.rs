@@ -49,7 +49,10 @@ struct NetNs {
 }
 
 impl NetNs {
+    /// Err(why) when `ip netns add` fails (no root, or no CAP_SYS_ADMIN); fails the test
+    /// when `ip` is not installed.
     fn create() -> Result<NetNs, String> {
+        super::deps::program(&["ip"], "iproute2");
         let name = format!(
             "vbkube{}x{}",
             std::process::id(),
@@ -162,7 +165,8 @@ fn enter(ns: &str, hosts: &Path, run: &Path) -> Result<(), String> {
 }
 
 /// Runs `body` in a pod's view (see the module's doc), or Err(why) without running it
-/// when network namespaces cannot be made here (no root, or no CAP_SYS_ADMIN). A panic
+/// when network namespaces cannot be made here (no root, or no CAP_SYS_ADMIN; without
+/// `ip` the test fails). A panic
 /// in `body` is the test's, after the namespace is removed.
 pub fn in_pod<T: Send>(body: impl FnOnce(&Pod) -> T + Send) -> Result<T, String> {
     let mut ns = NetNs::create()?;
