@@ -261,6 +261,237 @@ fn kube_creds_whose_rules_the_api_refuses_are_exit_2_with_nothing_left() {
     assert_eq!(server_state(&bao), before);
 }
 
+/// The test's name in a vault-benchmark file of one test (`test "TYPE" "NAME"`).
+fn vb_test_name(hcl: &str) -> String {
+    let at = hcl.find("test \"").expect("a test block");
+    hcl[at..].split('"').nth(3).unwrap_or("").to_string()
+}
+
+/// vault-benchmark's kube_auth and kubernetes_secret docs examples, by their tests' names:
+/// taken byte for byte from the two pages of the vault-benchmark checkout `VBLAST_VB_SRC`
+/// names (the kube_auth ConfigMap's `k8s.hcl` with its YAML indent removed), else
+/// vblast's files of their shape (tests/data/vb-docs, which say why).
+fn vb_docs_examples() -> std::collections::BTreeMap<String, String> {
+    let texts: Vec<String> = match std::env::var_os("VBLAST_VB_SRC").filter(|s| !s.is_empty()) {
+        Some(src) => {
+            let dir = std::path::Path::new(&src).join("docs/tests");
+            let read = |f: &str| {
+                std::fs::read_to_string(dir.join(f))
+                    .unwrap_or_else(|e| panic!("VBLAST_VB_SRC: {}: {e}", dir.join(f).display()))
+            };
+            let auth = read("auth-k8s.md");
+            let mark = "k8s.hcl: |\n";
+            let from = &auth[auth.find(mark).expect("the ConfigMap's k8s.hcl") + mark.len()..];
+            let block = &from[..from.find("```").expect("the end of the block")];
+            let lines: Vec<&str> = block
+                .lines()
+                .map(|l| l.strip_prefix("    ").unwrap_or(l.trim()))
+                .collect();
+            let mut texts = vec![lines.join("\n")];
+            let secret = read("secret-k8s.md");
+            for part in secret.split("```hcl\n").skip(1) {
+                texts.push(part[..part.find("```").expect("the end of a block")].to_string());
+            }
+            texts
+        }
+        None => [
+            "auth-k8s",
+            "secret-k8s-sa",
+            "secret-k8s-role",
+            "secret-k8s-generated",
+            "secret-k8s-env",
+            "secret-k8s-advanced",
+        ]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(format!(
+                "{}/tests/data/vb-docs/{f}.hcl",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        })
+        .collect(),
+    };
+    texts.into_iter().map(|t| (vb_test_name(&t), t)).collect()
+}
+
+/// A vault-benchmark JSON report's row `name`: every request a success.
+fn all_succeeded(r: &crate::support::run::Out, name: &str) {
+    assert_eq!(r.code, Some(0), "{name}: {}", r.show());
+    let j: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{name}: {e}: {}", r.show()));
+    assert!(
+        j["metrics"][name]["requests"].as_u64().unwrap_or(0) > 0,
+        "{name}: {j}"
+    );
+    assert_eq!(j["metrics"]["total"]["success"], 1.0, "{name}: {j}");
+}
+
+/// vault-benchmark's own docs examples for `kube_auth` (docs/tests/auth-k8s.md) and
+/// `kubernetes_secret` (docs/tests/secret-k8s.md), each file unchanged, with the API at
+/// the addresses they name: in a pod's view (support::kube_pod) `kubernetes.default.svc`
+/// and `kubernetes.example.com` resolve to the stand-in on port 443, `vault` to OpenBao on
+/// port 8200, and the pod's CA and token are at /var/run/secrets/kubernetes.io/
+/// serviceaccount, where OpenBao and vblast read them as in a pod. The kube_auth example
+/// and the two kubernetes_secret examples without placeholders run with every request a
+/// success and nothing left on the server or in the API; the three whose
+/// `kubernetes_ca_cert` is the docs' shortened placeholder are refused before anything is
+/// made (no TLS client can load it: OpenBao would fail every credentials request).
+#[test]
+fn vault_benchmark_docs_examples_run_at_their_documented_addresses() {
+    use crate::support::kube_pod::{API_ADDR, API_NAMES, in_pod};
+    use crate::support::vblast::{env_cmd, url_cmd};
+    let examples = vb_docs_examples();
+    let names: Vec<&str> = examples.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "k8s_advanced_test",
+            "k8s_env_test",
+            "k8s_generated_test",
+            "k8s_role_test",
+            "k8s_sa_test",
+            "kube_auth_test1"
+        ],
+        "the docs' examples changed"
+    );
+    let files = tempfile::tempdir().unwrap();
+    let file = |name: &str| -> String {
+        let p = files.path().join(format!("{name}.hcl"));
+        std::fs::write(&p, &examples[name]).unwrap();
+        format!("-config={}", p.display())
+    };
+    let ran = in_pod(|pod| {
+        let mut names = API_NAMES.to_vec();
+        names.push(API_ADDR);
+        let api = KubeApi::start_at(
+            &format!("{API_ADDR}:443"),
+            &names,
+            &[
+                ("default", "vault-benchmark"),
+                ("vault-system", "vault-benchmark"),
+                ("default", "vault-test"),
+            ],
+            &["development", "staging", "production"],
+        );
+        // The pod's files: the API's CA and the token of default/vault-benchmark.
+        let token = api.token("default", "vault-benchmark");
+        pod.place("ca.crt", &api.ca_pem);
+        pod.place("token", &token);
+        pod.place("namespace", "default");
+        let bao = OpenBao::start_on_port(8200);
+        let before = server_state(&bao);
+
+        // kube_auth: the ConfigMap's file names vault (http://vault:8200), its token and
+        // its terse report; nothing is given beside it.
+        let reviews = api.calls("POST tokenreviews");
+        let r = run(url_cmd(&[
+            "vault-benchmark",
+            "run",
+            &file("kube_auth_test1"),
+        ]));
+        assert_eq!(r.code, Some(0), "kube_auth_test1: {}", r.show());
+        let row = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("kube_auth_test1 "))
+            .unwrap_or_else(|| panic!("no kube_auth_test1 row: {}", r.show()));
+        assert!(row.trim_end().ends_with("100.00%"), "{}", r.show());
+        assert!(api.calls("POST tokenreviews") > reviews + 1, "{}", r.show());
+        assert_eq!(server_state(&bao), before, "kube_auth_test1 left something");
+
+        // kubernetes_secret without placeholders: as in a pod (the engine reads the pod's
+        // CA and token), and "Using Environment Variables" once more with vault-benchmark's
+        // two variables.
+        let vb_env = [
+            ("VAULT_BENCHMARK_KUBERNETES_CA_CERT", api.ca_pem.as_str()),
+            (
+                "VAULT_BENCHMARK_KUBERNETES_SERVICE_ACCOUNT_JWT",
+                token.as_str(),
+            ),
+        ];
+        let runs: [(&str, bool, &[&str]); 3] = [
+            ("k8s_env_test", false, &[]),
+            ("k8s_env_test", true, &[]),
+            (
+                "k8s_advanced_test",
+                false,
+                &["serviceaccounts", "rolebindings"],
+            ),
+        ];
+        for (name, with_env, made) in runs {
+            let tokens = api.calls("POST serviceaccounts/token");
+            let created = api.created().len();
+            let config = file(name);
+            let mut all = vec![("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "root")];
+            if with_env {
+                all.extend(vb_env);
+            }
+            let r = run(env_cmd(
+                &[
+                    "vault-benchmark",
+                    "run",
+                    &config,
+                    "-duration=2s",
+                    "-report_mode=json",
+                ],
+                &all,
+            ));
+            all_succeeded(&r, name);
+            assert!(
+                api.calls("POST serviceaccounts/token") > tokens + 1,
+                "{name}: {}",
+                r.show()
+            );
+            let new = api.created()[created..].to_vec();
+            for k in &new {
+                assert!(made.contains(&k.kind.as_str()), "{name}: {k:?}");
+            }
+            if name == "k8s_advanced_test" {
+                // The role's name template, in its one allowed namespace.
+                assert!(!new.is_empty(), "{}", r.show());
+                for k in &new {
+                    assert_eq!(k.namespace, "production", "{k:?}");
+                    assert!(
+                        k.name.starts_with("vault-benchmark-advanced-role-"),
+                        "{k:?}"
+                    );
+                }
+            }
+            assert!(api.left().is_empty(), "{name} left {:?}", api.left());
+            assert_eq!(server_state(&bao), before, "{name} left something");
+        }
+
+        // The three with the docs' placeholder CA (`MIIC...`): one message, exit 2, nothing
+        // made on the server and no call to the API.
+        for name in ["k8s_sa_test", "k8s_role_test", "k8s_generated_test"] {
+            let calls = api.calls("POST serviceaccounts/token");
+            let config = file(name);
+            let r = run(env_cmd(
+                &["vault-benchmark", "run", &config, "-duration=2s"],
+                &[("VAULT_ADDR", bao.addr.as_str()), ("VAULT_TOKEN", "root")],
+            ));
+            assert_eq!(r.code, Some(2), "{name}: {}", r.show());
+            assert!(
+                r.stderr.contains("kubernetes_ca_cert") && r.stderr.contains("MIIC"),
+                "{name}: {}",
+                r.show()
+            );
+            assert_eq!(api.calls("POST serviceaccounts/token"), calls, "{name}");
+            assert_eq!(server_state(&bao), before, "{name} left something");
+        }
+        assert!(api.left().is_empty(), "{:?}", api.left());
+        // The pod's service account is still there, and the two others.
+        assert_eq!(api.live("serviceaccounts").len(), 3);
+    });
+    if let Err(why) = ran {
+        crate::support::deps::documented_skip(
+            "kubernetes::vault_benchmark_docs_examples_run_at_their_documented_addresses",
+            &why,
+        );
+    }
+}
+
 /// OpenBao's CPU time (user + system) so far, in seconds, from /proc.
 fn server_cpu(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

@@ -21,6 +21,10 @@
 //! disables the mount, which revokes every lease: the engine deletes the service accounts,
 //! role bindings and roles it made in the API.
 //!
+//! Both refuse, before anything is sent, a `kubernetes_ca_cert` from which no PEM
+//! certificate can be read (vault-benchmark's docs examples carry a shortened `MIIC...`):
+//! the engines would accept it and fail every call to the API.
+//!
 //! Neither is shared by the shards of a run (each shard would configure the API's
 //! credentials anew; a sharded run is refused).
 
@@ -41,6 +45,8 @@ use crate::workload::Operation;
 
 /// Where a pod's projected service-account token is, and where vault-benchmark reads it.
 pub const SA_TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+/// Where a pod's CA of the Kubernetes API is, and where the engines read it by default.
+pub const SA_CA_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 /// vault-benchmark's default API address (the in-cluster service).
 pub const DEFAULT_HOST: &str = "https://kubernetes.default.svc";
 /// Names the service-account token file for vault-benchmark files (which cannot name
@@ -272,6 +278,25 @@ fn read_file(path: &str, what: &str) -> Result<String, Cause> {
     std::fs::read_to_string(path).map_err(|e| Cause::from(format!("reading {what} {path}: {e}")))
 }
 
+/// Refuses a `kubernetes_ca_cert` from which no PEM certificate can be read: the engines
+/// accept it and fail every call to the API afterwards.
+fn check_ca(config: &Map<String, Value>) -> Result<(), Cause> {
+    let Some(pem) = config
+        .get("kubernetes_ca_cert")
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+    else {
+        return Ok(());
+    };
+    let certs: Result<Vec<_>, _> = rustls_pemfile::certs(&mut pem.as_bytes()).collect();
+    match certs {
+        Ok(c) if !c.is_empty() => Ok(()),
+        _ => Err(Cause::from(format!(
+            "kubernetes_ca_cert holds no PEM certificate that can be read (vault-benchmark's docs show a shortened placeholder, `MIIC...`, which no TLS client can load): put the Kubernetes API's CA there; where the server runs in a pod, leaving the key out (and disable_local_ca_jwt false) makes it read {SA_CA_PATH}"
+        ))),
+    }
+}
+
 /// The (namespace, name) a service-account JWT's claims name, projected or legacy; None
 /// when it is not a JWT with them.
 fn jwt_account(jwt: &str) -> Option<(String, String)> {
@@ -326,6 +351,7 @@ fn resolve_login(config: &KubeLoginConfig) -> Result<(KubeLoginConfig, String), 
             .auth
             .insert("token_reviewer_jwt".into(), json!(jwt.trim()));
     }
+    check_ca(&config.auth)?;
     let jwt = read_file(&config.jwt_file, "the service-account token").map_err(|e| {
         e.within(format!(
             "kube-login logs in with a service-account JWT (--kube-jwt-file, or ${TOKEN_FILE_ENV})"
@@ -575,8 +601,9 @@ pub struct KubeCredsConfig {
     pub api_jwt_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rules_file: Option<String>,
-    /// The namespace of the credentials requests (vault-benchmark: the first allowed one,
-    /// or "default" under "*").
+    /// The namespace of the credentials requests (`--kube-namespace`; for a
+    /// vault-benchmark file, one of the role's allowed namespaces picked at random, or
+    /// "default" when "*" comes first, as vault-benchmark picks it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }
@@ -674,9 +701,37 @@ fn kubernetes_secret_hcl(c: &mut Keys, out: &mut Mapped) -> Result<(), Cause> {
     }
     // Exactly one kind of role is checked before setup (`resolve_creds`), as the server
     // checks it.
+    let namespace = pick_namespace(r.get("allowed_kubernetes_namespaces"));
+    out.notes.push(format!(
+        "test '{}': the credentials are requested in namespace '{namespace}', picked as vault-benchmark picks it (one of the role's allowed namespaces at random, 'default' when '*' comes first)",
+        c.test
+    ));
     out.config.insert("role".into(), Value::Object(r));
-    out.config.remove("namespace");
+    out.config.insert("namespace".into(), json!(namespace));
     role.finish(&mut out.named)
+}
+
+/// The namespace of a role's credentials requests, as vault-benchmark picks it once per
+/// run: one of the allowed namespaces at random, "default" when "*" comes first or none is
+/// named.
+fn pick_namespace(allowed: Option<&Value>) -> String {
+    let names: Vec<&str> = match allowed {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(s)) => s.split(',').map(str::trim).collect(),
+        _ => Vec::new(),
+    };
+    let named: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !n.is_empty() && *n != "*")
+        .collect();
+    if names.first() == Some(&"*") || named.is_empty() {
+        return "default".into();
+    }
+    let mut b = [0u8; 4];
+    // A failed draw picks the first: any allowed namespace will do.
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+    named[u32::from_le_bytes(b) as usize % named.len()].to_string()
 }
 
 fn build_creds(v: &Value) -> Result<Box<dyn VaultOp>, Cause> {
@@ -705,6 +760,7 @@ fn resolve_creds(config: &KubeCredsConfig) -> Result<(KubeCredsConfig, String), 
             .kubernetes
             .insert("service_account_jwt".into(), json!(jwt.trim()));
     }
+    check_ca(&config.kubernetes)?;
     if let Some(f) = config.rules_file.take() {
         let rules = read_file(&f, "the role rules")?;
         config
@@ -740,17 +796,10 @@ fn resolve_creds(config: &KubeCredsConfig) -> Result<(KubeCredsConfig, String), 
             "kubernetes_role_type '{role_type}' is neither Role nor ClusterRole"
         )));
     }
-    let namespace = config.namespace.clone().unwrap_or_else(|| {
-        config
-            .role
-            .get("allowed_kubernetes_namespaces")
-            .and_then(Value::as_array)
-            .and_then(|a| a.first())
-            .and_then(Value::as_str)
-            .filter(|s| *s != "*")
-            .unwrap_or("default")
-            .to_string()
-    });
+    let namespace = config
+        .namespace
+        .clone()
+        .unwrap_or_else(|| pick_namespace(config.role.get("allowed_kubernetes_namespaces")));
     let mut body = Map::new();
     body.insert("kubernetes_namespace".into(), json!(namespace));
     if let Some(aud) = config
@@ -916,6 +965,38 @@ mod tests {
             .unwrap();
         let (_, body) = resolve_creds(&cfg(&f)).unwrap();
         assert_eq!(body, r#"{"kubernetes_namespace":"default"}"#);
+    }
+
+    #[test]
+    fn the_namespace_is_one_of_the_allowed_as_vault_benchmark_picks_it() {
+        assert_eq!(pick_namespace(None), "default");
+        assert_eq!(pick_namespace(Some(&json!(["*"]))), "default");
+        assert_eq!(pick_namespace(Some(&json!(["*", "apps"]))), "default");
+        assert_eq!(pick_namespace(Some(&json!(["apps"]))), "apps");
+        let allowed = json!(["development", "staging"]);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            seen.insert(pick_namespace(Some(&allowed)));
+        }
+        let want: std::collections::BTreeSet<String> =
+            ["development".to_string(), "staging".to_string()].into();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn a_placeholder_ca_is_refused_before_setup() {
+        let placeholder = "-----BEGIN CERTIFICATE-----\nMIIC...\n-----END CERTIFICATE-----";
+        let mut m = Map::new();
+        assert!(check_ca(&m).is_ok());
+        m.insert("kubernetes_ca_cert".into(), json!(placeholder));
+        let e = check_ca(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("kubernetes_ca_cert") && e.contains("MIIC"),
+            "{e}"
+        );
+        let ca = rcgen::generate_simple_self_signed(vec!["k".to_string()]).unwrap();
+        m.insert("kubernetes_ca_cert".into(), json!(ca.cert.pem()));
+        assert!(check_ca(&m).is_ok());
     }
 
     use super::super::OptionValue;

@@ -14,6 +14,11 @@ pub struct TlsFiles {
 /// Generate a CA and a leaf certificate (SANs 127.0.0.1, localhost) into `dir`
 /// as `ca.pem`, `cert.pem`, `key.pem`.
 pub fn gen_tls_files(dir: &Path) -> TlsFiles {
+    gen_tls_files_for(dir, &["127.0.0.1", "localhost"])
+}
+
+/// The same with a leaf for `names` (host names or IP addresses; the first is its CN).
+pub fn gen_tls_files_for(dir: &Path, names: &[&str]) -> TlsFiles {
     use rcgen::{
         BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
     };
@@ -28,9 +33,12 @@ pub fn gen_tls_files(dir: &Path) -> TlsFiles {
 
     let leaf_key = KeyPair::generate().unwrap();
     let mut leaf_params =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
     let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "127.0.0.1");
+    dn.push(
+        DnType::CommonName,
+        names.first().copied().unwrap_or("localhost"),
+    );
     leaf_params.distinguished_name = dn;
     let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
 

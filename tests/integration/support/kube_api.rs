@@ -36,7 +36,7 @@ use ring::signature::{
 };
 use serde_json::{Value, json};
 
-use super::certs::gen_tls_files;
+use super::certs::gen_tls_files_for;
 
 /// The audience of the tokens it issues unless a request names others.
 pub const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
@@ -68,7 +68,7 @@ struct Signer {
 
 /// The running stand-in.
 pub struct KubeApi {
-    /// `https://127.0.0.1:PORT`
+    /// `https://ADDRESS:PORT` (`https://127.0.0.1:PORT` unless started elsewhere)
     pub url: String,
     /// Its CA certificate (PEM), which verifies its certificate.
     pub ca_pem: String,
@@ -98,14 +98,26 @@ fn now() -> u64 {
 }
 
 impl KubeApi {
-    /// Starts it with the service accounts `accounts` ((namespace, name)) already there,
-    /// in namespaces `default`, `kube-system` and theirs.
+    /// Starts it on 127.0.0.1 with the service accounts `accounts` ((namespace, name))
+    /// already there, in namespaces `default`, `kube-system` and theirs.
     pub fn start(accounts: &[(&str, &str)]) -> KubeApi {
+        Self::start_at("127.0.0.1:0", &["127.0.0.1", "localhost"], accounts, &[])
+    }
+
+    /// Starts it bound to `bind` (address:port, in the calling thread's network
+    /// namespace), its certificate for `names`, with `accounts` in namespaces `default`,
+    /// `kube-system`, theirs and `extra_namespaces`.
+    pub fn start_at(
+        bind: &str,
+        names: &[&str],
+        accounts: &[(&str, &str)],
+        extra_namespaces: &[&str],
+    ) -> KubeApi {
         let dir = tempfile::Builder::new()
             .prefix("vblast-kube-")
             .tempdir()
             .unwrap();
-        let files = gen_tls_files(dir.path());
+        let files = gen_tls_files_for(dir.path(), names);
         let certs: Vec<_> = rustls_pemfile::certs(&mut &std::fs::read(&files.cert).unwrap()[..])
             .collect::<Result<_, _>>()
             .unwrap();
@@ -131,6 +143,7 @@ impl KubeApi {
         let mut state = State::default();
         let mut namespaces = vec!["default", "kube-system"];
         namespaces.extend(accounts.iter().map(|(ns, _)| *ns));
+        namespaces.extend(extra_namespaces);
         for ns in namespaces {
             state.objects.insert(
                 key_of("namespaces", "", ns),
@@ -146,9 +159,9 @@ impl KubeApi {
             );
         }
         let state = Arc::new(Mutex::new(state));
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = TcpListener::bind(bind).unwrap_or_else(|e| panic!("binding {bind}: {e}"));
         listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let local = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let (stop2, state2, signer2) = (stop.clone(), state.clone(), signer.clone());
         let handle = thread::spawn(move || {
@@ -174,7 +187,7 @@ impl KubeApi {
             }
         });
         KubeApi {
-            url: format!("https://127.0.0.1:{port}"),
+            url: format!("https://{local}"),
             ca_pem: std::fs::read_to_string(&files.ca_cert).unwrap(),
             ca_file: files.ca_cert,
             state,

@@ -14,6 +14,8 @@
 //! - `tls_server`: an in-process rustls server for TLS edge cases.
 //! - `certs`: a CA and a leaf certificate for the TLS servers.
 //! - `kube_api`: the Kubernetes API stand-in (TLS, in-process) for the kubernetes engines.
+//! - `kube_pod`: a thread in network and mount namespaces the test creates, where the Kubernetes
+//!   API's documented names resolve to the stand-in and a pod's service-account files exist.
 //! - `client`: a tiny blocking HTTP/1.1 client for checking a server's state.
 //! - `vblast`: the binary under test as a `Command`.
 //! - `run`: running it with a watchdog, capturing its output.
@@ -27,6 +29,7 @@ pub mod cluster;
 pub mod deps;
 pub mod figures;
 pub mod kube_api;
+pub mod kube_pod;
 pub mod mariadb;
 pub mod nginx;
 pub mod openbao;

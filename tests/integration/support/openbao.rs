@@ -73,12 +73,19 @@ impl OpenBao {
         Self::start_inner(true, None)
     }
 
+    /// Plain-HTTP dev server on 127.0.0.1:`port` (and `port`+1 for its cluster address):
+    /// for a private network namespace, where the port is known to be free.
+    pub fn start_on_port(port: u16) -> OpenBao {
+        Self::try_start(false, None, Some(port))
+            .unwrap_or_else(|e| panic!("OpenBao dev server did not start:\n{e}"))
+    }
+
     fn start_inner(tls: bool, config: Option<&str>) -> OpenBao {
         let mut last_err = String::new();
         // Retry a couple of times in case another process grabbed our port
         // (or port+1) between choosing it and the server binding it.
         for _ in 0..3 {
-            match Self::try_start(tls, config) {
+            match Self::try_start(tls, config, None) {
                 Ok(b) => return b,
                 Err(e) => last_err = e,
             }
@@ -86,13 +93,13 @@ impl OpenBao {
         panic!("OpenBao dev server did not start:\n{last_err}");
     }
 
-    fn try_start(tls: bool, config: Option<&str>) -> Result<OpenBao, String> {
+    fn try_start(tls: bool, config: Option<&str>, port: Option<u16>) -> Result<OpenBao, String> {
         let bin = bao_binary();
         let tempdir = tempfile::Builder::new()
             .prefix("vblast-bao-")
             .tempdir()
             .expect("tempdir");
-        let port = free_port_pair();
+        let port = port.unwrap_or_else(free_port_pair);
         let log_path = tempdir.path().join("bao.log");
         let log = fs::File::create(&log_path).expect("create bao log");
         let mut cmd = Command::new(&bin);
