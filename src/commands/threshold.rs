@@ -135,7 +135,7 @@ impl RateSamples {
 }
 
 /// One scope's live figures: its requests, successes and latency buckets.
-struct Scope {
+struct LiveScope {
     requests: u64,
     ok: u64,
     latency: Buckets,
@@ -216,8 +216,8 @@ impl<'a> AbortWatch<'a> {
 
 /// The threads' totals summed into scopes: the total first, then each operation (none
 /// from worker processes, whose progress carries the sums only).
-fn scopes(threads: &[Totals]) -> Vec<Scope> {
-    let mut total = Scope {
+fn scopes(threads: &[Totals]) -> Vec<LiveScope> {
+    let mut total = LiveScope {
         requests: 0,
         ok: 0,
         latency: Buckets::default(),
@@ -233,7 +233,7 @@ fn scopes(threads: &[Totals]) -> Vec<Scope> {
         }
     }
     std::iter::once(total)
-        .chain(ops.into_iter().map(|o| Scope {
+        .chain(ops.into_iter().map(|o| LiveScope {
             requests: o.requests,
             ok: o.ok,
             latency: o.latency,
@@ -246,7 +246,7 @@ fn scopes(threads: &[Totals]) -> Vec<Scope> {
 /// milliseconds; a side None when the buckets do not bound it), so that only a figure
 /// certainly beyond a bound stops a run. None: a figure with no sample yet (the rate is
 /// judged from its samples, `RateSamples`).
-fn live(metric: ThresholdMetric, s: &Scope) -> Option<Observed> {
+fn live(metric: ThresholdMetric, s: &LiveScope) -> Option<Observed> {
     let failed = s.requests.saturating_sub(s.ok);
     let f = &s.latency;
     match metric {
@@ -321,14 +321,16 @@ pub fn ending(results: &[ThresholdResult]) -> Option<Ending> {
 mod tests {
     use super::*;
 
-    fn scope(requests: u64, ok: u64) -> Scope {
-        let mut latency = Buckets::default();
+    fn scope(requests: u64, ok: u64) -> LiveScope {
         // 100 samples, all between 1 ms and 2.5 ms.
-        latency.count = 100;
-        latency.le = [
-            0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
-        ];
-        Scope {
+        let latency = Buckets {
+            count: 100,
+            le: [
+                0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
+            ],
+            ..Buckets::default()
+        };
+        LiveScope {
             requests,
             ok,
             latency,
@@ -340,9 +342,8 @@ mod tests {
         let s = scope(100, 100);
         let p50 = live(ThresholdMetric::P50, &s).unwrap();
         assert_eq!((p50.low, p50.high), (Some(1.0), Some(2.5)));
-        let stops = |t: &str, o: &Observed| {
-            crate::threshold::abort_now(&Threshold::parse(t).unwrap(), o)
-        };
+        let stops =
+            |t: &str, o: &Observed| crate::threshold::abort_now(&Threshold::parse(t).unwrap(), o);
         assert!(stops("p50<1us", &p50));
         assert!(!stops("p50<5ms", &p50));
         // A lower bound: broken once the figure lies certainly under it.

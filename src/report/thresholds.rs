@@ -112,10 +112,8 @@ pub fn per_second_interval(per_second: &[f64], center: f64, level: Confidence) -
         let n = k as f64;
         let mean = per_second.iter().sum::<f64>() / n;
         let var = per_second.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let t = crate::stats::interval::student_t_quantile(
-            1.0 - (1.0 - level.level()) / 2.0,
-            n - 1.0,
-        );
+        let t =
+            crate::stats::interval::student_t_quantile(1.0 - (1.0 - level.level()) / 2.0, n - 1.0);
         let half = t * (var / n).sqrt();
         (Some((center - half).max(0.0)), Some(center + half))
     };

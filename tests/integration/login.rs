@@ -34,13 +34,10 @@ fn enable(bao: &OpenBao, kind: &str) {
 
 /// The accessor vblast says it logged in with.
 fn accessor(r: &Out) -> String {
-    let line = r
-        .stderr
-        .lines()
-        .find(|l| l.contains("logged in with"))
-        .unwrap_or_else(|| panic!("no login line: {}", r.show()));
-    let after = line.split("token accessor ").nth(1).unwrap();
-    after.split(',').next().unwrap().to_string()
+    accessors(r)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no login line: {}", r.show()))
 }
 
 /// The server's state but its identity entities: a login makes (or finds) the entity of
@@ -70,18 +67,7 @@ fn run_logged_in(bao: &OpenBao, login: &[&str]) -> Out {
 
 /// Root's lookup of the login's token by its accessor fails: it was revoked.
 fn assert_revoked(bao: &OpenBao, r: &Out) {
-    let acc = accessor(r);
-    let (status, text) = bao.api(
-        "POST",
-        "/v1/auth/token/lookup-accessor",
-        Some(&json!({"accessor": acc}).to_string()),
-    );
-    assert_ne!(
-        status,
-        200,
-        "the login's token is still there: {text}\n{}",
-        r.show()
-    );
+    assert_accessor_revoked(bao, &accessor(r), r);
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -443,7 +429,12 @@ fn assert_accessor_revoked(bao: &OpenBao, acc: &str, r: &Out) {
         "/v1/auth/token/lookup-accessor",
         Some(&json!({"accessor": acc}).to_string()),
     );
-    assert_ne!(status, 200, "token {acc} is still there: {text}\n{}", r.show());
+    assert_ne!(
+        status,
+        200,
+        "token {acc} is still there: {text}\n{}",
+        r.show()
+    );
 }
 
 /// Approle login flags (a role with the admin policy), as `(role id file, secret id file)`.
@@ -459,7 +450,11 @@ fn approle(bao: &OpenBao, dir: &tempfile::TempDir) -> (String, String) {
     let secret = post(bao, "/v1/auth/approle/role/bench/secret-id", json!({}));
     (
         write(dir, "role-id", role_id["data"]["role_id"].as_str().unwrap()),
-        write(dir, "secret-id", secret["data"]["secret_id"].as_str().unwrap()),
+        write(
+            dir,
+            "secret-id",
+            secret["data"]["secret_id"].as_str().unwrap(),
+        ),
     )
 }
 

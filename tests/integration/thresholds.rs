@@ -464,7 +464,10 @@ fn threshold_abort_judges_every_kind_of_threshold_live() {
         run(url_cmd(&a))
     };
     // The rate: at most 20/s scheduled, for up to 10 minutes, against 100,000/s.
-    let out = url_run(&ok, &["-R", "20", "-z", "600s", "--threshold", "rate>=100000/s"]);
+    let out = url_run(
+        &ok,
+        &["-R", "20", "-z", "600s", "--threshold", "rate>=100000/s"],
+    );
     assert_stopped_by(&out, "rate>=100000/s", 20 * 600);
     // A lower bound on latency.
     let out = url_run(&ok, &["-n", &ns, "--threshold", "p50>30s"]);
