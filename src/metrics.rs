@@ -666,19 +666,20 @@ mod tests {
             requests: 4,
             ok: 4,
             more: Figures::of(&st, &[], 150),
+            ops: Vec::new(),
             reported: true,
         };
         let served = || render(&m.state.lock().unwrap());
         let has = |text: &str, line: &str| text.lines().any(|l| l == line);
         // One of two worker processes has reported: nothing of the run is served yet.
-        m.update(&[part, Totals::default()]);
+        m.update(&[part.clone(), Totals::default()]);
         let text = served();
         assert!(has(&text, "vblast_requests_total 0"), "{text}");
         assert!(has(&text, "vblast_connections_open 0"), "{text}");
         assert!(has(&text, "vblast_figures_parts 2"), "{text}");
         assert!(has(&text, "vblast_figures_parts_included 0"), "{text}");
         // Both: the sum over both.
-        m.update(&[part, part]);
+        m.update(&[part.clone(), part.clone()]);
         let text = served();
         assert!(has(&text, "vblast_requests_total 8"), "{text}");
         assert!(has(&text, "vblast_connections_open 300"), "{text}");

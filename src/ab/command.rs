@@ -149,7 +149,8 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
             Ok(t) => t,
             Err(e) => return (Ending::Failed(e), None),
         };
-    let aborting = crate::commands::threshold::AbortWatch::new(&thresholds, stop);
+    let aborting =
+        crate::commands::threshold::AbortWatch::new(&thresholds, stop, Default::default());
     // ab's progress replaces vblast's live line: "Completed N requests" on stderr.
     let heartbeat = Heartbeat::new(opts);
     let watch = |p: &[crate::engine::Totals]| {
@@ -166,7 +167,11 @@ fn run(opts: &AbOptions, stop: &Stop) -> (Ending, Option<Summary>) {
         watch: (!opts.quiet || abort.is_some()).then_some(&watch as crate::engine::ProgressFn<'_>),
         server: None,
     };
-    let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
+    let named = &mut |s: &crate::session::Session| {
+        aborting.name_ops(s.op_names());
+        Ok(())
+    };
+    let ran = match one_step::run(&scenario, stop, &showing, named) {
         Ok(r) => r,
         Err(e) => return (Ending::Failed(e), None),
     };

@@ -33,12 +33,14 @@ const LOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `vblast setup` (`remove` false) and `vblast cleanup` (`remove` true).
 pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
+    // The login (`--auth-method`), before anything else: its token is the one every
+    // scenario below is given, and is revoked when `_logged_in` drops, on every exit path.
+    let (args, _logged_in) = match logged_in(args, given) {
+        Ok(a) => a,
+        Err(e) => return Ending::Failed(e),
+    };
+    let args = &args;
     let name = if remove { "cleanup" } else { "setup" };
-    if args.login.auth_method.is_some() {
-        return Ending::Failed(Error::input(format!(
-            "--auth-method is not yet taken by vblast {name}: give it a token (VAULT_TOKEN or --token-file)"
-        )));
-    }
     if args.cleanup.orphans {
         if !remove {
             return Ending::Failed(orphans_refused());
@@ -116,6 +118,24 @@ pub fn run(args: &RunArgs, given: Given, stop: &Stop, remove: bool) -> Ending {
         Some((dir, path, st)) => from_state(args, given, stop, dir, path, st, &done),
         None => Ending::Ok,
     }
+}
+
+/// `args` with the login's token as its token when `--auth-method` is given (logged in at
+/// the target `args` name), and the login, whose token lives as long as it does; `args`
+/// as they are without it.
+fn logged_in(
+    args: &RunArgs,
+    given: Given,
+) -> Result<(RunArgs, Option<crate::vault::login::LoggedIn>), Error> {
+    let Some(login) = super::login::admin_login(&args.login, &args.target)? else {
+        return Ok((args.clone(), None));
+    };
+    let mut at = target_scenario(args, given)?;
+    let logged = super::login::log_in(&login, &mut at)?;
+    let mut args = args.clone();
+    args.target.token = Some(logged.token().to_string());
+    args.login.auth_method = None;
+    Ok((args, Some(logged)))
 }
 
 /// Removes the sync mount a killed shard 0 left, if any, saying so.

@@ -68,14 +68,21 @@ fn username(args: &LoginArgs) -> Result<String, Error> {
 
 /// The login these flags describe (None without `--auth-method`), checked.
 pub fn admin_login(args: &LoginArgs, target: &TargetArgs) -> Result<Option<AdminLogin>, Error> {
-    let Some(m) = args.auth_method else {
-        return Ok(None);
-    };
-    if target.token.is_some() || target.token_file.is_some() {
+    if args.auth_method.is_some() && (target.token.is_some() || target.token_file.is_some()) {
         return Err(Error::input(
             "--auth-method logs in for the run's token: leave out --token and --token-file",
         ));
     }
+    login_of(args)
+}
+
+/// The login `args` describe (None without an auth method), its secrets read; the
+/// caller has refused a token given beside it (`admin_login`; `vblast vault-benchmark
+/// run`'s `-vault_token`).
+pub fn login_of(args: &LoginArgs) -> Result<Option<AdminLogin>, Error> {
+    let Some(m) = args.auth_method else {
+        return Ok(None);
+    };
     let method = match m {
         AuthMethod::Approle => LoginMethod::AppRole {
             role_id: secret(

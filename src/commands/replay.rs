@@ -48,7 +48,7 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
         watch: None,
         server: server.as_ref(),
     };
-    let ran = match one_step::run(&scenario, stop, &showing, &mut || Ok(())) {
+    let ran = match one_step::run(&scenario, stop, &showing, &mut |_| Ok(())) {
         Ok(r) => r,
         Err(e) => return Ending::Failed(e),
     };

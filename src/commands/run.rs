@@ -198,7 +198,7 @@ fn load(
     joined: &mut dyn FnMut() -> Result<(), Error>,
 ) -> (Ending, Tally) {
     let cli = &opts.show;
-    let abort = AbortWatch::new(thresholds, stop);
+    let abort = AbortWatch::new(thresholds, stop, output.confidence);
     let watch = |p: &[crate::engine::Totals]| abort.see(p);
     let showing = Showing {
         quiet: cli.quiet,
@@ -213,7 +213,11 @@ fn load(
             .then_some(&watch as crate::engine::ProgressFn<'_>),
         server: opts.server.as_ref(),
     };
-    let ran = match one_step::run(scenario, stop, &showing, joined) {
+    let opened = &mut |s: &crate::session::Session| {
+        abort.name_ops(s.op_names());
+        joined()
+    };
+    let ran = match one_step::run(scenario, stop, &showing, opened) {
         Ok(r) => r,
         Err(e) => return (Ending::Failed(e), Tally::default()),
     };

@@ -1,7 +1,8 @@
 //! A run's thresholds as the commands use them (`vblast run`, `vblast ab`,
 //! `vblast vault-benchmark run`): the flags' and a file's thresholds checked into one
 //! `ThresholdPlan` before anything is sent (`plan`), the abort watch of `--threshold-abort`
-//! (`AbortWatch`, fed the live totals), and how the verdicts end a run (`ending`).
+//! (`AbortWatch`, fed the live totals: every threshold judged on the figures so far), and
+//! how the verdicts end a run (`ending`).
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -11,7 +12,8 @@ use crate::config::scenario::{Scenario, Workload};
 use crate::engine::Totals;
 use crate::error::{Ending, Error};
 use crate::signals::Stop;
-use crate::stats::figures::{BUCKETS_US, Figures};
+use crate::stats::figures::{BUCKETS_US, Buckets, OpFigures};
+use crate::stats::interval::Confidence;
 use crate::threshold::{
     Observed, Threshold, ThresholdMetric, ThresholdPlan, ThresholdResult, ThresholdVerdict,
 };
@@ -62,26 +64,99 @@ pub fn checked(
     Ok(ThresholdPlan { set, abort_after })
 }
 
-/// `--threshold-abort`: fed the threads' live totals, it stops the run (`Stop::abort`) at
-/// the first threshold on the total broken on the figures so far, once the grace has
-/// passed since the first totals came in. Thresholds on one operation are judged at the end
-/// only (the live totals are the whole run's).
+/// `--threshold-abort`: fed the threads' live totals on the interval sampler (the thread
+/// that receives the progress reports, never a request's), it stops the run
+/// (`Stop::abort`) at the first threshold broken on the figures so far, once the grace has
+/// passed since the first totals came in: the total's and each operation's (once
+/// `name_ops` has named the live figures' operations), latency bounds either way, the
+/// success ratio, error counts over their bound, and the achieved rate once its interval
+/// over the seconds so far lies beyond the bound.
 pub struct AbortWatch<'a> {
     plan: &'a ThresholdPlan,
     stop: &'a Stop,
-    first: OnceLock<Instant>,
+    level: Confidence,
+    /// The run's operations, in the order of the live figures' (`Totals::ops`).
+    ops: OnceLock<Vec<String>>,
+    state: Mutex<Watched>,
+}
+
+/// What the watch has seen so far.
+#[derive(Default)]
+struct Watched {
+    /// When the first totals came in (the grace runs from it).
+    first: Option<Instant>,
+    rate: RateSamples,
     /// The threshold that stopped the run.
-    broken: Mutex<Option<String>>,
+    broken: Option<String>,
+}
+
+/// The rate so far of each scope (index 0 the total, 1 + i operation i): the counts of
+/// the first sample, those of the last, and each sampled second's rate since.
+#[derive(Default)]
+struct RateSamples {
+    first: Option<(Instant, Vec<u64>)>,
+    last: Option<(Instant, Vec<u64>)>,
+    per_second: Vec<Vec<f64>>,
+}
+
+impl RateSamples {
+    /// Takes the scopes' counts at `now` when a second or more has passed since the last.
+    fn sample(&mut self, now: Instant, counts: Vec<u64>) {
+        match &self.last {
+            None => {
+                self.per_second = vec![Vec::new(); counts.len()];
+                self.first = Some((now, counts.clone()));
+                self.last = Some((now, counts));
+            }
+            Some((at, before)) if now.duration_since(*at) >= Duration::from_secs(1) => {
+                let dt = now.duration_since(*at).as_secs_f64();
+                for ((rates, c), b) in self.per_second.iter_mut().zip(&counts).zip(before) {
+                    rates.push(c.saturating_sub(*b) as f64 / dt);
+                }
+                self.last = Some((now, counts));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Scope `i`'s rate so far, with its interval (`per_second_interval`).
+    fn observed(&self, i: usize, level: Confidence) -> Option<Observed> {
+        let ((t0, c0), (t1, c1)) = (self.first.as_ref()?, self.last.as_ref()?);
+        let secs = t1.duration_since(*t0).as_secs_f64();
+        let rates = self.per_second.get(i)?;
+        if secs <= 0.0 || rates.is_empty() {
+            return None;
+        }
+        let mean = c1.get(i)?.saturating_sub(*c0.get(i)?) as f64 / secs;
+        Some(crate::report::thresholds::per_second_interval(
+            rates, mean, level,
+        ))
+    }
+}
+
+/// One scope's live figures: its requests, successes and latency buckets.
+struct LiveScope {
+    requests: u64,
+    ok: u64,
+    latency: Buckets,
 }
 
 impl<'a> AbortWatch<'a> {
-    pub fn new(plan: &'a ThresholdPlan, stop: &'a Stop) -> AbortWatch<'a> {
+    /// `level`: the intervals' confidence level (`--confidence`).
+    pub fn new(plan: &'a ThresholdPlan, stop: &'a Stop, level: Confidence) -> AbortWatch<'a> {
         AbortWatch {
             plan,
             stop,
-            first: OnceLock::new(),
-            broken: Mutex::new(None),
+            level,
+            ops: OnceLock::new(),
+            state: Mutex::new(Watched::default()),
         }
+    }
+
+    /// Names the live figures' operations (the session's, once it is open): thresholds on
+    /// one operation are judged live from then on.
+    pub fn name_ops(&self, names: Vec<String>) {
+        let _ = self.ops.set(names);
     }
 
     /// Judges the totals so far (after the grace), and stops the run at the first broken
@@ -90,53 +165,101 @@ impl<'a> AbortWatch<'a> {
         let Some(grace) = self.plan.abort_after else {
             return;
         };
-        let first = *self.first.get_or_init(Instant::now);
-        if first.elapsed() < grace || self.stop.is_set() || !threads.iter().all(|t| t.reported) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let first = *state.first.get_or_insert(now);
+        if self.stop.is_set() || !threads.iter().all(|t| t.reported) {
             return;
         }
-        let (requests, ok) = threads
-            .iter()
-            .fold((0, 0), |(r, k), t| (r + t.requests, k + t.ok));
-        let mut f = Figures::default();
-        for t in threads {
-            f.add(&t.more);
+        let scopes = scopes(threads);
+        state
+            .rate
+            .sample(now, scopes.iter().map(|s| s.requests).collect());
+        if now.duration_since(first) < grace {
+            return;
         }
-        for t in self.plan.set.iter().filter(|t| t.op.is_none()) {
-            if let Some(o) = live(t.metric, requests, ok, &f)
+        for t in &self.plan.set {
+            let i = match &t.op {
+                None => 0,
+                Some(op) => match self.op_index(op) {
+                    Some(i) => 1 + i,
+                    None => continue,
+                },
+            };
+            let observed = match t.metric {
+                ThresholdMetric::Rate => state.rate.observed(i, self.level),
+                m => scopes.get(i).and_then(|s| live(m, s)),
+            };
+            if let Some(o) = observed
                 && crate::threshold::abort_now(t, &o)
             {
-                if let Ok(mut b) = self.broken.lock() {
-                    *b = Some(t.text());
-                }
+                state.broken = Some(t.text());
                 self.stop.abort();
                 return;
             }
         }
     }
 
+    /// The index of operation `op` in the live figures (None: not named yet, or an
+    /// operation of several requests, whose steps are judged at the end).
+    fn op_index(&self, op: &str) -> Option<usize> {
+        self.ops.get()?.iter().position(|o| o == op)
+    }
+
     /// The threshold that stopped the run, if one did.
     pub fn broken(&self) -> Option<String> {
-        self.broken.lock().ok().and_then(|b| b.clone())
+        self.state.lock().ok().and_then(|s| s.broken.clone())
     }
 }
 
-/// What the live totals say of `metric` so far: an exact count or ratio, or for a
-/// latency figure the lower side of where it lies (the largest bucket bound it is above,
-/// in milliseconds), so that only a figure certainly beyond an upper bound stops a run.
-/// None: not judged live (the rate, a figure with no sample yet).
-fn live(metric: ThresholdMetric, requests: u64, ok: u64, f: &Figures) -> Option<Observed> {
-    let failed = requests.saturating_sub(ok);
+/// The threads' totals summed into scopes: the total first, then each operation (none
+/// from worker processes, whose progress carries the sums only).
+fn scopes(threads: &[Totals]) -> Vec<LiveScope> {
+    let mut total = LiveScope {
+        requests: 0,
+        ok: 0,
+        latency: Buckets::default(),
+    };
+    let n = threads.iter().map(|t| t.ops.len()).max().unwrap_or(0);
+    let mut ops = vec![OpFigures::default(); n];
+    for t in threads {
+        total.requests += t.requests;
+        total.ok += t.ok;
+        total.latency.add(&t.more.latency);
+        for (sum, o) in ops.iter_mut().zip(&t.ops) {
+            sum.add(o);
+        }
+    }
+    std::iter::once(total)
+        .chain(ops.into_iter().map(|o| LiveScope {
+            requests: o.requests,
+            ok: o.ok,
+            latency: o.latency,
+        }))
+        .collect()
+}
+
+/// What a scope's live figures say of `metric` so far: an exact count, ratio or mean, or
+/// for a percentile or the maximum the bucket bounds it certainly lies between (in
+/// milliseconds; a side None when the buckets do not bound it), so that only a figure
+/// certainly beyond a bound stops a run. None: a figure with no sample yet (the rate is
+/// judged from its samples, `RateSamples`).
+fn live(metric: ThresholdMetric, s: &LiveScope) -> Option<Observed> {
+    let failed = s.requests.saturating_sub(s.ok);
+    let f = &s.latency;
     match metric {
         ThresholdMetric::Errors => Some(Observed::exact(failed as f64)),
-        ThresholdMetric::Success if requests > 0 => {
-            Some(Observed::exact(ok as f64 * 100.0 / requests as f64))
+        ThresholdMetric::Success if s.requests > 0 => {
+            Some(Observed::exact(s.ok as f64 * 100.0 / s.requests as f64))
         }
-        ThresholdMetric::Mean if f.latency.count > 0 => Some(Observed::exact(
-            f.latency.sum_us / f.latency.count as f64 / 1000.0,
-        )),
+        ThresholdMetric::Mean if f.count > 0 => {
+            Some(Observed::exact(f.sum_us / f.count as f64 / 1000.0))
+        }
         ThresholdMetric::Rate | ThresholdMetric::Success | ThresholdMetric::Mean => None,
         _ => {
-            let n = f.latency.count;
+            let n = f.count;
             if n == 0 {
                 return None;
             }
@@ -149,16 +272,28 @@ fn live(metric: ThresholdMetric, requests: u64, ok: u64, f: &Figures) -> Option<
                 None => 1.0,
             };
             let allowed = (1.0 - q) * n as f64;
-            let low = BUCKETS_US
-                .iter()
-                .zip(f.latency.le)
-                .filter(|(_, le)| (n - le) as f64 > allowed)
-                .map(|(b, _)| *b as f64 / 1000.0)
-                .next_back()?;
+            let bounds = || {
+                BUCKETS_US
+                    .iter()
+                    .zip(f.le)
+                    .map(|(b, le)| (*b as f64 / 1000.0, (n - le) as f64))
+            };
+            // Above: more samples above the bound than the figure leaves room for;
+            // below: at least one sample fewer than that above it.
+            let low = bounds()
+                .filter(|(_, above)| *above > allowed)
+                .map(|(b, _)| b)
+                .next_back();
+            let high = bounds()
+                .find(|(_, above)| *above + 1.0 <= allowed || *above == 0.0)
+                .map(|(b, _)| b);
+            if low.is_none() && high.is_none() {
+                return None;
+            }
             Some(Observed {
-                value: low,
-                low: Some(low),
-                high: None,
+                value: low.or(high).unwrap_or_default(),
+                low,
+                high,
                 interval: true,
             })
         }
@@ -186,24 +321,66 @@ pub fn ending(results: &[ThresholdResult]) -> Option<Ending> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn live_latency_is_a_lower_side_that_only_a_clear_excess_sets() {
-        let mut f = Figures::default();
+    fn scope(requests: u64, ok: u64) -> LiveScope {
         // 100 samples, all between 1 ms and 2.5 ms.
-        f.latency.count = 100;
-        f.latency.le = [
-            0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
-        ];
-        let p50 = live(ThresholdMetric::P50, 100, 100, &f).unwrap();
-        assert_eq!(p50.low, Some(1.0));
-        let t = Threshold::parse("p50<1us").unwrap();
-        assert!(crate::threshold::abort_now(&t, &p50));
-        let t = Threshold::parse("p50<5ms").unwrap();
-        assert!(!crate::threshold::abort_now(&t, &p50));
+        let latency = Buckets {
+            count: 100,
+            le: [
+                0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
+            ],
+            ..Buckets::default()
+        };
+        LiveScope {
+            requests,
+            ok,
+            latency,
+        }
+    }
+
+    #[test]
+    fn live_latency_lies_between_bucket_bounds_that_only_a_clear_excess_sets() {
+        let s = scope(100, 100);
+        let p50 = live(ThresholdMetric::P50, &s).unwrap();
+        assert_eq!((p50.low, p50.high), (Some(1.0), Some(2.5)));
+        let stops =
+            |t: &str, o: &Observed| crate::threshold::abort_now(&Threshold::parse(t).unwrap(), o);
+        assert!(stops("p50<1us", &p50));
+        assert!(!stops("p50<5ms", &p50));
+        // A lower bound: broken once the figure lies certainly under it.
+        assert!(stops("p50>10ms", &p50));
+        assert!(!stops("p50>1ms", &p50));
+        // The maximum can still grow: a lower bound on it never stops a run.
+        let max = live(ThresholdMetric::Max, &s).unwrap();
+        assert!(stops("max<1ms", &max));
+        assert!(!stops("max>10s", &max));
         assert_eq!(
-            live(ThresholdMetric::Errors, 10, 7, &f),
+            live(ThresholdMetric::Errors, &scope(10, 7)),
             Some(Observed::exact(3.0))
         );
-        assert_eq!(live(ThresholdMetric::Rate, 10, 7, &f), None);
+        assert_eq!(live(ThresholdMetric::Rate, &s), None);
+    }
+
+    #[test]
+    fn the_rate_so_far_has_an_interval_once_enough_seconds_are_sampled() {
+        let mut r = RateSamples::default();
+        let t0 = Instant::now();
+        let level = Confidence::default();
+        for k in 0..3u64 {
+            r.sample(t0 + Duration::from_secs(k), vec![10 * k, 5 * k]);
+        }
+        let o = r.observed(0, level).unwrap();
+        assert_eq!((o.value, o.low), (10.0, None));
+        // A sample less than a second after the last is not taken.
+        r.sample(t0 + Duration::from_millis(2500), vec![1000, 1000]);
+        for k in 3..7u64 {
+            r.sample(t0 + Duration::from_secs(k), vec![10 * k, 5 * k]);
+        }
+        let o = r.observed(1, level).unwrap();
+        assert_eq!((o.value, o.low, o.high), (5.0, Some(5.0), Some(5.0)));
+        let stops = |t: &str| crate::threshold::abort_now(&Threshold::parse(t).unwrap(), &o);
+        assert!(stops("rate>=100/s"));
+        assert!(stops("rate<1/s"));
+        assert!(!stops("rate>=5/s"));
+        assert_eq!(r.observed(2, level), None);
     }
 }

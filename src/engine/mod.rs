@@ -162,12 +162,15 @@ impl StartGate for LocalGate {
 /// A thread's running totals, sent about once a second for a live progress display (and
 /// once at the end of a run by a thread that had not sent any). In a progress slice, one
 /// per event-loop thread (or per worker process, summed over its threads).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Totals {
     pub requests: u64,
     pub ok: u64,
     /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
     pub more: crate::stats::figures::Figures,
+    /// Each operation's figures, for `--threshold-abort`'s thresholds on one operation
+    /// (empty from a worker process: its progress message carries the sums only).
+    pub ops: Vec<crate::stats::figures::OpFigures>,
     /// These are its figures (false: the default entry of a thread or process that has
     /// not reported yet, whose figures are missing from a sum).
     pub reported: bool,

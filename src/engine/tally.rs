@@ -372,12 +372,19 @@ impl Counter {
     pub(super) fn send_progress(&mut self, open: u64) {
         if let Some((thread, tx)) = &self.report {
             self.reported = true;
+            // Once a second, off the request path (src/metrics.rs).
+            let ops = crate::stats::figures::OpFigures::of(&self.stats);
             let p = Totals {
                 reported: true,
                 requests: self.stats.requests(),
                 ok: self.stats.ok(),
-                // Once a second, off the request path (src/metrics.rs).
-                more: crate::stats::figures::Figures::of(&self.stats, &self.status[..], open),
+                more: crate::stats::figures::Figures::with_ops(
+                    &self.stats,
+                    &self.status[..],
+                    open,
+                    &ops,
+                ),
+                ops,
             };
             let _ = tx.try_send((*thread, p));
         }

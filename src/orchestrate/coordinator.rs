@@ -277,6 +277,7 @@ impl<'a, 'h> Coordinator<'a, 'h> {
                         requests,
                         ok,
                         more: *figures,
+                        ops: Vec::new(),
                         reported: true,
                     };
                     show(&self.latest);

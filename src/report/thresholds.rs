@@ -96,22 +96,29 @@ pub fn rate_interval(s: &Summary) -> Observed {
         .filter(|row| row.partial_s.is_none())
         .map(|row| row.requests as f64)
         .collect();
-    let k = counts.len();
+    let level = Confidence::new(s.latency_ms.confidence).unwrap_or_default();
+    per_second_interval(&counts, s.rps, level)
+}
+
+/// A rate of `center` per second with the interval of the mean of `per_second` (each a
+/// second's rate, Student's t at `level`, `k - 1` degrees of freedom) around it; with fewer
+/// than `MIN_SECONDS` of them both sides are unknown. The run's rate at its end
+/// (`rate_interval`) and a run's rate so far (`--threshold-abort`).
+pub fn per_second_interval(per_second: &[f64], center: f64, level: Confidence) -> Observed {
+    let k = per_second.len();
     let (low, high) = if k < MIN_SECONDS {
         (None, None)
     } else {
         let n = k as f64;
-        let mean = counts.iter().sum::<f64>() / n;
-        let var = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let level = Confidence::new(s.latency_ms.confidence)
-            .unwrap_or_default()
-            .level();
-        let t = crate::stats::interval::student_t_quantile(1.0 - (1.0 - level) / 2.0, n - 1.0);
+        let mean = per_second.iter().sum::<f64>() / n;
+        let var = per_second.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let t =
+            crate::stats::interval::student_t_quantile(1.0 - (1.0 - level.level()) / 2.0, n - 1.0);
         let half = t * (var / n).sqrt();
-        (Some((s.rps - half).max(0.0)), Some(s.rps + half))
+        (Some((center - half).max(0.0)), Some(center + half))
     };
     Observed {
-        value: s.rps,
+        value: center,
         low,
         high,
         interval: true,

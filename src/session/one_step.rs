@@ -74,12 +74,12 @@ pub fn open(
     scenario: &Scenario,
     stop: &Stop,
     showing: &Showing,
-    opened: &mut dyn FnMut() -> Result<(), Error>,
+    opened: &mut dyn FnMut(&Session) -> Result<(), Error>,
 ) -> Result<Opened, Error> {
     let setup_started = Instant::now();
     let display = crate::vault::progress::Display::new(showing.quiet, showing.progress);
     let mut session = Session::open_showing(scenario, stop, display)?;
-    if let Err(e) = opened() {
+    if let Err(e) = opened(&session) {
         if let Err(c) = session.close() {
             eprintln!("vblast: {c}");
         }
@@ -107,7 +107,7 @@ pub fn run(
     scenario: &Scenario,
     stop: &Stop,
     showing: &Showing,
-    opened: &mut dyn FnMut() -> Result<(), Error>,
+    opened: &mut dyn FnMut(&Session) -> Result<(), Error>,
 ) -> Result<Ran, Error> {
     let Opened {
         mut session,

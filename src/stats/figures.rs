@@ -1,6 +1,7 @@
 //! The figures a thread's live snapshot carries beyond requests and ok (`Figures`: errors,
-//! status codes, open connections, latency buckets), built from its statistics once a
-//! second, summed over threads and processes, and served by the metrics exporter.
+//! status codes, open connections, latency buckets; `OpFigures`: each operation's requests,
+//! successes and latency buckets), built from its statistics once a second, summed over
+//! threads and processes, served by the metrics exporter and judged by `--threshold-abort`.
 
 use crate::stats::{Errors, Stats};
 
@@ -78,6 +79,17 @@ pub struct Figures {
 impl Figures {
     /// A thread's figures from its statistics and its status counts (indexed by code).
     pub fn of(stats: &Stats, status: &[u64], connections_open: u64) -> Figures {
+        Figures::with_ops(stats, status, connections_open, &OpFigures::of(stats))
+    }
+
+    /// `of`, with the operations' figures already built from `stats` (their latency
+    /// buckets summed rather than built again).
+    pub fn with_ops(
+        stats: &Stats,
+        status: &[u64],
+        connections_open: u64,
+        ops: &[OpFigures],
+    ) -> Figures {
         let mut f = Figures {
             errors: stats.errors,
             throttled: stats.throttled,
@@ -100,8 +112,8 @@ impl Figures {
         for (slot, code) in f.status.iter_mut().zip(codes) {
             *slot = code;
         }
-        for op in &stats.ops {
-            f.latency.add_hist(&op.latency);
+        for (op, o) in stats.ops.iter().zip(ops) {
+            f.latency.add(&o.latency);
             f.service.add_hist(&op.service);
         }
         f
@@ -124,5 +136,40 @@ impl Figures {
                 slot.1 += n;
             }
         }
+    }
+}
+
+/// One operation's live figures (in the order of the run's operations): what
+/// `--threshold-abort` judges a threshold on one operation by.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpFigures {
+    pub requests: u64,
+    pub ok: u64,
+    pub latency: Buckets,
+}
+
+impl OpFigures {
+    /// Each operation's figures of a thread's statistics.
+    pub fn of(stats: &Stats) -> Vec<OpFigures> {
+        stats
+            .ops
+            .iter()
+            .map(|op| {
+                let mut latency = Buckets::default();
+                latency.add_hist(&op.latency);
+                OpFigures {
+                    requests: op.requests,
+                    ok: op.ok,
+                    latency,
+                }
+            })
+            .collect()
+    }
+
+    /// Adds another thread's figures of the same operation.
+    pub fn add(&mut self, o: &OpFigures) {
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.latency.add(&o.latency);
     }
 }

@@ -60,7 +60,7 @@ pub fn run(plan: &Plan, args: &SweepOutput, stop: &Stop) -> Ending {
         mut session,
         setup_s,
         ..
-    } = match one_step::open(scenario, stop, &showing, &mut || Ok(())) {
+    } = match one_step::open(scenario, stop, &showing, &mut |_| Ok(())) {
         Ok(o) => o,
         Err(e) => return Ending::Failed(e),
     };

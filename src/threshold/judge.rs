@@ -159,11 +159,13 @@ fn call(t: &Threshold, o: &Observed, level: &str) -> (ThresholdVerdict, String) 
 }
 
 /// Whether a run still going should stop (`--threshold-abort`): `t` is broken on the
-/// figures so far, `o`. An error count over its upper bound is broken for good; a
-/// percentile is broken when its interval so far lies beyond the bound; a lower bound on
-/// errors (`errors>5`) can still be met and never stops a run.
+/// figures so far, `o`. An error count or a maximum over its upper bound is broken for
+/// good; a percentile, the mean, the success ratio and the rate are broken when the
+/// figure so far (a percentile's, the rate's interval) lies beyond the bound, either way;
+/// a lower bound on errors or on the maximum (`errors>5`, `max>1s`) can still be met by any
+/// later request and never stops a run.
 pub fn abort_now(t: &Threshold, o: &Observed) -> bool {
-    if t.metric == ThresholdMetric::Errors && !t.cmp.is_upper() {
+    if matches!(t.metric, ThresholdMetric::Errors | ThresholdMetric::Max) && !t.cmp.is_upper() {
         return false;
     }
     call(t, o, "").0 == ThresholdVerdict::Broken

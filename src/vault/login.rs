@@ -229,6 +229,32 @@ fn wait_done(done: &(Mutex<bool>, Condvar), d: Duration) -> bool {
     }
 }
 
+/// Why the renewer renews no more: the token's last TTL runs out unless the run ends first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastTtl {
+    /// The login gave a token that is not renewable (a batch token, `renewable: false`).
+    NotRenewable,
+    /// A renewal came back with a TTL cut short by the token's max TTL.
+    MaxTtl,
+    /// A renewal failed (said then); a third of the TTL is left to it.
+    RenewalFailed,
+}
+
+impl LastTtl {
+    /// The one warning said when the token expires before the run ends.
+    fn expired(self, ttl: Duration) -> String {
+        let why = match self {
+            LastTtl::NotRenewable => "is not renewable and expired during the run",
+            LastTtl::MaxTtl => "reached its max TTL and expired during the run",
+            LastTtl::RenewalFailed => "could not be renewed and expired during the run",
+        };
+        format!(
+            "vblast: warning: the login's token {why} (last TTL {} s): the run goes on; its requests, setup and cleanup calls that need the token fail from now on",
+            ttl.as_secs()
+        )
+    }
+}
+
 /// The renewer: renew-self at two thirds of the TTL while the token is renewable; a
 /// token that is not (or stops being) is said once when it expires before the run ends.
 fn renew_until_done(
@@ -237,14 +263,11 @@ fn renew_until_done(
     renewable: bool,
     done: &(Mutex<bool>, Condvar),
 ) {
-    let mut renewable = renewable;
+    let mut last = (!renewable).then_some(LastTtl::NotRenewable);
     loop {
-        if !renewable {
+        if let Some(why) = last {
             if !wait_done(done, ttl) {
-                eprintln!(
-                    "vblast: warning: the login's token is not renewable and expired during the run (TTL {} s): later setup or cleanup calls fail",
-                    ttl.as_secs()
-                );
+                eprintln!("{}", why.expired(ttl));
             }
             return;
         }
@@ -254,14 +277,18 @@ fn renew_until_done(
         match renew(&mut c) {
             Ok(l) if !l.ttl.is_zero() => {
                 // A TTL cut short by the token's max TTL is its last.
-                renewable = l.renewable && l.ttl >= ttl;
+                if !l.renewable {
+                    last = Some(LastTtl::NotRenewable);
+                } else if l.ttl < ttl {
+                    last = Some(LastTtl::MaxTtl);
+                }
                 ttl = l.ttl;
             }
             Ok(_) => return,
             Err(e) => {
                 eprintln!("vblast: warning: renewing the login's token failed: {e}");
                 ttl /= 3;
-                renewable = false;
+                last = Some(LastTtl::RenewalFailed);
             }
         }
     }

@@ -2,7 +2,8 @@
 //! are, its Go-style flags (`-config=FILE`, `-config FILE`, `--config=FILE`; booleans as
 //! `-cleanup` or `-cleanup=false`) turned into a vblast run or report, with its
 //! precedence (flags over environment over file: `settle::settle`) and its report
-//! layouts. `run` builds its `Scenario` and output directly from the flags and the file.
+//! layouts. `run` builds its `Scenario` and output directly from the flags and the file,
+//! and takes vblast's own login as Go-style flags (`-auth_method=approle` ...: `run_login`).
 //!
 //! Parsed by hand: clap has no single-dash long flags (`-config` would be read as `-c`
 //! `-o` `-n`...), and Go's flag package accepts forms clap does not (`-flag value` and
@@ -10,11 +11,15 @@
 
 use std::path::PathBuf;
 
+use clap::ValueEnum;
+
 use super::hcl::{ReportMode, load_cluster};
 use super::report::vegeta::VbReport;
 use super::report::{terse, verbose};
 use super::settle::{self, Asked};
+
 use crate::cli::Command;
+use crate::cli::login::{AuthMethod, LoginArgs};
 use crate::cli::server::ServerArgs;
 use crate::commands::parse_from;
 use crate::commands::run::{RunOptions, Show};
@@ -28,6 +33,7 @@ use crate::config::units::parse_duration;
 use crate::error::{Cause, Ending, Error};
 use crate::results::deliver::{Output, OutputFormat};
 use crate::signals::Stop;
+use crate::vault::login::AdminLogin;
 
 /// A flag vault-benchmark defines, and what vblast does with it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -58,6 +64,15 @@ const RUN_FLAGS: &[(&str, GoFlagKind)] = &[
     ("audit_path", GoFlagKind::Value),
     ("pprof_interval", GoFlagKind::Value),
     ("result_file", GoFlagKind::Value),
+    // vblast's own login (`--auth-method` and its flags, docs/login.md).
+    ("auth_method", GoFlagKind::Value),
+    ("auth_mount", GoFlagKind::Value),
+    ("auth_role", GoFlagKind::Value),
+    ("auth_role_id_file", GoFlagKind::Value),
+    ("auth_secret_id_file", GoFlagKind::Value),
+    ("auth_jwt_file", GoFlagKind::Value),
+    ("auth_username", GoFlagKind::Value),
+    ("auth_password_file", GoFlagKind::Value),
 ];
 
 const REVIEW_FLAGS: &[(&str, GoFlagKind)] = &[
@@ -67,7 +82,7 @@ const REVIEW_FLAGS: &[(&str, GoFlagKind)] = &[
     ("log_level", GoFlagKind::Value),
 ];
 
-const USAGE: &str = "Usage: vblast vault-benchmark run -config=FILE [-vault_addr=ADDR] [-vault_token=TOKEN] [-vault_namespace=NS]\n           [-duration=10s] [-rps=N] [-workers=N] [-report_mode=terse|verbose|json] [-cleanup[=BOOL]]\n           [-random_mounts[=BOOL]] [-ca_pem_file=FILE] [-cluster_json=FILE] [-annotate=K=V,...] [-log_level=LEVEL]\n           [-disable_http2[=BOOL]] [-result_file=FILE (vblast's results file, for review)]\n       vblast vault-benchmark review -result_file=FILE [-report_mode=terse|verbose|json]\n\nFlags win over the environment (VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT), which wins over the file.";
+const USAGE: &str = "Usage: vblast vault-benchmark run -config=FILE [-vault_addr=ADDR] [-vault_token=TOKEN] [-vault_namespace=NS]\n           [-duration=10s] [-rps=N] [-workers=N] [-report_mode=terse|verbose|json] [-cleanup[=BOOL]]\n           [-random_mounts[=BOOL]] [-ca_pem_file=FILE] [-cluster_json=FILE] [-annotate=K=V,...] [-log_level=LEVEL]\n           [-disable_http2[=BOOL]] [-result_file=FILE (vblast's results file, for review)]\n           [-auth_method=approle|jwt|kubernetes|cert|userpass [-auth_mount=PATH] [-auth_role=NAME] [-auth_role_id_file=FILE]\n            [-auth_secret_id_file=FILE] [-auth_jwt_file=PATH] [-auth_username=NAME] [-auth_password_file=FILE]] (vblast's login)\n       vblast vault-benchmark review -result_file=FILE [-report_mode=terse|verbose|json]\n\nFlags win over the environment (VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE, VAULT_CACERT), which wins over the file.";
 
 /// Flags as given: name and value ("true" for a bare boolean).
 type GoFlags = Vec<(String, String)>;
@@ -334,6 +349,48 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
     })
 }
 
+/// The `-auth_*` flags as vblast's login flags (`--auth-method` and the rest, which they
+/// stand for): the login, checked, with its secrets read (None without `-auth_method`). A
+/// token given beside it (`-vault_token`) is refused; it overrides `VAULT_TOKEN` and a
+/// `-cluster_json` file's token, as `--auth-method` does.
+fn run_login(g: &GoFlags) -> Result<Option<AdminLogin>, Error> {
+    let path = |name| get(g, name).map(PathBuf::from);
+    let given: Vec<&str> = g
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| n.starts_with("auth_"))
+        .collect();
+    let Some(m) = get(g, "auth_method") else {
+        return match given.first() {
+            Some(n) => Err(Error::input(format!(
+                "vault-benchmark run: -{n} is a setting of vblast's login: give -auth_method too"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let method = AuthMethod::from_str(m, true).map_err(|_| {
+        Error::input(format!(
+            "vault-benchmark run: -auth_method={m} is not one of approle, jwt, kubernetes, cert, userpass"
+        ))
+    })?;
+    if get(g, "vault_token").is_some() {
+        return Err(Error::input(
+            "vault-benchmark run: -auth_method logs in for the run's token: leave out -vault_token",
+        ));
+    }
+    let args = LoginArgs {
+        auth_method: Some(method),
+        auth_mount: get(g, "auth_mount").map(String::from),
+        auth_role: get(g, "auth_role").map(String::from),
+        auth_role_id_file: path("auth_role_id_file"),
+        auth_secret_id_file: path("auth_secret_id_file"),
+        auth_jwt_file: path("auth_jwt_file"),
+        auth_username: get(g, "auth_username").map(String::from),
+        auth_password_file: path("auth_password_file"),
+    };
+    crate::commands::login::login_of(&args)
+}
+
 /// Runs `vblast vault-benchmark ARGS...`.
 pub fn run(args: &[String], stop: &Stop) -> Ending {
     match dispatch(args, stop) {
@@ -369,7 +426,7 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
             if let Some(s) = stop.signal() {
                 return Ok(Ending::Stopped(s));
             }
-            let planned = match planned {
+            let (mut planned, login) = match planned.and_then(|p| Ok((p, run_login(&g)?))) {
                 Ok(p) => p,
                 Err(e) => return Ok(Ending::Failed(e)),
             };
@@ -398,6 +455,15 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
                 metrics_push: None,
                 sharding: Default::default(),
                 server,
+            };
+            // The login, before setup; its token is revoked when `_logged_in` drops,
+            // after the run's cleanup, on every exit path (as `vblast run`'s).
+            let _logged_in = match login {
+                Some(l) => match crate::commands::login::log_in(&l, &mut planned.scenario) {
+                    Ok(t) => Some(t),
+                    Err(e) => return Ok(Ending::Failed(e)),
+                },
+                None => None,
             };
             Ok(crate::commands::run::execute(&planned, &opts, stop))
         }

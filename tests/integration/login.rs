@@ -34,13 +34,10 @@ fn enable(bao: &OpenBao, kind: &str) {
 
 /// The accessor vblast says it logged in with.
 fn accessor(r: &Out) -> String {
-    let line = r
-        .stderr
-        .lines()
-        .find(|l| l.contains("logged in with"))
-        .unwrap_or_else(|| panic!("no login line: {}", r.show()));
-    let after = line.split("token accessor ").nth(1).unwrap();
-    after.split(',').next().unwrap().to_string()
+    accessors(r)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no login line: {}", r.show()))
 }
 
 /// The server's state but its identity entities: a login makes (or finds) the entity of
@@ -70,18 +67,7 @@ fn run_logged_in(bao: &OpenBao, login: &[&str]) -> Out {
 
 /// Root's lookup of the login's token by its accessor fails: it was revoked.
 fn assert_revoked(bao: &OpenBao, r: &Out) {
-    let acc = accessor(r);
-    let (status, text) = bao.api(
-        "POST",
-        "/v1/auth/token/lookup-accessor",
-        Some(&json!({"accessor": acc}).to_string()),
-    );
-    assert_ne!(
-        status,
-        200,
-        "the login's token is still there: {text}\n{}",
-        r.show()
-    );
+    assert_accessor_revoked(bao, &accessor(r), r);
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -422,4 +408,209 @@ fn a_sweep_logs_in_too_and_revokes_its_token() {
     assert!(!r.stderr.contains("permission denied"), "{}", r.show());
     assert_revoked(&bao, &r);
     assert_eq!(state(&bao), before, "the sweep left something");
+}
+
+/// The login's accessors, in the order vblast said them.
+fn accessors(r: &Out) -> Vec<String> {
+    r.stderr
+        .lines()
+        .filter(|l| l.contains("logged in with"))
+        .map(|l| {
+            let after = l.split("token accessor ").nth(1).unwrap();
+            after.split(',').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Root's lookup of `acc` fails: the token was revoked.
+fn assert_accessor_revoked(bao: &OpenBao, acc: &str, r: &Out) {
+    let (status, text) = bao.api(
+        "POST",
+        "/v1/auth/token/lookup-accessor",
+        Some(&json!({"accessor": acc}).to_string()),
+    );
+    assert_ne!(
+        status,
+        200,
+        "token {acc} is still there: {text}\n{}",
+        r.show()
+    );
+}
+
+/// Approle login flags (a role with the admin policy), as `(role id file, secret id file)`.
+fn approle(bao: &OpenBao, dir: &tempfile::TempDir) -> (String, String) {
+    enable(bao, "approle");
+    post(
+        bao,
+        "/v1/auth/approle/role/bench",
+        json!({"token_policies": "bench-admin", "token_ttl": "1h"}),
+    );
+    let (_, text) = bao.api("GET", "/v1/auth/approle/role/bench/role-id", None);
+    let role_id: Value = serde_json::from_str(&text).unwrap();
+    let secret = post(bao, "/v1/auth/approle/role/bench/secret-id", json!({}));
+    (
+        write(dir, "role-id", role_id["data"]["role_id"].as_str().unwrap()),
+        write(
+            dir,
+            "secret-id",
+            secret["data"]["secret_id"].as_str().unwrap(),
+        ),
+    )
+}
+
+#[test]
+fn vault_benchmark_run_logs_in_with_go_style_flags_and_revokes() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (rid, sid) = approle(&bao, &dir);
+    let hcl = write(
+        &dir,
+        "kv.hcl",
+        "test \"kvv2_read\" \"r\" {\n  weight = 100\n  config {\n    numkvs = 5\n  }\n}\n",
+    );
+    let before = state(&bao);
+    let config = format!("-config={hcl}");
+    let rid_flag = format!("-auth_role_id_file={rid}");
+    let r = run(crate::support::vblast::vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config,
+            "-duration=1s",
+            "-workers=2",
+            "-auth_method=approle",
+            &rid_flag,
+            "-auth_secret_id_file",
+            &sid,
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.stderr.contains("logged in with approle"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the run left something");
+
+    // userpass, with its password file.
+    let login = userpass(&bao, &dir, "1h");
+    let pw = login.last().unwrap();
+    let pw_flag = format!("-auth_password_file={pw}");
+    let r = run(crate::support::vblast::vault_cmd(
+        &bao,
+        &[
+            "vault-benchmark",
+            "run",
+            &config,
+            "-duration=1s",
+            "-auth_method=userpass",
+            "-auth_username=bench",
+            &pw_flag,
+        ],
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.stderr.contains("logged in with userpass"), "{}", r.show());
+    assert_revoked(&bao, &r);
+
+    // A login flag without -auth_method, and -vault_token beside it: exit 2, no login.
+    for extra in [
+        vec!["-auth_username=bench"],
+        vec!["-auth_method=userpass", "-vault_token=x"],
+        vec!["-auth_method=ldap"],
+    ] {
+        let mut args = vec!["vault-benchmark", "run", config.as_str(), "-duration=1s"];
+        args.extend(extra);
+        let r = run(crate::support::vblast::vault_cmd(&bao, &args));
+        assert_eq!(r.code, Some(2), "{}", r.show());
+        assert!(!r.stderr.contains("logged in"), "{}", r.show());
+    }
+}
+
+#[test]
+fn setup_and_cleanup_take_the_login_and_revoke_its_token() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let before = state(&bao);
+    let (rid, sid) = approle(&bao, &dir);
+    let approle_flags = [
+        "--auth-method",
+        "approle",
+        "--auth-role-id-file",
+        &rid,
+        "--auth-secret-id-file",
+        &sid,
+    ];
+    let login = userpass(&bao, &dir, "1h");
+    let with_auth = state(&bao);
+    let run_id = "login38";
+    let mut setup = vec!["setup", "--op", "kv-read", "--run-id", run_id];
+    setup.extend(approle_flags);
+    let r = run(crate::support::vblast::vault_cmd(&bao, &setup));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(accessors(&r).len(), 1, "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert!(!vblast_mounts(&bao).is_empty(), "setup made nothing");
+    let mut cleanup = vec!["cleanup", "--op", "kv-read", "--run-id", run_id];
+    cleanup.extend(login.iter().map(String::as_str));
+    let r = run(crate::support::vblast::vault_cmd(&bao, &cleanup));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    for acc in accessors(&r) {
+        assert_accessor_revoked(&bao, &acc, &r);
+    }
+    assert!(r.stderr.contains("logged in with userpass"), "{}", r.show());
+    assert_eq!(state(&bao), with_auth, "cleanup left something");
+    assert_ne!(before, with_auth);
+}
+
+/// A run of sys-health (no setup, no token needed for its requests) longer than the token.
+fn outliving_the_token(bao: &OpenBao, login: &[String]) -> Out {
+    let login: Vec<&str> = login.iter().map(String::as_str).collect();
+    let r = run(Args::op("sys-health")
+        .c(1)
+        .z("15s")
+        .rate(10)
+        .json()
+        .extra(&login)
+        .extra(&["--allow-errors"])
+        .vault(bao));
+    // The run goes on to its end (documented in docs/login.md).
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(!r.stderr.contains("stopped early"), "{}", r.show());
+    r
+}
+
+#[test]
+fn a_token_at_its_max_ttl_or_not_renewable_is_said_once_and_the_run_goes_on() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let login = userpass(&bao, &dir, "1h");
+    // A max TTL (6 s) shorter than the run (15 s): renewed once, cut short, expired.
+    post(
+        &bao,
+        "/v1/auth/userpass/users/bench",
+        json!({"password": "pw-2342", "token_policies": "bench-admin", "token_ttl": "4s",
+               "token_max_ttl": "6s"}),
+    );
+    let r = outliving_the_token(&bao, &login);
+    let said = |r: &Out, text: &str| r.stderr.lines().filter(|l| l.contains(text)).count();
+    assert_eq!(
+        said(&r, "reached its max TTL and expired during the run"),
+        1,
+        "{}",
+        r.show()
+    );
+    assert_eq!(said(&r, "expired during the run"), 1, "{}", r.show());
+    // A batch token: not renewable.
+    post(
+        &bao,
+        "/v1/auth/userpass/users/bench",
+        json!({"password": "pw-2342", "token_policies": "bench-admin", "token_ttl": "3s",
+               "token_type": "batch"}),
+    );
+    let r = outliving_the_token(&bao, &login);
+    assert_eq!(
+        said(&r, "is not renewable and expired during the run"),
+        1,
+        "{}",
+        r.show()
+    );
+    assert_eq!(said(&r, "expired during the run"), 1, "{}", r.show());
 }

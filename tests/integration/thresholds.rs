@@ -399,6 +399,112 @@ fn threshold_abort_stops_the_run_before_its_count_and_cleans_up() {
     );
 }
 
+/// A run stopped by `--threshold-abort`: exit 99, fewer requests than asked, the note
+/// naming `threshold` on stdout's JSON and stderr.
+fn assert_stopped_by(out: &Out, threshold: &str, asked: u64) {
+    out.assert_code(99);
+    let j = out.json();
+    let requests = j["requests"].as_u64().unwrap();
+    assert!(requests < asked, "{requests} of {asked}: {}", out.show());
+    let note = format!("the threshold {threshold} was broken");
+    assert!(
+        j["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str().unwrap().contains(&note)),
+        "{}",
+        out.show()
+    );
+    assert!(out.stderr.contains(&note), "{}", out.show());
+}
+
+/// Every kind of threshold is judged live: one operation's percentile (OpenBao), the
+/// achieved rate (an open model at 20/s against a bound of 100,000/s), a lower bound on
+/// latency (p50 over 30 s, which nginx never takes), one operation's error count (a 404
+/// path): each stops the run with its own threshold named, and the OpenBao run leaves the
+/// server as it found it. Bounds certain to hold, of every kind, let a run finish.
+#[test]
+fn threshold_abort_judges_every_kind_of_threshold_live() {
+    let bao = OpenBao::start();
+    let before = server_state(&bao);
+    let n: u64 = 5_000_000;
+    let ns = n.to_string();
+    let abort = ["--threshold-abort", "--threshold-grace", "1s"];
+    let mut args = vec![
+        "--op",
+        "kv-read:1,kv-write:1",
+        "-n",
+        &ns,
+        "-c",
+        "2",
+        "--format",
+        "json",
+        "--threshold",
+        "kv-read:p99<60s",
+        "--threshold",
+        "kv-write:p50<1us",
+    ];
+    args.extend(abort);
+    let out = run(vault_cmd(&bao, &args));
+    assert_stopped_by(&out, "kv-write:p50<1us", n);
+    assert_eq!(
+        server_state(&bao),
+        before,
+        "the aborted run left something behind"
+    );
+
+    let ng = Nginx::start();
+    let ok = format!("{}/v1/secret/data/foo", ng.addr);
+    let missing = format!("{}/status/404", ng.addr);
+    let url_run = |url: &str, more: &[&str]| {
+        let mut a = vec![url, "-c", "2", "--format", "json"];
+        a.extend(more);
+        a.extend(abort);
+        run(url_cmd(&a))
+    };
+    // The rate: at most 20/s scheduled, for up to 10 minutes, against 100,000/s.
+    let out = url_run(
+        &ok,
+        &["-R", "20", "-z", "600s", "--threshold", "rate>=100000/s"],
+    );
+    assert_stopped_by(&out, "rate>=100000/s", 20 * 600);
+    // A lower bound on latency.
+    let out = url_run(&ok, &["-n", &ns, "--threshold", "p50>30s"]);
+    assert_stopped_by(&out, "p50>30s", n);
+    // One operation's errors (URL mode's one operation is "url").
+    let out = url_run(
+        &missing,
+        &["-n", &ns, "--allow-errors", "--threshold", "url:errors<1"],
+    );
+    assert_stopped_by(&out, "url:errors<1", n);
+
+    // Bounds certain to hold run to their count.
+    let out = url_run(
+        &ok,
+        &[
+            "-n",
+            "3000",
+            "--threshold",
+            "url:p99<60s",
+            "--threshold",
+            "url:p50>=1us",
+            "--threshold",
+            "url:rate>=0.01/s",
+            "--threshold",
+            "url:errors<1",
+            "--threshold",
+            "success>=50%",
+            "--threshold",
+            "mean<60s",
+        ],
+    );
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(j["requests"].as_u64(), Some(3000), "{}", out.show());
+    assert!(!out.stderr.contains("stopped early"), "{}", out.show());
+}
+
 #[test]
 fn compare_fails_only_beyond_the_noise_of_both_runs() {
     let ng = Nginx::start();

@@ -520,10 +520,7 @@ impl VaultOp for Login {
 
     fn created(&self) -> Vec<Created> {
         let mut out: Vec<Created> = match &self.path {
-            Some(p) => vec![Created {
-                what: format!("{} auth path '{p}'", self.method.kind()),
-                remove_with: format!("vault auth disable {p}"),
-            }],
+            Some(p) => vec![Created::auth_path(self.method.kind(), p, "")],
             None => Vec::new(),
         };
         if let Some((p, user)) = &self.own_user {

@@ -246,10 +246,7 @@ impl VaultOp for CertLogin {
 
     fn created(&self) -> Vec<Created> {
         match &self.setup {
-            Some(s) if s.created => vec![Created {
-                what: format!("cert auth path '{}'", s.path),
-                remove_with: format!("vault auth disable {}", s.path),
-            }],
+            Some(s) if s.created => vec![Created::auth_path("cert", &s.path, "")],
             _ => Vec::new(),
         }
     }

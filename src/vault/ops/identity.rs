@@ -675,10 +675,7 @@ impl VaultOp for Identity {
             });
         }
         for (path, _) in &self.paths {
-            out.push(Created {
-                what: format!("userpass auth path '{path}'"),
-                remove_with: format!("vault auth disable {path}"),
-            });
+            out.push(Created::auth_path("userpass", path, ""));
         }
         out
     }

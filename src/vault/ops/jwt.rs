@@ -471,24 +471,13 @@ impl VaultOp for Jwt {
     fn created(&self) -> Vec<Created> {
         let mut out = Vec::new();
         if let Some(prefix) = &self.sweep {
-            out.push(Created {
-                what: format!("the shards' jwt auth paths '{prefix}*'"),
-                remove_with: format!(
-                    "vault auth disable <path> for each path {prefix}* of vault auth list"
-                ),
-            });
+            out.push(Created::shards_auth_paths("jwt", prefix));
         }
         if let Some(p) = &self.path {
-            out.push(Created {
-                what: format!("jwt auth path '{p}'"),
-                remove_with: format!("vault auth disable {p}"),
-            });
+            out.push(Created::auth_path("jwt", p, ""));
         }
         if let Some(policy) = &self.policy {
-            out.push(Created {
-                what: format!("policy '{policy}'"),
-                remove_with: format!("vault policy delete {policy}"),
-            });
+            out.push(Created::policy(policy));
         }
         out
     }

@@ -544,16 +544,10 @@ impl VaultOp for KubeLogin {
     fn created(&self) -> Vec<Created> {
         let mut out = Vec::new();
         if let Some(p) = &self.path {
-            out.push(Created {
-                what: format!("kubernetes auth path '{p}'"),
-                remove_with: format!("vault auth disable {p}"),
-            });
+            out.push(Created::auth_path("kubernetes", p, ""));
         }
         if let Some(policy) = &self.policy {
-            out.push(Created {
-                what: format!("policy '{policy}'"),
-                remove_with: format!("vault policy delete {policy}"),
-            });
+            out.push(Created::policy(policy));
         }
         out
     }

@@ -333,24 +333,14 @@ impl VaultOp for LoginRead {
     fn created(&self) -> Vec<Created> {
         let mut out = Vec::new();
         if let Some(prefix) = &self.sweep {
-            out.push(Created {
-                what: format!("the shards' userpass auth paths '{prefix}*'"),
-                remove_with: format!(
-                    "vault auth disable <path> for each path {prefix}* of vault auth list"
-                ),
-            });
+            out.push(Created::shards_auth_paths("userpass", prefix));
         }
         if let Some(p) = &self.path {
-            out.push(Created {
-                what: format!("userpass auth path '{p}' ({} users)", self.config.users),
-                remove_with: format!("vault auth disable {p}"),
-            });
+            let holds = format!(" ({} users)", self.config.users);
+            out.push(Created::auth_path("userpass", p, &holds));
         }
         if let Some(policy) = &self.policy {
-            out.push(Created {
-                what: format!("policy '{policy}'"),
-                remove_with: format!("vault policy delete {policy}"),
-            });
+            out.push(Created::policy(policy));
         }
         out.extend(self.kv.created());
         out

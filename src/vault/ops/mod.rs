@@ -68,6 +68,35 @@ pub struct Created {
     pub remove_with: String,
 }
 
+impl Created {
+    /// A `kind` auth method enabled at `path`; `holds` says what it holds (" (10 users)",
+    /// or nothing).
+    pub fn auth_path(kind: &str, path: &str, holds: &str) -> Created {
+        Created {
+            what: format!("{kind} auth path '{path}'{holds}"),
+            remove_with: format!("vault auth disable {path}"),
+        }
+    }
+
+    /// The shards' `kind` auth paths, each named `prefix` and a suffix.
+    pub fn shards_auth_paths(kind: &str, prefix: &str) -> Created {
+        Created {
+            what: format!("the shards' {kind} auth paths '{prefix}*'"),
+            remove_with: format!(
+                "vault auth disable <path> for each path {prefix}* of vault auth list"
+            ),
+        }
+    }
+
+    /// An ACL policy named `name`.
+    pub fn policy(name: &str) -> Created {
+        Created {
+            what: format!("policy '{name}'"),
+            remove_with: format!("vault policy delete {name}"),
+        }
+    }
+}
+
 /// One configured operation of a run.
 pub trait VaultOp: Send {
     /// Checks what can be checked before anything is sent (flags, files, TLS settings).

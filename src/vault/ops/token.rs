@@ -423,10 +423,7 @@ impl VaultOp for TokenOp {
             });
         }
         if let Some(policy) = &self.policy {
-            out.push(Created {
-                what: format!("policy '{policy}'"),
-                remove_with: format!("vault policy delete {policy}"),
-            });
+            out.push(Created::policy(policy));
         }
         out
     }
