@@ -127,16 +127,7 @@ pub fn by_load(steps: &[LoadStep<'_>], unit: &str, o: &mut dyn Write) -> io::Res
     writeln!(
         o,
         "{:>3}  {:>11} {:>11} {:>7} {:>9} {:>19} {:>9} {:>19} {:>9} {:>8}",
-        "",
-        "load",
-        "achieved",
-        "rounds",
-        "p50",
-        "p50 CI",
-        "p99",
-        "p99 CI",
-        "max",
-        "not seen"
+        "", "load", "achieved", "rounds", "p50", "p50 CI", "p99", "p99 CI", "max", "not seen"
     )?;
     for (i, st) in steps.iter().enumerate() {
         let (h, not_seen) = pooled(st.staleness);
