@@ -95,7 +95,7 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
 }
 
 /// One step of a sweep for `by_load`: its offered load, its achieved rate, its staleness.
-pub struct LoadStep<'a> {
+pub struct StalenessStep<'a> {
     pub load: u64,
     pub achieved: f64,
     pub staleness: &'a Staleness,
@@ -115,7 +115,7 @@ fn pooled(s: &Staleness) -> (crate::stats::Hist, u64) {
 /// Staleness by load (a sweep of `--op kv-staleness`): a row per step, the delay until a
 /// write shows on the standbys (all standbys pooled) with its p50 and p99 and their
 /// intervals, so that how staleness grows with the load beside it reads down the rows.
-pub fn by_load(steps: &[LoadStep<'_>], unit: &str, o: &mut dyn Write) -> io::Result<()> {
+pub fn by_load(steps: &[StalenessStep<'_>], unit: &str, o: &mut dyn Write) -> io::Result<()> {
     if steps.is_empty() {
         return Ok(());
     }

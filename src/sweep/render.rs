@@ -12,7 +12,7 @@ use super::file::{Judged, Step, Sweep, answer_line, bounds, grouped, repeats_lin
 use super::plan::Spec;
 use super::search::{End, Phase, StepVerdict};
 use crate::report::ci::cell;
-use crate::report::staleness::{LoadStep, by_load};
+use crate::report::staleness::{StalenessStep, by_load};
 
 /// The lines before the first step.
 pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
@@ -146,12 +146,12 @@ pub fn footer(
 
 /// A sweep of `--op kv-staleness`: each step's staleness, by its load (none otherwise).
 fn staleness_by_load(sweep: &Sweep, judged: &[Judged], o: &mut dyn Write) -> io::Result<()> {
-    let steps: Vec<LoadStep<'_>> = sweep
+    let steps: Vec<StalenessStep<'_>> = sweep
         .steps
         .iter()
         .zip(judged)
         .filter_map(|(s, j)| {
-            Some(LoadStep {
+            Some(StalenessStep {
                 load: s.load,
                 achieved: j.figures.achieved,
                 staleness: s.results.stats.staleness.as_ref()?,
