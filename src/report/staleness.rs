@@ -93,3 +93,60 @@ pub fn write(s: &super::Summary, o: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// One step of a sweep for `by_load`: its offered load, its achieved rate, its staleness.
+pub struct StalenessStep<'a> {
+    pub load: u64,
+    pub achieved: f64,
+    pub staleness: &'a Staleness,
+}
+
+/// Every standby's delays pooled into one histogram, and the versions none saw in time.
+fn pooled(s: &Staleness) -> (crate::stats::Hist, u64) {
+    let mut h = crate::stats::Hist::default();
+    let mut not_seen = 0;
+    for sb in &s.standbys {
+        h.add(&sb.delay);
+        not_seen += sb.not_seen;
+    }
+    (h, not_seen)
+}
+
+/// Staleness by load (a sweep of `--op kv-staleness`): a row per step, the delay until a
+/// write shows on the standbys (all standbys pooled) with its p50 and p99 and their
+/// intervals, so that how staleness grows with the load beside it reads down the rows.
+pub fn by_load(steps: &[StalenessStep<'_>], unit: &str, o: &mut dyn Write) -> io::Result<()> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Staleness by load (load in {unit}; until a write on the active node shows on the standbys, every standby pooled):"
+    )?;
+    writeln!(
+        o,
+        "{:>3}  {:>11} {:>11} {:>7} {:>9} {:>19} {:>9} {:>19} {:>9} {:>8}",
+        "", "load", "achieved", "rounds", "p50", "p50 CI", "p99", "p99 CI", "max", "not seen"
+    )?;
+    for (i, st) in steps.iter().enumerate() {
+        let (h, not_seen) = pooled(st.staleness);
+        let p = super::Percentiles::of(&h);
+        let interval = |key: &str| ci::cell(p.ci.get(key).and_then(Option::as_ref));
+        writeln!(
+            o,
+            "{:>3}  {:>11} {:>11.1} {:>7} {:>9} {:>19} {:>9} {:>19} {:>9} {:>8}",
+            i + 1,
+            st.load,
+            st.achieved,
+            st.staleness.write.0.len(),
+            fmt_ms(p.p50),
+            interval("p50"),
+            fmt_ms(p.p99),
+            interval("p99"),
+            fmt_ms(p.max),
+            not_seen
+        )?;
+    }
+    Ok(())
+}

@@ -97,20 +97,51 @@ pub const JOIN_WAIT: Duration = Duration::from_secs(30);
 
 impl Prober {
     /// The servers of the active node's raft configuration
-    /// (`sys/storage/raft/configuration`, which needs the token); None on other storage,
-    /// or when the token may not read it.
-    pub fn raft_servers(&self, active: &Target, token: Option<&str>) -> Option<usize> {
-        let mut c = self.client(active);
+    /// (`sys/storage/raft/configuration`, which needs the token), as their cluster
+    /// addresses (`host:port`); None on other storage, or when the token may not read it.
+    pub fn raft_servers(&self, active: &Target, token: Option<&str>) -> Option<Vec<String>> {
+        let v = self.read_json(active, token, "/v1/sys/storage/raft/configuration")?;
+        let servers = v["data"]["config"]["servers"].as_array()?;
+        Some(
+            servers
+                .iter()
+                .map(|s| s["address"].as_str().unwrap_or("").to_string())
+                .collect(),
+        )
+    }
+
+    /// The nodes the active node has heard from lately (`sys/ha-status`, which needs the
+    /// token), as (API address, cluster address `host:port`); a node sealed a moment ago
+    /// is still listed for a while. Empty when it cannot be read.
+    pub fn ha_nodes(&self, active: &Target, token: Option<&str>) -> Vec<(String, String)> {
+        let Some(v) = self.read_json(active, token, "/v1/sys/ha-status") else {
+            return Vec::new();
+        };
+        let Some(nodes) = v["data"]["nodes"].as_array() else {
+            return Vec::new();
+        };
+        nodes
+            .iter()
+            .map(|n| {
+                let field = |k: &str| n[k].as_str().unwrap_or("").trim_end_matches('/');
+                let cluster = field("cluster_address");
+                let cluster = cluster.split_once("://").map_or(cluster, |(_, a)| a);
+                (field("api_address").to_string(), cluster.to_string())
+            })
+            .collect()
+    }
+
+    /// A 200 answer's JSON from `path` on `t`, with the token.
+    fn read_json(&self, t: &Target, token: Option<&str>, path: &str) -> Option<serde_json::Value> {
+        let mut c = self.client(t);
         if let Some(t) = token {
             c = c.with_token(t);
         }
-        let r = c
-            .request_root("GET", "/v1/sys/storage/raft/configuration", None)
-            .ok()?;
+        let r = c.request_root("GET", path, None).ok()?;
         if r.status != 200 {
             return None;
         }
-        Some(r.json()?["data"]["config"]["servers"].as_array()?.len())
+        r.json()
     }
 
     fn client(&self, t: &Target) -> Client {
@@ -283,39 +314,69 @@ impl Drop for Watcher {
     }
 }
 
-/// The sealed nodes of a raft cluster whose configuration lists fewer servers than the
-/// nodes given: nodes that have not joined yet. Each is named, and waited for up to
-/// `JOIN_WAIT`; the view when they have joined, or at the bound (the run goes on with the
-/// others, and says so).
+/// The sealed nodes that have not joined the raft cluster yet, when the active node's raft
+/// configuration lists fewer servers than the nodes given. A sealed node that
+/// `sys/ha-status` still lists with a cluster address in the configuration has joined: it
+/// is only sealed. Of the others, none has joined when every server of the configuration
+/// is accounted for by a node known to have joined; otherwise it cannot be told which
+/// have, and all are counted as not joined.
+fn unjoined(
+    prober: &Prober,
+    targets: &[Target],
+    view: &ClusterView,
+    token: Option<&str>,
+) -> Vec<usize> {
+    let Some(active) = view.active() else {
+        return Vec::new();
+    };
+    let sealed: Vec<usize> = (0..view.nodes.len())
+        .filter(|&i| {
+            matches!(
+                view.nodes[i].state,
+                NodeState::Sealed | NodeState::Uninitialized
+            )
+        })
+        .collect();
+    if sealed.is_empty() {
+        return sealed;
+    }
+    let servers = match prober.raft_servers(&targets[active], token) {
+        Some(s) if s.len() < targets.len() => s,
+        _ => return Vec::new(),
+    };
+    let ha = prober.ha_nodes(&targets[active], token);
+    let member = |i: usize| {
+        let api = targets[i].base();
+        ha.iter()
+            .any(|(a, c)| *a == api && servers.iter().any(|s| s == c))
+    };
+    let candidates: Vec<usize> = sealed.into_iter().filter(|&i| !member(i)).collect();
+    // Servers of the configuration no node known to have joined accounts for.
+    let known = (0..targets.len())
+        .filter(|&i| view.nodes[i].state.is_unsealed() || member(i))
+        .count();
+    let unaccounted = servers.len().saturating_sub(known);
+    if unaccounted >= candidates.len() {
+        // Every candidate is in the configuration: sealed, not unjoined.
+        return Vec::new();
+    }
+    candidates
+}
+
+/// The sealed nodes of a raft cluster that have not joined it yet (`unjoined`): each is
+/// named, and waited for up to `JOIN_WAIT`; the view when they have joined, or at the bound
+/// (the run goes on with the others, and says so). A stop request (Ctrl-C) ends the wait
+/// at once, with `Error::Stopped`.
 fn wait_for_joins(
     prober: &Prober,
     targets: &[Target],
     mut view: ClusterView,
     token: Option<&str>,
-) -> ClusterView {
-    let unjoined = |v: &ClusterView| -> Vec<usize> {
-        let Some(active) = v.active() else {
-            return Vec::new();
-        };
-        let sealed: Vec<usize> = (0..v.nodes.len())
-            .filter(|&i| {
-                matches!(
-                    v.nodes[i].state,
-                    NodeState::Sealed | NodeState::Uninitialized
-                )
-            })
-            .collect();
-        if sealed.is_empty() {
-            return sealed;
-        }
-        match prober.raft_servers(&targets[active], token) {
-            Some(servers) if servers < targets.len() => sealed,
-            _ => Vec::new(),
-        }
-    };
-    let waiting = unjoined(&view);
+    stop: &Stop,
+) -> Result<ClusterView, Error> {
+    let waiting = unjoined(prober, targets, &view, token);
     if waiting.is_empty() {
-        return view;
+        return Ok(view);
     }
     let names = |w: &[usize]| {
         w.iter()
@@ -330,7 +391,7 @@ fn wait_for_joins(
     );
     let deadline = std::time::Instant::now() + JOIN_WAIT;
     loop {
-        std::thread::sleep(Duration::from_millis(500));
+        pause_unless_stopped(stop, Duration::from_millis(500))?;
         view = prober.probe(targets);
         // Joined is not yet unsealed: each named node is waited for until it serves.
         let still: Vec<usize> = waiting
@@ -340,7 +401,7 @@ fn wait_for_joins(
             .collect();
         if still.is_empty() {
             eprintln!("vblast: every node has joined");
-            return view;
+            return Ok(view);
         }
         if std::time::Instant::now() >= deadline {
             eprintln!(
@@ -348,8 +409,23 @@ fn wait_for_joins(
                 names(&still),
                 JOIN_WAIT.as_secs()
             );
-            return view;
+            return Ok(view);
         }
+    }
+}
+
+/// Sleeps `d` in short slices; a stop request ends it at once, as `Error::Stopped`.
+fn pause_unless_stopped(stop: &Stop, d: Duration) -> Result<(), Error> {
+    let end = std::time::Instant::now() + d;
+    loop {
+        if let Some(s) = stop.signal() {
+            return Err(Error::Stopped(s));
+        }
+        let now = std::time::Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(20)));
     }
 }
 
@@ -420,11 +496,13 @@ impl ClusterRun {
         self.targets[self.route.active()].clone()
     }
 
-    /// Asks every node's `sys/health` and refuses a cluster that cannot be measured.
+    /// Asks every node's `sys/health` and refuses a cluster that cannot be measured; waits
+    /// for nodes not yet joined (`wait_for_joins`), until `stop` says otherwise.
     pub(super) fn probe(
         scenario: &crate::config::scenario::Scenario,
         spec: &ClusterSpec,
         tls_config: &Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+        stop: &Stop,
     ) -> Result<ClusterRun, Error> {
         let mut targets = Vec::with_capacity(spec.nodes.len());
         for a in &spec.nodes {
@@ -448,7 +526,7 @@ impl ClusterRun {
         };
         let view = prober.probe(&targets);
         view.check()?;
-        let view = wait_for_joins(&prober, &targets, view, scenario.token.0.as_deref());
+        let view = wait_for_joins(&prober, &targets, view, scenario.token.0.as_deref(), stop)?;
         let active = view.check()?;
         Ok(ClusterRun {
             targets,

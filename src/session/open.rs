@@ -77,7 +77,7 @@ impl Session {
         if let Some(spec) = &scenario.cluster
             && matches!(scenario.workload, Workload::Vault(_))
         {
-            let run = ClusterRun::probe(scenario, spec, &tls_config)?;
+            let run = ClusterRun::probe(scenario, spec, &tls_config, stop)?;
             let active = run.route.active();
             target = run.targets[active].clone();
             cluster = Some(run);

@@ -179,11 +179,15 @@ impl Session {
         // For the whole held run: a failover between steps moves the load too.
         let watcher = cluster.and_then(ClusterRun::watcher);
         let mut started_at = SystemTime::now();
+        // --op kv-staleness: a probe per step, its figures in that step's.
+        let mut probe = self.start_staleness();
         let mut on_step = |r: Result<Measured, engine::EngineError>| {
+            let staleness = probe.take().map(|p| p.stop());
             let result = r.map_err(Error::engine).map(|mut outcome| {
                 if let Some(c) = cluster {
                     c.set_roles(&mut outcome.stats);
                 }
+                outcome.stats.staleness = staleness;
                 StepResult {
                     outcome,
                     layout,
@@ -193,6 +197,7 @@ impl Session {
             });
             let load = next(result)?;
             started_at = SystemTime::now();
+            probe = self.start_staleness();
             Some(load.step)
         };
         let ran = if layout.processes > 1 {

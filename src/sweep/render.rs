@@ -12,6 +12,7 @@ use super::file::{Judged, Step, Sweep, answer_line, bounds, grouped, repeats_lin
 use super::plan::Spec;
 use super::search::{End, Phase, StepVerdict};
 use crate::report::ci::cell;
+use crate::report::staleness::{StalenessStep, by_load};
 
 /// The lines before the first step.
 pub fn header(spec: &Spec, o: &mut dyn Write) -> io::Result<()> {
@@ -131,6 +132,7 @@ pub fn footer(
     end: Option<End>,
     o: &mut dyn Write,
 ) -> io::Result<()> {
+    staleness_by_load(sweep, judged, o)?;
     writeln!(o)?;
     writeln!(o, "{}", answer_line(sweep, judged, end))?;
     if let Some(line) = repeats_line(sweep, judged) {
@@ -138,6 +140,45 @@ pub fn footer(
     }
     if let Some(line) = super::saturation::line(&sweep.seen(judged), end, sweep.spec.unit()) {
         writeln!(o, "{line}")?;
+    }
+    Ok(())
+}
+
+/// A sweep of `--op kv-staleness`: each step's staleness, by its load (none otherwise).
+fn staleness_by_load(sweep: &Sweep, judged: &[Judged], o: &mut dyn Write) -> io::Result<()> {
+    let steps: Vec<StalenessStep<'_>> = sweep
+        .steps
+        .iter()
+        .zip(judged)
+        .filter_map(|(s, j)| {
+            Some(StalenessStep {
+                load: s.load,
+                achieved: j.figures.achieved,
+                staleness: s.results.stats.staleness.as_ref()?,
+            })
+        })
+        .collect();
+    by_load(&steps, sweep.spec.unit(), o)
+}
+
+/// Each sweep's highest sustained load as a ratio to the first's: the scaling curve when
+/// the sweeps differ in one thing (the nodes of a cluster, say).
+fn ratios(names: &[&str], ends: &[Option<End>], unit: &str, o: &mut dyn Write) -> io::Result<()> {
+    let first = bounds(ends[0]).0;
+    writeln!(o)?;
+    writeln!(
+        o,
+        "Ratio to the first (highest load sustained within the objective):"
+    )?;
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    for (name, e) in names.iter().zip(ends) {
+        let held = bounds(*e).0;
+        let ratio = match (held, first) {
+            (Some(v), Some(f)) if f > 0 => format!("{:.2}x", v as f64 / f as f64),
+            _ => "-".into(),
+        };
+        let held = held.map_or("none".to_string(), |v| format!("{} {unit}", grouped(v)));
+        writeln!(o, "  {name:<width$}  {held:>16}  {ratio:>7}")?;
     }
     Ok(())
 }
@@ -189,6 +230,7 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
     for ((name, s), (j, e)) in sweeps.iter().zip(judged.iter().zip(&ends)) {
         writeln!(o, "{name}: {}", answer_line(s, j, *e))?;
     }
+    ratios(&names, &ends, sweeps[0].1.spec.unit(), o)?;
     margins(sweeps, &ends, o)?;
     curves(sweeps, &judged, &names, width, o)?;
     differences(sweeps, o)

@@ -32,6 +32,7 @@ mod protocols;
 mod push;
 mod quotas;
 mod raft;
+mod raft_scaling;
 mod redaction;
 mod redirects;
 mod replay;

@@ -234,7 +234,7 @@ pub const STALENESS: OpInfo = OpInfo {
     bounds: BOUNDS,
 };
 
-const STALENESS_DOC: &str = "Needs a cluster whose standbys answer reads themselves (OpenBao on raft or PostgreSQL HA storage; `--nodes all`): a single node, or standbys that forward reads, are refused with exit status 2. KV v2 in a mount of its own (no `--mount`, no `--no-setup`). Round after round, beside the run's load, a probe writes a new version of `staleness` on the active node and polls it on every standby (`X-Vault-No-Request-Forwarding`) until that version shows, up to 5 s; the report gives the write's time and each standby's delay as percentiles with their confidence intervals (docs/clusters.md). With `--mix` the other operations are the background load the staleness is measured under.";
+const STALENESS_DOC: &str = "Needs a cluster whose standbys answer reads themselves (OpenBao on raft or PostgreSQL HA storage; `--nodes all`): a single node, or standbys that forward reads, are refused with exit status 2. KV v2 in a mount of its own (no `--mount`, no `--no-setup`). Round after round, beside the run's load, a probe writes a new version of `staleness` on the active node and polls it on every standby (`X-Vault-No-Request-Forwarding`) until that version shows, up to 5 s; the report gives the write's time and each standby's delay as percentiles with their confidence intervals (docs/clusters.md). In a weighted `--op` mix (`--op kv-staleness:20,kv-read:80`) the other operations are the background load the staleness is measured under; in `vblast sweep` each step's staleness is shown by its load.";
 
 const CUBBY_OPTIONS: &[OptionSpec] = &[
     OptionSpec {
