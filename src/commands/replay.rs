@@ -132,7 +132,7 @@ fn sessions(
     scenario: &Scenario,
     plan: &ReplayPlan,
     stop: &Stop,
-) -> Result<crate::replay::callers::Made, Error> {
+) -> Result<crate::replay::callers::SessionsMade, Error> {
     let target = crate::net::target::Target::parse(&scenario.address).map_err(Error::input)?;
     let tls = if target.is_tls() {
         let opts = scenario.tls.clone().unwrap_or_default();
@@ -151,7 +151,7 @@ fn sessions(
         timeout: scenario.load.timeout,
     };
     let span = plan.schedule.span() + plan.schedule.second();
-    crate::replay::callers::Made::set_up(server, &plan.callers, span, stop)
+    crate::replay::callers::SessionsMade::set_up(server, &plan.callers, span, stop)
 }
 
 /// A session per namespace of `made`'s other than the run's: its fixtures, made as the
@@ -159,7 +159,7 @@ fn sessions(
 /// namespace's callers pointed at theirs). What was opened before a failure is closed.
 fn namespace_fixtures(
     scenario: &Scenario,
-    made: &mut crate::replay::callers::Made,
+    made: &mut crate::replay::callers::SessionsMade,
     stop: &Stop,
 ) -> Result<(Vec<Session>, Vec<Vec<RequestSpec>>), Error> {
     let mut sessions = Vec::new();

@@ -1,7 +1,7 @@
 //! A replay's sessions: one per recorded caller (a distinct accessor) in each namespace
 //! it called, so that the server sees as many tokens as the log did, each sending its own
 //! requests in their recorded order. `Sessions` is the plan (pure: which session each
-//! replayed request is sent by, bounded by `MAX_SESSIONS`); `Made` is what setup made
+//! replayed request is sent by, bounded by `MAX_SESSIONS`); `SessionsMade` is what setup made
 //! for it on the server (a token per session, the log's namespaces missing there) and
 //! removes again, on every exit path (its `Drop` too).
 //!
@@ -36,7 +36,7 @@ pub const MAX_SESSIONS: usize = 1000;
 /// shows without a token, such as logins, sent with the run's token) in a namespace
 /// (None: the run's).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Session {
+pub struct ReplaySession {
     pub accessor: Option<u64>,
     pub namespace: Option<String>,
 }
@@ -45,7 +45,7 @@ pub struct Session {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sessions {
     /// Session c + 1 is `sessions[c]`; session 0 is the run's own token and namespace.
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<ReplaySession>,
     /// Per replayed request, in the log's order: its session.
     pub of_request: Vec<u32>,
     /// Recorded (caller, namespace) pairs past the bound, sent by their namespace's first
@@ -75,7 +75,7 @@ impl Sessions {
                 Some(&s) => s,
                 None if key == (None, None) => 0,
                 None if out.sessions.len() < bound => {
-                    out.sessions.push(Session {
+                    out.sessions.push(ReplaySession {
                         accessor: key.0,
                         namespace: key.1.clone(),
                     });
@@ -180,7 +180,7 @@ fn parent_and_name(path: &str) -> (Option<&str>, &str) {
 }
 
 /// What setup made for a replay's sessions: removed by `remove` (and on drop).
-pub struct Made {
+pub struct SessionsMade {
     server: Server,
     callers: Vec<Caller>,
     /// The parent of the sessions' tokens.
@@ -192,7 +192,7 @@ pub struct Made {
     removed: bool,
 }
 
-impl Made {
+impl SessionsMade {
     /// Makes the sessions' namespaces (those missing) and tokens for `sessions`, a replay
     /// of `span`; stops soon after a signal. Whatever was made before a failure is removed.
     pub fn set_up(
@@ -200,8 +200,8 @@ impl Made {
         sessions: &Sessions,
         span: Duration,
         stop: &Stop,
-    ) -> Result<Made, Error> {
-        let mut made = Made {
+    ) -> Result<SessionsMade, Error> {
+        let mut made = SessionsMade {
             server,
             callers: Vec::new(),
             parent: None,
@@ -361,7 +361,7 @@ impl Made {
     }
 }
 
-impl Drop for Made {
+impl Drop for SessionsMade {
     fn drop(&mut self) {
         if let Err(e) = self.remove() {
             eprintln!("vblast: {e}");

@@ -128,24 +128,7 @@ pub fn plan(
         )),
         e => Error::input(e.to_string()),
     })?;
-    let names = namespace_names(&profile);
-    let sessions = callers::Sessions::of(
-        replayed
-            .iter()
-            .map(|r| (r.accessor, r.namespace.and_then(|n| names.get(&n).cloned()))),
-        order.len(),
-    );
-    let stride = order.len();
-    let ops = schedule
-        .sends()
-        .iter()
-        .map(|s| {
-            let op = replayed[s.recorded]
-                .op
-                .map_or(0, |o| usize::from(index[&o]));
-            (sessions.of_request[s.recorded] as usize * stride + op) as u16
-        })
-        .collect();
+    let (sessions, ops) = sends(&profile, &replayed, &schedule, &index);
     let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.accessor).collect();
     Ok(ReplayPlan {
         mix: order
@@ -182,7 +165,7 @@ impl ReplayPlan {
     }
 
     /// The engine's schedule: each send's instant, caller and operation (`callers`: the
-    /// sessions' tokens and namespaces as setup made them, `callers::Made`; `request_sets`:
+    /// sessions' tokens and namespaces as setup made them, `callers::SessionsMade`; `request_sets`:
     /// the operations' requests in each other namespace, as its fixtures made them).
     pub fn instants(
         &self,
@@ -196,6 +179,35 @@ impl ReplayPlan {
             request_sets: request_sets.into(),
         }
     }
+}
+
+/// The replay's sessions, and each send's caller and operation (`caller * mix + op`,
+/// `index`: a kept operation's place in the mix).
+fn sends(
+    profile: &Profile,
+    replayed: &[&crate::profile::tally::KeptRequest],
+    schedule: &RecordedSchedule,
+    index: &HashMap<u32, u16>,
+) -> (callers::Sessions, Vec<u16>) {
+    let names = namespace_names(profile);
+    let sessions = callers::Sessions::of(
+        replayed
+            .iter()
+            .map(|r| (r.accessor, r.namespace.and_then(|n| names.get(&n).cloned()))),
+        index.len(),
+    );
+    let stride = index.len();
+    let ops = schedule
+        .sends()
+        .iter()
+        .map(|s| {
+            let op = replayed[s.recorded]
+                .op
+                .map_or(0, |o| usize::from(index[&o]));
+            (sessions.of_request[s.recorded] as usize * stride + op) as u16
+        })
+        .collect();
+    (sessions, ops)
 }
 
 /// The log's namespace paths by their hash (`KeptRequest::namespace`).
