@@ -34,7 +34,7 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
     if let Some(s) = stop.signal() {
         return Ending::Stopped(s);
     }
-    let mut scenario = match scenario(args, &plan) {
+    let mut scenario = match scenario(args, &plan, plan.secrets) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
@@ -50,7 +50,7 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
         eprintln!("vblast: note: {n}");
     }
     // The fixtures of each other namespace the log called, closed before `made` goes.
-    let (mut fixtures, sets) = match namespace_fixtures(&scenario, &mut made, stop) {
+    let (mut fixtures, sets) = match namespace_fixtures(args, &plan, &scenario, &mut made, stop) {
         Ok(f) => f,
         Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
     };
@@ -158,6 +158,8 @@ fn sessions(
 /// run's are, and the requests its operations send there (one set per namespace, each
 /// namespace's callers pointed at theirs). What was opened before a failure is closed.
 fn namespace_fixtures(
+    args: &ReplayArgs,
+    plan: &ReplayPlan,
     scenario: &Scenario,
     made: &mut crate::replay::callers::SessionsMade,
     stop: &Stop,
@@ -165,7 +167,19 @@ fn namespace_fixtures(
     let mut sessions = Vec::new();
     let mut sets = Vec::new();
     for ns in made.other_namespaces() {
-        let mut sc = scenario.clone();
+        // Its kv fixtures seeded with its own recorded distinct paths.
+        let recorded = scenario
+            .namespace
+            .as_deref()
+            .map(|own| own.trim_matches('/').to_string() + "/")
+            .and_then(|own| ns.strip_prefix(&own))
+            .unwrap_or(&ns);
+        let secrets = plan
+            .secrets_in
+            .get(recorded)
+            .copied()
+            .unwrap_or(plan.secrets);
+        let mut sc = scenario_secrets(args, plan, secrets, scenario)?;
         sc.namespace = Some(ns.clone());
         sc.fixtures.audit_path = None;
         sc.fixtures.audit_log = None;
@@ -202,10 +216,28 @@ fn close_all(sessions: &mut [Session]) -> Result<(), Error> {
     first
 }
 
+/// `scenario` with `secrets` seeded by its kv fixtures.
+fn scenario_secrets(
+    args: &ReplayArgs,
+    plan: &ReplayPlan,
+    secrets: u64,
+    scenario: &Scenario,
+) -> Result<Scenario, Error> {
+    if secrets == plan.secrets {
+        return Ok(scenario.clone());
+    }
+    let mut sc = self::scenario(args, plan, secrets)?;
+    sc.load
+        .step
+        .schedule
+        .clone_from(&scenario.load.step.schedule);
+    Ok(sc)
+}
+
 /// The run of the replay: the flags of a `vblast run --op MIX` (the target, TLS,
-/// connections, threads, timeout; `--secrets` from the log), planned as any run is
+/// connections, threads, timeout; `secrets` seeded), planned as any run is
 /// (`scenario::plan`), then its one step set to the recorded schedule.
-fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<Scenario, Error> {
+fn scenario(args: &ReplayArgs, plan: &ReplayPlan, secrets: u64) -> Result<Scenario, Error> {
     let (cli, _) = super::parse_from(["vblast"]).map_err(|e| Error::input(e.to_string()))?;
     let mut run = cli.run;
     run.target = args.target.clone();
@@ -217,7 +249,7 @@ fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<Scenario, Error> {
     run.ops.op = Some(plan.op_mix());
     run.ops.keep = args.keep;
     run.op_options
-        .set("secrets", OptionValue::Number(plan.secrets))
+        .set("secrets", OptionValue::Number(secrets))
         .map_err(Error::input)?;
     let mut scenario = super::scenario::plan(&run, super::Given::default())?.scenario;
     let schedule = Schedule::Instants(plan.instants(Vec::new(), Vec::new()));

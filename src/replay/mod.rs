@@ -50,6 +50,10 @@ pub struct ReplayPlan {
     pub callers: callers::Sessions,
     /// Distinct paths on the busiest kv mount: the secrets the fixture writes.
     pub secrets: u64,
+    /// Per namespace of the log (`team-a/`), the distinct paths on its busiest kv mount:
+    /// the secrets its own fixtures write (`root`: the run's namespace, which `secrets`
+    /// serves).
+    pub secrets_in: HashMap<String, u64>,
     /// The log's namespaces (root as "root").
     pub namespaces: Vec<String>,
     pub left_out: Vec<LeftOut>,
@@ -140,6 +144,7 @@ pub fn plan(
         sessions: callers.len() as u64,
         callers: sessions,
         secrets: secrets(&profile),
+        secrets_in: secrets_by_namespace(&profile),
         namespaces: profile
             .namespaces
             .iter()
@@ -226,13 +231,31 @@ fn namespace_names(p: &Profile) -> HashMap<u64, String> {
 
 /// The most distinct paths any kv mount of the log saw (at least 1).
 fn secrets(p: &Profile) -> u64 {
+    secrets_where(p, |_| true)
+}
+
+/// The most distinct paths a kv mount of the log saw among those `keep` takes (at least 1).
+fn secrets_where(p: &Profile, keep: impl Fn(&str) -> bool) -> u64 {
     p.mounts
         .iter()
-        .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic"))
+        .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic") && keep(&m.namespace))
         .map(|m| m.distinct_paths)
         .max()
         .unwrap_or(1)
         .max(1)
+}
+
+/// Per namespace of the log (its path, `team-a/`), the most distinct paths its kv mounts
+/// saw: the secrets its own fixtures seed.
+fn secrets_by_namespace(p: &Profile) -> HashMap<String, u64> {
+    p.namespaces
+        .iter()
+        .map(|n| {
+            let name = n.namespace.clone();
+            let count = secrets_where(p, |ns| ns == name);
+            (name, count)
+        })
+        .collect()
 }
 
 /// What the replay leaves out: the mapped operations vblast has no fixture for (with the
