@@ -77,7 +77,7 @@ struct PatchSlot {
 }
 
 /// What an operation sends, before it is rendered into bytes.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestSpec {
     pub method: String,
     pub path: Vec<Piece>,

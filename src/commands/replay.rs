@@ -8,8 +8,10 @@ use crate::config::scenario::{Scenario, StepPlan};
 use crate::config::schedule::Schedule;
 use crate::error::{Ending, Error};
 use crate::replay::ReplayPlan;
+use crate::session::Session;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
+use crate::template::RequestSpec;
 use crate::vault::ops::OptionValue;
 
 /// Runs `vblast replay`: exit 0 when every request succeeded, 2 on bad input (nothing
@@ -32,10 +34,27 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
     if let Some(s) = stop.signal() {
         return Ending::Stopped(s);
     }
-    let scenario = match scenario(args, &plan) {
+    let mut scenario = match scenario(args, &plan, plan.secrets) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
+    if let Some(n) = plan.callers.fold_note() {
+        eprintln!("vblast: note: {n}");
+    }
+    // The sessions' tokens and namespaces, removed when `made` goes (every exit path).
+    let mut made = match sessions(&scenario, &plan, stop) {
+        Ok(m) => m,
+        Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
+    };
+    for n in &made.notes {
+        eprintln!("vblast: note: {n}");
+    }
+    // The fixtures of each other namespace the log called, closed before `made` goes.
+    let (mut fixtures, sets) = match namespace_fixtures(args, &plan, &scenario, &mut made, stop) {
+        Ok(f) => f,
+        Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
+    };
+    scenario.load.step.schedule = Some(Schedule::Instants(plan.instants(made.callers(), sets)));
     let server = match super::server::settings(&args.server, &scenario, None) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
@@ -48,10 +67,23 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
         watch: None,
         server: server.as_ref(),
     };
-    let ran = match one_step::run(&scenario, stop, &showing, &mut |_| Ok(())) {
+    let ran = one_step::run(&scenario, stop, &showing, &mut |_| Ok(()));
+    let removed = close_all(&mut fixtures).and(made.remove());
+    let mut ran = match ran {
         Ok(r) => r,
-        Err(e) => return Ending::Failed(e),
+        Err(e) => {
+            if let Err(c) = removed {
+                eprintln!("vblast: {c}");
+            }
+            return Ending::Failed(e);
+        }
     };
+    if let Err(e) = removed {
+        match &ran.cleanup {
+            Ok(()) => ran.cleanup = Err(e),
+            Err(_) => eprintln!("vblast: {e}"),
+        }
+    }
     let summary = ran.results.summary();
     let report = crate::replay::report::summarize(&plan, &summary, args.speed, args.scale);
     let printed = crate::results::deliver::print_or_fail(
@@ -94,10 +126,118 @@ fn ending(
     Ending::Ok
 }
 
+/// The replay's sessions made on its server (`replay::callers`): a token per recorded
+/// caller, the log's namespaces the server lacks.
+fn sessions(
+    scenario: &Scenario,
+    plan: &ReplayPlan,
+    stop: &Stop,
+) -> Result<crate::replay::callers::SessionsMade, Error> {
+    let target = crate::net::target::Target::parse(&scenario.address).map_err(Error::input)?;
+    let tls = if target.is_tls() {
+        let opts = scenario.tls.clone().unwrap_or_default();
+        Some((
+            crate::net::tls::client_config(&opts).map_err(Error::input)?,
+            crate::net::tls::server_name(&opts, &target.host).map_err(Error::input)?,
+        ))
+    } else {
+        None
+    };
+    let server = crate::replay::callers::Server {
+        target,
+        tls,
+        token: scenario.token.0.clone(),
+        namespace: scenario.namespace.clone(),
+        timeout: scenario.load.timeout,
+    };
+    let span = plan.schedule.span() + plan.schedule.second();
+    crate::replay::callers::SessionsMade::set_up(server, &plan.callers, span, stop)
+}
+
+/// A session per namespace of `made`'s other than the run's: its fixtures, made as the
+/// run's are, and the requests its operations send there (one set per namespace, each
+/// namespace's callers pointed at theirs). What was opened before a failure is closed.
+fn namespace_fixtures(
+    args: &ReplayArgs,
+    plan: &ReplayPlan,
+    scenario: &Scenario,
+    made: &mut crate::replay::callers::SessionsMade,
+    stop: &Stop,
+) -> Result<(Vec<Session>, Vec<Vec<RequestSpec>>), Error> {
+    let mut sessions = Vec::new();
+    let mut sets = Vec::new();
+    for ns in made.other_namespaces() {
+        // Its kv fixtures seeded with its own recorded distinct paths.
+        let recorded = scenario
+            .namespace
+            .as_deref()
+            .map(|own| own.trim_matches('/').to_string() + "/")
+            .and_then(|own| ns.strip_prefix(&own))
+            .unwrap_or(&ns);
+        let secrets = plan
+            .secrets_in
+            .get(recorded)
+            .copied()
+            .unwrap_or(plan.secrets);
+        let mut sc = scenario_secrets(args, plan, secrets, scenario)?;
+        sc.namespace = Some(ns.clone());
+        sc.fixtures.audit_path = None;
+        sc.fixtures.audit_log = None;
+        sc.fixtures.run_id = None;
+        match Session::open(&sc, stop) {
+            Ok(s) => {
+                made.use_requests(&ns, sets.len());
+                sets.push(s.requests());
+                sessions.push(s);
+            }
+            Err(e) => {
+                if let Err(c) = close_all(&mut sessions) {
+                    eprintln!("vblast: {c}");
+                }
+                return Err(e.within(format!("the fixtures of namespace {ns}")));
+            }
+        }
+    }
+    Ok((sessions, sets))
+}
+
+/// Closes every session (each removes its fixtures); the first failure, after all.
+fn close_all(sessions: &mut [Session]) -> Result<(), Error> {
+    let mut first = Ok(());
+    for s in sessions {
+        if let Err(e) = s.close() {
+            if first.is_ok() {
+                first = Err(e);
+            } else {
+                eprintln!("vblast: {e}");
+            }
+        }
+    }
+    first
+}
+
+/// `scenario` with `secrets` seeded by its kv fixtures.
+fn scenario_secrets(
+    args: &ReplayArgs,
+    plan: &ReplayPlan,
+    secrets: u64,
+    scenario: &Scenario,
+) -> Result<Scenario, Error> {
+    if secrets == plan.secrets {
+        return Ok(scenario.clone());
+    }
+    let mut sc = self::scenario(args, plan, secrets)?;
+    sc.load
+        .step
+        .schedule
+        .clone_from(&scenario.load.step.schedule);
+    Ok(sc)
+}
+
 /// The run of the replay: the flags of a `vblast run --op MIX` (the target, TLS,
-/// connections, threads, timeout; `--secrets` from the log), planned as any run is
+/// connections, threads, timeout; `secrets` seeded), planned as any run is
 /// (`scenario::plan`), then its one step set to the recorded schedule.
-fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<Scenario, Error> {
+fn scenario(args: &ReplayArgs, plan: &ReplayPlan, secrets: u64) -> Result<Scenario, Error> {
     let (cli, _) = super::parse_from(["vblast"]).map_err(|e| Error::input(e.to_string()))?;
     let mut run = cli.run;
     run.target = args.target.clone();
@@ -109,10 +249,10 @@ fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<Scenario, Error> {
     run.ops.op = Some(plan.op_mix());
     run.ops.keep = args.keep;
     run.op_options
-        .set("secrets", OptionValue::Number(plan.secrets))
+        .set("secrets", OptionValue::Number(secrets))
         .map_err(Error::input)?;
     let mut scenario = super::scenario::plan(&run, super::Given::default())?.scenario;
-    let schedule = Schedule::Instants(plan.instants());
+    let schedule = Schedule::Instants(plan.instants(Vec::new(), Vec::new()));
     schedule
         .validate()
         .map_err(|e| Error::input(e.to_string()))?;

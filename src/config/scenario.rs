@@ -260,8 +260,16 @@ mod tests {
         s.load.step.schedule = Some(Schedule::Instants(crate::config::schedule::Instants {
             offsets: vec![0, 500_000_000, 2_000_000_000].into(),
             ops: vec![0, 0, 0].into(),
+            callers: vec![crate::config::schedule::Caller {
+                token: Some("hvs.CALLER".into()),
+                namespace: None,
+                requests: None,
+            }]
+            .into(),
+            request_sets: Vec::new().into(),
         }));
         let v = s.redacted();
+        assert!(!v.to_string().contains("hvs.CALLER"), "{v}");
         assert_eq!(
             v["load"]["schedule"],
             serde_json::json!({"instants": "3 recorded instants over 2s"}),

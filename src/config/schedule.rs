@@ -54,11 +54,59 @@ pub enum Schedule {
 /// origin, non-decreasing, and, when `ops` is not empty, as the mix's operation `ops[g]`
 /// (an index into the run's weighted operations, in the mix's order) instead of one
 /// picked by weight. Shared, not copied, by every thread's pacer; looked up in O(1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// With `callers` (a replay's sessions, one per recorded caller), `ops[g]` is
+/// `caller * mix + op` (`mix`: the run's weighted operations): request g is sent with
+/// caller `caller`'s token and namespace, caller 0 being the run's own (`callers[c - 1]`
+/// is caller c), and with the requests of its namespace's fixtures (`request_sets`), when
+/// it has its own. The engine builds each caller's requests once
+/// (`engine::driver::Requests`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "InstantsFile", into = "InstantsFile")]
 pub struct Instants {
     pub offsets: std::sync::Arc<[u64]>,
     pub ops: std::sync::Arc<[u16]>,
+    pub callers: std::sync::Arc<[Caller]>,
+    /// The run's operations' requests as another namespace's fixtures make them (its
+    /// own mount names, role ids), one set per namespace, in the run's operations' order.
+    pub request_sets: std::sync::Arc<[Vec<crate::template::RequestSpec>]>,
+}
+
+/// Counts only: the sets' requests may hold a fixture's token.
+impl std::fmt::Debug for Instants {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instants")
+            .field("offsets", &self.offsets.len())
+            .field("ops", &self.ops.len())
+            .field("callers", &self.callers)
+            .field("request_sets", &self.request_sets.len())
+            .finish()
+    }
+}
+
+/// A replay's session: the token made for one recorded caller at setup (None: the run's,
+/// for requests the log shows without a caller, such as logins), the namespace its
+/// requests go to (None: the run's) and the set of requests it sends there (an index into
+/// `Instants::request_sets`; None: the run's operations' own). Its Debug form hides the
+/// token; a results file describes the instants without them (`Scenario::redacted`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub requests: Option<usize>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("token", &"<redacted>")
+            .field("namespace", &self.namespace)
+            .field("requests", &self.requests)
+            .finish()
+    }
 }
 
 /// `Instants` as saved (worker processes receive it so).
@@ -67,6 +115,10 @@ struct InstantsFile {
     offsets: Vec<u64>,
     #[serde(default)]
     ops: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    callers: Vec<Caller>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    request_sets: Vec<Vec<crate::template::RequestSpec>>,
 }
 
 impl From<InstantsFile> for Instants {
@@ -74,6 +126,8 @@ impl From<InstantsFile> for Instants {
         Instants {
             offsets: v.offsets.into(),
             ops: v.ops.into(),
+            callers: v.callers.into(),
+            request_sets: v.request_sets.into(),
         }
     }
 }
@@ -83,6 +137,8 @@ impl From<Instants> for InstantsFile {
         InstantsFile {
             offsets: i.offsets.to_vec(),
             ops: i.ops.to_vec(),
+            callers: i.callers.to_vec(),
+            request_sets: i.request_sets.to_vec(),
         }
     }
 }
@@ -933,6 +989,13 @@ mod tests {
         let s = Schedule::Instants(Instants {
             offsets: vec![0, 0, 400_000_000, 1_500_000_000].into(),
             ops: vec![1, 0, 1, 2].into(),
+            callers: vec![Caller {
+                token: Some("hvs.CALLER".into()),
+                namespace: Some("ns1".into()),
+                requests: None,
+            }]
+            .into(),
+            request_sets: Vec::new().into(),
         });
         s.validate().unwrap();
         let placed: Vec<Option<Duration>> = (0..5).map(|g| s.offset_of(g)).collect();
@@ -957,6 +1020,7 @@ mod tests {
         assert_eq!((i.op_of(3), i.op_of(4)), (Some(2), None));
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Schedule>(&json).unwrap(), s);
+        assert!(!format!("{s:?}").contains("hvs.CALLER"));
         for bad in [
             (vec![5, 1], vec![]),
             (vec![1, 5], vec![0]),
@@ -965,6 +1029,8 @@ mod tests {
             let s = Schedule::Instants(Instants {
                 offsets: bad.0.into(),
                 ops: bad.1.into(),
+                callers: Vec::new().into(),
+                request_sets: Vec::new().into(),
             });
             assert!(s.validate().is_err(), "{s}");
         }

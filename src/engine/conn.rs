@@ -22,6 +22,8 @@ pub(super) const HOP: usize = 1 << (usize::BITS - 2);
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Req {
     pub(super) op: usize,
+    /// Its caller's templates (`driver::Requests`; 0: the run's token and namespace).
+    pub(super) caller: u16,
     pub(super) intended: Instant,
     pub(super) sent: Instant,
     pub(super) measured: bool,
@@ -335,6 +337,7 @@ mod tests {
         c.link.served = served;
         c.req = Some(Req {
             op: 0,
+            caller: 0,
             intended: now,
             sent: now,
             measured: true,

@@ -18,13 +18,14 @@ use super::conn::Req;
 use super::link::ConnectWindow;
 use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate, StepPlan};
+use crate::config::schedule::Caller;
 use crate::net::redirect::Redirects;
 use crate::net::transport::{PortSlice, TlsConnector};
 use crate::net::wait::Waiting;
 use crate::pacing::{Due, Pacer};
 use crate::signals::Stop;
 use crate::stats::Stats;
-use crate::template::{Captures, Common, Rng, Template};
+use crate::template::{Captures, Common, RequestSpec, Rng, Template};
 use crate::timer::Timer;
 use crate::workload::Picker;
 
@@ -184,7 +185,12 @@ impl<'p> Core<'p> {
     /// (the one that captures what it needs first, while the connection has not captured
     /// it), its lateness counted.
     pub(super) fn claim(&mut self, due: Due, captures: &Captures, now: Instant) -> Req {
-        let recorded = due.op.and_then(|o| self.weighted.get(usize::from(o)));
+        // A replay's recorded operation, with its caller (`Instants`: caller * mix + op).
+        let stride = self.weighted.len().max(1);
+        let (caller, recorded) = match due.op.map(usize::from) {
+            Some(o) => (o / stride, self.weighted.get(o % stride)),
+            None => (0, None),
+        };
         let mut op = match recorded {
             Some(&o) => o,
             None => self.picker.pick(&mut self.rng),
@@ -197,6 +203,7 @@ impl<'p> Core<'p> {
         self.tally.claimed(&due, now);
         Req {
             op,
+            caller: caller.min(usize::from(u16::MAX)) as u16,
             intended: due.intended,
             sent: now,
             measured: due.measured,
@@ -373,12 +380,16 @@ pub(super) fn run_step<'p, W: Wheel<'p>>(
 /// (its own node, the node the route moved it to, a redirect's node). Built once per
 /// process before the threads start (each thread takes a copy); the sets of one operation
 /// share its turn count and pools, so turns go round over all nodes as over one.
-/// One template per (node, operation): `templates[node * ops + op]`. A single-address
-/// run has one set, built from the plan's target as before.
+/// A replay's callers (`config::schedule::Instants::callers`) each have their own sets,
+/// with their token and namespace in the header bytes: a request picks its caller's by
+/// index, with no allocation. One template per (caller, node, operation):
+/// `templates[(caller * nodes + node) * ops + op]`, caller 0 being the run's own. A
+/// single-address run without callers has one set, built from the plan's target as before.
 #[derive(Clone)]
 pub(super) struct Requests {
     templates: Vec<Template>,
     ops: usize,
+    nodes: usize,
 }
 
 impl Requests {
@@ -390,32 +401,60 @@ impl Requests {
             .map(|o| Template::build(&o.request, &common))
             .collect();
         let ops = first.len();
-        if plan.nodes.targets.is_empty() {
+        let (callers, sets): (&[Caller], &[Vec<RequestSpec>]) = match &plan.load.step.schedule {
+            Some(crate::config::schedule::Schedule::Instants(i)) => (&i.callers, &i.request_sets),
+            _ => (&[], &[]),
+        };
+        if plan.nodes.targets.is_empty() && callers.is_empty() {
             return Requests {
                 templates: first,
                 ops,
+                nodes: 1,
             };
         }
-        let mut templates = Vec::with_capacity(plan.nodes.targets.len() * ops);
-        for t in &plan.nodes.targets {
-            let node = Common {
-                host: t.host_header(),
-                ..common.clone()
-            };
-            templates.extend(
-                plan.ops
-                    .iter()
-                    .zip(&first)
-                    .map(|(o, f)| Template::build(&o.request, &node).sharing_turns_with(f)),
-            );
+        let hosts: Vec<String> = if plan.nodes.targets.is_empty() {
+            vec![common.host.clone()]
+        } else {
+            plan.nodes.targets.iter().map(|t| t.host_header()).collect()
+        };
+        let mut templates = Vec::with_capacity((callers.len() + 1) * hosts.len() * ops);
+        for caller in std::iter::once(None).chain(callers.iter().map(Some)) {
+            // Its namespace's own requests (its fixtures' names), or the run's.
+            let own = caller
+                .and_then(|c| c.requests)
+                .and_then(|k| sets.get(k))
+                .filter(|set| set.len() == ops);
+            for host in &hosts {
+                let set = Common {
+                    host: host.clone(),
+                    token: caller
+                        .and_then(|c| c.token.clone())
+                        .or_else(|| common.token.clone()),
+                    namespace: caller
+                        .and_then(|c| c.namespace.clone())
+                        .or_else(|| common.namespace.clone()),
+                    ..common.clone()
+                };
+                templates.extend(plan.ops.iter().zip(&first).enumerate().map(|(i, (o, f))| {
+                    match own {
+                        // Other fixtures: their own pools and turns.
+                        Some(requests) => Template::build(&requests[i], &set),
+                        None => Template::build(&o.request, &set).sharing_turns_with(f),
+                    }
+                }));
+            }
         }
-        Requests { templates, ops }
+        Requests {
+            templates,
+            ops,
+            nodes: hosts.len(),
+        }
     }
 
-    /// The template of operation `op` for a stream open to `node`.
+    /// The template of operation `op` for a stream open to `node`, as `caller` sends it.
     #[inline]
-    pub(super) fn get(&mut self, node: usize, op: usize) -> &mut Template {
-        let k = node * self.ops + op;
+    pub(super) fn get(&mut self, node: usize, op: usize, caller: u16) -> &mut Template {
+        let k = (usize::from(caller) * self.nodes + node) * self.ops + op;
         if k < self.templates.len() {
             &mut self.templates[k]
         } else {

@@ -83,6 +83,13 @@ pub(super) struct H2Loop<'p> {
 /// Why `plan` cannot run over HTTP/2 (yet), in one sentence, if it cannot
 /// (`net::h2::H2Refusal`, which the commands check before anything is sent).
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
+    plan.load.http2?;
+    if let Some(crate::config::schedule::Schedule::Instants(i)) = &plan.load.step.schedule
+        && !i.callers.is_empty()
+    {
+        // `prepare` encodes one header block per operation: the run's token.
+        return Some("a replay's sessions (a token per recorded caller) run over HTTP/1.1 only");
+    }
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
         keepalive: plan.load.keepalive,
@@ -103,7 +110,7 @@ fn prepare(
     let mut prepared = Vec::new();
     for node in 0..plan.nodes.targets.len().max(1) {
         prepared.extend((0..plan.ops.len()).map(|op| {
-            let t = requests.get(node, op);
+            let t = requests.get(node, op, 0);
             if t.uses_captures() {
                 return None;
             }
@@ -404,7 +411,7 @@ impl<'p> H2Loop<'p> {
     fn follow(&mut self, i: usize, slot: usize, req: &mut Req) -> Option<usize> {
         let redirects = self.core.redirects.as_ref()?;
         let l = &self.links[i];
-        let template = self.core.requests.get(l.link.node, req.op);
+        let template = self.core.requests.get(l.link.node, req.op, req.caller);
         let location = l.proto.location(slot).unwrap_or(&[]);
         let node = self
             .core
@@ -528,7 +535,7 @@ impl<'p> H2Loop<'p> {
     /// Renders `req` and opens its stream on link `i` (`home`: the node it counts for).
     fn start(&mut self, i: usize, mut req: Req, home: usize, now: Instant) {
         let node = self.links[i].link.node;
-        let template = self.core.requests.get(node, req.op);
+        let template = self.core.requests.get(node, req.op, req.caller);
         if !req.resent {
             req.rng = self.core.rng;
             req.turn = template.next_turn();

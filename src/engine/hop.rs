@@ -24,7 +24,7 @@ impl EventLoop<'_> {
         let Some(req) = c.req else {
             return false;
         };
-        let template = self.core.requests.get(c.link.node, req.op);
+        let template = self.core.requests.get(c.link.node, req.op, req.caller);
         let location = c.parser.location().unwrap_or(&[]);
         let Some(node) = self.core.tally.follow(
             redirects,

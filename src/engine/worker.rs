@@ -113,7 +113,7 @@ impl<'p> EventLoop<'p> {
         let Some(req) = c.req.as_mut() else { return };
         req.started = false;
         // The template of the node this stream is open to: its Host.
-        let template = self.core.requests.get(c.link.node, req.op);
+        let template = self.core.requests.get(c.link.node, req.op, req.caller);
         c.parser.reset(
             self.plan.ops[req.op].reads_body(),
             !template.response_has_body(),

@@ -194,16 +194,18 @@ pub struct ProfileTally {
 }
 
 /// A request entry as a replay needs it (`vblast replay`): its time (ns since the epoch),
-/// its operation (an index into `Kept::ops`, None: unmapped) and its caller's accessor
-/// as a hash (an identity key only, never shown).
+/// its operation (an index into `Kept::ops`, None: unmapped), its caller's accessor
+/// as a hash (an identity key only, never shown), and its namespace's path as a hash
+/// (`hash_of`; None: the root namespace).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeptRequest {
     pub time_ns: i64,
     pub op: Option<u32>,
     pub accessor: Option<u64>,
+    pub namespace: Option<u64>,
 }
 
-/// The most request entries a replay keeps (32 bytes each: some 0.6 GB at the bound);
+/// The most request entries a replay keeps (48 bytes each: some 1 GB at the bound);
 /// the ones past it are counted in `Kept::past_bound`, not kept.
 pub const MAX_KEPT: usize = 20_000_000;
 
@@ -426,6 +428,12 @@ impl ProfileTally {
                             .client_token_accessor
                             .as_deref()
                             .filter(|a| !a.is_empty())
+                            .map(hash_of),
+                        namespace: req
+                            .namespace
+                            .as_ref()
+                            .and_then(|n| n.path.as_deref())
+                            .filter(|p| !p.is_empty())
                             .map(hash_of),
                     });
                 }

@@ -6,6 +6,7 @@
 //! through the engine's open model, fed the recorded instants and operations
 //! (`config::schedule::Schedule::Instants`), with the operations' own setup and cleanup.
 
+pub mod callers;
 pub mod report;
 pub mod schedule;
 
@@ -39,12 +40,20 @@ pub struct ReplayPlan {
     pub mix: Vec<(String, u64)>,
     /// The recorded requests replayed, placed on the replay's clock.
     pub schedule: RecordedSchedule,
-    /// Each intended send's operation (an index into `mix`).
+    /// Each intended send's caller and operation, `caller * mix.len() + op` (`op` an index
+    /// into `mix`, `caller` into `callers` + 1, 0 being the run's own token and namespace).
     pub ops: Vec<u16>,
     /// Distinct callers (accessors) of the replayed requests: counted, never named.
     pub sessions: u64,
+    /// The replay's sessions (`callers::Sessions`): one per recorded caller and namespace,
+    /// up to a bound, the rest folded.
+    pub callers: callers::Sessions,
     /// Distinct paths on the busiest kv mount: the secrets the fixture writes.
     pub secrets: u64,
+    /// Per namespace of the log (`team-a/`), the distinct paths on its busiest kv mount:
+    /// the secrets its own fixtures write (`root`: the run's namespace, which `secrets`
+    /// serves).
+    pub secrets_in: HashMap<String, u64>,
     /// The log's namespaces (root as "root").
     pub namespaces: Vec<String>,
     pub left_out: Vec<LeftOut>,
@@ -123,11 +132,7 @@ pub fn plan(
         )),
         e => Error::input(e.to_string()),
     })?;
-    let ops = schedule
-        .sends()
-        .iter()
-        .map(|s| replayed[s.recorded].op.map_or(0, |o| index[&o]))
-        .collect();
+    let (sessions, ops) = sends(&profile, &replayed, &schedule, &index);
     let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.accessor).collect();
     Ok(ReplayPlan {
         mix: order
@@ -137,7 +142,9 @@ pub fn plan(
         schedule,
         ops,
         sessions: callers.len() as u64,
+        callers: sessions,
         secrets: secrets(&profile),
+        secrets_in: secrets_by_namespace(&profile),
         namespaces: profile
             .namespaces
             .iter()
@@ -162,24 +169,93 @@ impl ReplayPlan {
             .join(",")
     }
 
-    /// The engine's schedule: each send's instant and operation.
-    pub fn instants(&self) -> Instants {
+    /// The engine's schedule: each send's instant, caller and operation (`callers`: the
+    /// sessions' tokens and namespaces as setup made them, `callers::SessionsMade`; `request_sets`:
+    /// the operations' requests in each other namespace, as its fixtures made them).
+    pub fn instants(
+        &self,
+        callers: Vec<crate::config::schedule::Caller>,
+        request_sets: Vec<Vec<crate::template::RequestSpec>>,
+    ) -> Instants {
         Instants {
             offsets: self.schedule.offsets().into(),
             ops: self.ops.clone().into(),
+            callers: callers.into(),
+            request_sets: request_sets.into(),
         }
     }
 }
 
+/// The replay's sessions, and each send's caller and operation (`caller * mix + op`,
+/// `index`: a kept operation's place in the mix).
+fn sends(
+    profile: &Profile,
+    replayed: &[&crate::profile::tally::KeptRequest],
+    schedule: &RecordedSchedule,
+    index: &HashMap<u32, u16>,
+) -> (callers::Sessions, Vec<u16>) {
+    let names = namespace_names(profile);
+    let sessions = callers::Sessions::of(
+        replayed
+            .iter()
+            .map(|r| (r.accessor, r.namespace.and_then(|n| names.get(&n).cloned()))),
+        index.len(),
+    );
+    let stride = index.len();
+    let ops = schedule
+        .sends()
+        .iter()
+        .map(|s| {
+            let op = replayed[s.recorded]
+                .op
+                .map_or(0, |o| usize::from(index[&o]));
+            (sessions.of_request[s.recorded] as usize * stride + op) as u16
+        })
+        .collect();
+    (sessions, ops)
+}
+
+/// The log's namespace paths by their hash (`KeptRequest::namespace`).
+fn namespace_names(p: &Profile) -> HashMap<u64, String> {
+    p.namespaces
+        .iter()
+        .filter(|n| n.namespace != "root" && n.namespace != "(other)")
+        .map(|n| {
+            (
+                crate::profile::distinct::hash_of(&n.namespace),
+                n.namespace.clone(),
+            )
+        })
+        .collect()
+}
+
 /// The most distinct paths any kv mount of the log saw (at least 1).
 fn secrets(p: &Profile) -> u64 {
+    secrets_where(p, |_| true)
+}
+
+/// The most distinct paths a kv mount of the log saw among those `keep` takes (at least 1).
+fn secrets_where(p: &Profile, keep: impl Fn(&str) -> bool) -> u64 {
     p.mounts
         .iter()
-        .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic"))
+        .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic") && keep(&m.namespace))
         .map(|m| m.distinct_paths)
         .max()
         .unwrap_or(1)
         .max(1)
+}
+
+/// Per namespace of the log (its path, `team-a/`), the most distinct paths its kv mounts
+/// saw: the secrets its own fixtures seed.
+fn secrets_by_namespace(p: &Profile) -> HashMap<String, u64> {
+    p.namespaces
+        .iter()
+        .map(|n| {
+            let name = n.namespace.clone();
+            let count = secrets_where(p, |ns| ns == name);
+            (name, count)
+        })
+        .collect()
 }
 
 /// What the replay leaves out: the mapped operations vblast has no fixture for (with the
@@ -311,7 +387,12 @@ mod tests {
             [("kv-read".to_string(), 4), ("kv-write".to_string(), 2)]
         );
         assert_eq!(p.op_mix(), "kv-read:4,kv-write:2");
-        assert_eq!(p.ops, [1, 0, 0, 1, 0, 0]);
+        // Each send's caller and operation: caller * 2 + op, each accessor its session.
+        let op_of = |ops: &[u16]| ops.iter().map(|o| o % 2).collect::<Vec<_>>();
+        assert_eq!(op_of(&p.ops), [1, 0, 0, 1, 0, 0]);
+        assert_eq!(p.ops, [3, 4, 6, 3, 4, 6]);
+        assert_eq!(p.callers.of_request, [1, 2, 3, 1, 2, 3]);
+        assert_eq!((p.callers.tokens(), p.callers.folded), (3, 0));
         assert_eq!(p.schedule.recorded_per_second(), [2, 2, 2]);
         assert_eq!(p.sessions, 3);
         assert_eq!(p.secrets, 3);
@@ -327,7 +408,7 @@ mod tests {
             "{shown}"
         );
         let doubled = plan_of(&text, 2.0).unwrap();
-        assert_eq!(doubled.ops, [1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(op_of(&doubled.ops), [1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -71,6 +71,11 @@ pub struct ReplaySummary {
     pub intended_span_s: f64,
     /// Distinct callers (accessors) among the replayed requests: counted only, never named.
     pub sessions: u64,
+    /// The tokens the replay's sessions sent with (one per recorded caller, up to
+    /// `replay::callers::MAX_SESSIONS` sessions of a caller in a namespace), and the
+    /// (caller, namespace) pairs folded past that bound.
+    pub session_tokens: u64,
+    pub sessions_folded: u64,
     pub namespaces: Vec<String>,
     pub secrets: u64,
     pub latency_ms: crate::report::Percentiles,
@@ -85,7 +90,8 @@ pub struct ReplaySummary {
 pub fn summarize(plan: &ReplayPlan, run: &Summary, speed: f64, scale: f64) -> ReplaySummary {
     let mut intended_by_op = vec![0u64; plan.mix.len()];
     for &o in &plan.ops {
-        intended_by_op[usize::from(o)] += 1;
+        // `ops` holds caller * mix + op.
+        intended_by_op[usize::from(o) % plan.mix.len().max(1)] += 1;
     }
     let operations = plan
         .mix
@@ -122,6 +128,8 @@ pub fn summarize(plan: &ReplayPlan, run: &Summary, speed: f64, scale: f64) -> Re
         recorded_span_s,
         intended_span_s: recorded_span_s / speed,
         sessions: plan.sessions,
+        session_tokens: plan.callers.tokens() as u64,
+        sessions_folded: plan.callers.folded,
         namespaces: plan.namespaces.clone(),
         secrets: plan.secrets,
         latency_ms: run.latency_ms.clone(),
@@ -193,8 +201,10 @@ pub fn text(r: &ReplaySummary) -> String {
     );
     let _ = writeln!(
         o,
-        "  {} callers in the log, {} namespace(s): {}; {} secret(s) per kv fixture",
+        "  {} callers in the log, replayed with {} session tokens ({} folded); {} namespace(s): {}; {} secret(s) per kv fixture",
         r.sessions,
+        r.session_tokens,
+        r.sessions_folded,
         r.namespaces.len(),
         r.namespaces.join(", "),
         r.secrets

@@ -75,6 +75,12 @@ impl Session {
         &self.target
     }
 
+    /// The requests of the operations, in the order of `op_names` (a replay's other
+    /// namespaces send their own fixtures' requests: `replay::callers`).
+    pub fn requests(&self) -> Vec<crate::template::RequestSpec> {
+        self.operations.iter().map(|o| o.request.clone()).collect()
+    }
+
     /// Names of the operations, in the order of the results' per-operation rows.
     pub fn op_names(&self) -> Vec<String> {
         self.operations.iter().map(|o| o.name.clone()).collect()

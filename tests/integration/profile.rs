@@ -313,3 +313,112 @@ fn bad_input_is_said_with_its_line_and_an_empty_log_is_refused() {
         out.show()
     );
 }
+
+/// A known mix run in two namespaces (one run each, the server's own file audit device
+/// on): the profile gives each namespace's requests of each operation exactly as that
+/// run's results file does, both namespaces by name, and each namespace's kv mount with
+/// the distinct paths its run read.
+#[test]
+fn a_mix_run_in_two_namespaces_is_profiled_per_namespace() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let device = format!(
+        r#"{{"type":"file","options":{{"file_path":"{}"}}}}"#,
+        log.display()
+    );
+    let (status, body) = bao.api("PUT", "/v1/sys/audit/by-hand", Some(&device));
+    assert!(status < 300, "{body}");
+    let mix = "kv-read:3,kv-list:1,approle-login:1,transit-encrypt:1";
+    let mut runs = Vec::new();
+    for (ns, secrets, n) in [("team-a", "12", "240"), ("team-b", "30", "360")] {
+        bao.namespace(ns);
+        let results = dir.path().join(format!("{ns}.json"));
+        let out = run(vault_cmd(
+            &bao,
+            &[
+                "-c",
+                "2",
+                "-n",
+                n,
+                "--namespace",
+                ns,
+                "--op",
+                mix,
+                "--secrets",
+                secrets,
+                "--output",
+                results.to_str().unwrap(),
+                "-q",
+            ],
+        ));
+        out.assert_code(0);
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+        runs.push((format!("{ns}/"), saved, secrets.parse::<u64>().unwrap()));
+    }
+    let (status, body) = bao.api("DELETE", "/v1/sys/audit/by-hand", None);
+    assert!(status < 300, "{body}");
+    let profile = profile_json(&log, &[]);
+    let names: Vec<&str> = profile["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["namespace"].as_str().unwrap())
+        .collect();
+    for (ns, saved, secrets) in &runs {
+        assert!(names.contains(&ns.as_str()), "{ns}: {names:?}");
+        let mounts: Vec<&Value> = profile["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["namespace"] == ns.as_str())
+            .collect();
+        let in_ns = |op: &str| -> u64 {
+            mounts
+                .iter()
+                .flat_map(|m| m["operations"].as_array().unwrap())
+                .filter(|o| o["name"] == op)
+                .map(|o| o["requests"].as_u64().unwrap())
+                .sum()
+        };
+        // Setup reads one secret of each kv mount it seeds, before the run's start.
+        let started = saved["started_at"].as_str().unwrap();
+        let setup_reads = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "request" && e["time"].as_str().unwrap() < started)
+            .filter(|e| e["request"]["namespace"]["path"] == ns.as_str())
+            .filter(|e| e["request"]["mount_type"] == "kv" && e["request"]["operation"] == "read")
+            .count() as u64;
+        for op in saved["ops"].as_array().unwrap() {
+            let name = op["name"].as_str().unwrap();
+            let want = op["requests"].as_u64().unwrap();
+            assert!(want > 0, "{ns} {name}");
+            let setup = if name == "kv-read" { setup_reads } else { 0 };
+            assert_eq!(in_ns(name), want + setup, "{ns} {name}:\n{profile:#}");
+        }
+        // Its kv mount: the secrets its setup wrote (and read), its list's path or two.
+        // (the kv-list fixture's mount is read once, by setup)
+        let reads = |m: &Value| -> u64 {
+            m["operations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|o| o["name"] == "kv-read")
+                .map(|o| o["requests"].as_u64().unwrap())
+                .sum()
+        };
+        let kv = mounts
+            .iter()
+            .filter(|m| m["mount_type"] == "kv")
+            .max_by_key(|m| reads(m))
+            .unwrap();
+        let distinct = kv["distinct_paths"].as_u64().unwrap();
+        assert!(
+            (*secrets..=secrets + 3).contains(&distinct),
+            "{ns}: {distinct} distinct paths for {secrets} secrets"
+        );
+    }
+}

@@ -356,3 +356,165 @@ fn a_replay_stopped_by_a_signal_removes_what_it_made() {
         );
     }
 }
+
+/// Each accessor's requests per namespace in an audit log, without the accessor: per
+/// caller, its (namespace, kv reads and writes) pairs sorted, the callers sorted. Two
+/// logs with the same shape of callers give the same value.
+fn callers_shape(log: &Path) -> Vec<Vec<(String, u64)>> {
+    use std::collections::BTreeMap;
+    let mut by: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for e in std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "request")
+    {
+        let r = &e["request"];
+        if r["mount_type"] != "kv" || !r["path"].as_str().unwrap_or("").contains("/data/") {
+            continue;
+        }
+        let accessor = r["client_token_accessor"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let ns = r["namespace"]["path"].as_str().unwrap_or("").to_string();
+        *by.entry(accessor).or_default().entry(ns).or_default() += 1;
+    }
+    let mut shape: Vec<Vec<(String, u64)>> =
+        by.into_values().map(|m| m.into_iter().collect()).collect();
+    shape.sort();
+    shape
+}
+
+/// The server's namespaces (empty when it lists none).
+fn namespaces(bao: &OpenBao) -> Vec<String> {
+    crate::support::openbao::keys(bao, "/v1/sys/namespaces?list=true")
+}
+
+/// Waits (bounded) until the server lists none of its namespaces: a deletion is
+/// scheduled, not done, when its call returns.
+fn no_namespace_left(bao: &OpenBao) {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !namespaces(bao).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "namespaces left: {:?}",
+            namespaces(bao)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A log made by three tokens of their own (and the root token), each reading a kv
+/// secret in the root namespace and in namespace team-a, as many times as its number:
+/// the replay makes team-a again (removed afterwards, with its own fixtures), sends each
+/// caller's requests with a token of its own in the recorded namespace, and the server's
+/// log of the replay shows the same callers with the same requests per namespace.
+#[test]
+fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
+    use crate::support::client::http_request;
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let device = format!(
+        r#"{{"type":"file","options":{{"file_path":"{}"}}}}"#,
+        log.display()
+    );
+    let (status, body) = bao.api("PUT", "/v1/sys/audit/by-hand", Some(&device));
+    assert!(status < 300, "{body}");
+    bao.namespace("team-a");
+    let kv2 = r#"{"type":"kv","options":{"version":"2"}}"#;
+    let call = |token: &str, ns: Option<&str>, method: &str, path: &str, body: Option<&str>| {
+        let mut headers = vec![("X-Vault-Token", token)];
+        if let Some(ns) = ns {
+            headers.push(("X-Vault-Namespace", ns));
+        }
+        let r = http_request(
+            &bao.addr,
+            method,
+            path,
+            &headers,
+            body.map(str::as_bytes),
+            None,
+        )
+        .unwrap();
+        assert!(r.status < 300, "{method} {path} in {ns:?}: {}", r.text());
+        r.text()
+    };
+    call(
+        "root",
+        Some("team-a"),
+        "POST",
+        "/v1/sys/mounts/secret",
+        Some(kv2),
+    );
+    for ns in [None, Some("team-a")] {
+        call(
+            "root",
+            ns,
+            "POST",
+            "/v1/secret/data/app",
+            Some(r#"{"data":{"v":"1"}}"#),
+        );
+    }
+    for i in 1..=3 {
+        let made: Value = serde_json::from_str(&call(
+            "root",
+            None,
+            "POST",
+            "/v1/auth/token/create",
+            Some("{}"),
+        ))
+        .unwrap();
+        let token = made["auth"]["client_token"].as_str().unwrap().to_string();
+        for _ in 0..2 * i {
+            for ns in [None, Some("team-a")] {
+                call(&token, ns, "GET", "/v1/secret/data/app", None);
+            }
+        }
+    }
+    let (status, body) = bao.api("DELETE", "/v1/sys/audit/by-hand", None);
+    assert!(status < 300, "{body}");
+    // The replay's server has no team-a (nor the tokens' secrets).
+    call(
+        "root",
+        Some("team-a"),
+        "DELETE",
+        "/v1/sys/mounts/secret",
+        None,
+    );
+    let (status, body) = bao.api("DELETE", "/v1/sys/namespaces/team-a", None);
+    assert!(status < 300, "{body}");
+    no_namespace_left(&bao);
+    let before = ServerState::of(&bao);
+
+    let again = dir.path().join("replay.log");
+    let (r, out) = replay(&bao, &log, &["--audit-path", again.to_str().unwrap()]);
+    assert_private(&log, &out);
+    let replayed = r["replayed_requests"].as_u64().unwrap();
+    assert_eq!(
+        (r["requests"].as_u64(), r["ok"].as_u64()),
+        (Some(replayed), Some(replayed)),
+        "{r:#}\n{}",
+        out.show()
+    );
+    // Root and the three tokens: four callers, four tokens of the replay's own.
+    assert_eq!(r["sessions"].as_u64(), Some(4), "{r:#}");
+    assert_eq!(r["session_tokens"].as_u64(), Some(4), "{r:#}");
+    assert_eq!(r["sessions_folded"].as_u64(), Some(0), "{r:#}");
+    let recorded = callers_shape(&log);
+    assert_eq!(recorded.len(), 4, "{recorded:?}");
+    assert_eq!(callers_shape(&again), recorded);
+    // Achieved per second against recorded: every request answered, none before its
+    // recorded second (counts only: no bound on how late).
+    let (mut sent, mut due) = (0, 0);
+    for s in r["seconds"].as_array().unwrap() {
+        due += s["intended"].as_u64().unwrap();
+        sent += s["achieved"].as_u64().unwrap();
+        assert!(sent <= due, "{r:#}");
+    }
+    assert_eq!((sent, due), (replayed, replayed));
+    assert_eq!(ServerState::of(&bao), before, "the replay left something");
+    no_namespace_left(&bao);
+}
