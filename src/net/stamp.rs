@@ -141,6 +141,12 @@ fn realtime_ns() -> i64 {
     };
     // SAFETY: a valid pointer to a timespec; CLOCK_REALTIME always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    nanos(&ts)
+}
+
+/// A timespec in nanoseconds (its fields are narrower than i64 on some targets).
+#[allow(clippy::unnecessary_cast)]
+fn nanos(ts: &libc::timespec) -> i64 {
     ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
 }
 
@@ -189,7 +195,7 @@ fn stamp_of(msg: &libc::msghdr) -> Option<i64> {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
                 // [software, deprecated, hardware]: the first is the software stamp.
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                let ns = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64;
+                let ns = nanos(&ts);
                 return (ns != 0).then_some(ns);
             }
             c = libc::CMSG_NXTHDR(msg, c);

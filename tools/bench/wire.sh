@@ -14,7 +14,7 @@ DURATION="${DURATION:-3s}"
 CONNS="${CONNS:-16}"
 RUNS="${RUNS:-1}"
 HOGS="${HOG:-0 1}"
-BAO="${BAO:-0}"
+WITH_BAO="${BAO:-0}"
 LIMIT=$(( ${DURATION%s} + 60 ))
 
 need tcpdump taskset jq python3
@@ -95,7 +95,7 @@ one() { # label port hog args...
     printf '%-22s %-4s %-7s %9s %9s %9s %9s\n' "" "" kernel $k >&9
 }
 
-if [ "$BAO" = 1 ]; then
+if [ "$WITH_BAO" = 1 ]; then
     start_bao
     export VAULT_TOKEN=root
 fi
@@ -104,8 +104,8 @@ log "$(printf '%-22s %-4s %-7s %9s %9s %9s %9s' target hog clock count p50_us p9
 for r in $(seq "$RUNS"); do
     for hog in $HOGS; do
         one "nginx (run $r)" "$NGINX_PORT" "$hog" "$NGINX_URL"
-        if [ "$BAO" = 1 ]; then
-            one "OpenBao kv-read (run $r)" "${BAO_PORT}" "$hog" --op kv-read --address "$BAO_ADDR"
+        if [ "$WITH_BAO" = 1 ]; then
+            one "OpenBao kv-read (run $r)" "${BAO_PORT}" "$hog" --op kv-read --secrets 10 --address "$BAO_ADDR"
         fi
     done
 done
