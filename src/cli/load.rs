@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::config::units::parse_duration;
 
@@ -105,6 +105,13 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_pin: bool,
 
+    /// The clock that ends each request's latency: user (the event loop's clock once it
+    /// has read the response) or kernel (the kernel's receive stamp of the segment that
+    /// completed the response, by SO_TIMESTAMPING; the report gives both clocks and their
+    /// difference). docs/reports.md.
+    #[arg(long, value_enum, default_value_t = ClockArg::User)]
+    pub clock: ClockArg,
+
     /// Speak HTTP/2: h2 negotiated by ALPN over TLS (exit 2, naming what the server
     /// chose, when it does not offer h2). docs/http2.md.
     #[arg(long)]
@@ -128,4 +135,11 @@ pub struct LoadArgs {
     /// address as vault-benchmark does (vault-benchmark's -disable_http2).
     #[arg(long = "http1.1", conflicts_with_all = ["http2", "http2_prior_knowledge"])]
     pub http1_1: bool,
+}
+
+/// `--clock`'s values.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockArg {
+    User,
+    Kernel,
 }

@@ -265,6 +265,10 @@ impl Flags<'_> {
             no_forwarding: args.load.no_forwarding,
             follow_redirects: args.load.follow_redirects,
             http2: self.http2()?,
+            clock: match args.load.clock {
+                crate::cli::load::ClockArg::User => crate::net::stamp::Clock::User,
+                crate::cli::load::ClockArg::Kernel => crate::net::stamp::Clock::Kernel,
+            },
             spread: crate::config::spread::Spread {
                 shard: args.shard.shard.unwrap_or_default(),
                 start_at: args.shard.start_at.clone(),

@@ -91,6 +91,9 @@ pub struct Load {
     /// HTTP/2 (`--http2`, `--http2-prior-knowledge`, `-m`); None: HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<crate::net::h2::Http2Options>,
+    /// The clock that ends each request's latency (`--clock`, `src/net/stamp.rs`).
+    #[serde(default)]
+    pub clock: crate::net::stamp::Clock,
 }
 
 /// The part of a load that one step of a held run changes (`Session::hold`, a sweep's
@@ -122,6 +125,7 @@ impl Load {
             follow_redirects: false,
             http2: None,
             spread: Default::default(),
+            clock: Default::default(),
         }
     }
 }

@@ -20,6 +20,7 @@ use super::tally::{Counter, make_pacer};
 use super::{EngineError, EnginePlan, StartGate, StepPlan};
 use crate::config::schedule::Caller;
 use crate::net::redirect::Redirects;
+use crate::net::stamp::{self, Clock};
 use crate::net::transport::{PortSlice, TlsConnector};
 use crate::net::wait::Waiting;
 use crate::pacing::{Due, Pacer};
@@ -75,6 +76,11 @@ pub(super) struct Core<'p> {
     pub(super) route_seen: u64,
     /// Its connections opened for the first time (`link.rs`).
     pub(super) window: ConnectWindow,
+    /// `--clock kernel`, granted: sockets stamp what they receive, reads keep the stamp.
+    pub(super) kernel: bool,
+    /// The kernel's stamp of the read being acted on (`take_stamp`), for the responses
+    /// it completed.
+    pub(super) stamp: Option<Instant>,
 }
 
 /// For each operation, what to send instead while the slot it needs is empty: the
@@ -164,7 +170,33 @@ impl<'p> Core<'p> {
             }),
             route_seen: 0,
             window: ConnectWindow::default(),
+            kernel: false,
+            stamp: None,
         })
+    }
+
+    /// This thread's clock: `used` (kernel: its sockets stamp what they receive), and why
+    /// the kernel's was refused, if it was asked and refused.
+    pub(super) fn use_clock(&mut self, used: Clock, refused: Option<String>) {
+        self.kernel = used == Clock::Kernel;
+        self.tally.keep_clock(used, refused);
+    }
+
+    /// Before a socket read whose stamp counts: the last one forgotten.
+    #[inline]
+    pub(super) fn clear_stamp(&mut self) {
+        self.stamp = None;
+        if self.kernel {
+            stamp::clear();
+        }
+    }
+
+    /// After that read: its kernel stamp kept for the responses it completed.
+    #[inline]
+    pub(super) fn take_stamp(&mut self) {
+        if self.kernel {
+            self.stamp = stamp::taken();
+        }
     }
 
     /// Several nodes: whether the route's active node moved since the last look.
@@ -292,6 +324,7 @@ pub(super) fn run<'p, W: Wheel<'p>>(
     gate: &dyn StartGate,
 ) -> Result<Stats, EngineError> {
     let mut events = Events::with_capacity(1024);
+    stamp::stamp_reads(w.core().kernel);
     if let Err(e) = w.open_first(stop, &mut events) {
         // Through the gate all the same, so that no other thread waits there for this one.
         gate.wait();

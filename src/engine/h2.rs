@@ -228,7 +228,11 @@ impl<'p> H2Loop<'p> {
             let Some(stream) = self.links[i].link.stream.as_mut() else {
                 return;
             };
-            match stream.read(&mut self.core.buf) {
+            self.core.clear_stamp();
+            let read = stream.read(&mut self.core.buf);
+            // (the responses this read ends are ended by its stamp)
+            self.core.take_stamp();
+            match read {
                 Ok((0, _)) => {
                     self.core.tally.stats.server_closes += 1;
                     self.drop_link(
@@ -397,6 +401,7 @@ impl<'p> H2Loop<'p> {
                 home,
                 by: l.link.node,
                 hop: l.link.node != home,
+                stamp: self.core.stamp,
             };
             self.core.tally.answered(op, &req, &answer, now);
         }

@@ -178,6 +178,7 @@ fn run_thread<'p, W: Wheel<'p>>(
 /// the controller sends no step, or at a failure (sent as that step's result).
 fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link: &StepChannels) {
     w.core().hold = true;
+    crate::net::stamp::stamp_reads(w.core().kernel);
     let mut events = Events::with_capacity(1024);
     if let Err(e) = w.open_first(stop, &mut events) {
         // Sent as the first step's result, after the gate, so that no thread waits

@@ -265,6 +265,10 @@ pub(super) fn connect<'p, W: Links<'p>>(
     link.stream = None;
     let stream = transport::connect_node(addr, core.tls.as_ref(), node, core.ports.as_mut())
         .and_then(|mut s| {
+            if core.kernel {
+                // Refused on this socket alone: its responses count as unstamped.
+                let _ = crate::net::stamp::enable(s.tcp());
+            }
             let interest = Interest::READABLE | Interest::WRITABLE;
             core.poll.registry().register(s.tcp(), token, interest)?;
             Ok(s)

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::scenario::Load;
 use crate::error::{Cause, io_text};
+use crate::net::stamp::Clock;
 use crate::net::target::Target;
 use crate::net::tls::TlsOptions;
 use crate::net::transport::TlsConnector;
@@ -366,6 +367,7 @@ fn build<'p, W: Wheel<'p>>(
         return Err(EngineError::Http2Unsupported(what));
     }
     let tls = connector(plan)?;
+    let clock = clock_of(plan);
     let requests = driver::Requests::build(plan);
     let pinned = core_of(plan);
     let mut workers = Vec::with_capacity(plan.threads_here);
@@ -373,9 +375,28 @@ fn build<'p, W: Wheel<'p>>(
         let global = plan.thread_offset + local;
         let mut core = driver::Core::new(plan, global, requests.clone(), tls.clone())?;
         core.tally.report = report.map(|r| (local, r.clone()));
+        if let Some((used, refused)) = &clock {
+            core.use_clock(*used, refused.clone());
+        }
         workers.push((new(core)?, pinned(global)));
     }
     Ok(workers)
+}
+
+/// `--clock kernel`: the clock the run gets, and why not the kernel's when a socket here
+/// refuses SO_TIMESTAMPING (said once, at the start; the run then ends its latencies by
+/// the user-space clock, and every format says so). None: the user-space clock, asked.
+fn clock_of(plan: &EnginePlan) -> Option<(Clock, Option<String>)> {
+    if plan.load.clock != Clock::Kernel {
+        return None;
+    }
+    Some(match crate::net::stamp::probe() {
+        Ok(()) => (Clock::Kernel, None),
+        Err(why) => {
+            eprintln!("vblast: --clock kernel: {why}; this run measures with the user-space clock");
+            (Clock::User, Some(why))
+        }
+    })
 }
 
 /// The TLS settings' own refusal, as the engine's error.

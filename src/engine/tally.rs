@@ -13,7 +13,9 @@ use super::conn::Req;
 use super::{EnginePlan, StepPlan, Totals};
 use crate::net::http::Quota;
 use crate::net::redirect::{MAX_HOPS, Redirects, TOO_MANY, Verdict, request_target};
+use crate::net::stamp::Clock;
 use crate::pacing::{Due, Pacer, share};
+use crate::stats::clock::ClockFigures;
 use crate::stats::nodes::{NodeStats, WindowTracker};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::Captures;
@@ -38,6 +40,8 @@ pub(super) struct Answer<'a> {
     pub(super) by: usize,
     /// The answer came from a redirect's hop to another node.
     pub(super) hop: bool,
+    /// `--clock kernel`: the kernel's stamp of the read that completed the answer.
+    pub(super) stamp: Option<Instant>,
 }
 
 /// One thread's counts for the step under way.
@@ -51,6 +55,8 @@ pub(super) struct Counter {
     measure_from: Instant,
     /// HTTP/2: the streams asked per connection (its figures start from it).
     streams: Option<u32>,
+    /// `--clock kernel`: the empty figures each step's statistics start with.
+    clock: Option<ClockFigures>,
     /// Where this thread's progress goes: its local index and the channel.
     pub(super) report: Option<(usize, crossbeam_channel::Sender<(usize, Totals)>)>,
     /// This thread has sent its progress at least once.
@@ -62,8 +68,9 @@ pub(super) struct Counter {
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given;
 /// HTTP/2's figures with the streams asked).
-fn fresh_stats(plan: &EnginePlan, streams: Option<u32>) -> Stats {
+fn fresh_stats(plan: &EnginePlan, streams: Option<u32>, clock: Option<&ClockFigures>) -> Stats {
     let mut s = Stats::new(plan.ops.len());
+    s.clock = clock.cloned();
     s.nodes = plan
         .nodes
         .targets
@@ -103,15 +110,24 @@ impl Counter {
     pub(super) fn new(plan: &EnginePlan, now: Instant) -> Counter {
         let streams = plan.load.http2.map(|h| h.streams);
         Counter {
-            stats: fresh_stats(plan, streams),
+            stats: fresh_stats(plan, streams, None),
             status: Box::new([0; 1000]),
             windows: WindowTracker::default(),
             measure_from: now,
             streams,
+            clock: None,
             report: None,
             reported: false,
             refused: None,
         }
+    }
+
+    /// `--clock kernel` (`used`: the clock the run got; `refused`: why not the kernel's):
+    /// the figures of both clocks are kept from now on.
+    pub(super) fn keep_clock(&mut self, used: Clock, refused: Option<String>) {
+        let figures = ClockFigures::new(used, refused);
+        self.stats.clock = Some(figures.clone());
+        self.clock = Some(figures);
     }
 
     /// A step begins: its measured window from `measure_from`.
@@ -255,6 +271,20 @@ impl Counter {
             s.note_failed_answer(status, a.body);
         }
         s.count_body(a.body_len, a.kept_alive);
+        if let Some(c) = s.clock.as_mut()
+            && c.used == Clock::Kernel
+        {
+            // Ended by the kernel's stamp (none: by the user-space clock, counted apart).
+            let end = a.stamp.unwrap_or(now);
+            let delay = a
+                .stamp
+                .map(|t| now.saturating_duration_since(t).as_micros() as u64);
+            c.record(
+                end.saturating_duration_since(req.intended).as_micros() as u64,
+                end.saturating_duration_since(req.sent).as_micros() as u64,
+                delay,
+            );
+        }
         if s.server.is_none() {
             s.server = a.server.map(str::to_string);
         }
@@ -404,7 +434,7 @@ impl Counter {
         end: Instant,
         stopped: bool,
     ) -> Stats {
-        let mut fresh = fresh_stats(plan, self.streams);
+        let mut fresh = fresh_stats(plan, self.streams, self.clock.as_ref());
         // HTTP/2: what the servers allowed holds for the connections the next step keeps.
         fresh.http2.streams_allowed = self.stats.http2.streams_allowed;
         fresh.http2.server_limit = self.stats.http2.server_limit;

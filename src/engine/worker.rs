@@ -237,7 +237,9 @@ impl<'p> EventLoop<'p> {
     }
 
     pub(super) fn read_response(&mut self, i: usize, peer_closed: bool, now: Instant) {
+        self.core.clear_stamp();
         let r = self.conns[i].read(&mut self.core.buf, peer_closed);
+        self.core.take_stamp();
         self.core.tally.stats.bytes_received += r.bytes;
         // A response that began in this read is timed from its first bytes' arrival (a
         // response whole in that read ends then too); a later read's time is its
@@ -259,6 +261,7 @@ impl<'p> EventLoop<'p> {
                 .connection_failed(ErrorKind::Read, "server sent data after the response");
         }
         self.settle(i, r.outcome, now);
+        self.core.stamp = None;
     }
 
     /// A whole response arrived on `i`: judged, counted (when measured), and the
@@ -300,6 +303,7 @@ impl<'p> EventLoop<'p> {
                 home,
                 by: c.link.node,
                 hop: c.on_hop,
+                stamp: self.core.stamp,
             };
             self.core.tally.answered(op, &req, &answer, now);
         }

@@ -487,7 +487,8 @@ impl Records {
             }
             let have = self.take_carry(buf)?;
             let space = buf.len() - have;
-            let n = match tcp.read(&mut buf[have..]) {
+            // (stamps on: this read's kernel stamp is that of the records it completes)
+            let n = match crate::net::stamp::read(tcp, &mut buf[have..]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && have > 0 => {
                     // Whole records may be carried (the handshake read them with its last

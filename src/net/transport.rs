@@ -329,7 +329,7 @@ impl Stream {
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         match self {
             Stream::Plain(s) => {
-                let n = s.read(buf)?;
+                let n = crate::net::stamp::read(s, buf)?;
                 // A short read from a stream socket means its receive queue is empty
                 // (epoll(7)), so an edge-triggered reader may wait for the next edge.
                 Ok((n, n < buf.len() && n > 0))
@@ -378,7 +378,7 @@ struct ShortRead<'a> {
 
 impl Read for ShortRead<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.tcp.read(buf)?;
+        let n = crate::net::stamp::read(self.tcp, buf)?;
         self.short = n > 0 && n < buf.len();
         Ok(n)
     }

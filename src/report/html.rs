@@ -129,6 +129,22 @@ fn notes_and_schedule(s: &Summary) -> Vec<(&'static str, String)> {
     if let Some(w) = &s.schedule_not_kept {
         items.push(("WARNING", format!("{w}.")));
     }
+    if let Some(c) = &s.clock {
+        items.push(("clock", c.headline()));
+        if !c.fell_back() {
+            for (name, p) in c.rows() {
+                let line = format!(
+                    "p50 {}, p99 {}, p99.9 {}, max {} ({} responses)",
+                    fmt_ms(p.p50),
+                    fmt_ms(p.p99),
+                    fmt_ms(p.p999),
+                    fmt_ms(p.max),
+                    p.count
+                );
+                items.push((name, line));
+            }
+        }
+    }
     if !s.unsent_ms.is_empty() {
         let three = |p: &Percentiles| {
             format!(

@@ -7,6 +7,7 @@
 //! `crate::vault_benchmark::report`), which are part of this layer.
 
 pub mod ci;
+pub mod clock;
 pub mod hgrm;
 pub mod hlog;
 pub mod html;
@@ -339,6 +340,9 @@ pub struct Summary {
     /// `--op kv-staleness`: the standbys' delays behind the active node's writes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub staleness: Option<staleness::StalenessSummary>,
+    /// `--clock kernel`: both clocks' figures and their difference (`clock.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<clock::ClockSummary>,
     /// Answers 429 from a rate-limit quota (part of `failed`, not of `errors`).
     #[serde(skip_serializing_if = "is_zero")]
     pub throttled: u64,
@@ -564,6 +568,10 @@ impl Summary {
             nodes: nodes::nodes(stats),
             windows: nodes::windows(stats),
             staleness: stats.staleness.as_ref().map(staleness::summary),
+            clock: stats
+                .clock
+                .as_ref()
+                .map(|c| clock::summary(c, &latency, &service)),
             throttled: stats.throttled,
             retry_after_s: stats.retry_after_s,
             redirects: stats.redirects,

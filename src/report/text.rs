@@ -19,6 +19,7 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o)?;
     table(s, ci, o)?;
     super::nodes::write(s, o)?;
+    super::clock::write(s, o)?;
     writeln!(o)?;
     footer(s, o)?;
     match &s.server {

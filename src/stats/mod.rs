@@ -4,6 +4,7 @@
 //! read for correlation (`blocks`).
 
 pub mod blocks;
+pub mod clock;
 pub mod figures;
 pub mod http2;
 pub mod interval;
@@ -533,6 +534,10 @@ pub struct Stats {
     /// `--op kv-staleness`: how far the standbys' reads lagged the active node's writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staleness: Option<crate::stats::staleness::Staleness>,
+    /// `--clock kernel`: the figures the kernel's clock ended (`clock.rs`); None with
+    /// the user-space clock alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<clock::ClockFigures>,
 }
 
 /// Distinct response body lengths counted one by one; more fall into `other_lengths`.
@@ -611,6 +616,12 @@ impl Stats {
             self.staleness
                 .get_or_insert_with(Default::default)
                 .merge(st);
+        }
+        if let Some(c) = &o.clock {
+            match &mut self.clock {
+                Some(mine) => mine.merge(c),
+                None => self.clock = Some(c.clone()),
+            }
         }
         crate::stats::nodes::merge_windows(&mut self.windows, &o.windows);
         self.throttled += o.throttled;

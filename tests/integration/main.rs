@@ -17,6 +17,7 @@ mod harness;
 mod hosts;
 mod html;
 mod http2;
+mod kernel_clock;
 mod kubernetes;
 mod lifecycle;
 mod login;

@@ -1,0 +1,328 @@
+//! The kernel's receive timestamps (`--clock kernel`): `SO_TIMESTAMPING` asked on a
+//! socket (software RX stamps), and the socket read done by `recvmsg`, which keeps the
+//! `SCM_TIMESTAMPING` control message: for TCP, the stamp of the last segment that read
+//! took. The engine clears the stamp before it reads a connection and takes it after the
+//! read that completed a response (over TLS, the read that carried the record completing
+//! it; over HTTP/2, the read that held the frame ending the stream).
+//!
+//! Kernel stamps are `CLOCK_REALTIME`; the engine counts in `Instant` (`CLOCK_MONOTONIC`).
+//! A stamp is carried over when it is taken: the monotonic instant now, less the time
+//! the real-time clock says has passed since the stamp (two vDSO clock reads, no system
+//! call).
+//!
+//! The stamp and whether reads ask for one are the event-loop thread's own (a thread owns
+//! its connections outright, `src/engine/mod.rs`): no lock, no allocation (the control
+//! buffer is on the stack), and with the user clock the read is the plain `read(2)` it
+//! always was.
+//!
+//! `VBLAST_TEST_REFUSE_TIMESTAMPING=1` makes `enable` fail as a kernel without
+//! timestamping would: a test-only knob, so the suite can take the fallback path.
+
+use std::cell::Cell;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use serde::{Deserialize, Serialize};
+
+/// The clock that ends a request's latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Clock {
+    /// The event loop's own clock, read when it has read the response.
+    #[default]
+    User,
+    /// The kernel's receive stamp of the segment that completed the response.
+    Kernel,
+}
+
+impl Clock {
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::User => "user",
+            Clock::Kernel => "kernel",
+        }
+    }
+}
+
+/// The test-only knob that makes `enable` refuse (see the module's comment).
+pub const REFUSE_ENV: &str = "VBLAST_TEST_REFUSE_TIMESTAMPING";
+
+thread_local! {
+    /// Reads on this thread ask for the kernel's stamp.
+    static ON: Cell<bool> = const { Cell::new(false) };
+    /// The stamp of this thread's last stamped read since `clear`, in real-time
+    /// nanoseconds (0: none).
+    static LAST: Cell<i64> = const { Cell::new(0) };
+}
+
+/// Whether socket reads on this thread keep the kernel's stamp (set by each event-loop
+/// thread before its first connection).
+pub fn stamp_reads(on: bool) {
+    ON.with(|c| c.set(on));
+}
+
+/// Asks the kernel to stamp every segment `fd` receives.
+pub fn enable(fd: &impl AsRawFd) -> io::Result<()> {
+    if refused_for_test() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refused by {REFUSE_ENV} (a test-only knob)"),
+        ));
+    }
+    let flags =
+        (libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE) as libc::c_int;
+    // SAFETY: a valid descriptor, and a pointer to an int of the length given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&raw const flags).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn refused_for_test() -> bool {
+    static REFUSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REFUSE.get_or_init(|| std::env::var_os(REFUSE_ENV).is_some_and(|v| v == "1"))
+}
+
+/// Before the run: whether a TCP socket here takes `SO_TIMESTAMPING` (Err: why not, said
+/// once; the run then uses the user-space clock).
+///
+/// The socket that took it is kept open for the process's life: the kernel turns its
+/// receive stamps on for everyone while a socket asks, but only some time after the first
+/// one does; held from here, the run's first responses are stamped too.
+pub fn probe() -> Result<(), String> {
+    static HELD: std::sync::OnceLock<socket2::Socket> = std::sync::OnceLock::new();
+    if HELD.get().is_some() {
+        return Ok(());
+    }
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(|e| format!("no socket to try SO_TIMESTAMPING on: {e}"))?;
+    enable(&socket).map_err(|e| format!("the socket refused SO_TIMESTAMPING: {e}"))?;
+    let _ = HELD.set(socket);
+    wait_until_stamped(Duration::from_secs(5));
+    Ok(())
+}
+
+/// Waits, at most `bound`, until a byte sent over loopback arrives stamped: the kernel
+/// turns its stamps on from a worker of its own, which a busy machine may run late, and the
+/// run's first responses would go unstamped. Past the bound the run goes on (responses
+/// without a stamp are counted apart).
+fn wait_until_stamped(bound: Duration) {
+    let deadline = Instant::now() + bound;
+    let Ok(listener) = std::net::TcpListener::bind("127.0.0.1:0") else {
+        return;
+    };
+    let Ok(mut tx) = listener.local_addr().and_then(std::net::TcpStream::connect) else {
+        return;
+    };
+    let Ok((rx, _)) = listener.accept() else {
+        return;
+    };
+    if enable(&rx).is_err() || rx.set_read_timeout(Some(Duration::from_secs(1))).is_err() {
+        return;
+    }
+    while Instant::now() < deadline {
+        if std::io::Write::write_all(&mut tx, b"x").is_err() {
+            return;
+        }
+        match recv_stamped(rx.as_raw_fd(), &mut [0u8; 1]) {
+            Ok((1, Some(_))) => return,
+            Ok((1, None)) => std::thread::sleep(Duration::from_millis(5)),
+            _ => return,
+        }
+    }
+}
+
+/// Forgets the last stamp: the next `taken` is that of a read made after this.
+#[inline]
+pub fn clear() {
+    LAST.with(|c| c.set(0));
+}
+
+/// The stamp of the last stamped read since `clear`, as an engine instant.
+#[inline]
+pub fn taken() -> Option<Instant> {
+    let ns = LAST.with(Cell::get);
+    (ns != 0).then(|| {
+        let (now, now_real) = same_moment();
+        to_instant(ns, now, now_real)
+    })
+}
+
+/// The same moment on both clocks: the monotonic clock read between two real-time reads
+/// (their midpoint), again if the thread was preempted between them (the carry would be
+/// off by as long), at most three times.
+fn same_moment() -> (Instant, i64) {
+    let mut best = (Instant::now(), realtime_ns(), i64::MAX);
+    for _ in 0..3 {
+        let before = realtime_ns();
+        let now = Instant::now();
+        let after = realtime_ns();
+        let gap = after - before;
+        if gap < best.2 {
+            best = (now, before + gap / 2, gap);
+        }
+        if gap < 20_000 {
+            break;
+        }
+    }
+    (best.0, best.1)
+}
+
+/// Real-time `ns` carried over to the monotonic clock, given the same moment `now` on
+/// both (`now_real` on the real-time clock). A stamp the real-time clock puts after now
+/// (it stepped back) is now.
+fn to_instant(ns: i64, now: Instant, now_real: i64) -> Instant {
+    let ago = now_real.saturating_sub(ns).max(0) as u64;
+    now.checked_sub(Duration::from_nanos(ago)).unwrap_or(now)
+}
+
+fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    nanos(&ts)
+}
+
+/// A timespec in nanoseconds (its fields are narrower than i64 on some targets).
+#[allow(clippy::unnecessary_cast)]
+fn nanos(ts: &libc::timespec) -> i64 {
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+/// Reads from `tcp`: `read(2)`, or (stamps on) `recvmsg(2)` keeping the kernel's stamp of
+/// the last segment read.
+#[inline]
+pub fn read(tcp: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    if !ON.with(Cell::get) {
+        return tcp.read(buf);
+    }
+    let (n, stamp) = recv_stamped(tcp.as_raw_fd(), buf)?;
+    if let Some(ns) = stamp {
+        LAST.with(|c| c.set(ns));
+    }
+    Ok(n)
+}
+
+/// Room for one `SCM_TIMESTAMPING` message (three timespecs), 8-byte aligned.
+type Control = [u64; 16];
+
+/// `recvmsg` into `buf`: the bytes read, and the kernel's stamp of the last segment read.
+fn recv_stamped(fd: libc::c_int, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
+    let mut control: Control = [0; 16];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below to live buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of::<Control>() as _;
+    // SAFETY: the descriptor is open; the message's buffers live through the call.
+    let n = unsafe { libc::recvmsg(fd, &raw mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((n as usize, stamp_of(&msg)))
+}
+
+/// The software stamp in `msg`'s control messages, in real-time nanoseconds.
+fn stamp_of(msg: &libc::msghdr) -> Option<i64> {
+    // SAFETY: `msg` was filled by recvmsg; the CMSG_* walk stays inside its control buffer.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPING {
+                // [software, deprecated, hardware]: the first is the software stamp.
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                let ns = nanos(&ts);
+                return (ns != 0).then_some(ns);
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_real_time_stamp_becomes_the_instant_it_names() {
+        let now = Instant::now();
+        let t = to_instant(1_000_000_000, now, 1_000_250_000);
+        assert_eq!(now - t, Duration::from_micros(250));
+        // A stamp after now (the real-time clock stepped back): now.
+        assert_eq!(to_instant(2_000, now, 1_000), now);
+    }
+
+    #[test]
+    fn a_stamped_read_keeps_the_kernel_stamp_and_clear_forgets_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // (the kernel turns its stamps on a while after the first socket asks: the probe's
+        // socket asks from now on)
+        probe().unwrap();
+        enable(&client).unwrap();
+        let mut tcp = TcpStream::from_std(client);
+        stamp_reads(true);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut buf = [0u8; 64];
+        // One segment written and read: the real-time clock before the write, and the
+        // read's stamp (None: the read carried none).
+        let mut exchange = |msg: &[u8]| {
+            clear();
+            let before = realtime_ns();
+            server.write_all(msg).unwrap();
+            let n = loop {
+                match read(&mut tcp, &mut buf) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        assert!(Instant::now() < deadline, "nothing read");
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            };
+            assert_eq!(&buf[..n], msg);
+            let after = realtime_ns();
+            (before, taken().map(|_| LAST.with(Cell::get)), after)
+        };
+        // Until the kernel stamps (at once on most machines; bounded by the deadline).
+        let (before, at, after) = loop {
+            if let (b, Some(at), a) = exchange(b"hello") {
+                break (b, at, a);
+            }
+            assert!(Instant::now() < deadline, "no stamp within 30 s");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // On the real-time clock, between the write and the read.
+        assert!(before <= at && at <= after, "{before} {at} {after}");
+        // Monotonic: a later segment's stamp is no earlier than the one before it.
+        let (_, later, _) = exchange(b"again");
+        let later = later.expect("a second stamp");
+        assert!(later >= at, "{later} before {at}");
+        clear();
+        assert!(taken().is_none());
+        stamp_reads(false);
+    }
+}
