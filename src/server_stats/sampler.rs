@@ -49,6 +49,8 @@ struct SampledNode {
     host_cost: u64,
     /// vblast's own process is read beside this node's samples (the first node).
     with_client: bool,
+    /// Its BoltDB files (`sources::bolt_paths`), looked for until found.
+    bolt_paths: [Option<std::path::PathBuf>; 2],
     /// The samples as they are taken, until the step ends.
     kept: KeptSamples,
     /// The node's name, pid and missing sources (its samples are put in as it ends).
@@ -113,6 +115,7 @@ impl SampledNode {
             metrics_cost: 0,
             host_cost: 1,
             with_client: false,
+            bolt_paths: [None, None],
             kept: KeptSamples::default(),
             out: NodeSamples {
                 node,
@@ -289,7 +292,14 @@ impl SampledNode {
             return;
         };
         match sources::process(pid) {
-            Ok(p) => s.process = Some(Box::new(p)),
+            Ok(mut p) => {
+                // Raft opens its files as it unseals: looked for until found.
+                if self.bolt_paths.iter().all(Option::is_none) {
+                    self.bolt_paths = sources::bolt_paths(pid);
+                }
+                p.bolt = sources::bolt_files(&self.bolt_paths);
+                s.process = Some(Box::new(p));
+            }
             Err(e) => {
                 let why = if self.kept.is_empty() {
                     "no such process readable here"
