@@ -132,6 +132,11 @@ impl SampledNode {
             Cause::Http { .. } => why.to_string(),
             _ => format!("{what}: {why}"),
         };
+        self.said(line);
+    }
+
+    /// Says `line` once, on stderr and in the samples.
+    fn said(&mut self, line: String) {
         if !self.out.missing.contains(&line) {
             eprintln!("vblast: server stats of {}: {line}", self.out.node);
             self.out.missing.push(line);
@@ -251,7 +256,10 @@ impl SampledNode {
                 self.read_telemetry(s);
             }
             Err(e @ Cause::Http { .. }) => {
-                self.missing("sys/metrics", &e);
+                // Its own words first ("sys/metrics: HTTP 403: ..."), then what is lost.
+                self.said(format!(
+                    "{e}: request counts and times, and raft's figures (commit and apply times, fsm_pending, applied index, leader changes, BoltDB freelist), not sampled (the token may not read sys/metrics)"
+                ));
                 self.telemetry = Source::Off;
             }
             Err(e) => {
