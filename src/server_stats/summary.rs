@@ -257,7 +257,10 @@ fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
         write_bytes_per_s_mean: average(intervals.iter().map(|i| i.write_bytes_per_s)),
         bolt_fsm_bytes: bolt_last.and_then(|b| b.fsm_bytes),
         bolt_log_bytes: bolt_last.and_then(|b| b.log_bytes),
-        bolt_growth_bytes: match (bolt_first.and_then(|b| b.total()), bolt_last.and_then(|b| b.total())) {
+        bolt_growth_bytes: match (
+            bolt_first.and_then(|b| b.total()),
+            bolt_last.and_then(|b| b.total()),
+        ) {
             (Some(a), Some(b)) => Some(b as i64 - a as i64),
             _ => None,
         },
@@ -829,8 +832,9 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
         writeln!(
             o,
             "    disk            threads waiting for it (state D) mean {b:.2}{}",
-            n.blkio_s_per_s_mean
-                .map_or(String::new(), |w| format!("   block IO wait {w:.2} s per s"))
+            n.blkio_s_per_s_mean.map_or(String::new(), |w| format!(
+                "   block IO wait {w:.2} s per s"
+            ))
         )?;
     }
     if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {

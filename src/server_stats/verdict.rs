@@ -224,7 +224,10 @@ pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
         return said(Some(Resource::Disk), v);
     }
     if let Some(v) = raft_verdict(k, base).filter(|_| cpu_room) {
-        return said(Some(Resource::RaftCommit), format!("{v} while {server_words}"));
+        return said(
+            Some(Resource::RaftCommit),
+            format!("{v} while {server_words}"),
+        );
     }
     for (name, at, was) in [
         ("storage", k.storage_ms, base.storage_ms),

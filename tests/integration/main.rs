@@ -32,6 +32,7 @@ mod protocols;
 mod push;
 mod quotas;
 mod raft;
+mod raft_figures;
 mod redaction;
 mod redirects;
 mod replay;
