@@ -550,7 +550,7 @@ fn server_node_series(
     s: &Summary,
     node: &ServerNodeSummary,
     key: &str,
-) -> [(String, &'static str, &'static str, Vec<Series>); 6] {
+) -> Vec<(String, &'static str, &'static str, Vec<Series>)> {
     let w = s.run.warmup_s;
     let it = &node.intervals;
     let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
@@ -629,6 +629,27 @@ fn server_node_series(
                 ),
             ],
         ),
+    ]
+    .into_iter()
+    .chain(raft_node_series(it, w, key))
+    .collect()
+}
+
+/// A raft node's charts (none drawn for a node without raft figures): commit and apply
+/// times; what waits (fsm_pending, followers' lag, threads waiting for the disk); its
+/// BoltDB files and the writes per second.
+fn raft_node_series(
+    it: &[Interval],
+    w: f64,
+    key: &str,
+) -> [(String, &'static str, &'static str, Vec<Series>); 3] {
+    let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
+        name: name.into(),
+        points,
+        dashed,
+        color,
+    };
+    [
         (
             format!("server-raft-time-{key}"),
             "Raft: mean commit and FSM apply times",

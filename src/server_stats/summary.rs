@@ -240,7 +240,7 @@ fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
     let (first, last) = (rafts.first()?, rafts.last()?);
     let peak_of = |f: fn(&super::sample::Raft) -> Option<f64>| peak(rafts.iter().map(|r| f(r)));
     let bolts = || w.iter().filter_map(|s| s.process.as_ref()?.bolt);
-    let (bolt_first, bolt_last) = (bolts().next(), bolts().last());
+    let (bolt_first, bolt_last) = (bolts().next(), bolts().next_back());
     Some(RaftSummary {
         commit_ms: mean_of(timer_delta(first.commit, last.commit)),
         apply_ms: mean_of(timer_delta(first.apply, last.apply)),
