@@ -491,76 +491,144 @@ fn per_second(i: &Interval, v: Option<f64>) -> Option<f64> {
 /// A gauge of the nodes' figures: its name after `vblast_server_`, its help, its value.
 type ServerGauge = (&'static str, &'static str, fn(&Interval) -> Option<f64>);
 
+/// Every figure of the nodes served, in the order served.
+static SERVER_GAUGES: [ServerGauge; 27] = [
+    (
+        "cpu_cores",
+        "The node's process CPU over the latest sampling interval, in cores (1 = one core busy).",
+        |i| i.cpu_cores,
+    ),
+    (
+        "cpu_wait_cores",
+        "CPU the node's threads waited for while runnable, in cores (--server-pid).",
+        |i| i.cpu_wait_cores,
+    ),
+    (
+        "host_cpu_ratio",
+        "The node's host CPU in use, of all its cores (0 to 1; sys/host-info).",
+        |i| i.host_cpu_pct.map(|p| p / 100.0),
+    ),
+    (
+        "resident_memory_bytes",
+        "The node's process resident memory.",
+        |i| i.rss_bytes,
+    ),
+    (
+        "in_flight_requests",
+        "Requests in flight on the node (vault.core.in_flight_requests).",
+        |i| i.in_flight,
+    ),
+    ("goroutines", "The node's goroutines.", |i| i.goroutines),
+    (
+        "leases",
+        "Leases on the node (vault.expire.num_leases).",
+        |i| i.leases,
+    ),
+    ("tokens", "Tokens on the node (vault.token.count).", |i| {
+        i.tokens
+    }),
+    (
+        "handle_request_seconds",
+        "Mean time of the node's request handler over the latest interval (vault.core.handle_request).",
+        |i| i.handle_ms.map(|ms| ms / 1000.0),
+    ),
+    (
+        "check_token_seconds",
+        "Mean token check time over the latest interval (vault.core.check_token).",
+        |i| i.check_token_ms.map(|ms| ms / 1000.0),
+    ),
+    (
+        "barrier_get_seconds",
+        "Mean barrier get time over the latest interval (vault.barrier.get).",
+        |i| i.barrier_get_ms.map(|ms| ms / 1000.0),
+    ),
+    (
+        "storage_seconds_per_request",
+        "Storage backend time (get, put, delete and list) per handled request over the latest interval.",
+        |i| i.storage_ms_per_request.map(|ms| ms / 1000.0),
+    ),
+    (
+        "handled_per_second",
+        "Requests the node handled per second over the latest interval (less the sampler's own).",
+        |i| per_second(i, i.handled),
+    ),
+    (
+        "rate_limit_violations_per_second",
+        "Requests the node refused by a rate-limit quota per second over the latest interval (vault.quota.rate_limit.violation).",
+        |i| per_second(i, i.rate_limit_violations),
+    ),
+    (
+        "write_bytes_per_second",
+        "Bytes the node's process wrote to storage per second over the latest interval (/proc/PID/io, --server-pid): a raft node's data directory.",
+        |i| i.write_bytes_per_s,
+    ),
+    (
+        "io_blocked_threads",
+        "The node's threads waiting for the disk (state D) at the latest sample (--server-pid).",
+        |i| i.io_blocked_threads.map(f64::from),
+    ),
+    (
+        "blkio_wait_seconds_per_second",
+        "Time the node's threads waited for block IO per second over the latest interval (delayacct, --server-pid; when the kernel counts it).",
+        |i| i.blkio_s_per_s,
+    ),
+    (
+        "raft_commit_seconds",
+        "Mean raft commit time over the latest interval (vault.raft.commitTime; the leader's).",
+        |i| i.raft?.commit_ms.map(|ms| ms / 1000.0),
+    ),
+    (
+        "raft_commits_per_second",
+        "Raft commits per second over the latest interval (the leader's).",
+        |i| per_second(i, i.raft?.commits),
+    ),
+    (
+        "raft_apply_seconds",
+        "Mean FSM apply time over the latest interval (vault.raft.fsm.applyBatch).",
+        |i| i.raft?.apply_ms.map(|ms| ms / 1000.0),
+    ),
+    (
+        "raft_fsm_pending",
+        "Entries committed but not yet applied to the FSM (vault.raft_storage.stats.fsm_pending).",
+        |i| i.raft?.fsm_pending,
+    ),
+    (
+        "raft_applied_index",
+        "The node's raft applied index.",
+        |i| i.raft.map(|r| r.applied_index),
+    ),
+    (
+        "raft_followers_lag",
+        "On the leader: the followers' applied index behind its own, summed (vault.raft_storage.follower.applied_index_delta).",
+        |i| i.raft?.followers_lag,
+    ),
+    (
+        "raft_leader_changes",
+        "Leader elections (new raft terms) over the latest interval.",
+        |i| i.raft?.leader_changes,
+    ),
+    (
+        "raft_bolt_free_pages",
+        "Free pages in the node's BoltDB freelist (vault.raft_storage.bolt.freelist.free_pages).",
+        |i| i.raft?.bolt_free_pages,
+    ),
+    (
+        "raft_bolt_fsm_bytes",
+        "Size of the node's FSM BoltDB file, vault.db (--server-pid).",
+        |i| i.raft?.bolt_fsm_bytes.map(|b| b as f64),
+    ),
+    (
+        "raft_bolt_log_bytes",
+        "Size of the node's raft log BoltDB file, raft/raft.db (--server-pid).",
+        |i| i.raft?.bolt_log_bytes.map(|b| b as f64),
+    ),
+];
+
 /// The nodes' figures of their latest sampled interval: a gauge family per figure, a
 /// series per node (label `node`, its address); a figure no node gives is left out.
 fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
     use std::fmt::Write as _;
-    let families: [ServerGauge; 14] = [
-        (
-            "cpu_cores",
-            "The node's process CPU over the latest sampling interval, in cores (1 = one core busy).",
-            |i| i.cpu_cores,
-        ),
-        (
-            "cpu_wait_cores",
-            "CPU the node's threads waited for while runnable, in cores (--server-pid).",
-            |i| i.cpu_wait_cores,
-        ),
-        (
-            "host_cpu_ratio",
-            "The node's host CPU in use, of all its cores (0 to 1; sys/host-info).",
-            |i| i.host_cpu_pct.map(|p| p / 100.0),
-        ),
-        (
-            "resident_memory_bytes",
-            "The node's process resident memory.",
-            |i| i.rss_bytes,
-        ),
-        (
-            "in_flight_requests",
-            "Requests in flight on the node (vault.core.in_flight_requests).",
-            |i| i.in_flight,
-        ),
-        ("goroutines", "The node's goroutines.", |i| i.goroutines),
-        (
-            "leases",
-            "Leases on the node (vault.expire.num_leases).",
-            |i| i.leases,
-        ),
-        ("tokens", "Tokens on the node (vault.token.count).", |i| {
-            i.tokens
-        }),
-        (
-            "handle_request_seconds",
-            "Mean time of the node's request handler over the latest interval (vault.core.handle_request).",
-            |i| i.handle_ms.map(|ms| ms / 1000.0),
-        ),
-        (
-            "check_token_seconds",
-            "Mean token check time over the latest interval (vault.core.check_token).",
-            |i| i.check_token_ms.map(|ms| ms / 1000.0),
-        ),
-        (
-            "barrier_get_seconds",
-            "Mean barrier get time over the latest interval (vault.barrier.get).",
-            |i| i.barrier_get_ms.map(|ms| ms / 1000.0),
-        ),
-        (
-            "storage_seconds_per_request",
-            "Storage backend time (get, put, delete and list) per handled request over the latest interval.",
-            |i| i.storage_ms_per_request.map(|ms| ms / 1000.0),
-        ),
-        (
-            "handled_per_second",
-            "Requests the node handled per second over the latest interval (less the sampler's own).",
-            |i| per_second(i, i.handled),
-        ),
-        (
-            "rate_limit_violations_per_second",
-            "Requests the node refused by a rate-limit quota per second over the latest interval (vault.quota.rate_limit.violation).",
-            |i| per_second(i, i.rate_limit_violations),
-        ),
-    ];
+    let families = &SERVER_GAUGES;
     let mut family = |name: &str, help: &str, values: Vec<(&str, f64)>| {
         if values.is_empty() {
             return;
@@ -577,7 +645,7 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
             );
         }
     };
-    for (name, help, value) in families {
+    for &(name, help, value) in families {
         let values = nodes
             .iter()
             .filter_map(|(n, i)| Some((n.as_str(), value(i)?)))
@@ -699,6 +767,14 @@ mod tests {
             handled: Some(handled),
             handle_ms: Some(2.0),
             rate_limit_violations: Some(handled / 10.0),
+            raft: Some(crate::server_stats::timeline::RaftInterval {
+                commit_ms: Some(4.0),
+                commits: Some(handled),
+                fsm_pending: Some(3.0),
+                applied_index: 1000.0,
+                bolt_fsm_bytes: Some(1 << 20),
+                ..Default::default()
+            }),
             ..Interval::default()
         };
         let mut o = String::new();
@@ -718,11 +794,17 @@ mod tests {
             "vblast_server_rate_limit_violations_per_second{node=\"http://10.0.0.1:8200\"} 20",
             "vblast_server_cpu_cores{node=\"a\\\"b\"} 0",
             "# TYPE vblast_server_cpu_cores gauge",
+            "vblast_server_raft_commit_seconds{node=\"http://10.0.0.1:8200\"} 0.004",
+            "vblast_server_raft_commits_per_second{node=\"http://10.0.0.1:8200\"} 200",
+            "vblast_server_raft_fsm_pending{node=\"http://10.0.0.2:8200\"} 3",
+            "vblast_server_raft_applied_index{node=\"http://10.0.0.2:8200\"} 1000",
+            "vblast_server_raft_bolt_fsm_bytes{node=\"http://10.0.0.2:8200\"} 1048576",
         ] {
             assert!(o.lines().any(|l| l == line), "{line} not in\n{o}");
         }
         // A figure no node gives has no family.
         assert!(!o.contains("vblast_server_goroutines"), "{o}");
+        assert!(!o.contains("vblast_server_raft_bolt_log_bytes"), "{o}");
     }
 
     #[test]

@@ -528,7 +528,7 @@ fn interval_points(
         .collect()
 }
 
-/// The three charts of one node (`key` makes their ids unique): CPU, requests in flight,
+/// The charts of one node (`key` makes their ids unique): CPU, requests in flight,
 /// time per request beside the client's latency, on one time axis. A series with fewer
 /// than two points is left out (a figure the node does not give); a chart left without
 /// series is not drawn.
@@ -566,7 +566,7 @@ fn server_node_series(
     s: &Summary,
     node: &ServerNodeSummary,
     key: &str,
-) -> [(String, &'static str, &'static str, Vec<Series>); 3] {
+) -> Vec<(String, &'static str, &'static str, Vec<Series>)> {
     let w = s.run.warmup_s;
     let it = &node.intervals;
     let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
@@ -646,6 +646,101 @@ fn server_node_series(
             ],
         ),
     ]
+    .into_iter()
+    .chain(raft_node_series(it, w, key))
+    .collect()
+}
+
+/// A raft node's charts (none drawn for a node without raft figures): commit and apply
+/// times; what waits (fsm_pending, followers' lag, threads waiting for the disk); its
+/// BoltDB files and the writes per second.
+fn raft_node_series(
+    it: &[Interval],
+    w: f64,
+    key: &str,
+) -> [(String, &'static str, &'static str, Vec<Series>); 3] {
+    let line = |name: &str, points: Vec<(f64, f64)>, dashed: bool, color: usize| Series {
+        name: name.into(),
+        points,
+        dashed,
+        color,
+    };
+    [
+        (
+            format!("server-raft-time-{key}"),
+            "Raft: mean commit and FSM apply times",
+            "ms",
+            vec![
+                line(
+                    "commit",
+                    interval_points(it, w, |i| i.raft?.commit_ms),
+                    false,
+                    0,
+                ),
+                line(
+                    "FSM apply",
+                    interval_points(it, w, |i| i.raft?.apply_ms),
+                    true,
+                    1,
+                ),
+            ],
+        ),
+        (
+            format!("server-raft-queue-{key}"),
+            "Raft and disk: entries not yet applied, followers' lag, threads waiting for the disk",
+            "entries / threads",
+            vec![
+                line(
+                    "fsm_pending",
+                    interval_points(it, w, |i| i.raft?.fsm_pending),
+                    false,
+                    4,
+                ),
+                line(
+                    "followers' lag (leader)",
+                    interval_points(it, w, |i| i.raft?.followers_lag),
+                    true,
+                    5,
+                ),
+                line(
+                    "threads waiting for the disk",
+                    interval_points(it, w, |i| i.io_blocked_threads.map(f64::from)),
+                    false,
+                    6,
+                ),
+            ],
+        ),
+        (
+            format!("server-bolt-{key}"),
+            "BoltDB files (MiB) and the data directory's writes (MiB/s)",
+            "MiB, MiB/s",
+            vec![
+                line(
+                    "vault.db",
+                    interval_points(it, w, |i| i.raft?.bolt_fsm_bytes.map(mib)),
+                    false,
+                    0,
+                ),
+                line(
+                    "raft/raft.db",
+                    interval_points(it, w, |i| i.raft?.bolt_log_bytes.map(mib)),
+                    true,
+                    1,
+                ),
+                line(
+                    "writes per second",
+                    interval_points(it, w, |i| i.write_bytes_per_s.map(|b| b / 1048576.0)),
+                    false,
+                    3,
+                ),
+            ],
+        ),
+    ]
+}
+
+/// Bytes in MiB.
+fn mib(b: u64) -> f64 {
+    b as f64 / 1048576.0
 }
 
 /// Each node's figures over the window, and the accounting cross-check.

@@ -45,6 +45,37 @@ pub struct Process {
     /// Its cgroup's CPU limit and throttling (`sources::cgroup_cpu`), when readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<CgroupCpu>,
+    /// Its threads in uninterruptible sleep at this instant (state `D` in
+    /// `/proc/PID/task/*/stat`: waiting for the disk, mostly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_blocked_threads: Option<u32>,
+    /// Time its threads waited for block IO, seconds, cumulative (`delayacct_blkio_ticks`;
+    /// None when the kernel does not count it, `kernel.task_delayacct` off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blkio_s: Option<f64>,
+    /// Its BoltDB files' sizes, bytes (`sources::bolt_files`), when it holds them open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt: Option<BoltFiles>,
+}
+
+/// The sizes of a raft node's two BoltDB files, bytes: the FSM's (`vault.db` in the data
+/// directory) and the raft log's (`raft/raft.db`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoltFiles {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+}
+
+impl BoltFiles {
+    /// Both files together.
+    pub fn total(&self) -> Option<u64> {
+        match (self.fsm_bytes, self.log_bytes) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        }
+    }
 }
 
 /// The CPU limit of a process's cgroup (a container's limit, `systemd-run -p CPUQuota`,

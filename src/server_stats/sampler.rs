@@ -66,6 +66,8 @@ struct SampledNode {
     host_cost: u64,
     /// vblast's own process is read beside this node's samples (the first node).
     with_client: bool,
+    /// Its BoltDB files (`sources::bolt_paths`), looked for until found.
+    bolt_paths: [Option<std::path::PathBuf>; 2],
     /// The samples as they are taken, until the step ends.
     kept: KeptSamples,
     /// The node's name, pid and missing sources (its samples are put in as it ends).
@@ -130,6 +132,7 @@ impl SampledNode {
             metrics_cost: 0,
             host_cost: 1,
             with_client: false,
+            bolt_paths: [None, None],
             kept: KeptSamples::default(),
             out: NodeSamples {
                 node,
@@ -146,6 +149,11 @@ impl SampledNode {
             Cause::Http { .. } => why.to_string(),
             _ => format!("{what}: {why}"),
         };
+        self.said(line);
+    }
+
+    /// Says `line` once, on stderr and in the samples.
+    fn said(&mut self, line: String) {
         if !self.out.missing.contains(&line) {
             eprintln!("vblast: server stats of {}: {line}", self.out.node);
             self.out.missing.push(line);
@@ -270,7 +278,10 @@ impl SampledNode {
                 self.read_telemetry(s);
             }
             Err(e @ Cause::Http { .. }) => {
-                self.missing("sys/metrics", &e);
+                // Its own words first ("sys/metrics: HTTP 403: ..."), then what is lost.
+                self.said(format!(
+                    "{e}: request counts and times, and raft's figures (commit and apply times, fsm_pending, applied index, leader changes, BoltDB freelist), not sampled (the token may not read sys/metrics)"
+                ));
                 self.telemetry = Source::Off;
             }
             Err(e) => {
@@ -311,7 +322,14 @@ impl SampledNode {
             return;
         };
         match sources::process(pid) {
-            Ok(p) => s.process = Some(Box::new(p)),
+            Ok(mut p) => {
+                // Raft opens its files as it unseals: looked for until found.
+                if self.bolt_paths.iter().all(Option::is_none) {
+                    self.bolt_paths = sources::bolt_paths(pid);
+                }
+                p.bolt = sources::bolt_files(&self.bolt_paths);
+                s.process = Some(Box::new(p));
+            }
             Err(e) => {
                 let why = if self.kept.is_empty() {
                     "no such process readable here"

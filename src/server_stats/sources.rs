@@ -351,7 +351,15 @@ pub fn process(pid: u32) -> Result<Process, Cause> {
         cpus_allowed: cpus_allowed(pid),
         cpu_wait_s: cpu_wait_s(pid),
         cgroup: cgroup_cpu(pid),
+        io_blocked_threads: None,
+        blkio_s: None,
+        bolt: None,
     };
+    if let Some((blocked, blkio_ticks)) = task_io(pid) {
+        p.io_blocked_threads = Some(blocked);
+        // The kernel counts none with `kernel.task_delayacct` off: not counted, not 0.
+        p.blkio_s = (blkio_ticks > 0).then(|| blkio_ticks as f64 / ticks);
+    }
     if let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
         for line in io.lines() {
             let mut kv = line.split(':');
@@ -405,6 +413,64 @@ fn cpu_wait_s(pid: u32) -> Option<f64> {
             .unwrap_or(0);
     }
     Some(ns as f64 / 1e9)
+}
+
+/// Of `pid`'s threads, how many are in uninterruptible sleep (state `D`, waiting for the
+/// disk, mostly) and their time waiting for block IO, clock ticks (`delayacct_blkio_ticks`,
+/// field 42 of each thread's `stat`; 0 when the kernel does not count it).
+fn task_io(pid: u32) -> Option<(u32, u64)> {
+    let (mut blocked, mut ticks) = (0, 0);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = after.split_whitespace();
+        blocked += u32::from(fields.next() == Some("D"));
+        // Field 42 is the 40th after the state (field 3).
+        ticks += fields
+            .nth(38)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some((blocked, ticks))
+}
+
+/// The BoltDB files a raft node holds open, found among `/proc/PID/fd`'s links: its FSM
+/// (`vault.db`) and its raft log (`raft.db`), in that order of the answer. Read once per
+/// node (a process keeps them open while it runs); empty for a node on other storage.
+pub fn bolt_paths(pid: u32) -> [Option<std::path::PathBuf>; 2] {
+    let mut out = [None, None];
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return out;
+    };
+    for fd in dir.flatten() {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        let slot = match target.file_name().and_then(|n| n.to_str()) {
+            Some("vault.db") => 0,
+            Some("raft.db") => 1,
+            _ => continue,
+        };
+        out[slot] = Some(target);
+    }
+    out
+}
+
+/// The sizes of the files `bolt_paths` found; None when neither is there.
+pub fn bolt_files(paths: &[Option<std::path::PathBuf>; 2]) -> Option<super::sample::BoltFiles> {
+    let size = |p: &Option<std::path::PathBuf>| Some(std::fs::metadata(p.as_ref()?).ok()?.len());
+    let b = super::sample::BoltFiles {
+        fsm_bytes: size(&paths[0]),
+        log_bytes: size(&paths[1]),
+    };
+    b.total().map(|_| b)
 }
 
 /// Where the cgroup hierarchies are mounted.

@@ -134,6 +134,12 @@ pub struct ServerNodeSummary {
     pub client_wait_cores_mean: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_flight_mean: Option<f64>,
+    /// Its threads waiting for the disk (state `D`), the samples' mean, and their time
+    /// waiting for block IO, seconds per second, when the kernel counts it (`--server-pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_blocked_threads_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blkio_s_per_s_mean: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_cpu_pct_peak: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,12 +221,26 @@ pub struct RaftSummary {
     pub bolt_freelist_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes_per_s_peak: Option<f64>,
+    /// The data directory's writes over the window, bytes per second (the process's,
+    /// `/proc/PID/io`: a raft node writes little else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_s_mean: Option<f64>,
+    /// Its BoltDB files at the window's end and their growth over it, bytes: the FSM's
+    /// (`vault.db`) and the raft log's (`raft/raft.db`), `--server-pid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_fsm_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_log_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_growth_bytes: Option<i64>,
 }
 
 fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
     let rafts: Vec<&super::sample::Raft> = w.iter().filter_map(|s| s.raft.as_deref()).collect();
     let (first, last) = (rafts.first()?, rafts.last()?);
     let peak_of = |f: fn(&super::sample::Raft) -> Option<f64>| peak(rafts.iter().map(|r| f(r)));
+    let bolts = || w.iter().filter_map(|s| s.process.as_ref()?.bolt);
+    let (bolt_first, bolt_last) = (bolts().next(), bolts().next_back());
     Some(RaftSummary {
         commit_ms: mean_of(timer_delta(first.commit, last.commit)),
         apply_ms: mean_of(timer_delta(first.apply, last.apply)),
@@ -234,6 +254,16 @@ fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
         bolt_free_pages: last.bolt_free_pages,
         bolt_freelist_bytes: last.bolt_freelist_bytes,
         write_bytes_per_s_peak: peak(intervals.iter().map(|i| i.write_bytes_per_s)),
+        write_bytes_per_s_mean: average(intervals.iter().map(|i| i.write_bytes_per_s)),
+        bolt_fsm_bytes: bolt_last.and_then(|b| b.fsm_bytes),
+        bolt_log_bytes: bolt_last.and_then(|b| b.log_bytes),
+        bolt_growth_bytes: match (
+            bolt_first.and_then(|b| b.total()),
+            bolt_last.and_then(|b| b.total()),
+        ) {
+            (Some(a), Some(b)) => Some(b as i64 - a as i64),
+            _ => None,
+        },
     })
 }
 
@@ -242,7 +272,7 @@ pub fn raft_line(n: &ServerNodeSummary) -> Option<String> {
     let r = n.raft.as_ref()?;
     let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
     Some(format!(
-        "commit {}   apply {}   fsm_pending peak {}   applied index {:.0}   followers' lag peak {}   leader changes {}   BoltDB free pages {} ({})   writes {}",
+        "commit {}   apply {}   fsm_pending peak {}   applied index {:.0}   followers' lag peak {}   leader changes {}   BoltDB free pages {} ({})   BoltDB files {}   writes {}",
         ms(r.commit_ms),
         ms(r.apply_ms),
         num(r.fsm_pending_peak),
@@ -251,12 +281,31 @@ pub fn raft_line(n: &ServerNodeSummary) -> Option<String> {
         r.leader_changes.map_or("-".into(), |c| c.to_string()),
         num(r.bolt_free_pages),
         mib(r.bolt_freelist_bytes),
+        bolt_words(r),
         r.write_bytes_per_s_peak
             .map_or("- (--server-pid reads them)".into(), |b| format!(
                 "peak {}/s",
                 mib(Some(b))
             )),
     ))
+}
+
+/// The BoltDB files' sizes in words: "vault.db 1.2 MiB + raft.db 3.4 MiB (+0.5 MiB)".
+fn bolt_words(r: &RaftSummary) -> String {
+    if r.bolt_fsm_bytes.is_none() && r.bolt_log_bytes.is_none() {
+        return "- (--server-pid reads them)".into();
+    }
+    let size = |b: Option<u64>| mib(b.map(|b| b as f64));
+    format!(
+        "vault.db {} + raft.db {}{}",
+        size(r.bolt_fsm_bytes),
+        size(r.bolt_log_bytes),
+        r.bolt_growth_bytes.map_or(String::new(), |g| format!(
+            " ({}{} in the window)",
+            if g < 0 { "-" } else { "+" },
+            mib(Some(g.unsigned_abs() as f64))
+        ))
+    )
 }
 
 /// Where a node's CPU limit (its cgroup's quota) was looked for.
@@ -434,6 +483,8 @@ fn node_summary(n: &NodeSamples, c: &ClientSide, start_ms: u64) -> ServerNodeSum
         client_cpu_cores_mean: average(it().map(|i| i.client_cpu_cores)),
         client_wait_cores_mean: average(it().map(|i| i.client_wait_cores)),
         in_flight_mean: average(it().map(|i| i.in_flight)),
+        io_blocked_threads_mean: average(it().map(|i| i.io_blocked_threads.map(f64::from))),
+        blkio_s_per_s_mean: average(it().map(|i| i.blkio_s_per_s)),
         host_cpu_pct_peak: peak(it().map(|i| i.host_cpu_pct)),
         host_cpu_pct_mean: average(it().map(|i| i.host_cpu_pct)),
         rss_bytes_peak: peak(it().map(|i| i.rss_bytes)),
@@ -776,6 +827,15 @@ fn write_node_text(n: &ServerNodeSummary, o: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(line) = raft_line(n) {
         writeln!(o, "    raft            {line}")?;
+    }
+    if let Some(b) = n.io_blocked_threads_mean {
+        writeln!(
+            o,
+            "    disk            threads waiting for it (state D) mean {b:.2}{}",
+            n.blkio_s_per_s_mean.map_or(String::new(), |w| format!(
+                "   block IO wait {w:.2} s per s"
+            ))
+        )?;
     }
     if let Some(v) = n.rate_limit_violations.filter(|v| *v > 0.0) {
         writeln!(o, "    rate-limit violations {v:.0}")?;

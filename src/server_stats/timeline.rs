@@ -174,6 +174,64 @@ pub struct Interval {
     pub read_bytes_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_bytes_per_s: Option<f64>,
+    /// The server's threads waiting for the disk (state `D`) at the interval's end
+    /// (`--server-pid`), and their time waiting for block IO, seconds per second, when the
+    /// kernel counts it (`kernel.task_delayacct`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_blocked_threads: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blkio_s_per_s: Option<f64>,
+    /// Integrated storage's figures over the interval (a raft node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft: Option<RaftInterval>,
+}
+
+/// A raft node between two samples: its mean commit and FSM apply times (ms) and how many
+/// ran, the entries committed but not yet applied, its applied index and (on the leader)
+/// the followers' lag behind it at the interval's end, the leader elections in it (new
+/// terms), its BoltDB freelist, and its BoltDB files' sizes (`--server-pid`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RaftInterval {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commits: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm_pending: Option<f64>,
+    pub applied_index: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followers_lag: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_changes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_free_pages: Option<f64>,
+    /// The FSM's file (`vault.db`) and the raft log's (`raft/raft.db`), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_fsm_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bolt_log_bytes: Option<u64>,
+}
+
+/// The raft figures from sample `a` to sample `b`; None when `b` has none.
+fn raft_interval(a: &Sample, b: &Sample) -> Option<RaftInterval> {
+    let rb = b.raft.as_deref()?;
+    let ra = a.raft.as_deref();
+    let commit = timer_delta(ra.and_then(|r| r.commit), rb.commit);
+    let bolt = b.process.as_ref().and_then(|p| p.bolt);
+    Some(RaftInterval {
+        commit_ms: mean(commit),
+        commits: commit.map(|t| t.count),
+        apply_ms: mean(timer_delta(ra.and_then(|r| r.apply), rb.apply)),
+        fsm_pending: rb.fsm_pending,
+        applied_index: rb.applied_index,
+        followers_lag: rb.followers_lag,
+        leader_changes: diff(ra.and_then(|r| r.term), rb.term),
+        bolt_free_pages: rb.bolt_free_pages,
+        bolt_fsm_bytes: bolt.and_then(|b| b.fsm_bytes),
+        bolt_log_bytes: bolt.and_then(|b| b.log_bytes),
+    })
 }
 
 /// A timer's count and time between two samples.
@@ -289,6 +347,9 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
                 pb.write_bytes.map(|v| v as f64),
             ))
         }),
+        io_blocked_threads: process.and_then(|(_, pb)| pb.io_blocked_threads),
+        blkio_s_per_s: process.and_then(|(pa, pb)| per_s(diff(pa.blkio_s, pb.blkio_s))),
+        raft: raft_interval(a, b),
     }
 }
 

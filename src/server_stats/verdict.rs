@@ -1,7 +1,8 @@
 //! Which resource gave out first at a sweep's knee, from the steps' server-side figures:
 //! the server's CPU quota (its cgroup throttling it more at the knee); the server's CPU at
-//! its cores (or its quota); its storage (or barrier) time growing while its CPU has
-//! room; requests piling up in flight while throughput stays flat; or the client itself
+//! its cores (or its quota); the disk under its data directory (its threads waiting for
+//! it); raft's commit time growing (integrated storage); its storage (or barrier) time
+//! growing while its CPU has room; requests piling up in flight while throughput stays flat; or the client itself
 //! (vblast's own CPU). Pure: the sweep hands it each step's figures and the knee.
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,11 @@ const STORAGE_SHARE: f64 = 0.25;
 /// burst's: a server held by its quota at the knee is held back far more (a half-core
 /// OpenBao at its knee, 0.3 s per s and more).
 const THROTTLED: f64 = 0.02;
+/// The server's threads waiting for the disk (state `D`, the samples' mean), or their
+/// block IO wait in seconds per second, at which the disk is what it waits for: half a
+/// thread always waiting. An unthrottled loopback raft node at its knee measured
+/// 0.0-0.1 here; the same node behind a 20-writes-per-second throttle, 1 and more.
+const DISK_WAIT: f64 = 0.5;
 
 /// One step's figures, as the verdict reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,6 +56,16 @@ pub struct LoadEvidence {
     pub client_cpu_cores: Option<f64>,
     pub client_wait_cores: Option<f64>,
     pub client_cores: f64,
+    /// The server's threads waiting for the disk (the most of any node's means), and
+    /// their block IO wait, seconds per second, when the kernel counts it (`--server-pid`).
+    pub io_blocked: Option<f64>,
+    pub blkio_s_per_s: Option<f64>,
+    /// The data directory's writes, bytes per second (the most of any node's means).
+    pub write_bytes_per_s: Option<f64>,
+    /// Raft's mean commit time (the leader's), milliseconds, and the peak of the entries
+    /// committed but not yet applied (`fsm_pending`).
+    pub raft_commit_ms: Option<f64>,
+    pub fsm_pending: Option<f64>,
 }
 
 /// The resource that gave out.
@@ -62,6 +78,10 @@ pub enum Resource {
     Storage,
     InFlight,
     Client,
+    /// The disk under the server's data directory: its threads waiting for it.
+    Disk,
+    /// Raft's commit path (integrated storage): its commit time grew at the knee.
+    RaftCommit,
 }
 
 /// The verdict: the resource, the step it was read at, and its figures in words.
@@ -112,6 +132,54 @@ fn quota_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
     })
 }
 
+/// The disk, when the server's threads waited for it at the knee `k` (half a thread and
+/// more, `GREW` times the lowest step's): the figures in words; None otherwise.
+fn disk_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
+    let grew = |at: Option<f64>, was: Option<f64>| {
+        let at = at?;
+        (at >= DISK_WAIT && at >= GREW * was.unwrap_or(0.0)).then_some(at)
+    };
+    let waited = grew(k.blkio_s_per_s, base.blkio_s_per_s)
+        .map(|w| {
+            format!(
+                "block IO wait {:.2} s per s at {} grew to {w:.2}",
+                base.blkio_s_per_s.unwrap_or(0.0),
+                base.load
+            )
+        })
+        .or_else(|| {
+            grew(k.io_blocked, base.io_blocked).map(|b| {
+                format!(
+                    "threads waiting for the disk {:.2} at {} grew to {b:.2}",
+                    base.io_blocked.unwrap_or(0.0),
+                    base.load
+                )
+            })
+        })?;
+    let commit = k
+        .raft_commit_ms
+        .map_or(String::new(), |c| format!(", raft commit {c:.3} ms"));
+    let writes = k.write_bytes_per_s.map_or(String::new(), |w| {
+        format!(", writes {:.2} MiB/s", w / (1024.0 * 1024.0))
+    });
+    Some(format!("{waited}{commit}{writes}"))
+}
+
+/// Raft's commit path, when its commit time grew `GREW` times from the lowest step and is
+/// at least `STORAGE_SHARE` of the server's time per request at the knee `k`.
+fn raft_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
+    let (at, was) = (k.raft_commit_ms?, base.raft_commit_ms?);
+    let grew = at >= GREW * was.max(0.001) && k.handle_ms.is_none_or(|h| at >= STORAGE_SHARE * h);
+    grew.then(|| {
+        format!(
+            "raft commit time {was:.3} ms at {} grew to {at:.3} ms{}",
+            base.load,
+            k.fsm_pending
+                .map_or(String::new(), |p| format!(", fsm_pending peak {p:.0}"))
+        )
+    })
+}
+
 /// The resource that gave out first at `steps[knee]` (the first step that broke the
 /// objective, or the highest step when none did), against the lowest step's figures.
 pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
@@ -152,6 +220,15 @@ pub fn saturated(steps: &[LoadEvidence], knee: usize) -> Option<Saturated> {
         _ => {}
     }
     let cpu_room = server.is_none_or(|s| s < CPU_FULL);
+    if let Some(v) = disk_verdict(k, base).filter(|_| cpu_room) {
+        return said(Some(Resource::Disk), v);
+    }
+    if let Some(v) = raft_verdict(k, base).filter(|_| cpu_room) {
+        return said(
+            Some(Resource::RaftCommit),
+            format!("{v} while {server_words}"),
+        );
+    }
     for (name, at, was) in [
         ("storage", k.storage_ms, base.storage_ms),
         ("barrier", k.barrier_ms, base.barrier_ms),
@@ -212,7 +289,42 @@ mod tests {
             client_cpu_cores: Some(0.2),
             client_wait_cores: Some(0.0),
             client_cores: 2.0,
+            ..LoadEvidence::default()
         }
+    }
+
+    /// Issue 39 item 2: a raft node whose threads wait for the disk at the knee is disk
+    /// bound; its commit time growing without that is raft's commit path.
+    #[test]
+    fn waiting_for_the_disk_and_raft_commits_are_named() {
+        let raft = |load, achieved, commit, blocked| LoadEvidence {
+            raft_commit_ms: Some(commit),
+            io_blocked: Some(blocked),
+            storage_ms: Some(commit),
+            handle_ms: Some(commit * 1.5),
+            write_bytes_per_s: Some(2.0 * 1024.0 * 1024.0),
+            ..step(load, achieved)
+        };
+        let disk = [raft(10, 10.0, 2.0, 0.0), raft(40, 22.0, 40.0, 1.2)];
+        let v = saturated(&disk, 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::Disk), "{}", v.figures);
+        assert!(v.figures.contains("grew to 1.20"), "{}", v.figures);
+        assert!(v.figures.contains("writes 2.00 MiB/s"), "{}", v.figures);
+        let commit = [raft(10, 10.0, 2.0, 0.0), raft(40, 22.0, 40.0, 0.1)];
+        let v = saturated(&commit, 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::RaftCommit), "{}", v.figures);
+        // Block IO wait, when counted, says it in seconds per second.
+        let mut k = raft(40, 22.0, 40.0, 0.0);
+        k.blkio_s_per_s = Some(0.8);
+        let v = saturated(&[raft(10, 10.0, 2.0, 0.0), k], 1).expect("verdict");
+        assert!(v.figures.starts_with("block IO wait"), "{}", v.figures);
+        // A server at its cores is CPU bound before its disk.
+        let mut k = raft(40, 22.0, 40.0, 1.2);
+        k.cpu_cores = Some(1.9);
+        assert_eq!(
+            resource(&[raft(10, 10.0, 2.0, 0.0), k], 1),
+            Some(Resource::ServerCpu)
+        );
     }
 
     fn resource(steps: &[LoadEvidence], knee: usize) -> Option<Resource> {

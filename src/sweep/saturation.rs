@@ -47,7 +47,21 @@ fn evidence(load: u64, s: &Summary) -> LoadEvidence {
             .filter(|_| s.run.processes <= 1),
         client_wait_cores: first.and_then(|n| n.client_wait_cores_mean),
         client_cores: (s.run.threads as f64).min(cores).max(1.0),
+        io_blocked: most(nodes, |n| n.io_blocked_threads_mean),
+        blkio_s_per_s: most(nodes, |n| n.blkio_s_per_s_mean),
+        write_bytes_per_s: most(nodes, |n| n.raft.as_ref()?.write_bytes_per_s_mean),
+        // Only the leader commits: the most of any node's is its.
+        raft_commit_ms: most(nodes, |n| n.raft.as_ref()?.commit_ms),
+        fsm_pending: most(nodes, |n| n.raft.as_ref()?.fsm_pending_peak),
     }
+}
+
+/// The most of any node's figure `f`.
+fn most(
+    nodes: &[crate::server_stats::summary::ServerNodeSummary],
+    f: impl Fn(&crate::server_stats::summary::ServerNodeSummary) -> Option<f64>,
+) -> Option<f64> {
+    nodes.iter().filter_map(f).reduce(f64::max)
 }
 
 /// What gave out first; None when no step was sampled on the server.
@@ -69,6 +83,8 @@ pub fn line(steps: &[StepSeen], end: Option<End>, unit: &str) -> Option<String> 
         Some(verdict::Resource::Storage) => "storage",
         Some(verdict::Resource::InFlight) => "requests in flight",
         Some(verdict::Resource::Client) => "the client (vblast itself)",
+        Some(verdict::Resource::Disk) => "disk",
+        Some(verdict::Resource::RaftCommit) => "raft commit",
         None => "undetermined",
     };
     Some(format!(

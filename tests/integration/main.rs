@@ -34,6 +34,7 @@ mod push;
 mod quotas;
 mod raft;
 mod raft_scaling;
+mod raft_figures;
 mod redaction;
 mod redirects;
 mod replay;

@@ -59,6 +59,15 @@ impl RaftCluster {
         c
     }
 
+    /// The nodes' `bao server` pids, in the nodes' order (for `--server-pid`).
+    pub fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dir.join("pids"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
     /// `bao ARGS` against node `i` with the root token; whether it succeeded.
     pub fn bao(&self, i: usize, args: &[&str]) -> bool {
         let mut cmd = Command::new(bao_binary());
