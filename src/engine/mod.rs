@@ -170,7 +170,7 @@ pub struct Totals {
     /// For `--metrics-listen` (`src/metrics.rs`): the rest of the thread's figures.
     pub more: crate::stats::figures::Figures,
     /// Each operation's figures, for `--threshold-abort`'s thresholds on one operation
-    /// (empty from a worker process: its progress message carries the sums only).
+    /// (from a worker process: summed over its threads).
     pub ops: Vec<crate::stats::figures::OpFigures>,
     /// These are its figures (false: the default entry of a thread or process that has
     /// not reported yet, whose figures are missing from a sum).

@@ -271,13 +271,14 @@ impl<'a, 'h> Coordinator<'a, 'h> {
                 requests,
                 ok,
                 figures,
+                ops,
             })) => {
                 if let Some(show) = self.progress {
                     self.latest[i] = Totals {
                         requests,
                         ok,
                         more: *figures,
-                        ops: Vec::new(),
+                        ops,
                         reported: true,
                     };
                     show(&self.latest);

@@ -71,13 +71,16 @@ pub enum FromWorker {
         version: u32,
         connections: u64,
     },
-    /// The worker's running totals over its threads (requests completed, and ok), and
-    /// the rest of the figures `--metrics-listen` serves, summed over its threads.
+    /// The worker's running totals over its threads (requests completed, and ok), the
+    /// rest of the figures `--metrics-listen` serves, and each operation's figures (what
+    /// `--threshold-abort` judges a threshold on one operation by), summed over its threads.
     Progress {
         requests: u64,
         ok: u64,
         #[serde(default)]
         figures: Box<crate::stats::figures::Figures>,
+        #[serde(default)]
+        ops: Vec<crate::stats::figures::OpFigures>,
     },
     Result {
         stats: Box<Stats>,
@@ -204,6 +207,7 @@ mod tests {
         status[200] = 10;
         status[429] = 1;
         let figures = crate::stats::figures::Figures::of(&stats, &status, 4);
+        let ops = crate::stats::figures::OpFigures::of(&stats);
         let mut buf = Vec::new();
         send(
             &mut buf,
@@ -211,6 +215,7 @@ mod tests {
                 requests: 12,
                 ok: 10,
                 figures: Box::new(figures),
+                ops: ops.clone(),
             },
         )
         .unwrap();
@@ -225,11 +230,15 @@ mod tests {
             requests: 12,
             ok: 10,
             figures: got,
+            ops: got_ops,
         }) = recv::<FromWorker>(&mut r).unwrap()
         else {
             panic!("not the progress sent");
         };
         assert_eq!(*got, figures);
+        // Each operation's figures, for --threshold-abort's thresholds on one operation.
+        assert_eq!(got_ops, ops);
+        assert_eq!(got_ops[0].latency.count, 1);
         assert_eq!(got.errors.timeout, 2);
         assert_eq!(got.connections_open, 4);
         assert_eq!(got.latency.count, 1);

@@ -253,13 +253,19 @@ pub fn main(stop: &Stop) -> i32 {
         }
         *last = Some(now);
         let mut figures = Box::<crate::stats::figures::Figures>::default();
+        let n = threads.iter().map(|t| t.ops.len()).max().unwrap_or(0);
+        let mut ops = vec![crate::stats::figures::OpFigures::default(); n];
         for t in threads {
             figures.add(&t.more);
+            for (sum, o) in ops.iter_mut().zip(&t.ops) {
+                sum.add(o);
+            }
         }
         reply(&FromWorker::Progress {
             requests: threads.iter().map(|t| t.requests).sum(),
             ok: threads.iter().map(|t| t.ok).sum(),
             figures,
+            ops,
         });
     };
     let relay: Option<engine::ProgressFn<'_>> = progress.then_some(&relay);

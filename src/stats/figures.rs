@@ -141,7 +141,7 @@ impl Figures {
 
 /// One operation's live figures (in the order of the run's operations): what
 /// `--threshold-abort` judges a threshold on one operation by.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OpFigures {
     pub requests: u64,
     pub ok: u64,

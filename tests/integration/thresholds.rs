@@ -478,6 +478,30 @@ fn threshold_abort_judges_every_kind_of_threshold_live() {
         &["-n", &ns, "--allow-errors", "--threshold", "url:errors<1"],
     );
     assert_stopped_by(&out, "url:errors<1", n);
+    // The same over worker processes: their progress carries each operation's figures.
+    let mut cmd = url_cmd(&[
+        &missing,
+        "-c",
+        "300",
+        "--format",
+        "json",
+        "-n",
+        &ns,
+        "--allow-errors",
+        "--threshold",
+        "url:errors<1",
+        "--threshold-abort",
+        "--threshold-grace",
+        "1s",
+    ]);
+    cmd.env("VBLAST_PROCESS_FDS", "150");
+    let out = run(cmd);
+    assert!(
+        out.json()["run"]["processes"].as_u64().unwrap_or(0) >= 2,
+        "{}",
+        out.show()
+    );
+    assert_stopped_by(&out, "url:errors<1", n);
 
     // Bounds certain to hold run to their count.
     let out = url_run(
