@@ -50,10 +50,25 @@ fn each_raft_nodes_figures_are_on_its_timeline() {
     let c = RaftCluster::start(3);
     let dir = tempfile::tempdir().expect("tempdir");
     let html = dir.path().join("run.html");
-    let out = sampled_run(&c, None, &["--html", html.to_str().expect("utf8")]);
+    let file = dir.path().join("run.json");
+    let out = sampled_run(
+        &c,
+        None,
+        &[
+            "--html",
+            html.to_str().expect("utf8"),
+            "--output",
+            file.to_str().expect("utf8"),
+        ],
+    );
     // A busy machine may miss the -R-less run's nothing: it has no schedule to miss.
     out.assert_code(0);
     let v: Value = out.json();
+    // The raft figures are in the schemas, in the JSON report and in the results file.
+    let report = dir.path().join("report.json");
+    std::fs::write(&report, &out.stdout).expect("write the report");
+    crate::schema::assert_valid("report.schema.json", &[&report]);
+    crate::schema::assert_valid("results.schema.json", &[&file]);
     let nodes = v["server"]["nodes"].as_array().expect("server nodes");
     assert_eq!(nodes.len(), 3, "{v}");
     let mut committed = false;
