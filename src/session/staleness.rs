@@ -174,21 +174,40 @@ fn poll(c: &mut Client, path: &str, version: u64, written: Instant) -> (Option<u
     }
 }
 
-/// Whether a standby, asked with `X-Vault-No-Request-Forwarding`, answered a read of
-/// `path` itself: 200, or KV's own 404 of a secret not written yet (no `errors`). A 307 is
-/// a standby that sends its reads to the active node (`disable_standby_reads = true`).
-fn serves_reads(c: &mut Client, path: &str) -> bool {
+/// What a standby, asked with `X-Vault-No-Request-Forwarding` for a read of `path`, did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum StandbyRead {
+    /// It answered itself: 200, or KV's own 404 of a secret not written yet (no `errors`).
+    Served,
+    /// A redirect: it sends its reads to the active node (`disable_standby_reads = true`),
+    /// or it has not loaded the fixture's new mount yet.
+    Redirected,
+    /// Anything else: a standby that has not loaded the fixture's new mount yet answers
+    /// "no handler for route" until it does; an error.
+    NotYet,
+}
+
+/// How long a standby is given to serve the fixture's first read itself (a PostgreSQL HA
+/// standby learns of a new mount from the shared storage, a moment after its creation).
+const STANDBY_READY_WAIT: Duration = Duration::from_secs(15);
+
+fn standby_read(c: &mut Client, path: &str) -> StandbyRead {
     match c.request("GET", path, None) {
-        Ok(r) if r.status == 200 => true,
-        Ok(r) if r.status == 404 => r
-            .json()
-            .and_then(|v| {
-                v.get("errors")
-                    .and_then(|e| e.as_array())
-                    .map(Vec::is_empty)
-            })
-            .unwrap_or(true),
-        _ => false,
+        Ok(r) if r.status == 200 => StandbyRead::Served,
+        Ok(r) if (300..400).contains(&r.status) => StandbyRead::Redirected,
+        Ok(r)
+            if r.status == 404
+                && r.json()
+                    .and_then(|v| {
+                        v.get("errors")
+                            .and_then(|e| e.as_array())
+                            .map(Vec::is_empty)
+                    })
+                    .unwrap_or(true) =>
+        {
+            StandbyRead::Served
+        }
+        _ => StandbyRead::NotYet,
     }
 }
 
@@ -211,15 +230,29 @@ impl crate::session::Session {
     }
 
     /// After setup: refuses a standby that does not answer a read of the probe's secret
-    /// itself (`serves_reads`).
+    /// itself (`standby_read`) within `STANDBY_READY_WAIT` (a Ctrl-C ends that wait).
     pub(super) fn check_standby_reads(&self) -> Result<(), Error> {
         let Some(path) = self.staleness_path() else {
             return Ok(());
         };
+        let until = Instant::now() + STANDBY_READY_WAIT;
         for t in self.standbys() {
             let mut client = self.client_for(&t, self.timeout).without_forwarding();
-            if !serves_reads(&mut client, &path) {
-                return Err(forwards_reads(&t.base()));
+            loop {
+                match standby_read(&mut client, &path) {
+                    StandbyRead::Served => break,
+                    // A standby that has not loaded the new mount redirects too: only
+                    // answers to the end of the wait say it forwards its reads.
+                    StandbyRead::NotYet | StandbyRead::Redirected if Instant::now() < until => {
+                        if let Some(s) = self.stop.signal() {
+                            return Err(Error::Stopped(s));
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    StandbyRead::Redirected | StandbyRead::NotYet => {
+                        return Err(forwards_reads(&t.base()));
+                    }
+                }
             }
         }
         Ok(())
