@@ -74,6 +74,14 @@ fn per_second(report: &Value, key: &str) -> Vec<u64> {
         .collect()
 }
 
+/// `v` without its trailing zeros.
+fn no_trailing_zeros(mut v: Vec<u64>) -> Vec<u64> {
+    while v.last() == Some(&0) {
+        v.pop();
+    }
+    v
+}
+
 /// The requests of each operation in a profile of `log`.
 fn profiled(log: &Path) -> Vec<(String, u64)> {
     let out = run(url_cmd(&[
@@ -175,7 +183,13 @@ fn a_vblast_log_is_replayed_second_by_second_with_its_mix_and_leaves_nothing() {
     // Scale 2: each recorded second's count doubled, each operation's too.
     let (r2, _) = replay(&bao, &log, &["--scale", "2"]);
     let doubled: Vec<u64> = seconds.iter().map(|n| 2 * n).collect();
-    assert_eq!(per_second(&r2, "intended"), doubled, "{r2:#}");
+    // (A response that lands after the log's last second adds a second to the report, with
+    // nothing intended in it: a busy machine's, not the schedule's.)
+    assert_eq!(
+        no_trailing_zeros(per_second(&r2, "intended")),
+        no_trailing_zeros(doubled),
+        "{r2:#}"
+    );
     assert_eq!(r2["requests"].as_u64(), Some(2 * replayed), "{r2:#}");
     for (name, rec, intended, sent, _) in ops(&r2) {
         assert_eq!((intended, sent), (2 * rec, 2 * rec), "{name}: {r2:#}");
