@@ -40,16 +40,8 @@ if [ "$(id -u)" -eq 0 ]; then
     chown postgres: "$DIR"
     AS_PG=(setpriv --reuid=postgres --regid=postgres --clear-groups)
 fi
-free_port() { python3 -c 'import socket,random
-while True:
-    p=random.randint(10000,31000)
-    ok=True
-    for q in range(p,p+int('"${1:-1}"')):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break'; }
+# shellcheck source=tools/free-ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/free-ports.sh"
 
 "${AS_PG[@]}" "$PGBIN/initdb" -A trust -U postgres -D "$DIR/pg" >/dev/null
 PGPORT=$(free_port 1)

@@ -73,16 +73,8 @@ failed() {
 }
 trap 'failed "interrupted"' INT TERM
 
-free_port() { python3 -c 'import socket,random
-while True:
-    p=random.randint(20000,40000)
-    ok=True
-    for q in range(p,p+int('"$1"')):
-        s=socket.socket()
-        try: s.bind(("127.0.0.1",q))
-        except OSError: ok=False
-        s.close()
-    if ok: print(p); break'; }
+# shellcheck source=tools/free-ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/free-ports.sh"
 BASE=${BASE_PORT:-$(free_port $((2 * N)))}
 
 health() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1/v1/sys/health" || true; }

@@ -81,6 +81,9 @@ pub(super) struct Core<'p> {
     /// The kernel's stamp of the read being acted on (`take_stamp`), for the responses
     /// it completed.
     pub(super) stamp: Option<Instant>,
+    /// This wake's moment on both clocks, read at its first stamp (`take_stamp`) and
+    /// forgotten at the next wake (`wait`).
+    moment: Option<stamp::Moment>,
 }
 
 /// For each operation, what to send instead while the slot it needs is empty: the
@@ -172,6 +175,7 @@ impl<'p> Core<'p> {
             window: ConnectWindow::default(),
             kernel: false,
             stamp: None,
+            moment: None,
         })
     }
 
@@ -191,11 +195,16 @@ impl<'p> Core<'p> {
         }
     }
 
-    /// After that read: its kernel stamp kept for the responses it completed.
+    /// After that read: its kernel stamp kept for the responses it completed, carried to
+    /// the engine's clock by this wake's moment (its clocks read once per wake).
     #[inline]
     pub(super) fn take_stamp(&mut self) {
         if self.kernel {
-            self.stamp = stamp::taken();
+            self.stamp = stamp::taken_ns().map(|ns| {
+                self.moment
+                    .get_or_insert_with(stamp::Moment::now)
+                    .instant(ns)
+            });
         }
     }
 
@@ -269,6 +278,7 @@ impl<'p> Core<'p> {
         {
             t.fired();
         }
+        self.moment = None;
         Ok(Instant::now())
     }
 }

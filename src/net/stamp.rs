@@ -150,14 +150,41 @@ pub fn clear() {
     LAST.with(|c| c.set(0));
 }
 
-/// The stamp of the last stamped read since `clear`, as an engine instant.
+/// The stamp of the last stamped read since `clear`, in real-time nanoseconds.
 #[inline]
-pub fn taken() -> Option<Instant> {
+pub fn taken_ns() -> Option<i64> {
     let ns = LAST.with(Cell::get);
-    (ns != 0).then(|| {
+    (ns != 0).then_some(ns)
+}
+
+/// The stamp of the last stamped read since `clear`, as an engine instant (the clocks'
+/// moment read now: the engine reads it once per wake instead, `Moment`).
+#[cfg(test)]
+fn taken() -> Option<Instant> {
+    taken_ns().map(|ns| Moment::now().instant(ns))
+}
+
+/// One moment on both clocks, which carries real-time stamps over to the monotonic clock
+/// (their difference holds until the real-time clock is stepped: an event loop reads one
+/// per wake, not one per response).
+#[derive(Clone, Copy, Debug)]
+pub struct Moment {
+    now: Instant,
+    now_real: i64,
+}
+
+impl Moment {
+    /// The moment now (`same_moment`).
+    pub fn now() -> Moment {
         let (now, now_real) = same_moment();
-        to_instant(ns, now, now_real)
-    })
+        Moment { now, now_real }
+    }
+
+    /// Real-time `ns` as an engine instant.
+    #[inline]
+    pub fn instant(&self, ns: i64) -> Instant {
+        to_instant(ns, self.now, self.now_real)
+    }
 }
 
 /// The same moment on both clocks: the monotonic clock read between two real-time reads

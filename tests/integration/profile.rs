@@ -323,12 +323,7 @@ fn a_mix_run_in_two_namespaces_is_profiled_per_namespace() {
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.log");
-    let device = format!(
-        r#"{{"type":"file","options":{{"file_path":"{}"}}}}"#,
-        log.display()
-    );
-    let (status, body) = bao.api("PUT", "/v1/sys/audit/by-hand", Some(&device));
-    assert!(status < 300, "{body}");
+    bao.audit_to_file(&log);
     let mix = "kv-read:3,kv-list:1,approle-login:1,transit-encrypt:1";
     let mut runs = Vec::new();
     for (ns, secrets, n) in [("team-a", "12", "240"), ("team-b", "30", "360")] {
@@ -357,8 +352,7 @@ fn a_mix_run_in_two_namespaces_is_profiled_per_namespace() {
             serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
         runs.push((format!("{ns}/"), saved, secrets.parse::<u64>().unwrap()));
     }
-    let (status, body) = bao.api("DELETE", "/v1/sys/audit/by-hand", None);
-    assert!(status < 300, "{body}");
+    bao.audit_off();
     let profile = profile_json(&log, &[]);
     let names: Vec<&str> = profile["namespaces"]
         .as_array()

@@ -431,12 +431,7 @@ fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.log");
-    let device = format!(
-        r#"{{"type":"file","options":{{"file_path":"{}"}}}}"#,
-        log.display()
-    );
-    let (status, body) = bao.api("PUT", "/v1/sys/audit/by-hand", Some(&device));
-    assert!(status < 300, "{body}");
+    bao.audit_to_file(&log);
     bao.namespace("team-a");
     let kv2 = r#"{"type":"kv","options":{"version":"2"}}"#;
     let call = |token: &str, ns: Option<&str>, method: &str, path: &str, body: Option<&str>| {
@@ -488,8 +483,7 @@ fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
             }
         }
     }
-    let (status, body) = bao.api("DELETE", "/v1/sys/audit/by-hand", None);
-    assert!(status < 300, "{body}");
+    bao.audit_off();
     // The replay's server has no team-a (nor the tokens' secrets).
     call(
         "root",

@@ -16,10 +16,9 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// (name, requests) of each operation of a results file.
-fn ops_of(results: &Value) -> Vec<(String, u64)> {
-    results["ops"]
-        .as_array()
+/// (name, requests) of each entry of `list` (a results file's `ops`, a workload's `mix`).
+fn named_requests(list: &Value) -> Vec<(String, u64)> {
+    list.as_array()
         .unwrap()
         .iter()
         .map(|o| {
@@ -31,19 +30,14 @@ fn ops_of(results: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// (name, requests) of each operation of a results file.
+fn ops_of(results: &Value) -> Vec<(String, u64)> {
+    named_requests(&results["ops"])
+}
+
 /// (name, requests) of each operation of a workload file's mix.
 fn mix_of(file: &Value) -> Vec<(String, u64)> {
-    file["mix"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["name"].as_str().unwrap().to_string(),
-                o["requests"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    named_requests(&file["mix"])
 }
 
 /// `vblast run --workload W` with `extra` into a results file: its operations' counts.

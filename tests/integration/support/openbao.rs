@@ -208,6 +208,23 @@ impl OpenBao {
         })
     }
 
+    /// Enables a file audit device `by-hand` writing to `log` (the server's own record of
+    /// what it served; its config must allow `unsafe_allow_api_audit_creation`).
+    pub fn audit_to_file(&self, log: &std::path::Path) {
+        let device = format!(
+            r#"{{"type":"file","options":{{"file_path":"{}"}}}}"#,
+            log.display()
+        );
+        let (status, body) = self.api("PUT", "/v1/sys/audit/by-hand", Some(&device));
+        assert!(status < 300, "{body}");
+    }
+
+    /// Disables the audit device of `audit_to_file`.
+    pub fn audit_off(&self) {
+        let (status, body) = self.api("DELETE", "/v1/sys/audit/by-hand", None);
+        assert!(status < 300, "{body}");
+    }
+
     /// Creates namespace `ns` (the dev server has namespaces built in).
     pub fn namespace(&self, ns: &str) {
         let (status, body) = self.api("POST", &format!("/v1/sys/namespaces/{ns}"), Some("{}"));
