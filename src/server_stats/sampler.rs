@@ -16,7 +16,7 @@ use super::live::LatestIntervals;
 use super::pprof::Profiler;
 use super::sample::Sample;
 use super::sources::{self, Form};
-use super::timeline::{NodeSamples, ServerSamples, interval};
+use super::timeline::{Calibration, NodeSamples, ServerSamples, interval};
 use super::{NodeApi, Settings};
 
 /// Where a source stands for one node.
@@ -35,16 +35,27 @@ const CALIBRATION_TRIES: usize = 5;
 
 /// The least of up to `CALIBRATION_TRIES` measured costs (`try_once`, each at least 0),
 /// stopping early at 0, which no try can go below: another client's request inside a
-/// try inflates that try alone. None when a try could not be measured.
-fn least_cost(mut try_once: impl FnMut() -> Option<f64>) -> Option<f64> {
+/// try inflates that try alone. With every try as measured, in order. None when a try
+/// could not be measured.
+fn least_cost(mut try_once: impl FnMut() -> Option<f64>) -> Option<(f64, Vec<f64>)> {
     let mut least = f64::INFINITY;
+    let mut tries = Vec::with_capacity(CALIBRATION_TRIES);
     for _ in 0..CALIBRATION_TRIES {
-        least = least.min(try_once()?.max(0.0));
+        let t = try_once()?;
+        tries.push(t);
+        least = least.min(t.max(0.0));
         if least == 0.0 {
             break;
         }
     }
-    Some(least)
+    Some((least, tries))
+}
+
+/// Wall-clock ms since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// One node's sources and samples.
@@ -182,34 +193,40 @@ impl SampledNode {
                         .unwrap_or(0.0)
                 })
         };
+        let began = now_ms();
         let c = self.client.as_mut();
         let Some(mut last) = count(c) else {
             return;
         };
-        let Some(metrics) = least_cost(|| {
+        let Some((metrics, metrics_tries)) = least_cost(|| {
             let now = count(c)?;
             Some(now - std::mem::replace(&mut last, now))
         }) else {
             return;
         };
         self.metrics_cost = metrics.round() as u64;
-        if self.host == Source::Off {
-            return;
-        }
-        let host = least_cost(|| {
-            let before = count(c)?;
-            let _ = sources::host_info(c);
-            Some(count(c)? - before - metrics)
-        });
-        if let Some(h) = host {
+        let mut host_tries = Vec::new();
+        if self.host != Source::Off
+            && let Some((h, tries)) = least_cost(|| {
+                let before = count(c)?;
+                let _ = sources::host_info(c);
+                Some(count(c)? - before - metrics)
+            })
+        {
             self.host_cost = h.round() as u64;
+            host_tries = tries;
         }
+        self.out.calibration = Some(Calibration {
+            metrics_cost: self.metrics_cost,
+            host_cost: self.host_cost,
+            metrics_tries,
+            host_tries,
+            at_ms: [began, now_ms()],
+        });
     }
 
     fn sample(&mut self) {
-        let at_ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let at_ms = now_ms();
         let mut s = Sample {
             at_ms,
             own_requests: std::mem::take(&mut self.own_since),
@@ -239,6 +256,7 @@ impl SampledNode {
             node: self.out.node.clone(),
             pid: self.out.pid,
             missing: self.out.missing.clone(),
+            calibration: self.out.calibration.clone(),
             samples: self.kept.take(),
         }
     }
@@ -599,17 +617,20 @@ mod tests {
     #[test]
     fn a_calibration_takes_the_least_of_its_tries() {
         let mut tries = [2.0, 1.0, 3.0, 1.0, 2.0].into_iter();
-        assert_eq!(least_cost(|| tries.next()), Some(1.0));
+        assert_eq!(
+            least_cost(|| tries.next()),
+            Some((1.0, vec![2.0, 1.0, 3.0, 1.0, 2.0]))
+        );
         let mut asked = 0;
         let mut zero_second = [1.0, 0.0, 5.0].into_iter();
         let least = least_cost(|| {
             asked += 1;
             zero_second.next()
         });
-        assert_eq!((least, asked), (Some(0.0), 2));
+        assert_eq!((least, asked), (Some((0.0, vec![1.0, 0.0])), 2));
         let mut fails = [Some(1.0), None].into_iter();
         assert_eq!(least_cost(|| fails.next().flatten()), None);
-        assert_eq!(least_cost(|| Some(-3.0)), Some(0.0));
+        assert_eq!(least_cost(|| Some(-3.0)), Some((0.0, vec![-3.0])));
     }
 
     #[test]

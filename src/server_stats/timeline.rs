@@ -49,6 +49,30 @@ pub struct NodeSamples {
     /// One line per source that did not answer, and why (said once).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// What the sampler measured of its own calls' cost on this node before the load;
+    /// absent when merged across shards (each shard's file keeps its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// What one sampler's calls add to one node's count of handled requests
+/// (`vault_core_handle_request`), as it measured them before the load: the costs it took
+/// off the server's count with every sample, and each try they were taken from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// What one `sys/metrics` call adds.
+    pub metrics_cost: u64,
+    /// What one `sys/host-info` call adds.
+    pub host_cost: u64,
+    /// Each try's measured count for a `sys/metrics` call, in order (other clients'
+    /// requests inside a try inflate it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_tries: Vec<f64>,
+    /// The same for a `sys/host-info` call (beyond the readings around it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_tries: Vec<f64>,
+    /// When the calibration began and ended, ms since the Unix epoch.
+    pub at_ms: [u64; 2],
 }
 
 impl ServerSamples {
@@ -82,6 +106,8 @@ impl ServerSamples {
             for n in &p.nodes {
                 match o.nodes.iter_mut().find(|m| m.node == n.node) {
                     Some(m) => {
+                        // Several samplers' samples: no one calibration is theirs.
+                        m.calibration = None;
                         m.samples.extend(n.samples.iter().cloned());
                         m.samples.sort_by_key(|s| s.at_ms);
                         m.pid = m.pid.or(n.pid);

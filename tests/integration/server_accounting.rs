@@ -150,20 +150,78 @@ fn a_shard_does_not_blame_the_others_requests_on_the_server() {
     for r in running {
         r.finish(Duration::from_secs(120)).assert_code(0);
     }
+    let merged = text_report(&[&files[0], &files[1]]);
+    // Whatever fails below says what each shard's sampler measured and took off.
+    let why = || evidence(&files, &merged);
     for f in &files {
         let server = &read(f)["server"];
-        assert_eq!(server["beyond"], false, "{server}");
-        assert_eq!(server["shard_of"], 2, "{server}");
+        assert_eq!(server["beyond"], false, "{server}\n{}", why());
+        assert_eq!(server["shard_of"], 2, "{server}\n{}", why());
         let text = text_report(&[f]);
-        assert!(text.contains("1 of 2 shards"), "{text}");
-        assert!(!text.contains("beyond"), "{text}");
+        assert!(text.contains("1 of 2 shards"), "{text}\n{}", why());
+        assert!(!text.contains("beyond"), "{text}\n{}", why());
     }
-    let text = text_report(&[&files[0], &files[1]]);
-    let line = text
+    let line = merged
         .lines()
         .find(|l| l.contains("accounting:"))
-        .unwrap_or_else(|| panic!("no accounting line:\n{text}"));
-    assert!(!line.contains("beyond"), "{text}");
+        .unwrap_or_else(|| panic!("no accounting line:\n{}", why()));
+    assert!(!line.contains("beyond"), "{line}\n{}", why());
+}
+
+/// Each shard's calibration (its own calls' costs, with every try) and its samples of the
+/// node as the accounting takes them: the server's handled count (logins with the rest)
+/// and the sampler's own requests taken off it, each at its time from the earliest sample
+/// of either shard; then the merged report. The shards' files are kept in a directory that
+/// is named here.
+fn evidence(files: &[PathBuf], merged: &str) -> String {
+    let docs: Vec<Value> = files.iter().map(|f| read(f)).collect();
+    let earliest = docs
+        .iter()
+        .flat_map(|d| d["server_samples"]["nodes"].as_array().cloned().unwrap_or_default())
+        .flat_map(|n| n["samples"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s["at_ms"].as_u64())
+        .min()
+        .unwrap_or(0);
+    let count = |s: &Value, key: &str| s[key]["count"].as_f64().unwrap_or(0.0);
+    let mut out = String::new();
+    for (i, d) in docs.iter().enumerate() {
+        let started = d["started_at"].as_str().unwrap_or("?");
+        out += &format!("shard {i} (load began {started}):\n");
+        for n in d["server_samples"]["nodes"].as_array().into_iter().flatten() {
+            let cal = &n["calibration"];
+            let rel = |v: &Value| v.as_u64().map_or(-1, |v| v as i64 - earliest as i64);
+            out += &format!(
+                "  node {}: calibration metrics_cost {} (tries {}), host_cost {} (tries {}), from {} to {} ms\n  at_ms handled own_requests\n",
+                n["node"], cal["metrics_cost"], cal["metrics_tries"], cal["host_cost"],
+                cal["host_tries"], rel(&cal["at_ms"][0]), rel(&cal["at_ms"][1]),
+            );
+            for s in n["samples"].as_array().into_iter().flatten() {
+                out += &format!(
+                    "  {:>6} {:>7} {:>3}\n",
+                    rel(&s["at_ms"]),
+                    count(s, "handle_request") + count(s, "handle_login_request"),
+                    s["own_requests"].as_u64().unwrap_or(0),
+                );
+            }
+        }
+        out += &format!("  its server summary: {}\n", d["server"]);
+    }
+    let kept = std::env::temp_dir().join(format!(
+        "vblast-shard-accounting-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    ));
+    if std::fs::create_dir_all(&kept).is_ok() {
+        for f in files {
+            if let Some(name) = f.file_name() {
+                let _ = std::fs::copy(f, kept.join(name));
+            }
+        }
+        out += &format!("the shards' files are kept in {}\n", kept.display());
+    }
+    out + "merged report:\n" + merged
 }
 
 /// A CPU cgroup made by the test, removed (its processes moved back to the root) on drop.
