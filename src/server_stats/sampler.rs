@@ -33,6 +33,16 @@ enum Source {
 /// How many times `calibrate` measures each of its costs, at most.
 const CALIBRATION_TRIES: usize = 5;
 
+/// The most one of the sampler's calls adds to the count of the node it is sent to: a
+/// node handles a request it is sent once (`vault.core.handle_request`, or
+/// `handle_login_request`), or not at all (metrics read unauthenticated are served outside
+/// the request handler); a request a standby forwards is counted again by the active node,
+/// in that node's count (`forwarded`), not in this one's. So a try above it holds other
+/// clients' requests, however many tries do: another shard's calibration or samples at
+/// the same instant, its load when this shard starts late. The cost is bounded by what
+/// the server does, not by the machine being quiet.
+const MOST_PER_CALL: f64 = 1.0;
+
 /// The least of up to `CALIBRATION_TRIES` measured costs (`try_once`, each at least 0),
 /// stopping early at 0, which no try can go below: another client's request inside a
 /// try inflates that try alone. With every try as measured, in order. None when a try
@@ -51,11 +61,36 @@ fn least_cost(mut try_once: impl FnMut() -> Option<f64>) -> Option<(f64, Vec<f64
     Some((least, tries))
 }
 
+/// The node's count of handled requests, read from its telemetry (one `sys/metrics`
+/// call, counted in `calls`); a node that has handled nothing yet (a fresh standby) lists
+/// no such counter: its count is 0. None when it could not be read.
+fn handled_count(client: &mut dyn NodeApi, calls: &mut OwnCalls) -> Option<f64> {
+    calls.metrics += 1;
+    sources::telemetry(client, Form::Prometheus)
+        .ok()
+        .flatten()
+        .map(|v| {
+            v.get("vault_core_handle_request_count")
+                .copied()
+                .unwrap_or(0.0)
+        })
+}
+
 /// Wall-clock ms since the Unix epoch.
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The sampler's own calls to one node since its last sample, counted as they are sent:
+/// each is what the node counts (`calibrate`'s costs) times how many were sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct OwnCalls {
+    /// `sys/metrics` readings (telemetry).
+    metrics: u64,
+    /// `sys/host-info` calls.
+    host: u64,
 }
 
 /// One node's sources and samples.
@@ -65,13 +100,13 @@ struct SampledNode {
     telemetry: Source,
     host: Source,
     process: Source,
-    /// What the sampler's own calls since the last telemetry reading added to the
-    /// server's count of handled requests (`calibrate`'s costs, summed).
-    own_since: u64,
+    /// The sampler's own calls since the last sample (the calibration's too), taken off
+    /// the server's count with the next sample at `calibrate`'s costs.
+    calls: OwnCalls,
     /// How much one `sys/metrics` call adds to this node's count of handled requests: 0
-    /// where metrics are read unauthenticated, 1 where the call is handled as a request,
-    /// more where the node counts it more than once (a standby forwarding, as OpenBao's
-    /// standbys were seen to); `calibrate` measures it before the load.
+    /// where metrics are read unauthenticated, 1 where the call is handled as a request
+    /// (on an active node and a standby alike: `MOST_PER_CALL`); `calibrate` measures it
+    /// before the load.
     metrics_cost: u64,
     /// The same for one `sys/host-info` call (1 unless `calibrate` measured otherwise).
     host_cost: u64,
@@ -139,7 +174,7 @@ impl SampledNode {
             } else {
                 Source::Off
             },
-            own_since: 0,
+            calls: OwnCalls::default(),
             metrics_cost: 0,
             host_cost: 1,
             with_client: false,
@@ -171,49 +206,42 @@ impl SampledNode {
         }
     }
 
-    /// Before the load, what the sampler's own calls add to this node's count of handled
-    /// requests: telemetry readings back to back (each difference is one reading's cost),
-    /// then around a host-info call (its cost beyond the reading's), each the least of
-    /// several tries (`least_cost`: another client's request inside a try, a shard's
-    /// rendezvous or another sampler's, inflates that try alone). The accounting then takes
-    /// exactly that off the server's count, on an active node and a standby alike.
+    /// Before the load (after its first sample), what the sampler's own calls add to this
+    /// node's count of handled requests: telemetry readings back to back (each difference
+    /// is one reading's cost), then around a host-info call (its cost beyond the
+    /// reading's), each the least of several tries (`least_cost`) and at most
+    /// `MOST_PER_CALL`, which other clients' requests inside every try cannot raise. The
+    /// calibration's own calls are counted with the rest (`calls`): the next sample takes
+    /// them off, so that a report merged from shards, whose window another shard's first
+    /// sample opens, takes off every call each sampler made in it.
     fn calibrate(&mut self) {
         let Source::On(Form::Prometheus) = self.telemetry else {
             return;
         };
-        // A node that has handled nothing yet (a fresh standby) lists no such counter:
-        // its count is 0.
-        let count = |client: &mut dyn NodeApi| {
-            sources::telemetry(client, Form::Prometheus)
-                .ok()
-                .flatten()
-                .map(|v| {
-                    v.get("vault_core_handle_request_count")
-                        .copied()
-                        .unwrap_or(0.0)
-                })
-        };
         let began = now_ms();
         let c = self.client.as_mut();
-        let Some(mut last) = count(c) else {
+        let calls = &mut self.calls;
+        let Some(mut last) = handled_count(c, calls) else {
             return;
         };
         let Some((metrics, metrics_tries)) = least_cost(|| {
-            let now = count(c)?;
+            let now = handled_count(c, calls)?;
             Some(now - std::mem::replace(&mut last, now))
         }) else {
             return;
         };
+        let metrics = metrics.min(MOST_PER_CALL);
         self.metrics_cost = metrics.round() as u64;
         let mut host_tries = Vec::new();
         if self.host != Source::Off
             && let Some((h, tries)) = least_cost(|| {
-                let before = count(c)?;
+                let before = handled_count(c, calls)?;
+                calls.host += 1;
                 let _ = sources::host_info(c);
-                Some(count(c)? - before - metrics)
+                Some(handled_count(c, calls)? - before - metrics)
             })
         {
-            self.host_cost = h.round() as u64;
+            self.host_cost = h.min(MOST_PER_CALL).round() as u64;
             host_tries = tries;
         }
         self.out.calibration = Some(Calibration {
@@ -229,7 +257,7 @@ impl SampledNode {
         let at_ms = now_ms();
         let mut s = Sample {
             at_ms,
-            own_requests: std::mem::take(&mut self.own_since),
+            own_requests: self.own_requests(),
             ..Sample::default()
         };
         self.read_telemetry(&mut s);
@@ -239,6 +267,13 @@ impl SampledNode {
             s.client = sources::process(std::process::id()).ok().map(Box::new);
         }
         self.kept.push(s);
+    }
+
+    /// What the sampler's own calls since the last sample added to the node's count, at
+    /// the calibrated costs; they are counted from here on afresh.
+    fn own_requests(&mut self) -> u64 {
+        let c = std::mem::take(&mut self.calls);
+        c.metrics * self.metrics_cost + c.host * self.host_cost
     }
 
     /// Hands the interval up to the latest sample to the exporter, when one serves.
@@ -266,7 +301,7 @@ impl SampledNode {
             Source::On(f) | Source::Failing(f) => f,
             Source::Off => return,
         };
-        self.own_since += self.metrics_cost;
+        self.calls.metrics += 1;
         match sources::telemetry(self.client.as_mut(), form) {
             Ok(Some(v)) => {
                 sources::fill_telemetry(s, &v);
@@ -313,7 +348,7 @@ impl SampledNode {
         if self.host == Source::Off {
             return;
         }
-        self.own_since += self.host_cost;
+        self.calls.host += 1;
         match sources::host_info(self.client.as_mut()) {
             Ok((cpu, used, total)) => {
                 s.host_cpu = Some(cpu);
@@ -413,8 +448,10 @@ impl Sampler {
         }
         let t0 = crate::sys::thread_cpu();
         for n in &mut nodes {
-            n.calibrate();
+            // The first sample opens the window; the calibration's calls come after it
+            // and are taken off with the next.
             n.sample();
+            n.calibrate();
         }
         let cpu = crate::sys::thread_cpu().saturating_sub(t0);
         let profiler = settings
@@ -611,6 +648,99 @@ mod tests {
 
     use super::*;
     use crate::server_stats::sample::{HostCpu, TimerTotals};
+
+    /// A node as the sampler sees it: its count of handled requests grows by `cost` for
+    /// each call of the sampler's it handles (after answering it, as a server counts), and
+    /// by `others` more at each call: another client's requests landing inside every try.
+    struct CountingNode {
+        count: u64,
+        metrics_cost: u64,
+        host_cost: u64,
+        others: u64,
+        /// What the sampler's own calls added, in all.
+        own: u64,
+    }
+
+    impl NodeApi for std::sync::Arc<Mutex<CountingNode>> {
+        fn get(&mut self, path: &str, _: bool) -> Result<crate::net::blocking::Response, Cause> {
+            let mut n = self.lock().unwrap();
+            let (body, cost) = if path.starts_with("/v1/sys/metrics") {
+                let c = n.count;
+                let text = format!(
+                    "vault_core_handle_request_count {c}\nvault_core_handle_request_sum {c}\n"
+                );
+                (text, n.metrics_cost)
+            } else {
+                let text = r#"{"data": {"cpu_times": [{"user": 1.0, "idle": 1.0}], "memory": {"used": 1, "total": 2}}}"#;
+                (text.to_string(), n.host_cost)
+            };
+            n.count += cost + n.others;
+            n.own += cost;
+            Ok(crate::net::blocking::Response {
+                status: 200,
+                body: body.into_bytes(),
+            })
+        }
+
+        fn base(&self) -> String {
+            "http://node".into()
+        }
+    }
+
+    /// Samples taken as `Sampler::start` and the thread take them (the first, the
+    /// calibration, then `more`), over a node costing `metrics` and `host` per call with
+    /// `others` requests of another client at every call; with the node.
+    fn sampled(
+        metrics: u64,
+        host: u64,
+        others: u64,
+        more: usize,
+    ) -> (SampledNode, Arc<Mutex<CountingNode>>) {
+        let node = Arc::new(Mutex::new(CountingNode {
+            count: 0,
+            metrics_cost: metrics,
+            host_cost: host,
+            others,
+            own: 0,
+        }));
+        let mut n = SampledNode::new(Box::new(node.clone()), None);
+        n.sample();
+        n.calibrate();
+        for _ in 0..more {
+            n.sample();
+        }
+        (n, node)
+    }
+
+    /// Issue 36 item 8's shard flake: another shard's requests landing inside every try
+    /// of the calibration (its own calibration at the same instant, or its load when this
+    /// shard starts late) made a cost 2 or 3 where it is 1, and every sample then took
+    /// too much off the server's count: "difference -28 beyond". A cost is at most one
+    /// request per call, so they cannot raise it; and every call the sampler made after its
+    /// first sample (the calibration's too) is taken off, each exactly once.
+    #[test]
+    fn other_clients_requests_in_every_try_do_not_raise_the_sampler_s_costs() {
+        for others in [0, 1, 3] {
+            let (mut n, node) = sampled(1, 1, others, 4);
+            let cal = n.out.calibration.clone().expect("calibrated");
+            assert_eq!((cal.metrics_cost, cal.host_cost), (1, 1), "{cal:?}");
+            assert!(cal.metrics_tries.iter().all(|&t| t == (1 + others) as f64));
+            let samples = n.end_step().samples;
+            let taken: u64 = samples[1..].iter().map(|s| s.own_requests).sum();
+            // The last sample's own reading and host-info call come after its reading.
+            assert_eq!(taken, node.lock().unwrap().own - 2, "others {others}");
+            assert_eq!(samples[0].own_requests, 0);
+        }
+        // Metrics read unauthenticated (outside the request handler): no cost, found at
+        // the first try on a quiet node.
+        let (mut quiet, node) = sampled(0, 1, 0, 2);
+        let cal = quiet.out.calibration.clone().expect("calibrated");
+        assert_eq!((cal.metrics_cost, cal.host_cost), (0, 1), "{cal:?}");
+        assert_eq!(cal.metrics_tries, [0.0]);
+        let samples = quiet.end_step().samples;
+        let taken: u64 = samples[1..].iter().map(|s| s.own_requests).sum();
+        assert_eq!(taken, node.lock().unwrap().own - 1);
+    }
 
     /// Another client's requests inside some tries do not inflate the cost: the least try
     /// is the call's own; a try at 0 ends the tries; a failed try gives none.

@@ -77,6 +77,11 @@ fn the_requests_in_flight_at_a_ctrl_c_are_the_runs_own() {
             "30s",
             "--op",
             "kv-write",
+            // Few secrets to seed: the server's count passes 500 in the load, not in the
+            // setup (1000 by default: a Ctrl-C there ends the run before any load, with
+            // no results file; seen under load).
+            "--secrets",
+            "10",
             "--output",
             file.to_str().unwrap(),
         ],
@@ -101,6 +106,7 @@ fn the_requests_in_flight_at_a_ctrl_c_are_the_runs_own() {
     unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGINT) };
     let out = running.finish(Duration::from_secs(60));
     out.assert_code(130);
+    assert!(file.exists(), "no results file\n{}", out.show());
     let doc = read(&file);
     let server = &doc["server"];
     assert_eq!(server["beyond"], false, "{server}\n{}", out.show());
@@ -177,7 +183,12 @@ fn evidence(files: &[PathBuf], merged: &str) -> String {
     let docs: Vec<Value> = files.iter().map(|f| read(f)).collect();
     let earliest = docs
         .iter()
-        .flat_map(|d| d["server_samples"]["nodes"].as_array().cloned().unwrap_or_default())
+        .flat_map(|d| {
+            d["server_samples"]["nodes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .flat_map(|n| n["samples"].as_array().cloned().unwrap_or_default())
         .filter_map(|s| s["at_ms"].as_u64())
         .min()
@@ -187,13 +198,22 @@ fn evidence(files: &[PathBuf], merged: &str) -> String {
     for (i, d) in docs.iter().enumerate() {
         let started = d["started_at"].as_str().unwrap_or("?");
         out += &format!("shard {i} (load began {started}):\n");
-        for n in d["server_samples"]["nodes"].as_array().into_iter().flatten() {
+        for n in d["server_samples"]["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let cal = &n["calibration"];
             let rel = |v: &Value| v.as_u64().map_or(-1, |v| v as i64 - earliest as i64);
             out += &format!(
                 "  node {}: calibration metrics_cost {} (tries {}), host_cost {} (tries {}), from {} to {} ms\n  at_ms handled own_requests\n",
-                n["node"], cal["metrics_cost"], cal["metrics_tries"], cal["host_cost"],
-                cal["host_tries"], rel(&cal["at_ms"][0]), rel(&cal["at_ms"][1]),
+                n["node"],
+                cal["metrics_cost"],
+                cal["metrics_tries"],
+                cal["host_cost"],
+                cal["host_tries"],
+                rel(&cal["at_ms"][0]),
+                rel(&cal["at_ms"][1]),
             );
             for s in n["samples"].as_array().into_iter().flatten() {
                 out += &format!(
