@@ -157,8 +157,21 @@ fn a_shard_does_not_blame_the_others_requests_on_the_server() {
         r.finish(Duration::from_secs(120)).assert_code(0);
     }
     let merged = text_report(&[&files[0], &files[1]]);
-    // Whatever fails below says what each shard's sampler measured and took off.
+    // Whatever fails below says what each shard's sampler measured and took off; a run
+    // with --nocapture says the calibrations and the accounting line each time.
     let why = || evidence(&files, &merged);
+    for (i, f) in files.iter().enumerate() {
+        let cal = &read(f)["server_samples"]["nodes"][0]["calibration"];
+        eprintln!("shard accounting: shard {i} calibration {cal}");
+    }
+    eprintln!(
+        "shard accounting: merged {}",
+        merged
+            .lines()
+            .find(|l| l.contains("accounting:"))
+            .unwrap_or("")
+            .trim()
+    );
     for f in &files {
         let server = &read(f)["server"];
         assert_eq!(server["beyond"], false, "{server}\n{}", why());
