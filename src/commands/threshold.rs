@@ -153,8 +153,9 @@ impl<'a> AbortWatch<'a> {
         }
     }
 
-    /// Names the live figures' operations (the session's, once it is open): thresholds on
-    /// one operation are judged live from then on.
+    /// Names the live figures' operations (the session's, once it is open, its steps'
+    /// `NAME/STEP` rows included): thresholds on one operation or one step are judged
+    /// live from then on.
     pub fn name_ops(&self, names: Vec<String>) {
         let _ = self.ops.set(names);
     }
@@ -202,8 +203,8 @@ impl<'a> AbortWatch<'a> {
         }
     }
 
-    /// The index of operation `op` in the live figures (None: not named yet, or an
-    /// operation of several requests, whose steps are judged at the end).
+    /// The index of operation `op` in the live figures (None: not named yet). A step of
+    /// an operation of several requests (`NAME/STEP`) is an operation of its own there.
     fn op_index(&self, op: &str) -> Option<usize> {
         self.ops.get()?.iter().position(|o| o == op)
     }
