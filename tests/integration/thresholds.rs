@@ -381,6 +381,26 @@ fn ab_takes_thresholds() {
     ]));
     out.assert_code(99);
     assert_eq!(junit_cases(&junit), pairs(&[("p50<1us", "failure")]));
+    // --threshold-abort: judged live, the run stops long before its count.
+    let out = run(url_cmd(&[
+        "ab",
+        "-n",
+        "5000000",
+        "-c",
+        "2",
+        "--threshold=p50<1us",
+        "--threshold-abort",
+        "--threshold-grace",
+        "1s",
+        &url,
+    ]));
+    out.assert_code(99);
+    assert!(
+        out.stderr
+            .contains("stopped early: the threshold p50<1us was broken"),
+        "{}",
+        out.show()
+    );
 }
 
 #[test]
@@ -748,6 +768,12 @@ fn bad_thresholds_are_one_message_and_exit_2_before_any_load() {
         &bao,
         &["kv-list:p99<10ms"],
         "the run has no operation 'kv-list'",
+    );
+    // A step the run's operations do not have.
+    refused(
+        &bao,
+        &["kv-read/create:p99<10ms"],
+        "the run has no operation 'kv-read/create'",
     );
     refused(&bao, &["latency<10ms"], "unknown metric 'latency'");
     refused(&bao, &["p99<20"], "has no unit");
