@@ -446,6 +446,35 @@ fn threshold_abort_stops_the_run_before_its_count_and_cleans_up() {
         before,
         "the aborted run left something behind"
     );
+    // Within --threshold-grace nothing stops the run: it makes every request, and the
+    // threshold judged at its end exits 99.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "kv-read",
+            "-n",
+            "2000",
+            "-c",
+            "2",
+            "--format",
+            "json",
+            "--threshold",
+            "p50<1us",
+            "--threshold-abort",
+            "--threshold-grace",
+            "1h",
+        ],
+    ));
+    out.assert_code(99);
+    assert_eq!(
+        out.json()["requests"].as_u64(),
+        Some(2000),
+        "{}",
+        out.show()
+    );
+    assert!(!out.stderr.contains("stopped early"), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "the run left something behind");
 }
 
 /// A run stopped by `--threshold-abort`: exit 99, fewer requests than asked, the note
