@@ -131,7 +131,7 @@ fn logged_in(
         return Ok((args.clone(), None));
     };
     let mut at = target_scenario(args, given)?;
-    let logged = super::login::log_in(&login, &mut at)?;
+    let logged = super::login::log_in(&login, &mut at, super::login::FlagStyle::Gnu)?;
     let mut args = args.clone();
     args.target.token = Some(logged.token().to_string());
     args.login.auth_method = None;

@@ -78,10 +78,12 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
     // The login, before setup; its token is revoked when `_logged_in` drops, after the
     // run's cleanup, on every exit path (a signal ends the run through `stop`).
     let _logged_in = match login {
-        Some(l) => match super::login::log_in(&l, &mut planned.scenario) {
-            Ok(t) => Some(t),
-            Err(e) => return Ending::Failed(e),
-        },
+        Some(l) => {
+            match super::login::log_in(&l, &mut planned.scenario, super::login::FlagStyle::Gnu) {
+                Ok(t) => Some(t),
+                Err(e) => return Ending::Failed(e),
+            }
+        }
         None => None,
     };
     execute(&planned, &opts, stop)

@@ -55,7 +55,8 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
     // The login, before setup; its token is revoked when `_logged_in` drops, after the
     // sweep's cleanup, on every exit path.
     let _logged_in = match login {
-        Some(l) => match super::login::log_in(&l, &mut plan.scenario) {
+        Some(l) => match super::login::log_in(&l, &mut plan.scenario, super::login::FlagStyle::Gnu)
+        {
             Ok(t) => Some(t),
             Err(e) => return Ending::Failed(e),
         },

@@ -20,14 +20,12 @@ use crate::threshold::{
 use crate::vault_benchmark::hcl::VbConfig;
 
 /// The names a threshold may give as its operation: each operation's row in the report
-/// (a vault-benchmark test's name; `url` for a URL).
-pub fn op_names(scenario: &Scenario) -> Vec<String> {
+/// (a vault-benchmark test's name; `url` for a URL; `NAME/STEP` for a step of an
+/// operation of several requests). An operation whose config does not build is bad input.
+pub fn op_names(scenario: &Scenario) -> Result<Vec<String>, Error> {
     match &scenario.workload {
-        Workload::Url(_) => vec!["url".into()],
-        Workload::Vault(choices) => choices
-            .iter()
-            .map(|c| c.label.clone().unwrap_or_else(|| c.name.clone()))
-            .collect(),
+        Workload::Url(_) => Ok(vec!["url".into()]),
+        Workload::Vault(choices) => crate::session::row_names(choices).map_err(Error::input),
     }
 }
 
@@ -59,8 +57,12 @@ pub fn checked(
             "--threshold-abort stops a run on a broken threshold: give one with --threshold",
         ));
     }
-    crate::threshold::check(&set, Some(&op_names(scenario)))
-        .map_err(|e| Error::input(e.to_string()))?;
+    if set.iter().any(|t| t.op.is_some()) {
+        crate::threshold::check(&set, Some(&op_names(scenario)?))
+    } else {
+        crate::threshold::check(&set, None)
+    }
+    .map_err(|e| Error::input(e.to_string()))?;
     Ok(ThresholdPlan { set, abort_after })
 }
 
@@ -153,8 +155,9 @@ impl<'a> AbortWatch<'a> {
         }
     }
 
-    /// Names the live figures' operations (the session's, once it is open): thresholds on
-    /// one operation are judged live from then on.
+    /// Names the live figures' operations (the session's, once it is open, its steps'
+    /// `NAME/STEP` rows included): thresholds on one operation or one step are judged
+    /// live from then on.
     pub fn name_ops(&self, names: Vec<String>) {
         let _ = self.ops.set(names);
     }
@@ -202,8 +205,8 @@ impl<'a> AbortWatch<'a> {
         }
     }
 
-    /// The index of operation `op` in the live figures (None: not named yet, or an
-    /// operation of several requests, whose steps are judged at the end).
+    /// The index of operation `op` in the live figures (None: not named yet). A step of
+    /// an operation of several requests (`NAME/STEP`) is an operation of its own there.
     fn op_index(&self, op: &str) -> Option<usize> {
         self.ops.get()?.iter().position(|o| o == op)
     }

@@ -12,6 +12,7 @@ pub mod live;
 pub mod one_step;
 mod open;
 mod setup;
+pub use setup::row_names;
 pub mod shard;
 pub mod staleness;
 mod step;

@@ -149,6 +149,18 @@ impl Session {
     }
 }
 
+/// The report rows `choices` will have, known before setup: each operation's name (or
+/// label), then its steps' (`NAME/STEP`). What a threshold may name.
+pub fn row_names(choices: &[OpChoice]) -> Result<Vec<String>, crate::error::Cause> {
+    let fixtures = crate::vault::ops::build(choices)?;
+    Ok(fixtures
+        .iter()
+        .zip(choices)
+        .flat_map(|(f, c)| steps_of(f.as_ref(), c))
+        .map(|o| o.name)
+        .collect())
+}
+
 /// The requests of one configured operation (`labelled`).
 pub(super) fn steps_of(fixture: &dyn VaultOp, choice: &OpChoice) -> Vec<Operation> {
     labelled(fixture.operations(), choice)

@@ -154,14 +154,9 @@ fn client_of(at: &LoginTarget) -> Result<Client, Error> {
 impl AdminLogin {
     /// Logs in at `at`: a refusal is bad input naming the server's error (no secret), an
     /// unreachable server is unreachable. The token is renewed until the `LoggedIn` drops.
+    /// (A cert login without a client certificate is refused before, by the command that
+    /// knows its flags' names: `commands::login::log_in`.)
     pub fn log_in(&self, at: &LoginTarget) -> Result<LoggedIn, Error> {
-        if matches!(self.method, LoginMethod::Cert { .. })
-            && at.tls.and_then(|t| t.client_cert.as_ref()).is_none()
-        {
-            return Err(Error::input(
-                "--auth-method cert logs in with the client certificate: give --client-cert and --client-key (or VAULT_CLIENT_CERT and VAULT_CLIENT_KEY) and an https:// address",
-            ));
-        }
         let mut client = client_of(at)?;
         let (path, body) = self.method.request(&self.mount);
         let body = body.to_string();

@@ -389,6 +389,7 @@ fn run_login(g: &GoFlags) -> Result<Option<AdminLogin>, Error> {
         auth_password_file: path("auth_password_file"),
     };
     crate::commands::login::login_of(&args)
+        .map_err(|p| p.render(crate::commands::login::FlagStyle::Go))
 }
 
 /// Runs `vblast vault-benchmark ARGS...`.
@@ -459,7 +460,11 @@ fn dispatch(args: &[String], stop: &Stop) -> Result<Ending, Cause> {
             // The login, before setup; its token is revoked when `_logged_in` drops,
             // after the run's cleanup, on every exit path (as `vblast run`'s).
             let _logged_in = match login {
-                Some(l) => match crate::commands::login::log_in(&l, &mut planned.scenario) {
+                Some(l) => match crate::commands::login::log_in(
+                    &l,
+                    &mut planned.scenario,
+                    crate::commands::login::FlagStyle::Go,
+                ) {
                     Ok(t) => Some(t),
                     Err(e) => return Ok(Ending::Failed(e)),
                 },

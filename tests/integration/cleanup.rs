@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::figures::u;
-use crate::support::openbao::{OpenBao, ServerState, server_state, vblast_mounts};
+use crate::support::openbao::{OpenBao, ServerState, live_tokens, server_state, vblast_mounts};
 use crate::support::postgres::Postgres;
 use crate::support::process::signal;
 use crate::support::run::{WATCHDOG, lines, run, spawn};
@@ -421,26 +421,6 @@ fn db_creds_runs_killed_in_setup_or_under_load_are_cleaned_up() {
     );
     // Under load: killed at the load's first progress line.
     killed_then_cleaned_with(&bao, &run_id("db-load"), &args, &progress, &users, leased);
-}
-
-/// The tokens on the server: the accessors that name one (`lookup-accessor` 200). An
-/// accessor left by a token creation the server cut short (its client gone) names none,
-/// and is said on stderr.
-fn live_tokens(bao: &OpenBao) -> u64 {
-    let (st, body) = bao.api("LIST", "/v1/auth/token/accessors", None);
-    assert_eq!(st, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let mut live = 0;
-    for a in v["data"]["keys"].as_array().into_iter().flatten() {
-        let req = serde_json::json!({ "accessor": a }).to_string();
-        let (st, body) = bao.api("POST", "/v1/auth/token/lookup-accessor", Some(&req));
-        if st == 200 {
-            live += 1;
-        } else {
-            eprintln!("an accessor that names no token ({st}): {body}");
-        }
-    }
-    live
 }
 
 /// The accessors of every token on the server.

@@ -125,6 +125,23 @@ fn approle_login_runs_and_is_revoked_and_a_policy_less_role_is_used_not_root() {
             &sid,
         ],
     );
+    // The same secrets from the environment instead of files.
+    let before = state(&bao);
+    let mut cmd = Args::op("kv-read")
+        .c(2)
+        .n(40)
+        .json()
+        .extra(&["--auth-method", "approle"])
+        .vault(&bao);
+    let secret_of = |f: &str| std::fs::read_to_string(f).unwrap().trim().to_string();
+    cmd.env("VBLAST_AUTH_ROLE_ID", secret_of(&rid))
+        .env("VBLAST_AUTH_SECRET_ID", secret_of(&sid));
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.json()["ok"], 40, "{}", r.show());
+    assert!(r.stderr.contains("logged in with approle"), "{}", r.show());
+    assert_revoked(&bao, &r);
+    assert_eq!(state(&bao), before, "the run left something");
     // The login's token, not VAULT_TOKEN (root), does the setup: with only the default
     // policy it is refused.
     let (rid, sid) = ids("weak");
@@ -522,6 +539,104 @@ fn vault_benchmark_run_logs_in_with_go_style_flags_and_revokes() {
         assert_eq!(r.code, Some(2), "{}", r.show());
         assert!(!r.stderr.contains("logged in"), "{}", r.show());
     }
+}
+
+/// A login setting missing or bad is named as the command takes it: `vblast run`'s
+/// `--auth-role`, `vblast vault-benchmark run`'s `-auth_role` (never the other form); exit
+/// 2, no login, nothing created.
+#[test]
+fn login_errors_name_the_flag_in_the_form_it_was_given() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let hcl = write(
+        &dir,
+        "kv.hcl",
+        "test \"kvv2_read\" \"r\" {\n  weight = 100\n  config {\n    numkvs = 5\n  }\n}\n",
+    );
+    let config = format!("-config={hcl}");
+    let before = state(&bao);
+    let refused = |mut cmd: std::process::Command, said: &str, other_form: &str| {
+        for var in [
+            "VBLAST_AUTH_ROLE_ID",
+            "VBLAST_AUTH_SECRET_ID",
+            "VBLAST_AUTH_PASSWORD",
+            "VAULT_CLIENT_CERT",
+            "VAULT_CLIENT_KEY",
+        ] {
+            cmd.env_remove(var);
+        }
+        let r = run(cmd);
+        assert_eq!(r.code, Some(2), "{}", r.show());
+        assert!(r.stderr.contains(said), "wanted {said:?}: {}", r.show());
+        assert!(!r.stderr.contains(other_form), "{}", r.show());
+        assert!(!r.stderr.contains("logged in"), "{}", r.show());
+    };
+    // vblast's own flags.
+    let gnu = |login: &[&str]| Args::op("kv-read").n(10).extra(login).vault(&bao);
+    let missing_role: &[&str] = &["--auth-method", "jwt"];
+    refused(
+        gnu(missing_role),
+        "--auth-method jwt needs --auth-role NAME",
+        "-auth_",
+    );
+    let no_role_id: &[&str] = &["--auth-method", "approle"];
+    refused(
+        gnu(no_role_id),
+        "--auth-method approle needs the role id: give --auth-role-id-file FILE or VBLAST_AUTH_ROLE_ID",
+        "-auth_",
+    );
+    let bad_name: &[&str] = &["--auth-method", "userpass", "--auth-username", "a/b"];
+    refused(
+        gnu(bad_name),
+        "--auth-username \"a/b\": a user name",
+        "-auth_",
+    );
+    let unreadable: &[&str] = &[
+        "--auth-method",
+        "approle",
+        "--auth-role-id-file",
+        "/nonexistent/role-id",
+    ];
+    refused(
+        gnu(unreadable),
+        "--auth-role-id-file: cannot read the role id file /nonexistent/role-id",
+        "-auth_",
+    );
+    // vault-benchmark's Go-style flags.
+    let go = |login: &[&str]| {
+        let mut a = vec!["vault-benchmark", "run", config.as_str(), "-duration=1s"];
+        a.extend(login);
+        crate::support::vblast::vault_cmd(&bao, &a)
+    };
+    refused(
+        go(&["-auth_method=jwt"]),
+        "-auth_method=jwt needs -auth_role=NAME",
+        "--auth",
+    );
+    refused(
+        go(&["-auth_method=approle"]),
+        "-auth_method=approle needs the role id: give -auth_role_id_file=FILE or VBLAST_AUTH_ROLE_ID",
+        "--auth",
+    );
+    refused(
+        go(&["-auth_method=userpass", "-auth_username=a/b"]),
+        "-auth_username=\"a/b\": a user name",
+        "--auth",
+    );
+    refused(
+        go(&[
+            "-auth_method=approle",
+            "-auth_role_id_file=/nonexistent/role-id",
+        ]),
+        "-auth_role_id_file: cannot read the role id file /nonexistent/role-id",
+        "--auth",
+    );
+    refused(
+        go(&["-auth_method=cert"]),
+        "-auth_method=cert logs in with the client certificate: give VAULT_CLIENT_CERT",
+        "--auth",
+    );
+    assert_eq!(state(&bao), before, "a refused login left something");
 }
 
 #[test]

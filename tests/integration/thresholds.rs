@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::nginx::Nginx;
-use crate::support::openbao::{OpenBao, server_state};
+use crate::support::openbao::{OpenBao, ServerState, live_tokens, server_state};
 use crate::support::ports::free_port;
 use crate::support::run::{Out, run, spawn};
 use crate::support::vblast::{url_cmd, vault_cmd};
@@ -319,6 +319,35 @@ fn a_vault_benchmark_file_carries_per_test_thresholds() {
     assert_eq!(server_state(&bao), before, "the runs left something behind");
 }
 
+/// A vault-benchmark file's `abort = true` (with `abort_grace`) is `--threshold-abort`: a
+/// 10-minute run whose test breaks its threshold stops early with exit 99 naming it, and
+/// leaves the server as found.
+#[test]
+fn a_vault_benchmark_files_abort_stops_the_run_on_a_broken_threshold() {
+    let bao = OpenBao::start();
+    let dir = tempfile::tempdir().unwrap();
+    let before = server_state(&bao);
+    let file = dir.path().join("bench.hcl");
+    let text = VB_FILE
+        .replace("duration = \"2s\"", "duration = \"600s\"")
+        .replace(
+            "  errors = \"< 1\"\n}",
+            "  errors = \"< 1\"\n  abort = true\n  abort_grace = \"1s\"\n}",
+        );
+    assert!(text.contains("abort = true") && text.contains("600s"));
+    std::fs::write(&file, text).unwrap();
+    let config = format!("-config={}", file.display());
+    let out = run(vault_cmd(&bao, &["vault-benchmark", "run", &config]));
+    out.assert_code(99);
+    assert!(
+        out.stderr
+            .contains("stopped early: the threshold reads:p50<1us was broken"),
+        "{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before, "the run left something behind");
+}
+
 #[test]
 fn ab_takes_thresholds() {
     let ng = Nginx::start();
@@ -352,6 +381,26 @@ fn ab_takes_thresholds() {
     ]));
     out.assert_code(99);
     assert_eq!(junit_cases(&junit), pairs(&[("p50<1us", "failure")]));
+    // --threshold-abort: judged live, the run stops long before its count.
+    let out = run(url_cmd(&[
+        "ab",
+        "-n",
+        "5000000",
+        "-c",
+        "2",
+        "--threshold=p50<1us",
+        "--threshold-abort",
+        "--threshold-grace",
+        "1s",
+        &url,
+    ]));
+    out.assert_code(99);
+    assert!(
+        out.stderr
+            .contains("stopped early: the threshold p50<1us was broken"),
+        "{}",
+        out.show()
+    );
 }
 
 #[test]
@@ -397,6 +446,35 @@ fn threshold_abort_stops_the_run_before_its_count_and_cleans_up() {
         before,
         "the aborted run left something behind"
     );
+    // Within --threshold-grace nothing stops the run: it makes every request, and the
+    // threshold judged at its end exits 99.
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "--op",
+            "kv-read",
+            "-n",
+            "2000",
+            "-c",
+            "2",
+            "--format",
+            "json",
+            "--threshold",
+            "p50<1us",
+            "--threshold-abort",
+            "--threshold-grace",
+            "1h",
+        ],
+    ));
+    out.assert_code(99);
+    assert_eq!(
+        out.json()["requests"].as_u64(),
+        Some(2000),
+        "{}",
+        out.show()
+    );
+    assert!(!out.stderr.contains("stopped early"), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "the run left something behind");
 }
 
 /// A run stopped by `--threshold-abort`: exit 99, fewer requests than asked, the note
@@ -529,6 +607,100 @@ fn threshold_abort_judges_every_kind_of_threshold_live() {
     assert!(!out.stderr.contains("stopped early"), "{}", out.show());
 }
 
+/// The server's state with its live tokens counted apart (`live_tokens`): a token
+/// creation a stopped run cut short (its connection closed) can leave an accessor that
+/// names no token, which only `auth/token/tidy` removes.
+fn tokens_apart(bao: &OpenBao) -> (ServerState, u64) {
+    let s = ServerState {
+        tokens: 0,
+        ..server_state(bao)
+    };
+    (s, live_tokens(bao))
+}
+
+/// A threshold on one step of an operation of several requests (`token-revoke`: a
+/// token created, `token-revoke/create`, then revoked) is judged live like any
+/// operation's: each step's figures ride in the once-a-second progress report, from the
+/// event-loop threads and from worker processes. A bound no server meets stops the run
+/// with exit 99 naming it, leaving the server as found; bounds certain to hold let the
+/// run make all its requests with exit 0.
+#[test]
+fn threshold_abort_judges_a_step_of_an_operation_live() {
+    let bao = OpenBao::start();
+    let before = tokens_apart(&bao);
+    let n: u64 = 5_000_000;
+    let ns = n.to_string();
+    let step_run = |more: &[&str], fds: Option<&str>| {
+        let mut a = vec!["--op", "token-revoke", "--format", "json"];
+        a.extend(more);
+        a.extend(["--threshold-abort", "--threshold-grace", "1s"]);
+        let mut cmd = vault_cmd(&bao, &a);
+        if let Some(fds) = fds {
+            cmd.env("VBLAST_PROCESS_FDS", fds);
+        }
+        run(cmd)
+    };
+    let impossible = [
+        "--threshold",
+        "token-revoke:p50<60s",
+        "--threshold",
+        "token-revoke/create:p50<1us",
+    ];
+    // In threads.
+    let mut a = vec!["-n", &ns, "-c", "2"];
+    a.extend(impossible);
+    let out = step_run(&a, None);
+    assert_stopped_by(&out, "token-revoke/create:p50<1us", n);
+    assert_eq!(
+        tokens_apart(&bao),
+        before,
+        "the aborted run left something behind"
+    );
+    // In worker processes (300 connections, 150 a process).
+    let mut a = vec!["-n", &ns, "-c", "300"];
+    a.extend(impossible);
+    let out = step_run(&a, Some("150"));
+    assert!(
+        out.json()["run"]["processes"].as_u64().unwrap_or(0) >= 2,
+        "{}",
+        out.show()
+    );
+    assert_stopped_by(&out, "token-revoke/create:p50<1us", n);
+    assert_eq!(
+        tokens_apart(&bao),
+        before,
+        "the aborted run left something behind"
+    );
+    // Bounds certain to hold: every request is made.
+    let out = step_run(
+        &[
+            "-n",
+            "4000",
+            "-c",
+            "2",
+            "--threshold",
+            "token-revoke/create:p50<60s",
+            "--threshold",
+            "token-revoke/create:p50>=1us",
+            "--threshold",
+            "token-revoke/create:mean<60s",
+        ],
+        None,
+    );
+    out.assert_code(0);
+    let j = out.json();
+    assert_eq!(j["requests"].as_u64(), Some(4000), "{}", out.show());
+    assert!(!out.stderr.contains("stopped early"), "{}", out.show());
+    assert_eq!(
+        verdicts(&j),
+        pairs(&[
+            ("token-revoke/create:p50<60s", "holds"),
+            ("token-revoke/create:p50>=1us", "holds"),
+            ("token-revoke/create:mean<60s", "holds"),
+        ])
+    );
+}
+
 #[test]
 fn compare_fails_only_beyond_the_noise_of_both_runs() {
     let ng = Nginx::start();
@@ -625,6 +797,12 @@ fn bad_thresholds_are_one_message_and_exit_2_before_any_load() {
         &bao,
         &["kv-list:p99<10ms"],
         "the run has no operation 'kv-list'",
+    );
+    // A step the run's operations do not have.
+    refused(
+        &bao,
+        &["kv-read/create:p99<10ms"],
+        "the run has no operation 'kv-read/create'",
     );
     refused(&bao, &["latency<10ms"], "unknown metric 'latency'");
     refused(&bao, &["p99<20"], "has no unit");

@@ -386,6 +386,26 @@ pub fn keys(bao: &OpenBao, path: &str) -> Vec<String> {
     data_keys(&get_json(bao, path))
 }
 
+/// The tokens on the server: the accessors that name one (`lookup-accessor` 200). An
+/// accessor left by a token creation the server cut short (its client gone) names none,
+/// and is said on stderr.
+pub fn live_tokens(bao: &OpenBao) -> u64 {
+    let (st, body) = bao.api("LIST", "/v1/auth/token/accessors", None);
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut live = 0;
+    for a in v["data"]["keys"].as_array().into_iter().flatten() {
+        let req = serde_json::json!({ "accessor": a }).to_string();
+        let (st, body) = bao.api("POST", "/v1/auth/token/lookup-accessor", Some(&req));
+        if st == 200 {
+            live += 1;
+        } else {
+            eprintln!("an accessor that names no token ({st}): {body}");
+        }
+    }
+    live
+}
+
 /// `ServerState::of`: what a run must leave as it found it.
 pub fn server_state(bao: &OpenBao) -> ServerState {
     ServerState::of(bao)
