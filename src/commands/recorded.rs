@@ -82,12 +82,9 @@ fn seeding(options: &OptionValues, secrets: Option<u64>, say: bool) -> OptionVal
 /// has no callers (a file without them, or only the run's token in the root), or when
 /// it would place more than `MAX_SENDS` sends (said in a note).
 pub fn with_callers(planned: &mut Planned, stop: &Stop) -> Result<Option<CallersMade>, Error> {
-    let Some(recorded) = &planned.recorded else {
+    if (planned.recorded.as_ref()).is_none_or(|r| r.run.callers.is_none()) {
         return Ok(None);
-    };
-    let Some(callers) = &recorded.run.callers else {
-        return Ok(None);
-    };
+    }
     let step = &planned.scenario.load.step;
     let Some(Schedule::Steps(steps)) = &step.schedule else {
         return Ok(None);
@@ -101,6 +98,65 @@ pub fn with_callers(planned: &mut Planned, stop: &Stop) -> Result<Option<Callers
         );
         return Ok(None);
     }
+    let span = Duration::from_nanos(offsets.last().copied().unwrap_or(0)) + Duration::from_secs(1);
+    let Some((made, sent, deck)) =
+        make_callers(&planned.scenario, planned.recorded.as_ref(), span, stop)?
+    else {
+        return Ok(None);
+    };
+    let count = offsets.len() as u64;
+    let schedule = Schedule::Instants(Instants {
+        ops: workload_file::deal(&deck, count).into(),
+        offsets: offsets.into(),
+        callers: sent.callers.into(),
+        request_sets: sent.request_sets.into(),
+    });
+    schedule
+        .validate()
+        .map_err(|e| Error::input(e.to_string()))?;
+    let step = &mut planned.scenario.load.step;
+    step.schedule = Some(schedule);
+    step.requests = Some(count);
+    Ok(Some(made))
+}
+
+/// A workload sweep's recorded callers, made once for every step (`with_callers`' sessions,
+/// the steps' curves placed by `sweep::plan::StepCallers`); None without callers. `span`:
+/// how long the sweep may last (the tokens' TTL, with an hour more).
+pub fn sweep_callers(
+    scenario: &Scenario,
+    recorded: Option<&Recorded>,
+    span: Duration,
+    stop: &Stop,
+) -> Result<Option<(CallersMade, crate::sweep::plan::StepCallers)>, Error> {
+    Ok(
+        make_callers(scenario, recorded, span, stop)?.map(|(made, sent, deck)| {
+            (
+                made,
+                crate::sweep::plan::StepCallers {
+                    callers: sent.callers,
+                    request_sets: sent.request_sets,
+                    deck,
+                },
+            )
+        }),
+    )
+}
+
+/// The recorded callers of `recorded` made on the server of `scenario` for a run of
+/// `span`, and the deck of their sends; None when it has none.
+fn make_callers(
+    scenario: &Scenario,
+    recorded: Option<&Recorded>,
+    span: Duration,
+    stop: &Stop,
+) -> Result<Option<(CallersMade, super::callers::CallersSent, Vec<u16>)>, Error> {
+    let Some(recorded) = recorded else {
+        return Ok(None);
+    };
+    let Some(callers) = &recorded.run.callers else {
+        return Ok(None);
+    };
     if callers.folded_requests > 0 {
         eprintln!(
             "vblast: note: {} recorded requests were made by callers past the workload's bound: each is sent by its namespace's requests without a token",
@@ -108,9 +164,8 @@ pub fn with_callers(planned: &mut Planned, stop: &Stop) -> Result<Option<Callers
         );
     }
     let mix = recorded.run.mix.split(',').count();
-    let ops = callers.sends(offsets.len() as u64, mix);
+    let deck = callers.deck(mix);
     let sessions = crate::replay::callers::Sessions::listed(&callers.sessions);
-    let scenario = &planned.scenario;
     let for_namespace = |ns: &str| -> Result<Scenario, Error> {
         let secrets = (recorded.run.secrets_in.iter())
             .find(|s| s.0 == ns)
@@ -125,22 +180,8 @@ pub fn with_callers(planned: &mut Planned, stop: &Stop) -> Result<Option<Callers
         }
         Ok(sc)
     };
-    let span = Duration::from_nanos(offsets.last().copied().unwrap_or(0)) + Duration::from_secs(1);
     let (made, sent) = CallersMade::set_up(scenario, &sessions, span, &for_namespace, stop)?;
-    let count = offsets.len() as u64;
-    let schedule = Schedule::Instants(Instants {
-        offsets: offsets.into(),
-        ops: ops.into(),
-        callers: sent.callers.into(),
-        request_sets: sent.request_sets.into(),
-    });
-    schedule
-        .validate()
-        .map_err(|e| Error::input(e.to_string()))?;
-    let step = &mut planned.scenario.load.step;
-    step.schedule = Some(schedule);
-    step.requests = Some(count);
-    Ok(Some(made))
+    Ok(Some((made, sent, deck)))
 }
 
 /// How a run with callers ended once they were removed (`removed`): a removal that failed

@@ -501,29 +501,39 @@ impl RunCallers {
         (!out.sessions.is_empty()).then_some(out)
     }
 
-    /// Each send's (session, operation) as the engine takes it (`session * mix + op`),
-    /// for `sends` sends: the recorded pairs in proportion to their requests, in an order
-    /// shuffled once with a fixed seed (the same run sends the same).
-    pub fn sends(&self, sends: u64, mix: usize) -> Vec<u16> {
-        // At most a million cards in the deck: the counts divided down alike.
+    /// The recorded (session, operation) pairs as the engine takes them
+    /// (`session * mix + op`), each as many times as its recorded requests (divided down
+    /// alike to at most a million cards), shuffled once with a fixed seed (the same run
+    /// sends the same).
+    pub fn deck(&self, mix: usize) -> Vec<u16> {
         let total: u64 = self.pairs.iter().map(|p| p.2).sum();
         let div = total.div_ceil(1_000_000).max(1);
-        let per: Vec<u64> = self.pairs.iter().map(|p| (p.2 / div).max(1)).collect();
-        let mut deck: Vec<u16> = Vec::with_capacity(per.iter().sum::<u64>() as usize);
-        for (p, n) in self.pairs.iter().zip(&per) {
+        let mut deck: Vec<u16> = Vec::new();
+        for p in &self.pairs {
             let code = (p.0 as usize * mix + usize::from(p.1)) as u16;
-            deck.extend(std::iter::repeat_n(code, *n as usize));
+            deck.extend(std::iter::repeat_n(code, (p.2 / div).max(1) as usize));
         }
         let mut rng = crate::template::Rng::new(37);
         for i in (1..deck.len()).rev() {
             let j = rng.below(i as u64 + 1) as usize;
             deck.swap(i, j);
         }
-        let len = deck.len().max(1) as u64;
-        (0..sends)
-            .map(|g| deck.get((g % len) as usize).copied().unwrap_or(0))
-            .collect()
+        deck
     }
+
+    /// Each of `sends` sends' (session, operation): the deck dealt in turn, again from
+    /// its top when it runs out.
+    pub fn sends(&self, sends: u64, mix: usize) -> Vec<u16> {
+        deal(&self.deck(mix), sends)
+    }
+}
+
+/// `sends` cards of `deck`, in turn (0 for an empty deck).
+pub fn deal(deck: &[u16], sends: u64) -> Vec<u16> {
+    let len = deck.len().max(1) as u64;
+    (0..sends)
+        .map(|g| deck.get((g % len) as usize).copied().unwrap_or(0))
+        .collect()
 }
 
 /// The intended instants (ns from the start) of a schedule of steps up to `until`, at

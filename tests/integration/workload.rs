@@ -458,4 +458,44 @@ fn a_workload_runs_each_recorded_caller_with_a_session_of_its_own_in_its_namespa
     assert_eq!(flat(&again), flat(&log), "{}", out.show());
     assert_eq!(server_state(&bao), before, "the run left something");
     no_namespace_left(&bao);
+
+    // A sweep of the workload makes the callers once for its steps: the server's log of
+    // it shows team-a read by several tokens of the sweep's own; nothing is left.
+    let swept = dir.path().join("sweep.log");
+    bao.audit_to_file(&swept);
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--scale",
+            "0.5..2",
+            "--steps",
+            "2",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "300ms",
+            "--max-repeats",
+            "0",
+            "--slo",
+            "p50=10s",
+            "-c",
+            "4",
+        ],
+    ));
+    bao.audit_off();
+    out.assert_code(0);
+    let in_team_a = callers_shape(&swept)
+        .iter()
+        .filter(|c| c.iter().any(|(ns, n)| ns == "team-a/" && *n > 0))
+        .count();
+    assert!(
+        in_team_a >= 3,
+        "{in_team_a} callers in team-a\n{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before, "the sweep left something");
+    no_namespace_left(&bao);
 }
