@@ -440,7 +440,7 @@ pub(crate) fn log_of_callers(bao: &OpenBao, dir: &Path) -> std::path::PathBuf {
             path,
             &headers,
             body.map(str::as_bytes),
-            None,
+            bao.ca_cert.as_deref(),
         )
         .unwrap();
         assert!(r.status < 300, "{method} {path} in {ns:?}: {}", r.text());

@@ -499,3 +499,59 @@ fn a_workload_runs_each_recorded_caller_with_a_session_of_its_own_in_its_namespa
     assert_eq!(server_state(&bao), before, "the sweep left something");
     no_namespace_left(&bao);
 }
+
+/// The callers' log (`replay::log_of_callers`) made against a TLS dev server, profiled and
+/// run over HTTP/2 (h2 by ALPN): each request's header block carries its session's token
+/// and namespace as over HTTP/1.1, and the server's own log of the run shows the same
+/// (caller, namespace) request counts as the log; nothing is left.
+#[test]
+fn a_workload_runs_its_callers_over_http2_as_over_http1() {
+    use crate::replay::{callers_shape, no_namespace_left};
+    let bao = OpenBao::start_tls_with_config("unsafe_allow_api_audit_creation = true\n");
+    let ca = bao.ca_cert.clone().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = crate::replay::log_of_callers(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = dir.path().join("w.json");
+    run(url_cmd(&[
+        "profile",
+        log.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]))
+    .assert_code(0);
+    let again = dir.path().join("run.log");
+    let results = dir.path().join("r.json");
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "run",
+            "--workload",
+            w.to_str().unwrap(),
+            "--http2",
+            "--ca-cert",
+            ca.to_str().unwrap(),
+            "-c",
+            "2",
+            "--output",
+            results.to_str().unwrap(),
+            "--audit-path",
+            again.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    assert_eq!(
+        read_json(&results)["run"]["protocol"],
+        "HTTP/2 (h2)",
+        "{}",
+        out.show()
+    );
+    let flat = |log: &Path| {
+        let mut v: Vec<(String, u64)> = callers_shape(log).into_iter().flatten().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(flat(&again), flat(&log), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+}

@@ -66,7 +66,8 @@ timed() { # name cmd...: prints "REQUESTS USER SYS"
     timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S' -o "$tf" taskset -c 1 "$@" >"$out" 2>"$out.err" \
         || log "$name: exit status not 0: $(tail -n 1 "$out.err")"
     [ -s "$out" ] || { log "$name failed: $(tail -n 5 "$out.err")"; return 1; }
-    echo "$(jq -r .requests "$out") $(cat "$tf")"
+    # (the last line: /usr/bin/time says a non-zero exit on a line before it)
+    echo "$(jq -r .requests "$out") $(tail -n 1 "$tf")"
 }
 
 per_request_us() { awk '{ printf "%.2f\n", ($2 + $3) * 1e6 / $1 }'; }
