@@ -3,6 +3,7 @@
 //! `Scenario` (and the other values the library takes); nothing below the commands reads a
 //! flag.
 
+pub mod callers;
 pub mod compare;
 pub mod fixture;
 pub mod login;

@@ -8,10 +8,8 @@ use crate::config::scenario::{Scenario, StepPlan};
 use crate::config::schedule::Schedule;
 use crate::error::{Ending, Error};
 use crate::replay::ReplayPlan;
-use crate::session::Session;
 use crate::session::one_step::{self, Probe, Showing};
 use crate::signals::Stop;
-use crate::template::RequestSpec;
 use crate::vault::ops::OptionValue;
 
 /// Runs `vblast replay`: exit 0 when every request succeeded, 2 on bad input (nothing
@@ -41,20 +39,30 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
     if let Some(n) = plan.callers.fold_note() {
         eprintln!("vblast: note: {n}");
     }
-    // The sessions' tokens and namespaces, removed when `made` goes (every exit path).
-    let mut made = match sessions(&scenario, &plan, stop) {
+    // The sessions' tokens and namespaces, and each other namespace's fixtures (each
+    // seeded with its own recorded distinct paths), removed when `made` goes.
+    let span = plan.schedule.span() + plan.schedule.second();
+    let for_namespace = |recorded: &str| {
+        let secrets = plan
+            .secrets_in
+            .get(recorded)
+            .copied()
+            .unwrap_or(plan.secrets);
+        scenario_secrets(args, &plan, secrets, &scenario)
+    };
+    let (mut made, sent) = match super::callers::CallersMade::set_up(
+        &scenario,
+        &plan.callers,
+        span,
+        &for_namespace,
+        stop,
+    ) {
         Ok(m) => m,
-        Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
+        Err(e) => return Ending::Failed(e),
     };
-    for n in &made.notes {
-        eprintln!("vblast: note: {n}");
-    }
-    // The fixtures of each other namespace the log called, closed before `made` goes.
-    let (mut fixtures, sets) = match namespace_fixtures(args, &plan, &scenario, &mut made, stop) {
-        Ok(f) => f,
-        Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
-    };
-    scenario.load.step.schedule = Some(Schedule::Instants(plan.instants(made.callers(), sets)));
+    scenario.load.step.schedule = Some(Schedule::Instants(
+        plan.instants(sent.callers, sent.request_sets),
+    ));
     let server = match super::server::settings(&args.server, &scenario, None) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
@@ -68,7 +76,7 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
         server: server.as_ref(),
     };
     let ran = one_step::run(&scenario, stop, &showing, &mut |_| Ok(()));
-    let removed = close_all(&mut fixtures).and(made.remove());
+    let removed = made.remove();
     let mut ran = match ran {
         Ok(r) => r,
         Err(e) => {
@@ -124,96 +132,6 @@ fn ending(
         return Ending::FailedRequests;
     }
     Ending::Ok
-}
-
-/// The replay's sessions made on its server (`replay::callers`): a token per recorded
-/// caller, the log's namespaces the server lacks.
-fn sessions(
-    scenario: &Scenario,
-    plan: &ReplayPlan,
-    stop: &Stop,
-) -> Result<crate::replay::callers::SessionsMade, Error> {
-    let target = crate::net::target::Target::parse(&scenario.address).map_err(Error::input)?;
-    let tls = if target.is_tls() {
-        let opts = scenario.tls.clone().unwrap_or_default();
-        Some((
-            crate::net::tls::client_config(&opts).map_err(Error::input)?,
-            crate::net::tls::server_name(&opts, &target.host).map_err(Error::input)?,
-        ))
-    } else {
-        None
-    };
-    let server = crate::replay::callers::Server {
-        target,
-        tls,
-        token: scenario.token.0.clone(),
-        namespace: scenario.namespace.clone(),
-        timeout: scenario.load.timeout,
-    };
-    let span = plan.schedule.span() + plan.schedule.second();
-    crate::replay::callers::SessionsMade::set_up(server, &plan.callers, span, stop)
-}
-
-/// A session per namespace of `made`'s other than the run's: its fixtures, made as the
-/// run's are, and the requests its operations send there (one set per namespace, each
-/// namespace's callers pointed at theirs). What was opened before a failure is closed.
-fn namespace_fixtures(
-    args: &ReplayArgs,
-    plan: &ReplayPlan,
-    scenario: &Scenario,
-    made: &mut crate::replay::callers::SessionsMade,
-    stop: &Stop,
-) -> Result<(Vec<Session>, Vec<Vec<RequestSpec>>), Error> {
-    let mut sessions = Vec::new();
-    let mut sets = Vec::new();
-    for ns in made.other_namespaces() {
-        // Its kv fixtures seeded with its own recorded distinct paths.
-        let recorded = scenario
-            .namespace
-            .as_deref()
-            .map(|own| own.trim_matches('/').to_string() + "/")
-            .and_then(|own| ns.strip_prefix(&own))
-            .unwrap_or(&ns);
-        let secrets = plan
-            .secrets_in
-            .get(recorded)
-            .copied()
-            .unwrap_or(plan.secrets);
-        let mut sc = scenario_secrets(args, plan, secrets, scenario)?;
-        sc.namespace = Some(ns.clone());
-        sc.fixtures.audit_path = None;
-        sc.fixtures.audit_log = None;
-        sc.fixtures.run_id = None;
-        match Session::open(&sc, stop) {
-            Ok(s) => {
-                made.use_requests(&ns, sets.len());
-                sets.push(s.requests());
-                sessions.push(s);
-            }
-            Err(e) => {
-                if let Err(c) = close_all(&mut sessions) {
-                    eprintln!("vblast: {c}");
-                }
-                return Err(e.within(format!("the fixtures of namespace {ns}")));
-            }
-        }
-    }
-    Ok((sessions, sets))
-}
-
-/// Closes every session (each removes its fixtures); the first failure, after all.
-fn close_all(sessions: &mut [Session]) -> Result<(), Error> {
-    let mut first = Ok(());
-    for s in sessions {
-        if let Err(e) = s.close() {
-            if first.is_ok() {
-                first = Err(e);
-            } else {
-                eprintln!("vblast: {e}");
-            }
-        }
-    }
-    first
 }
 
 /// `scenario` with `secrets` seeded by its kv fixtures.

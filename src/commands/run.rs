@@ -86,7 +86,14 @@ pub fn run(cli: &RunArgs, given: Given, stop: &Stop) -> Ending {
         }
         None => None,
     };
-    execute(&planned, &opts, stop)
+    // `--workload`'s recorded callers: their sessions and namespaces, removed after the
+    // run (and on drop, before the login's token is revoked).
+    let mut callers = match super::recorded::with_callers(&mut planned, stop) {
+        Ok(c) => c,
+        Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
+    };
+    let ending = execute(&planned, &opts, stop);
+    super::recorded::ended(ending, callers.as_mut().map(|c| c.remove()))
 }
 
 /// `--metrics-push` and its job, labels and interval as a `Push` (bad ones are bad input).

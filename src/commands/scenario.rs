@@ -63,6 +63,8 @@ pub struct Planned {
     pub pprof_interval: Option<Duration>,
     /// `--threshold` (and a vault-benchmark file's `threshold` blocks), checked.
     pub thresholds: crate::threshold::ThresholdPlan,
+    /// `--workload`'s run, with its recorded callers (`recorded::with_callers`).
+    pub recorded: Option<super::recorded::Recorded>,
 }
 
 /// The run these flags (and Vault's environment variables) describe, checked.
@@ -103,6 +105,7 @@ pub fn plan(args: &RunArgs, given: Given) -> Result<Planned, Error> {
         output,
         pprof_interval: settled.pprof_interval,
         thresholds,
+        recorded,
     })
 }
 

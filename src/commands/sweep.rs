@@ -22,7 +22,7 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
     if args.run.cleanup.orphans {
         return Ending::Failed(super::fixture::orphans_refused());
     }
-    let mut plan = match plan(args, given) {
+    let (mut plan, recorded) = match plan_recorded(args, given) {
         Ok(p) => p,
         Err(e) => return Ending::Failed(Error::input(e)),
     };
@@ -62,7 +62,22 @@ pub fn run(args: &mut SweepArgs, given: Given, stop: &Stop) -> Ending {
         },
         None => None,
     };
-    crate::sweep::runner::run(&plan, &out, stop)
+    // A workload's recorded callers, made once for every step, removed after the sweep
+    // (and on drop, before the login's token is revoked).
+    let span = (plan.scenario.load.step.warmup + args.step_duration)
+        * (args.steps.max(1) as u32)
+        * (args.max_repeats + 1);
+    let mut callers =
+        match super::recorded::sweep_callers(&plan.scenario, recorded.as_ref(), span, stop) {
+            Ok(Some((made, step_callers))) => {
+                plan.callers = Some(step_callers);
+                Some(made)
+            }
+            Ok(None) => None,
+            Err(e) => return Ending::Failed(stop.signal().map_or(e, Error::Stopped)),
+        };
+    let ending = crate::sweep::runner::run(&plan, &out, stop);
+    super::recorded::ended(ending, callers.as_mut().map(|c| c.remove()))
 }
 
 /// "500..20000" into whole numbers.
@@ -227,6 +242,14 @@ fn range(args: &SweepArgs) -> Result<(Model, u64, u64), Cause> {
 
 /// The sweep these flags describe, checked; nothing is sent before this succeeds.
 pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
+    plan_recorded(args, given).map(|(p, _)| p)
+}
+
+/// `plan`, and `--workload`'s run (its callers made once the sweep starts).
+fn plan_recorded(
+    args: &mut SweepArgs,
+    given: Given,
+) -> Result<(Plan, Option<super::recorded::Recorded>), Cause> {
     let r = &args.run;
     refuse_single_run_flags(r)?;
     let workload = r.load.workload.is_some();
@@ -260,12 +283,13 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
     if model == Model::Closed {
         args.run.load.connections = to;
     }
-    let scenario = super::scenario::scenario(&args.run, given);
+    let planned = super::scenario::plan(&args.run, given);
     args.run.load.rate = rate;
     args.run.load.scale = scale;
     args.run.load.connections = connections;
     let r = &args.run;
-    let mut scenario = scenario.map_err(|e| e.to_string())?;
+    let planned = planned.map_err(|e| e.to_string())?;
+    let (mut scenario, recorded) = (planned.scenario, planned.recorded);
     // A sweep searches one edge of one target; over nodes in turn its steps would
     // judge every node's figures as one, and find no node's edge.
     if scenario
@@ -309,11 +333,15 @@ pub fn plan(args: &mut SweepArgs, given: Given) -> Result<Plan, Cause> {
         max_repeats: args.max_repeats,
         workload,
     };
-    Ok(Plan {
-        scenario,
-        spec,
-        curve,
-    })
+    Ok((
+        Plan {
+            scenario,
+            spec,
+            curve,
+            callers: None,
+        },
+        recorded,
+    ))
 }
 
 #[cfg(test)]

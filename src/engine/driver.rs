@@ -494,6 +494,11 @@ impl Requests {
         }
     }
 
+    /// The callers with templates of their own, the run's own (0) included.
+    pub(super) fn callers(&self) -> usize {
+        self.templates.len() / (self.nodes * self.ops).max(1)
+    }
+
     /// The template of operation `op` for a stream open to `node`, as `caller` sends it.
     #[inline]
     pub(super) fn get(&mut self, node: usize, op: usize, caller: u16) -> &mut Template {

@@ -84,12 +84,6 @@ pub(super) struct H2Loop<'p> {
 /// (`net::h2::H2Refusal`, which the commands check before anything is sent).
 pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     plan.load.http2?;
-    if let Some(crate::config::schedule::Schedule::Instants(i)) = &plan.load.step.schedule
-        && !i.callers.is_empty()
-    {
-        // `prepare` encodes one header block per operation: the run's token.
-        return Some("a replay's sessions (a token per recorded caller) run over HTTP/1.1 only");
-    }
     let shape = crate::net::h2::RunShape {
         tls: plan.target.is_tls(),
         keepalive: plan.load.keepalive,
@@ -99,7 +93,9 @@ pub(super) fn unsupported(plan: &EnginePlan) -> Option<&'static str> {
     crate::net::h2::H2Refusal::of(&plan.load.http2?, &shape).map(crate::net::h2::H2Refusal::message)
 }
 
-/// Per (node, operation), `node * ops + op`: the operation's header block with the node's
+/// Per (caller, node, operation), `(caller * nodes + node) * ops + op` as the requests'
+/// templates (`driver::Requests`, caller 0 the run's own; a replay's sessions each have
+/// their token and namespace in theirs): the operation's header block with the node's
 /// `:authority`, encoded once (None: it carries captured values, encoded per request).
 fn prepare(
     plan: &EnginePlan,
@@ -108,14 +104,17 @@ fn prepare(
 ) -> Vec<Option<Prepared>> {
     let mut rng = Rng::new(1);
     let mut prepared = Vec::new();
-    for node in 0..plan.nodes.targets.len().max(1) {
-        prepared.extend((0..plan.ops.len()).map(|op| {
-            let t = requests.get(node, op, 0);
-            if t.uses_captures() {
-                return None;
-            }
-            Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
-        }));
+    for caller in 0..requests.callers() {
+        let caller = u16::try_from(caller).unwrap_or(u16::MAX);
+        for node in 0..plan.nodes.targets.len().max(1) {
+            prepared.extend((0..plan.ops.len()).map(|op| {
+                let t = requests.get(node, op, caller);
+                if t.uses_captures() {
+                    return None;
+                }
+                Prepared::new(t.render_at(&mut rng, 0, &Captures::default()), https)
+            }));
+        }
     }
     prepared
 }
@@ -553,7 +552,14 @@ impl<'p> H2Loop<'p> {
             self.core.rng = rng;
         }
         self.block.clear();
-        let body_at = match &self.prepared[node * self.plan.ops.len() + req.op] {
+        let ops = self.plan.ops.len();
+        let nodes = self.plan.nodes.targets.len().max(1);
+        let k = (usize::from(req.caller) * nodes + node) * ops + req.op;
+        let prepared = self
+            .prepared
+            .get(k)
+            .unwrap_or(&self.prepared[node * ops + req.op]);
+        let body_at = match prepared {
             Some(p) => Some(p.encode(&mut self.block, bytes)),
             None => request::encode(&mut self.block, bytes, self.https),
         };

@@ -28,6 +28,32 @@ pub struct Profile {
     pub audit: AuditVolume,
     /// What was wrong in the input, each with its file and line.
     pub problems: Vec<LogProblem>,
+    /// The callers of the mapped requests, per namespace (what a workload file records
+    /// of them); not in the profile's JSON.
+    #[serde(skip)]
+    pub callers: CallerProfile,
+}
+
+/// The recorded callers (one per accessor and namespace, never named; the requests
+/// without a token apart, per namespace), up to `tally::MAX_CALLERS`: those past it are
+/// counted with their namespace's requests without a token.
+#[derive(Debug, Clone, Default)]
+pub struct CallerProfile {
+    /// In the order the log first shows them.
+    pub callers: Vec<CallerFigures>,
+    /// Requests of callers past the bound.
+    pub folded_requests: u64,
+}
+
+/// One recorded caller in one namespace: its mapped requests per operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallerFigures {
+    /// "root" or the namespace's path (`team-a/`).
+    pub namespace: String,
+    /// False: the requests the log shows without a token (logins), and those folded.
+    pub token: bool,
+    /// (operation, requests), in the order the log first shows them.
+    pub ops: Vec<(String, u64)>,
 }
 
 #[derive(Serialize, Debug, Clone)]

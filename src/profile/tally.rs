@@ -19,6 +19,10 @@ const MAX_NAMESPACES: usize = 1024;
 const MAX_MOUNTS: usize = 512;
 const MAX_PENDING: usize = 200_000;
 const MAX_TOKENS: usize = 100_000;
+/// The most callers (accessor and namespace) a profile keeps apart for a workload file and
+/// a replay makes sessions for; those past it count with their namespace's requests
+/// without a token.
+pub const MAX_CALLERS: usize = 1000;
 const EXACT_ACCESSORS: usize = 100_000;
 const EXACT_LOGINS: usize = 200_000;
 const EXACT_PATHS: usize = 4096;
@@ -191,6 +195,12 @@ pub struct ProfileTally {
     kept: Option<Vec<KeptRequest>>,
     /// Request entries a replay did not keep, past `MAX_KEPT`.
     kept_past_bound: u64,
+    /// Per (accessor hash, namespace hash): its place in `callers`.
+    caller_index: HashMap<(Option<u64>, u64), usize>,
+    /// Per caller: its namespace, whether it had a token, its requests per operation
+    /// (indexed as `ops`).
+    callers: Vec<(String, bool, Vec<u64>)>,
+    callers_folded: u64,
 }
 
 /// A request entry as a replay needs it (`vblast replay`): its time (ns since the epoch),
@@ -258,6 +268,9 @@ impl ProfileTally {
             response_entries: 0,
             entries: 0,
             bytes: 0,
+            caller_index: HashMap::new(),
+            callers: Vec::new(),
+            callers_folded: 0,
             problems: Vec::new(),
             problem_counts: HashMap::new(),
             files: Vec::new(),
@@ -528,6 +541,66 @@ impl ProfileTally {
         if let Some(a) = accessor {
             self.count_token(hash_of(a));
         }
+        if let OpSlot::Op(i) = slot {
+            self.count_caller(accessor.map(hash_of), namespace, i);
+        }
+    }
+
+    /// A mapped request of `accessor` in `namespace`: its caller's count of `op`. Callers
+    /// past `MAX_CALLERS` count with their namespace's requests without a token (those
+    /// past `MAX_CALLERS` and `MAX_NAMESPACES` more with the root's).
+    fn count_caller(&mut self, accessor: Option<u64>, namespace: &str, op: usize) {
+        let key = (accessor, hash_of(namespace));
+        let at = match self.caller_index.get(&key) {
+            Some(&at) => at,
+            None => {
+                let room = match (accessor, namespace) {
+                    (Some(_), _) => MAX_CALLERS,
+                    (None, "root") => usize::MAX,
+                    (None, _) => MAX_CALLERS + MAX_NAMESPACES,
+                };
+                if self.callers.len() < room {
+                    self.callers
+                        .push((namespace.to_string(), accessor.is_some(), Vec::new()));
+                    self.caller_index.insert(key, self.callers.len() - 1);
+                    self.callers.len() - 1
+                } else {
+                    self.callers_folded += 1;
+                    let ns = if accessor.is_some() {
+                        namespace
+                    } else {
+                        "root"
+                    };
+                    return self.count_caller(None, ns, op);
+                }
+            }
+        };
+        let ops = &mut self.callers[at].2;
+        if ops.len() <= op {
+            ops.resize(op + 1, 0);
+        }
+        ops[op] += 1;
+    }
+
+    /// The callers as a profile gives them (operations by name, in the log's order).
+    fn caller_profile(&self) -> CallerProfile {
+        CallerProfile {
+            callers: self
+                .callers
+                .iter()
+                .map(|(namespace, token, ops)| CallerFigures {
+                    namespace: namespace.clone(),
+                    token: *token,
+                    ops: ops
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, n)| **n > 0)
+                        .map(|(i, n)| (self.ops[i].name.clone(), *n))
+                        .collect(),
+                })
+                .collect(),
+            folded_requests: self.callers_folded,
+        }
     }
 
     fn count_namespace(&mut self, namespace: &str) {
@@ -640,6 +713,7 @@ impl ProfileTally {
                 bytes_per_day: per_s(self.bytes) * 86_400.0,
                 entries_per_day: per_s(self.entries) * 86_400.0,
             },
+            callers: self.caller_profile(),
             problems: self.problems,
         }
     }

@@ -44,6 +44,44 @@ pub struct WorkloadFile {
     /// Distinct paths per mount: how many secrets a run seeds.
     pub fixtures: Vec<FixtureSize>,
     pub namespaces: Vec<NamespaceShare>,
+    /// The log's callers (absent from files written before it: such a run has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callers: Option<WorkloadCallers>,
+}
+
+/// The callers of the mapped requests: one per recorded accessor and namespace, never
+/// named, up to `bound`; the requests without a token apart, per namespace.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadCallers {
+    /// The most callers kept apart (`profile::tally::MAX_CALLERS`).
+    pub bound: u64,
+    /// Requests of callers past the bound, counted with their namespace's requests
+    /// without a token.
+    pub folded_requests: u64,
+    /// In the order the log first shows them.
+    pub callers: Vec<CallerShare>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallerShare {
+    /// "root" or the namespace's path (`team-a/`).
+    pub namespace: String,
+    /// False: the requests the log shows without a token (logins), sent with the run's.
+    pub token: bool,
+    pub requests: u64,
+    /// Of the mapped requests.
+    pub share: f64,
+    /// Its requests per operation.
+    pub ops: Vec<CallerOp>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CallerOp {
+    pub name: String,
+    pub requests: u64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -202,6 +240,7 @@ impl WorkloadFile {
                     requests: n.requests,
                 })
                 .collect(),
+            callers: Some(callers_of(&p.callers)),
         }
     }
 
@@ -214,6 +253,40 @@ impl WorkloadFile {
                 e,
             ))
         })
+    }
+}
+
+/// A profile's callers as the file writes them.
+fn callers_of(c: &super::figures::CallerProfile) -> WorkloadCallers {
+    let total: u64 = c
+        .callers
+        .iter()
+        .flat_map(|c| c.ops.iter().map(|o| o.1))
+        .sum();
+    WorkloadCallers {
+        bound: super::tally::MAX_CALLERS as u64,
+        folded_requests: c.folded_requests,
+        callers: c
+            .callers
+            .iter()
+            .map(|c| {
+                let requests = c.ops.iter().map(|o| o.1).sum();
+                CallerShare {
+                    namespace: c.namespace.clone(),
+                    token: c.token,
+                    requests,
+                    share: share(requests, total),
+                    ops: c
+                        .ops
+                        .iter()
+                        .map(|(name, requests)| CallerOp {
+                            name: name.clone(),
+                            requests: *requests,
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -359,8 +432,143 @@ pub struct RecordedRun {
     pub expected: u64,
     /// Kv mounts' largest count of distinct paths: the secrets to seed (None: no kv mount).
     pub secrets: Option<u64>,
+    /// Per namespace of the log ("root", `team-a/`): its kv mounts' largest count of
+    /// distinct paths, the secrets its own fixtures seed.
+    pub secrets_in: Vec<(String, u64)>,
+    /// The recorded callers, when the file has them and some sent with a token or in a
+    /// namespace other than the root (None: every request goes with the run's token).
+    pub callers: Option<RunCallers>,
     /// What is not run, and what the run does not copy (namespaces), one line each.
     pub notes: Vec<String>,
+}
+
+/// The callers of a run of a workload file: its sessions, and how many requests each
+/// sent of each operation run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunCallers {
+    /// Session c + 1 is `sessions[c]`: its namespace (None: the root) and whether it
+    /// has a token of its own (false: the run's, in that namespace). Session 0 is the
+    /// run's own token and namespace.
+    pub sessions: Vec<(Option<String>, bool)>,
+    /// (session, operation's place in the mix, recorded requests).
+    pub pairs: Vec<(u32, u16, u64)>,
+    /// Requests of callers past the file's bound, sent by their namespace's requests
+    /// without a token.
+    pub folded_requests: u64,
+}
+
+/// The most sends a run with callers places one by one (10 bytes each): a longer run
+/// goes without sessions, with a note.
+pub const MAX_SENDS: u64 = 20_000_000;
+
+impl RunCallers {
+    /// The file's callers for a mix run of `run` (names in the mix's order); None when
+    /// every request went with no token in the root namespace.
+    fn of(c: &WorkloadCallers, run: &[&str]) -> Option<RunCallers> {
+        let mut out = RunCallers {
+            sessions: Vec::new(),
+            pairs: Vec::new(),
+            folded_requests: c.folded_requests,
+        };
+        for caller in &c.callers {
+            let namespace = (caller.namespace != "root").then(|| caller.namespace.clone());
+            let ops: Vec<(u16, u64)> = caller
+                .ops
+                .iter()
+                .filter_map(|o| {
+                    let at = run.iter().position(|n| *n == o.name)?;
+                    Some((at as u16, o.requests))
+                })
+                .filter(|o| o.1 > 0)
+                .collect();
+            if ops.is_empty() {
+                continue;
+            }
+            // A send's session and operation share 16 bits (`Instants::ops`).
+            let room = (usize::from(u16::MAX) + 1) / run.len().max(1) - 1;
+            let session = if namespace.is_none() && !caller.token {
+                0
+            } else if out.sessions.len() >= room {
+                out.folded_requests += ops.iter().map(|o| o.1).sum::<u64>();
+                0
+            } else {
+                out.sessions.push((namespace, caller.token));
+                out.sessions.len() as u32
+            };
+            out.pairs
+                .extend(ops.into_iter().map(|(op, n)| (session, op, n)));
+        }
+        (!out.sessions.is_empty()).then_some(out)
+    }
+
+    /// The recorded (session, operation) pairs as the engine takes them
+    /// (`session * mix + op`), each as many times as its recorded requests (divided down
+    /// alike to at most a million cards), shuffled once with a fixed seed (the same run
+    /// sends the same).
+    pub fn deck(&self, mix: usize) -> Vec<u16> {
+        let total: u64 = self.pairs.iter().map(|p| p.2).sum();
+        let div = total.div_ceil(1_000_000).max(1);
+        let mut deck: Vec<u16> = Vec::new();
+        for p in &self.pairs {
+            let code = (p.0 as usize * mix + usize::from(p.1)) as u16;
+            deck.extend(std::iter::repeat_n(code, (p.2 / div).max(1) as usize));
+        }
+        let mut rng = crate::template::Rng::new(37);
+        for i in (1..deck.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            deck.swap(i, j);
+        }
+        deck
+    }
+
+    /// Each of `sends` sends' (session, operation): the deck dealt in turn, again from
+    /// its top when it runs out.
+    pub fn sends(&self, sends: u64, mix: usize) -> Vec<u16> {
+        deal(&self.deck(mix), sends)
+    }
+}
+
+/// `sends` cards of `deck`, in turn (0 for an empty deck).
+pub fn deal(deck: &[u16], sends: u64) -> Vec<u16> {
+    let len = deck.len().max(1) as u64;
+    (0..sends)
+        .map(|g| deck.get((g % len) as usize).copied().unwrap_or(0))
+        .collect()
+}
+
+/// The intended instants (ns from the start) of a schedule of steps up to `until`, at
+/// most `max`: as the engine places them (`Schedule::offset_of`), walked once.
+pub fn step_instants(steps: &[(f64, Duration)], until: Duration, max: u64) -> Vec<u64> {
+    let until = until.as_secs_f64();
+    let mut out: Vec<u64> = Vec::new();
+    let mut start = 0.0;
+    let mut before = 0.0;
+    for (i, &(rate, len)) in steps.iter().enumerate() {
+        let last = i + 1 == steps.len();
+        let len = if last {
+            f64::INFINITY
+        } else {
+            len.as_secs_f64()
+        };
+        if rate > 0.0 {
+            loop {
+                let g = out.len() as f64;
+                let dt = if g == 0.0 { 0.0 } else { (g - before) / rate };
+                if dt < 0.0 || dt > len || start + dt >= until || out.len() as u64 >= max {
+                    break;
+                }
+                out.push(((start + dt) * 1e9) as u64);
+            }
+        }
+        if !last {
+            before += rate * len;
+            start += len;
+        }
+        if start >= until || out.len() as u64 >= max {
+            break;
+        }
+    }
+    out
 }
 
 /// The rate schedule of a curve (pure): bucket i of `step_s` seconds holding `counts[i]`
@@ -404,6 +612,21 @@ fn weights(counts: &[u64]) -> Vec<u64> {
 }
 
 impl WorkloadFile {
+    /// The kv mounts' largest count of distinct paths, overall (None: no kv mount) and
+    /// per namespace.
+    fn seeds(&self) -> (Option<u64>, Vec<(String, u64)>) {
+        let kv = || self.fixtures.iter().filter(|f| f.mount_type == "kv");
+        let secrets = kv().map(|f| f.distinct_paths).max().filter(|n| *n > 0);
+        let mut secrets_in: Vec<(String, u64)> = Vec::new();
+        for f in kv() {
+            match secrets_in.iter_mut().find(|s| s.0 == f.namespace) {
+                Some(s) => s.1 = s.1.max(f.distinct_paths),
+                None => secrets_in.push((f.namespace.clone(), f.distinct_paths)),
+            }
+        }
+        (secrets, secrets_in)
+    }
+
     /// What `vblast run --workload` runs at `speed` and `scale`: the operations of the mix
     /// that vblast has (`known`), at the curve's rate times their share times `scale`, for
     /// the curve's length divided by `speed`. Operations it does not have are named in the
@@ -474,20 +697,19 @@ impl WorkloadFile {
         })?;
         let duration = schedule.span();
         let expected = schedule.requests_before(duration);
-        let secrets = self
-            .fixtures
-            .iter()
-            .filter(|f| f.mount_type == "kv")
-            .map(|f| f.distinct_paths)
-            .max()
-            .filter(|n| *n > 0);
+        let (secrets, secrets_in) = self.seeds();
+        let names: Vec<&str> = run.iter().map(|m| m.name.as_str()).collect();
+        let callers = self
+            .callers
+            .as_ref()
+            .and_then(|c| RunCallers::of(c, &names));
         let named: Vec<&str> = self
             .namespaces
             .iter()
             .map(|n| n.namespace.as_str())
             .filter(|n| *n != "root")
             .collect();
-        if !named.is_empty() {
+        if callers.is_none() && !named.is_empty() {
             notes.push(format!(
                 "the log's requests were in namespaces {} too: this run sends them all to --namespace (or the root)",
                 named.join(", ")
@@ -499,6 +721,8 @@ impl WorkloadFile {
             duration,
             expected,
             secrets,
+            secrets_in,
+            callers,
             notes,
         })
     }
@@ -557,7 +781,73 @@ mod tests {
                 namespace: "root".into(),
                 requests: 100,
             }],
+            callers: None,
         }
+    }
+
+    #[test]
+    fn instants_are_the_schedules_and_callers_keep_their_proportions() {
+        let s = curve_schedule(&[10, 0, 40, 5], 1, 2.0, 10.0).unwrap();
+        let Schedule::Steps(steps) = &s else {
+            unreachable!()
+        };
+        let until = s.span();
+        let got = step_instants(steps, until, u64::MAX);
+        assert_eq!(got.len() as u64, s.requests_before(until));
+        for (g, o) in got.iter().enumerate() {
+            let want = s.offset_of(g as u64).unwrap().as_nanos() as i128;
+            assert!((*o as i128 - want).abs() <= 1, "{g}: {o} against {want}");
+        }
+        assert_eq!(step_instants(steps, until, 7).len(), 7);
+        // Caller 1 (team-a/, a token) read 3, caller 2 (root, none: the run's own) wrote 1.
+        let c = WorkloadCallers {
+            bound: 1000,
+            folded_requests: 0,
+            callers: vec![
+                CallerShare {
+                    namespace: "team-a/".into(),
+                    token: true,
+                    requests: 3,
+                    share: 0.75,
+                    ops: vec![CallerOp {
+                        name: "kv-read".into(),
+                        requests: 3,
+                    }],
+                },
+                CallerShare {
+                    namespace: "root".into(),
+                    token: false,
+                    requests: 1,
+                    share: 0.25,
+                    ops: vec![
+                        CallerOp {
+                            name: "kv-write".into(),
+                            requests: 1,
+                        },
+                        CallerOp {
+                            name: "sys-other".into(),
+                            requests: 9,
+                        },
+                    ],
+                },
+            ],
+        };
+        let r = RunCallers::of(&c, &["kv-read", "kv-write"]).unwrap();
+        assert_eq!(r.sessions, [(Some("team-a/".to_string()), true)]);
+        assert_eq!(r.pairs, [(1, 0, 3), (0, 1, 1)]);
+        // Twice the deck: each (session, operation) twice its recorded count.
+        let sends = r.sends(8, 2);
+        let count = |code: u16| sends.iter().filter(|&&s| s == code).count();
+        assert_eq!((count(2), count(1)), (6, 2), "{sends:?}");
+        // Only the run's own token in the root: no callers to make.
+        let mut only = c.clone();
+        only.callers.remove(0);
+        assert!(RunCallers::of(&only, &["kv-read", "kv-write"]).is_none());
+        // A file written before callers were recorded still reads.
+        let mut old: serde_json::Value = serde_json::to_value(sample()).unwrap();
+        old.as_object_mut().unwrap().remove("callers");
+        let text = old.to_string();
+        assert!(parse(&text, "old.json").unwrap().callers.is_none());
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::vault::ops::{call, json_str};
 /// The most sessions a replay makes (each a token, and a set of request templates per
 /// event-loop thread: some 400 bytes per operation). Callers past it share their
 /// namespace's first session, with a note.
-pub const MAX_SESSIONS: usize = 1000;
+pub const MAX_SESSIONS: usize = crate::profile::tally::MAX_CALLERS;
 
 /// One session: a recorded caller (its accessor's hash, never shown: a token is made for
 /// each accessor, and its sessions in several namespaces share it; None: requests the log
@@ -93,6 +93,25 @@ impl Sessions {
             out.of_request.push(session);
         }
         out
+    }
+
+    /// The sessions of a workload file's callers (`profile::workload_file::RunCallers`),
+    /// each its namespace (None: the run's) and whether it has a token of its own (each
+    /// its own key: a file does not say which callers shared an accessor).
+    pub fn listed(callers: &[(Option<String>, bool)]) -> Sessions {
+        Sessions {
+            sessions: callers
+                .iter()
+                .enumerate()
+                .map(|(i, (namespace, token))| ReplaySession {
+                    accessor: token.then_some(i as u64),
+                    namespace: namespace.clone(),
+                })
+                .collect(),
+            of_request: Vec::new(),
+            folded: 0,
+            bound: MAX_SESSIONS,
+        }
     }
 
     /// The namespaces the sessions send to, parents before children.

@@ -97,6 +97,46 @@ pub struct Plan {
     pub spec: Spec,
     /// A workload sweep's schedule at 1x, scaled for each step.
     pub curve: Option<Schedule>,
+    /// A workload sweep's recorded callers, made once for every step.
+    pub callers: Option<StepCallers>,
+}
+
+/// A workload sweep's recorded callers (made by `commands::callers`): each step's curve
+/// is placed send by send, each send given its caller and operation from the deck in
+/// turn (`profile::workload_file::RunCallers::deck`).
+#[derive(Clone)]
+pub struct StepCallers {
+    pub callers: Vec<crate::config::schedule::Caller>,
+    pub request_sets: Vec<Vec<crate::template::RequestSpec>>,
+    pub deck: Vec<u16>,
+}
+
+/// Counts only: the callers hold tokens.
+impl std::fmt::Debug for StepCallers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepCallers")
+            .field("callers", &self.callers.len())
+            .field("deck", &self.deck.len())
+            .finish()
+    }
+}
+
+impl StepCallers {
+    /// `curve` (a step's, scaled) placed send by send up to `until`, with the callers.
+    fn instants(&self, curve: Schedule, until: std::time::Duration) -> Schedule {
+        use crate::profile::workload_file::{MAX_SENDS, deal, step_instants};
+        let Schedule::Steps(steps) = &curve else {
+            return curve;
+        };
+        let offsets = step_instants(steps, until, MAX_SENDS);
+        let ops = deal(&self.deck, offsets.len() as u64);
+        Schedule::Instants(crate::config::schedule::Instants {
+            offsets: offsets.into(),
+            ops: ops.into(),
+            callers: self.callers.clone().into(),
+            request_sets: self.request_sets.clone().into(),
+        })
+    }
 }
 
 impl Plan {
@@ -105,9 +145,11 @@ impl Plan {
         let mut l = self.scenario.load.clone();
         match self.spec.model {
             Model::Open => {
-                l.step.schedule = Some(match &self.curve {
-                    Some(c) => c.times(load as f64 / PER_X),
-                    None => Schedule::Constant { rate: load as f64 },
+                let until = l.step.warmup + l.step.duration.unwrap_or_default();
+                l.step.schedule = Some(match (&self.curve, &self.callers) {
+                    (Some(c), Some(k)) => k.instants(c.times(load as f64 / PER_X), until),
+                    (Some(c), None) => c.times(load as f64 / PER_X),
+                    (None, _) => Schedule::Constant { rate: load as f64 },
                 })
             }
             Model::Closed => {

@@ -346,6 +346,7 @@ fn run_planned(g: &GoFlags) -> Result<Planned, Error> {
         output,
         pprof_interval: s.pprof_interval,
         thresholds,
+        recorded: None,
     })
 }
 

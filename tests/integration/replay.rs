@@ -374,7 +374,7 @@ fn a_replay_stopped_by_a_signal_removes_what_it_made() {
 /// Each accessor's requests per namespace in an audit log, without the accessor: per
 /// caller, its (namespace, kv reads and writes) pairs sorted, the callers sorted. Two
 /// logs with the same shape of callers give the same value.
-fn callers_shape(log: &Path) -> Vec<Vec<(String, u64)>> {
+pub(crate) fn callers_shape(log: &Path) -> Vec<Vec<(String, u64)>> {
     use std::collections::BTreeMap;
     let mut by: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for e in std::fs::read_to_string(log)
@@ -407,7 +407,7 @@ fn namespaces(bao: &OpenBao) -> Vec<String> {
 
 /// Waits (bounded) until the server lists none of its namespaces: a deletion is
 /// scheduled, not done, when its call returns.
-fn no_namespace_left(bao: &OpenBao) {
+pub(crate) fn no_namespace_left(bao: &OpenBao) {
     use std::time::{Duration, Instant};
     let deadline = Instant::now() + Duration::from_secs(60);
     while !namespaces(bao).is_empty() {
@@ -421,16 +421,11 @@ fn no_namespace_left(bao: &OpenBao) {
 }
 
 /// A log made by three tokens of their own (and the root token), each reading a kv
-/// secret in the root namespace and in namespace team-a, as many times as its number:
-/// the replay makes team-a again (removed afterwards, with its own fixtures), sends each
-/// caller's requests with a token of its own in the recorded namespace, and the server's
-/// log of the replay shows the same callers with the same requests per namespace.
-#[test]
-fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
+/// secret in the root namespace and in namespace team-a, as many times as its number
+/// (token i: 2i reads in each); the server is left as it was (no team-a). In `dir`.
+pub(crate) fn log_of_callers(bao: &OpenBao, dir: &Path) -> std::path::PathBuf {
     use crate::support::client::http_request;
-    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("audit.log");
+    let log = dir.join("audit.log");
     bao.audit_to_file(&log);
     bao.namespace("team-a");
     let kv2 = r#"{"type":"kv","options":{"version":"2"}}"#;
@@ -445,7 +440,7 @@ fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
             path,
             &headers,
             body.map(str::as_bytes),
-            None,
+            bao.ca_cert.as_deref(),
         )
         .unwrap();
         assert!(r.status < 300, "{method} {path} in {ns:?}: {}", r.text());
@@ -494,7 +489,19 @@ fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
     );
     let (status, body) = bao.api("DELETE", "/v1/sys/namespaces/team-a", None);
     assert!(status < 300, "{body}");
-    no_namespace_left(&bao);
+    no_namespace_left(bao);
+    log
+}
+
+/// A log of several callers in two namespaces (`log_of_callers`): the replay makes team-a
+/// again (removed afterwards, with its own fixtures), sends each caller's requests with a
+/// token of its own in the recorded namespace, and the server's log of the replay shows
+/// the same callers with the same requests per namespace.
+#[test]
+fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_callers(&bao, dir.path());
     let before = ServerState::of(&bao);
 
     let again = dir.path().join("replay.log");

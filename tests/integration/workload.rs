@@ -371,3 +371,187 @@ fn a_workload_sweep_answers_as_a_multiple_of_the_recorded_traffic() {
     out.assert_code(2);
     assert!(out.stderr.contains("--scale 8..0.5"), "{}", out.show());
 }
+
+/// A log of several callers in two namespaces (`replay::log_of_callers`: the root token
+/// and three tokens of their own, in the root and in team-a), profiled into a workload
+/// file that records them (per namespace, each caller's requests, never its accessor),
+/// then run: the run makes team-a again, sends each caller's requests with a token of
+/// its own in the recorded namespace, and the server's own log of the run shows the same
+/// callers in the same namespaces with the same requests; nothing is left.
+#[test]
+fn a_workload_runs_each_recorded_caller_with_a_session_of_its_own_in_its_namespace() {
+    use crate::replay::{callers_shape, no_namespace_left};
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = crate::replay::log_of_callers(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = dir.path().join("w.json");
+    let out = run(url_cmd(&[
+        "profile",
+        log.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]));
+    out.assert_code(0);
+    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    let file = read_json(&w);
+    let text = std::fs::read_to_string(&w).unwrap();
+    assert!(!text.contains("hmac-sha256"), "{text}");
+    // Per caller in each namespace, its kv reads: tokens 1-3 read 2, 4 and 6 times in each.
+    let reads = |ns: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = file["callers"]["callers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["namespace"] == ns && c["token"] == true)
+            .filter_map(|c| {
+                c["ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["name"] == "kv-read")
+                    .and_then(|o| o["requests"].as_u64())
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(reads("root"), [2, 4, 6], "{file:#}");
+    assert_eq!(reads("team-a/"), [2, 4, 6], "{file:#}");
+
+    let again = dir.path().join("run.log");
+    let results = dir.path().join("r.json");
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "run",
+            "--workload",
+            w.to_str().unwrap(),
+            "-c",
+            "4",
+            "--output",
+            results.to_str().unwrap(),
+            "--audit-path",
+            again.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    let printed = format!("{}{}", out.stdout, out.stderr);
+    assert!(!printed.contains("hmac-sha256"), "{}", out.show());
+    // The recorded callers as (namespace, kv requests) each, the run's likewise: a caller
+    // that called in both namespaces is two sessions of the run (a file keeps each
+    // namespace's callers apart), so both sides are compared per (caller, namespace).
+    let flat = |log: &Path| {
+        let mut v: Vec<(String, u64)> = callers_shape(log).into_iter().flatten().collect();
+        v.sort();
+        v
+    };
+    let sent: u64 = ops_of(&read_json(&results)).iter().map(|o| o.1).sum();
+    let recorded: u64 = mix_of(&file).iter().map(|m| m.1).sum();
+    // The schedule places the recorded requests (one more when the last lands a rounding
+    // error before the end): each card of the recorded deck sent once.
+    assert!(
+        sent == recorded || sent == recorded + 1,
+        "{sent} sent, {recorded} recorded\n{}",
+        out.show()
+    );
+    assert_eq!(flat(&again), flat(&log), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+
+    // A sweep of the workload makes the callers once for its steps: the server's log of
+    // it shows team-a read by several tokens of the sweep's own; nothing is left.
+    let swept = dir.path().join("sweep.log");
+    bao.audit_to_file(&swept);
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "sweep",
+            "--workload",
+            w.to_str().unwrap(),
+            "--scale",
+            "0.5..2",
+            "--steps",
+            "2",
+            "--step-duration",
+            "1s",
+            "--step-warmup",
+            "300ms",
+            "--max-repeats",
+            "0",
+            "--slo",
+            "p50=10s",
+            "-c",
+            "4",
+        ],
+    ));
+    bao.audit_off();
+    out.assert_code(0);
+    let in_team_a = callers_shape(&swept)
+        .iter()
+        .filter(|c| c.iter().any(|(ns, n)| ns == "team-a/" && *n > 0))
+        .count();
+    assert!(
+        in_team_a >= 3,
+        "{in_team_a} callers in team-a\n{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before, "the sweep left something");
+    no_namespace_left(&bao);
+}
+
+/// The callers' log (`replay::log_of_callers`) made against a TLS dev server, profiled and
+/// run over HTTP/2 (h2 by ALPN): each request's header block carries its session's token
+/// and namespace as over HTTP/1.1, and the server's own log of the run shows the same
+/// (caller, namespace) request counts as the log; nothing is left.
+#[test]
+fn a_workload_runs_its_callers_over_http2_as_over_http1() {
+    use crate::replay::{callers_shape, no_namespace_left};
+    let bao = OpenBao::start_tls_with_config("unsafe_allow_api_audit_creation = true\n");
+    let ca = bao.ca_cert.clone().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = crate::replay::log_of_callers(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = dir.path().join("w.json");
+    run(url_cmd(&[
+        "profile",
+        log.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]))
+    .assert_code(0);
+    let again = dir.path().join("run.log");
+    let results = dir.path().join("r.json");
+    let out = run(vault_cmd(
+        &bao,
+        &[
+            "run",
+            "--workload",
+            w.to_str().unwrap(),
+            "--http2",
+            "--ca-cert",
+            ca.to_str().unwrap(),
+            "-c",
+            "2",
+            "--output",
+            results.to_str().unwrap(),
+            "--audit-path",
+            again.to_str().unwrap(),
+        ],
+    ));
+    out.assert_code(0);
+    assert_eq!(
+        read_json(&results)["run"]["protocol"],
+        "HTTP/2 (h2)",
+        "{}",
+        out.show()
+    );
+    let flat = |log: &Path| {
+        let mut v: Vec<(String, u64)> = callers_shape(log).into_iter().flatten().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(flat(&again), flat(&log), "{}", out.show());
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+}

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# usage: tools/bench/replay-cpu.sh   [env: RATE=2000 DURATION=10s RUNS=3 MIX=kv-read:4,kv-write:1 CONNS=32]
+# usage: tools/bench/replay-cpu.sh   [env: RATE=2000 DURATION=10s RUNS=3 MIX=kv-read:4,kv-write:1 CONNS=32 SESSIONS=200]
 # Client CPU (user+sys) per request of `vblast replay` against an `--op` run of the same
 # mix at the same rate (issue 37: a replay keeps the CPU per request of --op runs, within
 # 10%). An OpenBao dev server (API audit devices allowed) records a log of MIX at RATE
 # for DURATION with --audit-path; then RUNS alternating pairs, each client on one thread
 # pinned to core 1: `vblast replay LOG` and `vblast --op MIX -R RATE -z DURATION`. Prints
 # each run's requests and CPU per request, and the median ratio replay/op (goal: <= 1.10).
+# With SESSIONS > 1 (default 200) each pair is a triple: the same log with its request
+# entries' accessors rewritten to SESSIONS distinct values in turn (perl, on a copy), so
+# that the replay makes SESSIONS sessions (a token each, set up and revoked in the run),
+# replayed beside the one-session log and the --op run; the medians of many/op and
+# many/one are printed too.
 # Both runs include their setup and cleanup; the replay includes reading the log.
 # Figures are printed, never asserted.
 source "$(dirname "$0")/lib.sh"
@@ -17,7 +22,9 @@ MIX="${MIX:-kv-read:4,kv-write:1}"
 CONNS="${CONNS:-32}"
 LIMIT=$(( ${DURATION%s} * 3 + 120 ))
 
-need taskset curl jq /usr/bin/time
+SESSIONS="${SESSIONS:-200}"
+
+need taskset curl jq /usr/bin/time perl
 build
 find_bao
 
@@ -45,6 +52,13 @@ timeout -k 5 "$LIMIT" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -R "$RATE" -z "$DU
 [ "$(jq -r '.requests // 0' "$BENCH_TMP/record.json" 2>/dev/null || echo 0)" -gt 0 ] || die "recording the log failed"
 log "recorded: $(jq -r .requests "$BENCH_TMP/record.json") requests, log $(du -h "$LOG" | cut -f1)"
 
+MANY="$BENCH_TMP/audit-many.log"
+if [ "$SESSIONS" -gt 1 ]; then
+    show "perl -pe 's/client_token_accessor:.../...-(n++ % $SESSIONS)/' $LOG > $MANY"
+    perl -pe 'BEGIN { $k = shift @ARGV } if (/"type":"request"/) { s/"client_token_accessor":"[^"]*"/sprintf(q("client_token_accessor":"hmac-sha256:bench-%d"), $n++ % $k)/e }' \
+        "$SESSIONS" "$LOG" >"$MANY"
+fi
+
 timed() { # name cmd...: prints "REQUESTS USER SYS"
     local name="$1"; shift
     local out="$BENCH_TMP/$name.out" tf="$BENCH_TMP/$name.time"
@@ -52,21 +66,32 @@ timed() { # name cmd...: prints "REQUESTS USER SYS"
     timeout -k 5 "$LIMIT" /usr/bin/time -f '%U %S' -o "$tf" taskset -c 1 "$@" >"$out" 2>"$out.err" \
         || log "$name: exit status not 0: $(tail -n 1 "$out.err")"
     [ -s "$out" ] || { log "$name failed: $(tail -n 5 "$out.err")"; return 1; }
-    echo "$(jq -r .requests "$out") $(cat "$tf")"
+    # (the last line: /usr/bin/time says a non-zero exit on a line before it)
+    echo "$(jq -r .requests "$out") $(tail -n 1 "$tf")"
 }
 
 per_request_us() { awk '{ printf "%.2f\n", ($2 + $3) * 1e6 / $1 }'; }
 
-ratios=()
+ratios=(); many_op=(); many_one=()
 for i in $(seq "$RUNS"); do
     r="$(timed replay "$VBLAST" replay -t 1 -c "$CONNS" --format json -q --allow-errors "$LOG")"
     o="$(timed op "$VBLAST" -t 1 -c "$CONNS" -R "$RATE" -z "$DURATION" --op "$MIX" --format json -q --allow-errors)"
     ru="$(echo "$r" | per_request_us)"; ou="$(echo "$o" | per_request_us)"
     log "run $i: replay $r -> $ru us/request; --op $o -> $ou us/request"
     ratios+=("$(ratio "$ru" "$ou")")
+    if [ "$SESSIONS" -gt 1 ]; then
+        m="$(timed many "$VBLAST" replay -t 1 -c "$CONNS" --format json -q --allow-errors "$MANY")"
+        mu="$(echo "$m" | per_request_us)"
+        log "run $i: replay with $(jq -r .sessions "$BENCH_TMP/many.out") sessions $m -> $mu us/request"
+        many_op+=("$(ratio "$mu" "$ou")"); many_one+=("$(ratio "$mu" "$ru")")
+    fi
 done
 med="$(printf '%s\n' "${ratios[@]}" | median)"
 log ""
 log "replay-cpu: client CPU per request, replay / --op at $RATE req/s ($MIX, $DURATION, -t 1 -c $CONNS): median $med over $RUNS runs (${ratios[*]}) (goal <= 1.10)"
+if [ "$SESSIONS" -gt 1 ]; then
+    log "replay-cpu: with $SESSIONS sessions / --op: median $(printf '%s\n' "${many_op[@]}" | median) (${many_op[*]}); with $SESSIONS sessions / one session: median $(printf '%s\n' "${many_one[@]}" | median) (${many_one[*]})"
+fi
+log "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$BUILD_NOTE" ] && log "$BUILD_NOTE"
 exit 0

@@ -73,6 +73,11 @@ impl OpenBao {
         Self::start_inner(true, None)
     }
 
+    /// `start_tls` with `hcl` as an extra configuration file (`-config`).
+    pub fn start_tls_with_config(hcl: &str) -> OpenBao {
+        Self::start_inner(true, Some(hcl))
+    }
+
     /// Plain-HTTP dev server on 127.0.0.1:`port` (and `port`+1 for its cluster address):
     /// for a private network namespace, where the port is known to be free.
     pub fn start_on_port(port: u16) -> OpenBao {
