@@ -652,6 +652,31 @@ fn render_server(o: &mut String, nodes: &[(String, Interval)]) {
             .collect();
         family(name, help, values);
     }
+    render_follower_lags(o, nodes);
+}
+
+/// The leader's lag of each follower (its interval's `raft_followers`): a series per
+/// follower, labelled with the leader's address (`node`) and the follower's `peer_id`.
+fn render_follower_lags(o: &mut String, nodes: &[(String, Interval)]) {
+    use std::fmt::Write as _;
+    if nodes.iter().all(|(_, i)| i.raft_followers.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "# HELP vblast_server_raft_follower_lag On the leader: each follower's applied index behind its own (vault.raft_storage.follower.applied_index_delta, label peer_id).\n# TYPE vblast_server_raft_follower_lag gauge"
+    );
+    for (node, i) in nodes {
+        for f in &i.raft_followers {
+            let _ = writeln!(
+                o,
+                "vblast_server_raft_follower_lag{{node=\"{}\",peer_id=\"{}\"}} {}",
+                label_value(node),
+                label_value(&f.peer_id),
+                f.lag
+            );
+        }
+    }
 }
 
 fn histogram(o: &mut String, name: &str, help: &str, b: &Buckets) {
@@ -805,6 +830,26 @@ mod tests {
         // A figure no node gives has no family.
         assert!(!o.contains("vblast_server_goroutines"), "{o}");
         assert!(!o.contains("vblast_server_raft_bolt_log_bytes"), "{o}");
+        assert!(!o.contains("vblast_server_raft_follower_lag"), "{o}");
+        // The leader's followers: a series per follower, by the leader and its peer id.
+        let mut leader = node(1.0, 10.0);
+        leader.raft_followers = ["node1", "node2"]
+            .iter()
+            .zip([3.0, 0.0])
+            .map(|(p, lag)| crate::server_stats::sample::FollowerLag {
+                peer_id: p.to_string(),
+                lag,
+            })
+            .collect();
+        let mut o = String::new();
+        render_server(&mut o, &[("http://10.0.0.1:8200".into(), leader)]);
+        for line in [
+            "# TYPE vblast_server_raft_follower_lag gauge",
+            "vblast_server_raft_follower_lag{node=\"http://10.0.0.1:8200\",peer_id=\"node1\"} 3",
+            "vblast_server_raft_follower_lag{node=\"http://10.0.0.1:8200\",peer_id=\"node2\"} 0",
+        ] {
+            assert!(o.lines().any(|l| l == line), "{line} not in\n{o}");
+        }
     }
 
     #[test]

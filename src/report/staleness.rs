@@ -112,41 +112,77 @@ fn pooled(s: &Staleness) -> (crate::stats::Hist, u64) {
     (h, not_seen)
 }
 
-/// Staleness by load (a sweep of `--op kv-staleness`): a row per step, the delay until a
-/// write shows on the standbys (all standbys pooled) with its p50 and p99 and their
-/// intervals, so that how staleness grows with the load beside it reads down the rows.
-pub fn by_load(steps: &[StalenessStep<'_>], unit: &str, o: &mut dyn Write) -> io::Result<()> {
+/// The columns of the staleness by load table, text and HTML alike.
+pub const BY_LOAD_HEADER: [&str; 10] = [
+    "", "load", "achieved", "rounds", "p50", "p50 CI", "p99", "p99 CI", "max", "not seen",
+];
+
+/// The rows of the staleness by load table, one per step, its cells as `BY_LOAD_HEADER`
+/// names them: the delay until a write shows on the standbys (all standbys pooled), its p50
+/// and p99 with their intervals.
+pub fn by_load_rows(steps: &[StalenessStep<'_>]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let (h, not_seen) = pooled(st.staleness);
+            let p = super::Percentiles::of(&h);
+            let interval = |key: &str| ci::cell(p.ci.get(key).and_then(Option::as_ref));
+            vec![
+                (i + 1).to_string(),
+                st.load.to_string(),
+                format!("{:.1}", st.achieved),
+                st.staleness.write.0.len().to_string(),
+                fmt_ms(p.p50),
+                interval("p50"),
+                fmt_ms(p.p99),
+                interval("p99"),
+                fmt_ms(p.max),
+                not_seen.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// The table's title: what a row says, in the sweep's load unit.
+pub fn by_load_title(unit: &str) -> String {
+    format!(
+        "Staleness by load (load in {unit}; until a write on the active node shows on the standbys, every standby pooled)"
+    )
+}
+
+/// Staleness by load (a sweep of `--op kv-staleness`): a row per step, so that how
+/// staleness grows with the load beside it reads down the rows; `name` (a compared
+/// sweep's) before the title when given.
+pub fn by_load(
+    steps: &[StalenessStep<'_>],
+    unit: &str,
+    name: Option<&str>,
+    o: &mut dyn Write,
+) -> io::Result<()> {
     if steps.is_empty() {
         return Ok(());
     }
     writeln!(o)?;
-    writeln!(
-        o,
-        "Staleness by load (load in {unit}; until a write on the active node shows on the standbys, every standby pooled):"
-    )?;
-    writeln!(
-        o,
-        "{:>3}  {:>11} {:>11} {:>7} {:>9} {:>19} {:>9} {:>19} {:>9} {:>8}",
-        "", "load", "achieved", "rounds", "p50", "p50 CI", "p99", "p99 CI", "max", "not seen"
-    )?;
-    for (i, st) in steps.iter().enumerate() {
-        let (h, not_seen) = pooled(st.staleness);
-        let p = super::Percentiles::of(&h);
-        let interval = |key: &str| ci::cell(p.ci.get(key).and_then(Option::as_ref));
-        writeln!(
-            o,
-            "{:>3}  {:>11} {:>11.1} {:>7} {:>9} {:>19} {:>9} {:>19} {:>9} {:>8}",
-            i + 1,
-            st.load,
-            st.achieved,
-            st.staleness.write.0.len(),
-            fmt_ms(p.p50),
-            interval("p50"),
-            fmt_ms(p.p99),
-            interval("p99"),
-            fmt_ms(p.max),
-            not_seen
-        )?;
+    let named = name.map_or(String::new(), |n| format!("{n}: "));
+    writeln!(o, "{named}{}:", by_load_title(unit))?;
+    let widths = [3, 11, 11, 7, 9, 19, 9, 19, 9, 8];
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            let sep = match i {
+                0 => "",
+                1 => "  ",
+                _ => " ",
+            };
+            l.push_str(&format!("{sep}{c:>w$}"));
+        }
+        l
+    };
+    let header: Vec<String> = BY_LOAD_HEADER.iter().map(|h| h.to_string()).collect();
+    writeln!(o, "{}", line(&header))?;
+    for row in by_load_rows(steps) {
+        writeln!(o, "{}", line(&row))?;
     }
     Ok(())
 }

@@ -180,6 +180,15 @@ pub struct Sample {
     /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raft: Option<Box<Raft>>,
+    /// On a raft leader, each follower's lag: its applied index behind the leader's, from
+    /// the leader's own per-peer gauge (`vault.raft_storage.follower.applied_index_delta`,
+    /// label `peer_id`), in peer order. Empty elsewhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raft_followers: Vec<FollowerLag>,
+    /// A raft node's own peer id (the `peer_id` label of its applied index), which names
+    /// it among the leader's followers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft_peer_id: Option<String>,
     /// Boxed, as `client`: most samples have neither, and a long run keeps every sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Box<Process>>,
@@ -187,6 +196,14 @@ pub struct Sample {
     /// whether the client itself gave out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<Box<Process>>,
+}
+
+/// One follower of a raft leader and its lag: the entries of the leader's applied index it
+/// has not applied (`vault.raft_storage.follower.applied_index_delta` for its `peer_id`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FollowerLag {
+    pub peer_id: String,
+    pub lag: f64,
 }
 
 /// A raft node's figures at one instant (`sys/metrics`): its commit and FSM apply timers

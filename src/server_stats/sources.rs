@@ -110,6 +110,21 @@ fn add(out: &mut Values, name: &str, v: f64) {
     }
 }
 
+/// The leader's per-follower lag gauge: each follower's applied index behind the leader's,
+/// a series per follower (label `peer_id`). Kept summed under its name, and per follower
+/// under `FOLLOWER_LAG` `/` its peer id.
+const FOLLOWER_LAG: &str = "vault_raft_storage_follower_applied_index_delta";
+/// The node's own applied index, labelled with its own `peer_id`: kept as well under
+/// `OWN_PEER` `/` that id, which names the node among the leader's followers.
+const OWN_PEER: &str = "vault_raft_storage_stats_applied_index";
+
+/// The `peer_id` label's value in a series' labels (`{cluster="c",peer_id="node1"} 3`).
+fn peer_id(labels: &str) -> Option<&str> {
+    let at = labels.find("peer_id=\"")? + "peer_id=\"".len();
+    let rest = &labels[at..];
+    rest.find('"').map(|end| &rest[..end])
+}
+
 /// Reads the Prometheus text form: `name{labels} value` lines, comments skipped.
 pub fn parse_prometheus(text: &str) -> Values {
     let mut out = Values::new();
@@ -134,9 +149,30 @@ pub fn parse_prometheus(text: &str) -> Values {
             && v.is_finite()
         {
             add(&mut out, name, v);
+            if (name == FOLLOWER_LAG || name == OWN_PEER)
+                && let Some(peer) = peer_id(rest)
+            {
+                out.insert(format!("{name}/{peer}"), v);
+            }
         }
     }
     out
+}
+
+/// The leader's followers and each one's lag, by peer id (`FOLLOWER_LAG`), in peer order.
+fn follower_lags(v: &Values) -> Vec<super::sample::FollowerLag> {
+    let mut lags: Vec<super::sample::FollowerLag> = v
+        .iter()
+        .filter_map(|(k, &lag)| {
+            let peer = k.strip_prefix(FOLLOWER_LAG)?.strip_prefix('/')?;
+            Some(super::sample::FollowerLag {
+                peer_id: peer.to_string(),
+                lag,
+            })
+        })
+        .collect();
+    lags.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
+    lags
 }
 
 /// The in-memory sink's JSON, its gauges only (the rest is skipped unread).
@@ -205,11 +241,18 @@ pub fn fill_telemetry(s: &mut Sample, v: &Values) {
             fsm_pending: gauge("vault_raft_storage_stats_fsm_pending"),
             applied_index: applied,
             term: gauge("vault_raft_storage_stats_term"),
-            followers_lag: gauge("vault_raft_storage_follower_applied_index_delta"),
+            followers_lag: gauge(FOLLOWER_LAG),
             bolt_free_pages: gauge("vault_raft_storage_bolt_freelist_free_pages"),
             bolt_freelist_bytes: gauge("vault_raft_storage_bolt_freelist_allocated_bytes"),
         })
     });
+    if s.raft.is_some() {
+        s.raft_followers = follower_lags(v);
+        s.raft_peer_id = v
+            .keys()
+            .find_map(|k| k.strip_prefix(OWN_PEER)?.strip_prefix('/'))
+            .map(str::to_string);
+    }
     s.barrier_get = timer("vault_barrier_get");
     s.barrier_put = timer("vault_barrier_put");
     for name in STORAGE {
@@ -626,6 +669,33 @@ mod tests {
         );
         assert_eq!(all.len(), 2, "only the metrics a sample keeps: {all:?}");
         assert_eq!(all.get("process_cpu_seconds_total"), Some(&1.5));
+    }
+
+    /// Issue 39: the leader's per-follower lag is kept per peer, beside its sum, and a
+    /// node's own peer id from its applied index's label.
+    #[test]
+    fn each_followers_lag_is_kept_by_its_peer_id() {
+        let v = parse_prometheus(
+            "vault_raft_storage_follower_applied_index_delta{peer_id=\"node2\"} 1\nvault_raft_storage_follower_applied_index_delta{peer_id=\"node1\"} 4\nvault_raft_storage_stats_applied_index{cluster=\"c\",peer_id=\"node0\"} 32\n",
+        );
+        let mut s = Sample::default();
+        fill_telemetry(&mut s, &v);
+        let raft = s.raft.as_deref().expect("raft figures");
+        assert_eq!(raft.followers_lag, Some(5.0));
+        assert_eq!(raft.applied_index, 32.0);
+        let lags: Vec<(&str, f64)> = s
+            .raft_followers
+            .iter()
+            .map(|f| (f.peer_id.as_str(), f.lag))
+            .collect();
+        assert_eq!(lags, [("node1", 4.0), ("node2", 1.0)]);
+        assert_eq!(s.raft_peer_id.as_deref(), Some("node0"));
+        // A follower lists no followers.
+        let v = parse_prometheus("vault_raft_storage_stats_applied_index{peer_id=\"node1\"} 30\n");
+        let mut s = Sample::default();
+        fill_telemetry(&mut s, &v);
+        assert!(s.raft_followers.is_empty());
+        assert_eq!(s.raft_peer_id.as_deref(), Some("node1"));
     }
 
     #[test]

@@ -213,6 +213,12 @@ pub struct RaftSummary {
     pub applied_index: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub followers_lag_peak: Option<f64>,
+    /// On the leader, each follower's peak lag over the window, by peer id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub followers: Vec<super::sample::FollowerLag>,
+    /// The node's own peer id (as the leader's `followers` name it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_changes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +253,8 @@ fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
         fsm_pending_peak: peak_of(|r| r.fsm_pending),
         applied_index: last.applied_index,
         followers_lag_peak: peak_of(|r| r.followers_lag),
+        followers: follower_peaks(w),
+        peer_id: w.iter().rev().find_map(|s| s.raft_peer_id.clone()),
         leader_changes: match (first.term, last.term) {
             (Some(a), Some(b)) => Some((b - a).max(0.0) as u64),
             _ => None,
@@ -267,17 +275,32 @@ fn raft_summary(w: &[Sample], intervals: &[Interval]) -> Option<RaftSummary> {
     })
 }
 
+/// Each follower's peak lag over the samples `w`, in peer order.
+fn follower_peaks(w: &[Sample]) -> Vec<super::sample::FollowerLag> {
+    let mut peaks: Vec<super::sample::FollowerLag> = Vec::new();
+    for f in w.iter().flat_map(|s| &s.raft_followers) {
+        match peaks.iter_mut().find(|p| p.peer_id == f.peer_id) {
+            Some(p) => p.lag = p.lag.max(f.lag),
+            None => peaks.push(f.clone()),
+        }
+    }
+    peaks.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
+    peaks
+}
+
 /// The raft line of a node, after "raft": None for a node without raft figures.
 pub fn raft_line(n: &ServerNodeSummary) -> Option<String> {
     let r = n.raft.as_ref()?;
     let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
     Some(format!(
-        "commit {}   apply {}   fsm_pending peak {}   applied index {:.0}   followers' lag peak {}   leader changes {}   BoltDB free pages {} ({})   BoltDB files {}   writes {}",
+        "{}commit {}   apply {}   fsm_pending peak {}   applied index {:.0}   followers' lag peak {}{}   leader changes {}   BoltDB free pages {} ({})   BoltDB files {}   writes {}",
+        peer_words(r),
         ms(r.commit_ms),
         ms(r.apply_ms),
         num(r.fsm_pending_peak),
         r.applied_index,
         num(r.followers_lag_peak),
+        follower_words(r),
         r.leader_changes.map_or("-".into(), |c| c.to_string()),
         num(r.bolt_free_pages),
         mib(r.bolt_freelist_bytes),
@@ -288,6 +311,27 @@ pub fn raft_line(n: &ServerNodeSummary) -> Option<String> {
                 mib(Some(b))
             )),
     ))
+}
+
+/// Each follower's peak lag in words, after the summed one: " (node1 3, node2 0)", or
+/// nothing on a node that is not the leader.
+fn follower_words(r: &RaftSummary) -> String {
+    if r.followers.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = r
+        .followers
+        .iter()
+        .map(|f| format!("{} {:.0}", f.peer_id, f.lag))
+        .collect();
+    format!(" ({})", each.join(", "))
+}
+
+/// The node's own peer id in words, as the leader's followers name it: "peer node1   ".
+fn peer_words(r: &RaftSummary) -> String {
+    r.peer_id
+        .as_ref()
+        .map_or(String::new(), |p| format!("peer {p}   "))
 }
 
 /// The BoltDB files' sizes in words: "vault.db 1.2 MiB + raft.db 3.4 MiB (+0.5 MiB)".

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::sample::{Process, Sample, TimerTotals};
+use super::sample::{FollowerLag, Process, Sample, TimerTotals};
 
 /// The samples of every node of a run (the results file's `server_samples`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -210,6 +210,9 @@ pub struct Interval {
     /// Integrated storage's figures over the interval (a raft node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raft: Option<RaftInterval>,
+    /// On the leader, each follower's lag behind it at the interval's end, by peer id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raft_followers: Vec<FollowerLag>,
 }
 
 /// A raft node between two samples: its mean commit and FSM apply times (ms) and how many
@@ -376,6 +379,7 @@ pub fn interval(a: &Sample, b: &Sample, start_ms: u64) -> Interval {
         io_blocked_threads: process.and_then(|(_, pb)| pb.io_blocked_threads),
         blkio_s_per_s: process.and_then(|(pa, pb)| per_s(diff(pa.blkio_s, pb.blkio_s))),
         raft: raft_interval(a, b),
+        raft_followers: b.raft_followers.clone(),
     }
 }
 

@@ -2,8 +2,12 @@
 //! the server's CPU quota (its cgroup throttling it more at the knee); the server's CPU at
 //! its cores (or its quota); the disk under its data directory (its threads waiting for
 //! it); raft's commit time growing (integrated storage); its storage (or barrier) time
-//! growing while its CPU has room; requests piling up in flight while throughput stays flat; or the client itself
-//! (vblast's own CPU). Pure: the sweep hands it each step's figures and the knee.
+//! growing while its CPU has room; requests piling up in flight while throughput stays
+//! flat; or the client itself (vblast's own CPU). When the disk's figures and raft's commit
+//! time both say so, the disk is named: a commit is an fsync of the log, so its time grew
+//! because of the disk; raft's commit is named for commit time that grew without the disk
+//! waited for (the followers' network, the leader's scheduling). Pure: the sweep hands it
+//! each step's figures and the knee.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +33,12 @@ const THROTTLED: f64 = 0.02;
 /// thread always waiting. An unthrottled loopback raft node at its knee measured
 /// 0.0-0.1 here; the same node behind a 20-writes-per-second throttle, 1 and more.
 const DISK_WAIT: f64 = 0.5;
+/// Threads waiting for the disk at the knee, whatever the lowest step's, at which the disk
+/// is what the server waits for: a thread always waiting. A raft node's writes wait in two
+/// threads (the log's and the FSM's fsync), so behind a throttle the lowest step already
+/// waits most of the time (0.78-0.91 measured at 20-40 writes/s, 1-2 req/s) and the knee
+/// does not double it (1.27-1.57); an unthrottled loop-device node at its knee, 0.67.
+const DISK_FULL: f64 = 1.0;
 
 /// One step's figures, as the verdict reads them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -132,12 +142,13 @@ fn quota_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
     })
 }
 
-/// The disk, when the server's threads waited for it at the knee `k` (half a thread and
-/// more, `GREW` times the lowest step's): the figures in words; None otherwise.
+/// The disk, when the server's threads waited for it at the knee `k`: half a thread and
+/// more, `GREW` times the lowest step's, or a thread always (`DISK_FULL`) whatever the
+/// lowest step's. The figures in words; None otherwise.
 fn disk_verdict(k: &LoadEvidence, base: &LoadEvidence) -> Option<String> {
     let grew = |at: Option<f64>, was: Option<f64>| {
         let at = at?;
-        (at >= DISK_WAIT && at >= GREW * was.unwrap_or(0.0)).then_some(at)
+        (at >= DISK_FULL || at >= DISK_WAIT && at >= GREW * was.unwrap_or(0.0)).then_some(at)
     };
     let waited = grew(k.blkio_s_per_s, base.blkio_s_per_s)
         .map(|w| {
@@ -318,6 +329,20 @@ mod tests {
         k.blkio_s_per_s = Some(0.8);
         let v = saturated(&[raft(10, 10.0, 2.0, 0.0), k], 1).expect("verdict");
         assert!(v.figures.starts_with("block IO wait"), "{}", v.figures);
+        // Behind a throttle the lowest step already waits most of the time: a thread
+        // always waiting at the knee is the disk even though it did not double, and it is
+        // named before raft's commit time, which grew because of it.
+        let throttled = [raft(1, 1.6, 255.0, 0.78), raft(8, 2.7, 600.0, 1.27)];
+        let v = saturated(&throttled, 1).expect("verdict");
+        assert_eq!(v.resource, Some(Resource::Disk), "{}", v.figures);
+        assert!(
+            v.figures.contains("0.78 at 1 grew to 1.27"),
+            "{}",
+            v.figures
+        );
+        // Below a thread always waiting and not doubled: not the disk, raft's commit.
+        let busy = [raft(1, 1.6, 255.0, 0.6), raft(8, 2.7, 600.0, 0.9)];
+        assert_eq!(resource(&busy, 1), Some(Resource::RaftCommit));
         // A server at its cores is CPU bound before its disk.
         let mut k = raft(40, 22.0, 40.0, 1.2);
         k.cpu_cores = Some(1.9);

@@ -2,7 +2,8 @@
 //! `vblast compare a.json b.json --html`), drawn with the charts of `report::page`: the
 //! knee (latency p50 and p99 against the achieved throughput), the per-step percentiles
 //! against the offered load, the achieved rate against the offered one, the steps' table
-//! and the answer (with the resource that gave out first at the knee). Several sweeps
+//! and the answer (with the resource that gave out first at the knee), and a sweep of
+//! `--op kv-staleness`'s staleness by load. Several sweeps
 //! are overlaid, one colour each: two instance sizes in one chart.
 
 use crate::report::Model;
@@ -39,6 +40,7 @@ pub fn render(title: &str, sweeps: &[(String, &Sweep)]) -> String {
     p.percentiles(&mut body);
     p.throughput(&mut body);
     p.steps(&mut body);
+    p.staleness(&mut body);
     page(title, &body)
 }
 
@@ -232,6 +234,27 @@ impl Page<'_> {
             }
             .svg(),
         );
+    }
+
+    /// Each sweep's staleness by load (a sweep of `--op kv-staleness`), as its text says it.
+    fn staleness(&self, body: &mut String) {
+        use crate::report::staleness::{BY_LOAD_HEADER, by_load_rows, by_load_title};
+        for (n, s) in self.sweeps {
+            let steps = super::render::staleness_steps(s, &s.judged());
+            if steps.is_empty() {
+                continue;
+            }
+            let named = if self.several {
+                format!("{n}: ")
+            } else {
+                String::new()
+            };
+            body.push_str(&format!(
+                "<h2>Staleness by load</h2><p class=\"note\">{}</p>",
+                escape(&format!("{named}{}", by_load_title(s.spec.unit())))
+            ));
+            body.push_str(&table(&BY_LOAD_HEADER, &by_load_rows(&steps), 1));
+        }
     }
 
     /// Each sweep's table of steps.

@@ -146,7 +146,12 @@ pub fn footer(
 
 /// A sweep of `--op kv-staleness`: each step's staleness, by its load (none otherwise).
 fn staleness_by_load(sweep: &Sweep, judged: &[Judged], o: &mut dyn Write) -> io::Result<()> {
-    let steps: Vec<StalenessStep<'_>> = sweep
+    by_load(&staleness_steps(sweep, judged), sweep.spec.unit(), None, o)
+}
+
+/// The steps of a sweep that measured staleness, with their loads and achieved rates.
+pub fn staleness_steps<'a>(sweep: &'a Sweep, judged: &[Judged]) -> Vec<StalenessStep<'a>> {
+    sweep
         .steps
         .iter()
         .zip(judged)
@@ -157,8 +162,20 @@ fn staleness_by_load(sweep: &Sweep, judged: &[Judged], o: &mut dyn Write) -> io:
                 staleness: s.results.stats.staleness.as_ref()?,
             })
         })
-        .collect();
-    by_load(&steps, sweep.spec.unit(), o)
+        .collect()
+}
+
+/// Each compared sweep's staleness by load, under its name (the sweeps that have none
+/// are left out).
+fn staleness_compared(
+    sweeps: &[(String, Sweep)],
+    judged: &[Vec<Judged>],
+    o: &mut dyn Write,
+) -> io::Result<()> {
+    for ((name, s), j) in sweeps.iter().zip(judged) {
+        by_load(&staleness_steps(s, j), s.spec.unit(), Some(name), o)?;
+    }
+    Ok(())
 }
 
 /// Each sweep's highest sustained load as a ratio to the first's: the scaling curve when
@@ -233,6 +250,7 @@ pub fn compare(sweeps: &[(String, Sweep)], o: &mut dyn Write) -> io::Result<()> 
     ratios(&names, &ends, sweeps[0].1.spec.unit(), o)?;
     margins(sweeps, &ends, o)?;
     curves(sweeps, &judged, &names, width, o)?;
+    staleness_compared(sweeps, &judged, o)?;
     differences(sweeps, o)
 }
 

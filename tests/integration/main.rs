@@ -33,6 +33,7 @@ mod protocols;
 mod push;
 mod quotas;
 mod raft;
+mod raft_disk;
 mod raft_figures;
 mod raft_scaling;
 mod redaction;

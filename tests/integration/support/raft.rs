@@ -32,6 +32,12 @@ impl RaftCluster {
             .tempdir()
             .expect("tempdir")
             .keep();
+        Self::start_in(n, unjoined, dir)
+    }
+
+    /// `n` nodes keeping their data in `dir` (absent or empty; the script removes it when
+    /// the cluster is dropped), the last `unjoined` not joined yet.
+    pub fn start_in(n: usize, unjoined: usize, dir: PathBuf) -> RaftCluster {
         let mut cmd = Command::new(script());
         scrub_env(&mut cmd);
         let out = cmd
