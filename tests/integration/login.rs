@@ -293,6 +293,80 @@ fn kubernetes_login_through_the_token_review_stand_in_runs_and_is_revoked() {
     assert!(api.calls("POST tokenreviews") > reviews);
 }
 
+/// `--auth-method kubernetes` with no `--auth-jwt-file` (and nothing in the environment
+/// but VAULT_TOKEN, root, which loses), in a pod's view (support::kube_pod): /var/run
+/// (here a link to /run) holds only the pod's `secrets/kubernetes.io/serviceaccount/`, and
+/// the TokenReview stand-in answers at the `kubernetes` service's address. Before the
+/// pod's files are placed the run is refused (exit 2, the default path named, no review
+/// asked for, nothing created); with them it logs in with the pod's projected token (the
+/// server asks the stand-in to review it), runs, and revokes its token at the end.
+#[test]
+fn kubernetes_login_without_a_token_file_reads_the_pods_projected_token() {
+    use crate::support::kube_pod::{API_ADDR, SA_DIR, in_pod};
+    let ran = in_pod(|pod| {
+        let api = KubeApi::start_at(
+            &format!("{API_ADDR}:443"),
+            &[API_ADDR],
+            &[("apps", "web"), ("kube-system", "vault")],
+            &[],
+        );
+        let bao = OpenBao::start();
+        enable(&bao, "kubernetes");
+        post(
+            &bao,
+            "/v1/auth/kubernetes/config",
+            json!({"kubernetes_host": api.url, "kubernetes_ca_cert": api.ca_pem,
+                   "token_reviewer_jwt": api.token("kube-system", "vault")}),
+        );
+        post(
+            &bao,
+            "/v1/auth/kubernetes/role/bench",
+            json!({"bound_service_account_names": "web",
+                   "bound_service_account_namespaces": "apps",
+                   "token_policies": "bench-admin"}),
+        );
+        let login = ["--auth-method", "kubernetes", "--auth-role", "bench"];
+        // No token at the default path: one message naming it, exit 2, nothing sent.
+        let before = server_state(&bao);
+        let reviews = api.calls("POST tokenreviews");
+        let r = run(Args::op("kv-read").c(1).n(5).extra(&login).vault(&bao));
+        assert_eq!(r.code, Some(2), "{}", r.show());
+        assert!(
+            r.stderr.contains(&format!("{SA_DIR}/token")),
+            "the default path is not named: {}",
+            r.show()
+        );
+        assert!(r.stderr.contains("service-account token"), "{}", r.show());
+        assert!(!r.stderr.contains("logged in with"), "{}", r.show());
+        assert_eq!(api.calls("POST tokenreviews"), reviews, "{}", r.show());
+        assert_eq!(
+            server_state(&bao),
+            before,
+            "a refused run created something"
+        );
+        // The pod's files: the run logs in with its projected token.
+        let token = api.token("apps", "web");
+        pod.place("ca.crt", &api.ca_pem);
+        pod.place("token", &token);
+        pod.place("namespace", "apps");
+        let r = run_logged_in(&bao, &login);
+        assert!(
+            r.stderr
+                .contains("logged in with kubernetes at auth/kubernetes"),
+            "{}",
+            r.show()
+        );
+        assert!(!r.show().contains(&token), "the token was printed");
+        assert!(api.calls("POST tokenreviews") > reviews, "{}", r.show());
+    });
+    if let Err(why) = ran {
+        crate::support::deps::documented_skip(
+            "login::kubernetes_login_without_a_token_file_reads_the_pods_projected_token",
+            &why,
+        );
+    }
+}
+
 #[test]
 fn cert_login_runs_and_is_revoked() {
     let bao = OpenBao::start_tls();
