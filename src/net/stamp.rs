@@ -105,12 +105,12 @@ fn refused_for_test() -> bool {
 pub const PROBE_BOUND: Duration = Duration::from_secs(2);
 
 /// The probe's state: started at (None: not yet), and whether a byte came in stamped.
-struct Probe {
+struct StampProbe {
     started: Mutex<Option<(Instant, bool)>>,
     done: Condvar,
 }
 
-static PROBE: Probe = Probe {
+static PROBE: StampProbe = StampProbe {
     started: Mutex::new(None),
     done: Condvar::new(),
 };
