@@ -463,6 +463,9 @@ impl AbOptions {
                 },
                 keepalive: self.keepalive,
                 timeout: Duration::from_secs(self.timeout),
+                // ab's figures on ab's clock: the user-space clock read after the read
+                // (its report has no room for a second clock; docs/reports.md).
+                clock: crate::net::stamp::Clock::User,
                 ..Load::closed(self.concurrency)
             },
             workload: Workload::Url(UrlRequest {

@@ -340,6 +340,9 @@ pub(super) fn run<'p, W: Wheel<'p>>(
         gate.wait();
         return Err(e);
     }
+    if w.core().kernel {
+        stamp::wait_for_stamps();
+    }
     let origin = gate.wait();
     run_step(&mut w, origin, stop, &mut events)
 }

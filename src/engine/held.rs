@@ -187,6 +187,9 @@ fn run_steps<'p, W: Wheel<'p>>(mut w: W, stop: &Stop, gate: &dyn StartGate, link
         link.done(Err(e));
         return;
     }
+    if w.core().kernel {
+        crate::net::stamp::wait_for_stamps();
+    }
     let mut origin = gate.wait();
     loop {
         let result = driver::run_step(&mut w, origin, stop, &mut events);

@@ -383,9 +383,11 @@ fn build<'p, W: Wheel<'p>>(
     Ok(workers)
 }
 
-/// `--clock kernel`: the clock the run gets, and why not the kernel's when a socket here
-/// refuses SO_TIMESTAMPING (said once, at the start; the run then ends its latencies by
-/// the user-space clock, and every format says so). None: the user-space clock, asked.
+/// The kernel clock (the default, or `--clock kernel`): the clock the run gets, and why
+/// not the kernel's when a socket here refuses SO_TIMESTAMPING (said once, at the start,
+/// in one line; the run then ends its latencies by the user-space clock, every format says
+/// so, and the exit status is the run's own). None: the user-space clock, asked. The probe
+/// returns at once; each thread waits for what is left of it before the start gate.
 fn clock_of(plan: &EnginePlan) -> Option<(Clock, Option<String>)> {
     if plan.load.clock != Clock::Kernel {
         return None;
@@ -393,8 +395,8 @@ fn clock_of(plan: &EnginePlan) -> Option<(Clock, Option<String>)> {
     Some(match crate::net::stamp::probe() {
         Ok(()) => (Clock::Kernel, None),
         Err(why) => {
-            eprintln!("vblast: --clock kernel: {why}; this run measures with the user-space clock");
-            (Clock::User, Some(why))
+            eprintln!("vblast: kernel clock: {why}; this run measures with the user-space clock");
+            (Clock::User, Some(why.to_string()))
         }
     })
 }

@@ -21,19 +21,23 @@
 use std::cell::Cell;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use serde::{Deserialize, Serialize};
+
+use crate::error::Cause;
 
 /// The clock that ends a request's latency.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Clock {
     /// The event loop's own clock, read when it has read the response.
-    #[default]
     User,
-    /// The kernel's receive stamp of the segment that completed the response.
+    /// The kernel's receive stamp of the segment that completed the response (the
+    /// default: docs/benchmarks.md has its cost per request).
+    #[default]
     Kernel,
 }
 
@@ -95,53 +99,113 @@ fn refused_for_test() -> bool {
     *REFUSE.get_or_init(|| std::env::var_os(REFUSE_ENV).is_some_and(|v| v == "1"))
 }
 
+/// How long a run waits, at most, for the kernel to start stamping (`wait_for_stamps`),
+/// counted from the probe's start: past it the run goes on, and the responses that arrive
+/// before the kernel stamps are counted as unstamped.
+pub const PROBE_BOUND: Duration = Duration::from_secs(2);
+
+/// The probe's state: started at (None: not yet), and whether a byte came in stamped.
+struct StampProbe {
+    started: Mutex<Option<(Instant, bool)>>,
+    done: Condvar,
+}
+
+static PROBE: StampProbe = StampProbe {
+    started: Mutex::new(None),
+    done: Condvar::new(),
+};
+
 /// Before the run: whether a TCP socket here takes `SO_TIMESTAMPING` (Err: why not, said
-/// once; the run then uses the user-space clock).
+/// once by the engine; the run then uses the user-space clock). Returns at once.
 ///
 /// The socket that took it is kept open for the process's life: the kernel turns its
 /// receive stamps on for everyone while a socket asks, but only some time after the first
-/// one does; held from here, the run's first responses are stamped too.
-pub fn probe() -> Result<(), String> {
+/// one does (from a worker of its own, which a busy machine may run late). A thread of its
+/// own then sends a byte over loopback until it arrives stamped, while the engine
+/// connects; `wait_for_stamps` waits for whatever of that is left.
+pub fn probe() -> Result<(), Cause> {
     static HELD: std::sync::OnceLock<socket2::Socket> = std::sync::OnceLock::new();
     if HELD.get().is_some() {
         return Ok(());
     }
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-        .map_err(|e| format!("no socket to try SO_TIMESTAMPING on: {e}"))?;
-    enable(&socket).map_err(|e| format!("the socket refused SO_TIMESTAMPING: {e}"))?;
-    let _ = HELD.set(socket);
-    wait_until_stamped(Duration::from_secs(5));
+        .map_err(|e| Cause::io("no socket to try SO_TIMESTAMPING on", e))?;
+    enable(&socket).map_err(|e| Cause::io("the socket refused SO_TIMESTAMPING", e))?;
+    if HELD.set(socket).is_err() {
+        // Another thread's probe got there first and runs.
+        return Ok(());
+    }
+    *lock_probe() = Some((Instant::now(), false));
+    let spawned = std::thread::Builder::new()
+        .name("stamp-probe".into())
+        .spawn(|| {
+            let stamped = wait_until_stamped(PROBE_BOUND);
+            if let Some(p) = lock_probe().as_mut() {
+                p.1 = stamped;
+            }
+            PROBE.done.notify_all();
+        });
+    if spawned.is_err() {
+        // No thread: no wait either (the first responses may go unstamped, counted).
+        *lock_probe() = Some((Instant::now() - PROBE_BOUND, false));
+    }
     Ok(())
 }
 
-/// Waits, at most `bound`, until a byte sent over loopback arrives stamped: the kernel
-/// turns its stamps on from a worker of its own, which a busy machine may run late, and the
-/// run's first responses would go unstamped. Past the bound the run goes on (responses
-/// without a stamp are counted apart).
-fn wait_until_stamped(bound: Duration) {
+fn lock_probe() -> std::sync::MutexGuard<'static, Option<(Instant, bool)>> {
+    PROBE
+        .started
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Waits until the probe has seen a byte stamped, at most until `PROBE_BOUND` after the
+/// probe started (at once when it has, or was never started). Each event-loop thread
+/// calls it once its connections are open, before the start gate: the connects overlap
+/// the kernel's switch-on, and only what is left of it delays the start.
+pub fn wait_for_stamps() {
+    let mut p = lock_probe();
+    while let Some((started, false)) = *p {
+        let left = (started + PROBE_BOUND).saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        p = PROBE
+            .done
+            .wait_timeout(p, left)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+}
+
+/// Sends a byte over loopback until it arrives stamped, at most for `bound`: whether one
+/// did. Any failure on the way ends it (false: the run goes on, unstamped responses
+/// counted apart).
+fn wait_until_stamped(bound: Duration) -> bool {
     let deadline = Instant::now() + bound;
     let Ok(listener) = std::net::TcpListener::bind("127.0.0.1:0") else {
-        return;
+        return false;
     };
     let Ok(mut tx) = listener.local_addr().and_then(std::net::TcpStream::connect) else {
-        return;
+        return false;
     };
     let Ok((rx, _)) = listener.accept() else {
-        return;
+        return false;
     };
-    if enable(&rx).is_err() || rx.set_read_timeout(Some(Duration::from_secs(1))).is_err() {
-        return;
+    if enable(&rx).is_err() || rx.set_read_timeout(Some(bound)).is_err() {
+        return false;
     }
     while Instant::now() < deadline {
         if std::io::Write::write_all(&mut tx, b"x").is_err() {
-            return;
+            return false;
         }
         match recv_stamped(rx.as_raw_fd(), &mut [0u8; 1]) {
-            Ok((1, Some(_))) => return,
-            Ok((1, None)) => std::thread::sleep(Duration::from_millis(5)),
-            _ => return,
+            Ok((1, Some(_))) => return true,
+            Ok((1, None)) => std::thread::sleep(Duration::from_millis(2)),
+            _ => return false,
         }
     }
+    false
 }
 
 /// Forgets the last stamp: the next `taken` is that of a read made after this.
@@ -309,6 +373,7 @@ mod tests {
         // (the kernel turns its stamps on a while after the first socket asks: the probe's
         // socket asks from now on)
         probe().unwrap();
+        wait_for_stamps();
         enable(&client).unwrap();
         let mut tcp = TcpStream::from_std(client);
         stamp_reads(true);

@@ -63,7 +63,7 @@ impl ClockSummary {
     pub fn headline(&self) -> String {
         match &self.refused {
             Some(why) => {
-                format!("Clock: user-space (--clock kernel refused: {why}); no kernel figures")
+                format!("Clock: user-space (kernel clock refused: {why}); no kernel figures")
             }
             None => format!(
                 "Clock: kernel (receive stamp of the segment completing each response; send: {}); {} responses stamped, {} not (their end is the user-space clock's)",

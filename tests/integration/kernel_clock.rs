@@ -3,7 +3,7 @@
 //! by ALPN) and TLS against nginx, and over HTTP/1.1 against OpenBao; and a socket that
 //! refuses SO_TIMESTAMPING (simulated by the test-only `VBLAST_TEST_REFUSE_TIMESTAMPING`,
 //! src/net/stamp.rs) falls back to the user-space clock, said once and marked in every
-//! format. Mechanism only: no figure is asserted beyond the order of the two clocks.
+//! format, whether the kernel clock was asked or is the default. Mechanism only: no figure is asserted beyond the order of the two clocks.
 
 use std::path::Path;
 
@@ -127,12 +127,7 @@ fn a_socket_refusing_timestamps_falls_back_to_the_user_clock_in_every_format() {
     let r = run(env_cmd(&args, &refuse));
     assert_eq!(r.code, Some(0), "{}", r.show());
     // One clear message, at the start.
-    assert_eq!(
-        r.stderr.matches("--clock kernel").count(),
-        1,
-        "{}",
-        r.show()
-    );
+    assert_eq!(r.stderr.matches("kernel clock").count(), 1, "{}", r.show());
     assert!(r.stderr.contains("user-space clock"), "{}", r.show());
     let j = r.json();
     assert_eq!(j["requests"], 100, "{j}");
@@ -164,4 +159,43 @@ fn a_socket_refusing_timestamps_falls_back_to_the_user_clock_in_every_format() {
     // Without the knob, the same run is stamped by the kernel.
     let r = run(url_cmd(&args));
     assert_eq!(r.json()["clock"]["used"], "kernel", "{}", r.show());
+    // The kernel clock not asked (the default), refused: the same line once, the same
+    // mark, and the run's own exit status. `vblast ab` keeps ab's user-space clock
+    // (docs/reports.md): nothing to refuse, nothing said.
+    let r = run(env_cmd(
+        &[&url, "-c", "2", "-n", "100", "--format", "json"],
+        &refuse,
+    ));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert_eq!(r.stderr.matches("kernel clock").count(), 1, "{}", r.show());
+    assert_eq!(r.json()["clock"]["used"], "user", "{}", r.show());
+    let ab = run(env_cmd(&["ab", "-n", "100", "-c", "2", &url], &refuse));
+    assert_eq!(ab.code, Some(0), "{}", ab.show());
+    assert!(!ab.stderr.contains("kernel clock"), "{}", ab.show());
+    assert!(
+        ab.stdout.contains("Complete requests:      100"),
+        "{}",
+        ab.show()
+    );
+}
+
+#[test]
+fn the_kernel_clock_is_the_default_and_the_user_clock_is_asked_for() {
+    let ng = Nginx::start();
+    let url = format!("{}/v1/secret/data/foo", ng.addr);
+    let n = N.to_string();
+    let base = [url.as_str(), "-c", "2", "-n", &n, "--format", "json"];
+    let r = run(url_cmd(&base));
+    let j = kernel_figures(&r, "the default");
+    assert!(!r.stderr.contains("kernel clock"), "{}", r.show());
+    assert_eq!(
+        j["clock"]["send"], "user-space clock just before the write",
+        "{j}"
+    );
+    // --clock user: the user-space clock alone, no kernel figures.
+    let mut args = base.to_vec();
+    args.extend(["--clock", "user"]);
+    let r = run(url_cmd(&args));
+    assert_eq!(r.code, Some(0), "{}", r.show());
+    assert!(r.json().get("clock").is_none(), "{}", r.show());
 }
