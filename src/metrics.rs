@@ -694,6 +694,14 @@ fn histogram(o: &mut String, name: &str, help: &str, b: &Buckets) {
 mod tests {
     use super::*;
 
+    /// The index of the bucket whose upper bound is `us`.
+    fn at(us: u64) -> usize {
+        BUCKETS_US
+            .iter()
+            .position(|&b| b == us)
+            .expect("a bucket bound")
+    }
+
     #[test]
     fn buckets_are_cumulative_and_add_across_shards() {
         let mut a = Stats::new(1);
@@ -705,9 +713,11 @@ mod tests {
             b.ops[0].latency.record(us);
         }
         let (fa, fb) = (Figures::of(&a, &[], 0), Figures::of(&b, &[], 0));
-        // le 100us: 50 | 90; le 1ms: 50, 300, 800 | 90, 1000; le 10s: all but 20 s.
-        assert_eq!((fa.latency.le[0], fb.latency.le[0]), (1, 1));
-        assert_eq!((fa.latency.le[3], fb.latency.le[3]), (3, 2));
+        // le 10us: none; le 100us: 50 | 90; le 1ms: 50, 300, 800 | 90, 1000; le 10s: all
+        // but 20 s.
+        assert_eq!((fa.latency.le[at(10)], fb.latency.le[at(10)]), (0, 0));
+        assert_eq!((fa.latency.le[at(100)], fb.latency.le[at(100)]), (1, 1));
+        assert_eq!((fa.latency.le[at(1_000)], fb.latency.le[at(1_000)]), (3, 2));
         assert_eq!(
             (
                 fa.latency.le[BUCKETS_US.len() - 1],
@@ -742,9 +752,9 @@ mod tests {
         assert_eq!(sum.errors.read, 3);
         assert_eq!(sum.connections_open, 5);
         assert_eq!(sum.latency.count, 2);
-        assert_eq!(sum.latency.le[2], 1); // le 500us: the 300us sample only
-        assert_eq!(sum.latency.le[4], 1); // le 2.5ms: still the 300us sample only
-        assert_eq!(sum.latency.le[5], 2); // le 5ms: both
+        assert_eq!(sum.latency.le[at(500)], 1); // the 300us sample only
+        assert_eq!(sum.latency.le[at(2_500)], 1); // still the 300us sample only
+        assert_eq!(sum.latency.le[at(5_000)], 2); // both
         let codes: Vec<(u16, u64)> = sum.status.iter().copied().filter(|s| s.0 != 0).collect();
         assert_eq!(codes, vec![(200, 7), (503, 1)]);
     }

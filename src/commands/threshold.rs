@@ -329,7 +329,7 @@ mod tests {
         let latency = Buckets {
             count: 100,
             le: [
-                0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
+                0, 0, 0, 0, 0, 0, 0, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100,
             ],
             ..Buckets::default()
         };
@@ -361,6 +361,29 @@ mod tests {
             Some(Observed::exact(3.0))
         );
         assert_eq!(live(ThresholdMetric::Rate, &s), None);
+    }
+
+    /// A server answering in tens of microseconds (nginx on loopback) is judged live too:
+    /// the buckets start at 10us, so `p50<1us` stops a run whose p50 lies in 25-50us.
+    #[test]
+    fn a_percentile_under_100us_is_judged_live() {
+        let mut le = [100; crate::stats::figures::NB];
+        le[..2].fill(0); // none at or under 10us and 25us; all at or under 50us
+        let s = LiveScope {
+            requests: 100,
+            ok: 100,
+            latency: Buckets {
+                count: 100,
+                le,
+                ..Buckets::default()
+            },
+        };
+        let p50 = live(ThresholdMetric::P50, &s).unwrap();
+        assert_eq!((p50.low, p50.high), (Some(0.025), Some(0.05)));
+        let stops = |t: &str| crate::threshold::abort_now(&Threshold::parse(t).unwrap(), &p50);
+        assert!(stops("p50<1us"));
+        assert!(stops("p50<20us"));
+        assert!(!stops("p50<60us"));
     }
 
     #[test]

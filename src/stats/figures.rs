@@ -6,9 +6,9 @@
 use crate::stats::{Errors, Stats};
 
 /// Upper bounds of the latency buckets, in microseconds (`le` in seconds; +Inf added).
-pub const BUCKETS_US: [u64; 16] = [
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+pub const BUCKETS_US: [u64; 19] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
+    500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
 ];
 pub const NB: usize = BUCKETS_US.len();
 /// Status codes carried per snapshot (the most frequent first is not needed: few differ).

@@ -382,9 +382,9 @@ fn ab_takes_thresholds() {
     out.assert_code(99);
     assert_eq!(junit_cases(&junit), pairs(&[("p50<1us", "failure")]));
     // --threshold-abort: judged live, the run stops long before its count. Live figures
-    // are the buckets (100us, 250us, ... 10s), and nginx's p50 may lie under the first, where
-    // no bucket shows it above 1us (the run then went on to its count): a lower bound the
-    // p50 certainly misses (`p50>10s`) is broken on the buckets at any speed of the server.
+    // are the buckets (10us, 25us, ... 10s); a p50 under the first would show no bucket above
+    // 1us, so the test takes a lower bound the p50 certainly misses (`p50>10s`), broken on the
+    // buckets at any speed of the server.
     let out = run(url_cmd(&[
         "ab",
         "-n",
