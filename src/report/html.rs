@@ -517,6 +517,33 @@ fn server_section(runs: &[HtmlRun], body: &mut String) {
 
 /// A series of `(x, y)` from a node's intervals, at each interval's middle on the measured
 /// run's clock (`warmup_s` earlier than the sampler's).
+/// On the leader, a dotted line per follower it names: that follower's lag behind it at
+/// each interval's end, by its raft peer id.
+fn follower_lines(it: &[Interval], w: f64) -> Vec<Series> {
+    let mut peers: Vec<&str> = it
+        .iter()
+        .flat_map(|i| i.raft_followers.iter().map(|f| f.peer_id.as_str()))
+        .collect();
+    peers.sort_unstable();
+    peers.dedup();
+    peers
+        .into_iter()
+        .enumerate()
+        .map(|(k, peer)| Series {
+            name: format!("lag of {peer}"),
+            points: it
+                .iter()
+                .filter_map(|i| {
+                    let f = i.raft_followers.iter().find(|f| f.peer_id == peer)?;
+                    Some((i.at_s - w - i.duration_s / 2.0, f.lag))
+                })
+                .collect(),
+            dashed: true,
+            color: 7 + k,
+        })
+        .collect()
+}
+
 fn interval_points(
     intervals: &[Interval],
     warmup_s: f64,
@@ -708,7 +735,10 @@ fn raft_node_series(
                     false,
                     6,
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(follower_lines(it, w))
+            .collect(),
         ),
         (
             format!("server-bolt-{key}"),

@@ -132,6 +132,21 @@ fn each_raft_nodes_figures_are_on_its_timeline() {
         "raft chart"
     );
     assert!(page.contains("BoltDB files (MiB)"), "BoltDB chart");
+    // Each follower the leader named in two intervals or more is a line of its own there.
+    for leader in nodes.iter().filter(|n| n["raft"]["followers"].is_array()) {
+        for p in &peers {
+            let seen = leader["intervals"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["raft_followers"].as_array())
+                .filter(|f| f.iter().any(|x| x["peer_id"] == p.as_str()))
+                .count();
+            if seen >= 2 {
+                assert!(page.contains(&format!("lag of {p}")), "{p}'s lag line");
+            }
+        }
+    }
 
     // The text report's raft line names the files.
     let out = run(c.vblast(&[
