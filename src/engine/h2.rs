@@ -558,7 +558,7 @@ impl<'p> H2Loop<'p> {
         let prepared = self
             .prepared
             .get(k)
-            .unwrap_or(&self.prepared[node * ops + req.op]);
+            .unwrap_or_else(|| &self.prepared[node * ops + req.op]);
         let body_at = match prepared {
             Some(p) => Some(p.encode(&mut self.block, bytes)),
             None => request::encode(&mut self.block, bytes, self.https),

@@ -147,7 +147,7 @@ pub fn probe() -> Result<(), Cause> {
         });
     if spawned.is_err() {
         // No thread: no wait either (the first responses may go unstamped, counted).
-        *lock_probe() = Some((Instant::now() - PROBE_BOUND, false));
+        *lock_probe() = None;
     }
     Ok(())
 }

@@ -41,6 +41,20 @@ fn mix_of(file: &Value) -> Vec<(String, u64)> {
 }
 
 /// `vblast run --workload W` with `extra` into a results file: its operations' counts.
+/// `vblast profile LOG --workload DIR/w.json`, checked against its schema: the file.
+fn workload_of(log: &Path, dir: &Path) -> std::path::PathBuf {
+    let w = dir.join("w.json");
+    run(url_cmd(&[
+        "profile",
+        log.to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]))
+    .assert_code(0);
+    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    w
+}
+
 fn run_workload(bao: &OpenBao, w: &Path, results: &Path, extra: &[&str]) -> Vec<(String, u64)> {
     let mut args = vec![
         "run",
@@ -81,15 +95,7 @@ fn a_profiled_log_runs_at_its_mix_scaled_and_compressed_with_nothing_left() {
         ],
     ))
     .assert_code(0);
-    let w = dir.path().join("w.json");
-    let out = run(url_cmd(&[
-        "profile",
-        log.to_str().unwrap(),
-        "--workload",
-        w.to_str().unwrap(),
-    ]));
-    out.assert_code(0);
-    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    let w = workload_of(&log, dir.path());
     let file = read_json(&w);
     let text = std::fs::read_to_string(&w).unwrap();
     assert!(
@@ -385,15 +391,7 @@ fn a_workload_runs_each_recorded_caller_with_a_session_of_its_own_in_its_namespa
     let dir = tempfile::tempdir().unwrap();
     let log = crate::replay::log_of_callers(&bao, dir.path());
     let before = server_state(&bao);
-    let w = dir.path().join("w.json");
-    let out = run(url_cmd(&[
-        "profile",
-        log.to_str().unwrap(),
-        "--workload",
-        w.to_str().unwrap(),
-    ]));
-    out.assert_code(0);
-    crate::schema::assert_valid("workload.schema.json", &[&w]);
+    let w = workload_of(&log, dir.path());
     let file = read_json(&w);
     let text = std::fs::read_to_string(&w).unwrap();
     assert!(!text.contains("hmac-sha256"), "{text}");
@@ -512,14 +510,7 @@ fn a_workload_runs_its_callers_over_http2_as_over_http1() {
     let dir = tempfile::tempdir().unwrap();
     let log = crate::replay::log_of_callers(&bao, dir.path());
     let before = server_state(&bao);
-    let w = dir.path().join("w.json");
-    run(url_cmd(&[
-        "profile",
-        log.to_str().unwrap(),
-        "--workload",
-        w.to_str().unwrap(),
-    ]))
-    .assert_code(0);
+    let w = workload_of(&log, dir.path());
     let again = dir.path().join("run.log");
     let results = dir.path().join("r.json");
     let out = run(vault_cmd(
