@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: tools/bench/tls.sh   [env: RUNS=3 DURATION=5s CONNS=64 HS_N=4000 HANDSHAKES=1
-#                                   TLS_PROTOCOLS="TLSv1.2 TLSv1.3" RT=0 WAKEUPS=0]
+#                                   TLS_PROTOCOLS="TLSv1.2 TLSv1.3" RT=0 WAKEUPS=0 INSTR=0]
 # vblast beside wrk against nginx (1 worker pinned to core 0, ECDSA P-256 certificate,
 # ssl_protocols $TLS_PROTOCOLS), every client pinned to core 1 with one thread. Client CPU =
 # user+sys of the client process (/usr/bin/time); server CPU = user+sys of the nginx worker
@@ -23,6 +23,15 @@
 #     default) vs ab -n N -c 64 and h2load --h1 -n N -c 64 -H 'Connection: close' (neither
 #     resumes sessions nor verifies certificates; vblast runs with -k too). Ratios are
 #     printed as vblast/peer handshakes per CPU-second (higher is better for vblast).
+#  3. INSTR=1 (needs valgrind), before the others: nginx's user-space instructions per request
+#     behind each client over TLS keep-alive: one nginx process (master_process off) under
+#     valgrind --tool=callgrind, its counters zeroed before and dumped after each client run,
+#     the requests counted by nginx's stub_status; the slope between a short and a long run of
+#     each client (INSTR_LENS="3 12" seconds, INSTR_CONNS=4 connections), so the handshakes
+#     cancel out; INSTR_ROUNDS=3 rounds, the clients' order alternating, the median of the
+#     per-round ratios. Nearly deterministic where the CPU time is not, it resolves the
+#     percent that the CPU time's run-to-run spread hides (the kernel's work is not in it).
+#     RUNS=0 INSTR=1 runs only this.
 source "$(dirname "$0")/lib.sh"
 
 RUNS="${RUNS:-3}"
@@ -35,25 +44,129 @@ LIMIT=$(( ${DURATION%s} + 120 ))
 RT="${RT:-0}"
 RUN_AS=(); [ "$RT" = 1 ] && RUN_AS=(chrt -f 1)
 WAKEUPS="${WAKEUPS:-0}"
+INSTR="${INSTR:-0}"
+INSTR_LENS="${INSTR_LENS:-3 12}"
+INSTR_CONNS="${INSTR_CONNS:-4}"
+INSTR_ROUNDS="${INSTR_ROUNDS:-3}"
 
 need nginx wrk ab h2load openssl taskset curl jq /usr/bin/time
 [ "$RT" = 1 ] && need chrt
 [ "$WAKEUPS" = 1 ] && need perf
+[ "$INSTR" = 1 ] && need valgrind callgrind_control
 build
 
-# nginx with TLS on core 0; sets TLS_URL and TLS_CA.
-start_nginx_tls() {
+# The ECDSA P-256 certificate of 127.0.0.1 in $BENCH_TMP/tls-cert (made once).
+tls_cert() {
     local dir="$BENCH_TMP/tls-cert"
+    [ -f "$dir/cert.pem" ] && return
     mkdir -p "$dir"
     show "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 ..."
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
         -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
         -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || die "openssl req failed"
+}
+
+# nginx with TLS on core 0; sets TLS_URL and TLS_CA.
+start_nginx_tls() {
+    local dir="$BENCH_TMP/tls-cert"
+    tls_cert
     NGINX_CA="$dir/cert.pem"
     start_nginx 0 "ssl_certificate $dir/cert.pem; ssl_certificate_key $dir/key.pem; ssl_protocols $TLS_PROTOCOLS;"
     TLS_URL="$NGINX_URL"
     TLS_CA="$NGINX_CA"
 }
+
+# nginx_under_callgrind: one nginx process (no master) with TLS under callgrind on core 0,
+# stub_status on a plain port; sets CG_PID, CG_DIR, CG_URL, CG_STATUS (needs tls-cert).
+nginx_under_callgrind() {
+    local dir="$BENCH_TMP/nginx-cg" cert="$BENCH_TMP/tls-cert" port status user=""
+    mkdir -p "$dir/logs" "$dir/tmp"
+    port="$(free_port)"; status="$(free_port)"
+    [ "$(id -u)" -eq 0 ] && user="user root;"
+    cat >"$dir/nginx.conf" <<EOF
+$user
+master_process off;
+daemon off;
+pid $dir/logs/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout 75s;
+    default_type application/json;
+    server_tokens off;
+    server {
+        listen 127.0.0.1:$port ssl;
+        ssl_certificate $cert/cert.pem; ssl_certificate_key $cert/key.pem; ssl_protocols $TLS_PROTOCOLS;
+        location /v1/ { return 200 '$KV_BODY'; }
+    }
+    server { listen 127.0.0.1:$status; location / { stub_status; } }
+}
+EOF
+    show "taskset -c 0 valgrind --tool=callgrind nginx -p $dir -c $dir/nginx.conf"
+    (cd "$dir" && exec taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out.%p" \
+        nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" </dev/null >"$dir/logs/valgrind.log" 2>&1) &
+    CG_PID="$!"
+    BENCH_PIDS+=("$CG_PID")
+    wait_port "$port" 120 || die "nginx under valgrind did not start: $(tail -n 5 "$dir/logs/valgrind.log")"
+    CG_DIR="$dir"
+    CG_URL="https://127.0.0.1:$port/v1/secret/data/foo"
+    CG_STATUS="http://127.0.0.1:$status/"
+}
+
+# instr_run CLIENT SECONDS: one keep-alive run against the nginx under callgrind; prints
+# "REQUESTS INSTRUCTIONS", nginx's, from its zeroed counters to the dump after the run.
+instr_run() {
+    local client="$1" secs="$2" r0 r1 dump
+    r0="$(curl -s --max-time 30 "$CG_STATUS" | awk 'NR == 3 { print $3 }')"
+    callgrind_control -z "$CG_PID" >/dev/null 2>&1
+    if [ "$client" = vblast ]; then
+        show "taskset -c 1 vblast -k -t 1 -c $INSTR_CONNS -z ${secs}s -q $CG_URL"
+        timeout -k 5 "$LIMIT" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 "$VBLAST" -k -t 1 -c "$INSTR_CONNS" -z "${secs}s" -q "$CG_URL" >/dev/null \
+            || die "vblast failed against the nginx under callgrind"
+    else
+        show "taskset -c 1 wrk -t1 -c$INSTR_CONNS -d${secs}s $CG_URL"
+        timeout -k 5 "$LIMIT" "${RUN_AS[@]+"${RUN_AS[@]}"}" taskset -c 1 wrk -t1 -c"$INSTR_CONNS" -d"${secs}s" "$CG_URL" >/dev/null \
+            || die "wrk failed against the nginx under callgrind"
+    fi
+    callgrind_control -d "$CG_PID" >/dev/null 2>&1
+    r1="$(curl -s --max-time 30 "$CG_STATUS" | awk 'NR == 3 { print $3 }')"
+    dump="$(ls -t "$CG_DIR"/cg.out.* | head -n 1)"
+    # stub_status counts the request asking it: r1 includes the second look.
+    echo "$((r1 - r0 - 1)) $(awk '/^(summary|totals):/ { print $2; exit }' "$dump")"
+}
+
+if [ "$INSTR" = 1 ]; then
+    tls_cert
+    nginx_under_callgrind
+    log "== nginx's instructions per request under callgrind: TLS keep-alive, -c $INSTR_CONNS, runs of $INSTR_LENS s, $INSTR_ROUNDS rounds"
+    INSTR_V=""; INSTR_W=""; INSTR_R=""
+    for i in $(seq "$INSTR_ROUNDS"); do
+        if [ $((i % 2)) -eq 1 ]; then pair="vblast wrk"; else pair="wrk vblast"; fi
+        declare -A per=()
+        for c in $pair; do
+            pts=""
+            for secs in $INSTR_LENS; do
+                pt="$(instr_run "$c" "$secs")"
+                log "  round $i, $c ${secs}s: $pt (requests, instructions)"
+                pts+="$pt"$'\n'
+            done
+            per[$c]="$(printf '%s' "$pts" | awk 'NR == 1 { n1 = $1; i1 = $2 } END { if ($1 > n1) printf "%.0f", ($2 - i1) / ($1 - n1); else print "nan" }')"
+        done
+        INSTR_V+="${per[vblast]}"$'\n'; INSTR_W+="${per[wrk]}"$'\n'
+        INSTR_R+="$(awk -v a="${per[vblast]}" -v b="${per[wrk]}" 'BEGIN { if (b + 0 == 0) print "nan"; else printf "%.3f", a / b }')"$'\n'
+    done
+    kill -TERM "$CG_PID" 2>/dev/null || true
+    wait "$CG_PID" 2>/dev/null || true
+    log "nginx's user-space instructions per request (callgrind, medians of $INSTR_ROUNDS rounds): vblast $(printf '%s' "$INSTR_V" | median | xargs printf %.0f), wrk $(printf '%s' "$INSTR_W" | median | xargs printf %.0f); ratio vblast/wrk $(printf '%s' "$INSTR_R" | median | xargs printf %.3f) (goal <= 1)  [rounds: $(printf '%s' "$INSTR_R" | tr '\n' ' ' | sed 's/ $//')]"
+    [ "$RUNS" -gt 0 ] || exit 0
+fi
 
 start_nginx 0
 PLAIN_URL="$NGINX_URL"; PLAIN_PID="$NGINX_PID"
