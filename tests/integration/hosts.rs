@@ -635,3 +635,70 @@ fn nodes_share_one_pool_of_jwts() {
     assert_eq!(seen.len(), n, "a pool item went out twice: {seen:?}");
     assert!(seen.iter().all(|i| *i < 30), "{seen:?}");
 }
+
+/// `vblast ab` sends the headers ab sends (`User-Agent: ApacheBench/2.3`, `Accept: */*`
+/// and the `-H` ones), so the server parses behind it what it parses behind ab: the header
+/// lines of each request, read off the socket, are ab's own (in another order: vblast's
+/// Host comes first; the request line's HTTP version and ab's `Connection: Keep-Alive`
+/// aside: vblast speaks HTTP/1.1, where keep-alive is the default). A `-H` User-Agent replaces ab's. The node
+/// says `Connection: keep-alive`, without which ab -k waits for the close.
+#[test]
+fn vblast_ab_sends_the_headers_ab_sends() {
+    let node = Capture::start(
+        "127.0.0.1",
+        Arc::new(|_: &[u8], _| response("200 OK", "Connection: keep-alive\r\n", "{}")),
+    );
+    let heads = |prefix: &str| -> Vec<Vec<String>> {
+        node.requests(prefix)
+            .iter()
+            .map(|r| {
+                let head = r.split("\r\n\r\n").next().unwrap_or_default();
+                head.lines()
+                    .skip(1)
+                    .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+                    .map(str::to_string)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect()
+            })
+            .collect()
+    };
+    for (path, extra) in [
+        ("/v1/plain", None),
+        ("/v1/given", Some("User-Agent: probe/1")),
+    ] {
+        let url = format!("{}{path}", node.addr);
+        let mut args = vec!["-k", "-n", "2", "-c", "1", "-s", "20"];
+        if let Some(h) = extra {
+            args.extend(["-H", h]);
+        }
+        args.push(&url);
+        let ab = std::process::Command::new("ab")
+            .args(&args)
+            .output()
+            .expect("ab (apache2-utils, installed by tools/deps.sh)");
+        assert!(
+            ab.status.success(),
+            "ab: {}",
+            String::from_utf8_lossy(&ab.stderr)
+        );
+        let theirs = heads(&format!("GET {path} HTTP/1.0"));
+        let mut ours_args = vec!["ab"];
+        ours_args.extend(&args);
+        run(env_cmd(&ours_args, &[])).assert_code(0);
+        let ours = heads(&format!("GET {path} HTTP/1.1"));
+        assert_eq!(theirs.len(), 2, "ab's requests: {theirs:?}");
+        assert_eq!(ours.len(), 2, "vblast ab's requests: {ours:?}");
+        assert_eq!(ours[0], theirs[0], "{path}");
+        let agent = if extra.is_some() {
+            "probe/1"
+        } else {
+            "ApacheBench/2.3"
+        };
+        assert!(
+            ours[0].contains(&format!("User-Agent: {agent}")),
+            "{ours:?}"
+        );
+        assert!(ours[0].contains(&"Accept: */*".to_string()), "{ours:?}");
+    }
+}
