@@ -546,3 +546,58 @@ fn a_workload_runs_its_callers_over_http2_as_over_http1() {
     assert_eq!(server_state(&bao), before, "the run left something");
     no_namespace_left(&bao);
 }
+
+/// The log of two kv mounts in the root and in team-a (`replay::log_of_kv_mounts`),
+/// profiled into a workload file (each mount with its kv version and its reads) and run:
+/// the server's own audit log of the run shows a kv mount of the same version per
+/// recorded mount in each namespace, seeded with that mount's distinct paths, and each
+/// recorded mount's reads sent to its own (one more in all when the schedule places one
+/// more send); nothing is left.
+#[test]
+fn a_workload_runs_each_recorded_kv_mount_on_a_fixture_of_its_own_size() {
+    use crate::replay::{
+        kv_fixtures_in, kv_fixtures_recorded, log_of_kv_mounts, no_namespace_left,
+    };
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_kv_mounts(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = workload_of(&log, dir.path());
+    let file = read_json(&w);
+    let sizes: Vec<(String, String, u64, u64)> = file["fixtures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| {
+            Some((
+                f["namespace"].as_str().unwrap().to_string(),
+                f["mount"].as_str().unwrap().to_string(),
+                f["kv_version"].as_u64()?,
+                f["distinct_paths"].as_u64().unwrap(),
+            ))
+        })
+        .collect();
+    assert!(
+        sizes.contains(&("team-a/".into(), "kv-b/".into(), 1, 2)),
+        "{file:#}"
+    );
+    let seen = dir.path().join("server.log");
+    bao.audit_to_file(&seen);
+    let results = dir.path().join("r.json");
+    let ops = run_workload(&bao, &w, &results, &[]);
+    bao.audit_off();
+    let names: Vec<&str> = ops.iter().map(|o| o.0.as_str()).collect();
+    assert_eq!(names, ["kv-read@kv-a", "kv-read@kv-b"], "{ops:?}");
+    let got = kv_fixtures_in(&seen);
+    let want = kv_fixtures_recorded();
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    let mut over = 0;
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((&g.0, g.1, g.2), (&w.0, w.1, w.2), "{got:?}");
+        assert!(g.3 >= w.3, "{got:?} against {want:?}");
+        over += g.3 - w.3;
+    }
+    assert!(over <= 1, "{got:?} against {want:?}");
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+}
