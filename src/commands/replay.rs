@@ -151,7 +151,7 @@ fn in_namespace(
 }
 
 /// The run of the replay: the flags of a `vblast run --op MIX` (the target, TLS,
-/// connections, threads, timeout), planned as any run is (`scenario::plan`), its
+/// connections, threads, timeout, HTTP/2), planned as any run is (`scenario::plan`), its
 /// operations then one per entry of the mix (each kv mount of the log's root namespace
 /// its own fixture, `in_namespace`), and its one step set to the recorded schedule. With
 /// the operations as the flags configured them, each once (what `in_namespace` builds on).
@@ -164,6 +164,8 @@ fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<(Scenario, Vec<OpCho
     run.load.connections = args.connections;
     run.load.threads = args.threads;
     run.load.timeout = args.timeout;
+    run.load.http2 = args.http2;
+    run.load.http2_prior_knowledge = args.http2_prior_knowledge;
     run.ops.op = Some(plan.op_mix());
     run.ops.keep = args.keep;
     // A kv operation on no recorded mount's fixture (a mount past the profile's bound)

@@ -38,7 +38,7 @@ pub struct LeftOut {
 pub struct ReplayPlan {
     /// The operations replayed, in the mix's order, with the requests the log recorded
     /// of each: a kv operation once per recorded kv mount, named `kv-read@secret` when
-    /// the log has two kv mount paths or more (`KvMounts::label`).
+    /// the log shows it on two kv mount paths or more (`KvMounts::label`).
     pub mix: Vec<(String, u64)>,
     /// The recorded requests replayed, placed on the replay's clock.
     pub schedule: RecordedSchedule,
