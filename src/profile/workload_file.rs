@@ -705,6 +705,33 @@ impl WorkloadFile {
         })
     }
 
+    /// The mix `run` split by recorded kv mount (None: a file written before mounts had
+    /// their operations), the file's kv mounts, and its callers over that mix.
+    fn entries_and_callers(
+        &self,
+        run: &[&MixShare],
+    ) -> (Option<Vec<(MixEntry, u64)>>, KvMounts, Option<RunCallers>) {
+        let kv = self.kv_mounts();
+        let ops: Vec<(String, u64)> = run.iter().map(|m| (m.name.clone(), m.requests)).collect();
+        let entries = kv.as_ref().map(|kv| kv.entries(&ops));
+        let kv = kv.unwrap_or_default();
+        let listed: Vec<MixEntry> = match &entries {
+            Some(e) => e.iter().map(|e| e.0.clone()).collect(),
+            None => ops
+                .iter()
+                .map(|o| MixEntry {
+                    op: o.0.clone(),
+                    mount: None,
+                })
+                .collect(),
+        };
+        let callers = self
+            .callers
+            .as_ref()
+            .and_then(|c| RunCallers::of(c, &listed, &kv));
+        (entries, kv, callers)
+    }
+
     /// The kv mounts' largest count of distinct paths, overall (None: no kv mount) and
     /// per namespace.
     fn seeds(&self) -> (Option<u64>, Vec<(String, u64)>) {
@@ -791,24 +818,7 @@ impl WorkloadFile {
         let duration = schedule.span();
         let expected = schedule.requests_before(duration);
         let (secrets, secrets_in) = self.seeds();
-        let kv = self.kv_mounts();
-        let ops: Vec<(String, u64)> = run.iter().map(|m| (m.name.clone(), m.requests)).collect();
-        let entries = kv.as_ref().map(|kv| kv.entries(&ops));
-        let kv = kv.unwrap_or_default();
-        let listed: Vec<MixEntry> = match &entries {
-            Some(e) => e.iter().map(|e| e.0.clone()).collect(),
-            None => ops
-                .iter()
-                .map(|o| MixEntry {
-                    op: o.0.clone(),
-                    mount: None,
-                })
-                .collect(),
-        };
-        let callers = self
-            .callers
-            .as_ref()
-            .and_then(|c| RunCallers::of(c, &listed, &kv));
+        let (entries, kv, callers) = self.entries_and_callers(&run);
         let named: Vec<&str> = self
             .namespaces
             .iter()

@@ -97,8 +97,66 @@ pub fn plan(
         .map(crate::profile::problem_text)
         .collect();
     let left_out = left_out(&profile, &kept.ops);
-    // The mix: the replayable operations, a kv one per recorded kv mount, by recorded
-    // count (most first).
+    let Entries {
+        kv,
+        order,
+        replayed,
+    } = entries(&profile, &kept);
+    if replayed.is_empty() {
+        return Err(Error::input(nothing_to_replay(
+            &profile,
+            kept.requests.is_empty(),
+            &left_out,
+            &problems,
+        )));
+    }
+    let times: Vec<i64> = replayed.iter().map(|r| r.0.time_ns).collect();
+    let schedule = RecordedSchedule::new(&times, speed, scale).map_err(|e| match e {
+        schedule::ReplayRefusal::Nothing => Error::input(format!(
+            "{e}: --scale {scale} leaves none of the {} recorded requests",
+            times.len()
+        )),
+        e => Error::input(e.to_string()),
+    })?;
+    let (sessions, ops) = sends(&profile, &replayed, &schedule, order.len());
+    let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.0.accessor).collect();
+    Ok(ReplayPlan {
+        mix: order.iter().map(|(e, n)| (kv.label(e), *n)).collect(),
+        entries: order.into_iter().map(|(e, _)| e).collect(),
+        schedule,
+        ops,
+        sessions: callers.len() as u64,
+        callers: sessions,
+        secrets: kv
+            .mounts
+            .iter()
+            .map(|m| m.distinct.clamp(1, kv_mounts::MAX_SECRETS))
+            .max()
+            .unwrap_or(1),
+        kv,
+        namespaces: profile
+            .namespaces
+            .iter()
+            .map(|n| n.namespace.clone())
+            .collect(),
+        left_out,
+        problems,
+        files: profile.files.clone(),
+        recorded_requests: profile.requests,
+    })
+}
+
+/// The replayable requests of a log by entry of the mix: its kv mounts, the entries by
+/// recorded count (most first), and each replayable request with its entry's place.
+struct Entries<'a> {
+    kv: KvMounts,
+    order: Vec<(MixEntry, u64)>,
+    replayed: Vec<(&'a crate::profile::tally::KeptRequest, u16)>,
+}
+
+/// The mix of `kept`: the replayable operations, a kv one per recorded kv mount
+/// (`KvMounts`), each request with its entry.
+fn entries<'a>(profile: &Profile, kept: &'a crate::profile::tally::Kept) -> Entries<'a> {
     let kv = KvMounts::of_profile(&profile.mounts);
     let kv_paths: HashMap<u64, String> = kv
         .paths()
@@ -136,53 +194,11 @@ pub fn plan(
         .iter()
         .filter_map(|r| Some((r, *index.get(&key_of(r)?)?)))
         .collect();
-    if replayed.is_empty() {
-        return Err(Error::input(nothing_to_replay(
-            &profile,
-            kept.requests.is_empty(),
-            &left_out,
-            &problems,
-        )));
-    }
-    let times: Vec<i64> = replayed.iter().map(|r| r.0.time_ns).collect();
-    let schedule = RecordedSchedule::new(&times, speed, scale).map_err(|e| match e {
-        schedule::ReplayRefusal::Nothing => Error::input(format!(
-            "{e}: --scale {scale} leaves none of the {} recorded requests",
-            times.len()
-        )),
-        e => Error::input(e.to_string()),
-    })?;
-    let (sessions, ops) = sends(&profile, &replayed, &schedule, index.len());
-    let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.0.accessor).collect();
-    let entries: Vec<MixEntry> = order.iter().map(|(k, _)| entry_of(k)).collect();
-    Ok(ReplayPlan {
-        mix: order
-            .iter()
-            .zip(&entries)
-            .map(|((_, n), e)| (kv.label(e), *n))
-            .collect(),
-        entries,
-        schedule,
-        ops,
-        sessions: callers.len() as u64,
-        callers: sessions,
-        secrets: kv
-            .mounts
-            .iter()
-            .map(|m| m.distinct.clamp(1, kv_mounts::MAX_SECRETS))
-            .max()
-            .unwrap_or(1),
+    Entries {
+        order: order.iter().map(|(k, n)| (entry_of(k), *n)).collect(),
         kv,
-        namespaces: profile
-            .namespaces
-            .iter()
-            .map(|n| n.namespace.clone())
-            .collect(),
-        left_out,
-        problems,
-        files: profile.files.clone(),
-        recorded_requests: profile.requests,
-    })
+        replayed,
+    }
 }
 
 impl ReplayPlan {

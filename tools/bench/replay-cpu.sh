@@ -14,7 +14,9 @@
 # SPEED > 1 (a whole number) replays the log with `--speed SPEED`, and the --op run goes at
 # RATE x SPEED for DURATION / SPEED: the same requests at a rate the recording (with its
 # audit device, which the replays and --op runs have not) could not reach.
-# Both runs include their setup and cleanup; the replay includes reading the log.
+# Both runs include their setup and cleanup; the replay includes reading the log, whose
+# cost alone is measured once by `vblast profile LOG` (the same reader) and printed with
+# the ratio it leaves once subtracted from the replay's CPU.
 # Figures are printed, never asserted.
 source "$(dirname "$0")/lib.sh"
 
@@ -78,13 +80,24 @@ timed() { # name cmd...: prints "REQUESTS USER SYS"
 
 per_request_us() { awk '{ printf "%.2f\n", ($2 + $3) * 1e6 / $1 }'; }
 
-ratios=(); many_op=(); many_one=()
+# The log's reading alone (the replay's reader is the profile's), as CPU per request.
+show "/usr/bin/time -f '%U %S' taskset -c 1 $VBLAST profile --format json $LOG"
+/usr/bin/time -f '%U %S' -o "$BENCH_TMP/read.time" taskset -c 1 "$VBLAST" profile --format json "$LOG" >"$BENCH_TMP/read.out" 2>/dev/null \
+    || log "warning: vblast profile of the log failed"
+REC="$(jq -r .requests "$BENCH_TMP/read.out")"
+read_us="$(echo "$(jq -r .requests "$BENCH_TMP/read.out") $(tail -n 1 "$BENCH_TMP/read.time")" | per_request_us)"
+log "reading the log alone (vblast profile, $(du -h "$LOG" | cut -f1)): $read_us us per recorded request"
+
+ratios=(); net=(); many_op=(); many_one=()
 for i in $(seq "$RUNS"); do
     r="$(timed replay "$VBLAST" replay -t 1 -c "$CONNS" --speed "$SPEED" --format json -q --allow-errors "$LOG")"
     o="$(timed op "$VBLAST" -t 1 -c "$CONNS" -R "$OP_RATE" -z "$OP_DURATION" --op "$MIX" --format json -q --allow-errors)"
     ru="$(echo "$r" | per_request_us)"; ou="$(echo "$o" | per_request_us)"
     log "run $i: replay $r -> $ru us/request; --op $o -> $ou us/request"
     ratios+=("$(ratio "$ru" "$ou")")
+    # The replay without the log's reading (per recorded request, scaled to those sent).
+    rn="$(echo "$r $read_us $REC" | awk '{ printf "%.2f\n", ($2 + $3) * 1e6 / $1 - $4 * $5 / $1 }')"
+    net+=("$(ratio "$rn" "$ou")")
     if [ "$SESSIONS" -gt 1 ]; then
         m="$(timed many "$VBLAST" replay -t 1 -c "$CONNS" --speed "$SPEED" --format json -q --allow-errors "$MANY")"
         mu="$(echo "$m" | per_request_us)"
@@ -94,6 +107,7 @@ for i in $(seq "$RUNS"); do
 done
 med="$(printf '%s\n' "${ratios[@]}" | median)"
 log ""
+log "replay-cpu: the same, the log's reading ($read_us us per recorded request) taken out of the replay's: median $(printf '%s\n' "${net[@]}" | median) (${net[*]})"
 log "replay-cpu: client CPU per request, replay / --op at $OP_RATE req/s ($MIX, recorded at $RATE req/s for $DURATION, --speed $SPEED, -t 1 -c $CONNS): median $med over $RUNS runs (${ratios[*]}) (goal <= 1.10)"
 if [ "$SESSIONS" -gt 1 ]; then
     log "replay-cpu: with $SESSIONS sessions / --op: median $(printf '%s\n' "${many_op[@]}" | median) (${many_op[*]}); with $SESSIONS sessions / one session: median $(printf '%s\n' "${many_one[@]}" | median) (${many_one[*]})"
