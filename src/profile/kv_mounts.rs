@@ -37,6 +37,9 @@ pub struct MixEntry {
     pub mount: Option<String>,
 }
 
+/// A mix's entries, each with its recorded requests.
+pub type EntryCounts = Vec<(MixEntry, u64)>;
+
 /// The fixture of a kv entry in a namespace: the recorded mount it stands for (the
 /// session's operations of one group share one mount), its secrets and its kv version.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use crate::config::schedule::{self, Schedule};
 use crate::error::{Cause, Error};
 
 use super::figures::Profile;
-use super::kv_mounts::{KvMount, KvMounts, MixEntry};
+use super::kv_mounts::{EntryCounts, KvMount, KvMounts, MixEntry};
 use std::collections::HashMap;
 
 /// The version this vblast writes and reads.
@@ -710,7 +710,7 @@ impl WorkloadFile {
     fn entries_and_callers(
         &self,
         run: &[&MixShare],
-    ) -> (Option<Vec<(MixEntry, u64)>>, KvMounts, Option<RunCallers>) {
+    ) -> (Option<EntryCounts>, KvMounts, Option<RunCallers>) {
         let kv = self.kv_mounts();
         let ops: Vec<(String, u64)> = run.iter().map(|m| (m.name.clone(), m.requests)).collect();
         let entries = kv.as_ref().map(|kv| kv.entries(&ops));
