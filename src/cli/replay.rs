@@ -60,6 +60,15 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "30s", value_parser = crate::config::units::parse_duration)]
     pub timeout: Duration,
 
+    /// Speak HTTP/2: h2 negotiated by ALPN over TLS, as `vblast run --http2`.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// Speak HTTP/2 on plain TCP without asking (h2c with prior knowledge), as `vblast
+    /// run --http2-prior-knowledge`.
+    #[arg(long, conflicts_with = "http2")]
+    pub http2_prior_knowledge: bool,
+
     /// Keep what the replay set up (mounts, secrets, roles) instead of removing it.
     #[arg(long)]
     pub keep: bool,

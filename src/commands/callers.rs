@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use crate::config::scenario::Scenario;
+use crate::config::scenario::{OpChoice, Scenario};
 use crate::config::schedule::Caller;
-use crate::error::Error;
+use crate::error::{Cause, Error};
+use crate::profile::kv_mounts::{KvMounts, MixEntry};
 use crate::replay::callers::{Server, Sessions, SessionsMade};
 use crate::session::Session;
 use crate::signals::Stop;
@@ -112,6 +113,38 @@ impl CallersMade {
             (first, made) => first.and(made),
         }
     }
+}
+
+/// The operations of a mix of `entries` (each with its recorded requests, its weight) for
+/// the fixtures of `namespace` ("root", `team-a/`; None: every namespace's requests in
+/// one): each entry the choice of its operation in `base` (as the flags configured it),
+/// a kv one set to its recorded mount's fixture there (`KvMounts::fixture`: its own
+/// mount, shared by that mount's operations, its secrets and kv version, or `given`
+/// secrets when `--secrets` was given) and named by its label (`kv-read@secret`).
+pub fn kv_choices(
+    base: &[OpChoice],
+    entries: &[(MixEntry, u64)],
+    kv: &KvMounts,
+    namespace: Option<&str>,
+    given: Option<u64>,
+) -> Result<Vec<OpChoice>, Error> {
+    let mut out = Vec::new();
+    for (e, count) in entries {
+        let Some(b) = base.iter().find(|b| b.name == e.op) else {
+            continue;
+        };
+        let mut c = b.clone();
+        c.weight = (*count).clamp(1, u64::from(u32::MAX)) as u32;
+        if let Some(f) = kv.fixture(e, namespace) {
+            let secrets = given.unwrap_or(f.secrets);
+            c.config = crate::vault::ops::kv::on_mount(&c.config, &f.group, secrets, f.version)
+                .map_err(|e: Cause| Error::input(e.within(format!("operation '{}'", c.name))))?;
+            let label = kv.label(e);
+            c.label = (label != c.name).then_some(label);
+        }
+        out.push(c);
+    }
+    Ok(out)
 }
 
 /// Where setup calls go: the scenario's server, TLS, token and namespace.

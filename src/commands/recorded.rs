@@ -1,14 +1,15 @@
 //! `--workload FILE` with `--speed` and `--scale`, for `vblast run` and `vblast sweep`: the
 //! flags read once, the workload file read and checked (`profile::workload_file`), its
-//! notes said on stderr, and the run it describes with the operations' options it implies
-//! (as many secrets seeded as the log's busiest kv mount had distinct paths, unless
-//! `--secrets` is given); and a run's recorded callers (`with_callers`): a session per
+//! notes said on stderr, and the run it describes with the operations it implies (a kv
+//! fixture per recorded kv mount, seeded with its distinct paths, unless `--secrets` is
+//! given; a file written before mounts had their operations: as many secrets as the log's
+//! busiest kv mount had distinct paths); and a run's recorded callers (`with_callers`): a session per
 //! caller in its namespace, as `vblast replay` makes them (`commands::callers`).
 
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::config::scenario::{Scenario, Workload};
+use crate::config::scenario::{OpChoice, Scenario, Workload};
 use crate::config::schedule::{Instants, Schedule};
 use crate::error::{Cause, Ending, Error};
 use crate::profile::workload_file::{self, Factor, MAX_SENDS, RecordedRun};
@@ -25,6 +26,33 @@ pub const MAX_SEEDED: u64 = 100_000;
 pub struct Recorded {
     pub run: RecordedRun,
     pub options: OptionValues,
+    /// `--secrets` was given: every kv fixture seeds that many.
+    pub given: bool,
+}
+
+impl Recorded {
+    /// The run's operations for the fixtures of the log's `namespace` ("root",
+    /// `team-a/`; None: every namespace's requests go to one): with a file that has each
+    /// mount's operations, one per entry of the mix, a kv one per recorded kv mount with
+    /// a fixture of its own size (`callers::kv_choices`; `--secrets` given sizes them
+    /// all); the mix's operations otherwise.
+    pub fn choices(&self, namespace: Option<&str>) -> Result<Vec<OpChoice>, Error> {
+        let base =
+            crate::vault::ops::parse_mix(&self.run.mix, &self.options).map_err(Error::input)?;
+        let Some(entries) = &self.run.entries else {
+            return Ok(base);
+        };
+        let given = (self.given)
+            .then(|| self.options.number("secrets"))
+            .flatten();
+        super::callers::kv_choices(&base, entries, &self.run.kv, namespace, given)
+    }
+
+    /// The log's namespace the run's own fixtures stand for: the root when the run sends
+    /// as its callers did, every namespace otherwise.
+    pub fn own_namespace(&self) -> Option<&'static str> {
+        self.run.callers.as_ref().map(|_| "root")
+    }
 }
 
 /// `--speed` (1 when not given).
@@ -52,8 +80,17 @@ pub fn resolve(args: &RunArgs, scale: Option<&str>) -> Result<Option<Recorded>, 
     for n in &run.notes {
         eprintln!("vblast: note: {n}");
     }
-    let options = seeding(&args.op_options, run.secrets, true);
-    Ok(Some(Recorded { run, options }))
+    if let Some(n) = run.kv.capped_note()
+        && !args.op_options.is_given("secrets")
+    {
+        eprintln!("vblast: note: {n} (--secrets N seeds N in each)");
+    }
+    let options = seeding(&args.op_options, run.secrets, run.entries.is_none());
+    Ok(Some(Recorded {
+        run,
+        options,
+        given: args.op_options.is_given("secrets"),
+    }))
 }
 
 /// `options` with `secrets` seeded, unless `--secrets` gave it (`say`: note a count
@@ -163,10 +200,14 @@ fn make_callers(
             callers.folded_requests
         );
     }
-    let mix = recorded.run.mix.split(',').count();
-    let deck = callers.deck(mix);
+    let deck = callers.deck(recorded.run.mix_len());
     let sessions = crate::replay::callers::Sessions::listed(&callers.sessions);
     let for_namespace = |ns: &str| -> Result<Scenario, Error> {
+        if recorded.run.entries.is_some() {
+            let mut sc = scenario.clone();
+            sc.workload = Workload::Vault(recorded.choices(Some(ns))?);
+            return Ok(sc);
+        }
         let secrets = (recorded.run.secrets_in.iter())
             .find(|s| s.0 == ns)
             .map(|s| s.1)

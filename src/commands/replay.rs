@@ -4,7 +4,7 @@
 //! the session, and the replay's report.
 
 use crate::cli::replay::ReplayArgs;
-use crate::config::scenario::{Scenario, StepPlan};
+use crate::config::scenario::{OpChoice, Scenario, StepPlan, Workload};
 use crate::config::schedule::Schedule;
 use crate::error::{Ending, Error};
 use crate::replay::ReplayPlan;
@@ -32,24 +32,21 @@ pub fn run(args: &ReplayArgs, stop: &Stop) -> Ending {
     if let Some(s) = stop.signal() {
         return Ending::Stopped(s);
     }
-    let mut scenario = match scenario(args, &plan, plan.secrets) {
+    if let Some(n) = plan.kv.capped_note() {
+        eprintln!("vblast: note: {n}");
+    }
+    let (mut scenario, base) = match scenario(args, &plan) {
         Ok(s) => s,
         Err(e) => return Ending::Failed(e),
     };
     if let Some(n) = plan.callers.fold_note() {
         eprintln!("vblast: note: {n}");
     }
-    // The sessions' tokens and namespaces, and each other namespace's fixtures (each
-    // seeded with its own recorded distinct paths), removed when `made` goes.
+    // The sessions' tokens and namespaces, and each other namespace's fixtures (a kv
+    // fixture per recorded kv mount there, seeded with its own recorded distinct paths),
+    // removed when `made` goes.
     let span = plan.schedule.span() + plan.schedule.second();
-    let for_namespace = |recorded: &str| {
-        let secrets = plan
-            .secrets_in
-            .get(recorded)
-            .copied()
-            .unwrap_or(plan.secrets);
-        scenario_secrets(args, &plan, secrets, &scenario)
-    };
+    let for_namespace = |recorded: &str| in_namespace(&scenario, &base, &plan, recorded);
     let (mut made, sent) = match super::callers::CallersMade::set_up(
         &scenario,
         &plan.callers,
@@ -134,28 +131,31 @@ fn ending(
     Ending::Ok
 }
 
-/// `scenario` with `secrets` seeded by its kv fixtures.
-fn scenario_secrets(
-    args: &ReplayArgs,
-    plan: &ReplayPlan,
-    secrets: u64,
+/// `scenario` with the fixtures of the log's namespace `recorded` ("root", `team-a/`): a
+/// kv fixture per kv mount recorded there, of its own size (`callers::kv_choices`).
+fn in_namespace(
     scenario: &Scenario,
+    base: &[OpChoice],
+    plan: &ReplayPlan,
+    recorded: &str,
 ) -> Result<Scenario, Error> {
-    if secrets == plan.secrets {
-        return Ok(scenario.clone());
-    }
-    let mut sc = self::scenario(args, plan, secrets)?;
-    sc.load
-        .step
-        .schedule
-        .clone_from(&scenario.load.step.schedule);
+    let mut sc = scenario.clone();
+    sc.workload = Workload::Vault(super::callers::kv_choices(
+        base,
+        &plan.entry_counts(),
+        &plan.kv,
+        Some(recorded),
+        None,
+    )?);
     Ok(sc)
 }
 
 /// The run of the replay: the flags of a `vblast run --op MIX` (the target, TLS,
-/// connections, threads, timeout; `secrets` seeded), planned as any run is
-/// (`scenario::plan`), then its one step set to the recorded schedule.
-fn scenario(args: &ReplayArgs, plan: &ReplayPlan, secrets: u64) -> Result<Scenario, Error> {
+/// connections, threads, timeout, HTTP/2), planned as any run is (`scenario::plan`), its
+/// operations then one per entry of the mix (each kv mount of the log's root namespace
+/// its own fixture, `in_namespace`), and its one step set to the recorded schedule. With
+/// the operations as the flags configured them, each once (what `in_namespace` builds on).
+fn scenario(args: &ReplayArgs, plan: &ReplayPlan) -> Result<(Scenario, Vec<OpChoice>), Error> {
     let (cli, _) = super::parse_from(["vblast"]).map_err(|e| Error::input(e.to_string()))?;
     let mut run = cli.run;
     run.target = args.target.clone();
@@ -164,12 +164,19 @@ fn scenario(args: &ReplayArgs, plan: &ReplayPlan, secrets: u64) -> Result<Scenar
     run.load.connections = args.connections;
     run.load.threads = args.threads;
     run.load.timeout = args.timeout;
+    run.load.http2 = args.http2;
+    run.load.http2_prior_knowledge = args.http2_prior_knowledge;
     run.ops.op = Some(plan.op_mix());
     run.ops.keep = args.keep;
+    // A kv operation on no recorded mount's fixture (a mount past the profile's bound)
+    // seeds the largest count.
     run.op_options
-        .set("secrets", OptionValue::Number(secrets))
+        .set("secrets", OptionValue::Number(plan.secrets))
         .map_err(Error::input)?;
     let mut scenario = super::scenario::plan(&run, super::Given::default())?.scenario;
+    let Workload::Vault(base) = scenario.workload.clone() else {
+        return Err(Error::input("a replay runs Vault operations"));
+    };
     let schedule = Schedule::Instants(plan.instants(Vec::new(), Vec::new()));
     schedule
         .validate()
@@ -181,5 +188,6 @@ fn scenario(args: &ReplayArgs, plan: &ReplayPlan, secrets: u64) -> Result<Scenar
         warmup: std::time::Duration::ZERO,
         schedule: Some(schedule),
     };
-    Ok(scenario)
+    let scenario = in_namespace(&scenario, &base, plan, "root")?;
+    Ok((scenario, base))
 }

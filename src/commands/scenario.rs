@@ -215,9 +215,7 @@ impl Flags<'_> {
             return Ok(Workload::Vault(tests.clone()));
         }
         if let Some(r) = self.recorded {
-            return Ok(Workload::Vault(
-                crate::vault::ops::parse_mix(&r.run.mix, &r.options).map_err(Error::input)?,
-            ));
+            return Ok(Workload::Vault(r.choices(r.own_namespace())?));
         }
         if let Some(d) = args.request.data.as_deref()
             && looks_like_duration(d)

@@ -150,6 +150,9 @@ pub struct MountProfile {
     pub distinct_paths: u64,
     /// Whether `distinct_paths` is a HyperLogLog estimate (over 4096 on one mount).
     pub estimated: bool,
+    /// A kv mount's version, told by its paths (2 when a request went to v2's `data/`,
+    /// `metadata/`, `delete/` or `destroy/`; `generic` is 1); None for other engines.
+    pub kv_version: Option<u8>,
     /// Requests per mapped operation on this mount.
     pub operations: Vec<OpCount>,
 }

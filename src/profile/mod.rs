@@ -10,6 +10,7 @@
 pub mod distinct;
 pub mod entry;
 pub mod figures;
+pub mod kv_mounts;
 pub mod lines;
 pub mod mapping;
 pub mod render;

@@ -68,6 +68,8 @@ struct MountTally {
     requests: u64,
     paths: DistinctCount,
     ops: Vec<u64>,
+    /// A kv mount's request went to v2's API (`data/`, `metadata/`, `delete/`, `destroy/`).
+    kv2: bool,
 }
 
 /// Requests per bucket of `step_s` seconds from `origin_s`.
@@ -206,13 +208,15 @@ pub struct ProfileTally {
 /// A request entry as a replay needs it (`vblast replay`): its time (ns since the epoch),
 /// its operation (an index into `Kept::ops`, None: unmapped), its caller's accessor
 /// as a hash (an identity key only, never shown), and its namespace's path as a hash
-/// (`hash_of`; None: the root namespace).
+/// (`hash_of`; None: the root namespace), and its mount point under its namespace as a
+/// hash (`hash_of("secret/")`; None: no mount), which a kv request's fixture is told by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeptRequest {
     pub time_ns: i64,
     pub op: Option<u32>,
     pub accessor: Option<u64>,
     pub namespace: Option<u64>,
+    pub mount: Option<u64>,
 }
 
 /// The most request entries a replay keeps (48 bytes each: some 1 GB at the bound);
@@ -448,6 +452,9 @@ impl ProfileTally {
                             .and_then(|n| n.path.as_deref())
                             .filter(|p| !p.is_empty())
                             .map(hash_of),
+                        mount: Some(mount_in_namespace(req))
+                            .filter(|m| !m.is_empty())
+                            .map(hash_of),
                     });
                 }
                 if let (Some(id), Some(t)) = (id, time) {
@@ -634,8 +641,13 @@ impl ProfileTally {
             requests: 0,
             paths: DistinctCount::with_cap(EXACT_PATHS),
             ops: vec![0; ops],
+            kv2: false,
         });
         m.requests += 1;
+        if !m.kv2 && kind == "kv" {
+            let first = path.strip_prefix(mount).unwrap_or(path).split('/').next();
+            m.kv2 = matches!(first, Some("data" | "metadata" | "delete" | "destroy"));
+        }
         m.paths.insert(hash_of(path));
         if let OpSlot::Op(i) = slot {
             if m.ops.len() <= i {
@@ -804,6 +816,11 @@ impl ProfileTally {
                     requests: m.requests,
                     distinct_paths: distinct,
                     estimated,
+                    kv_version: match m.mount_type.as_str() {
+                        "kv" => Some(if m.kv2 { 2 } else { 1 }),
+                        "generic" => Some(1),
+                        _ => None,
+                    },
                     operations: m
                         .ops
                         .iter()

@@ -21,6 +21,8 @@ use crate::config::schedule::{self, Schedule};
 use crate::error::{Cause, Error};
 
 use super::figures::Profile;
+use super::kv_mounts::{EntryCounts, KvMount, KvMounts, MixEntry};
+use std::collections::HashMap;
 
 /// The version this vblast writes and reads.
 pub const WORKLOAD_VERSION: u32 = 1;
@@ -144,6 +146,14 @@ pub struct FixtureSize {
     pub mount_type: String,
     pub distinct_paths: u64,
     pub estimated: bool,
+    /// A kv mount's version (None: another engine). Absent from files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_version: Option<u8>,
+    /// The mount's requests per operation: each kv mount's requests go to a kv fixture of
+    /// its own. Absent from files written before it (their kv mounts share one size per
+    /// namespace, the largest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Vec<CallerOp>>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -230,6 +240,16 @@ impl WorkloadFile {
                     mount_type: m.mount_type.clone(),
                     distinct_paths: m.distinct_paths,
                     estimated: m.estimated,
+                    kv_version: m.kv_version,
+                    operations: Some(
+                        m.operations
+                            .iter()
+                            .map(|o| CallerOp {
+                                name: o.name.clone(),
+                                requests: o.requests,
+                            })
+                            .collect(),
+                    ),
                 })
                 .collect(),
             namespaces: p
@@ -435,11 +455,28 @@ pub struct RecordedRun {
     /// Per namespace of the log ("root", `team-a/`): its kv mounts' largest count of
     /// distinct paths, the secrets its own fixtures seed.
     pub secrets_in: Vec<(String, u64)>,
+    /// The mix split by recorded kv mount (`KvMounts::entries`), each entry with its
+    /// recorded requests, when the file has each mount's operations (None: a file
+    /// written before them, whose kv fixtures take `secrets` and `secrets_in`).
+    pub entries: Option<Vec<(MixEntry, u64)>>,
+    /// The file's kv mounts (empty without `entries`).
+    pub kv: KvMounts,
     /// The recorded callers, when the file has them and some sent with a token or in a
     /// namespace other than the root (None: every request goes with the run's token).
+    /// Their operations index `entries` when there are, the mix otherwise.
     pub callers: Option<RunCallers>,
     /// What is not run, and what the run does not copy (namespaces), one line each.
     pub notes: Vec<String>,
+}
+
+impl RecordedRun {
+    /// The entries of the mix the run sends (`entries`, else the mix's operations): the
+    /// stride of a send's (session, operation) code.
+    pub fn mix_len(&self) -> usize {
+        self.entries
+            .as_ref()
+            .map_or_else(|| self.mix.split(',').count(), Vec::len)
+    }
 }
 
 /// The callers of a run of a workload file: its sessions, and how many requests each
@@ -461,26 +498,58 @@ pub struct RunCallers {
 /// goes without sessions, with a note.
 pub const MAX_SENDS: u64 = 20_000_000;
 
+/// The requests of `e`'s operation that `namespace`'s recorded mount of `e` shows (0:
+/// not a kv entry, or a mount the namespace did not show).
+fn recorded_on(kv: &KvMounts, namespace: &str, e: &MixEntry) -> u64 {
+    let Some(path) = &e.mount else { return 0 };
+    kv.mounts
+        .iter()
+        .filter(|m| m.namespace == namespace && &m.mount == path)
+        .flat_map(|m| m.ops.iter())
+        .filter(|o| o.0 == e.op)
+        .map(|o| o.1)
+        .sum()
+}
+
 impl RunCallers {
-    /// The file's callers for a mix run of `run` (names in the mix's order); None when
-    /// every request went with no token in the root namespace.
-    fn of(c: &WorkloadCallers, run: &[&str]) -> Option<RunCallers> {
+    /// The file's callers for a mix run of `run` (its entries in the mix's order: an
+    /// operation, on a recorded kv mount for a kv one split by mount, `kv`'s); None when
+    /// every request went with no token in the root namespace. A caller's requests of a
+    /// kv operation split by mount are dealt to the mounts of its namespace in turn, each
+    /// up to the requests the mount recorded of it (what is left to its first), so that
+    /// each mount's count and each caller's are the file's.
+    fn of(c: &WorkloadCallers, run: &[MixEntry], kv: &KvMounts) -> Option<RunCallers> {
         let mut out = RunCallers {
             sessions: Vec::new(),
             pairs: Vec::new(),
             folded_requests: c.folded_requests,
         };
+        let mut left: HashMap<(String, usize), u64> = HashMap::new();
         for caller in &c.callers {
             let namespace = (caller.namespace != "root").then(|| caller.namespace.clone());
-            let ops: Vec<(u16, u64)> = caller
-                .ops
-                .iter()
-                .filter_map(|o| {
-                    let at = run.iter().position(|n| *n == o.name)?;
-                    Some((at as u16, o.requests))
-                })
-                .filter(|o| o.1 > 0)
-                .collect();
+            let mut ops: Vec<(u16, u64)> = Vec::new();
+            for o in caller.ops.iter().filter(|o| o.requests > 0) {
+                let at: Vec<usize> = (0..run.len()).filter(|&i| run[i].op == o.name).collect();
+                let Some(&first) = at.first() else { continue };
+                let mut n = o.requests;
+                if at.len() > 1 {
+                    for &i in &at {
+                        let key = (caller.namespace.clone(), i);
+                        let cap = left
+                            .entry(key)
+                            .or_insert_with(|| recorded_on(kv, &caller.namespace, &run[i]));
+                        let take = n.min(*cap);
+                        *cap -= take;
+                        n -= take;
+                        if take > 0 {
+                            ops.push((i as u16, take));
+                        }
+                    }
+                }
+                if n > 0 {
+                    ops.push((first as u16, n));
+                }
+            }
             if ops.is_empty() {
                 continue;
             }
@@ -612,6 +681,57 @@ fn weights(counts: &[u64]) -> Vec<u64> {
 }
 
 impl WorkloadFile {
+    /// The file's kv mounts, each with its requests per operation; None for a file
+    /// written before fixtures had them.
+    fn kv_mounts(&self) -> Option<KvMounts> {
+        if self.fixtures.iter().any(|f| f.operations.is_none()) {
+            return None;
+        }
+        Some(KvMounts {
+            mounts: self
+                .fixtures
+                .iter()
+                .filter(|f| matches!(f.mount_type.as_str(), "kv" | "generic"))
+                .map(|f| KvMount {
+                    namespace: f.namespace.clone(),
+                    mount: f.mount.clone(),
+                    version: f.kv_version.unwrap_or(2),
+                    distinct: f.distinct_paths,
+                    ops: (f.operations.iter().flatten())
+                        .map(|o| (o.name.clone(), o.requests))
+                        .collect(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The mix `run` split by recorded kv mount (None: a file written before mounts had
+    /// their operations), the file's kv mounts, and its callers over that mix.
+    fn entries_and_callers(
+        &self,
+        run: &[&MixShare],
+    ) -> (Option<EntryCounts>, KvMounts, Option<RunCallers>) {
+        let kv = self.kv_mounts();
+        let ops: Vec<(String, u64)> = run.iter().map(|m| (m.name.clone(), m.requests)).collect();
+        let entries = kv.as_ref().map(|kv| kv.entries(&ops));
+        let kv = kv.unwrap_or_default();
+        let listed: Vec<MixEntry> = match &entries {
+            Some(e) => e.iter().map(|e| e.0.clone()).collect(),
+            None => ops
+                .iter()
+                .map(|o| MixEntry {
+                    op: o.0.clone(),
+                    mount: None,
+                })
+                .collect(),
+        };
+        let callers = self
+            .callers
+            .as_ref()
+            .and_then(|c| RunCallers::of(c, &listed, &kv));
+        (entries, kv, callers)
+    }
+
     /// The kv mounts' largest count of distinct paths, overall (None: no kv mount) and
     /// per namespace.
     fn seeds(&self) -> (Option<u64>, Vec<(String, u64)>) {
@@ -698,11 +818,7 @@ impl WorkloadFile {
         let duration = schedule.span();
         let expected = schedule.requests_before(duration);
         let (secrets, secrets_in) = self.seeds();
-        let names: Vec<&str> = run.iter().map(|m| m.name.as_str()).collect();
-        let callers = self
-            .callers
-            .as_ref()
-            .and_then(|c| RunCallers::of(c, &names));
+        let (entries, kv, callers) = self.entries_and_callers(&run);
         let named: Vec<&str> = self
             .namespaces
             .iter()
@@ -722,6 +838,8 @@ impl WorkloadFile {
             expected,
             secrets,
             secrets_in,
+            entries,
+            kv,
             callers,
             notes,
         })
@@ -731,6 +849,16 @@ impl WorkloadFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entries(names: &[&str]) -> Vec<MixEntry> {
+        names
+            .iter()
+            .map(|n| MixEntry {
+                op: n.to_string(),
+                mount: None,
+            })
+            .collect()
+    }
 
     fn sample() -> WorkloadFile {
         WorkloadFile {
@@ -776,6 +904,8 @@ mod tests {
                 mount_type: "kv".into(),
                 distinct_paths: 37,
                 estimated: false,
+                kv_version: None,
+                operations: None,
             }],
             namespaces: vec![NamespaceShare {
                 namespace: "root".into(),
@@ -832,7 +962,8 @@ mod tests {
                 },
             ],
         };
-        let r = RunCallers::of(&c, &["kv-read", "kv-write"]).unwrap();
+        let run = entries(&["kv-read", "kv-write"]);
+        let r = RunCallers::of(&c, &run, &KvMounts::default()).unwrap();
         assert_eq!(r.sessions, [(Some("team-a/".to_string()), true)]);
         assert_eq!(r.pairs, [(1, 0, 3), (0, 1, 1)]);
         // Twice the deck: each (session, operation) twice its recorded count.
@@ -842,12 +973,94 @@ mod tests {
         // Only the run's own token in the root: no callers to make.
         let mut only = c.clone();
         only.callers.remove(0);
-        assert!(RunCallers::of(&only, &["kv-read", "kv-write"]).is_none());
+        assert!(RunCallers::of(&only, &run, &KvMounts::default()).is_none());
         // A file written before callers were recorded still reads.
         let mut old: serde_json::Value = serde_json::to_value(sample()).unwrap();
         old.as_object_mut().unwrap().remove("callers");
         let text = old.to_string();
         assert!(parse(&text, "old.json").unwrap().callers.is_none());
+    }
+
+    /// Two kv mounts in the root and in team-a: each entry a mount, each caller's reads
+    /// dealt to its namespace's mounts up to their recorded counts; a file written before
+    /// mounts had operations (the sample) still plans, its kv fixtures unsplit.
+    #[test]
+    fn each_kv_mount_is_an_entry_and_old_files_still_run() {
+        let old = sample().plan(Factor::ONE, Factor::ONE, |_| true).unwrap();
+        assert_eq!((old.entries.as_ref(), old.secrets), (None, Some(37)));
+        assert_eq!(old.mix_len(), 2);
+        let fixture = |ns: &str, m: &str, v, n, reads| FixtureSize {
+            namespace: ns.into(),
+            mount: m.into(),
+            mount_type: "kv".into(),
+            distinct_paths: n,
+            estimated: false,
+            kv_version: Some(v),
+            operations: Some(vec![CallerOp {
+                name: "kv-read".into(),
+                requests: reads,
+            }]),
+        };
+        let mut f = sample();
+        f.mix = vec![MixShare {
+            name: "kv-read".into(),
+            requests: 80,
+            share: 0.8,
+        }];
+        f.fixtures = vec![
+            fixture("root", "a/", 2, 7, 30),
+            fixture("root", "b/", 1, 3, 20),
+            fixture("team-a/", "a/", 2, 4, 25),
+            fixture("team-a/", "b/", 1, 2, 5),
+        ];
+        let caller = |ns: &str, reads| CallerShare {
+            namespace: ns.into(),
+            token: true,
+            requests: reads,
+            share: 0.0,
+            ops: vec![CallerOp {
+                name: "kv-read".into(),
+                requests: reads,
+            }],
+        };
+        f.callers = Some(WorkloadCallers {
+            bound: 1000,
+            folded_requests: 0,
+            callers: vec![
+                caller("root", 40),
+                caller("team-a/", 12),
+                caller("root", 10),
+                caller("team-a/", 18),
+            ],
+        });
+        let p = f.plan(Factor::ONE, Factor::ONE, |_| true).unwrap();
+        let e = p.entries.clone().unwrap();
+        let named: Vec<(String, u64)> = e.iter().map(|(m, n)| (p.kv.label(m), *n)).collect();
+        assert_eq!(
+            named,
+            [("kv-read@a".to_string(), 55), ("kv-read@b".to_string(), 25)]
+        );
+        assert_eq!(p.mix_len(), 2);
+        let c = p.callers.unwrap();
+        // (session, entry, requests): root's 40 fill a/'s 30 then 10 of b/; team-a's 12
+        // go to its a/ (25), its 18 to a/'s last 13 and b/'s 5.
+        assert_eq!(
+            c.pairs,
+            [
+                (1, 0, 30),
+                (1, 1, 10),
+                (2, 0, 12),
+                (3, 1, 10),
+                (4, 0, 13),
+                (4, 1, 5)
+            ]
+        );
+        let fx = |ns| p.kv.fixture(&e[1].0, Some(ns)).unwrap();
+        assert_eq!((fx("root").secrets, fx("root").version), (3, 1));
+        assert_eq!(
+            (fx("team-a/").secrets, fx("team-a/").group.as_str()),
+            (2, "b/")
+        );
     }
 
     #[test]

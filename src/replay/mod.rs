@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::config::schedule::Instants;
 use crate::error::Error;
 use crate::profile::figures::Profile;
+use crate::profile::kv_mounts::{self, KvMounts, MixEntry, is_kv_op};
 use crate::signals::Stop;
 use schedule::RecordedSchedule;
 
@@ -36,7 +37,8 @@ pub struct LeftOut {
 #[derive(Clone, Debug)]
 pub struct ReplayPlan {
     /// The operations replayed, in the mix's order, with the requests the log recorded
-    /// of each.
+    /// of each: a kv operation once per recorded kv mount, named `kv-read@secret` when
+    /// the log shows it on two kv mount paths or more (`KvMounts::label`).
     pub mix: Vec<(String, u64)>,
     /// The recorded requests replayed, placed on the replay's clock.
     pub schedule: RecordedSchedule,
@@ -48,12 +50,13 @@ pub struct ReplayPlan {
     /// The replay's sessions (`callers::Sessions`): one per recorded caller and namespace,
     /// up to a bound, the rest folded.
     pub callers: callers::Sessions,
-    /// Distinct paths on the busiest kv mount: the secrets the fixture writes.
+    /// Each entry of `mix`: its operation, and for a kv operation the recorded kv mount
+    /// it was sent to (its fixture, `kv.fixture`).
+    pub entries: Vec<MixEntry>,
+    /// The most secrets a kv fixture of the replay seeds (at most `MAX_SECRETS`).
     pub secrets: u64,
-    /// Per namespace of the log (`team-a/`), the distinct paths on its busiest kv mount:
-    /// the secrets its own fixtures write (`root`: the run's namespace, which `secrets`
-    /// serves).
-    pub secrets_in: HashMap<String, u64>,
+    /// The log's kv mounts: one fixture each per namespace, of its own size.
+    pub kv: KvMounts,
     /// The log's namespaces (root as "root").
     pub namespaces: Vec<String>,
     pub left_out: Vec<LeftOut>,
@@ -94,28 +97,11 @@ pub fn plan(
         .map(crate::profile::problem_text)
         .collect();
     let left_out = left_out(&profile, &kept.ops);
-    // The mix: the replayable operations by recorded count (most first).
-    let mut counts: HashMap<u32, u64> = HashMap::new();
-    for r in &kept.requests {
-        if let Some(op) = r.op.filter(|&o| replayable(&kept.ops[o as usize])) {
-            *counts.entry(op).or_default() += 1;
-        }
-    }
-    let mut order: Vec<(u32, u64)> = counts.into_iter().collect();
-    order.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(kept.ops[a.0 as usize].cmp(&kept.ops[b.0 as usize]))
-    });
-    let index: HashMap<u32, u16> = order
-        .iter()
-        .enumerate()
-        .map(|(i, &(op, _))| (op, i as u16))
-        .collect();
-    let replayed: Vec<&crate::profile::tally::KeptRequest> = kept
-        .requests
-        .iter()
-        .filter(|r| r.op.is_some_and(|o| index.contains_key(&o)))
-        .collect();
+    let Entries {
+        kv,
+        order,
+        replayed,
+    } = entries(&profile, &kept);
     if replayed.is_empty() {
         return Err(Error::input(nothing_to_replay(
             &profile,
@@ -124,7 +110,7 @@ pub fn plan(
             &problems,
         )));
     }
-    let times: Vec<i64> = replayed.iter().map(|r| r.time_ns).collect();
+    let times: Vec<i64> = replayed.iter().map(|r| r.0.time_ns).collect();
     let schedule = RecordedSchedule::new(&times, speed, scale).map_err(|e| match e {
         schedule::ReplayRefusal::Nothing => Error::input(format!(
             "{e}: --scale {scale} leaves none of the {} recorded requests",
@@ -132,19 +118,22 @@ pub fn plan(
         )),
         e => Error::input(e.to_string()),
     })?;
-    let (sessions, ops) = sends(&profile, &replayed, &schedule, &index);
-    let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.accessor).collect();
+    let (sessions, ops) = sends(&profile, &replayed, &schedule, order.len());
+    let callers: HashSet<u64> = replayed.iter().filter_map(|r| r.0.accessor).collect();
     Ok(ReplayPlan {
-        mix: order
-            .iter()
-            .map(|&(op, n)| (kept.ops[op as usize].clone(), n))
-            .collect(),
+        mix: order.iter().map(|(e, n)| (kv.label(e), *n)).collect(),
+        entries: order.into_iter().map(|(e, _)| e).collect(),
         schedule,
         ops,
         sessions: callers.len() as u64,
         callers: sessions,
-        secrets: secrets(&profile),
-        secrets_in: secrets_by_namespace(&profile),
+        secrets: kv
+            .mounts
+            .iter()
+            .map(|m| m.distinct.clamp(1, kv_mounts::MAX_SECRETS))
+            .max()
+            .unwrap_or(1),
+        kv,
         namespaces: profile
             .namespaces
             .iter()
@@ -157,16 +146,87 @@ pub fn plan(
     })
 }
 
+/// The replayable requests of a log by entry of the mix: its kv mounts, the entries by
+/// recorded count (most first), and each replayable request with its entry's place.
+struct Entries<'a> {
+    kv: KvMounts,
+    order: Vec<(MixEntry, u64)>,
+    replayed: Vec<(&'a crate::profile::tally::KeptRequest, u16)>,
+}
+
+/// The mix of `kept`: the replayable operations, a kv one per recorded kv mount
+/// (`KvMounts`), each request with its entry.
+fn entries<'a>(profile: &Profile, kept: &'a crate::profile::tally::Kept) -> Entries<'a> {
+    let kv = KvMounts::of_profile(&profile.mounts);
+    let kv_paths: HashMap<u64, String> = kv
+        .paths()
+        .into_iter()
+        .map(|m| (crate::profile::distinct::hash_of(m), m.to_string()))
+        .collect();
+    let key_of = |r: &crate::profile::tally::KeptRequest| -> Option<(u32, Option<u64>)> {
+        let op = r.op.filter(|&o| replayable(&kept.ops[o as usize]))?;
+        let on_kv =
+            is_kv_op(&kept.ops[op as usize]) && r.mount.is_some_and(|m| kv_paths.contains_key(&m));
+        Some((op, r.mount.filter(|_| on_kv)))
+    };
+    let mut counts: HashMap<(u32, Option<u64>), u64> = HashMap::new();
+    for r in &kept.requests {
+        if let Some(k) = key_of(r) {
+            *counts.entry(k).or_default() += 1;
+        }
+    }
+    let entry_of = |k: &(u32, Option<u64>)| MixEntry {
+        op: kept.ops[k.0 as usize].clone(),
+        mount: k.1.and_then(|m| kv_paths.get(&m).cloned()),
+    };
+    let mut order: Vec<((u32, Option<u64>), u64)> = counts.into_iter().collect();
+    order.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| kv.label(&entry_of(&a.0)).cmp(&kv.label(&entry_of(&b.0))))
+    });
+    let index: HashMap<(u32, Option<u64>), u16> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &(k, _))| (k, i as u16))
+        .collect();
+    let replayed: Vec<(&crate::profile::tally::KeptRequest, u16)> = kept
+        .requests
+        .iter()
+        .filter_map(|r| Some((r, *index.get(&key_of(r)?)?)))
+        .collect();
+    Entries {
+        order: order.iter().map(|(k, n)| (entry_of(k), *n)).collect(),
+        kv,
+        replayed,
+    }
+}
+
 impl ReplayPlan {
-    /// The mix as `--op` writes it (`kv-read:80,kv-write:20`), weighted by the recorded
-    /// counts (the weights matter only to an operation's setup: each request's operation
-    /// is the recorded one).
+    /// The mix's operations as `--op` writes it (`kv-read:80,kv-write:20`), each once,
+    /// weighted by the recorded counts (the weights matter only to an operation's setup:
+    /// each request's operation is the recorded one; the entries of its kv mounts are
+    /// made from it: `entry_counts`).
     pub fn op_mix(&self) -> String {
-        self.mix
-            .iter()
+        let mut ops: Vec<(&str, u64)> = Vec::new();
+        for (e, (_, c)) in self.entries.iter().zip(&self.mix) {
+            match ops.iter_mut().find(|o| o.0 == e.op) {
+                Some(o) => o.1 += c,
+                None => ops.push((&e.op, *c)),
+            }
+        }
+        ops.iter()
             .map(|(n, c)| format!("{n}:{}", (*c).clamp(1, u64::from(u32::MAX))))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The mix's entries with their recorded requests (`commands::callers::kv_choices`).
+    pub fn entry_counts(&self) -> Vec<(MixEntry, u64)> {
+        self.entries
+            .iter()
+            .cloned()
+            .zip(self.mix.iter().map(|m| m.1))
+            .collect()
     }
 
     /// The engine's schedule: each send's instant, caller and operation (`callers`: the
@@ -187,29 +247,26 @@ impl ReplayPlan {
 }
 
 /// The replay's sessions, and each send's caller and operation (`caller * mix + op`,
-/// `index`: a kept operation's place in the mix).
+/// each replayed request with its entry's place in the mix of `mix` entries).
 fn sends(
     profile: &Profile,
-    replayed: &[&crate::profile::tally::KeptRequest],
+    replayed: &[(&crate::profile::tally::KeptRequest, u16)],
     schedule: &RecordedSchedule,
-    index: &HashMap<u32, u16>,
+    mix: usize,
 ) -> (callers::Sessions, Vec<u16>) {
     let names = namespace_names(profile);
     let sessions = callers::Sessions::of(
         replayed
             .iter()
-            .map(|r| (r.accessor, r.namespace.and_then(|n| names.get(&n).cloned()))),
-        index.len(),
+            .map(|(r, _)| (r.accessor, r.namespace.and_then(|n| names.get(&n).cloned()))),
+        mix,
     );
-    let stride = index.len();
     let ops = schedule
         .sends()
         .iter()
         .map(|s| {
-            let op = replayed[s.recorded]
-                .op
-                .map_or(0, |o| usize::from(index[&o]));
-            (sessions.of_request[s.recorded] as usize * stride + op) as u16
+            let op = usize::from(replayed[s.recorded].1);
+            (sessions.of_request[s.recorded] as usize * mix + op) as u16
         })
         .collect();
     (sessions, ops)
@@ -225,35 +282,6 @@ fn namespace_names(p: &Profile) -> HashMap<u64, String> {
                 crate::profile::distinct::hash_of(&n.namespace),
                 n.namespace.clone(),
             )
-        })
-        .collect()
-}
-
-/// The most distinct paths any kv mount of the log saw (at least 1).
-fn secrets(p: &Profile) -> u64 {
-    secrets_where(p, |_| true)
-}
-
-/// The most distinct paths a kv mount of the log saw among those `keep` takes (at least 1).
-fn secrets_where(p: &Profile, keep: impl Fn(&str) -> bool) -> u64 {
-    p.mounts
-        .iter()
-        .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic") && keep(&m.namespace))
-        .map(|m| m.distinct_paths)
-        .max()
-        .unwrap_or(1)
-        .max(1)
-}
-
-/// Per namespace of the log (its path, `team-a/`), the most distinct paths its kv mounts
-/// saw: the secrets its own fixtures seed.
-fn secrets_by_namespace(p: &Profile) -> HashMap<String, u64> {
-    p.namespaces
-        .iter()
-        .map(|n| {
-            let name = n.namespace.clone();
-            let count = secrets_where(p, |ns| ns == name);
-            (name, count)
         })
         .collect()
 }

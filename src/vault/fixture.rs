@@ -109,6 +109,9 @@ struct Drawn {
     /// (operation's index, accessor) of every token recorded (`Naming::record_token`), in
     /// every mode: a shard's parent token is its own.
     tokens: Vec<(usize, String)>,
+    /// Fixtures one operation made for others of the session to use too, by a key of
+    /// the family's (`kv:secret/`: a recorded kv mount's fixture), each its name.
+    shared: HashMap<String, String>,
     /// The operation whose setup is running.
     owner: usize,
 }
@@ -259,6 +262,19 @@ impl Naming {
 
     /// The names drawn so far (a panic elsewhere while holding them leaves them as they
     /// were: they are still what was made).
+    /// The fixture another operation of this session made under `key` (`share`), if any.
+    pub fn shared(&self, key: &str) -> Option<String> {
+        self.drawn().shared.get(key).cloned()
+    }
+
+    /// Names `name`, a fixture the running operation made (and removes), as the one the
+    /// session's later operations with `key` use instead of making their own.
+    pub fn share(&self, key: &str, name: &str) {
+        self.drawn()
+            .shared
+            .insert(key.to_string(), name.to_string());
+    }
+
     fn drawn(&self) -> MutexGuard<'_, Drawn> {
         self.drawn.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -533,3 +533,172 @@ fn each_caller_is_replayed_by_a_session_of_its_own_in_its_namespace() {
     assert_eq!(ServerState::of(&bao), before, "the replay left something");
     no_namespace_left(&bao);
 }
+
+/// A log of kv reads by the root token on two kv mounts of its own in the root namespace
+/// and in team-a, of different sizes and versions (`KV_MOUNTS`: namespace, mount, kv
+/// version, distinct paths read, reads of each); the secrets are written before the
+/// audit device is on (the log holds reads only), and the mounts and team-a are removed
+/// after (the server is left as it was). In `dir`.
+pub(crate) fn log_of_kv_mounts(bao: &OpenBao, dir: &Path) -> std::path::PathBuf {
+    use crate::support::client::http_request;
+    let log = dir.join("kv-mounts.log");
+    bao.namespace("team-a");
+    let call = |ns: &str, method: &str, path: &str, body: Option<&str>| {
+        let mut headers = vec![("X-Vault-Token", bao.token.as_str())];
+        if !ns.is_empty() {
+            headers.push(("X-Vault-Namespace", ns));
+        }
+        let r = http_request(
+            &bao.addr,
+            method,
+            path,
+            &headers,
+            body.map(str::as_bytes),
+            bao.ca_cert.as_deref(),
+        )
+        .unwrap();
+        assert!(r.status < 300, "{method} {path} in {ns:?}: {}", r.text());
+    };
+    let path = |mount: &str, version: u8, i: u64| match version {
+        2 => format!("/v1/{mount}/data/s{i}"),
+        _ => format!("/v1/{mount}/s{i}"),
+    };
+    for &(ns, mount, version, paths, _) in KV_MOUNTS {
+        let kv = format!(r#"{{"type":"kv","options":{{"version":"{version}"}}}}"#);
+        call(ns, "POST", &format!("/v1/sys/mounts/{mount}"), Some(&kv));
+        for i in 0..paths {
+            let body = match version {
+                2 => r#"{"data":{"v":"1"}}"#,
+                _ => r#"{"v":"1"}"#,
+            };
+            call(ns, "POST", &path(mount, version, i), Some(body));
+        }
+    }
+    bao.audit_to_file(&log);
+    for &(ns, mount, version, paths, reads) in KV_MOUNTS {
+        for _ in 0..reads {
+            for i in 0..paths {
+                call(ns, "GET", &path(mount, version, i), None);
+            }
+        }
+    }
+    bao.audit_off();
+    for &(ns, mount, ..) in KV_MOUNTS {
+        call(ns, "DELETE", &format!("/v1/sys/mounts/{mount}"), None);
+    }
+    let (status, body) = bao.api("DELETE", "/v1/sys/namespaces/team-a", None);
+    assert!(status < 300, "{body}");
+    no_namespace_left(bao);
+    log
+}
+
+/// The kv mounts of `log_of_kv_mounts`: (namespace, mount, kv version, distinct paths,
+/// reads of each path).
+pub(crate) const KV_MOUNTS: &[(&str, &str, u8, u64, u64)] = &[
+    ("", "kv-a", 2, 7, 2),
+    ("", "kv-b", 1, 3, 3),
+    ("team-a", "kv-a", 2, 4, 1),
+    ("team-a", "kv-b", 1, 2, 2),
+];
+
+/// Per kv mount vblast made (`vblast-…`) in a server's audit log: (namespace, kv version,
+/// distinct secrets written, reads by the run's session tokens), sorted.
+pub(crate) fn kv_fixtures_in(log: &Path) -> Vec<(String, u8, u64, u64)> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut by: BTreeMap<(String, String), (u8, BTreeSet<String>, u64)> = BTreeMap::new();
+    for e in std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "request")
+    {
+        let r = &e["request"];
+        let path = r["path"].as_str().unwrap_or("");
+        let mount = path.split('/').next().unwrap_or("");
+        if r["mount_type"] != "kv" || !mount.starts_with("vblast-") {
+            continue;
+        }
+        let ns = r["namespace"]["path"].as_str().unwrap_or("").to_string();
+        let m = by
+            .entry((ns, mount.to_string()))
+            .or_insert((1, BTreeSet::new(), 0));
+        let rest = &path[mount.len()..];
+        if rest.starts_with("/data/") {
+            m.0 = 2;
+        }
+        match r["operation"].as_str().unwrap_or("") {
+            "create" | "update" => {
+                m.1.insert(rest.to_string());
+            }
+            "read"
+                if e["auth"]["display_name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("vblast-replay-caller") =>
+            {
+                m.2 += 1
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<(String, u8, u64, u64)> = by
+        .into_iter()
+        .map(|((ns, _), (v, written, reads))| (ns, v, written.len() as u64, reads))
+        .collect();
+    out.sort();
+    out
+}
+
+/// What `kv_fixtures_in` shows of a run that sends `log_of_kv_mounts`' reads once.
+pub(crate) fn kv_fixtures_recorded() -> Vec<(String, u8, u64, u64)> {
+    let mut want: Vec<(String, u8, u64, u64)> = KV_MOUNTS
+        .iter()
+        .map(|&(ns, _, v, paths, reads)| {
+            let ns = if ns.is_empty() {
+                String::new()
+            } else {
+                format!("{ns}/")
+            };
+            (ns, v, paths, paths * reads)
+        })
+        .collect();
+    want.sort();
+    want
+}
+
+/// A log of two kv mounts of different sizes and versions, in the root and in team-a
+/// (`log_of_kv_mounts`): the replay makes a kv mount of the same version per recorded
+/// mount in each namespace, seeded with as many secrets as the log read distinct paths
+/// there, sends each recorded mount's reads to its own (the server's own audit log of
+/// the replay counts them), names them `kv-read@kv-a` and `kv-read@kv-b`, and leaves
+/// nothing.
+#[test]
+fn each_recorded_kv_mount_is_replayed_on_a_fixture_of_its_own_size() {
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_kv_mounts(&bao, dir.path());
+    let before = ServerState::of(&bao);
+    let seen = dir.path().join("server.log");
+    bao.audit_to_file(&seen);
+    let (r, out) = replay(&bao, &log, &[]);
+    bao.audit_off();
+    let replayed = r["replayed_requests"].as_u64().unwrap();
+    assert_eq!(r["ok"].as_u64(), Some(replayed), "{r:#}\n{}", out.show());
+    let names: Vec<(String, u64)> = ops(&r).into_iter().map(|o| (o.0, o.1)).collect();
+    assert_eq!(
+        names,
+        [
+            ("kv-read@kv-a".to_string(), 18),
+            ("kv-read@kv-b".to_string(), 13)
+        ],
+        "{r:#}"
+    );
+    assert_eq!(
+        kv_fixtures_in(&seen),
+        kv_fixtures_recorded(),
+        "{}",
+        out.show()
+    );
+    assert_eq!(ServerState::of(&bao), before, "the replay left something");
+    no_namespace_left(&bao);
+}

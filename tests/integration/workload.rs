@@ -546,3 +546,223 @@ fn a_workload_runs_its_callers_over_http2_as_over_http1() {
     assert_eq!(server_state(&bao), before, "the run left something");
     no_namespace_left(&bao);
 }
+
+/// The log of two kv mounts in the root and in team-a (`replay::log_of_kv_mounts`),
+/// profiled into a workload file (each mount with its kv version and its reads) and run:
+/// the server's own audit log of the run shows a kv mount of the same version per
+/// recorded mount in each namespace, seeded with that mount's distinct paths, and each
+/// recorded mount's reads sent to its own (one more in all when the schedule places one
+/// more send); nothing is left.
+#[test]
+fn a_workload_runs_each_recorded_kv_mount_on_a_fixture_of_its_own_size() {
+    use crate::replay::{log_of_kv_mounts, no_namespace_left};
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_kv_mounts(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = workload_of(&log, dir.path());
+    let file = read_json(&w);
+    let sizes: Vec<(String, String, u64, u64)> = file["fixtures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| {
+            Some((
+                f["namespace"].as_str().unwrap().to_string(),
+                f["mount"].as_str().unwrap().to_string(),
+                f["kv_version"].as_u64()?,
+                f["distinct_paths"].as_u64().unwrap(),
+            ))
+        })
+        .collect();
+    assert!(
+        sizes.contains(&("team-a/".into(), "kv-b/".into(), 1, 2)),
+        "{file:#}"
+    );
+    let seen = dir.path().join("server.log");
+    bao.audit_to_file(&seen);
+    let results = dir.path().join("r.json");
+    let ops = run_workload(&bao, &w, &results, &[]);
+    bao.audit_off();
+    let names: Vec<&str> = ops.iter().map(|o| o.0.as_str()).collect();
+    assert_eq!(names, ["kv-read@kv-a", "kv-read@kv-b"], "{ops:?}");
+    kv_fixtures_as_recorded(&seen, "");
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+}
+
+/// h2c: OpenBao speaks no HTTP/2 without TLS (Go's server; `http2.rs` checks the refusal),
+/// so the load goes through nginx speaking h2c (`listen ... http2`, its access log
+/// showing each request's protocol) and proxying to OpenBao over HTTP/1.1. vblast's setup
+/// speaks HTTP/1.1 to the same address, which nginx 1.22's h2c port does not take: the
+/// address is a splice (`by_preface`) that sends a connection opening with the HTTP/2
+/// preface to nginx and any other to OpenBao itself. The workload
+/// of two kv mounts in two namespaces (`replay::log_of_kv_mounts`) run with
+/// `--http2-prior-knowledge` says `HTTP/2 (h2c)`, and a replay of its log with the same
+/// flag too: the server's audit log of each shows each recorded mount's fixture and
+/// reads as over HTTP/1.1 (the sessions' tokens and namespaces in the h2 header blocks),
+/// nginx logged them as HTTP/2.0, and nothing is left.
+#[test]
+fn a_workload_and_a_replay_run_their_kv_mounts_over_h2c() {
+    use crate::replay::{log_of_kv_mounts, no_namespace_left};
+    use crate::support::nginx::Nginx;
+    use crate::support::vblast::env_cmd;
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_kv_mounts(&bao, dir.path());
+    let before = server_state(&bao);
+    let w = workload_of(&log, dir.path());
+    let access = dir.path().join("proxy.log");
+    let proxy = format!(
+        "location ~ ^/v1/ {{\n        access_log {};\n        proxy_pass {};\n        proxy_http_version 1.1;\n        proxy_set_header Connection \"\";\n    }}",
+        access.display(),
+        bao.addr
+    );
+    let ng = Nginx::start_h2(false, "", &proxy);
+    let front = by_preface(&ng.addr, &bao.addr);
+    let env = [
+        ("VAULT_ADDR", front.as_str()),
+        ("VAULT_TOKEN", bao.token.as_str()),
+    ];
+    // Requests nginx logged as HTTP/2.0.
+    let h2_lines = || {
+        std::fs::read_to_string(&access)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("HTTP/2.0\""))
+            .count() as u64
+    };
+    let reads: u64 = crate::replay::kv_fixtures_recorded()
+        .iter()
+        .map(|f| f.3)
+        .sum();
+
+    let seen = dir.path().join("server.log");
+    bao.audit_to_file(&seen);
+    let results = dir.path().join("r.json");
+    let w_arg = w.to_str().unwrap();
+    let r_arg = results.to_str().unwrap();
+    let out = run(env_cmd(
+        &[
+            "run",
+            "--workload",
+            w_arg,
+            "--http2-prior-knowledge",
+            "-c",
+            "2",
+            "--output",
+            r_arg,
+        ],
+        &env,
+    ));
+    bao.audit_off();
+    out.assert_code(0);
+    assert_eq!(
+        read_json(&results)["run"]["protocol"],
+        "HTTP/2 (h2c)",
+        "{}",
+        out.show()
+    );
+    kv_fixtures_as_recorded(&seen, &out.show());
+    let after_run = h2_lines();
+    assert!(
+        after_run >= reads,
+        "{after_run} HTTP/2.0 lines\n{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before, "the run left something");
+    no_namespace_left(&bao);
+
+    let seen = dir.path().join("server-replay.log");
+    bao.audit_to_file(&seen);
+    let l_arg = log.to_str().unwrap();
+    let out = run(env_cmd(
+        &[
+            "replay",
+            "--http2-prior-knowledge",
+            "-c",
+            "2",
+            "--format",
+            "json",
+            "-q",
+            l_arg,
+        ],
+        &env,
+    ));
+    bao.audit_off();
+    out.assert_code(0);
+    assert_eq!(
+        crate::replay::kv_fixtures_in(&seen),
+        crate::replay::kv_fixtures_recorded(),
+        "{}",
+        out.show()
+    );
+    let replayed = h2_lines() - after_run;
+    assert!(
+        replayed >= reads,
+        "{replayed} HTTP/2.0 lines\n{}",
+        out.show()
+    );
+    assert_eq!(server_state(&bao), before, "the replay left something");
+    no_namespace_left(&bao);
+}
+
+/// The server's audit log `seen` of a run of `replay::log_of_kv_mounts`' workload shows a
+/// fixture per recorded kv mount in each namespace, of its version and distinct paths,
+/// and each mount's recorded reads sent to it (one more in all when the schedule places
+/// one more send).
+fn kv_fixtures_as_recorded(seen: &Path, shown: &str) {
+    let got = crate::replay::kv_fixtures_in(seen);
+    let want = crate::replay::kv_fixtures_recorded();
+    assert_eq!(got.len(), want.len(), "{got:?}\n{shown}");
+    let mut over = 0;
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((&g.0, g.1, g.2), (&w.0, w.1, w.2), "{got:?}");
+        assert!(g.3 >= w.3, "{got:?} against {want:?}");
+        over += g.3 - w.3;
+    }
+    assert!(over <= 1, "{got:?} against {want:?}");
+}
+
+/// A loopback address that hands each connection on by its first bytes: one opening with
+/// the HTTP/2 preface (`PRI * HTTP/2.0`) to `h2c`, any other to `http1` (both
+/// `http://HOST:PORT`), spliced both ways by a thread each way. Lives as long as the
+/// test process.
+fn by_preface(h2c: &str, http1: &str) -> String {
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+    let host = |a: &str| a.trim_start_matches("http://").to_string();
+    let (h2c, http1) = (host(h2c), host(http1));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let (h2c, http1) = (h2c.clone(), http1.clone());
+            std::thread::spawn(move || {
+                // The first three bytes, waited for (bounded): PRI or a method.
+                let mut first = [0u8; 3];
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while conn.peek(&mut first).is_ok_and(|n| n > 0 && n < 3)
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let to = if &first == b"PRI" { &h2c } else { &http1 };
+                let Ok(up) = TcpStream::connect(to) else {
+                    return;
+                };
+                let (Ok(mut c2), Ok(mut u2)) = (conn.try_clone(), up.try_clone()) else {
+                    return;
+                };
+                let (mut c, mut u) = (conn, up);
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut c2, &mut u2);
+                    let _ = u2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut u, &mut c);
+                let _ = c.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    format!("http://{addr}")
+}

@@ -295,6 +295,26 @@ pub struct KvConfig {
     pub mount: Option<String>,
     pub secrets: u64,
     pub secret_size: usize,
+    /// A recorded kv mount (`secret/`, from a replayed log or a workload file) whose
+    /// requests this operation sends: the session's first operation with it makes the
+    /// mount and seeds it, the others use that mount (`Naming::shared`), so that each
+    /// recorded mount is one fixture of its own size. None: a fixture of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// `config` (a kv operation's) set to serve the recorded kv mount `group` with `secrets`
+/// secrets of kv `version`, sharing its fixture with the session's other operations of
+/// that mount (`KvConfig::group`). A config naming the user's own `--mount` keeps it and
+/// its prefix: only its count is set.
+pub fn on_mount(config: &Value, group: &str, secrets: u64, version: u8) -> Result<Value, Cause> {
+    let mut c = parse_config(config)?;
+    c.secrets = secrets.max(1);
+    if c.mount.is_none() {
+        c.version = version;
+        c.group = Some(group.to_string());
+    }
+    serde_json::to_value(c).map_err(|e| Cause::from(format!("bad config: {e}")))
 }
 
 pub(crate) fn config_from(f: &OptionValues) -> Value {
@@ -303,6 +323,7 @@ pub(crate) fn config_from(f: &OptionValues) -> Value {
         mount: f.text("mount"),
         secrets: f.number("secrets").unwrap_or(1000),
         secret_size: f.number("secret-size").unwrap_or(100) as usize,
+        group: None,
     })
     .unwrap_or(Value::Null)
 }
@@ -470,7 +491,27 @@ impl VaultOp for KvOp {
             self.setup = Some(s);
             return Ok(());
         }
-        prepare_kv(ctx, &self.config, &mut self.setup, &mut self.reached)
+        let key = self.config.group.as_ref().map(|g| format!("kv:{g}"));
+        if let Some(mount) = key.as_deref().and_then(|k| ctx.naming.shared(k)) {
+            // Another operation of the session made this recorded mount's fixture (and
+            // removes it): its secrets are read and written here, nothing made.
+            self.setup = Some(KvSetup {
+                mount,
+                version: self.config.version,
+                created: false,
+                prefix: String::new(),
+                wrote_prefix: false,
+                secrets: self.config.secrets,
+            });
+            return Ok(());
+        }
+        prepare_kv(ctx, &self.config, &mut self.setup, &mut self.reached)?;
+        if let (Some(k), Some(s)) = (key, &self.setup)
+            && s.created
+        {
+            ctx.naming.share(&k, &s.mount);
+        }
+        Ok(())
     }
 
     fn operation(&self) -> Operation {
