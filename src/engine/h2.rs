@@ -25,6 +25,7 @@ use mio::{Events, Token};
 use super::conn::Req;
 use super::driver::{Core, Wheel, captures};
 use super::link::{self, ConnectWindow, Link, LinkPhase, Links};
+use super::sendtie::SendTie;
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::error::io_text;
@@ -55,6 +56,11 @@ struct H2Link {
     captures: Captures,
     /// `--respect-retry-after`: a 429's Retry-After holds new streams off until then.
     paused_until: Option<Instant>,
+    /// `--clock kernel-tx`, per stream: where its request's last byte lies in the
+    /// plaintext handed to the stream (`Link::handed`), until a write hands it, then its
+    /// place on the wire and its TX stamp (`sendtie.rs`).
+    ends: Vec<Option<u64>>,
+    ties: Vec<SendTie>,
 }
 
 pub(super) struct H2Loop<'p> {
@@ -164,6 +170,8 @@ impl<'p> H2Loop<'p> {
                 ping_at: now,
                 captures: captures(plan),
                 paused_until: None,
+                ends: vec![None; local.streams],
+                ties: vec![SendTie::default(); local.streams],
             })
             .collect();
         let https = plan.target.is_tls();
@@ -197,6 +205,7 @@ impl<'p> H2Loop<'p> {
                 Ok(0) => break,
                 Ok(n) => {
                     l.out_sent += n;
+                    l.link.handed += n as u64;
                     self.core.tally.stats.bytes_sent += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -214,6 +223,9 @@ impl<'p> H2Loop<'p> {
         if l.out_sent == l.proto.out.len() {
             l.proto.out.clear();
             l.out_sent = 0;
+        }
+        if self.core.tx {
+            place_ties(l);
         }
         if let Some(e) = failed {
             let msg = format!("write failed: {}", io_text(&e));
@@ -401,6 +413,11 @@ impl<'p> H2Loop<'p> {
                 by: l.link.node,
                 hop: l.link.node != home,
                 stamp: self.core.stamp,
+                sent: if self.core.tx {
+                    l.ties[slot].sent(&mut self.core)
+                } else {
+                    None
+                },
             };
             self.core.tally.answered(op, &req, &answer, now);
         }
@@ -576,6 +593,12 @@ impl<'p> H2Loop<'p> {
             return;
         };
         self.core.tally.wrote(&req, template.body_len(&l.captures));
+        if self.core.tx {
+            // Its frames end the queue: their end, once a write hands it.
+            l.ties[slot].reset();
+            let queued = (l.proto.out.len() - l.out_sent) as u64;
+            l.ends[slot] = l.proto.all_queued(slot).then_some(l.link.handed + queued);
+        }
         l.reqs[slot] = Some(req);
         l.homes[slot] = home;
     }
@@ -645,6 +668,38 @@ impl<'p> H2Loop<'p> {
         }
         self.list(i);
         self.flush(i, now);
+    }
+}
+
+/// `--clock kernel-tx`: the streams whose last byte a write has handed now have their
+/// place on the wire (distinct per stream over plain TCP; over TLS, the end of the
+/// records that carried it).
+fn place_ties(l: &mut H2Link) {
+    let Some(stream) = l.link.stream.as_ref() else {
+        return;
+    };
+    for (end, tie) in l.ends.iter_mut().zip(l.ties.iter_mut()) {
+        if let Some(p) = *end
+            && p <= l.link.handed
+        {
+            tie.place(stream.wire_end(p));
+            *end = None;
+        }
+    }
+}
+
+/// `--clock kernel-tx`: the TX stamps queued on link `l`'s socket, each offered to every
+/// stream's tie (a stamp covers each stream whose last byte it is the first to reach);
+/// how many were read.
+fn drain_ties(l: &mut H2Link) -> usize {
+    let ties = &mut l.ties;
+    match l.link.stream.as_mut() {
+        Some(s) => crate::net::stamp::drain_tx(s.tcp(), |count, ns| {
+            for t in ties.iter_mut() {
+                t.offer(count, ns);
+            }
+        }),
+        None => 0,
     }
 }
 
@@ -739,7 +794,15 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
         match self.links.get(i).map(|l| l.link.phase) {
             Some(LinkPhase::Connecting | LinkPhase::Handshaking) => link::advance(self, i, now),
             Some(LinkPhase::Open) => {
-                if ev.is_readable() || ev.is_error() || ev.is_read_closed() {
+                // `--clock kernel-tx`: an error event is most often TX stamps queued, read
+                // first; only without any is it the socket's.
+                let stamps = if self.core.tx && ev.is_error() {
+                    drain_ties(&mut self.links[i])
+                } else {
+                    0
+                };
+                let error = ev.is_error() && stamps == 0;
+                if ev.is_readable() || error || ev.is_read_closed() {
                     self.read(i, now);
                 }
                 self.flush(i, now);

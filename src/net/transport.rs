@@ -293,6 +293,26 @@ impl Stream {
         }
     }
 
+    /// `--clock kernel-tx`, once the stream is open: the kernel stamps the last byte of
+    /// each write from now on, its byte counts starting here (`stamp::enable_tx`).
+    pub fn enable_tx(&mut self) -> io::Result<()> {
+        crate::net::stamp::enable_tx(self.tcp())
+    }
+
+    /// `--clock kernel-tx`: where the plaintext byte ending at `plain_end` (counted from
+    /// the open, as handed to `write`) ends on the wire, counted the same way: itself over
+    /// plain TCP; over TLS the end of the records sealed so far (the caller asks right
+    /// after the write that handed that byte, so the records carrying it and no later
+    /// ones); None with rustls's own record layer, whose records are out of sight.
+    #[inline]
+    pub fn wire_end(&self, plain_end: u64) -> Option<u64> {
+        match self {
+            Stream::Plain(_) => Some(plain_end),
+            Stream::Tls(t) => Some(t.sealed()),
+            Stream::Rustls(_) => None,
+        }
+    }
+
     /// After a writable event on a connecting socket: Ok(true) once connected.
     pub fn connected(&mut self) -> io::Result<bool> {
         // One system call (SO_ERROR), where `peer_addr` would be a second: on Linux a
