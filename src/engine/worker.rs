@@ -121,7 +121,7 @@ impl<'p> EventLoop<'p> {
         // A request sent again after a redirect is the same request (the same generator
         // state and turn, so the same pool item), and its clock runs on.
         let mut again = req.rng;
-        if req.hops == 0 || c.tie.sent_unknown() {
+        if self.core.tx && (req.hops == 0 || c.tie.sent_unknown()) {
             c.tie.reset();
         }
         let rng = if req.hops == 0 {
