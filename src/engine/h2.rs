@@ -32,6 +32,7 @@ use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
+use crate::net::transport::Stream;
 use crate::pacing::{Due, share};
 use crate::signals::Stop;
 use crate::stats::ErrorKind;
@@ -207,6 +208,9 @@ impl<'p> H2Loop<'p> {
                     l.out_sent += n;
                     l.link.handed += n as u64;
                     self.core.tally.stats.bytes_sent += n as u64;
+                    if self.core.tx {
+                        place_ties(stream, l.link.handed, &mut l.ends, &mut l.ties);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -223,9 +227,6 @@ impl<'p> H2Loop<'p> {
         if l.out_sent == l.proto.out.len() {
             l.proto.out.clear();
             l.out_sent = 0;
-        }
-        if self.core.tx {
-            place_ties(l);
         }
         if let Some(e) = failed {
             let msg = format!("write failed: {}", io_text(&e));
@@ -671,25 +672,22 @@ impl<'p> H2Loop<'p> {
     }
 }
 
-/// `--clock kernel-tx`: the streams whose last byte a write has handed now have their
-/// place on the wire (distinct per stream over plain TCP; over TLS, the end of the
-/// records that carried it).
-fn place_ties(l: &mut H2Link) {
-    let Some(stream) = l.link.stream.as_ref() else {
-        return;
-    };
-    for (end, tie) in l.ends.iter_mut().zip(l.ties.iter_mut()) {
+/// `--clock kernel-tx`, after a write: the streams whose last byte it handed are placed at
+/// its end on the wire (each stream's tie then waits for that write's stamp; several
+/// streams in one write share it).
+fn place_ties(stream: &Stream, handed: u64, ends: &mut [Option<u64>], ties: &mut [SendTie]) {
+    for (end, tie) in ends.iter_mut().zip(ties.iter_mut()) {
         if let Some(p) = *end
-            && p <= l.link.handed
+            && p <= handed
         {
-            tie.place(stream.wire_end(p));
+            tie.place(stream.wire_end(handed));
             *end = None;
         }
     }
 }
 
 /// `--clock kernel-tx`: the TX stamps queued on link `l`'s socket, each offered to every
-/// stream's tie (a stamp covers each stream whose last byte it is the first to reach);
+/// stream's tie (a write's stamp is the send of each stream whose last byte it carried);
 /// how many were read.
 fn drain_ties(l: &mut H2Link) -> usize {
     let ties = &mut l.ties;

@@ -299,15 +299,15 @@ impl Stream {
         crate::net::stamp::enable_tx(self.tcp())
     }
 
-    /// `--clock kernel-tx`: where the plaintext byte ending at `plain_end` (counted from
-    /// the open, as handed to `write`) ends on the wire, counted the same way: itself over
-    /// plain TCP; over TLS the end of the records sealed so far (the caller asks right
-    /// after the write that handed that byte, so the records carrying it and no later
-    /// ones); None with rustls's own record layer, whose records are out of sight.
+    /// `--clock kernel-tx`: where the last write ends on the wire, counted from the open,
+    /// given the plaintext `handed` to `write` since then: that itself over plain TCP (a
+    /// write is one `send`); over TLS the end of the records sealed so far (the caller
+    /// asks right after the write, so those it carried); None with rustls's own record
+    /// layer, whose records are out of sight.
     #[inline]
-    pub fn wire_end(&self, plain_end: u64) -> Option<u64> {
+    pub fn wire_end(&self, handed: u64) -> Option<u64> {
         match self {
-            Stream::Plain(_) => Some(plain_end),
+            Stream::Plain(_) => Some(handed),
             Stream::Tls(t) => Some(t.sealed()),
             Stream::Rustls(_) => None,
         }
