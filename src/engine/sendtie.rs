@@ -5,9 +5,9 @@
 //! it carried), and the stamp whose byte count is that end, the stamp of that very write,
 //! is the request's send (`SendTie`). Only that stamp ties: one lost or merged by the
 //! kernel leaves the request untied rather than tied to another write. A request whose
-//! stamp never comes, or whose end cannot be placed (rustls's own record layer, an HTTP/2
-//! body held back by flow control, a redirect's hop), keeps the user-space send, counted
-//! apart.
+//! stamp never comes, or whose end cannot be placed (an HTTP/2 body held back by flow
+//! control, a redirect's hop, a write rustls's record layer left partly queued), keeps
+//! the user-space send, counted apart.
 
 use std::time::Instant;
 

@@ -246,6 +246,9 @@ fn kernel_tx_stamps_the_send_over_http1_tls_and_http2_against_nginx() {
     kernel_figures(&plain, "HTTP/1.1 RX");
     let (tls, _files) = Nginx::start_tls_generated();
     tx_figures(&nginx_run(&tls, &tx), "HTTP/1.1 over TLS", N);
+    // rustls's own record layer: its bytes on the wire counted as it writes them.
+    let rustls = ["--clock", "kernel-tx", "--tls-engine", "rustls"];
+    tx_figures(&nginx_run(&tls, &rustls), "HTTP/1.1 over TLS (rustls)", N);
     let h2c = Nginx::start_h2(false, "", "");
     let j = tx_figures(
         &nginx_run(
