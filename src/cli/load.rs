@@ -107,9 +107,12 @@ pub struct LoadArgs {
 
     /// The clock that ends each request's latency: kernel (the kernel's receive stamp of
     /// the segment that completed the response, by SO_TIMESTAMPING; the report gives both
-    /// clocks and their difference) or user (the event loop's clock once it has read the
+    /// clocks and their difference), kernel-tx (the same, and each request's send is the
+    /// kernel's TX stamp of its last byte instead of the instant before the write; opt-in,
+    /// it costs more CPU per request) or user (the event loop's clock once it has read the
     /// response; no kernel figures). Where the socket refuses timestamps, the run says so
-    /// once and uses the user clock. docs/reports.md.
+    /// once and uses the user clock (kernel-tx refused: the kernel clock with user-space
+    /// sends). docs/reports.md.
     #[arg(long, value_enum, default_value_t = ClockArg::Kernel)]
     pub clock: ClockArg,
 
@@ -143,4 +146,5 @@ pub struct LoadArgs {
 pub enum ClockArg {
     User,
     Kernel,
+    KernelTx,
 }

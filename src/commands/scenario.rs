@@ -269,6 +269,7 @@ impl Flags<'_> {
             clock: match args.load.clock {
                 crate::cli::load::ClockArg::User => crate::net::stamp::Clock::User,
                 crate::cli::load::ClockArg::Kernel => crate::net::stamp::Clock::Kernel,
+                crate::cli::load::ClockArg::KernelTx => crate::net::stamp::Clock::KernelTx,
             },
             spread: crate::config::spread::Spread {
                 shard: args.shard.shard.unwrap_or_default(),

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 
 use super::link::{Link, LinkPhase};
+use super::sendtie::SendTie;
 use crate::error::io_text;
 use crate::net::http::{Progress, ResponseParser};
 use crate::net::transport::Stream;
@@ -60,6 +61,8 @@ pub(super) struct Conn {
     pub(super) parked_node: usize,
     pub(super) parked_served: u32,
     pub(super) on_hop: bool,
+    /// `--clock kernel-tx`: the request's last byte on the wire and its TX stamp.
+    pub(super) tie: SendTie,
 }
 
 /// What a step on one connection came to.
@@ -102,6 +105,7 @@ impl Conn {
             parked_node: 0,
             parked_served: 0,
             on_hop: false,
+            tie: SendTie::default(),
         }
     }
 
@@ -126,6 +130,7 @@ impl Conn {
         };
         match stream.write(bytes).and_then(|n| stream.flush().map(|_| n)) {
             Ok(n) => {
+                self.link.handed += n as u64;
                 if n < bytes.len() {
                     self.pending.clear();
                     self.pending.extend_from_slice(&bytes[n..]);
@@ -157,6 +162,7 @@ impl Conn {
             .and_then(|n| stream.flush().map(|_| n))
         {
             Ok(n) => {
+                self.link.handed += n as u64;
                 self.pending.advance(n);
                 (n as u64, Exchange::Pending)
             }
@@ -286,6 +292,35 @@ impl Conn {
                 }
                 .into(),
             },
+        }
+    }
+
+    /// `--clock kernel-tx`: once the request's last byte is handed to the stream (none of
+    /// it pending), where it ends on the wire. Not for a redirect's hop, nor on a
+    /// connection that has had one (its two streams count apart).
+    pub(super) fn place_tie(&mut self) {
+        if self.tie.placed()
+            || !self.pending.is_empty()
+            || self.parked.is_some()
+            || self.req.is_none_or(|r| r.hops > 0)
+        {
+            return;
+        }
+        let end = self
+            .link
+            .stream
+            .as_ref()
+            .and_then(|s| s.wire_end(self.link.handed));
+        self.tie.place(end);
+    }
+
+    /// `--clock kernel-tx`: the TX stamps queued on the stream (its error queue), each
+    /// offered to the request's tie; how many were read.
+    pub(super) fn drain_tx(&mut self) -> usize {
+        let tie = &mut self.tie;
+        match self.link.stream.as_mut() {
+            Some(s) => crate::net::stamp::drain_tx(s.tcp(), |count, ns| tie.offer(count, ns)),
+            None => 0,
         }
     }
 

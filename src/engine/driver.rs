@@ -17,7 +17,7 @@ use mio::{Events, Poll, Token};
 use super::conn::Req;
 use super::link::ConnectWindow;
 use super::tally::{Counter, make_pacer};
-use super::{EngineError, EnginePlan, StartGate, StepPlan};
+use super::{ClockGrant, EngineError, EnginePlan, StartGate, StepPlan};
 use crate::config::schedule::Caller;
 use crate::net::redirect::Redirects;
 use crate::net::stamp::{self, Clock};
@@ -78,6 +78,9 @@ pub(super) struct Core<'p> {
     pub(super) window: ConnectWindow,
     /// `--clock kernel`, granted: sockets stamp what they receive, reads keep the stamp.
     pub(super) kernel: bool,
+    /// `--clock kernel-tx`, granted: open sockets stamp what they send too, and each
+    /// request's send is the kernel's stamp of its last byte (`sendtie.rs`).
+    pub(super) tx: bool,
     /// The kernel's stamp of the read being acted on (`take_stamp`), for the responses
     /// it completed.
     pub(super) stamp: Option<Instant>,
@@ -174,16 +177,23 @@ impl<'p> Core<'p> {
             route_seen: 0,
             window: ConnectWindow::default(),
             kernel: false,
+            tx: false,
             stamp: None,
             moment: None,
         })
     }
 
-    /// This thread's clock: `used` (kernel: its sockets stamp what they receive), and why
-    /// the kernel's was refused, if it was asked and refused.
-    pub(super) fn use_clock(&mut self, used: Clock, refused: Option<String>) {
-        self.kernel = used == Clock::Kernel;
-        self.tally.keep_clock(used, refused);
+    /// This thread's clock: `used` (kernel: its sockets stamp what they receive; kernel-tx:
+    /// what they send too), and why the kernel's (or its TX stamps) was refused, if it was
+    /// asked and refused.
+    pub(super) fn use_clock(&mut self, grant: &ClockGrant) {
+        self.kernel = grant.used.is_kernel();
+        self.tx = grant.used == Clock::KernelTx;
+        self.tally.keep_clock(
+            grant.used,
+            grant.refused.clone(),
+            grant.send_refused.clone(),
+        );
     }
 
     /// Before a socket read whose stamp counts: the last one forgotten.
@@ -200,12 +210,17 @@ impl<'p> Core<'p> {
     #[inline]
     pub(super) fn take_stamp(&mut self) {
         if self.kernel {
-            self.stamp = stamp::taken_ns().map(|ns| {
-                self.moment
-                    .get_or_insert_with(stamp::Moment::now)
-                    .instant(ns)
-            });
+            self.stamp = stamp::taken_ns().map(|ns| self.instant_of(ns));
         }
+    }
+
+    /// A kernel stamp (real-time `ns`) as an engine instant, by this wake's moment: the
+    /// stamps of one response (its send and its end) are carried over alike.
+    #[inline]
+    pub(super) fn instant_of(&mut self, ns: i64) -> Instant {
+        self.moment
+            .get_or_insert_with(stamp::Moment::now)
+            .instant(ns)
     }
 
     /// Several nodes: whether the route's active node moved since the last look.

@@ -25,12 +25,14 @@ use mio::{Events, Token};
 use super::conn::Req;
 use super::driver::{Core, Wheel, captures};
 use super::link::{self, ConnectWindow, Link, LinkPhase, Links};
+use super::sendtie::SendTie;
 use super::tally::Answer;
 use super::{EngineError, EnginePlan};
 use crate::error::io_text;
 use crate::net::h2::request::{self, Prepared};
 use crate::net::h2::{self as wire, Event, H2Conn, Local};
 use crate::net::http::Quota;
+use crate::net::transport::Stream;
 use crate::pacing::{Due, share};
 use crate::signals::Stop;
 use crate::stats::ErrorKind;
@@ -55,6 +57,11 @@ struct H2Link {
     captures: Captures,
     /// `--respect-retry-after`: a 429's Retry-After holds new streams off until then.
     paused_until: Option<Instant>,
+    /// `--clock kernel-tx`, per stream: where its request's last byte lies in the
+    /// plaintext handed to the stream (`Link::handed`), until a write hands it, then its
+    /// place on the wire and its TX stamp (`sendtie.rs`).
+    ends: Vec<Option<u64>>,
+    ties: Vec<SendTie>,
 }
 
 pub(super) struct H2Loop<'p> {
@@ -164,6 +171,8 @@ impl<'p> H2Loop<'p> {
                 ping_at: now,
                 captures: captures(plan),
                 paused_until: None,
+                ends: vec![None; local.streams],
+                ties: vec![SendTie::default(); local.streams],
             })
             .collect();
         let https = plan.target.is_tls();
@@ -197,7 +206,11 @@ impl<'p> H2Loop<'p> {
                 Ok(0) => break,
                 Ok(n) => {
                     l.out_sent += n;
+                    l.link.handed += n as u64;
                     self.core.tally.stats.bytes_sent += n as u64;
+                    if self.core.tx {
+                        place_ties(stream, l.link.handed, &mut l.ends, &mut l.ties);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -401,6 +414,11 @@ impl<'p> H2Loop<'p> {
                 by: l.link.node,
                 hop: l.link.node != home,
                 stamp: self.core.stamp,
+                sent: if self.core.tx {
+                    l.ties[slot].sent(&mut self.core)
+                } else {
+                    None
+                },
             };
             self.core.tally.answered(op, &req, &answer, now);
         }
@@ -576,6 +594,12 @@ impl<'p> H2Loop<'p> {
             return;
         };
         self.core.tally.wrote(&req, template.body_len(&l.captures));
+        if self.core.tx {
+            // Its frames end the queue: their end, once a write hands it.
+            l.ties[slot].reset();
+            let queued = (l.proto.out.len() - l.out_sent) as u64;
+            l.ends[slot] = l.proto.all_queued(slot).then_some(l.link.handed + queued);
+        }
         l.reqs[slot] = Some(req);
         l.homes[slot] = home;
     }
@@ -645,6 +669,35 @@ impl<'p> H2Loop<'p> {
         }
         self.list(i);
         self.flush(i, now);
+    }
+}
+
+/// `--clock kernel-tx`, after a write: the streams whose last byte it handed are placed at
+/// its end on the wire (each stream's tie then waits for that write's stamp; several
+/// streams in one write share it).
+fn place_ties(stream: &Stream, handed: u64, ends: &mut [Option<u64>], ties: &mut [SendTie]) {
+    for (end, tie) in ends.iter_mut().zip(ties.iter_mut()) {
+        if let Some(p) = *end
+            && p <= handed
+        {
+            tie.place(stream.wire_end(handed));
+            *end = None;
+        }
+    }
+}
+
+/// `--clock kernel-tx`: the TX stamps queued on link `l`'s socket, each offered to every
+/// stream's tie (a write's stamp is the send of each stream whose last byte it carried);
+/// how many were read.
+fn drain_ties(l: &mut H2Link) -> usize {
+    let ties = &mut l.ties;
+    match l.link.stream.as_mut() {
+        Some(s) => crate::net::stamp::drain_tx(s.tcp(), |count, ns| {
+            for t in ties.iter_mut() {
+                t.offer(count, ns);
+            }
+        }),
+        None => 0,
     }
 }
 
@@ -739,7 +792,15 @@ impl<'p> Wheel<'p> for H2Loop<'p> {
         match self.links.get(i).map(|l| l.link.phase) {
             Some(LinkPhase::Connecting | LinkPhase::Handshaking) => link::advance(self, i, now),
             Some(LinkPhase::Open) => {
-                if ev.is_readable() || ev.is_error() || ev.is_read_closed() {
+                // `--clock kernel-tx`: an error event is most often TX stamps queued, read
+                // first; only without any is it the socket's.
+                let stamps = if self.core.tx && ev.is_error() {
+                    drain_ties(&mut self.links[i])
+                } else {
+                    0
+                };
+                let error = ev.is_error() && stamps == 0;
+                if ev.is_readable() || error || ev.is_read_closed() {
                     self.read(i, now);
                 }
                 self.flush(i, now);

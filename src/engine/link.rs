@@ -69,6 +69,9 @@ pub(super) struct Link {
     pub(super) node: usize,
     /// Responses on this socket.
     pub(super) served: u32,
+    /// `--clock kernel-tx`: plaintext bytes handed to the stream since it opened
+    /// (`sendtie.rs`).
+    pub(super) handed: u64,
 }
 
 /// A connect or handshake failure, in words.
@@ -94,6 +97,7 @@ impl Link {
             failures: 0,
             node: 0,
             served: 0,
+            handed: 0,
         }
     }
 
@@ -102,6 +106,7 @@ impl Link {
         self.stream = stream;
         self.node = node;
         self.served = 0;
+        self.handed = 0;
         self.since = now;
         if self.stream.is_some() {
             self.phase = LinkPhase::Connecting;
@@ -287,7 +292,16 @@ pub(super) fn connect<'p, W: Links<'p>>(
 pub(super) fn advance<'p, W: Links<'p>>(w: &mut W, i: usize, now: Instant) {
     let (link, core) = w.parts(i);
     match link.advance(&mut core.tally.stats, now) {
-        Ok(true) => w.ready(i, now),
+        Ok(true) => {
+            if core.tx
+                && let Some(s) = link.stream.as_mut()
+            {
+                // Refused on this socket alone: its requests keep the user-space send,
+                // counted apart.
+                let _ = s.enable_tx();
+            }
+            w.ready(i, now)
+        }
         Ok(false) => {}
         Err(msg) => connection_failed(w, i, ErrorKind::Connect, &msg, now),
     }

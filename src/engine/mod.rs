@@ -18,6 +18,7 @@ mod h2;
 mod held;
 mod hop;
 mod link;
+mod sendtie;
 mod tally;
 mod worker;
 
@@ -375,30 +376,58 @@ fn build<'p, W: Wheel<'p>>(
         let global = plan.thread_offset + local;
         let mut core = driver::Core::new(plan, global, requests.clone(), tls.clone())?;
         core.tally.report = report.map(|r| (local, r.clone()));
-        if let Some((used, refused)) = &clock {
-            core.use_clock(*used, refused.clone());
+        if let Some(grant) = &clock {
+            core.use_clock(grant);
         }
         workers.push((new(core)?, pinned(global)));
     }
     Ok(workers)
 }
 
-/// The kernel clock (the default, or `--clock kernel`): the clock the run gets, and why
-/// not the kernel's when a socket here refuses SO_TIMESTAMPING (said once, at the start,
-/// in one line; the run then ends its latencies by the user-space clock, every format says
-/// so, and the exit status is the run's own). None: the user-space clock, asked. The probe
-/// returns at once; each thread waits for what is left of it before the start gate.
-fn clock_of(plan: &EnginePlan) -> Option<(Clock, Option<String>)> {
-    if plan.load.clock != Clock::Kernel {
+/// The clock a run gets (`clock_of`): `used`, and why not the kernel's (`refused`, the
+/// run then on the user-space clock) or its TX stamps (`send_refused`, the run then on the
+/// kernel's RX clock with user-space sends).
+pub(crate) struct ClockGrant {
+    pub(crate) used: Clock,
+    pub(crate) refused: Option<String>,
+    pub(crate) send_refused: Option<String>,
+}
+
+/// The kernel clock (the default, `--clock kernel` or `--clock kernel-tx`): the clock the
+/// run gets, and why not the kernel's when a socket here refuses SO_TIMESTAMPING (said
+/// once, at the start, in one line; the run then ends its latencies by the user-space
+/// clock, every format says so, and the exit status is the run's own); likewise, with
+/// kernel-tx, when a socket refuses the TX stamps (the run then keeps the kernel's RX
+/// end and takes each send from the user-space clock). None: the user-space clock,
+/// asked. The probe returns at once; each thread waits for what is left of it before the
+/// start gate.
+fn clock_of(plan: &EnginePlan) -> Option<ClockGrant> {
+    if !plan.load.clock.is_kernel() {
         return None;
     }
-    Some(match crate::net::stamp::probe() {
-        Ok(()) => (Clock::Kernel, None),
-        Err(why) => {
-            eprintln!("vblast: kernel clock: {why}; this run measures with the user-space clock");
-            (Clock::User, Some(why.to_string()))
-        }
-    })
+    if let Err(why) = crate::net::stamp::probe() {
+        eprintln!("vblast: kernel clock: {why}; this run measures with the user-space clock");
+        return Some(ClockGrant {
+            used: Clock::User,
+            refused: Some(why.to_string()),
+            send_refused: None,
+        });
+    }
+    let mut grant = ClockGrant {
+        used: plan.load.clock,
+        refused: None,
+        send_refused: None,
+    };
+    if plan.load.clock == Clock::KernelTx
+        && let Err(why) = crate::net::stamp::probe_tx()
+    {
+        eprintln!(
+            "vblast: kernel clock: {why}; this run takes each send from the user-space clock before the write (its end stays the kernel's)"
+        );
+        grant.used = Clock::Kernel;
+        grant.send_refused = Some(why.to_string());
+    }
+    Some(grant)
 }
 
 /// The TLS settings' own refusal, as the engine's error.

@@ -15,7 +15,7 @@ use crate::net::http::Quota;
 use crate::net::redirect::{MAX_HOPS, Redirects, TOO_MANY, Verdict, request_target};
 use crate::net::stamp::Clock;
 use crate::pacing::{Due, Pacer, share};
-use crate::stats::clock::ClockFigures;
+use crate::stats::clock::{ClockFigures, TxSend};
 use crate::stats::nodes::{NodeStats, WindowTracker};
 use crate::stats::{ErrorKind, LATE_US, Stats};
 use crate::template::Captures;
@@ -42,6 +42,9 @@ pub(super) struct Answer<'a> {
     pub(super) hop: bool,
     /// `--clock kernel`: the kernel's stamp of the read that completed the answer.
     pub(super) stamp: Option<Instant>,
+    /// `--clock kernel-tx`: the kernel's TX stamp of the request's last byte, if one was
+    /// tied (`sendtie.rs`).
+    pub(super) sent: Option<Instant>,
 }
 
 /// One thread's counts for the step under way.
@@ -64,6 +67,32 @@ pub(super) struct Counter {
     /// `--follow-redirects`: why the redirect just judged was not followed, the message
     /// of its answer when that answer fails (taken by `answered`).
     refused: Option<&'static str>,
+}
+
+/// One measured answer on the kernel's clock: ended by its RX stamp (none: by the
+/// user-space clock, counted apart), sent at its TX stamp with `--clock kernel-tx` (none
+/// tied: the user-space send, counted apart; a TX stamp after the RX end is counted and
+/// its service time is 0).
+#[inline]
+fn record_kernel(c: &mut ClockFigures, req: &Req, a: &Answer<'_>, now: Instant) {
+    let end = a.stamp.unwrap_or(now);
+    let delay = a
+        .stamp
+        .map(|t| now.saturating_duration_since(t).as_micros() as u64);
+    let send = match (c.used, a.sent) {
+        (Clock::KernelTx, Some(t)) if a.stamp.is_some_and(|e| t > e) => TxSend::AfterEnd,
+        (Clock::KernelTx, Some(_)) => TxSend::Stamped,
+        (Clock::KernelTx, None) => TxSend::FellBack,
+        _ => TxSend::NotAsked,
+    };
+    let sent = a.sent.unwrap_or(req.sent);
+    c.record(
+        req.op,
+        end.saturating_duration_since(req.intended).as_micros() as u64,
+        end.saturating_duration_since(sent).as_micros() as u64,
+        delay,
+        send,
+    );
 }
 
 /// A thread's empty statistics for `plan` (one per node when several nodes are given;
@@ -122,10 +151,16 @@ impl Counter {
         }
     }
 
-    /// `--clock kernel` (`used`: the clock the run got; `refused`: why not the kernel's):
-    /// the figures of both clocks are kept from now on.
-    pub(super) fn keep_clock(&mut self, used: Clock, refused: Option<String>) {
-        let figures = ClockFigures::new(used, refused);
+    /// `--clock kernel` (`used`: the clock the run got; `refused`: why not the kernel's;
+    /// `send_refused`: why not its TX stamps): the figures of both clocks are kept from
+    /// now on, run-wide and per operation (allocated here, once).
+    pub(super) fn keep_clock(
+        &mut self,
+        used: Clock,
+        refused: Option<String>,
+        send_refused: Option<String>,
+    ) {
+        let figures = ClockFigures::new(used, refused, send_refused, self.stats.ops.len());
         self.stats.clock = Some(figures.clone());
         self.clock = Some(figures);
     }
@@ -272,18 +307,9 @@ impl Counter {
         }
         s.count_body(a.body_len, a.kept_alive);
         if let Some(c) = s.clock.as_mut()
-            && c.used == Clock::Kernel
+            && c.used.is_kernel()
         {
-            // Ended by the kernel's stamp (none: by the user-space clock, counted apart).
-            let end = a.stamp.unwrap_or(now);
-            let delay = a
-                .stamp
-                .map(|t| now.saturating_duration_since(t).as_micros() as u64);
-            c.record(
-                end.saturating_duration_since(req.intended).as_micros() as u64,
-                end.saturating_duration_since(req.sent).as_micros() as u64,
-                delay,
-            );
+            record_kernel(c, req, a, now);
         }
         if s.server.is_none() {
             s.server = a.server.map(str::to_string);

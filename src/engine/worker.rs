@@ -121,6 +121,9 @@ impl<'p> EventLoop<'p> {
         // A request sent again after a redirect is the same request (the same generator
         // state and turn, so the same pool item), and its clock runs on.
         let mut again = req.rng;
+        if self.core.tx && (req.hops == 0 || c.tie.sent_unknown()) {
+            c.tie.reset();
+        }
         let rng = if req.hops == 0 {
             req.sent = now;
             req.rng = self.core.rng;
@@ -132,6 +135,9 @@ impl<'p> EventLoop<'p> {
         let turn = req.turn;
         let req = *req;
         let (n, outcome) = c.write(template.render_at(rng, turn, &c.captures));
+        if self.core.tx {
+            c.place_tie();
+        }
         self.core.tally.stats.bytes_sent += n;
         self.core.tally.wrote(&req, template.body_len(&c.captures));
         self.settle(i, outcome, now);
@@ -304,6 +310,11 @@ impl<'p> EventLoop<'p> {
                 by: c.link.node,
                 hop: c.on_hop,
                 stamp: self.core.stamp,
+                sent: if self.core.tx {
+                    c.tie.sent(&mut self.core)
+                } else {
+                    None
+                },
             };
             self.core.tally.answered(op, &req, &answer, now);
         }
@@ -487,9 +498,17 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
             self.parked_event(i);
             return Ok(());
         }
-        let readable = ev.is_readable() || ev.is_error() || ev.is_read_closed();
-        let writable = ev.is_writable() || ev.is_error();
         let c = &mut self.conns[i];
+        // `--clock kernel-tx`: an error event is most often TX stamps queued, read first
+        // (the response they send may be read below); only without any is it the socket's.
+        let stamps = if self.core.tx && ev.is_error() && c.link.phase == LinkPhase::Open {
+            c.drain_tx()
+        } else {
+            0
+        };
+        let error = ev.is_error() && stamps == 0;
+        let readable = ev.is_readable() || error || ev.is_read_closed();
+        let writable = ev.is_writable() || error;
         match c.link.phase {
             LinkPhase::Connecting | LinkPhase::Handshaking if readable || writable => {
                 link::advance(self, i, now)
@@ -500,6 +519,9 @@ impl<'p> Wheel<'p> for EventLoop<'p> {
                 if writable && (!c.pending.is_empty() || tls) {
                     // Continues a short write.
                     let (n, outcome) = c.continue_write();
+                    if self.core.tx {
+                        c.place_tie();
+                    }
                     self.core.tally.stats.bytes_sent += n;
                     self.settle(i, outcome, now);
                 }

@@ -15,8 +15,19 @@
 //! buffer is on the stack), and with the user clock the read is the plain `read(2)` it
 //! always was.
 //!
+//! `--clock kernel-tx` also takes each request's send from the kernel: its TX software
+//! stamp of the last byte of the write that carried the request's last byte
+//! (`enable_tx`: `SOF_TIMESTAMPING_TX_SOFTWARE | OPT_TSONLY | OPT_ID | OPT_ID_TCP`, set
+//! when a connection opens, so that the kernel's byte count starts there). The kernel
+//! queues one stamp per write on the socket's error queue, with the count of bytes sent
+//! since the open through the write's last byte (`ee_data` + 1); `drain_tx` reads them, a
+//! batch per `recvmmsg`, only when the event loop was told the queue is not empty
+//! (`EPOLLERR`). The engine ties a stamp to the request whose last byte (on the wire: a
+//! TLS record's end) that write carried.
+//!
 //! `VBLAST_TEST_REFUSE_TIMESTAMPING=1` makes `enable` fail as a kernel without
-//! timestamping would: a test-only knob, so the suite can take the fallback path.
+//! timestamping would, and `=tx` makes only `enable_tx` fail: test-only knobs, so the
+//! suite can take the fallback paths.
 
 use std::cell::Cell;
 use std::io::{self, Read};
@@ -39,6 +50,10 @@ pub enum Clock {
     /// default: docs/benchmarks.md has its cost per request).
     #[default]
     Kernel,
+    /// As `Kernel`, and the send is the kernel's TX stamp of the request's last byte
+    /// (opt-in: it costs an error-queue read per request).
+    #[serde(rename = "kernel-tx")]
+    KernelTx,
 }
 
 impl Clock {
@@ -46,7 +61,13 @@ impl Clock {
         match self {
             Clock::User => "user",
             Clock::Kernel => "kernel",
+            Clock::KernelTx => "kernel-tx",
         }
+    }
+
+    /// The kernel's receive stamps end the latencies (with or without its TX stamps).
+    pub fn is_kernel(self) -> bool {
+        matches!(self, Clock::Kernel | Clock::KernelTx)
     }
 }
 
@@ -95,8 +116,143 @@ pub fn enable(fd: &impl AsRawFd) -> io::Result<()> {
 }
 
 fn refused_for_test() -> bool {
-    static REFUSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *REFUSE.get_or_init(|| std::env::var_os(REFUSE_ENV).is_some_and(|v| v == "1"))
+    refuse_knob() == Some(Refuse::All)
+}
+
+/// What the test-only knob refuses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refuse {
+    All,
+    Tx,
+}
+
+fn refuse_knob() -> Option<Refuse> {
+    static REFUSE: std::sync::OnceLock<Option<Refuse>> = std::sync::OnceLock::new();
+    *REFUSE.get_or_init(|| match std::env::var_os(REFUSE_ENV) {
+        Some(v) if v == "1" => Some(Refuse::All),
+        Some(v) if v == "tx" => Some(Refuse::Tx),
+        _ => None,
+    })
+}
+
+/// The flags of `--clock kernel-tx`: receive stamps as `enable`, and a TX software stamp
+/// of each write's last byte, on the error queue without the payload (`OPT_TSONLY`),
+/// keyed by the bytes written since these flags were set (`OPT_ID_TCP`: counted from the
+/// socket's write sequence, whatever the TCP state).
+const TX_FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_SOFTWARE
+    | libc::SOF_TIMESTAMPING_TX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_OPT_TSONLY
+    | libc::SOF_TIMESTAMPING_OPT_ID
+    | libc::SOF_TIMESTAMPING_OPT_ID_TCP;
+
+/// Asks the kernel to stamp the last byte of every write on `fd` from now on (and what it
+/// receives, as `enable`); the stamps' byte counts start here. A connected socket only.
+pub fn enable_tx(fd: &impl AsRawFd) -> io::Result<()> {
+    if refuse_knob().is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refused by {REFUSE_ENV} (a test-only knob)"),
+        ));
+    }
+    let flags = TX_FLAGS as libc::c_int;
+    // SAFETY: a valid descriptor, and a pointer to an int of the length given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&raw const flags).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Before a `--clock kernel-tx` run: whether a connected TCP socket here takes the TX
+/// flags (Err: why not, said once by the engine; the run then takes its sends from the
+/// user-space clock). A loopback connection made and dropped at once.
+pub fn probe_tx() -> Result<(), Cause> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Cause::io("no loopback socket to try the TX stamps on", e))?;
+    let tx = listener
+        .local_addr()
+        .and_then(std::net::TcpStream::connect)
+        .map_err(|e| Cause::io("no loopback connection to try the TX stamps on", e))?;
+    enable_tx(&tx).map_err(|e| Cause::io("the socket refused SO_TIMESTAMPING's TX stamps", e))
+}
+
+/// `SCM_TSTAMP_SND` (linux/errqueue.h): the stamp taken as the driver took the segment.
+const SCM_TSTAMP_SND: u32 = 0;
+/// Stamps read per `recvmmsg`.
+const TX_BATCH: usize = 8;
+
+/// Reads the TX stamps queued on `fd`'s error queue (a batch per `recvmmsg`, on the
+/// stack), handing each to `tie` as (bytes sent through the stamped byte since
+/// `enable_tx`, wrapping; the stamp in real-time nanoseconds). Returns how many it read.
+pub fn drain_tx(fd: &impl AsRawFd, mut tie: impl FnMut(u32, i64)) -> usize {
+    let mut read = 0;
+    loop {
+        let mut control = [[0u64; 16]; TX_BATCH];
+        // SAFETY: an all-zero mmsghdr is valid; its control pointers are set below.
+        let mut msgs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
+        for (m, c) in msgs.iter_mut().zip(control.iter_mut()) {
+            m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+            m.msg_hdr.msg_controllen = std::mem::size_of::<Control>() as _;
+        }
+        // SAFETY: the descriptor is open; every message's buffers live through the call
+        // (no payload asked: the stamps come without it, OPT_TSONLY).
+        let n = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                TX_BATCH as libc::c_uint,
+                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n <= 0 {
+            return read;
+        }
+        let n = n as usize;
+        for m in &msgs[..n] {
+            if let (Some(ns), Some(id)) = (stamp_of(&m.msg_hdr), tx_id_of(&m.msg_hdr)) {
+                tie(id.wrapping_add(1), ns);
+            }
+        }
+        read += n;
+        if n < TX_BATCH {
+            return read;
+        }
+    }
+}
+
+/// A TX stamp's key (`ee_data`: the stamped byte's offset since `enable_tx`), from the
+/// `sock_extended_err` of an error-queue message, when it is a software send stamp.
+fn tx_id_of(msg: &libc::msghdr) -> Option<u32> {
+    // SAFETY: `msg` was filled by recvmmsg; the CMSG_* walk stays inside its control buffer.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+            {
+                let e: libc::sock_extended_err =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                let ours = e.ee_errno == libc::ENOMSG as u32
+                    && e.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                    && e.ee_info == SCM_TSTAMP_SND;
+                return ours.then_some(e.ee_data);
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    None
 }
 
 /// How long a run waits, at most, for the kernel to start stamping (`wait_for_stamps`),
@@ -363,6 +519,31 @@ mod tests {
         assert_eq!(now - t, Duration::from_micros(250));
         // A stamp after now (the real-time clock stepped back): now.
         assert_eq!(to_instant(2_000, now, 1_000), now);
+    }
+
+    #[test]
+    fn tx_stamps_count_the_bytes_written_since_they_were_asked_for() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_server, _) = listener.accept().unwrap();
+        // Bytes before the ask are not counted.
+        client.write_all(b"before").unwrap();
+        if enable_tx(&client).is_err() {
+            // A kernel without OPT_ID_TCP (before 6.2): the engine falls back, said once.
+            return;
+        }
+        client.write_all(b"12345").unwrap();
+        client.write_all(b"678").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            drain_tx(&client, |count, ns| got.push((count, ns)));
+            assert!(Instant::now() < deadline, "TX stamps {got:?} within 30 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Each write's stamp counts the bytes through its last one: 5, then 8.
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [5, 8]);
+        assert!(got[0].1 <= got[1].1 && got[1].1 <= realtime_ns(), "{got:?}");
     }
 
     #[test]

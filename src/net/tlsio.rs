@@ -283,11 +283,21 @@ impl TlsStream {
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
+            sealed: 0,
             closed: false,
             resumed,
         };
         self.phase = TlsPhase::Open(Box::new(records));
         Ok(true)
+    }
+
+    /// Bytes of records sealed since the handshake ended, written or queued: where the
+    /// last byte handed to `write` ends on the wire (counted from the open).
+    pub fn sealed(&self) -> u64 {
+        match &self.phase {
+            TlsPhase::Open(r) => r.sealed,
+            TlsPhase::Handshake(_) | TlsPhase::Broken => 0,
+        }
     }
 
     /// True when every sealed record has been written to the socket.
@@ -407,6 +417,9 @@ struct Records {
     /// Sealed records not yet written, and how much of them was.
     out: Vec<u8>,
     out_sent: usize,
+    /// Bytes of records sealed since the handshake (`--clock kernel-tx`: where a
+    /// request's last byte ends on the wire, `TlsStream::sealed`).
+    sealed: u64,
     /// The server sent close_notify.
     closed: bool,
     resumed: bool,
@@ -419,6 +432,7 @@ impl Records {
             self.out.clear();
             self.out_sent = 0;
         }
+        let before = self.out.len();
         for chunk in data.chunks(MAX_FRAGMENT) {
             let tx = &mut self.tx;
             if tx.seq >= MAX_RECORDS_PER_KEY {
@@ -459,6 +473,7 @@ impl Records {
             self.out.extend_from_slice(tag.as_ref());
             tx.seq += 1;
         }
+        self.sealed += (self.out.len() - before) as u64;
         Ok(())
     }
 
@@ -765,6 +780,7 @@ pub mod fuzz {
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
+            sealed: 0,
             closed: false,
             resumed: false,
         }
@@ -889,6 +905,7 @@ mod tests {
             handshake: Vec::new(),
             out: Vec::new(),
             out_sent: 0,
+            sealed: 0,
             closed: false,
             resumed: false,
         };
@@ -1180,6 +1197,7 @@ mod tests {
                 handshake: Vec::new(),
                 out: Vec::new(),
                 out_sent: 0,
+                sealed: 0,
                 closed: false,
                 resumed: false,
             }

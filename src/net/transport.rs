@@ -144,6 +144,8 @@ pub fn connect_node(
                 .map_err(io::Error::other)?,
             tcp,
             closed: false,
+            wire_out: 0,
+            tx_base: 0,
         })),
         Some(c) => Stream::Tls(Box::new(TlsStream::new(
             tcp,
@@ -293,6 +295,29 @@ impl Stream {
         }
     }
 
+    /// `--clock kernel-tx`, once the stream is open: the kernel stamps the last byte of
+    /// each write from now on, its byte counts starting here (`stamp::enable_tx`).
+    pub fn enable_tx(&mut self) -> io::Result<()> {
+        if let Stream::Rustls(t) = self {
+            t.tx_base = t.wire_out;
+        }
+        crate::net::stamp::enable_tx(self.tcp())
+    }
+
+    /// `--clock kernel-tx`: where the last write ends on the wire, counted from the open,
+    /// given the plaintext `handed` to `write` since then: that itself over plain TCP (a
+    /// write is one `send`); over TLS the end of the records sealed so far (the caller
+    /// asks right after the write, so those it carried); with rustls's own record layer,
+    /// the bytes it wrote, once it holds none back (None while it does: not placed).
+    #[inline]
+    pub fn wire_end(&self, handed: u64) -> Option<u64> {
+        match self {
+            Stream::Plain(_) => Some(handed),
+            Stream::Tls(t) => Some(t.sealed()),
+            Stream::Rustls(t) => (!t.conn.wants_write()).then(|| t.wire_out - t.tx_base),
+        }
+    }
+
     /// After a writable event on a connecting socket: Ok(true) once connected.
     pub fn connected(&mut self) -> io::Result<bool> {
         // One system call (SO_ERROR), where `peer_addr` would be a second: on Linux a
@@ -368,6 +393,10 @@ pub struct RustlsStream {
     conn: rustls::ClientConnection,
     /// The server sent close_notify.
     closed: bool,
+    /// Bytes written to the socket, and (`--clock kernel-tx`) how many of them before the
+    /// TX stamps' counts started (`Stream::enable_tx`).
+    wire_out: u64,
+    tx_base: u64,
 }
 
 /// A socket read that remembers whether it came back short (the socket is drained).
@@ -479,7 +508,7 @@ impl RustlsStream {
     fn flush(&mut self) -> io::Result<bool> {
         while self.conn.wants_write() {
             match self.conn.write_tls(&mut self.tcp) {
-                Ok(_) => {}
+                Ok(n) => self.wire_out += n as u64,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) => return Err(e),
             }

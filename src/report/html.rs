@@ -143,6 +143,21 @@ fn notes_and_schedule(s: &Summary) -> Vec<(&'static str, String)> {
                 );
                 items.push((name, line));
             }
+            for op in &c.ops {
+                let (l, v, d) = (&op.kernel_latency_ms, &op.kernel_service_ms, &op.delay_ms);
+                let line = format!(
+                    "{}: latency p50 {}, p99 {}; service p50 {}, p99 {}; client delay p50 {}, p99 {} ({} responses)",
+                    op.name,
+                    fmt_ms(l.p50),
+                    fmt_ms(l.p99),
+                    fmt_ms(v.p50),
+                    fmt_ms(v.p99),
+                    fmt_ms(d.p50),
+                    fmt_ms(d.p99),
+                    l.count
+                );
+                items.push(("kernel, per operation", line));
+            }
         }
     }
     if !s.unsent_ms.is_empty() {

@@ -571,7 +571,7 @@ impl Summary {
             clock: stats
                 .clock
                 .as_ref()
-                .map(|c| clock::summary(c, &latency, &service)),
+                .map(|c| clock::summary(c, &latency, &service, &stats.ops, op_names)),
             throttled: stats.throttled,
             retry_after_s: stats.retry_after_s,
             redirects: stats.redirects,

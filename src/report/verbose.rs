@@ -87,7 +87,9 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
     super::write_header(s, o)?;
     let open = s.is_open();
     let latency_label = if open { "Corrected" } else { "Latency" };
-    for op in &s.ops {
+    // Several operations on the kernel's clock: each one's kernel figures under its own.
+    let kernel_ops = s.clock.as_ref().map_or(&[][..], |c| &c.ops[..]);
+    for (i, op) in s.ops.iter().enumerate() {
         writeln!(o)?;
         writeln!(o, "{}", op.name)?;
         writeln!(
@@ -98,6 +100,10 @@ pub fn render_with(s: &Summary, ci: bool, o: &mut dyn Write) -> io::Result<()> {
         latencies(o, latency_label, &op.latency_ms, ci)?;
         if open {
             latencies(o, "Service", &op.service_ms, ci)?;
+        }
+        if let Some(k) = kernel_ops.get(i) {
+            latencies(o, "Kernel latency", &k.kernel_latency_ms, ci)?;
+            latencies(o, "Kernel service", &k.kernel_service_ms, ci)?;
         }
         writeln!(
             o,

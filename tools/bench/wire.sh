@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: tools/bench/wire.sh   [env: DURATION=3s CONNS=16 RUNS=1 HOG="0 1" BAO=0 TLS=0 PLAIN=1]
+# usage: tools/bench/wire.sh   [env: DURATION=3s CONNS=16 RUNS=1 HOG="0 1" BAO=0 TLS=0 PLAIN=1 CLOCK=kernel]
 # The wire's own latency beside vblast's two clocks (docs/reports.md, --clock kernel):
 # tcpdump captures loopback traffic (kernel timestamps, nanosecond precision) while vblast
 # runs against nginx (an https nginx with TLS=1, TLS 1.3; OpenBao with BAO=1; PLAIN=0 leaves
@@ -16,7 +16,10 @@
 # by 30-170, with 0 dropped, of earlier runs; under a CPU hog, 2 s after the run still lost
 # one response per connection now and then. HOG=1 runs a busy loop pinned
 # to the client's core beside it (another workload taking the client's CPU); HOG="0 1" does
-# both. nginx on core 0, vblast on core 1 (-t 1). Figures are printed, never asserted.
+# both. nginx on core 0, vblast on core 1 (-t 1). CLOCK=kernel-tx runs vblast with
+# --clock kernel-tx and adds a row, tx-svc: its service time from the kernel's TX stamp of
+# each request's last byte to the RX stamp of its response's end, the nearest vblast has
+# to the wire's own span. Figures are printed, never asserted.
 source "$(dirname "$0")/lib.sh"
 
 DURATION="${DURATION:-3s}"
@@ -26,6 +29,7 @@ HOGS="${HOG:-0 1}"
 WITH_BAO="${BAO:-0}"
 WITH_TLS="${TLS:-0}"
 WITH_PLAIN="${PLAIN:-1}"
+CLOCK="${CLOCK:-kernel}"
 LIMIT=$(( ${DURATION%s} + 60 ))
 
 need tcpdump taskset jq python3
@@ -131,8 +135,8 @@ one() { # label port tls hog capture-filter args...
         hogpid=$!
         BENCH_PIDS+=("$hogpid")
     fi
-    show "taskset -c 1 $VBLAST -t 1 -c $CONNS -z $DURATION --clock kernel --no-server-stats --format json $*"
-    timeout "$LIMIT" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -z "$DURATION" --clock kernel \
+    show "taskset -c 1 $VBLAST -t 1 -c $CONNS -z $DURATION --clock $CLOCK --no-server-stats --format json $*"
+    timeout "$LIMIT" taskset -c 1 "$VBLAST" -t 1 -c "$CONNS" -z "$DURATION" --clock "$CLOCK" \
         --no-server-stats --format json "$@" >"$out" 2>"$out.err" || log "vblast: $(cat "$out.err")"
     [ -n "$hogpid" ] && { kill "$hogpid" 2>/dev/null; wait "$hogpid" 2>/dev/null || true; }
     # The capture stopped once its file has not grown for 2 s (past libpcap's 1 s block
@@ -153,6 +157,11 @@ one() { # label port tls hog capture-filter args...
     printf '%-22s %-4s %-7s %9s %9s %9s %9s\n' "$label" "$hog" wire $w >&9
     printf '%-22s %-4s %-7s %9s %9s %9s %9s\n' "" "" user $u >&9
     printf '%-22s %-4s %-7s %9s %9s %9s %9s\n' "" "" kernel $k >&9
+    if [ "$CLOCK" = kernel-tx ]; then
+        local t
+        t="$(jq -r '[.clock.send_stamped, (.clock.kernel_service_ms.p50*1000|round), (.clock.kernel_service_ms.p99*1000|round), (.clock.kernel_service_ms.p999*1000|round)] | @tsv' "$out")"
+        printf '%-22s %-4s %-7s %9s %9s %9s %9s\n' "" "" tx-svc $t >&9
+    fi
 }
 
 if [ "$WITH_BAO" = 1 ]; then

@@ -377,6 +377,12 @@ impl H2Conn {
         Some(slot)
     }
 
+    /// Whether all of `slot`'s request is in `out` (its body not held back by flow
+    /// control): where its last byte lies is then known (`--clock kernel-tx`).
+    pub fn all_queued(&self, slot: usize) -> bool {
+        self.slots.get(slot).is_some_and(|s| s.unsent.is_empty())
+    }
+
     /// HEADERS (and CONTINUATION frames when the block exceeds the server's frame size).
     fn put_block(&mut self, id: u32, block: &[u8], end_stream: bool) {
         let max = self.peer_frame;
