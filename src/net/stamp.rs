@@ -90,14 +90,19 @@ pub fn stamp_reads(on: bool) {
 
 /// Asks the kernel to stamp every segment `fd` receives.
 pub fn enable(fd: &impl AsRawFd) -> io::Result<()> {
-    if refused_for_test() {
+    let flags = libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE;
+    set_timestamping(fd, flags, refused_for_test())
+}
+
+/// `SO_TIMESTAMPING` set to `flags` on `fd`, unless the test-only knob `refused` it.
+fn set_timestamping(fd: &impl AsRawFd, flags: libc::c_uint, refused: bool) -> io::Result<()> {
+    if refused {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("refused by {REFUSE_ENV} (a test-only knob)"),
         ));
     }
-    let flags =
-        (libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE) as libc::c_int;
+    let flags = flags as libc::c_int;
     // SAFETY: a valid descriptor, and a pointer to an int of the length given.
     let rc = unsafe {
         libc::setsockopt(
@@ -149,28 +154,7 @@ const TX_FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
 /// Asks the kernel to stamp the last byte of every write on `fd` from now on (and what it
 /// receives, as `enable`); the stamps' byte counts start here. A connected socket only.
 pub fn enable_tx(fd: &impl AsRawFd) -> io::Result<()> {
-    if refuse_knob().is_some() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("refused by {REFUSE_ENV} (a test-only knob)"),
-        ));
-    }
-    let flags = TX_FLAGS as libc::c_int;
-    // SAFETY: a valid descriptor, and a pointer to an int of the length given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPING,
-            (&raw const flags).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_timestamping(fd, TX_FLAGS, refuse_knob().is_some())
 }
 
 /// Before a `--clock kernel-tx` run: whether a connected TCP socket here takes the TX

@@ -190,6 +190,18 @@ fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// Whether `listed` operations (and kv mounts) fit a run: a send carries its operation
+/// in 16 bits (`Instants::ops`).
+fn fits_a_run(listed: usize) -> Result<(), Cause> {
+    if listed > usize::from(u16::MAX) {
+        return Err(Cause::Said(format!(
+            "the workload lists {listed} operations and kv mounts to run; at most {} fit a run",
+            u16::MAX
+        )));
+    }
+    Ok(())
+}
+
 impl WorkloadFile {
     /// The workload file of a profile.
     pub fn from_profile(p: &Profile) -> WorkloadFile {
@@ -554,7 +566,7 @@ impl RunCallers {
                 continue;
             }
             // A send's session and operation share 16 bits (`Instants::ops`).
-            let room = (usize::from(u16::MAX) + 1) / run.len().max(1) - 1;
+            let room = ((usize::from(u16::MAX) + 1) / run.len().max(1)).saturating_sub(1);
             let session = if namespace.is_none() && !caller.token {
                 0
             } else if out.sessions.len() >= room {
@@ -819,6 +831,7 @@ impl WorkloadFile {
         let expected = schedule.requests_before(duration);
         let (secrets, secrets_in) = self.seeds();
         let (entries, kv, callers) = self.entries_and_callers(&run);
+        fits_a_run(entries.as_ref().map_or(run.len(), Vec::len))?;
         let named: Vec<&str> = self
             .namespaces
             .iter()
@@ -849,6 +862,16 @@ impl WorkloadFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mix past what 16 bits name is one message, not operations that wrap.
+    #[test]
+    fn a_mix_past_sixteen_bits_is_refused() {
+        assert!(fits_a_run(usize::from(u16::MAX)).is_ok());
+        let Err(Cause::Said(m)) = fits_a_run(usize::from(u16::MAX) + 1) else {
+            panic!("taken")
+        };
+        assert!(m.contains("65536 operations"), "{m}");
+    }
 
     fn entries(names: &[&str]) -> Vec<MixEntry> {
         names

@@ -63,7 +63,7 @@ impl Sessions {
         requests: impl Iterator<Item = (Option<u64>, Option<String>)>,
         mix: usize,
     ) -> Sessions {
-        let bound = MAX_SESSIONS.min((usize::from(u16::MAX) + 1) / mix.max(1) - 1);
+        let bound = MAX_SESSIONS.min(((usize::from(u16::MAX) + 1) / mix.max(1)).saturating_sub(1));
         let mut index: HashMap<(Option<u64>, Option<String>), u32> = HashMap::new();
         let mut out = Sessions {
             bound,

@@ -75,6 +75,24 @@ wait_port() { # port timeout_s
 # The ~148-byte kv-v2 read body the test harness's nginx serves.
 KV_BODY='{"request_id":"0b6f5a3e-1c1e-4f3a-9d53-5a3b8f3c2a11","data":{"data":{"value":"bar"},"metadata":{"version":1}},"lease_duration":0,"renewable":false}'
 
+# nginx_http_common DIR: the lines every bench nginx's http block opens with (no access
+# log, temp paths under DIR/tmp, keep-alive for the whole run, the kv body's type).
+nginx_http_common() {
+    local dir="$1"
+    cat <<EOF
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout ${NGINX_KEEPALIVE:-75s};
+    default_type application/json;
+    server_tokens off;
+EOF
+}
+
 # start_nginx CPU [TLS_DIRECTIVES]: nginx (1 worker) pinned to core CPU; sets NGINX_PORT,
 # NGINX_URL. With TLS_DIRECTIVES (ssl_certificate ... inside the server block) it listens
 # with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
@@ -98,16 +116,7 @@ pid $dir/logs/nginx.pid;
 error_log $dir/logs/error.log warn;
 events { worker_connections ${NGINX_CONNS:-8192}; }
 http {
-    access_log off;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout ${NGINX_KEEPALIVE:-75s};
-    default_type application/json;
-    server_tokens off;
+$(nginx_http_common "$dir")
     server {
         listen 127.0.0.1:$NGINX_PORT$ssl${NGINX_LISTEN_OPTS:-};
         $tls

@@ -67,15 +67,7 @@ pid $dir/logs/nginx.pid;
 error_log $dir/logs/error.log warn;
 events { worker_connections 4096; }
 http {
-    access_log off;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    keepalive_requests 100000000;
-    default_type application/json;
-    server_tokens off;
+$(nginx_http_common "$dir")
     server {
         listen $NET.2:8200;
         location /v1/ { return 200 '$KV_BODY'; }

@@ -91,16 +91,7 @@ pid $dir/logs/nginx.pid;
 error_log $dir/logs/error.log warn;
 events { worker_connections 1024; }
 http {
-    access_log off;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 75s;
-    default_type application/json;
-    server_tokens off;
+$(nginx_http_common "$dir")
     server {
         listen 127.0.0.1:$port ssl;
         ssl_certificate $cert/cert.pem; ssl_certificate_key $cert/key.pem; ssl_protocols $TLS_PROTOCOLS;
