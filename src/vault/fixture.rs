@@ -260,8 +260,6 @@ impl Naming {
         self.tell(&d, &format!("fixtures {prefix}*"));
     }
 
-    /// The names drawn so far (a panic elsewhere while holding them leaves them as they
-    /// were: they are still what was made).
     /// The fixture another operation of this session made under `key` (`share`), if any.
     pub fn shared(&self, key: &str) -> Option<String> {
         self.drawn().shared.get(key).cloned()
@@ -275,6 +273,8 @@ impl Naming {
             .insert(key.to_string(), name.to_string());
     }
 
+    /// The names drawn so far (a panic elsewhere while holding them leaves them as they
+    /// were: they are still what was made).
     fn drawn(&self) -> MutexGuard<'_, Drawn> {
         self.drawn.lock().unwrap_or_else(|p| p.into_inner())
     }
