@@ -702,3 +702,51 @@ fn each_recorded_kv_mount_is_replayed_on_a_fixture_of_its_own_size() {
     assert_eq!(ServerState::of(&bao), before, "the replay left something");
     no_namespace_left(&bao);
 }
+
+/// A replay of two kv mounts in two namespaces (`log_of_kv_mounts`), slowed so that it is
+/// still sending when SIGTERM comes: it ends with the signal's status and removes every
+/// fixture it made in both namespaces, and the namespace it made. Whether the signal
+/// lands in the setup or in the load, nothing is left.
+#[test]
+fn a_replay_of_two_kv_mounts_stopped_by_sigterm_leaves_nothing_in_either_namespace() {
+    use crate::support::openbao::vblast_mounts;
+    use crate::support::process::signal;
+    use crate::support::run::spawn;
+    use std::time::{Duration, Instant};
+    let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_of_kv_mounts(&bao, dir.path());
+    let before = ServerState::of(&bao);
+    let running = spawn(vault_cmd(
+        &bao,
+        &[
+            "replay",
+            "--speed",
+            "0.0005",
+            "--format",
+            "json",
+            "-q",
+            log.to_str().unwrap(),
+        ],
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while vblast_mounts(&bao).len() < 2 {
+        assert!(Instant::now() < deadline, "the replay made no mounts");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    signal(running.child.id(), libc::SIGTERM);
+    let out = running.finish(Duration::from_secs(60));
+    out.assert_code(143);
+    if !out.stdout.is_empty() {
+        let r = out.json();
+        assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
+    }
+    assert_eq!(
+        ServerState::settled(&bao, &before),
+        before,
+        "{}",
+        out.show()
+    );
+    no_namespace_left(&bao);
+}

@@ -136,6 +136,54 @@ EOF
     [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
 }
 
+# start_vault_standin CPU UPSTREAM_URL: a Vault that answers kv reads without cost, for rates
+# one OpenBao cannot hold. An nginx pinned to CPU answers every GET of a kv-v2 secret on a
+# vblast fixture mount (/v1/vblast-<hex>/data/...) itself, with $KV_BODY, and passes every
+# other request (setup, seeding, logins, tokens, cleanup, sys/ paths) to UPSTREAM_URL, the
+# real server, so a run's setup and cleanup are the server's own. Sets STANDIN_ADDR and
+# STANDIN_PID. Only kv reads go faster: any other operation runs at the server's pace.
+start_vault_standin() {
+    local cpu="$1" upstream="$2" dir="$BENCH_TMP/standin" user="" port
+    need nginx
+    mkdir -p "$dir/logs" "$dir/tmp"
+    port="$(free_port)"
+    [ "$(id -u)" -eq 0 ] && user="user root;"
+    cat >"$dir/nginx.conf" <<EOF
+$user
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid $dir/logs/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+$(nginx_http_common "$dir")
+    upstream vault { server ${upstream#http://}; keepalive 32; }
+    server {
+        listen 127.0.0.1:$port;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        location ~ ^/v1/vblast-[0-9a-f]+/data/ {
+            if (\$request_method = GET) { return 200 '$KV_BODY'; }
+            proxy_pass http://vault;
+        }
+        location / { proxy_pass http://vault; }
+    }
+}
+EOF
+    show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'   # kv reads answered, the rest passed to $upstream"
+    taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
+        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
+    STANDIN_PID="$!"
+    BENCH_PIDS+=("$STANDIN_PID")
+    wait_port "$port" 10 || die "the stand-in nginx did not start: $(cat "$dir/logs/"*.log)"
+    STANDIN_ADDR="http://127.0.0.1:$port"
+    local got
+    got="$(curl -s --max-time 5 "$STANDIN_ADDR/v1/vblast-0/data/a")"
+    [ "$got" = "$KV_BODY" ] || die "the stand-in answered a kv read with: $got"
+    curl -sf --max-time 5 "$STANDIN_ADDR/v1/sys/health" >/dev/null \
+        || die "the stand-in does not pass sys/health to $upstream"
+}
+
 # nginx_cpu MASTER_PID: CPU seconds (user + system, from /proc/PID/stat) spent so far by the
 # worker processes of the nginx whose master is MASTER_PID.
 nginx_cpu() {
