@@ -7,7 +7,8 @@
 //!
 //! It declines whenever in doubt: a byte below 0x20 (a control character, which serde
 //! refuses in a string; a tab, CR or newline between tokens, which serde would allow, is
-//! declined too: only spaces are taken as whitespace), a line that is not UTF-8, a top level that is not an object, a key with an
+//! declined too: only spaces are taken as whitespace), a string that is not UTF-8 (each
+//! non-ASCII character is checked where it stands), a top level that is not an object, a key with an
 //! escape, a known key twice (serde's "duplicate field"), a wanted value of another type
 //! than string/null (or object/null), nesting past 100, a lone surrogate escape, and any
 //! syntax error. What it accepts, serde_json accepts: skipped strings have their escapes
@@ -36,8 +37,11 @@ const MAX_DEPTH: u32 = 100;
 
 /// The line as serde_json would read it, or None: ask serde_json.
 pub fn audit_line(text: &[u8]) -> Option<AuditLine<'_>> {
-    let s = std::str::from_utf8(text).ok()?;
-    let mut sc = Scanner { s, i: 0, depth: 0 };
+    let mut sc = Scanner {
+        b: text,
+        i: 0,
+        depth: 0,
+    };
     sc.spaces();
     let mut line = AuditLine::default();
     sc.top(&mut line)?;
@@ -47,14 +51,14 @@ pub fn audit_line(text: &[u8]) -> Option<AuditLine<'_>> {
 
 /// A position in the line and how deep in it.
 struct Scanner<'a> {
-    s: &'a str,
+    b: &'a [u8],
     i: usize,
     depth: u32,
 }
 
 impl<'a> Scanner<'a> {
     fn bytes(&self) -> &'a [u8] {
-        self.s.as_bytes()
+        self.b
     }
 
     fn peek(&self) -> Option<u8> {
@@ -228,10 +232,11 @@ impl<'a> Scanner<'a> {
             b'n' => self.literal("null").map(|()| None),
             b'"' => {
                 let (from, to, escaped) = self.string()?;
+                let quoted = std::str::from_utf8(&self.b[from - 1..=to]).ok()?;
                 if !escaped {
-                    return Some(Some(Cow::Borrowed(&self.s[from..to])));
+                    return Some(Some(Cow::Borrowed(&quoted[1..quoted.len() - 1])));
                 }
-                let decoded: String = serde_json::from_str(&self.s[from - 1..=to]).ok()?;
+                let decoded: String = serde_json::from_str(quoted).ok()?;
                 Some(Some(Cow::Owned(decoded)))
             }
             _ => None,
@@ -239,6 +244,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string at `"`: its content's range and whether it holds an escape.
+    #[inline(always)]
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         if self.peek()? != b'"' {
             return None;
@@ -258,6 +264,7 @@ impl<'a> Scanner<'a> {
                     escaped = true;
                     j = escape_end(b, k + 1)?;
                 }
+                0x80.. => j = utf8_end(b, k)?,
                 _ => return None,
             }
         }
@@ -342,9 +349,10 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// The first `"`, `\\` or control character (below 0x20) at or after `j`, eight bytes at a
-/// time (the lowest flagged byte of each test is exact: a false flag only ever sits above
-/// a true one).
+/// The first `"`, `\\`, control character (below 0x20) or non-ASCII byte at or after `j`,
+/// eight bytes at a time (the lowest flagged byte of each test is exact: a false flag only
+/// ever sits above a true one).
+#[inline(always)]
 fn special(b: &[u8], mut j: usize) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
@@ -353,7 +361,8 @@ fn special(b: &[u8], mut j: usize) -> Option<usize> {
         let x = u64::from_le_bytes(word.try_into().ok()?);
         let m = zero(x ^ (LO * u64::from(b'"')))
             | zero(x ^ (LO * u64::from(b'\\')))
-            | (x.wrapping_sub(LO * 0x20) & !x & HI);
+            | (x.wrapping_sub(LO * 0x20) & !x & HI)
+            | (x & HI);
         if m != 0 {
             return Some(j + (m.trailing_zeros() / 8) as usize);
         }
@@ -361,8 +370,23 @@ fn special(b: &[u8], mut j: usize) -> Option<usize> {
     }
     b[j..]
         .iter()
-        .position(|c| matches!(c, b'"' | b'\\' | 0..0x20))
+        .position(|c| matches!(c, b'"' | b'\\' | 0..0x20 | 0x80..))
         .map(|k| j + k)
+}
+
+/// Past the UTF-8 character whose first byte (not ASCII) is at `k`; None when it is not
+/// one (serde_json refuses a line that is not UTF-8 in a string).
+#[cold]
+fn utf8_end(b: &[u8], k: usize) -> Option<usize> {
+    let width = match b[k] {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => return None,
+    };
+    let end = k + width;
+    std::str::from_utf8(b.get(k..end)?).ok()?;
+    Some(end)
 }
 
 fn digits_end(b: &[u8], mut i: usize) -> usize {
@@ -374,6 +398,7 @@ fn digits_end(b: &[u8], mut i: usize) -> usize {
 
 /// Past the escape whose letter is at `j` (after the backslash); None for one serde_json
 /// might refuse (an unknown letter, bad hex, a surrogate not in a pair).
+#[cold]
 fn escape_end(b: &[u8], j: usize) -> Option<usize> {
     match *b.get(j)? {
         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 1),
@@ -539,7 +564,7 @@ mod tests {
             let keys: Vec<usize> = text.match_indices("\":").map(|(i, _)| i + 2).collect();
             for &at in &keys {
                 let mut sc = Scanner {
-                    s: &text,
+                    b: text.as_bytes(),
                     i: at,
                     depth: 0,
                 };
@@ -606,6 +631,35 @@ mod tests {
                 }
             }
             agrees_with_serde(&line);
+        }
+    }
+
+    #[test]
+    fn utf8_in_strings_is_checked_where_it_stands() {
+        let line = String::from_utf8(real_lines()[0].clone()).unwrap();
+        let at = line.find("\"type\"").unwrap();
+        let bad: &[&[u8]] = &[
+            b"\xC3\xA9",
+            b"\xE2\x82\xAC",
+            b"\xF0\x9F\x98\x80",
+            b"\xC3",
+            b"\xE2\x82",
+            b"\xC0\xAF",
+            b"\xED\xA0\x80",
+            b"\xF4\x90\x80\x80",
+            b"\xFF",
+            b"\x80",
+        ];
+        for (i, seq) in bad.iter().enumerate() {
+            for wrap in [&b"\"k"[..], b"\"x"] {
+                let mut changed = line.as_bytes()[..at].to_vec();
+                changed.extend_from_slice(wrap);
+                changed.extend_from_slice(seq);
+                changed.extend_from_slice(b"y\":\"v\",");
+                changed.extend_from_slice(&line.as_bytes()[at..]);
+                let taken = agrees_with_serde(&changed);
+                assert_eq!(taken, i < 3, "{i}");
+            }
         }
     }
 
