@@ -528,7 +528,8 @@ impl ProfileTally {
             .and_then(|n| n.path.as_deref())
             .filter(|p| !p.is_empty())
             .unwrap_or("root");
-        self.count_namespace(namespace);
+        let namespace_hash = hash_of(namespace);
+        self.count_namespace(namespace, namespace_hash);
         let mount = mount_in_namespace(req);
         let path = req.path.as_deref().unwrap_or("");
         if !mount.is_empty() {
@@ -544,20 +545,22 @@ impl ProfileTally {
         let accessor = req
             .client_token_accessor
             .as_deref()
-            .filter(|a| !a.is_empty());
-        if let Some(a) = accessor {
-            self.count_token(hash_of(a));
+            .filter(|a| !a.is_empty())
+            .map(hash_of);
+        if let Some(h) = accessor {
+            self.count_token(h);
         }
         if let OpSlot::Op(i) = slot {
-            self.count_caller(accessor.map(hash_of), namespace, i);
+            self.count_caller(accessor, (namespace, namespace_hash), i);
         }
     }
 
     /// A mapped request of `accessor` in `namespace`: its caller's count of `op`. Callers
     /// past `MAX_CALLERS` count with their namespace's requests without a token (those
     /// past `MAX_CALLERS` and `MAX_NAMESPACES` more with the root's).
-    fn count_caller(&mut self, accessor: Option<u64>, namespace: &str, op: usize) {
-        let key = (accessor, hash_of(namespace));
+    /// `namespace` with its `hash_of`.
+    fn count_caller(&mut self, accessor: Option<u64>, (namespace, hash): (&str, u64), op: usize) {
+        let key = (accessor, hash);
         let at = match self.caller_index.get(&key) {
             Some(&at) => at,
             None => {
@@ -574,9 +577,9 @@ impl ProfileTally {
                 } else {
                     self.callers_folded += 1;
                     let ns = if accessor.is_some() {
-                        namespace
+                        (namespace, hash)
                     } else {
-                        "root"
+                        ("root", hash_of("root"))
                     };
                     return self.count_caller(None, ns, op);
                 }
@@ -610,8 +613,8 @@ impl ProfileTally {
         }
     }
 
-    fn count_namespace(&mut self, namespace: &str) {
-        let key = hash_of(namespace);
+    /// `namespace`, whose `hash_of` is `key`.
+    fn count_namespace(&mut self, namespace: &str, key: u64) {
         let full = self.namespaces.len() >= MAX_NAMESPACES;
         let key = if full && !self.namespaces.contains_key(&key) {
             hash_of("(other)")
@@ -879,6 +882,9 @@ fn mount_in_namespace<'a>(req: &'a AuditRequest) -> &'a str {
         .as_ref()
         .and_then(|n| n.path.as_deref())
         .unwrap_or("");
+    if namespace.is_empty() {
+        return mount;
+    }
     mount.strip_prefix(namespace).unwrap_or(mount)
 }
 
