@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the response parser (src/http.rs), the TLS record layer
-# (src/tlsio.rs), the HPACK decoder (src/net/h2/hpack.rs) and the HTTP/2 frame reader
-# (src/net/h2/conn.rs) with cargo-fuzz (libFuzzer), on the stable toolchain.
+# (src/tlsio.rs), the HPACK decoder (src/net/h2/hpack.rs), the HTTP/2 frame reader
+# (src/net/h2/conn.rs) and the audit log's fast line reader against serde_json
+# (src/profile/scan.rs) with cargo-fuzz (libFuzzer), on the stable toolchain.
 #
 #   tools/fuzz.sh SECONDS [TARGET...]     targets: http_response tls_records hpack h2_frames
+#                                         audit_line
 #                                         (default all)
 #
 # Each target runs SECONDS, starting from its seeds (fuzz/seeds/TARGET) and the corpus it
@@ -24,7 +26,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" = "--" ] && shift
 replay=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_response tls_records hpack h2_frames)
+[ ${#targets[@]} -gt 0 ] || targets=(http_response tls_records hpack h2_frames audit_line)
 
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz" >&2

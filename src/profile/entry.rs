@@ -58,6 +58,15 @@ pub struct AuditAuth<'a> {
     pub accessor: Option<Cow<'a, str>>,
 }
 
+/// One line read: through the scanner (`scan`) when it recognises the line, else through
+/// serde_json (whose error the profile reports).
+pub fn read_line(text: &[u8]) -> Result<AuditLine<'_>, serde_json::Error> {
+    match super::scan::audit_line(text) {
+        Some(line) => Ok(line),
+        None => serde_json::from_slice(text),
+    }
+}
+
 /// Which side of a request a line records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

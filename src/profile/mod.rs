@@ -2,7 +2,7 @@
 //! (issue 37): span, rate, the operation mix in vblast's names, namespaces, mounts and
 //! their distinct paths, tokens, errors, the server's time, the audit volume, and what
 //! could not be mapped, read in one streaming pass in bounded memory. `lines` reads a
-//! log (plain or gzip), `entry` one line, `mapping` names its operation and shapes its
+//! log (plain or gzip), `entry` one line (`scan` its fast path), `mapping` names its operation and shapes its
 //! path, `distinct` counts without keeping values, `tally` counts, `figures` are the
 //! result, `render` prints it (text, JSON, HTML page), `workload_file` is the workload file
 //! written from it and run by `vblast run --workload`.
@@ -14,6 +14,7 @@ pub mod kv_mounts;
 pub mod lines;
 pub mod mapping;
 pub mod render;
+pub mod scan;
 pub mod tally;
 pub mod workload_file;
 
@@ -99,7 +100,7 @@ fn first_time(path: &Path) -> Result<Option<i64>, Cause> {
     for _ in 0..100 {
         match lines.next_line() {
             NextLine::Line { text, .. } => {
-                let parsed: Option<entry::AuditLine> = serde_json::from_slice(text).ok();
+                let parsed = entry::read_line(text).ok();
                 if let Some(t) = parsed.and_then(|l| l.time.as_deref().and_then(entry::parse_time))
                 {
                     return Ok(Some(t));

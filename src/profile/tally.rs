@@ -5,13 +5,13 @@
 //! requests still waiting for their response (at most 200,000: beyond, those older than
 //! a minute are let go), and what was wrong with the input.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
 use hdrhistogram::Histogram;
 
-use super::distinct::{DistinctCount, TopCounts, hash_of};
-use super::entry::{AuditLine, AuditRequest, Side, format_time, parse_time};
+use super::distinct::{DistinctCount, HashedMap, TopCounts, hash_of};
+use super::entry::{AuditLine, AuditRequest, Side, format_time, parse_time, read_line};
 use super::figures::*;
 use super::mapping::{OpName, Routed, map, shape};
 
@@ -169,17 +169,17 @@ pub struct ProfileTally {
     unmapped: OpTally,
     shapes: TopCounts,
     paths: Option<TopCounts>,
-    namespaces: HashMap<u64, (String, u64)>,
-    mounts: HashMap<u64, MountTally>,
+    namespaces: HashedMap<u64, (String, u64)>,
+    mounts: HashedMap<u64, MountTally>,
     accessors: DistinctCount,
-    per_token: HashMap<u64, u64>,
+    per_token: HashedMap<u64, u64>,
     per_token_full: bool,
     login_tokens: DistinctCount,
     logins: u64,
     login_minutes: LoginMinutes,
     token_requests: u64,
     logged_in_requests: u64,
-    pending: HashMap<u64, i64>,
+    pending: HashedMap<u64, i64>,
     curve: RateCurve,
     first: Option<i64>,
     last: Option<i64>,
@@ -191,14 +191,14 @@ pub struct ProfileTally {
     entries: u64,
     bytes: u64,
     problems: Vec<LogProblem>,
-    problem_counts: HashMap<ProblemKind, u64>,
+    problem_counts: HashedMap<ProblemKind, u64>,
     files: Vec<String>,
     /// `vblast replay`: each request entry's time, operation and caller, kept.
     kept: Option<Vec<KeptRequest>>,
     /// Request entries a replay did not keep, past `MAX_KEPT`.
     kept_past_bound: u64,
     /// Per (accessor hash, namespace hash): its place in `callers`.
-    caller_index: HashMap<(Option<u64>, u64), usize>,
+    caller_index: HashedMap<(Option<u64>, u64), usize>,
     /// Per caller: its namespace, whether it had a token, its requests per operation
     /// (indexed as `ops`).
     callers: Vec<(String, bool, Vec<u64>)>,
@@ -248,17 +248,17 @@ impl ProfileTally {
             unmapped: op("(unmapped)"),
             shapes: TopCounts::with_cap(MAX_SHAPES),
             paths: show_paths.then(|| TopCounts::with_cap(MAX_SHAPES)),
-            namespaces: HashMap::new(),
-            mounts: HashMap::new(),
+            namespaces: HashedMap::default(),
+            mounts: HashedMap::default(),
             accessors: DistinctCount::with_cap(EXACT_ACCESSORS),
-            per_token: HashMap::new(),
+            per_token: HashedMap::default(),
             per_token_full: false,
             login_tokens: DistinctCount::with_cap(EXACT_LOGINS),
             logins: 0,
             login_minutes: LoginMinutes::default(),
             token_requests: 0,
             logged_in_requests: 0,
-            pending: HashMap::new(),
+            pending: HashedMap::default(),
             curve: RateCurve {
                 origin_s: 0,
                 step_s: 1,
@@ -272,11 +272,11 @@ impl ProfileTally {
             response_entries: 0,
             entries: 0,
             bytes: 0,
-            caller_index: HashMap::new(),
+            caller_index: HashedMap::default(),
             callers: Vec::new(),
             callers_folded: 0,
             problems: Vec::new(),
-            problem_counts: HashMap::new(),
+            problem_counts: HashedMap::default(),
             files: Vec::new(),
             kept: None,
             kept_past_bound: 0,
@@ -333,7 +333,7 @@ impl ProfileTally {
         if text.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let parsed: AuditLine = match serde_json::from_slice(text) {
+        let parsed: AuditLine = match read_line(text) {
             Ok(l) => l,
             Err(e) if unterminated => {
                 let what = format!("the last line is cut short (a log still being written?): {e}");
@@ -528,7 +528,8 @@ impl ProfileTally {
             .and_then(|n| n.path.as_deref())
             .filter(|p| !p.is_empty())
             .unwrap_or("root");
-        self.count_namespace(namespace);
+        let namespace_hash = hash_of(namespace);
+        self.count_namespace(namespace, namespace_hash);
         let mount = mount_in_namespace(req);
         let path = req.path.as_deref().unwrap_or("");
         if !mount.is_empty() {
@@ -544,20 +545,22 @@ impl ProfileTally {
         let accessor = req
             .client_token_accessor
             .as_deref()
-            .filter(|a| !a.is_empty());
-        if let Some(a) = accessor {
-            self.count_token(hash_of(a));
+            .filter(|a| !a.is_empty())
+            .map(hash_of);
+        if let Some(h) = accessor {
+            self.count_token(h);
         }
         if let OpSlot::Op(i) = slot {
-            self.count_caller(accessor.map(hash_of), namespace, i);
+            self.count_caller(accessor, (namespace, namespace_hash), i);
         }
     }
 
     /// A mapped request of `accessor` in `namespace`: its caller's count of `op`. Callers
     /// past `MAX_CALLERS` count with their namespace's requests without a token (those
     /// past `MAX_CALLERS` and `MAX_NAMESPACES` more with the root's).
-    fn count_caller(&mut self, accessor: Option<u64>, namespace: &str, op: usize) {
-        let key = (accessor, hash_of(namespace));
+    /// `namespace` with its `hash_of`.
+    fn count_caller(&mut self, accessor: Option<u64>, (namespace, hash): (&str, u64), op: usize) {
+        let key = (accessor, hash);
         let at = match self.caller_index.get(&key) {
             Some(&at) => at,
             None => {
@@ -574,9 +577,9 @@ impl ProfileTally {
                 } else {
                     self.callers_folded += 1;
                     let ns = if accessor.is_some() {
-                        namespace
+                        (namespace, hash)
                     } else {
-                        "root"
+                        ("root", hash_of("root"))
                     };
                     return self.count_caller(None, ns, op);
                 }
@@ -610,8 +613,8 @@ impl ProfileTally {
         }
     }
 
-    fn count_namespace(&mut self, namespace: &str) {
-        let key = hash_of(namespace);
+    /// `namespace`, whose `hash_of` is `key`.
+    fn count_namespace(&mut self, namespace: &str, key: u64) {
         let full = self.namespaces.len() >= MAX_NAMESPACES;
         let key = if full && !self.namespaces.contains_key(&key) {
             hash_of("(other)")
@@ -879,6 +882,9 @@ fn mount_in_namespace<'a>(req: &'a AuditRequest) -> &'a str {
         .as_ref()
         .and_then(|n| n.path.as_deref())
         .unwrap_or("");
+    if namespace.is_empty() {
+        return mount;
+    }
     mount.strip_prefix(namespace).unwrap_or(mount)
 }
 

@@ -78,6 +78,13 @@ fn a_vblast_mix_is_profiled_with_the_counts_of_its_results_file() {
         .filter(|e| e["type"] == "request")
         .filter(|e| e["request"]["path"] == "auth/token/lookup-accessor")
         .count() as u64;
+    // The profile's fast line reader (`profile::scan`) takes every line of this real log
+    // and reads it as serde_json does (it panics on any difference).
+    let bytes = std::fs::read(&log).unwrap();
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let taken = vblast::profile::scan::agrees_with_serde(line);
+        assert!(taken, "declined: {}", String::from_utf8_lossy(line));
+    }
     let mut in_mix = 0;
     for op in ops {
         let name = op["name"].as_str().unwrap();
