@@ -54,23 +54,43 @@ pub fn is_kv_op(op: &str) -> bool {
     matches!(op, "kv-read" | "kv-write" | "kv-list" | "kv-delete")
 }
 
+impl KvMount {
+    /// A recorded mount as a kv mount, if its type is one (`kv`, `generic`; a version the
+    /// paths did not tell is 2): the one rule for a profile's mounts and a workload
+    /// file's fixtures.
+    pub fn recorded<'a>(
+        namespace: &str,
+        mount: &str,
+        mount_type: &str,
+        kv_version: Option<u8>,
+        distinct: u64,
+        ops: impl Iterator<Item = (&'a str, u64)>,
+    ) -> Option<KvMount> {
+        matches!(mount_type, "kv" | "generic").then(|| KvMount {
+            namespace: namespace.to_string(),
+            mount: mount.to_string(),
+            version: kv_version.unwrap_or(2),
+            distinct,
+            ops: ops.map(|(name, n)| (name.to_string(), n)).collect(),
+        })
+    }
+}
+
 impl KvMounts {
     /// The kv mounts (`kv`, `generic`) of a profile's mounts.
     pub fn of_profile(mounts: &[super::figures::MountProfile]) -> KvMounts {
         KvMounts {
             mounts: mounts
                 .iter()
-                .filter(|m| matches!(m.mount_type.as_str(), "kv" | "generic"))
-                .map(|m| KvMount {
-                    namespace: m.namespace.clone(),
-                    mount: m.mount.clone(),
-                    version: m.kv_version.unwrap_or(2),
-                    distinct: m.distinct_paths,
-                    ops: m
-                        .operations
-                        .iter()
-                        .map(|o| (o.name.clone(), o.requests))
-                        .collect(),
+                .filter_map(|m| {
+                    KvMount::recorded(
+                        &m.namespace,
+                        &m.mount,
+                        &m.mount_type,
+                        m.kv_version,
+                        m.distinct_paths,
+                        m.operations.iter().map(|o| (o.name.as_str(), o.requests)),
+                    )
                 })
                 .collect(),
         }

@@ -703,15 +703,15 @@ impl WorkloadFile {
             mounts: self
                 .fixtures
                 .iter()
-                .filter(|f| matches!(f.mount_type.as_str(), "kv" | "generic"))
-                .map(|f| KvMount {
-                    namespace: f.namespace.clone(),
-                    mount: f.mount.clone(),
-                    version: f.kv_version.unwrap_or(2),
-                    distinct: f.distinct_paths,
-                    ops: (f.operations.iter().flatten())
-                        .map(|o| (o.name.clone(), o.requests))
-                        .collect(),
+                .filter_map(|f| {
+                    KvMount::recorded(
+                        &f.namespace,
+                        &f.mount,
+                        &f.mount_type,
+                        f.kv_version,
+                        f.distinct_paths,
+                        (f.operations.iter().flatten()).map(|o| (o.name.as_str(), o.requests)),
+                    )
                 })
                 .collect(),
         })

@@ -321,53 +321,64 @@ fn bad_input_to_a_replay_is_said_once() {
     }
 }
 
+/// Replays `log` at `speed` (slow enough to be still sending), waits until the replay has
+/// made `mounts` vblast mounts and 5 s more, sends `sig`, and checks the exit status and
+/// that the server is left as `before` (namespaces included); a report, if printed, shows
+/// sends. Whether the signal lands in the setup or in the load, nothing may be left.
+fn stop_a_replay(
+    bao: &OpenBao,
+    log: &Path,
+    speed: &str,
+    mounts: usize,
+    (sig, status): (i32, i32),
+    before: &ServerState,
+) {
+    use crate::support::openbao::vblast_mounts;
+    use crate::support::process::signal;
+    use crate::support::run::spawn;
+    use std::time::{Duration, Instant};
+    let running = spawn(vault_cmd(
+        bao,
+        &[
+            "replay",
+            "--speed",
+            speed,
+            "--format",
+            "json",
+            "-q",
+            log.to_str().unwrap(),
+        ],
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while vblast_mounts(bao).len() < mounts {
+        assert!(Instant::now() < deadline, "the replay made no mount");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Into the load (a stop during the setup is cleaned up as well, with no report).
+    std::thread::sleep(Duration::from_secs(5));
+    signal(running.child.id(), sig);
+    let out = running.finish(Duration::from_secs(60));
+    out.assert_code(status);
+    if !out.stdout.is_empty() {
+        let r = out.json();
+        assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
+    }
+    assert_eq!(&ServerState::settled(bao, before), before, "{}", out.show());
+    no_namespace_left(bao);
+}
+
 /// A replay stopped by SIGTERM or Ctrl-C part-way (the log slowed to a fifth of its
 /// speed) ends with the signal's status, prints what it replayed (when the stop came
 /// during the load), and removes what it made.
 #[test]
 fn a_replay_stopped_by_a_signal_removes_what_it_made() {
-    use crate::support::openbao::vblast_mounts;
-    use crate::support::process::signal;
-    use crate::support::run::spawn;
-    use std::time::{Duration, Instant};
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.log");
     recorded_log(&bao, &log);
     let before = ServerState::of(&bao);
-    for (sig, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
-        let running = spawn(vault_cmd(
-            &bao,
-            &[
-                "replay",
-                "--speed",
-                "0.2",
-                "--format",
-                "json",
-                "-q",
-                log.to_str().unwrap(),
-            ],
-        ));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while vblast_mounts(&bao).is_empty() {
-            assert!(Instant::now() < deadline, "the replay made no mount");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        // Into the load (a stop during the setup is cleaned up as well, with no report).
-        std::thread::sleep(Duration::from_secs(5));
-        signal(running.child.id(), sig);
-        let out = running.finish(Duration::from_secs(60));
-        out.assert_code(status);
-        if !out.stdout.is_empty() {
-            let r = out.json();
-            assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
-        }
-        assert_eq!(
-            ServerState::settled(&bao, &before),
-            before,
-            "{}",
-            out.show()
-        );
+    for stop in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        stop_a_replay(&bao, &log, "0.2", 1, stop, &before);
     }
 }
 
@@ -709,44 +720,9 @@ fn each_recorded_kv_mount_is_replayed_on_a_fixture_of_its_own_size() {
 /// lands in the setup or in the load, nothing is left.
 #[test]
 fn a_replay_of_two_kv_mounts_stopped_by_sigterm_leaves_nothing_in_either_namespace() {
-    use crate::support::openbao::vblast_mounts;
-    use crate::support::process::signal;
-    use crate::support::run::spawn;
-    use std::time::{Duration, Instant};
     let bao = OpenBao::start_with_config("unsafe_allow_api_audit_creation = true\n");
     let dir = tempfile::tempdir().unwrap();
     let log = log_of_kv_mounts(&bao, dir.path());
     let before = ServerState::of(&bao);
-    let running = spawn(vault_cmd(
-        &bao,
-        &[
-            "replay",
-            "--speed",
-            "0.0005",
-            "--format",
-            "json",
-            "-q",
-            log.to_str().unwrap(),
-        ],
-    ));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while vblast_mounts(&bao).len() < 2 {
-        assert!(Instant::now() < deadline, "the replay made no mounts");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    signal(running.child.id(), libc::SIGTERM);
-    let out = running.finish(Duration::from_secs(60));
-    out.assert_code(143);
-    if !out.stdout.is_empty() {
-        let r = out.json();
-        assert!(r["intended_requests"].as_u64().unwrap() > 0, "{r:#}");
-    }
-    assert_eq!(
-        ServerState::settled(&bao, &before),
-        before,
-        "{}",
-        out.show()
-    );
-    no_namespace_left(&bao);
+    stop_a_replay(&bao, &log, "0.0005", 2, (libc::SIGTERM, 143), &before);
 }

@@ -93,6 +93,18 @@ nginx_http_common() {
 EOF
 }
 
+# launch_nginx CPU DIR PORT: runs the nginx of DIR/nginx.conf (logs in DIR/logs) pinned to
+# CPU, recorded for the cleanup, and waits for PORT; sets LAUNCHED_PID (its master).
+launch_nginx() {
+    local cpu="$1" dir="$2" port="$3"
+    show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'"
+    taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
+        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
+    LAUNCHED_PID="$!"
+    BENCH_PIDS+=("$LAUNCHED_PID")
+    wait_port "$port" 10 || die "nginx ($dir) did not start: $(cat "$dir/logs/"*.log)"
+}
+
 # start_nginx CPU [TLS_DIRECTIVES]: nginx (1 worker) pinned to core CPU; sets NGINX_PORT,
 # NGINX_URL. With TLS_DIRECTIVES (ssl_certificate ... inside the server block) it listens
 # with TLS and NGINX_URL is https (checked with NGINX_CA, which the caller sets).
@@ -124,26 +136,24 @@ $(nginx_http_common "$dir")
     }
 }
 EOF
-    show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'"
-    taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
-        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
-    NGINX_PID="$!"
-    BENCH_PIDS+=("$NGINX_PID")
-    wait_port "$NGINX_PORT" 10 || die "nginx did not start: $(cat "$dir/logs/"*.log)"
+    launch_nginx "$cpu" "$dir" "$NGINX_PORT"
+    NGINX_PID="$LAUNCHED_PID"
     NGINX_URL="$scheme://127.0.0.1:$NGINX_PORT/v1/secret/data/foo"
     local got
     got="$(curl -s --max-time 5 ${NGINX_CURL_OPTS:-} ${NGINX_CA:+--cacert "$NGINX_CA"} "$NGINX_URL")"
     [ "$got" = "$KV_BODY" ] || die "nginx answered: $got"
 }
 
-# start_vault_standin CPU UPSTREAM_URL: a Vault that answers kv reads without cost, for rates
-# one OpenBao cannot hold. An nginx pinned to CPU answers every GET of a kv-v2 secret on a
-# vblast fixture mount (/v1/vblast-<hex>/data/...) itself, with $KV_BODY, and passes every
-# other request (setup, seeding, logins, tokens, cleanup, sys/ paths) to UPSTREAM_URL, the
-# real server, so a run's setup and cleanup are the server's own. Sets STANDIN_ADDR and
-# STANDIN_PID. Only kv reads go faster: any other operation runs at the server's pace.
+# start_vault_standin CPU UPSTREAM_URL (http://HOST:PORT): a Vault that answers kv reads
+# without cost, for rates one OpenBao cannot hold. An nginx pinned to CPU answers every GET
+# of a kv-v2 secret on a vblast fixture mount (/v1/vblast-<hex>/data/...) itself, with
+# $KV_BODY, and passes every other request (setup, seeding, logins, tokens, cleanup, sys/
+# paths) to UPSTREAM_URL, the real server, so a run's setup and cleanup are the server's
+# own. Sets STANDIN_ADDR and STANDIN_PID. Only kv reads go faster: any other operation
+# runs at the server's pace.
 start_vault_standin() {
     local cpu="$1" upstream="$2" dir="$BENCH_TMP/standin" user="" port
+    [[ "$upstream" == http://* ]] || die "the stand-in passes to a plain http:// server, not $upstream"
     need nginx
     mkdir -p "$dir/logs" "$dir/tmp"
     port="$(free_port)"
@@ -170,12 +180,9 @@ $(nginx_http_common "$dir")
     }
 }
 EOF
-    show "taskset -c $cpu nginx -p $dir -c $dir/nginx.conf -g 'daemon off;'   # kv reads answered, the rest passed to $upstream"
-    taskset -c "$cpu" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" \
-        -g 'daemon off;' </dev/null >"$dir/logs/stderr.log" 2>&1 &
-    STANDIN_PID="$!"
-    BENCH_PIDS+=("$STANDIN_PID")
-    wait_port "$port" 10 || die "the stand-in nginx did not start: $(cat "$dir/logs/"*.log)"
+    log "the stand-in: kv reads answered, the rest passed to $upstream"
+    launch_nginx "$cpu" "$dir" "$port"
+    STANDIN_PID="$LAUNCHED_PID"
     STANDIN_ADDR="http://127.0.0.1:$port"
     local got
     got="$(curl -s --max-time 5 "$STANDIN_ADDR/v1/vblast-0/data/a")"

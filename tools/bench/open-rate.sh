@@ -16,6 +16,9 @@ RUNS="${RUNS:-3}"
 DURATION="${DURATION:-4}"
 CONNS="${CONNS:-32}"
 LIMIT=$(( DURATION + 60 ))
+for rate in $RATES; do
+    [ $(( rate / CONNS )) -ge 1 ] || die "rate $rate is below one request a second for each of h2load's $CONNS clients"
+done
 
 need h2load taskset curl jq /usr/bin/time
 build
